@@ -1,0 +1,182 @@
+"""DelayedOperationPurgatory: where delayed operations wait for a key to change or their timeout."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from kafkasim.purgatory.delayed_operation import DelayedOperation
+from kafkasim.purgatory.watchers import Watchers
+from kafkasim.timer import SystemTimer, Time
+
+
+class DelayedOperationPurgatory:
+    """Kafka's `DelayedOperationPurgatory` (spec §2.2–2.5).
+
+    Each operation watches one or more keys and, unless `timer_enabled` is False, sits in the timer until its
+    timeout. Completion is checked when a key changes (`check_and_complete(key)`); a completed operation
+    leaves the other keys' lists only when those keys are checked or a purge runs (spec §2.5), which is why
+    `watched` (PurgatorySize) can exceed the number of live operations while `num_delayed`
+    (NumDelayedOperations) counts each waiting operation once.
+
+    Simplifications, all invisible in a single-threaded simulator: Kafka shards the key map 512 ways, each
+    shard with its own lock, so that request threads do not contend; here one dict maps key -> Watchers
+    (insertion ordered, so iteration is deterministic), and no locks are taken. The expiration reaper thread
+    (`advance_clock` every 200 ms) is a SimPy process in `kafkasim.run`, and there are no metric gauges to
+    register: `watched` and `num_delayed` are read by whoever samples them.
+    """
+
+    __slots__ = (
+        "_name",
+        "_timer",
+        "_broker_id",
+        "_purge_interval",
+        "_timer_enabled",
+        "_watchers_for_key",
+        "_estimated_total_operations",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        timer: SystemTimer | None = None,
+        *,
+        time: Time | None = None,
+        broker_id: int = 0,
+        purge_interval: int = 1000,
+        timer_enabled: bool = True,
+    ) -> None:
+        if timer is None:
+            timer = SystemTimer(name, time=time)
+        elif time is not None and time is not timer.time:
+            raise ValueError(
+                f"DelayedOperationPurgatory {name!r}: pass either a timer or a time, or the timer's own time"
+            )
+        self._name = name
+        self._timer = timer
+        self._broker_id = broker_id
+        self._purge_interval = purge_interval
+        self._timer_enabled = timer_enabled
+        self._watchers_for_key: dict[Hashable, Watchers] = {}
+        self._estimated_total_operations = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def timer(self) -> SystemTimer:
+        return self._timer
+
+    @property
+    def broker_id(self) -> int:
+        return self._broker_id
+
+    @property
+    def purge_interval(self) -> int:
+        return self._purge_interval
+
+    @property
+    def estimated_total_operations(self) -> int:
+        """Operations that entered the watch phase since the last purge (Kafka's estimate)."""
+        return self._estimated_total_operations
+
+    @property
+    def watched(self) -> int:
+        """PurgatorySize: sum over keys of the watch-list lengths (an operation counts once per key, and
+        completed operations count until they are removed)."""
+        return sum(len(watchers) for watchers in self._watchers_for_key.values())
+
+    @property
+    def num_delayed(self) -> int:
+        """NumDelayedOperations: operations waiting in the timer (each once)."""
+        return self._timer.size
+
+    def try_complete_else_watch(self, operation: DelayedOperation, keys: Sequence[Hashable]) -> bool:
+        """Complete `operation` now if it can, else watch it on every key and start its timeout.
+
+        Spec §13.5, two-phase: check; watch on all keys (+1 estimated total, once per operation); check
+        again; add to the timer only if still incomplete. Returns True iff one of the two checks completed
+        it (callers learn the outcome through the operation's callbacks and usually ignore this).
+        """
+        if isinstance(keys, (str, bytes)) or not keys:
+            raise ValueError(f"purgatory {self._name!r}: keys must be a non-empty sequence of keys, got {keys!r}")
+        if operation.safe_try_complete_or_else(lambda: self._watch(operation, keys)):
+            # Completed by the second check: it stays in the watch lists until checked or purged.
+            return True
+        if not operation._completed:
+            if self._timer_enabled:
+                self._timer.add(operation)
+            if operation._completed:
+                # Completed between the check and the timer add (here: the timer ran it at once because it
+                # was already expired and the executor is synchronous); drop its timer entry.
+                operation.cancel()
+        return False
+
+    def _watch(self, operation: DelayedOperation, keys: Sequence[Hashable]) -> None:
+        watchers_for_key = self._watchers_for_key
+        for key in keys:
+            watchers = watchers_for_key.get(key)
+            if watchers is None:
+                watchers = watchers_for_key[key] = Watchers(key)
+            watchers.watch(operation)
+        self._estimated_total_operations += 1
+
+    def check_and_complete(self, key: Hashable) -> int:
+        """Try to complete the operations watching `key`; return how many this call completed."""
+        watchers = self._watchers_for_key.get(key)
+        if watchers is None:
+            return 0
+        completed = watchers.try_complete_watched()
+        if not watchers:
+            self._remove_key_if_empty(key, watchers)
+        return completed
+
+    def _remove_key_if_empty(self, key: Hashable, watchers: Watchers) -> None:
+        # Only if the map still maps key to this very Watchers (it may have been replaced meanwhile).
+        if self._watchers_for_key.get(key) is watchers and not watchers:
+            del self._watchers_for_key[key]
+
+    def cancel_for_key(self, key: Hashable) -> list[DelayedOperation]:
+        """Stop watching `key`: remove its operations and cancel their timer entries. No completion
+        callbacks run (used when a partition leaves this broker). Returns the removed operations."""
+        watchers = self._watchers_for_key.pop(key, None)
+        if watchers is None:
+            return []
+        return watchers.cancel()
+
+    def advance_clock(self) -> bool:
+        """One reaper pass: run expired operations, then purge if enough completed ones may linger.
+
+        Spec §13.6: purge when `estimated total - num_delayed > purge_interval`; the estimate is then reset
+        to `num_delayed`. Returns whether the timer flushed any bucket.
+        """
+        advanced = self._timer.advance_clock()
+        num_delayed = self._timer.size
+        if self._estimated_total_operations - num_delayed > self._purge_interval:
+            self._estimated_total_operations = num_delayed
+            self.purge_completed()
+        return advanced
+
+    def purge_completed(self) -> int:
+        """Drop completed operations from every watch list and drop emptied keys; return how many."""
+        purged = 0
+        for key, watchers in list(self._watchers_for_key.items()):
+            purged += watchers.purge_completed()
+            if not watchers:
+                self._remove_key_if_empty(key, watchers)
+        return purged
+
+    def watchers(self, key: Hashable) -> tuple[DelayedOperation, ...]:
+        """The operations watching `key`, completed ones included (for tests and inspection)."""
+        watchers = self._watchers_for_key.get(key)
+        return () if watchers is None else tuple(watchers)
+
+    def shutdown(self) -> None:
+        """Close the timer: operations that time out from now on are not run (Kafka stops the reaper and
+        shuts the timer's executor down)."""
+        self._timer.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"DelayedOperationPurgatory({self._name!r}, watched={self.watched}, num_delayed={self.num_delayed})"
+        )

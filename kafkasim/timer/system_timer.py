@@ -1,0 +1,250 @@
+"""SystemTimer: Kafka's hierarchical timing wheel driven by a delay queue of buckets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kafkasim.timer.delay_queue import DelayQueue
+from kafkasim.timer.time import ManualTime, Time
+from kafkasim.timer.timer_task import TimerTask
+from kafkasim.timer.timer_task_entry import TimerTaskEntry
+from kafkasim.timer.timer_task_list import TaskCounter, TimerTaskList
+from kafkasim.timer.timing_wheel import TimingWheel
+from kafkasim.timer.trace import BucketExpired, TaskDropped, TaskExecuted, TaskPlaced, TimerEvent
+
+
+def run_task(task: TimerTask) -> None:
+    """The default executor: run the task at once, on the caller's stack."""
+    task.run()
+
+
+def _drop_task(task: TimerTask) -> None:
+    """Executor after `close()`: Kafka's executor is shut down by then, so the task never runs."""
+
+
+class SystemTimer:
+    """Kafka's `SystemTimer` (spec §1.4), single-threaded.
+
+    `add(task)` puts the task in the wheel at `now + delay_ms`; `advance_clock()` flushes every due bucket in
+    expiration order, moving the wheel clocks to each bucket's expiration first so that its entries are
+    demoted into finer buckets or run. Example (tick 1, 20 slots, start 0): a task added with delay 25 at 0
+    goes to level 2 (tick 20) bucket 1 = [20, 40); at 20 that bucket is flushed and the task moves to level 1
+    bucket 5 = [25, 26), which runs it at 25.
+
+    Kafka guards `add` and `advanceClock` with a read/write lock and runs tasks on a separate executor
+    thread. A discrete-event simulator runs one thing at a time, so no lock is needed; the ordering it
+    produced is kept: an `advance_clock` drains every due bucket before anything else happens, and tasks run
+    one after another in submission order. The default executor runs a task synchronously; pass `executor`
+    to defer it (e.g. into a SimPy process).
+
+    `listener`, if given, receives a `TimerEvent` for every placement, bucket expiry, demotion and execution
+    (kafkasim.timer.trace). Without one the timer uses an untraced path with no per-call overhead.
+    """
+
+    __slots__ = (
+        "_name",
+        "_time",
+        "_executor",
+        "_task_counter",
+        "_delay_queue",
+        "_timing_wheel",
+        "_listener",
+        "_add_entry",
+        "_flushing_level",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        tick_ms: int = 1,
+        wheel_size: int = 20,
+        start_ms: int | None = None,
+        time: Time | None = None,
+        executor: Callable[[TimerTask], None] | None = None,
+        *,
+        listener: Callable[[TimerEvent], None] | None = None,
+    ) -> None:
+        if tick_ms < 1:
+            raise ValueError(f"SystemTimer {name!r}: tick_ms must be at least 1 ms, got {tick_ms}")
+        if wheel_size < 2:
+            # With one bucket a level's interval equals its tick: every entry overflows, forever.
+            raise ValueError(f"SystemTimer {name!r}: wheel_size must be at least 2 buckets, got {wheel_size}")
+        if time is None:
+            time = ManualTime(0 if start_ms is None else start_ms)
+        if start_ms is None:
+            start_ms = time.milliseconds()
+        self._name = name
+        self._time = time
+        self._executor = executor if executor is not None else run_task
+        self._task_counter = TaskCounter()
+        self._delay_queue = DelayQueue()
+        self._timing_wheel = TimingWheel(tick_ms, wheel_size, start_ms, self._task_counter, self._delay_queue)
+        self._listener = listener
+        # Chosen once so the untraced hot path pays nothing for tracing.
+        self._add_entry: Callable[[TimerTaskEntry], None] = (
+            self._add_timer_task_entry if listener is None else self._add_timer_task_entry_traced
+        )
+        self._flushing_level: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def time(self) -> Time:
+        return self._time
+
+    @property
+    def timing_wheel(self) -> TimingWheel:
+        """The level-1 wheel (its `overflow_wheel` chain holds the coarser levels)."""
+        return self._timing_wheel
+
+    @property
+    def size(self) -> int:
+        """Entries currently in buckets, all levels (Kafka's `size()`); never counts already-expired adds."""
+        return self._task_counter.value
+
+    @property
+    def next_expiration_ms(self) -> int | None:
+        """Earliest bucket expiration in the delay queue (possibly of a bucket emptied by cancels), or None."""
+        return self._delay_queue.peek_expiration()
+
+    def add(self, task: TimerTask) -> None:
+        """Schedule `task` at `now + task.delay_ms`. Re-adding a task moves it (its old entry leaves its bucket)."""
+        self._add_entry(TimerTaskEntry(task, task.delay_ms + self._time.milliseconds()))
+
+    def _add_timer_task_entry(self, entry: TimerTaskEntry) -> None:
+        # Spec §13.1: refused because already expired against the wheel clock -> straight to the executor,
+        # never counted in size; refused because cancelled -> dropped.
+        if not self._timing_wheel.add(entry) and entry.timer_task._timer_task_entry is entry:
+            self._executor(entry.timer_task)
+
+    def advance_clock(self) -> bool:
+        """Flush every bucket due at `time.milliseconds()`, in expiration order; True iff any was flushed.
+
+        Buckets that the flush itself queues and that are already due are flushed in the same call, as
+        Kafka's non-blocking `poll()` loop does (spec §1.7 example 5).
+        """
+        queue = self._delay_queue
+        time = self._time
+        bucket = queue.poll(time.milliseconds())
+        if bucket is None:
+            return False
+        wheel = self._timing_wheel
+        traced = self._listener is not None
+        while bucket is not None:
+            wheel.advance_clock(bucket.expiration)
+            if traced:
+                self._flush_traced(bucket)
+            else:
+                bucket.flush(self._add_timer_task_entry)
+            bucket = queue.poll(time.milliseconds())
+        return True
+
+    def locate(self, task: TimerTask) -> tuple[int, int, int] | None:
+        """Where `task` sits now: (level starting at 1, bucket index, bucket expiration ms), or None when
+        it is in no bucket (never added, cancelled, run, or handed to the executor on add)."""
+        entry = task._timer_task_entry
+        if entry is None:
+            return None
+        bucket = entry.list
+        if bucket is None:
+            return None
+        return (bucket.level, bucket.index, bucket.expiration)
+
+    def close(self) -> None:
+        """Shut the executor down (Kafka's `close()`): tasks that expire from now on are not run."""
+        self._executor = _drop_task
+
+    # ---- traced path (only with a listener) ----
+
+    def _wheel_at(self, level: int) -> TimingWheel:
+        wheel = self._timing_wheel
+        for _ in range(level - 1):
+            overflow = wheel.overflow_wheel
+            assert overflow is not None, "a bucket's level always has a wheel"
+            wheel = overflow
+        return wheel
+
+    def _wheel_times(self) -> tuple[int, ...]:
+        times = []
+        wheel: TimingWheel | None = self._timing_wheel
+        while wheel is not None:
+            times.append(wheel.current_time_ms)
+            wheel = wheel.overflow_wheel
+        return tuple(times)
+
+    def _flush_traced(self, bucket: TimerTaskList) -> None:
+        listener = self._listener
+        assert listener is not None
+        listener(
+            BucketExpired(
+                time_ms=self._time.milliseconds(),
+                level=bucket.level,
+                bucket_index=bucket.index,
+                bucket_start_ms=bucket.expiration,
+                bucket_end_ms=bucket.expiration + bucket.tick_ms,
+                entries=len(bucket),
+                wheel_times_ms=self._wheel_times(),
+                size=self.size,
+            )
+        )
+        outer = self._flushing_level
+        self._flushing_level = bucket.level
+        try:
+            bucket.flush(self._add_timer_task_entry_traced)
+        finally:
+            self._flushing_level = outer
+
+    def _add_timer_task_entry_traced(self, entry: TimerTaskEntry) -> None:
+        listener = self._listener
+        assert listener is not None
+        from_level = self._flushing_level
+        task = entry.timer_task
+        queued_before = len(self._delay_queue)
+        if self._timing_wheel.add(entry):
+            bucket = entry.list
+            assert bucket is not None
+            wheel = self._wheel_at(bucket.level)
+            listener(
+                TaskPlaced(
+                    time_ms=self._time.milliseconds(),
+                    task=task,
+                    expiration_ms=entry.expiration_ms,
+                    level=bucket.level,
+                    bucket_index=bucket.index,
+                    bucket_start_ms=bucket.expiration,
+                    bucket_end_ms=bucket.expiration + bucket.tick_ms,
+                    wheel_time_ms=wheel.current_time_ms,
+                    wheel_interval_ms=wheel.interval,
+                    from_level=from_level,
+                    bucket_queued=len(self._delay_queue) > queued_before,
+                    size=self.size,
+                )
+            )
+        elif entry.cancelled:
+            listener(
+                TaskDropped(
+                    time_ms=self._time.milliseconds(),
+                    task=task,
+                    expiration_ms=entry.expiration_ms,
+                    from_level=from_level,
+                    size=self.size,
+                )
+            )
+        else:
+            listener(
+                TaskExecuted(
+                    time_ms=self._time.milliseconds(),
+                    task=task,
+                    expiration_ms=entry.expiration_ms,
+                    wheel_time_ms=self._timing_wheel.current_time_ms,
+                    tick_ms=self._timing_wheel.tick_ms,
+                    from_level=from_level,
+                    size=self.size,
+                )
+            )
+            self._executor(task)
+
+    def __repr__(self) -> str:
+        return f"SystemTimer({self._name!r}, size={self.size}, next_expiration_ms={self.next_expiration_ms})"
