@@ -1,0 +1,100 @@
+"""Broker and log configuration with Kafka's defaults (spec §9.3).
+
+Frozen and flat so the engine can build one from a scenario and share it across partitions. Only what the
+broker's state machines read is here; request-pipeline knobs (``num.io.threads`` ...) belong to the engine.
+Field names are Kafka's config names with dots turned into underscores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+def _require_positive(owner: str, **values: int) -> None:
+    for name, value in values.items():
+        if value <= 0:
+            raise ValueError(f"{owner}.{name} must be > 0, got {value}")
+
+
+def _require_non_negative(owner: str, **values: int) -> None:
+    for name, value in values.items():
+        if value < 0:
+            raise ValueError(f"{owner}.{name} must be >= 0, got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Topic-level (log) configs: segment rolling, batch size limit, min ISR."""
+
+    segment_bytes: int = GIB  # segment.bytes
+    segment_ms: int = 604_800_000  # segment.ms (7 days)
+    segment_jitter_ms: int = 0  # segment.jitter.ms
+    segment_index_bytes: int = 10 * MIB  # segment.index.bytes
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    max_message_bytes: int = 1_048_588  # max.message.bytes (broker: message.max.bytes)
+    min_insync_replicas: int = 1  # min.insync.replicas
+
+    def __post_init__(self) -> None:
+        _require_positive(
+            "LogConfig",
+            segment_bytes=self.segment_bytes,
+            segment_ms=self.segment_ms,
+            segment_index_bytes=self.segment_index_bytes,
+            max_message_bytes=self.max_message_bytes,
+            min_insync_replicas=self.min_insync_replicas,
+        )
+        _require_non_negative(
+            "LogConfig", segment_jitter_ms=self.segment_jitter_ms, index_interval_bytes=self.index_interval_bytes
+        )
+
+    @property
+    def max_offset_index_entries(self) -> int:
+        """Entries that fit the offset index (8 bytes each); a full index rolls the segment (spec §7.2)."""
+        return self.segment_index_bytes // 8
+
+    @property
+    def max_time_index_entries(self) -> int:
+        """Entries that fit the time index (12 bytes each)."""
+        return self.segment_index_bytes // 12
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Broker-level configs read by ReplicaManager, Partition and the purgatories."""
+
+    log: LogConfig = field(default_factory=LogConfig)
+    replica_lag_time_max_ms: int = 30_000  # replica.lag.time.max.ms; shrink check every half of it
+    fetch_max_bytes: int = 55 * MIB  # fetch.max.bytes (caps a fetch request's max_bytes)
+    producer_purgatory_purge_interval_requests: int = 1000
+    fetch_purgatory_purge_interval_requests: int = 1000
+    # Follower side (the engine's replica fetcher reads these; spec §8).
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = MIB
+    replica_fetch_response_max_bytes: int = 10 * MIB
+    replica_fetch_backoff_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        _require_positive(
+            "BrokerConfig",
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+            fetch_max_bytes=self.fetch_max_bytes,
+            producer_purgatory_purge_interval_requests=self.producer_purgatory_purge_interval_requests,
+            fetch_purgatory_purge_interval_requests=self.fetch_purgatory_purge_interval_requests,
+            replica_fetch_max_bytes=self.replica_fetch_max_bytes,
+            replica_fetch_response_max_bytes=self.replica_fetch_response_max_bytes,
+        )
+        _require_non_negative(
+            "BrokerConfig",
+            replica_fetch_wait_max_ms=self.replica_fetch_wait_max_ms,
+            replica_fetch_min_bytes=self.replica_fetch_min_bytes,
+            replica_fetch_backoff_ms=self.replica_fetch_backoff_ms,
+        )
+
+    @property
+    def isr_expiration_interval_ms(self) -> int:
+        """How often the engine should call ``ReplicaManager.maybe_shrink_isr`` (spec §6.5: lag / 2)."""
+        return self.replica_lag_time_max_ms // 2

@@ -1,0 +1,522 @@
+"""``Log``: a partition's segments, log end offset, high watermark and log start offset (spec §7).
+
+One class serves both sides: the leader appends with ``append_as_leader`` (offsets assigned from the LEO)
+and advances the HW with ``maybe_increment_high_watermark``; a follower appends the leader's batches with
+``append_as_follower`` (offsets kept), clamps the HW it is told with ``maybe_update_high_watermark`` and,
+when it restarts, truncates to its HW with ``truncate_to(log.high_watermark)``.
+
+Kafka's ``UnifiedLog`` and ``LocalLog`` are folded into this one class (no tiered storage, no producer
+state, no transactions: the last stable offset is the HW -- the seam for transactions is
+``fetch_last_stable_offset_metadata``).
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from kafkasim.broker.config import LogConfig
+from kafkasim.broker.errors import Errors, KafkaError
+from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
+from kafkasim.broker.log_segment import FetchDataInfo, LogSegment
+from kafkasim.broker.records import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP, RecordBatch
+
+if TYPE_CHECKING:
+    from kafkasim.timer import Time
+
+__all__ = [
+    "UNKNOWN_OFFSET_METADATA",
+    "FetchDataInfo",
+    "FetchIsolation",
+    "LeaderHwChange",
+    "Log",
+    "LogAppendInfo",
+    "LogOffsetMetadata",
+    "LogOffsetSnapshot",
+    "LogSegment",
+]
+
+
+class FetchIsolation(enum.Enum):
+    """How far a fetch may read: followers to the LEO, consumers to the HW (or the LSO)."""
+
+    LOG_END = "LOG_END"
+    HIGH_WATERMARK = "HIGH_WATERMARK"
+    TXN_COMMITTED = "TXN_COMMITTED"
+
+
+class LeaderHwChange(enum.Enum):
+    """What a leader append did to the HW; decides which purgatories the action queue checks (§3.5)."""
+
+    INCREASED = "INCREASED"
+    SAME = "SAME"
+    NONE = "NONE"  # nothing appended (failed append)
+
+
+class LogAppendInfo:
+    """What an append did: the offsets it assigned, bytes written, and (set by Partition) the HW change."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "max_timestamp",
+        "log_append_time",
+        "log_start_offset",
+        "valid_bytes",
+        "leader_hw_change",
+    )
+
+    def __init__(
+        self,
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int = NO_TIMESTAMP,
+        log_append_time: int = NO_TIMESTAMP,
+        log_start_offset: int = -1,
+        valid_bytes: int = 0,
+        leader_hw_change: LeaderHwChange = LeaderHwChange.NONE,
+    ) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.max_timestamp = max_timestamp
+        # CreateTime topics (Kafka's default) report no log append time.
+        self.log_append_time = log_append_time
+        self.log_start_offset = log_start_offset
+        self.valid_bytes = valid_bytes
+        self.leader_hw_change = leader_hw_change
+
+    def __repr__(self) -> str:
+        return (
+            f"LogAppendInfo(first={self.first_offset}, last={self.last_offset}, bytes={self.valid_bytes}, "
+            f"hw={self.leader_hw_change.name})"
+        )
+
+
+# Kafka's LogAppendInfo.UNKNOWN_LOG_APPEND_INFO, the info of a failed append.
+def unknown_log_append_info() -> LogAppendInfo:
+    return LogAppendInfo(-1, -1)
+
+
+class LogOffsetSnapshot(NamedTuple):
+    """The offsets DelayedFetch compares against (Kafka's ``LogOffsetSnapshot``)."""
+
+    log_start_offset: int
+    log_end_offset: LogOffsetMetadata
+    high_watermark: LogOffsetMetadata
+    last_stable_offset: LogOffsetMetadata
+
+
+class Log:
+    """Segments of simulated batches plus the offsets Kafka's ``UnifiedLog`` maintains.
+
+    Worked example (segment.bytes = 250, 100-byte batches of 10 records): appends put offsets 0..9 and
+    10..19 in segment 0 (size 200); the third append would make it 300 > 250, so the log rolls and
+    offsets 20..29 go to a new segment based at 20. The LEO is then ``(30, 20, 100)``; if the HW had been
+    20 = LEO at the roll, its metadata would have moved from ``(20, 0, 200)`` to ``(20, 20, 0)``.
+    """
+
+    __slots__ = (
+        "config",
+        "time",
+        "name",
+        "leader_epoch_cache",
+        "_rng",
+        "_segments",
+        "_segment_bases",
+        "_log_end_offset_metadata",
+        "_high_watermark_metadata",
+        "_log_start_offset",
+    )
+
+    def __init__(
+        self,
+        config: LogConfig,
+        time: Time,
+        *,
+        log_start_offset: int = 0,
+        rng: random.Random | None = None,
+        name: str = "",
+    ) -> None:
+        self.config = config
+        self.time = time
+        self.name = name
+        self.leader_epoch_cache = LeaderEpochFileCache()
+        self._rng = rng
+        self._log_start_offset = log_start_offset
+        self._segments: list[LogSegment] = []
+        self._segment_bases: list[int] = []
+        self._add_segment(LogSegment(log_start_offset, time.milliseconds(), self._random_segment_jitter()))
+        self._log_end_offset_metadata = LogOffsetMetadata(log_start_offset, log_start_offset, 0)
+        # spec §6.7: initial HW = checkpoint or 0, clamped into [log start, LEO].
+        self._high_watermark_metadata = self._log_end_offset_metadata
+
+    # ----------------------------------------------------------------------------------------- offsets
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset_metadata.message_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self._log_end_offset_metadata
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark_metadata.message_offset
+
+    @property
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        """The HW as stored (message-only on a follower); see ``fetch_high_watermark_metadata``."""
+        return self._high_watermark_metadata
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    @property
+    def segments(self) -> Sequence[LogSegment]:
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.leader_epoch_cache.latest_epoch
+
+    # ------------------------------------------------------------------------------------------ append
+
+    def append_as_leader(self, batches: Sequence[RecordBatch], leader_epoch: int) -> LogAppendInfo:
+        """Assign offsets from the LEO and the leader epoch, then append (spec §7.1)."""
+        return self._append(batches, leader_epoch, assign_offsets=True)
+
+    def append_as_follower(self, batches: Sequence[RecordBatch]) -> LogAppendInfo:
+        """Append the leader's batches, offsets and epochs unchanged (replica fetcher, spec §8)."""
+        return self._append(batches, NO_PARTITION_LEADER_EPOCH, assign_offsets=False)
+
+    def _append(self, batches: Sequence[RecordBatch], leader_epoch: int, assign_offsets: bool) -> LogAppendInfo:
+        max_message_bytes = self.config.max_message_bytes
+        valid_bytes = 0
+        max_timestamp = NO_TIMESTAMP
+        for batch in batches:
+            size = batch.size_in_bytes
+            if size > max_message_bytes:
+                raise KafkaError(
+                    Errors.MESSAGE_TOO_LARGE,
+                    f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes} in {self.name}",
+                )
+            valid_bytes += size
+            if batch.create_time_ms > max_timestamp:
+                max_timestamp = batch.create_time_ms
+        if valid_bytes <= 0:
+            return LogAppendInfo(-1, -1, max_timestamp, log_start_offset=self._log_start_offset)
+
+        if assign_offsets:
+            offset = self._log_end_offset_metadata.message_offset
+            stamped = []
+            for batch in batches:
+                stamped.append(batch.with_offsets(offset, leader_epoch))
+                offset += batch.record_count
+            batches = stamped
+        else:
+            self._check_follower_offsets(batches)
+        first_offset = batches[0].base_offset
+        last_offset = batches[-1].last_offset
+
+        if valid_bytes > self.config.segment_bytes:
+            raise KafkaError(
+                Errors.RECORD_LIST_TOO_LARGE,
+                f"record set of {valid_bytes} bytes exceeds segment.bytes {self.config.segment_bytes} "
+                f"in {self.name}",
+            )
+        segment = self._maybe_roll(valid_bytes, first_offset, last_offset, max_timestamp)
+        segment.append(batches, valid_bytes, max_timestamp, self.config.index_interval_bytes)
+        self._log_end_offset_metadata = LogOffsetMetadata(last_offset + 1, segment.base_offset, segment.size)
+
+        cache = self.leader_epoch_cache
+        for batch in batches:
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and (epoch != cache.latest_epoch):
+                cache.assign(epoch, batch.base_offset)
+        self._update_high_watermark_with_log_end_offset()
+        return LogAppendInfo(
+            first_offset, last_offset, max_timestamp, NO_TIMESTAMP, self._log_start_offset, valid_bytes
+        )
+
+    def _check_follower_offsets(self, batches: Sequence[RecordBatch]) -> None:
+        # A fetcher bug, not a Kafka error a client could see: Kafka throws UnexpectedAppendOffset /
+        # OffsetsOutOfOrder here too.
+        expected = self.log_end_offset
+        for batch in batches:
+            if batch.base_offset != expected:
+                raise ValueError(
+                    f"{self.name}: follower append expected a batch at offset {expected}, "
+                    f"got base offset {batch.base_offset}"
+                )
+            expected = batch.next_offset
+
+    # -------------------------------------------------------------------------------------------- roll
+
+    def _random_segment_jitter(self) -> int:
+        jitter = self.config.segment_jitter_ms
+        if jitter == 0:
+            return 0
+        rng = self._rng if self._rng is not None else random.Random(0)
+        return rng.randrange(min(jitter, self.config.segment_ms))
+
+    def _maybe_roll(self, incoming_bytes: int, first_offset: int, last_offset: int, max_timestamp: int) -> LogSegment:
+        segment = self._segments[-1]
+        now = self.time.milliseconds()
+        if segment.should_roll(self.config, incoming_bytes, max_timestamp, last_offset, now):
+            # Kafka rolls at the incoming first offset (or lastOffset - Int.MAX on offset overflow).
+            roll_offset = first_offset
+            if last_offset - first_offset > 2**31 - 1:
+                roll_offset = last_offset - (2**31 - 1)
+            return self.roll(roll_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at ``max(expected_next_offset, LEO)`` (Kafka's ``roll``)."""
+        log_end_offset = self.log_end_offset
+        new_offset = max(expected_next_offset if expected_next_offset is not None else 0, log_end_offset)
+        now = self.time.milliseconds()
+        active = self._segments[-1]
+        new_segment = LogSegment(new_offset, now, self._random_segment_jitter())
+        if active.base_offset == new_offset and active.is_empty:
+            # Kafka replaces an empty active segment at the same offset instead of adding a second one.
+            self._segments[-1] = new_segment
+        elif active.base_offset >= new_offset:
+            raise ValueError(f"{self.name}: cannot roll to {new_offset}, a segment already starts at {active.base_offset}")
+        else:
+            self._add_segment(new_segment)
+        self._log_end_offset_metadata = LogOffsetMetadata(log_end_offset, new_offset, 0)
+        # spec §7.2 / §13.15: a roll silently moves the HW metadata to the new segment when HW == LEO.
+        self._update_high_watermark_with_log_end_offset()
+        return new_segment
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._segment_bases.append(segment.base_offset)
+
+    # -------------------------------------------------------------------------------------------- read
+
+    def read(
+        self, start_offset: int, max_length: int, isolation: FetchIsolation, min_one_message: bool
+    ) -> FetchDataInfo:
+        """Kafka's ``UnifiedLog.read`` (spec §7.3): batch-aligned start, byte-bounded end, bounded by the LEO
+        (followers), the HW (consumers) or the LSO; raises OFFSET_OUT_OF_RANGE outside the log."""
+        if isolation is FetchIsolation.LOG_END:
+            max_offset_metadata = self._log_end_offset_metadata
+        elif isolation is FetchIsolation.HIGH_WATERMARK:
+            max_offset_metadata = self.fetch_high_watermark_metadata()
+        else:
+            max_offset_metadata = self.fetch_last_stable_offset_metadata()
+        return self._local_read(start_offset, max_length, max_offset_metadata, min_one_message)
+
+    def _local_read(
+        self, start_offset: int, max_length: int, max_offset_metadata: LogOffsetMetadata, min_one_message: bool
+    ) -> FetchDataInfo:
+        if start_offset < self._log_start_offset:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"{self.name}: offset {start_offset} is below the log start offset {self._log_start_offset}",
+            )
+        end_offset_metadata = self._log_end_offset_metadata
+        index = bisect_right(self._segment_bases, start_offset) - 1
+        if start_offset > end_offset_metadata.message_offset or index < 0:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"{self.name}: offset {start_offset} is outside [{self._log_start_offset}, "
+                f"{end_offset_metadata.message_offset}]",
+            )
+        max_offset = max_offset_metadata.message_offset
+        if start_offset == max_offset:
+            return FetchDataInfo(max_offset_metadata)
+        if start_offset > max_offset:
+            return FetchDataInfo(self.convert_to_offset_metadata_or_throw(start_offset))
+
+        segments = self._segments
+        max_segment_base = max_offset_metadata.segment_base_offset
+        while index < len(segments):
+            segment = segments[index]
+            if segment.base_offset < max_segment_base:
+                max_position: int | None = segment.size
+            elif segment.base_offset == max_segment_base and not max_offset_metadata.message_offset_only:
+                max_position = max_offset_metadata.relative_position_in_segment
+            else:
+                max_position = None
+            info = segment.read(start_offset, max_length, max_position, min_one_message)
+            if info is not None:
+                return info
+            index += 1
+        # Beyond the last batch of the last segment: nothing to read at the LEO.
+        return FetchDataInfo(end_offset_metadata)
+
+    def convert_to_offset_metadata_or_throw(self, offset: int) -> LogOffsetMetadata:
+        """Full metadata of ``offset`` (the batch holding it, or the LEO metadata at the LEO)."""
+        return self._local_read(offset, 1, self._log_end_offset_metadata, False).fetch_offset_metadata
+
+    def maybe_convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Like ``convert_to_offset_metadata_or_throw`` but message-only outside the log (3.8+, spec §5)."""
+        try:
+            return self.convert_to_offset_metadata_or_throw(offset)
+        except KafkaError as e:
+            if e.error is Errors.OFFSET_OUT_OF_RANGE:
+                return LogOffsetMetadata(offset)
+            raise
+
+    # ------------------------------------------------------------------------------------ high watermark
+
+    def fetch_high_watermark_metadata(self) -> LogOffsetMetadata:
+        """The HW with full segment metadata, materialised (and cached) when stored message-only."""
+        metadata = self._high_watermark_metadata
+        if metadata.message_offset_only:
+            metadata = self.maybe_convert_to_offset_metadata(metadata.message_offset)
+            self._high_watermark_metadata = metadata
+        return metadata
+
+    def fetch_last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        """No transactions are simulated: the LSO is the HW (the seam for a transaction model)."""
+        return self.fetch_high_watermark_metadata()
+
+    def fetch_offset_snapshot(self) -> LogOffsetSnapshot:
+        high_watermark = self.fetch_high_watermark_metadata()
+        return LogOffsetSnapshot(
+            self._log_start_offset, self._log_end_offset_metadata, high_watermark, high_watermark
+        )
+
+    def maybe_increment_high_watermark(self, new_high_watermark: LogOffsetMetadata) -> LogOffsetMetadata | None:
+        """Leader: raise the HW to ``new_high_watermark``; returns the old HW if it "increased", else None.
+
+        spec §6.3 / §13.15: the same offset on a newer segment also counts as an increase, so purgatory
+        checks run after a roll moved the replicas' LEO metadata."""
+        if new_high_watermark.message_offset > self.log_end_offset:
+            raise ValueError(
+                f"{self.name}: high watermark {new_high_watermark} update exceeds the log end offset "
+                f"{self._log_end_offset_metadata}"
+            )
+        old = self._high_watermark_metadata
+        if old.message_offset < new_high_watermark.message_offset or (
+            old.message_offset == new_high_watermark.message_offset and old.on_older_segment(new_high_watermark)
+        ):
+            self._high_watermark_metadata = new_high_watermark
+            return old
+        return None
+
+    def update_high_watermark(self, high_watermark: int | LogOffsetMetadata) -> int:
+        """Set the HW clamped into [log start, LEO] (Kafka's ``updateHighWatermark``); returns it."""
+        metadata = (
+            high_watermark if isinstance(high_watermark, LogOffsetMetadata) else LogOffsetMetadata(high_watermark)
+        )
+        end = self._log_end_offset_metadata
+        if metadata.message_offset < self._log_start_offset:
+            metadata = LogOffsetMetadata(self._log_start_offset)
+        elif metadata.message_offset >= end.message_offset:
+            metadata = end
+        self._high_watermark_metadata = metadata
+        return metadata.message_offset
+
+    def maybe_update_high_watermark(self, high_watermark: int) -> int | None:
+        """Follower: take the leader's HW, clamped to ``[log start, own LEO]`` (spec §7.4, §8); returns the
+        new HW only if it changed. The stored value is message-only unless it equals the LEO."""
+        old = self._high_watermark_metadata.message_offset
+        new = self.update_high_watermark(high_watermark)
+        return None if new == old else new
+
+    def _update_high_watermark_with_log_end_offset(self) -> None:
+        end = self._log_end_offset_metadata
+        if self._high_watermark_metadata.message_offset >= end.message_offset:
+            self._high_watermark_metadata = end
+
+    # ------------------------------------------------------------------------- log start and truncation
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Advance the log start offset (never past the HW); True iff it moved."""
+        if new_log_start_offset <= self._log_start_offset:
+            return False
+        if new_log_start_offset > self.high_watermark:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"{self.name}: cannot increment the log start offset to {new_log_start_offset} since it is "
+                f"larger than the high watermark {self.high_watermark}",
+            )
+        self._log_start_offset = new_log_start_offset
+        self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+        return True
+
+    def delete_old_segments(self) -> int:
+        """Drop segments wholly below the log start offset (Kafka's log-start-offset retention); returns
+        how many. Simplification: this is the only retention; time/size retention is not simulated."""
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
+            del self._segments[0]
+            del self._segment_bases[0]
+            deleted += 1
+        return deleted
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Truncate to ``target_offset`` (a restarting follower truncates to its HW); True iff anything
+        was removed. Batches whose last offset is >= the target go; the HW drops with the LEO."""
+        if target_offset < 0:
+            raise ValueError(f"{self.name}: cannot truncate to negative offset {target_offset}")
+        if target_offset >= self.log_end_offset:
+            return False
+        if self._segments[0].base_offset > target_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        # Kafka deletes the segments based strictly above the target; one based at the target stays, empty.
+        keep = bisect_right(self._segment_bases, target_offset)
+        del self._segments[keep:]
+        del self._segment_bases[keep:]
+        active = self._segments[-1]
+        active.truncate_to(target_offset, self.time.milliseconds())
+        # Truncation targets are batch boundaries (a HW or an epoch end offset), so the LEO is the target.
+        new_end = target_offset
+        self._log_end_offset_metadata = LogOffsetMetadata(new_end, active.base_offset, active.size)
+        self.leader_epoch_cache.truncate_from_end(new_end)
+        self._log_start_offset = min(new_end, self._log_start_offset)
+        if self.high_watermark >= new_end:
+            self._high_watermark_metadata = self._log_end_offset_metadata
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Empty the log and restart it at ``new_offset`` (LEO = HW = log start = new_offset)."""
+        self._segments.clear()
+        self._segment_bases.clear()
+        self._add_segment(LogSegment(new_offset, self.time.milliseconds(), self._random_segment_jitter()))
+        self._log_end_offset_metadata = LogOffsetMetadata(new_offset, new_offset, 0)
+        self._high_watermark_metadata = self._log_end_offset_metadata
+        self._log_start_offset = new_offset
+        self.leader_epoch_cache.clear()
+
+    # ------------------------------------------------------------------------------------ leader epochs
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader epoch starts at ``start_offset`` (called by ``Partition.make_leader``)."""
+        self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """``(epoch, end offset)`` of the largest epoch <= ``leader_epoch``, or None if unknown."""
+        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        if offset == UNDEFINED_EPOCH_OFFSET:
+            return None
+        return epoch, offset
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.name!r}, start={self._log_start_offset}, hw={self._high_watermark_metadata}, "
+            f"leo={self._log_end_offset_metadata}, segments={len(self._segments)})"
+        )

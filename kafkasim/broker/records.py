@@ -1,0 +1,67 @@
+"""What flows through the broker: topic-partitions and simulated record batches (no payload bytes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic; also the purgatory watch key (Kafka's ``TopicPartitionOperationKey``).
+
+    A NamedTuple rather than a dataclass: it is hashed on every purgatory check, and tuple hashing is C.
+    """
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """One simulated record batch: sizes, counts and identity, but no payload.
+
+    The producer builds it with ``base_offset = -1``; the leader's log assigns offsets and its leader epoch
+    (``with_offsets``) exactly as Kafka rewrites a batch's header on append, and followers store the
+    leader's batch unchanged. ``create_time_ms`` is the producer's CreateTime timestamp, which Kafka's
+    time-based segment roll reads (spec §7.2). ``batch_id`` and ``producer`` let the engine match a
+    consumed batch to its send for end-to-end latency.
+    """
+
+    record_count: int
+    size_in_bytes: int
+    create_time_ms: int
+    batch_id: int
+    producer: str = ""
+    base_offset: int = -1
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.record_count - 1
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.record_count
+
+    @property
+    def max_timestamp(self) -> int:
+        """The batch's max timestamp; with one CreateTime per simulated batch, its create time."""
+        return self.create_time_ms
+
+    def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> RecordBatch:
+        """The batch as the leader writes it: offsets from the log end, stamped with the leader epoch."""
+        return RecordBatch(
+            self.record_count,
+            self.size_in_bytes,
+            self.create_time_ms,
+            self.batch_id,
+            self.producer,
+            base_offset,
+            partition_leader_epoch,
+        )
