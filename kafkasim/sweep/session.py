@@ -1,0 +1,112 @@
+"""Starting (quietly) the SparkSession a sweep runs on.
+
+Default master `local[*]`: Spark runs inside this Python process's JVM child, with one Python worker per
+core, so a sweep works on one machine with nothing else running. `--master spark://…`, `k8s://…` or `yarn`
+points the same job at a cluster; nothing else changes (the executors need kafkasim installed, and the
+output directory must be visible to the driver and every executor, e.g. a shared mount).
+
+Spark is chatty when it starts (log4j profile banner, JVM module warnings, native-hadoop and hostname
+warnings, console progress bars). A sweep has its own progress display, so the JVM's stdout/stderr go to a
+log file (`spark_log_path()`), its log level is WARN, and the console progress bar is off. When Spark fails,
+the error message points at that file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+APP_NAME = "kafkasim-sweep"
+
+_LOCAL_MASTER_RE = re.compile(r"^local(\[(\*|\d+)(,\s*\d+)?\])?$")
+_LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def is_local_master(master: str) -> bool:
+    """True for `local`, `local[*]`, `local[N]` and `local[N,F]` (Spark inside this machine's JVM)."""
+    return _LOCAL_MASTER_RE.match(master) is not None
+
+
+def resolve_master(master: str | None, parallelism: int | None) -> str:
+    """The master URL to use; `parallelism` on a local master becomes `local[N]` (N concurrent runs)."""
+    resolved = master or DEFAULT_MASTER
+    if parallelism is not None:
+        if parallelism < 1:
+            raise ValueError(f"parallelism must be at least 1, got {parallelism}")
+        if is_local_master(resolved):
+            return f"local[{parallelism}]"
+    return resolved
+
+
+def spark_log_path() -> Path:
+    """Where the Spark JVM's own output goes (one file per driver process)."""
+    return Path(tempfile.gettempdir()) / f"kafkasim-spark-{os.getpid()}.log"
+
+
+@contextmanager
+def _jvm_output_to(log_path: Path) -> Iterator[None]:
+    """Point file descriptors 1 and 2 at `log_path` while the JVM is spawned, so the child inherits them.
+
+    PySpark starts the JVM with `Popen` and inherited stdout/stderr; there is no option to redirect them.
+    The parent's descriptors are restored as soon as the gateway is up.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, log_fd):
+            os.close(fd)
+
+
+def build_spark_session(master: str | None = None, *, parallelism: int | None = None) -> SparkSession:
+    """A SparkSession for sweeps: Arrow enabled, small shuffles, WARN logs, no console progress bar.
+
+    `getOrCreate` semantics: if this process already has an active SparkSession, that one is returned
+    (Spark allows one SparkContext per JVM) and `master` does not change it.
+    """
+    from pyspark.sql import SparkSession
+
+    resolved = resolve_master(master, parallelism)
+    local = is_local_master(resolved)
+    if local:
+        # Bind to loopback: no firewall prompts, no "hostname resolves to a loopback address" warning.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(resolved)
+        .appName(APP_NAME)
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Sweeps aggregate a few thousand groups at most; Spark's default of 200 shuffle partitions
+        # makes each tiny aggregation schedule 200 tasks. The job sets a size-based value per run.
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}")
+    )
+    if local:
+        # Workers must import the same kafkasim (and its dependencies) as the driver.
+        builder = builder.config("spark.pyspark.python", sys.executable).config("spark.ui.enabled", "false")
+    elif parallelism is not None:
+        # Standalone and Mesos cap a job's cores this way; on YARN/k8s size the executors instead.
+        builder = builder.config("spark.cores.max", str(parallelism))
+    with _jvm_output_to(spark_log_path()):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
