@@ -1,0 +1,131 @@
+"""The simulation clock: one SimPy environment per run, 1 time unit = 1 millisecond.
+
+Virtual by default (events run as fast as Python can process them). Wall-clock pacing can be switched on
+and off *during* a run with a speed factor; pacing only inserts sleeps between events, it never changes
+which event runs next, so a run paced for any stretch of time produces exactly the same event trace as a
+fully virtual run.
+"""
+
+from __future__ import annotations
+
+import math
+from time import monotonic, sleep
+
+import simpy
+from simpy.core import EmptySchedule, Environment, Infinity
+
+# Sleep in slices of at most this many wall seconds so that a switch to virtual mode (or a new speed)
+# made from another thread, e.g. a notebook widget, takes effect promptly during a long idle gap.
+_MAX_SLEEP_SLICE_S = 0.05
+
+
+def _check_speed(speed: float) -> float:
+    if not (isinstance(speed, int | float) and math.isfinite(speed) and speed > 0):
+        raise ValueError(
+            f"wall-clock speed must be a finite number > 0 (1.0 = real time, 0.1 = ten times slower), "
+            f"got {speed!r}"
+        )
+    return float(speed)
+
+
+class PacedEnvironment(simpy.rt.RealtimeEnvironment):
+    """A `RealtimeEnvironment` whose pacing can be switched on and off while it runs.
+
+    SimPy's `factor` is wall seconds per simulated unit; the unit is 1 ms, so at speed `s`
+    `factor = 0.001 / s`. Never strict: a simulation that falls behind the wall clock just catches up.
+    In virtual mode `step()` is plain `Environment.step` (no clock reads, no sleeps).
+    """
+
+    def __init__(self, wallclock: bool = False, speed: float = 1.0) -> None:
+        speed = _check_speed(speed)
+        super().__init__(initial_time=0, factor=0.001 / speed, strict=False)
+        self._speed = speed
+        self._wallclock = wallclock
+
+    @property
+    def is_wallclock(self) -> bool:
+        return self._wallclock
+
+    @property
+    def speed(self) -> float:
+        """Simulated ms per wall ms while paced (1.0 = real time)."""
+        return self._speed
+
+    def set_wallclock(self, speed: float = 1.0) -> None:
+        """Pace from now on at `speed`; re-anchors so that the current simulated time is "now" in wall time."""
+        speed = _check_speed(speed)
+        self._speed = speed
+        self._factor = 0.001 / speed
+        self._reanchor()
+        self._wallclock = True
+
+    def set_virtual(self) -> None:
+        self._wallclock = False
+
+    def _reanchor(self) -> None:
+        # RealtimeEnvironment.sync() only resets the wall reference; the simulated reference must move to
+        # the current time too, or the time already simulated would be paced again at the new factor.
+        self.env_start = self._now
+        self.sync()
+
+    def run(self, until: float | simpy.Event | None = None) -> object:
+        # Anchor at the start of every run() call: time spent between construction (or a previous run()
+        # call) and now must not be "caught up" by firing the next events without pacing.
+        if self._wallclock:
+            self._reanchor()
+        return super().run(until)
+
+    def step(self) -> None:
+        if not self._wallclock:
+            Environment.step(self)
+            return
+        # Same computation as RealtimeEnvironment.step (strict is always off here), but sleeping in slices
+        # so that a mode or speed change made from another thread is seen within one slice.
+        while self._wallclock:
+            evt_time = self.peek()
+            if evt_time is Infinity:
+                raise EmptySchedule
+            delay = self.real_start + (evt_time - self.env_start) * self.factor - monotonic()
+            if delay <= 0:
+                break
+            sleep(min(delay, _MAX_SLEEP_SLICE_S))
+        Environment.step(self)
+
+
+class SimTime:
+    """kafkasim.timer's `Time` protocol over a SimPy environment: whole milliseconds, floor of `env.now`."""
+
+    __slots__ = ("_env",)
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env
+
+    def milliseconds(self) -> int:
+        # Simulated time never goes below 0, so int() (truncation) is the floor.
+        return int(self._env.now)
+
+
+class SimClock:
+    """The clock of one run: `env` (the SimPy environment) and `time` (for timer/purgatory/broker)."""
+
+    def __init__(self, wallclock: bool = False, speed: float = 1.0) -> None:
+        self.env = PacedEnvironment(wallclock=wallclock, speed=speed)
+        self.time = SimTime(self.env)
+
+    @property
+    def now_ms(self) -> float:
+        return self.env.now
+
+    @property
+    def is_wallclock(self) -> bool:
+        return self.env.is_wallclock
+
+    @property
+    def speed(self) -> float:
+        return self.env.speed
+
+    def set_wallclock(self, speed: float = 1.0) -> None:
+        self.env.set_wallclock(speed)
+
+    def set_virtual(self) -> None:
+        self.env.set_virtual()
