@@ -1,0 +1,187 @@
+"""Fast samplers for the random quantities of a run (inter-arrival times, latencies, sizes).
+
+The scenario layer validates distributions (`kafkasim.scenario.distributions`); the engine turns each one
+into a sampler here with `sampler_from_spec` once, at build time, and then calls `sample(rng)` per
+request. Samplers precompute everything they can (e.g. cumulative weights) and hold no state, so one
+sampler may serve many components, each passing its own named stream.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Any, Protocol
+
+# Standard normal quantile at 0.99: a lognormal's p99 is exp(mu + Z99 * sigma).
+Z99 = 2.3263478740408408
+
+
+class Sampler(Protocol):
+    def sample(self, rng: random.Random) -> float: ...
+
+    @property
+    def mean(self) -> float: ...
+
+
+def _finite(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+class Constant:
+    __slots__ = ("value",)
+
+    def __init__(self, value: float) -> None:
+        self.value = _finite("constant value", value)
+
+    def sample(self, rng: random.Random) -> float:
+        return self.value
+
+    @property
+    def mean(self) -> float:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Constant({self.value})"
+
+
+class Exponential:
+    __slots__ = ("_mean",)
+
+    def __init__(self, mean: float) -> None:
+        self._mean = _finite("exponential mean", mean)
+        if self._mean <= 0:
+            raise ValueError(f"exponential mean must be > 0, got {mean!r}")
+
+    def sample(self, rng: random.Random) -> float:
+        # random.expovariate's formula, inlined: one call fewer per draw.
+        return -math.log(1.0 - rng.random()) * self._mean
+
+    @property
+    def mean(self) -> float:
+        return self._mean
+
+    def __repr__(self) -> str:
+        return f"Exponential(mean={self._mean})"
+
+
+class LogNormal:
+    """Given by its median and 99th percentile, the way latencies are quoted.
+
+    mu = ln(median), sigma = (ln(p99) - mu) / z_0.99; p99 == median degenerates to a constant.
+    """
+
+    __slots__ = ("median", "p99", "mu", "sigma")
+
+    def __init__(self, median: float, p99: float) -> None:
+        self.median = _finite("lognormal median", median)
+        self.p99 = _finite("lognormal p99", p99)
+        if self.median <= 0:
+            raise ValueError(f"lognormal median must be > 0, got {median!r}")
+        if self.p99 < self.median:
+            raise ValueError(f"lognormal p99 ({p99!r}) must be >= median ({median!r})")
+        self.mu = math.log(self.median)
+        self.sigma = (math.log(self.p99) - self.mu) / Z99
+
+    def sample(self, rng: random.Random) -> float:
+        return rng.lognormvariate(self.mu, self.sigma)
+
+    @property
+    def mean(self) -> float:
+        return math.exp(self.mu + self.sigma * self.sigma / 2)
+
+    def __repr__(self) -> str:
+        return f"LogNormal(median={self.median}, p99={self.p99})"
+
+
+class Uniform:
+    __slots__ = ("low", "high", "_width")
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low = _finite("uniform low", low)
+        self.high = _finite("uniform high", high)
+        if self.low > self.high:
+            raise ValueError(f"uniform low ({low!r}) must be <= high ({high!r})")
+        self._width = self.high - self.low
+
+    def sample(self, rng: random.Random) -> float:
+        return self.low + self._width * rng.random()
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+    def __repr__(self) -> str:
+        return f"Uniform(low={self.low}, high={self.high})"
+
+
+class Empirical:
+    """One of `values`, with probability proportional to `weights` (equal weights when None)."""
+
+    __slots__ = ("values", "weights", "_cumulative", "_total", "_last")
+
+    def __init__(self, values: Sequence[float], weights: Sequence[float] | None = None) -> None:
+        if len(values) == 0:
+            raise ValueError("empirical values must not be empty")
+        self.values = [_finite("empirical value", v) for v in values]
+        if weights is None:
+            self.weights = [1.0] * len(self.values)
+        else:
+            if len(weights) != len(values):
+                raise ValueError(f"empirical weights has {len(weights)} items but values has {len(values)}")
+            self.weights = [_finite("empirical weight", w) for w in weights]
+            if any(w < 0 for w in self.weights):
+                raise ValueError("empirical weights must be >= 0")
+        self._cumulative = list(accumulate(self.weights))
+        self._total = self._cumulative[-1]
+        if self._total <= 0:
+            raise ValueError("empirical weights must not all be zero")
+        # rng.random() * total can round up to total; never pick a trailing zero-weight value then.
+        self._last = max(i for i, w in enumerate(self.weights) if w > 0)
+
+    def sample(self, rng: random.Random) -> float:
+        i = bisect_right(self._cumulative, rng.random() * self._total)
+        return self.values[i if i <= self._last else self._last]
+
+    @property
+    def mean(self) -> float:
+        return sum(v * w for v, w in zip(self.values, self.weights, strict=True)) / self._total
+
+    def __repr__(self) -> str:
+        return f"Empirical({len(self.values)} values)"
+
+
+DISTRIBUTION_TYPES = ("constant", "exponential", "lognormal", "uniform", "empirical")
+
+
+def _field(spec: Any, name: str, kind: str) -> Any:
+    try:
+        return getattr(spec, name)
+    except AttributeError:
+        raise ValueError(f"a {kind} distribution needs `{name}`; got {spec!r}") from None
+
+
+def sampler_from_spec(spec: Any) -> Constant | Exponential | LogNormal | Uniform | Empirical:
+    """The sampler for a distribution spec: any object with `type` and that type's fields.
+
+    `type` is one of constant (value), exponential (mean), lognormal (median, p99), uniform (low, high),
+    empirical (values, weights or None). A bare number means a constant.
+    """
+    if isinstance(spec, int | float) and not isinstance(spec, bool):
+        return Constant(spec)
+    kind = getattr(spec, "type", None)
+    if kind == "constant":
+        return Constant(_field(spec, "value", kind))
+    if kind == "exponential":
+        return Exponential(_field(spec, "mean", kind))
+    if kind == "lognormal":
+        return LogNormal(_field(spec, "median", kind), _field(spec, "p99", kind))
+    if kind == "uniform":
+        return Uniform(_field(spec, "low", kind), _field(spec, "high", kind))
+    if kind == "empirical":
+        return Empirical(_field(spec, "values", kind), getattr(spec, "weights", None))
+    raise ValueError(f"unknown distribution type {kind!r}; allowed: {', '.join(DISTRIBUTION_TYPES)}")
