@@ -1,0 +1,126 @@
+"""``DelayedFetch``: a fetch waiting for ``min_bytes`` of new data, a segment roll, an error or its max
+wait (spec §4.3, Kafka 3.8+ offset comparison)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from kafkasim.broker.errors import Errors, KafkaError
+from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult
+from kafkasim.broker.log import FetchIsolation
+from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
+from kafkasim.broker.records import TopicPartition
+from kafkasim.purgatory import DelayedOperation
+
+if TYPE_CHECKING:
+    from kafkasim.broker.replica_manager import ReplicaManager
+
+FetchResponseCallback = Callable[[list[tuple[TopicPartition, LogReadResult]]], None]
+
+# The errors DelayedFetch turns into an immediate completion (cases A-E); others escape, as in Kafka.
+_COMPLETING_ERRORS = frozenset(
+    {
+        Errors.NOT_LEADER_OR_FOLLOWER,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        Errors.KAFKA_STORAGE_ERROR,
+        Errors.FENCED_LEADER_EPOCH,
+    }
+)
+
+
+class DelayedFetch(DelayedOperation):
+    """A parked fetch. Its ``start_offset_metadata`` per partition is frozen at arrival (spec §13.12).
+
+    Worked example of the 3.8+ segment-roll rule: a follower parked at LEO ``(40, 0, 400)``. The leader
+    rolls and appends: LEO ``(50, 40, 100)``. 40 < 50 and segment 0 is older than 40, so Case F completes
+    it. Had nothing been appended after the roll, the LEO would be ``(40, 40, 0)``: equal offsets, so
+    nothing happens, although the segments differ.
+    """
+
+    __slots__ = ("params", "fetch_partition_status", "replica_manager", "response_callback")
+
+    def __init__(
+        self,
+        params: FetchParams,
+        fetch_partition_status: Sequence[tuple[TopicPartition, FetchPartitionStatus]],
+        replica_manager: ReplicaManager,
+        response_callback: FetchResponseCallback,
+    ) -> None:
+        super().__init__(params.max_wait_ms)
+        self.params = params
+        self.fetch_partition_status = fetch_partition_status
+        self.replica_manager = replica_manager
+        self.response_callback = response_callback
+
+    def try_complete(self) -> bool:
+        """Cases A-H of spec §4.3, in request order; G (enough bytes) after the loop."""
+        params = self.params
+        isolation = params.isolation
+        fetch_only_leader = params.fetch_only_leader
+        accumulated_size = 0
+        get_partition_or_exception = self.replica_manager.get_partition_or_exception
+        for topic_partition, status in self.fetch_partition_status:
+            fetch_offset = status.start_offset_metadata
+            fetch_info = status.fetch_info
+            try:
+                if fetch_offset == UNKNOWN_OFFSET_METADATA:
+                    continue
+                partition = get_partition_or_exception(topic_partition)  # Cases A, B, C, D
+                snapshot = partition.fetch_offset_snapshot(fetch_info.current_leader_epoch, fetch_only_leader)  # E
+                if isolation is FetchIsolation.LOG_END:
+                    end_offset = snapshot.log_end_offset
+                elif isolation is FetchIsolation.HIGH_WATERMARK:
+                    end_offset = snapshot.high_watermark
+                else:
+                    end_offset = snapshot.last_stable_offset
+                # spec §4.3 / §13.11: equal message offsets fall through -- never Case F, even when the two
+                # describe the same offset on different segments after a roll. Followers (LOG_END) thus
+                # ignore HW moves: only the LEO matters to them.
+                if fetch_offset.message_offset > end_offset.message_offset:
+                    # Case F: the leader truncated, or a consumer fetched beyond the HW.
+                    return self.force_complete()
+                if fetch_offset.message_offset < end_offset.message_offset:
+                    if fetch_offset.on_older_segment(end_offset):
+                        # Case F: the end moved to a newer segment (roll) -- respond now with what there is.
+                        return self.force_complete()
+                    if fetch_offset.on_same_segment(end_offset):
+                        # Case G's accumulation, capped by the partition's max bytes.
+                        bytes_available = end_offset.position_diff(fetch_offset)
+                        accumulated_size += min(bytes_available, fetch_info.max_bytes)
+                    # Either side message-only: counts for nothing.
+                if fetch_info.last_fetched_epoch >= 0:
+                    # Case H: the log diverged from the follower while it waited (truncation).
+                    epoch_end = partition.last_offset_for_leader_epoch(
+                        fetch_info.current_leader_epoch, fetch_info.last_fetched_epoch, fetch_only_from_leader=False
+                    )
+                    if epoch_end.error is not Errors.NONE or epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
+                        return self.force_complete()
+                    if (
+                        epoch_end.leader_epoch < fetch_info.last_fetched_epoch
+                        or epoch_end.end_offset < fetch_info.fetch_offset
+                    ):
+                        return self.force_complete()
+            except KafkaError as e:
+                if e.error in _COMPLETING_ERRORS:
+                    return self.force_complete()
+                raise
+        if accumulated_size >= params.min_bytes:
+            return self.force_complete()  # Case G
+        return False
+
+    def on_expiration(self) -> None:
+        self.replica_manager.metrics.record_fetch_expiration(self.params.is_from_follower)
+
+    def on_complete(self) -> None:
+        """Re-read with the original fetch offsets (spec §13.12): the response holds what was appended while
+        parked and the offsets current now; a follower's fetch state is not updated a second time."""
+        fetch_infos = [(tp, status.fetch_info) for tp, status in self.fetch_partition_status]
+        results = self.replica_manager.read_from_log(self.params, fetch_infos, read_from_purgatory=True)
+        self.response_callback(results)
+
+    def __repr__(self) -> str:
+        return (
+            f"DelayedFetch(replicaId={self.params.replica_id}, minBytes={self.params.min_bytes}, "
+            f"{list(self.fetch_partition_status)!r}, completed={self.is_completed})"
+        )

@@ -1,0 +1,209 @@
+"""Fetch request and response shapes (spec §4.1, §4.4): FetchParams, PartitionData, LogReadResult."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.log import FetchIsolation
+from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
+from kafkasim.broker.log_segment import FetchDataInfo
+from kafkasim.broker.records import RecordBatch
+
+CONSUMER_REPLICA_ID = -1
+FUTURE_LOCAL_REPLICA_ID = -3
+NO_EPOCH = -1  # "absent" for current_leader_epoch / last_fetched_epoch, as on the wire
+LATEST_FETCH_VERSION = 17
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """Request-level fetch parameters (Kafka's ``FetchParams``).
+
+    ``replica_id >= 0`` is a follower (isolation forced to LOG_END, like Kafka's ``FetchIsolation.of``);
+    ``-1`` a consumer (HIGH_WATERMARK by default). Fetch from follower (KIP-392, client metadata) is not
+    simulated, so every fetch is served by the leader only.
+    """
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
+    replica_epoch: int = -1
+    request_version: int = LATEST_FETCH_VERSION
+
+    def __post_init__(self) -> None:
+        if self.replica_id >= 0 and self.isolation is not FetchIsolation.LOG_END:
+            object.__setattr__(self, "isolation", FetchIsolation.LOG_END)
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+    @property
+    def is_from_consumer(self) -> bool:
+        return self.replica_id < 0 and self.replica_id != FUTURE_LOCAL_REPLICA_ID
+
+    @property
+    def fetch_only_leader(self) -> bool:
+        # Followers always; consumers unless they send client metadata (fetch from follower, not simulated).
+        return True
+
+    @property
+    def hard_max_bytes_limit(self) -> bool:
+        """Fetch v0-2 had no "at least one batch" rule."""
+        return self.request_version <= 2
+
+
+def fetch_params_from_request(
+    config: BrokerConfig,
+    replica_id: int,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    *,
+    replica_epoch: int = -1,
+    read_committed: bool = False,
+) -> FetchParams:
+    """What KafkaApis makes of a fetch request (spec §4.1): ``max_bytes`` capped by the broker's
+    ``fetch.max.bytes``, ``min_bytes`` by ``max_bytes``. Quotas are not simulated."""
+    capped_max = min(max_bytes, config.fetch_max_bytes)
+    if replica_id >= 0:
+        isolation = FetchIsolation.LOG_END
+    elif read_committed:
+        isolation = FetchIsolation.TXN_COMMITTED
+    else:
+        isolation = FetchIsolation.HIGH_WATERMARK
+    return FetchParams(replica_id, max_wait_ms, min(min_bytes, capped_max), capped_max, isolation, replica_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionData:
+    """One partition of a fetch request (Kafka's ``FetchRequest.PartitionData``); epochs -1 = absent."""
+
+    fetch_offset: int
+    log_start_offset: int
+    max_bytes: int
+    current_leader_epoch: int = NO_EPOCH
+    last_fetched_epoch: int = NO_EPOCH
+
+
+class EpochEndOffset(NamedTuple):
+    """Answer of ``last_offset_for_leader_epoch`` and a fetch's diverging epoch."""
+
+    error: Errors
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
+class LogReadInfo:
+    """What ``Partition.fetch_records`` read, with the offsets captured *before* the read (spec §4.4)."""
+
+    __slots__ = (
+        "fetched_data",
+        "diverging_epoch",
+        "high_watermark",
+        "log_start_offset",
+        "log_end_offset",
+        "last_stable_offset",
+    )
+
+    def __init__(
+        self,
+        fetched_data: FetchDataInfo,
+        diverging_epoch: EpochEndOffset | None,
+        high_watermark: int,
+        log_start_offset: int,
+        log_end_offset: int,
+        last_stable_offset: int,
+    ) -> None:
+        self.fetched_data = fetched_data
+        self.diverging_epoch = diverging_epoch
+        self.high_watermark = high_watermark
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+        self.last_stable_offset = last_stable_offset
+
+
+class LogReadResult:
+    """One partition of a fetch response (Kafka's ``LogReadResult``; the callback receives these).
+
+    ``high_watermark``, ``log_start_offset`` and ``log_end_offset`` are the leader's, captured before the
+    read: a follower whose own fetch advanced the HW still sees the old one (spec §13.13). ``records`` are
+    whole batches; ``partial_batch`` a trailing batch cut by the byte limit (counted in ``size_in_bytes``).
+    Error results carry -1 offsets and no records.
+    """
+
+    __slots__ = (
+        "info",
+        "error",
+        "diverging_epoch",
+        "high_watermark",
+        "log_start_offset",
+        "log_end_offset",
+        "last_stable_offset",
+        "follower_log_start_offset",
+        "fetch_time_ms",
+    )
+
+    def __init__(
+        self,
+        info: FetchDataInfo,
+        error: Errors = Errors.NONE,
+        diverging_epoch: EpochEndOffset | None = None,
+        high_watermark: int = -1,
+        log_start_offset: int = -1,
+        log_end_offset: int = -1,
+        last_stable_offset: int = -1,
+        follower_log_start_offset: int = -1,
+        fetch_time_ms: int = -1,
+    ) -> None:
+        self.info = info
+        self.error = error
+        self.diverging_epoch = diverging_epoch
+        self.high_watermark = high_watermark
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+        self.last_stable_offset = last_stable_offset
+        self.follower_log_start_offset = follower_log_start_offset
+        self.fetch_time_ms = fetch_time_ms
+
+    @property
+    def records(self) -> Sequence[RecordBatch]:
+        return self.info.records
+
+    @property
+    def partial_batch(self) -> RecordBatch | None:
+        return self.info.partial_batch
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.info.size_in_bytes
+
+    @property
+    def fetch_offset_metadata(self) -> LogOffsetMetadata:
+        return self.info.fetch_offset_metadata
+
+    def __repr__(self) -> str:
+        return (
+            f"LogReadResult({self.error.name}, hw={self.high_watermark}, leo={self.log_end_offset}, "
+            f"logStart={self.log_start_offset}, {self.info!r})"
+        )
+
+
+class FetchPartitionStatus:
+    """A parked fetch's partition: the fetch offset metadata frozen at arrival (spec §13.12) and the
+    request's partition data."""
+
+    __slots__ = ("start_offset_metadata", "fetch_info")
+
+    def __init__(self, start_offset_metadata: LogOffsetMetadata, fetch_info: PartitionData) -> None:
+        self.start_offset_metadata = start_offset_metadata
+        self.fetch_info = fetch_info
+
+    def __repr__(self) -> str:
+        return f"FetchPartitionStatus({self.start_offset_metadata}, {self.fetch_info})"

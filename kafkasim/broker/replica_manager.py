@@ -1,0 +1,374 @@
+"""``ReplicaManager``: the leader broker's produce and fetch paths and its partitions (spec §3.4, §4.2,
+§4.4, §6.8)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from kafkasim.broker.action_queue import ActionQueue
+from kafkasim.broker.alter_partition import AlterPartitionManager
+from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
+from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
+from kafkasim.broker.errors import Errors, KafkaError
+from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult, PartitionData
+from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
+from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
+from kafkasim.broker.log_segment import FetchDataInfo
+from kafkasim.broker.metrics import BrokerMetrics
+from kafkasim.broker.partition import DelayedOperations, Partition
+from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
+from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+
+if TYPE_CHECKING:
+    from kafkasim.timer import Time
+
+VALID_ACKS = (-1, 0, 1)
+
+
+class ReplicaManager:
+    """The partitions this broker hosts, the Produce and Fetch purgatories, and the action queue.
+
+    The engine drives it like KafkaApis does: ``append_records`` / ``fetch_messages`` per request, then
+    ``try_complete_actions()`` at the end of every request; ``maybe_shrink_isr()`` every
+    ``config.isr_expiration_interval_ms``; ``produce_purgatory.advance_clock()`` and
+    ``fetch_purgatory.advance_clock()`` from its expiration reaper.
+    """
+
+    __slots__ = (
+        "broker_id",
+        "config",
+        "time",
+        "alter_partition_manager",
+        "produce_purgatory",
+        "fetch_purgatory",
+        "metrics",
+        "action_queue",
+        "fenced_brokers",
+        "_partitions",
+        "_offline_partitions",
+        "_known_partitions",
+        "_operation_keys",
+        "_seed",
+    )
+
+    def __init__(
+        self,
+        broker_id: int,
+        config: BrokerConfig,
+        time: Time,
+        *,
+        alter_partition_manager: AlterPartitionManager,
+        produce_purgatory: DelayedOperationPurgatory | None = None,
+        fetch_purgatory: DelayedOperationPurgatory | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.time = time
+        self.alter_partition_manager = alter_partition_manager
+        self.produce_purgatory = produce_purgatory or DelayedOperationPurgatory(
+            "Produce",
+            time=time,
+            broker_id=broker_id,
+            purge_interval=config.producer_purgatory_purge_interval_requests,
+        )
+        self.fetch_purgatory = fetch_purgatory or DelayedOperationPurgatory(
+            "Fetch", time=time, broker_id=broker_id, purge_interval=config.fetch_purgatory_purge_interval_requests
+        )
+        self.metrics = BrokerMetrics()
+        self.action_queue = ActionQueue()
+        # Brokers the (simulated) controller has fenced: not ISR-eligible (KRaft's isReplicaIsrEligible).
+        self.fenced_brokers: set[int] = set()
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._offline_partitions: set[TopicPartition] = set()
+        # The metadata cache's view: partitions that exist in the cluster, hosted here or not.
+        self._known_partitions: set[TopicPartition] = set()
+        self._operation_keys: dict[TopicPartition, TopicPartitionOperationKey] = {}
+        # One draw, then per-partition streams named after the partition: adding a partition does not
+        # change another partition's segment jitter.
+        self._seed = rng.getrandbits(64) if rng is not None else 0
+
+    # ------------------------------------------------------------------------------------ partitions
+
+    def create_partition(
+        self, topic_partition: TopicPartition, *, log_config: LogConfig | None = None, log_start_offset: int = 0
+    ) -> Partition:
+        """Host ``topic_partition`` here with an empty log (not leader until ``make_leader``)."""
+        if topic_partition in self._partitions:
+            raise ValueError(f"broker {self.broker_id} already hosts partition {topic_partition}")
+        log = Log(
+            log_config or self.config.log,
+            self.time,
+            log_start_offset=log_start_offset,
+            rng=random.Random(f"{self._seed}:{topic_partition}"),
+            name=str(topic_partition),
+        )
+        partition = Partition(
+            topic_partition,
+            self.broker_id,
+            self.config,
+            self.time,
+            log,
+            self.alter_partition_manager,
+            delayed_operations=DelayedOperations(
+                self.operation_key(topic_partition), self.produce_purgatory, self.fetch_purgatory
+            ),
+            metrics=self.metrics,
+            is_replica_isr_eligible=self._is_replica_isr_eligible,
+        )
+        self._partitions[topic_partition] = partition
+        self._offline_partitions.discard(topic_partition)
+        self._known_partitions.add(topic_partition)
+        return partition
+
+    def make_leader(
+        self,
+        topic_partition: TopicPartition,
+        *,
+        replicas: Sequence[int],
+        isr: Iterable[int] | None = None,
+        leader_epoch: int = 0,
+        partition_epoch: int = 0,
+    ) -> Partition:
+        """Lead ``topic_partition`` (created if needed) with the given replicas and ISR (default: all)."""
+        partition = self._partitions.get(topic_partition) or self.create_partition(topic_partition)
+        partition.make_leader(leader_epoch, replicas if isr is None else isr, replicas, partition_epoch)
+        return partition
+
+    def make_follower(
+        self,
+        topic_partition: TopicPartition,
+        *,
+        leader: int,
+        replicas: Sequence[int],
+        leader_epoch: int,
+        partition_epoch: int,
+    ) -> Partition:
+        """Hand leadership to ``leader``: parked produces and fetches complete with NOT_LEADER_OR_FOLLOWER."""
+        partition = self.get_partition_or_exception(topic_partition)
+        partition.make_follower(leader, leader_epoch, (), replicas, partition_epoch)
+        self.complete_delayed_operations_when_not_partition_leader(topic_partition)
+        return partition
+
+    def stop_replica(self, topic_partition: TopicPartition) -> None:
+        """Stop hosting the partition (still known in the cluster): parked operations complete with
+        NOT_LEADER_OR_FOLLOWER."""
+        self._partitions.pop(topic_partition, None)
+        self.complete_delayed_operations_when_not_partition_leader(topic_partition)
+
+    def mark_partition_offline(self, topic_partition: TopicPartition) -> None:
+        """Its log directory failed: requests get KAFKA_STORAGE_ERROR; parked operations complete."""
+        if self._partitions.pop(topic_partition, None) is not None:
+            self._offline_partitions.add(topic_partition)
+        self.complete_delayed_operations_when_not_partition_leader(topic_partition)
+
+    def complete_delayed_operations_when_not_partition_leader(self, topic_partition: TopicPartition) -> None:
+        key = self.operation_key(topic_partition)
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
+    def _is_replica_isr_eligible(self, broker_id: int) -> bool:
+        return broker_id not in self.fenced_brokers
+
+    def operation_key(self, topic_partition: TopicPartition) -> TopicPartitionOperationKey:
+        key = self._operation_keys.get(topic_partition)
+        if key is None:
+            key = self._operation_keys[topic_partition] = TopicPartitionOperationKey(
+                topic_partition.topic, topic_partition.partition
+            )
+        return key
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, Partition]:
+        return self._partitions
+
+    def get_partition_or_error(self, topic_partition: TopicPartition) -> Partition | Errors:
+        partition = self._partitions.get(topic_partition)
+        if partition is not None:
+            return partition
+        if topic_partition in self._offline_partitions:
+            return Errors.KAFKA_STORAGE_ERROR
+        if topic_partition in self._known_partitions:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def get_partition_or_exception(self, topic_partition: TopicPartition) -> Partition:
+        partition = self._partitions.get(topic_partition)
+        if partition is not None:
+            return partition
+        error = self.get_partition_or_error(topic_partition)
+        assert isinstance(error, Errors)
+        raise KafkaError(error, f"partition {topic_partition} on broker {self.broker_id}")
+
+    # --------------------------------------------------------------------------------------- produce
+
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries_per_partition: Mapping[TopicPartition, Sequence[RecordBatch]],
+        response_callback: ProduceResponseCallback,
+    ) -> None:
+        """spec §3.4. ``response_callback`` runs exactly once: now (acks 0/1, invalid acks, every partition
+        failed) or when the DelayedProduce completes or expires."""
+        if required_acks not in VALID_ACKS:
+            response_callback(
+                {tp: PartitionResponse(Errors.INVALID_REQUIRED_ACKS) for tp in entries_per_partition}
+            )
+            return
+        local_results = self._append_to_local_log(entries_per_partition, required_acks)
+        produce_status: dict[TopicPartition, ProducePartitionStatus] = {}
+        failed = 0
+        for tp, (info, error, message) in local_results.items():
+            if error is not Errors.NONE:
+                failed += 1
+            produce_status[tp] = ProducePartitionStatus(
+                info.last_offset + 1,
+                PartitionResponse(
+                    error, info.first_offset, info.last_offset, info.log_append_time, info.log_start_offset, message
+                ),
+            )
+        self._add_complete_purgatory_action(local_results)
+        if required_acks == -1 and entries_per_partition and failed < len(entries_per_partition):
+            operation = DelayedProduce(timeout_ms, required_acks, produce_status, self, response_callback)
+            # Watched on every partition of the request, failed ones included (spec §3.4).
+            keys = [self.operation_key(tp) for tp in entries_per_partition]
+            self.produce_purgatory.try_complete_else_watch(operation, keys)
+        else:
+            response_callback({tp: status.response_status for tp, status in produce_status.items()})
+
+    def _append_to_local_log(
+        self, entries_per_partition: Mapping[TopicPartition, Sequence[RecordBatch]], required_acks: int
+    ) -> dict[TopicPartition, tuple[LogAppendInfo, Errors, str]]:
+        results: dict[TopicPartition, tuple[LogAppendInfo, Errors, str]] = {}
+        for tp, records in entries_per_partition.items():
+            try:
+                partition = self.get_partition_or_exception(tp)
+                results[tp] = (partition.append_records_to_leader(records, required_acks), Errors.NONE, "")
+            except KafkaError as e:
+                results[tp] = (LogAppendInfo(-1, -1), e.error, str(e))
+        return results
+
+    def _add_complete_purgatory_action(
+        self, local_results: Mapping[TopicPartition, tuple[LogAppendInfo, Errors, str]]
+    ) -> None:
+        # spec §3.5 / §13.10: deferred to the end of the request; HW increased => Produce then Fetch,
+        # HW same => Fetch only (the new LEO may satisfy parked follower fetches), failed => nothing.
+        changes = [(self.operation_key(tp), info.leader_hw_change) for tp, (info, _, _) in local_results.items()]
+
+        def complete_purgatories() -> None:
+            for key, change in changes:
+                if change is LeaderHwChange.INCREASED:
+                    self.produce_purgatory.check_and_complete(key)
+                    self.fetch_purgatory.check_and_complete(key)
+                elif change is LeaderHwChange.SAME:
+                    self.fetch_purgatory.check_and_complete(key)
+
+        self.action_queue.add(complete_purgatories)
+
+    def try_complete_actions(self) -> int:
+        """Run the deferred post-append checks; the engine calls this at the end of every request."""
+        return self.action_queue.try_complete_actions()
+
+    # ----------------------------------------------------------------------------------------- fetch
+
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
+        response_callback: FetchResponseCallback,
+    ) -> None:
+        """spec §4.2: answer now if there is no wait, nothing asked, ``min_bytes`` already readable, or an
+        error / diverging epoch; otherwise park a DelayedFetch watched on every partition."""
+        results = self.read_from_log(params, fetch_infos, read_from_purgatory=False)
+        bytes_readable = 0
+        error_or_diverging = False
+        for _, result in results:
+            bytes_readable += result.info.size_in_bytes
+            if result.error is not Errors.NONE or result.diverging_epoch is not None:
+                error_or_diverging = True
+        if params.max_wait_ms <= 0 or not fetch_infos or bytes_readable >= params.min_bytes or error_or_diverging:
+            response_callback(results)
+            return
+        # spec §13.12: the fetch offset metadata is frozen here, at arrival.
+        statuses = [
+            (tp, FetchPartitionStatus(result.info.fetch_offset_metadata, fetch_info))
+            for (tp, fetch_info), (_, result) in zip(fetch_infos, results, strict=True)
+        ]
+        operation = DelayedFetch(params, statuses, self, response_callback)
+        self.fetch_purgatory.try_complete_else_watch(operation, [self.operation_key(tp) for tp, _ in statuses])
+
+    def read_from_log(
+        self,
+        params: FetchParams,
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
+        read_from_purgatory: bool,
+    ) -> list[tuple[TopicPartition, LogReadResult]]:
+        """spec §4.4: read each partition in request order within ``params.max_bytes`` overall; only the
+        first non-empty partition may exceed the limits (min one message). A follower read (not from
+        purgatory) updates the follower's fetch state, which may raise the HW and complete parked
+        operations right here."""
+        limit_bytes = params.max_bytes
+        min_one_message = not params.hard_max_bytes_limit
+        results = []
+        for tp, fetch_info in fetch_infos:
+            result = self._read(params, tp, fetch_info, limit_bytes, min_one_message, read_from_purgatory)
+            size = result.info.size_in_bytes
+            if size > 0:
+                min_one_message = False
+            limit_bytes = max(0, limit_bytes - size)
+            results.append((tp, result))
+        return results
+
+    def _read(
+        self,
+        params: FetchParams,
+        tp: TopicPartition,
+        fetch_info: PartitionData,
+        limit_bytes: int,
+        min_one_message: bool,
+        read_from_purgatory: bool,
+    ) -> LogReadResult:
+        adjusted_max_bytes = min(fetch_info.max_bytes, limit_bytes)
+        try:
+            partition = self.get_partition_or_exception(tp)
+            fetch_time_ms = self.time.milliseconds()
+            read_info = partition.fetch_records(
+                params, fetch_info, fetch_time_ms, adjusted_max_bytes, min_one_message, not read_from_purgatory
+            )
+            fetched = read_info.fetched_data
+            if not params.hard_max_bytes_limit and fetched.first_entry_incomplete:
+                # A batch larger than the limit and min-one-message not allowed any more: empty, so the
+                # client moves on instead of failing with RecordTooLarge.
+                fetched = FetchDataInfo(fetched.fetch_offset_metadata)
+            return LogReadResult(
+                fetched,
+                Errors.NONE,
+                read_info.diverging_epoch,
+                read_info.high_watermark,
+                read_info.log_start_offset,
+                read_info.log_end_offset,
+                read_info.last_stable_offset,
+                fetch_info.log_start_offset,
+                fetch_time_ms,
+            )
+        except KafkaError as e:
+            return LogReadResult(FetchDataInfo(UNKNOWN_OFFSET_METADATA), e.error)
+
+    # ------------------------------------------------------------------------------------------- ISR
+
+    def maybe_shrink_isr(self) -> None:
+        """The ``isr-expiration`` task body: every hosted partition checks for out-of-sync followers."""
+        for partition in list(self._partitions.values()):
+            partition.maybe_shrink_isr()
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplicaManager(broker={self.broker_id}, partitions={len(self._partitions)}, "
+            f"produce={self.produce_purgatory!r}, fetch={self.fetch_purgatory!r})"
+        )
+
