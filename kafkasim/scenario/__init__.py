@@ -1,1 +1,78 @@
-"""scenario"""
+"""Scenario files: YAML -> a validated, fully resolved `Scenario` model (+ its JSON Schema).
+
+    scenario = load_scenario("scenarios/quickstart.yaml")      # or YAML text
+    faster = scenario.with_overrides(["producers[0].rate=5000/s"])
+    text = dump_scenario(faster)                                # loads back equal
+
+Every value is in canonical units: durations in ms, sizes in bytes, rates per second, bandwidth in bytes
+per second. Every problem is a ScenarioError listing `file:line: key.path: message` lines.
+"""
+
+from kafkasim.scenario.broker import BrokerConfig, HandlerCosts
+from kafkasim.scenario.clients import (
+    ConstantArrival,
+    ConsumerConfig,
+    FollowerConfig,
+    FollowerCosts,
+    OnOffArrival,
+    PoissonArrival,
+    ProducerConfig,
+)
+from kafkasim.scenario.distributions import (
+    Constant,
+    Distribution,
+    Empirical,
+    Exponential,
+    LogNormal,
+    Uniform,
+)
+from kafkasim.scenario.errors import Problem, ScenarioError
+from kafkasim.scenario.faults import (
+    CrashFault,
+    FaultBase,
+    LinkDelayFault,
+    LinkDropFault,
+    PauseFault,
+    SlowDiskFault,
+)
+from kafkasim.scenario.load import dump_scenario, load_scenario, scenario_json_schema, validate_data
+from kafkasim.scenario.network import Link, LinkDirection, NetworkConfig
+from kafkasim.scenario.scenario import Scenario, VirtualClock, WallclockClock
+from kafkasim.scenario.topics import TopicConfig
+
+__all__ = [
+    "BrokerConfig",
+    "Constant",
+    "ConstantArrival",
+    "ConsumerConfig",
+    "CrashFault",
+    "Distribution",
+    "Empirical",
+    "Exponential",
+    "FaultBase",
+    "FollowerConfig",
+    "FollowerCosts",
+    "HandlerCosts",
+    "Link",
+    "LinkDelayFault",
+    "LinkDirection",
+    "LinkDropFault",
+    "LogNormal",
+    "NetworkConfig",
+    "OnOffArrival",
+    "PauseFault",
+    "PoissonArrival",
+    "Problem",
+    "ProducerConfig",
+    "Scenario",
+    "ScenarioError",
+    "SlowDiskFault",
+    "TopicConfig",
+    "Uniform",
+    "VirtualClock",
+    "WallclockClock",
+    "dump_scenario",
+    "load_scenario",
+    "scenario_json_schema",
+    "validate_data",
+]

@@ -1,0 +1,81 @@
+"""The simulated broker (broker 0, leader of every partition): Kafka's broker configs and handler costs."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.distributions import DurationDistribution, constant_ms
+from kafkasim.scenario.units import KafkaBytes, KafkaMs
+
+INT32_MAX = 2**31 - 1  # Kafka's INT configs; larger values fail Kafka's own parsing
+
+
+class HandlerCosts(ScenarioModel):
+    """CPU time the broker spends on a request (simulator-only; Kafka has no such config).
+
+    Handler costs occupy one of the `num.io.threads` request handler threads; network costs occupy the
+    connection's processor (one of `num.network.threads`). A per-KiB cost is drawn once per request and
+    multiplied by the request's (or response's) size in KiB.
+    """
+
+    request: DurationDistribution = Field(default_factory=lambda: constant_ms(0.05))
+    """Fixed handler-thread cost of every request (parsing, bookkeeping, building the response)."""
+    append_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.005))
+    """Handler-thread cost of appending produce data to the leader's log, per KiB."""
+    read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.002))
+    """Handler-thread cost of reading fetch data from the log, per KiB."""
+    network_read: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
+    """Processor-thread cost of reading one request off the socket."""
+    network_read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))
+    """Processor-thread cost per KiB of request read."""
+    network_send: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
+    """Processor-thread cost of writing one response to the socket."""
+    network_send_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))
+    """Processor-thread cost per KiB of response sent."""
+
+
+class BrokerConfig(ScenarioModel):
+    """Kafka broker configs of the simulated leader (spec §9.3 defaults), plus its simulator costs."""
+
+    num_network_threads: int = Field(default=3, alias="num.network.threads", ge=1, le=1000)
+    """Processor threads per listener; each owns its connections' response queues (spec §9.1)."""
+    num_io_threads: int = Field(default=8, alias="num.io.threads", ge=1, le=1000)
+    """Request handler threads polling the shared request queue (spec §9.1)."""
+    queued_max_requests: int = Field(default=500, alias="queued.max.requests", ge=1, le=INT32_MAX)
+    """Capacity of the request queue; a full queue blocks the processors (back-pressure)."""
+    replica_lag_time_max_ms: KafkaMs = Field(default=30_000, alias="replica.lag.time.max.ms", ge=1)
+    """A follower not caught up for this long leaves the ISR (spec §6.5)."""
+    min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
+    """Default for topics that do not set their own."""
+    default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1, le=INT32_MAX)
+    """Replication factor of topics that do not set `replication.factor`."""
+    num_partitions: int = Field(default=1, alias="num.partitions", ge=1, le=INT32_MAX)
+    """Partition count of topics that do not set `partitions`."""
+    fetch_max_bytes: KafkaBytes = Field(default=55 * 1024 * 1024, alias="fetch.max.bytes", ge=1024, le=INT32_MAX)
+    """Caps the maxBytes of every fetch request (spec §9.3)."""
+    message_max_bytes: KafkaBytes = Field(default=1_048_588, alias="message.max.bytes", ge=0, le=INT32_MAX)
+    """Largest record batch accepted; topics inherit it as `max.message.bytes`."""
+    log_segment_bytes: KafkaBytes = Field(default=1024**3, alias="log.segment.bytes", ge=14, le=INT32_MAX)
+    """Default `segment.bytes` of topics."""
+    log_roll_ms: KafkaMs = Field(default=604_800_000, alias="log.roll.ms", ge=1)
+    """Default `segment.ms` of topics (Kafka derives it from log.roll.hours = 168 when unset)."""
+    log_roll_jitter_ms: KafkaMs = Field(default=0, alias="log.roll.jitter.ms", ge=0)
+    """Default `segment.jitter.ms` of topics."""
+    log_index_size_max_bytes: KafkaBytes = Field(default=10 * 1024 * 1024, alias="log.index.size.max.bytes", ge=4, le=INT32_MAX)
+    """Default `segment.index.bytes` of topics."""
+    log_index_interval_bytes: KafkaBytes = Field(default=4096, alias="log.index.interval.bytes", ge=0, le=INT32_MAX)
+    """Default `index.interval.bytes` of topics."""
+    producer_purgatory_purge_interval_requests: int = Field(
+        default=1000, alias="producer.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
+    )
+    """Produce purgatory purgeInterval (spec §2.4)."""
+    fetch_purgatory_purge_interval_requests: int = Field(
+        default=1000, alias="fetch.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
+    )
+    """Fetch purgatory purgeInterval (spec §2.4)."""
+
+    costs: HandlerCosts = Field(default_factory=HandlerCosts)
+    """Simulator-only: service times of the request pipeline."""
+    alter_partition_latency: DurationDistribution = Field(default_factory=lambda: constant_ms(10.0))
+    """Simulator-only: time until the controller commits an AlterPartition (ISR change, spec §6.6)."""

@@ -1,0 +1,163 @@
+"""Producers, consumers and followers: Kafka client configs verbatim plus the simulated workload."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, model_validator
+
+from kafkasim.scenario.base import OrShorthand, ScenarioModel
+from kafkasim.scenario.broker import INT32_MAX
+from kafkasim.scenario.distributions import DurationDistribution, SizeConstant, SizeDistribution, constant_ms
+from kafkasim.scenario.errors import fail, fail_at
+from kafkasim.scenario.network import Link
+from kafkasim.scenario.units import Duration, KafkaBytes, KafkaMs, Rate
+
+# Clients are referred to by name in faults; follower-<id> names the followers.
+CLIENT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+def _acks(value: Any) -> Any:
+    # Kafka's producer accepts "all", "-1", "0", "1" (ProducerConfig ACKS_CONFIG); "all" is -1.
+    if isinstance(value, bool):
+        fail(f"got {value!r} (allowed: all, -1, 0, 1)")
+    text = str(value).strip().lower() if isinstance(value, int | str) else None
+    normalized = {"all": -1, "-1": -1, "0": 0, "1": 1}.get(text) if text is not None else None
+    if normalized is None:
+        shown = repr(value) if isinstance(value, str | int | float) else type(value).__name__
+        fail(f"got {shown[:30]} (allowed: all, -1, 0, 1)")
+    return normalized
+
+
+Acks = Annotated[
+    Literal[-1, 0, 1],
+    BeforeValidator(_acks),
+    PlainSerializer(lambda v: "all" if v == -1 else v, when_used="json"),
+    WithJsonSchema({"enum": ["all", -1, 0, 1, "-1", "0", "1"]}),
+]
+"""Producer acks, normalized to -1 (= "all"), 0 or 1."""
+
+
+class PoissonArrival(ScenarioModel):
+    """Open-loop arrivals with exponential gaps at `rate` (the usual model of many independent senders)."""
+
+    type: Literal["poisson"] = "poisson"
+
+
+class ConstantArrival(ScenarioModel):
+    """Open-loop arrivals exactly 1/rate apart."""
+
+    type: Literal["constant"] = "constant"
+
+
+class OnOffArrival(ScenarioModel):
+    """Bursts: `on` time sending at `rate` (with `pattern` gaps), then `off` time silent, repeated."""
+
+    type: Literal["on_off"] = "on_off"
+    on: Duration = Field(gt=0)
+    off: Duration
+    pattern: Literal["poisson", "constant"] = "poisson"
+    """Gaps between records during an on period."""
+
+
+def _arrival_shorthand(value: Any) -> Any:
+    return {"type": value} if isinstance(value, str) else value
+
+
+Arrival = Annotated[
+    PoissonArrival | ConstantArrival | OnOffArrival,
+    Field(discriminator="type"),
+    BeforeValidator(_arrival_shorthand),
+    OrShorthand({"enum": ["poisson", "constant"]}),
+]
+
+
+class ProducerConfig(ScenarioModel):
+    """One producer sending `rate` records per second to `topic`, open loop.
+
+    Open loop: a record's intended send time comes from the arrival process, never from when the previous
+    one was acknowledged, so latency is measured without coordinated omission.
+    """
+
+    name: str = Field(pattern=CLIENT_NAME_PATTERN)
+    topic: str
+    acks: Acks = -1
+    """all (= -1, Kafka's default since 3.0), 0 or 1."""
+    linger_ms: KafkaMs = Field(default=5, alias="linger.ms", ge=0)
+    """Kafka 4.0's default (KIP-1030); the spec's 4.0 snapshot still had 0 (spec §9.3)."""
+    batch_size: KafkaBytes = Field(default=16_384, alias="batch.size", ge=0, le=INT32_MAX)
+    max_in_flight_requests_per_connection: int = Field(
+        default=5, alias="max.in.flight.requests.per.connection", ge=1, le=INT32_MAX
+    )
+    request_timeout_ms: KafkaMs = Field(default=30_000, alias="request.timeout.ms", ge=0, le=INT32_MAX)
+    """Sent as the produce request's timeout: the DelayedProduce delay (spec §9.3)."""
+    delivery_timeout_ms: KafkaMs = Field(default=120_000, alias="delivery.timeout.ms", ge=0, le=INT32_MAX)
+    """Must be >= linger.ms + request.timeout.ms; when left out Kafka raises it to that sum, and so do we."""
+    partitioner: Literal["sticky", "round_robin", "random"] = "sticky"
+    """How records pick a partition: sticky (Kafka's default for records without a key: fill a batch for
+    one partition, then move on), round_robin (one record each in turn), random (uniform per record)."""
+    rate: Rate = Field(gt=0)
+    """Records per second ("5000/s", "300/m")."""
+    arrival: Arrival = Field(default_factory=PoissonArrival)
+    """poisson | constant | {type: on_off, on: 1s, off: 4s}."""
+    record_size: SizeDistribution = Field(default_factory=lambda: SizeConstant(value=1024))
+    """Bytes per record (a size or a size distribution)."""
+    link: Link | None = None
+    """This producer's link; keys left out come from network.default_link. Resolved after validation."""
+
+    @model_validator(mode="after")
+    def _delivery_timeout(self) -> ProducerConfig:
+        # KafkaProducer.configureDeliveryTimeout: an explicit delivery.timeout.ms below the sum is a
+        # ConfigException; a default one is silently raised to the sum.
+        needed = self.linger_ms + self.request_timeout_ms
+        if self.delivery_timeout_ms < needed:
+            if "delivery_timeout_ms" in self.model_fields_set:
+                message = f"must be >= linger.ms + request.timeout.ms ({needed}), as Kafka requires"
+                fail_at([(("delivery.timeout.ms",), message)])
+            object.__setattr__(self, "delivery_timeout_ms", needed)
+        return self
+
+
+class ConsumerConfig(ScenarioModel):
+    """One consumer fetching every partition of `topic` from the log start, long-polling the leader."""
+
+    name: str = Field(pattern=CLIENT_NAME_PATTERN)
+    topic: str
+    fetch_min_bytes: KafkaBytes = Field(default=1, alias="fetch.min.bytes", ge=0, le=INT32_MAX)
+    fetch_max_wait_ms: KafkaMs = Field(default=500, alias="fetch.max.wait.ms", ge=0, le=INT32_MAX)
+    """DelayedFetch delay (spec §9.3)."""
+    max_partition_fetch_bytes: KafkaBytes = Field(default=1024 * 1024, alias="max.partition.fetch.bytes", ge=0, le=INT32_MAX)
+    fetch_max_bytes: KafkaBytes = Field(default=50 * 1024 * 1024, alias="fetch.max.bytes", ge=0, le=INT32_MAX)
+    request_timeout_ms: KafkaMs = Field(default=30_000, alias="request.timeout.ms", ge=0, le=INT32_MAX)
+    link: Link | None = None
+    """This consumer's link; keys left out come from network.default_link. Resolved after validation."""
+
+
+class FollowerCosts(ScenarioModel):
+    """Simulator-only: time a follower spends appending fetched data to its own log."""
+
+    append: DurationDistribution = Field(default_factory=lambda: constant_ms(0.02))
+    """Per record batch appended."""
+    append_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.005))
+    """Per KiB appended."""
+
+
+class FollowerConfig(ScenarioModel):
+    """The follower brokers 1..RF-1 (RF = the largest replication factor), one replica fetcher each.
+
+    Kafka's replica fetcher configs (spec §8); `num.replica.fetchers` is fixed at Kafka's default of 1.
+    """
+
+    replica_fetch_wait_max_ms: KafkaMs = Field(default=500, alias="replica.fetch.wait.max.ms", ge=0, le=INT32_MAX)
+    """Long-poll time of a follower fetch in the leader's purgatory."""
+    replica_fetch_min_bytes: KafkaBytes = Field(default=1, alias="replica.fetch.min.bytes", ge=0, le=INT32_MAX)
+    replica_fetch_max_bytes: KafkaBytes = Field(default=1024 * 1024, alias="replica.fetch.max.bytes", ge=0, le=INT32_MAX)
+    """Per partition."""
+    replica_fetch_response_max_bytes: KafkaBytes = Field(
+        default=10 * 1024 * 1024, alias="replica.fetch.response.max.bytes", ge=0, le=INT32_MAX
+    )
+    replica_fetch_backoff_ms: KafkaMs = Field(default=1000, alias="replica.fetch.backoff.ms", ge=0, le=INT32_MAX)
+    """Wait after an error or when no partition is ready to fetch."""
+    costs: FollowerCosts = Field(default_factory=FollowerCosts)
+    link: Link | None = None
+    """The followers' link; keys left out come from network.default_link. Resolved after validation."""

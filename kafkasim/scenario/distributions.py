@@ -1,0 +1,234 @@
+"""Random quantities: service times, latencies, record sizes.
+
+In a file a bare quantity ("50us", "1KiB") is a constant; otherwise a mapping with a `type`:
+
+    {type: exponential, mean: 2ms}
+    {type: lognormal, median: 0.5ms, p99: 2ms}     # by median and 99th percentile, how latencies are quoted
+    {type: uniform, low: 1KiB, high: 4KiB}
+    {type: empirical, values: [1ms, 2ms, 10ms], weights: [90, 9, 1]}
+
+Duration distributions hold float milliseconds, size distributions int bytes. `sample(rng)` draws one value
+from a caller-supplied `random.Random` (the engine gives every component its own named stream); `mean` is
+the analytical mean.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
+
+from kafkasim.scenario.base import OrShorthand, ScenarioModel
+from kafkasim.scenario.errors import fail, fail_at
+from kafkasim.scenario.units import DURATION_PATTERN, SIZE_PATTERN, Duration, Size, from_file
+
+# Standard normal quantile at 0.99: a lognormal's p99 is exp(mu + Z99 * sigma).
+Z99 = 2.3263478740408408
+
+DISTRIBUTION_TYPES = ("constant", "exponential", "lognormal", "uniform", "empirical")
+
+
+class Distribution(ScenarioModel):
+    """Common interface; the concrete classes below add their parameters."""
+
+    def sample(self, rng: random.Random) -> float:
+        raise NotImplementedError
+
+    @property
+    def mean(self) -> float:
+        raise NotImplementedError
+
+
+class Constant(Distribution):
+    type: Literal["constant"] = "constant"
+    value: float
+
+    @model_serializer(mode="wrap")
+    def _as_shorthand(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        # In files a constant is written as its bare quantity ("50us"), so that is how it is dumped.
+        data = handler(self)
+        return data["value"] if info.mode_is_json() else data
+
+    def sample(self, rng: random.Random) -> float:
+        return self.value
+
+    @property
+    def mean(self) -> float:
+        return self.value
+
+
+class Exponential(Distribution):
+    type: Literal["exponential"] = "exponential"
+    mean_value: float = Field(alias="mean", gt=0)
+
+    def sample(self, rng: random.Random) -> float:
+        return rng.expovariate(1.0 / self.mean_value)
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+
+class LogNormal(Distribution):
+    type: Literal["lognormal"] = "lognormal"
+    median: float = Field(gt=0)
+    p99: float
+
+    @model_validator(mode="after")
+    def _p99_at_least_median(self) -> LogNormal:
+        if self.p99 < self.median:
+            fail_at([(("p99",), f"must be >= median ({self.median!r})")])
+        return self
+
+    @property
+    def mu(self) -> float:
+        return math.log(self.median)
+
+    @property
+    def sigma(self) -> float:
+        return (math.log(self.p99) - math.log(self.median)) / Z99
+
+    def sample(self, rng: random.Random) -> float:
+        return rng.lognormvariate(self.mu, self.sigma)
+
+    @property
+    def mean(self) -> float:
+        return math.exp(self.mu + self.sigma**2 / 2)
+
+
+class Uniform(Distribution):
+    type: Literal["uniform"] = "uniform"
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _low_at_most_high(self) -> Uniform:
+        if self.low > self.high:
+            fail_at([(("high",), f"must be >= low ({self.low!r})")])
+        return self
+
+    def sample(self, rng: random.Random) -> float:
+        return rng.uniform(self.low, self.high)
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+
+class Empirical(Distribution):
+    type: Literal["empirical"] = "empirical"
+    values: list[float] = Field(min_length=1, max_length=100_000)
+    weights: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = None
+    """Relative weights, one per value; equal weights when absent."""
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> Empirical:
+        if self.weights is not None:
+            if len(self.weights) != len(self.values):
+                fail_at([(("weights",), f"has {len(self.weights)} items but values has {len(self.values)}")])
+            if sum(self.weights) <= 0:
+                fail_at([(("weights",), "must not all be zero")])
+        return self
+
+    def sample(self, rng: random.Random) -> float:
+        return rng.choices(self.values, weights=self.weights)[0]
+
+    @property
+    def mean(self) -> float:
+        weights = self.weights or [1.0] * len(self.values)
+        return sum(v * w for v, w in zip(self.values, weights, strict=True)) / sum(weights)
+
+
+# --- durations (float milliseconds) ---
+
+
+class DurationConstant(Constant):
+    value: Duration
+
+
+class DurationExponential(Exponential):
+    mean_value: Duration = Field(alias="mean", gt=0)
+
+
+class DurationLogNormal(LogNormal):
+    median: Duration = Field(gt=0)
+    p99: Duration
+
+
+class DurationUniform(Uniform):
+    low: Duration
+    high: Duration
+
+
+class DurationEmpirical(Empirical):
+    values: list[Duration] = Field(min_length=1, max_length=100_000)
+
+
+# --- sizes (int bytes) ---
+
+
+class SizeConstant(Constant):
+    value: Size
+
+
+class SizeExponential(Exponential):
+    mean_value: Size = Field(alias="mean", gt=0)
+
+
+class SizeLogNormal(LogNormal):
+    median: Size = Field(gt=0)
+    p99: Size
+
+
+class SizeUniform(Uniform):
+    low: Size
+    high: Size
+
+
+class SizeEmpirical(Empirical):
+    values: list[Size] = Field(min_length=1, max_length=100_000)  # type: ignore[assignment]
+
+
+def _shorthand(unit: str) -> Any:
+    def expand(value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str):
+            return {"type": "constant", "value": value}
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if from_file(info):
+                fail(f"{value!r} needs a unit, e.g. '{value!r}{unit}', or a mapping with a type")
+            return {"type": "constant", "value": value}
+        return value
+
+    return BeforeValidator(expand)
+
+
+DurationDistribution = Annotated[
+    DurationConstant | DurationExponential | DurationLogNormal | DurationUniform | DurationEmpirical,
+    Field(discriminator="type"),
+    _shorthand("ms"),
+    OrShorthand({"type": "string", "pattern": DURATION_PATTERN, "examples": ["50us"]}),
+]
+"""A random duration in float milliseconds; "5ms" in a file means a constant."""
+
+SizeDistribution = Annotated[
+    SizeConstant | SizeExponential | SizeLogNormal | SizeUniform | SizeEmpirical,
+    Field(discriminator="type"),
+    _shorthand("B"),
+    OrShorthand({"type": "string", "pattern": SIZE_PATTERN, "examples": ["1KiB"]}),
+]
+"""A random size in int bytes (draws are floats; round them); "1KiB" in a file means a constant."""
+
+
+def constant_ms(ms: float) -> DurationConstant:
+    """A constant duration distribution (for defaults and for code that builds scenarios)."""
+    return DurationConstant(value=ms)

@@ -1,0 +1,85 @@
+"""Faults injected at a simulated time into one follower, producer or consumer.
+
+Every fault has a `type` (the discriminator), `at` (when it starts, from the beginning of the run) and a
+`target`: "follower-<id>" for follower broker <id> (1..RF-1), or the name of a producer or consumer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.distributions import DurationDistribution
+from kafkasim.scenario.units import Duration
+
+TargetKind = Literal["follower", "producer", "consumer"]
+
+
+class FaultBase(ScenarioModel):
+    target: str
+    """"follower-<id>", or a producer's or consumer's name."""
+    at: Duration
+    """Start time, from the beginning of the run (warm-up included)."""
+
+    # Which kinds of component the fault makes sense for.
+    targets: ClassVar[tuple[TargetKind, ...]] = ("follower", "producer", "consumer")
+
+    @property
+    def end(self) -> float | None:
+        """When the fault is over (ms), or None if it lasts to the end of the run."""
+        duration = getattr(self, "duration", None)
+        return None if duration is None else self.at + duration
+
+
+class PauseFault(FaultBase):
+    """The target stops doing anything (a long GC pause, SIGSTOP) and resumes where it was."""
+
+    type: Literal["pause"] = "pause"
+    duration: Duration = Field(gt=0)
+
+
+class SlowDiskFault(FaultBase):
+    """A follower's appends take `factor` times their normal cost."""
+
+    type: Literal["slow_disk"] = "slow_disk"
+    duration: Duration = Field(gt=0)
+    factor: float = Field(gt=0, le=1e6)
+    targets: ClassVar[tuple[TargetKind, ...]] = ("follower",)
+
+
+class CrashFault(FaultBase):
+    """A follower stops; on restart it truncates its log to its high watermark and fetches again."""
+
+    type: Literal["crash"] = "crash"
+    restart_after: Duration | None = Field(default=None, gt=0)
+    """Down time; absent = it stays down until the end of the run."""
+    targets: ClassVar[tuple[TargetKind, ...]] = ("follower",)
+
+    @property
+    def end(self) -> float | None:
+        return None if self.restart_after is None else self.at + self.restart_after
+
+
+class LinkDelayFault(FaultBase):
+    """Every message on the target's link takes `extra` longer (on top of the link latency)."""
+
+    type: Literal["link_delay"] = "link_delay"
+    duration: Duration = Field(gt=0)
+    extra: DurationDistribution
+    direction: Literal["both", "to_broker", "from_broker"] = "both"
+
+
+class LinkDropFault(FaultBase):
+    """The target's link delivers nothing: messages sent during the window are lost."""
+
+    type: Literal["link_drop"] = "link_drop"
+    duration: Duration = Field(gt=0)
+    direction: Literal["both", "to_broker", "from_broker"] = "both"
+
+
+Fault = Annotated[
+    PauseFault | SlowDiskFault | CrashFault | LinkDelayFault | LinkDropFault,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,134 @@
+"""Reading, validating, dumping a scenario, and its JSON Schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+from kafkasim.scenario.errors import Problem, ScenarioError
+from kafkasim.scenario.messages import problems_from, show
+from kafkasim.scenario.scenario import Scenario
+from kafkasim.scenario.units import (
+    BANDWIDTH_PATTERN,
+    DURATION_PATTERN,
+    RATE_PATTERN,
+    SIZE_PATTERN,
+    YAML_CONTEXT,
+    format_bandwidth,
+    format_duration,
+    format_rate,
+    format_size,
+)
+from kafkasim.scenario.yaml_source import Source, load_yaml
+
+STRING_LABEL = "<string>"
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def load_scenario(path_or_text: str | Path) -> Scenario:
+    """A Path or the path of an existing file is read; any other string is YAML text ("<string>")."""
+    text, label = _read(path_or_text)
+    return validate_source(load_yaml(text, label))
+
+
+def _read(path_or_text: str | Path) -> tuple[str, str]:
+    if isinstance(path_or_text, str) and not _looks_like_path(path_or_text):
+        return path_or_text, STRING_LABEL
+    path = Path(path_or_text)
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        problem = "file not found"
+    except UnicodeDecodeError:
+        problem = "not UTF-8 text"
+    except OSError as e:
+        problem = f"cannot read the file: {e.strerror or e}"
+    raise ScenarioError([Problem(str(path), None, "", problem)])
+
+
+def _looks_like_path(text: str) -> bool:
+    if "\n" in text or len(text) > 4096:
+        return False
+    try:
+        if Path(text).is_file():
+            return True
+    except (OSError, ValueError):  # NUL bytes, names too long for the OS
+        return False
+    # A single-line "something.yaml" that does not exist is a mistyped path, not a YAML document.
+    return text.strip().endswith((".yaml", ".yml")) and ":" not in text
+
+
+def validate_source(source: Source) -> Scenario:
+    """Validate parsed YAML (data + line numbers) into a Scenario, or raise ScenarioError."""
+    if not isinstance(source.data, dict):
+        what = "the file is empty" if source.data is None else f"the top level is {show(source.data)}"
+        message = f"{what}; a scenario is a mapping with name, description, duration, topics, ..."
+        raise ScenarioError([Problem(source.file, 1, "", message)])
+    return validate_data(source.data, source=source, file=source.file)
+
+
+def validate_data(data: dict[str, Any], *, source: Source | None = None, file: str = "<data>") -> Scenario:
+    """Validate plain data as if it came from a file (units required); ScenarioError on any problem."""
+    try:
+        return Scenario.model_validate(data, context=YAML_CONTEXT, by_alias=True, by_name=False)
+    except ValidationError as e:
+        raise ScenarioError(problems_from(e, Scenario, source, file)) from None
+    except RecursionError:
+        raise ScenarioError([Problem(file, None, "", "the scenario is nested too deeply")]) from None
+
+
+# --- dumping ---------------------------------------------------------------------------------------------
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line text (descriptions) as literal blocks, readable in the saved scenario.yaml."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """The resolved scenario (every default and inherited value written out) as YAML that loads back equal."""
+    # None only ever means "not given" (a default), so leaving it out loads back the same.
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100_000)
+    return "# Resolved kafkasim scenario: every value explicit.\n" + body
+
+
+# --- JSON Schema -----------------------------------------------------------------------------------------
+
+# Defaults of unit-typed fields are shown as the author would write them ("100ms", not 100.0).
+_DEFAULT_FORMATTERS: dict[str, Any] = {
+    DURATION_PATTERN: format_duration,
+    SIZE_PATTERN: format_size,
+    RATE_PATTERN: format_rate,
+    BANDWIDTH_PATTERN: format_bandwidth,
+}
+
+
+class _SchemaGenerator(GenerateJsonSchema):
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False  # titles like "Linger.Ms" add noise; descriptions carry the meaning
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        js = super().default_schema(schema)
+        formatter = _DEFAULT_FORMATTERS.get(js.get("pattern", ""))
+        if formatter is not None and isinstance(js.get("default"), int | float):
+            js["default"] = formatter(js["default"])
+        return js
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """JSON Schema of scenario files (Kafka keys by their dotted names), for editors and `kafkasim schema`."""
+    schema = Scenario.model_json_schema(by_alias=True, mode="validation", schema_generator=_SchemaGenerator)
+    return {"$schema": SCHEMA_DIALECT, "title": "kafkasim scenario", **{k: v for k, v in schema.items() if k != "title"}}

@@ -1,0 +1,59 @@
+"""Network links between the broker and each client or follower."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.distributions import DurationDistribution, DurationLogNormal
+from kafkasim.scenario.units import Bandwidth
+
+Direction = Literal["to_broker", "from_broker"]
+
+
+class LinkDirection(ScenarioModel):
+    """Per-direction override of a link; an absent value keeps the link's own."""
+
+    latency: DurationDistribution | None = None
+    bandwidth: Bandwidth | None = None
+
+
+class Link(ScenarioModel):
+    """One connection to the broker: one-way propagation latency plus serialisation time at `bandwidth`.
+
+    The delay of a message of n bytes is `latency.sample() + n / bandwidth` seconds. The engine asks
+    `latency_for(direction)` / `bandwidth_for(direction)`, which apply the per-direction overrides.
+    """
+
+    latency: DurationDistribution = Field(default_factory=lambda: DurationLogNormal(median=0.5, p99=2.0))
+    """One-way latency, drawn per message and per direction."""
+    bandwidth: Bandwidth = 1.25e9
+    """Serialisation rate of the bytes of a message (default 10Gbit/s)."""
+    to_broker: LinkDirection = Field(default_factory=LinkDirection)
+    """Overrides for requests travelling to the broker."""
+    from_broker: LinkDirection = Field(default_factory=LinkDirection)
+    """Overrides for responses travelling from the broker."""
+
+    def latency_for(self, direction: Direction) -> DurationDistribution:
+        own = self.to_broker if direction == "to_broker" else self.from_broker
+        return own.latency if own.latency is not None else self.latency
+
+    def bandwidth_for(self, direction: Direction) -> float:
+        own = self.to_broker if direction == "to_broker" else self.from_broker
+        return own.bandwidth if own.bandwidth is not None else self.bandwidth
+
+    def merged_over(self, default: Link) -> Link:
+        """This link's explicitly written keys over `default` (an endpoint's partial `link:` override).
+
+        The result remembers only this link's keys as "set", so dumping with exclude_unset (what
+        `with_overrides` does) still shows what the author wrote and nothing inherited.
+        """
+        values = {name: getattr(self if name in self.model_fields_set else default, name) for name in Link.model_fields}
+        return Link.model_construct(_fields_set=set(self.model_fields_set), **values)
+
+
+class NetworkConfig(ScenarioModel):
+    default_link: Link = Field(default_factory=Link)
+    """The link of every producer, consumer and follower that does not set its own `link`."""

@@ -1,0 +1,196 @@
+"""The whole scenario: what runs, for how long, under which configs and faults."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from kafkasim.scenario.base import OrShorthand, ScenarioModel
+from kafkasim.scenario.broker import BrokerConfig
+from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
+from kafkasim.scenario.errors import Loc, fail_at, unknown_message
+from kafkasim.scenario.faults import Fault, TargetKind
+from kafkasim.scenario.network import Link, NetworkConfig
+from kafkasim.scenario.topics import TopicConfig
+from kafkasim.scenario.units import Duration
+
+FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
+SCENARIO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+class VirtualClock(ScenarioModel):
+    """Simulated time runs as fast as the computer can go (the default)."""
+
+    mode: Literal["virtual"] = "virtual"
+
+
+class WallclockClock(ScenarioModel):
+    """Simulated time is paced against the wall clock, e.g. to watch a run live."""
+
+    mode: Literal["wallclock"] = "wallclock"
+    speed: float = Field(default=1.0, gt=0, le=1e6)
+    """Simulated seconds per real second: 1.0 = real time, 0.1 = ten times slower than real time."""
+
+
+def _clock_shorthand(value: Any) -> Any:
+    return {"mode": value} if isinstance(value, str) else value
+
+
+Clock = Annotated[
+    VirtualClock | WallclockClock,
+    Field(discriminator="mode"),
+    BeforeValidator(_clock_shorthand),
+    OrShorthand({"enum": ["virtual", "wallclock"]}),
+]
+
+
+class Scenario(ScenarioModel):
+    """A validated scenario; every value is in canonical units (ms, bytes, per second, bytes per second).
+
+    After validation inherited values are filled in: every topic holds its effective configs (broker
+    defaults applied), every producer, consumer and the followers hold their effective `link`
+    (network.default_link with their own keys on top), so the engine never looks anything up twice.
+    """
+
+    name: str = Field(pattern=SCENARIO_NAME_PATTERN)
+    """Short identifier (letters, digits, '.', '_', '-'); used in result file names."""
+    description: str = Field(min_length=1, max_length=20_000)
+    """What the scenario teaches and what to look for in its results."""
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    """Seed of every random stream of the run."""
+    duration: Duration = Field(gt=0)
+    """Simulated run time, warm-up included."""
+    warmup: Duration = 0.0
+    """Initial period excluded from summaries (must be shorter than duration)."""
+    sample_interval: Duration = Field(default=100.0, gt=0)
+    """Period of gauge sampling (HW, LEO, ISR size, purgatory and queue sizes)."""
+    clock: Clock = Field(default_factory=VirtualClock)
+    """virtual (default) or {mode: wallclock, speed: 1.0}."""
+    invariants: bool = True
+    """Check Kafka's invariants (HW <= LEO, ...) during the run; a violation stops it."""
+    broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
+    topics: list[TopicConfig] = Field(min_length=1, max_length=100)
+    followers: FollowerConfig = Field(default_factory=lambda: FollowerConfig())
+    producers: list[ProducerConfig] = Field(default_factory=list, max_length=1000)
+    consumers: list[ConsumerConfig] = Field(default_factory=list, max_length=1000)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    faults: list[Fault] = Field(default_factory=list, max_length=10_000)
+
+    # --- derived, for the engine ---
+
+    @property
+    def max_replication_factor(self) -> int:
+        return max(t.replication_factor for t in self.topics)
+
+    @property
+    def follower_ids(self) -> list[int]:
+        """Broker ids of the simulated followers: 1..RF-1 of the largest replication factor."""
+        return list(range(1, self.max_replication_factor))
+
+    def topic(self, name: str) -> TopicConfig:
+        for t in self.topics:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def target_kind(self, target: str) -> TargetKind | None:
+        """What a fault target names, or None if nothing."""
+        m = FOLLOWER_NAME.match(target)
+        if m and int(m.group(1)) in self.follower_ids:
+            return "follower"
+        if any(p.name == target for p in self.producers):
+            return "producer"
+        if any(c.name == target for c in self.consumers):
+            return "consumer"
+        return None
+
+    def with_overrides(self, overrides: list[str]) -> Scenario:
+        """A copy with `key.path=value` overrides applied (a CLI's --set); raises ScenarioError."""
+        from kafkasim.scenario.overrides import apply_overrides
+
+        return apply_overrides(self, overrides)
+
+    # --- validation across sections ---
+
+    @model_validator(mode="after")
+    def _resolve_and_check(self) -> Scenario:
+        for topic in self.topics:
+            topic.inherit(self.broker)
+        default = self.network.default_link
+        endpoints: list[ProducerConfig | ConsumerConfig | FollowerConfig] = [
+            *self.producers,
+            *self.consumers,
+            self.followers,
+        ]
+        for endpoint in endpoints:
+            own: Link | None = endpoint.link
+            object.__setattr__(endpoint, "link", default if own is None else own.merged_over(default))
+        problems = _cross_checks(self)
+        if problems:
+            fail_at(problems)
+        return self
+
+
+def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
+    problems: list[tuple[Loc, str]] = []
+
+    def add(loc: Loc, message: str) -> None:
+        problems.append((loc, message))
+
+    if s.warmup >= s.duration:
+        add(("warmup",), "must be shorter than duration")
+    if s.sample_interval > s.duration:
+        add(("sample_interval",), "must not be longer than duration")
+
+    seen_topics: set[str] = set()
+    for i, t in enumerate(s.topics):
+        if t.name in seen_topics:
+            add(("topics", i, "name"), f"topic {t.name!r} is defined twice")
+        seen_topics.add(t.name)
+        if t.min_insync_replicas > t.replication_factor:
+            explicit = "min_insync_replicas" in t.model_fields_set
+            loc: Loc = ("topics", i, "min.insync.replicas") if explicit else ("broker", "min.insync.replicas")
+            add(
+                loc,
+                f"{t.min_insync_replicas} > replication.factor {t.replication_factor} of topic {t.name!r}; "
+                f"Kafka would silently cap it to {t.replication_factor}, hiding the misconfiguration "
+                f"(allowed: 1..{t.replication_factor})",
+            )
+
+    if s.followers.replica_fetch_wait_max_ms > s.broker.replica_lag_time_max_ms:
+        # KafkaConfig refuses it: a follower parked longer than the lag limit would keep leaving the ISR.
+        add(
+            ("followers", "replica.fetch.wait.max.ms"),
+            f"must be <= broker replica.lag.time.max.ms ({s.broker.replica_lag_time_max_ms}), as Kafka requires",
+        )
+
+    topic_names = [t.name for t in s.topics]
+    client_names: set[str] = set()
+    clients: list[tuple[str, int, ProducerConfig | ConsumerConfig]] = [
+        *(("producers", i, p) for i, p in enumerate(s.producers)),
+        *(("consumers", i, c) for i, c in enumerate(s.consumers)),
+    ]
+    for section, i, c in clients:
+        if c.name in client_names:
+            add((section, i, "name"), f"name {c.name!r} is already used by another producer or consumer")
+        elif FOLLOWER_NAME.match(c.name):
+            add((section, i, "name"), "names 'follower-<id>' are reserved for the followers")
+        client_names.add(c.name)
+        if c.topic not in topic_names:
+            add((section, i, "topic"), unknown_message("topic", c.topic, topic_names))
+
+    valid_targets = [f"follower-{i}" for i in s.follower_ids] + [c.name for _, _, c in clients]
+    for i, f in enumerate(s.faults):
+        kind = s.target_kind(f.target)
+        if kind is None:
+            if not valid_targets:
+                add(("faults", i, "target"), f"unknown target {f.target!r}: the scenario has no followers or clients")
+            else:
+                add(("faults", i, "target"), unknown_message("target", f.target, valid_targets))
+        elif kind not in f.targets:
+            add(("faults", i, "target"), f"a {f.type} fault applies to {' or '.join(f.targets)}s only, not a {kind}")
+        if f.at >= s.duration:
+            add(("faults", i, "at"), "must be before the end of the run (duration)")
+    return problems

@@ -1,0 +1,61 @@
+"""Topics: partition count, replication and Kafka's topic-level log configs."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.broker import INT32_MAX, BrokerConfig
+from kafkasim.scenario.units import KafkaBytes, KafkaMs
+
+# Kafka's legal topic names (Topic.validate): at most 249 of these characters.
+TOPIC_NAME_PATTERN = r"^[a-zA-Z0-9._-]{1,249}$"
+MAX_REPLICATION_FACTOR = 32  # one leader and up to 31 simulated followers: plenty for teaching
+
+# Topic key -> the broker key it defaults to, as in Kafka (LogConfig's server defaults).
+INHERITED_FROM_BROKER: dict[str, str] = {
+    "partitions": "num_partitions",
+    "replication_factor": "default_replication_factor",
+    "min_insync_replicas": "min_insync_replicas",
+    "segment_bytes": "log_segment_bytes",
+    "segment_ms": "log_roll_ms",
+    "segment_jitter_ms": "log_roll_jitter_ms",
+    "segment_index_bytes": "log_index_size_max_bytes",
+    "index_interval_bytes": "log_index_interval_bytes",
+    "max_message_bytes": "message_max_bytes",
+}
+
+
+class TopicConfig(ScenarioModel):
+    """A topic led by the simulated broker (id 0); its followers are brokers 1..replication.factor-1.
+
+    Keys left out take the broker's value (`num.partitions`, `default.replication.factor`,
+    `min.insync.replicas`, `log.segment.bytes`, ...), as a topic created without overrides does in Kafka.
+    After validation every key holds its effective value; the defaults shown are Kafka's broker defaults.
+    """
+
+    name: str = Field(pattern=TOPIC_NAME_PATTERN)
+    """Kafka topic name: letters, digits, '.', '_', '-'."""
+    partitions: int = Field(default=1, ge=1, le=10_000)
+    replication_factor: int = Field(default=1, alias="replication.factor", ge=1, le=MAX_REPLICATION_FACTOR)
+    min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
+    """Must be <= replication.factor here (Kafka would silently cap it; spec §0, KAFKA-15583)."""
+    segment_bytes: KafkaBytes = Field(default=1024**3, alias="segment.bytes", ge=14, le=INT32_MAX)
+    """Roll when the active segment would exceed this (spec §7.2). Kafka 4.0 requires at least 1MiB;
+    we allow small segments (down to Kafka's older limit of 14 bytes) so rolls can be watched."""
+    segment_ms: KafkaMs = Field(default=604_800_000, alias="segment.ms", ge=1)
+    """Roll a non-empty segment older than this (spec §7.2)."""
+    segment_jitter_ms: KafkaMs = Field(default=0, alias="segment.jitter.ms", ge=0)
+    segment_index_bytes: KafkaBytes = Field(default=10 * 1024 * 1024, alias="segment.index.bytes", ge=4, le=INT32_MAX)
+    index_interval_bytes: KafkaBytes = Field(default=4096, alias="index.interval.bytes", ge=0, le=INT32_MAX)
+    max_message_bytes: KafkaBytes = Field(default=1_048_588, alias="max.message.bytes", ge=0, le=INT32_MAX)
+
+    def inherit(self, broker: BrokerConfig) -> None:
+        """Fill the keys the author left out with the broker's values, without marking them as set.
+
+        Called once by Scenario validation. Unset keys stay unset (`model_fields_set`), so an override of
+        a broker default (`--set broker.min.insync.replicas=2`) still reaches every topic that inherits it.
+        """
+        for key, broker_key in INHERITED_FROM_BROKER.items():
+            if key not in self.model_fields_set:
+                object.__setattr__(self, key, getattr(broker, broker_key))

@@ -1,0 +1,150 @@
+"""Safe YAML loading that remembers the line of every key and refuses duplicate keys.
+
+PyYAML's `safe_load` silently keeps the last of two equal keys and forgets where things were. We compose
+the node graph with a `yaml.SafeLoader` subclass (safe tags only) and build plain data from it ourselves,
+so every key path gets its line and a duplicate key is an error naming both lines.
+
+Mapping keys are taken as written (`node.value`): YAML 1.1 would turn `on:`/`off:`/`yes:` into booleans
+and `1:` into an int, none of which a scenario key ever means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+# Aliases can make a small file expand exponentially ("billion laughs"); a scenario is a few hundred nodes.
+MAX_NODES = 100_000
+MAX_DEPTH = 40
+
+
+# libyaml's parser with PyYAML's SafeConstructor (CSafeLoader) is twenty times faster than the pure-Python
+# SafeLoader and just as safe; both give nodes with line marks.
+_SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class LineLoader(_SafeBase):  # type: ignore[valid-type,misc]
+    """A SafeLoader used only to compose nodes (with their marks) and to construct scalars safely."""
+
+
+@dataclass
+class Source:
+    """Plain data of one YAML document plus the line of every key path in it."""
+
+    data: Any
+    file: str
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Loc) -> int | None:
+        """Line of `loc`, or of its nearest ancestor that exists (a missing key is reported at its parent)."""
+        for n in range(len(loc), -1, -1):
+            line = self.lines.get(loc[:n])
+            if line is not None:
+                return line
+        return None
+
+
+def load_yaml(text: str, file: str) -> Source:
+    """Parse one YAML document; raise ScenarioError for broken YAML, duplicate keys and unsafe tags."""
+    loader = LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return Source(None, file, {(): 1})
+        builder = _Builder(loader, file)
+        data = builder.build(node, (), 0)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else None
+        what = " ".join(s for s in (e.context, e.problem) if s)
+        raise ScenarioError([Problem(file, line, "", f"invalid YAML: {what}")]) from None
+    except yaml.YAMLError as e:
+        # ReaderError (a control character or bad encoding) carries no mark, only a position.
+        raise ScenarioError([Problem(file, None, "", f"invalid YAML: {e}".splitlines()[0])]) from None
+    except RecursionError:
+        raise ScenarioError([Problem(file, None, "", "invalid YAML: nested too deeply")]) from None
+    finally:
+        loader.dispose()
+    if builder.problems:
+        raise ScenarioError(builder.problems)
+    return Source(data, file, builder.lines)
+
+
+class _Builder:
+    def __init__(self, loader: LineLoader, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.lines: dict[Loc, int] = {}
+        self.problems: list[Problem] = []
+        self.nodes = 0
+
+    def _fail(self, node: Node, loc: Loc, message: str) -> None:
+        self.problems.append(Problem(self.file, node.start_mark.line + 1, format_path(loc), message))
+
+    def build(self, node: Node, loc: Loc, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES or depth > MAX_DEPTH:
+            what = "too large" if self.nodes > MAX_NODES else "nested too deeply"
+            raise ScenarioError([Problem(self.file, node.start_mark.line + 1, format_path(loc), f"document is {what}")])
+        self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, MappingNode):
+            return self._mapping(node, loc, depth)
+        if isinstance(node, SequenceNode):
+            return [self.build(item, (*loc, i), depth + 1) for i, item in enumerate(node.value)]
+        return self._scalar(node, loc)
+
+    def _scalar(self, node: Node, loc: Loc) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError:
+            raise  # an unsafe or unknown tag: reported as invalid YAML with its line
+        except (ValueError, OverflowError) as e:
+            # Constructors of ints with thousands of digits, impossible dates, bad base64 raise plain errors.
+            self._fail(node, loc, f"cannot read value: {str(e).splitlines()[0][:80]}")
+            return None
+
+    def _mapping(self, node: MappingNode, loc: Loc, depth: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        key_line: dict[str, int] = {}
+        merged: list[tuple[str, Node, Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == MERGE_TAG:
+                merged.extend(self._merge_sources(value_node, loc))
+                continue
+            if not isinstance(key_node, ScalarNode):
+                self._fail(key_node, loc, "a key must be a plain word, not a list or mapping")
+                continue
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in key_line:
+                self._fail(key_node, (*loc, key), f"duplicate key (first defined on line {key_line[key]})")
+                continue
+            key_line[key] = line
+            self.lines[(*loc, key)] = line
+            out[key] = self.build(value_node, (*loc, key), depth + 1)
+        # YAML merge keys (`<<: *defaults`): explicit keys win over merged ones, as in PyYAML.
+        for key, key_node, value_node in merged:
+            if key not in out:
+                self.lines[(*loc, key)] = key_node.start_mark.line + 1
+                out[key] = self.build(value_node, (*loc, key), depth + 1)
+        return out
+
+    def _merge_sources(self, value: Node, loc: Loc) -> list[tuple[str, Node, Node]]:
+        sources = value.value if isinstance(value, SequenceNode) else [value]
+        entries: list[tuple[str, Node, Node]] = []
+        seen: set[str] = set()
+        for source in sources:
+            if not isinstance(source, MappingNode):
+                self._fail(source, loc, "'<<' merges a mapping (or a list of mappings) only")
+                continue
+            for key_node, value_node in source.value:
+                if isinstance(key_node, ScalarNode) and key_node.tag != MERGE_TAG and key_node.value not in seen:
+                    seen.add(key_node.value)
+                    entries.append((str(key_node.value), key_node, value_node))
+        return entries
