@@ -1,0 +1,62 @@
+"""Every figure of a run, written as PNGs to <out_dir>/figures/."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from kafkasim.report.breakdown import request_breakdown_figure
+from kafkasim.report.latency import latency_cdf_figure, latency_histogram_figure
+from kafkasim.report.purgatory_sizes import purgatory_figure
+from kafkasim.report.replication import isr_size_figure, log_offsets_figure
+from kafkasim.report.skip import logger
+from kafkasim.report.swimlane import produce_swimlane_figure
+
+DPI = 130
+
+
+def _builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
+              summary: Mapping[str, Any] | None, swimlane_request_id: Any) -> list[tuple[str, Callable[[], Figure | None]]]:
+    return [
+        ("latency_cdf", lambda: latency_cdf_figure(requests, records, summary)),
+        ("latency_histogram", lambda: latency_histogram_figure(requests, summary)),
+        ("request_breakdown", lambda: request_breakdown_figure(requests, summary)),
+        ("log_offsets", lambda: log_offsets_figure(timeseries, summary)),
+        ("isr_size", lambda: isr_size_figure(timeseries, summary)),
+        ("purgatory", lambda: purgatory_figure(timeseries, summary)),
+        ("produce_swimlane",
+         lambda: produce_swimlane_figure(requests, records, timeseries, summary, swimlane_request_id)),
+    ]
+
+
+def save_png(figure: Figure, path: Path, dpi: int = DPI) -> Path:
+    """Write to a temporary name, then rename, so a crash never leaves a half-written PNG behind."""
+    partial = path.with_name(f".{path.name}.partial")
+    figure.savefig(partial, format="png", dpi=dpi)
+    os.replace(partial, path)
+    return path
+
+
+def write_figures(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
+                  summary: Mapping[str, Any] | None, out_dir: str | Path, *,
+                  swimlane_request_id: Any = None, dpi: int = DPI) -> list[Path]:
+    """Write every figure the data supports to `out_dir`/figures/<name>.png and return their paths.
+
+    A figure the data cannot support (no consumers, acks=0 only, ...) is skipped with its reason logged on
+    the "kafkasim.report" logger; `swimlane_request_id` picks the produce the swimlane follows.
+    """
+    folder = Path(out_dir) / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, build in _builders(requests, records, timeseries, summary, swimlane_request_id):
+        figure = build()
+        if figure is None:
+            continue
+        written.append(save_png(figure, folder / f"{name}.png", dpi))
+        logger.debug("wrote %s", written[-1])
+    return written

@@ -1,0 +1,133 @@
+"""Replication over time: the high watermark against every replica's log end offset, and ISR size.
+
+Spec §6.3: the leader's HW is the minimum LEO over the ISR, so the HW line can only step up once the
+slowest in-sync replica's LEO line has. The lower panel shows each replica's LEO − HW: how many offsets
+are written but not yet committed (not yet visible to consumers, not yet acknowledged to acks=all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from kafkasim.report.canvas import new_figure
+from kafkasim.report.frames import metric, natural_key, require_columns, warmup_ms
+from kafkasim.report.palette import HIGH_WATERMARK_COLOUR, replica_colour
+from kafkasim.report.skip import SkipFigure, skippable
+from kafkasim.report.time_axis import (
+    TimeUnit,
+    last_time_ms,
+    legend_outside,
+    shade_warmup,
+    step_gauge,
+    time_unit,
+)
+
+MAX_PARTITIONS = 8
+TIMESERIES_COLUMNS = ("time_ms", "metric", "entity", "value")
+
+
+def _step(ax: Axes, rows: pd.DataFrame, unit: TimeUnit, until_ms: float, **style: Any) -> None:
+    step_gauge(ax, rows["time_ms"].to_numpy(float), rows["value"].to_numpy(float), unit, until_ms, **style)
+
+
+def replica_entities(leo: pd.DataFrame, partition: str) -> list[str]:
+    """The partition's "<partition>/replica-<id>" entities in broker-id order."""
+    prefix = f"{partition}/"
+    return sorted({e for e in leo["entity"] if e.startswith(prefix)}, key=natural_key)
+
+
+def partitions_of(hw: pd.DataFrame, leo: pd.DataFrame) -> list[str]:
+    names = set(hw["entity"]) | {e.split("/", 1)[0] for e in leo["entity"]}
+    return sorted(names, key=natural_key)
+
+
+def _lag_behind(replica: pd.DataFrame, hw: pd.DataFrame) -> pd.DataFrame:
+    """LEO − HW at every time either gauge changed (each side carried forward to the other's samples)."""
+    times = np.union1d(replica["time_ms"].to_numpy(float), hw["time_ms"].to_numpy(float))
+    grid = pd.DataFrame({"time_ms": times})
+    merged = pd.merge_asof(grid, replica[["time_ms", "value"]].rename(columns={"value": "leo"}), on="time_ms")
+    merged = pd.merge_asof(merged, hw[["time_ms", "value"]].rename(columns={"value": "hw"}), on="time_ms")
+    merged = merged.dropna()
+    return pd.DataFrame({"time_ms": merged["time_ms"], "value": merged["leo"] - merged["hw"]})
+
+
+@skippable("log_offsets")
+def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None) -> Figure:
+    """Per partition: HighWatermark and each replica's LogEndOffset (step lines), and LEO − HW below."""
+    frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
+    hw_all, leo_all = metric(frame, "HighWatermark"), metric(frame, "LogEndOffset")
+    partitions = partitions_of(hw_all, leo_all)
+    if not partitions:
+        raise SkipFigure("no HighWatermark or LogEndOffset samples")
+    shown = partitions[:MAX_PARTITIONS]
+    end = last_time_ms(frame)
+    unit, warmup = time_unit(end), warmup_ms(summary)
+    figure = new_figure(11.0, 1.2 + 4.2 * len(shown))
+    grid = figure.subfigures(len(shown), 1, squeeze=False)[:, 0]
+    for sub, partition in zip(grid, shown, strict=True):
+        top, bottom = sub.subplots(2, 1, sharex=True, height_ratios=[3, 1.4])
+        hw = hw_all[hw_all["entity"] == partition]
+        replicas = replica_entities(leo_all, partition)
+        if not replicas and (leo_all["entity"] == partition).any():
+            replicas = [partition]  # only the leader's LEO was recorded
+        shade_warmup(top, warmup, unit)
+        shade_warmup(bottom, warmup, unit, label=False)
+        if not hw.empty:
+            # Wide and translucent under the replicas' lines: where they coincide, both stay visible.
+            _step(top, hw, unit, end, color=HIGH_WATERMARK_COLOUR, lw=5, alpha=0.3, label="HighWatermark")
+        for index, entity in enumerate(replicas):
+            rows = leo_all[leo_all["entity"] == entity]
+            name = entity.split("/", 1)[1] if "/" in entity else "leader"
+            _step(top, rows, unit, end, color=replica_colour(index), lw=1.5, label=f"LogEndOffset {name}")
+            if not hw.empty:
+                _step(bottom, _lag_behind(rows, hw), unit, end, color=replica_colour(index), lw=1.5)
+        sub.suptitle(f"Partition {partition}", fontweight="bold")
+        top.set_ylabel("offset")
+        top.yaxis.set_major_locator(MaxNLocator(integer=True))
+        legend_outside(top)
+        top.grid(True, alpha=0.3)
+        bottom.set_ylabel("LEO − HW\n(offsets)")
+        bottom.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+        bottom.grid(True, alpha=0.3)
+        bottom.set_xlabel(unit.label)
+        if hw.empty:
+            bottom.text(0.5, 0.5, "no HighWatermark samples for this partition", ha="center", va="center",
+                        transform=bottom.transAxes)
+    more = f" (first {len(shown)} of {len(partitions)} partitions)" if len(partitions) > len(shown) else ""
+    figure.suptitle(f"High watermark and replica log end offsets{more}", fontsize="x-large")
+    return figure
+
+
+@skippable("isr_size")
+def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None) -> Figure:
+    """ISR size per partition over time (spec §6.4/§6.5: shrinks after replica.lag.time.max.ms)."""
+    frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
+    isr = metric(frame, "IsrSize")
+    partitions = sorted(set(isr["entity"]), key=natural_key)
+    if not partitions:
+        raise SkipFigure("no IsrSize samples")
+    end = last_time_ms(frame)
+    unit = time_unit(end)
+    figure = new_figure(11.0, 4.5)
+    ax = figure.subplots()
+    shade_warmup(ax, warmup_ms(summary), unit)
+    for index, partition in enumerate(partitions):
+        # Partitions usually agree; the first is drawn widest so later ones show as stripes on top of it.
+        width = 1.6 + 1.8 * max(0, min(len(partitions), 5) - 1 - index)
+        rows = isr[isr["entity"] == partition]
+        _step(ax, rows, unit, end, color=replica_colour(index), lw=width, label=partition)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, float(isr["value"].max()) + 0.7)
+    ax.set_ylabel("in-sync replicas")
+    ax.set_xlabel(unit.label)
+    ax.grid(True, alpha=0.3)
+    legend_outside(ax, ncol=1 if len(partitions) <= 12 else 2)
+    ax.set_title("ISR size per partition", fontsize="x-large")
+    return figure
