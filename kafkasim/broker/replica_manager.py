@@ -154,10 +154,12 @@ class ReplicaManager:
         self.complete_delayed_operations_when_not_partition_leader(topic_partition)
         return partition
 
-    def stop_replica(self, topic_partition: TopicPartition) -> None:
-        """Stop hosting the partition (still known in the cluster): parked operations complete with
-        NOT_LEADER_OR_FOLLOWER."""
+    def stop_replica(self, topic_partition: TopicPartition, *, delete: bool = False) -> None:
+        """Stop hosting the partition: parked operations complete with NOT_LEADER_OR_FOLLOWER, or with
+        UNKNOWN_TOPIC_OR_PARTITION when ``delete`` also removes it from the cluster (topic deletion)."""
         self._partitions.pop(topic_partition, None)
+        if delete:
+            self._known_partitions.discard(topic_partition)
         self.complete_delayed_operations_when_not_partition_leader(topic_partition)
 
     def mark_partition_offline(self, topic_partition: TopicPartition) -> None:
