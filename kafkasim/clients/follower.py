@@ -1,0 +1,316 @@
+"""A follower broker's replica fetcher (spec §8): one ``ReplicaFetcherThread`` copying the leader's logs.
+
+Follower broker ``k`` keeps its own ``Log`` per partition it replicates. Its fetcher loop:
+
+* ``maybeFetch``: one Fetch request with every partition that is not delayed: ``replica_id = k``,
+  ``max_wait = replica.fetch.wait.max.ms``, ``min_bytes = replica.fetch.min.bytes``, ``max_bytes =
+  replica.fetch.response.max.bytes``; per partition ``fetch_offset`` = the local LEO, the local log start,
+  ``max_bytes = replica.fetch.max.bytes``, the leader epoch and the last fetched epoch. The leader reads
+  up to its LEO (LOG_END) and parks the request up to 500 ms when there is nothing new, so the fetcher
+  needs no sleep between fetches: pacing comes from the leader's long poll.
+* On a response, per partition: NONE -> append the complete batches as follower (a trailing partial
+  batch is dropped) after the append cost, ``HW := clamp(response HW, log start, LEO)`` -- the leader's HW
+  from *before* this fetch, so the follower learns an HW advance one round later (spec §13.13);
+  OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate; other errors -> that
+  partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole (no response
+  within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition.
+* Then the next fetch, at once.
+
+Faults: ``pause`` freezes the thread (responses wait, nothing is sent); ``slow_disk`` multiplies the
+append cost; ``crash`` drops the connection and everything in flight, keeps the log on disk, and on
+restart truncates each log to its HW (an unclean-restart follower in Kafka truncates to its checkpointed
+HW, or via OffsetsForLeaderEpoch to the same point here: the leader never changes) and fetches again.
+Simplifications: KRaft fencing of a crashed broker by the controller (which would drop it from the ISR
+after ``broker.session.timeout.ms``) is not modelled, so a stopped follower leaves the ISR through the
+leader's lag check only; diverging epochs cannot happen (the leader never changes); the follower has no
+consumers, so its HW changes complete nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.broker.config import LogConfig
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import NO_EPOCH, PartitionData
+from kafkasim.broker.log import Log
+from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.clients.messages import (
+    API_FETCH_FOLLOWER,
+    ClientRecorder,
+    FetchRequestData,
+    RequestEnvelope,
+    fetch_request_bytes,
+)
+from kafkasim.clients.scheduling import Call, Pausable
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+    from kafkasim.clients.producer import IdSource
+    from kafkasim.scenario.clients import FollowerConfig
+    from kafkasim.timer import Time
+
+# The follower's own client (ReplicaFetcherBlockingSend) times out after the broker's request timeout.
+FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0
+KIB = 1024.0
+
+
+class FollowerPartition:
+    """A partition replicated by this follower: its local log and fetch state."""
+
+    __slots__ = ("tp", "log", "delayed_until", "leader_epoch")
+
+    def __init__(self, tp: TopicPartition, log: Log, leader_epoch: int) -> None:
+        self.tp = tp
+        self.log = log
+        self.delayed_until = -math.inf
+        self.leader_epoch = leader_epoch
+
+
+class Follower(Pausable):
+    """Follower broker ``broker_id`` with one replica fetcher thread toward the leader (broker 0)."""
+
+    def __init__(
+        self,
+        env: Environment,
+        broker_id: int,
+        config: FollowerConfig,
+        partitions: Sequence[tuple[TopicPartition, LogConfig, int]],
+        time: Time,
+        connect: Callable[[], Any],
+        append_cost: Callable[[], float],
+        append_cost_per_kib: Callable[[], float],
+        ids: IdSource,
+        recorder: ClientRecorder,
+        *,
+        stop_ms: float = math.inf,
+    ) -> None:
+        super().__init__()
+        self.env = env
+        self.broker_id = broker_id
+        self.name = f"follower-{broker_id}"
+        self.config = config
+        self.partitions: dict[TopicPartition, FollowerPartition] = {
+            tp: FollowerPartition(tp, Log(log_config, time, name=f"{tp}@{broker_id}"), leader_epoch)
+            for tp, log_config, leader_epoch in partitions
+        }
+        self._connect = connect
+        self.connection = connect()
+        self._append_cost = append_cost
+        self._append_cost_per_kib = append_cost_per_kib
+        self._ids = ids
+        self._recorder = recorder
+        self._stop_ms = stop_ms
+        self._in_flight: RequestEnvelope | None = None
+        self._timeout: Call | None = None
+        self._wakeup: Call | None = None
+        self.crashed = False
+        self.disk_factor = 1.0
+        # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
+        self._generation = 0
+
+    def start(self) -> None:
+        Call(self.env, 0.0, lambda _e: self._maybe_fetch())
+
+    # --- fetch -------------------------------------------------------------------------------------
+
+    def _maybe_fetch(self) -> None:
+        if self.crashed or self._in_flight is not None:
+            return
+        if self.paused:
+            self._deferred.append(self._maybe_fetch)
+            return
+        now = self.env.now
+        if now >= self._stop_ms:
+            return
+        cfg = self.config
+        infos: list[tuple[TopicPartition, PartitionData]] = []
+        next_ready = math.inf
+        for tp, fp in self.partitions.items():
+            if fp.delayed_until > now:
+                next_ready = min(next_ready, fp.delayed_until)
+                continue
+            log = fp.log
+            last_epoch = log.latest_epoch
+            infos.append(
+                (
+                    tp,
+                    PartitionData(
+                        log.log_end_offset,
+                        log.log_start_offset,
+                        cfg.replica_fetch_max_bytes,
+                        fp.leader_epoch,
+                        last_epoch if last_epoch >= 0 else NO_EPOCH,
+                    ),
+                )
+            )
+        if not infos:
+            # No partition ready: wait for the first delayed one (Kafka waits on a condition, backoff).
+            if next_ready < math.inf:
+                self._schedule_fetch(next_ready - now)
+            return
+        body = FetchRequestData(
+            self.broker_id,
+            cfg.replica_fetch_wait_max_ms,
+            cfg.replica_fetch_min_bytes,
+            cfg.replica_fetch_response_max_bytes,
+            infos,
+        )
+        envelope = RequestEnvelope(
+            self._ids.request_id(),
+            API_FETCH_FOLLOWER,
+            self.name,
+            body,
+            fetch_request_bytes(len(infos)),
+            now,
+            now,
+            on_response=self._on_response,
+        )
+        self._in_flight = envelope
+        self.connection.send(envelope)
+        if self._timeout is None:
+            self._timeout = Call(self.env, FOLLOWER_REQUEST_TIMEOUT_MS, self._on_timeout)
+
+    def _schedule_fetch(self, delay: float) -> None:
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+        generation = self._generation
+
+        def wake(_e: Any) -> None:
+            self._wakeup = None
+            if generation == self._generation:
+                self._maybe_fetch()
+
+        self._wakeup = Call(self.env, max(0.0, delay), wake)
+
+    # --- responses ---------------------------------------------------------------------------------
+
+    def _on_response(self, envelope: RequestEnvelope) -> None:
+        if self.crashed or envelope is not self._in_flight:
+            return
+        if self.paused:
+            self._deferred.append(lambda: self._on_response(envelope))
+            return
+        # The append work occupies the fetcher thread; the next fetch goes out when it is done.
+        cost = 0.0
+        for _tp, result in envelope.response:
+            if result.error == Errors.NONE and result.info.records:
+                records = result.info.records
+                size = sum(b.size_in_bytes for b in records)
+                cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
+        cost *= self.disk_factor
+        if cost > 0:
+            generation = self._generation
+            Call(self.env, cost, lambda _e: self._process(envelope, generation))
+        else:
+            self._process(envelope, self._generation)
+
+    def _process(self, envelope: RequestEnvelope, generation: int) -> None:
+        if generation != self._generation:
+            return  # crashed meanwhile: the append never happened
+        if self.paused:
+            self._deferred.append(lambda: self._process(envelope, generation))
+            return
+        self._in_flight = None
+        now = self.env.now
+        backoff = float(self.config.replica_fetch_backoff_ms)
+        for tp, result in envelope.response:
+            fp = self.partitions.get(tp)
+            if fp is None:
+                continue
+            error = result.error
+            if error == Errors.NONE:
+                self._process_partition_data(fp, result.info.records, result.high_watermark, result.log_start_offset)
+            elif error == Errors.OFFSET_OUT_OF_RANGE:
+                self._handle_out_of_range(fp, result)
+            else:
+                fp.delayed_until = now + backoff
+        self._recorder.request_finished(envelope)
+        self._maybe_fetch()
+
+    def _process_partition_data(
+        self, fp: FollowerPartition, records: Sequence[RecordBatch], leader_hw: int, leader_log_start: int
+    ) -> None:
+        log = fp.log
+        if records:
+            # processPartitionData: only batches at the fetch offset (= the local LEO) are appended.
+            leo = log.log_end_offset
+            fresh = [b for b in records if b.base_offset >= leo]
+            if fresh:
+                log.append_as_follower(fresh)
+        if leader_hw >= 0:
+            log.maybe_update_high_watermark(leader_hw)
+        if leader_log_start > log.log_start_offset:
+            log.maybe_increment_log_start_offset(leader_log_start)
+
+    def _handle_out_of_range(self, fp: FollowerPartition, result: Any) -> None:
+        # Our LEO is outside the leader's log: behind its start -> start over at it; ahead -> truncate.
+        log = fp.log
+        leader_end = result.log_end_offset
+        if leader_end >= 0 and log.log_end_offset > leader_end:
+            log.truncate_to(leader_end)
+        elif result.log_start_offset > log.log_end_offset:
+            log.truncate_fully_and_start_at(result.log_start_offset)
+        else:
+            fp.delayed_until = self.env.now + float(self.config.replica_fetch_backoff_ms)
+
+    def _on_timeout(self, _event: Any) -> None:
+        self._timeout = None
+        envelope = self._in_flight
+        if envelope is None or self.crashed:
+            return
+        left = envelope.client_send_ms + FOLLOWER_REQUEST_TIMEOUT_MS - self.env.now
+        if left > 0:
+            self._timeout = Call(self.env, left, self._on_timeout)
+            return
+        if self.paused:
+            self._deferred.append(lambda: self._on_timeout(None))
+            return
+        # The whole request failed: reconnect, every partition backs off (spec §8).
+        self._in_flight = None
+        envelope.client_timeout = True
+        envelope.error = Errors.REQUEST_TIMED_OUT
+        self._recorder.request_finished(envelope)
+        self.connection.close()
+        self.connection = self._connect()
+        backoff = float(self.config.replica_fetch_backoff_ms)
+        for fp in self.partitions.values():
+            fp.delayed_until = self.env.now + backoff
+        self._schedule_fetch(backoff)
+
+    # --- faults ------------------------------------------------------------------------------------
+
+    def crash(self) -> None:
+        """Stop: the connection breaks, in-flight work is lost, the logs stay on disk."""
+        if self.crashed:
+            return
+        self.crashed = True
+        self._generation += 1
+        self._deferred.clear()
+        self.paused = False
+        envelope = self._in_flight
+        self._in_flight = None
+        if envelope is not None:
+            envelope.error = Errors.NETWORK_EXCEPTION
+            self._recorder.request_finished(envelope)
+        self.connection.close()
+
+    def restart(self) -> None:
+        """Come back: truncate every log to its HW, reconnect and fetch again."""
+        if not self.crashed:
+            return
+        self.crashed = False
+        for fp in self.partitions.values():
+            fp.log.truncate_to(fp.log.high_watermark)
+            fp.delayed_until = -math.inf
+        self.connection = self._connect()
+        self._maybe_fetch()
+
+    def on_resume(self) -> None:
+        self._maybe_fetch()
+
+    def unfinished(self) -> list[RequestEnvelope]:
+        return [self._in_flight] if self._in_flight is not None else []

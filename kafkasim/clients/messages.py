@@ -1,0 +1,216 @@
+"""What travels between a client and the broker: one `RequestEnvelope` per request.
+
+The envelope is the request, its response and its timing trace in one object. It carries Kafka's
+``RequestMetrics`` timestamps (spec §9.2) plus the client's own (intended send, actual send, receive), so
+the recorder can turn a finished envelope into one row of the ``requests`` table without a second object.
+All times are float simulated milliseconds; NaN means "not reached" (a request still in flight at the end
+of a run, an acks=0 produce that never gets a response, a client timeout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from kafkasim.broker.records import RecordBatch, TopicPartition
+
+if TYPE_CHECKING:
+    from kafkasim.broker.errors import Errors
+
+NAN = float("nan")
+
+Api = Literal["Produce", "FetchConsumer", "FetchFollower"]
+API_PRODUCE: Api = "Produce"
+API_FETCH_CONSUMER: Api = "FetchConsumer"
+API_FETCH_FOLLOWER: Api = "FetchFollower"
+
+# Simplified wire sizes (ENGINE design): a request header plus a per-partition header; the record bytes
+# are the batches' own sizes (RecordBatch.size_in_bytes already includes Kafka's 61-byte batch header).
+PRODUCE_REQUEST_OVERHEAD_BYTES = 100
+PRODUCE_PARTITION_OVERHEAD_BYTES = 60
+PRODUCE_RESPONSE_OVERHEAD_BYTES = 40
+PRODUCE_RESPONSE_PARTITION_BYTES = 40
+FETCH_REQUEST_OVERHEAD_BYTES = 100
+FETCH_REQUEST_PARTITION_BYTES = 40
+FETCH_RESPONSE_OVERHEAD_BYTES = 40
+FETCH_RESPONSE_PARTITION_BYTES = 60
+
+
+class ProduceRequestData:
+    """A ProduceRequest: acks, the ``timeout`` field (DelayedProduce delay, spec §3.6) and the batches."""
+
+    __slots__ = ("acks", "timeout_ms", "entries")
+
+    def __init__(self, acks: int, timeout_ms: int, entries: Mapping[TopicPartition, Sequence[RecordBatch]]) -> None:
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.entries = entries
+
+
+class FetchRequestData:
+    """A FetchRequest as the client sends it: request-level limits and per-partition ``PartitionData``.
+
+    The broker turns the request fields into ``FetchParams`` (capping ``max_bytes`` by its own
+    ``fetch.max.bytes``, spec §4.1) when a handler takes the request. ``replica_id`` >= 0 is a follower.
+    """
+
+    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "fetch_infos", "replica_epoch")
+
+    def __init__(
+        self,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        fetch_infos: Sequence[tuple[TopicPartition, Any]],
+        replica_epoch: int = -1,
+    ) -> None:
+        self.replica_id = replica_id
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        # [(tp, kafkasim.broker.fetch.PartitionData)] in request order (reads follow this order, spec §4.4).
+        self.fetch_infos = fetch_infos
+        self.replica_epoch = replica_epoch
+
+
+class RequestEnvelope:
+    """One request's life: client -> link -> processor -> request queue -> handler -> (purgatory) ->
+    response queue -> processor -> link -> client.
+
+    It is also the request's row: it has every attribute of ``kafkasim.run.recorder.RequestTrace``
+    (request_id, api, client, partitions, request_bytes, response_bytes, acks, error, client_timeout and
+    the timestamps), so the recorder takes it as is -- one object per request, not two.
+
+    Timestamps (Kafka's names, spec §9.2): ``start_ms`` (processor finished reading), ``dequeue_ms``
+    (handler took it), ``local_complete_ms`` (end of KafkaApis.handle, or a synchronous response),
+    ``response_complete_ms`` (sendResponse called), ``response_dequeue_ms`` (processor took the response),
+    ``end_ms`` (response written). Client side: ``intended_ms`` (when open-loop load meant to send the
+    oldest record of the request; equals ``client_send_ms`` for closed-loop fetchers), ``client_send_ms``
+    and ``client_receive_ms``.
+    """
+
+    __slots__ = (
+        "request_id",
+        "api",
+        "client",
+        "connection",
+        "body",
+        "request_bytes",
+        "intended_ms",
+        "client_send_ms",
+        "start_ms",
+        "dequeue_ms",
+        "local_complete_ms",
+        "response_complete_ms",
+        "response_dequeue_ms",
+        "end_ms",
+        "client_receive_ms",
+        "response",
+        "response_bytes",
+        "error",
+        "client_timeout",
+        "expects_response",
+        "on_response",
+        "read_bytes",
+        "partitions",
+        "acks",
+        "client_done",
+    )
+
+    def __init__(
+        self,
+        request_id: int,
+        api: Api,
+        client: str,
+        body: ProduceRequestData | FetchRequestData,
+        request_bytes: int,
+        intended_ms: float,
+        client_send_ms: float,
+        *,
+        expects_response: bool = True,
+        on_response: Callable[[RequestEnvelope], None] | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.api = api
+        self.client = client
+        # The client's Connection; the pipeline uses it to route the response (set by Connection.send).
+        self.connection: Any = None
+        self.body = body
+        self.request_bytes = request_bytes
+        self.intended_ms = intended_ms
+        self.client_send_ms = client_send_ms
+        self.start_ms = NAN
+        self.dequeue_ms = NAN
+        self.local_complete_ms = NAN
+        self.response_complete_ms = NAN
+        self.response_dequeue_ms = NAN
+        self.end_ms = NAN
+        self.client_receive_ms = NAN
+        # Produce: {tp: PartitionResponse}; fetch: [(tp, FetchPartitionData)] in request order.
+        self.response: Any = None
+        self.response_bytes = 0
+        self.error: Errors | None = None
+        self.client_timeout = False
+        # acks=0 produce: the broker sends nothing back (spec §3.6, NoOpResponse).
+        self.expects_response = expects_response
+        self.on_response = on_response
+        # Bytes the handler read from the log for a fetch (drives the read cost).
+        self.read_bytes = 0
+        # Columns of the requests table (the recorder reads the envelope as its RequestTrace).
+        if isinstance(body, ProduceRequestData):
+            self.partitions = len(body.entries)
+            self.acks: int | None = body.acks
+        else:
+            self.partitions = len(body.fetch_infos)
+            self.acks = None
+        # Set when the client is done with it; the row is written once the broker is done too.
+        self.client_done = False
+
+    @property
+    def is_produce(self) -> bool:
+        return self.api == API_PRODUCE
+
+    @property
+    def is_complete(self) -> bool:
+        """The broker sent the response (or dropped it, acks=0) and the pipeline is done with it."""
+        return self.end_ms == self.end_ms  # not NaN
+
+    def __repr__(self) -> str:
+        return f"RequestEnvelope(#{self.request_id} {self.api} from {self.client})"
+
+
+def produce_request_bytes(entries: Mapping[TopicPartition, Sequence[RecordBatch]]) -> int:
+    total = PRODUCE_REQUEST_OVERHEAD_BYTES
+    for batches in entries.values():
+        total += PRODUCE_PARTITION_OVERHEAD_BYTES
+        for batch in batches:
+            total += batch.size_in_bytes
+    return total
+
+
+def produce_response_bytes(partitions: int) -> int:
+    return PRODUCE_RESPONSE_OVERHEAD_BYTES + PRODUCE_RESPONSE_PARTITION_BYTES * partitions
+
+
+def fetch_request_bytes(partitions: int) -> int:
+    return FETCH_REQUEST_OVERHEAD_BYTES + FETCH_REQUEST_PARTITION_BYTES * partitions
+
+
+def fetch_response_bytes(partitions: int, record_bytes: int) -> int:
+    return FETCH_RESPONSE_OVERHEAD_BYTES + FETCH_RESPONSE_PARTITION_BYTES * partitions + record_bytes
+
+
+class ClientRecorder(Protocol):
+    """Where clients report what happened; the engine's recorder implements it (clients never import run/)."""
+
+    def request_finished(self, envelope: RequestEnvelope) -> None:
+        """The client is done with a request: response received, timed out, failed, or acks=0 sent."""
+
+    def batch_finished(
+        self, producer: str, batch: Any, ack_ms: float, error: Errors, base_offset: int
+    ) -> None:
+        """A produced batch was acknowledged or failed (``batch`` is the producer's ProducerBatch)."""
+
+    def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
+        """A consumer received a complete batch for the first time."""

@@ -1,0 +1,306 @@
+"""An open-loop Kafka producer: arrivals, partitioner, RecordAccumulator, Sender, in-flight requests.
+
+* Arrivals are open loop (poisson / constant / on_off at ``rate``): a record's *intended* send time comes
+  from the arrival process alone, so a slow broker delays acknowledgements but never the load
+  (no coordinated omission). Latency is measured per record from its intended time and from the send
+  of the request that carried it.
+* ``send()`` appends to the accumulator (see ``accumulator.py``); the Sender wakes when a batch fills or is
+  created, when a response frees an in-flight slot, and when the earliest linger expires, and sends one
+  ProduceRequest with the drained batches while fewer than ``max.in.flight.requests.per.connection``
+  requests are in flight.
+* acks=0: the request completes when it is sent (no response, spec §3.6).
+* ``request.timeout.ms`` client-side: when the oldest in-flight request is that old, Kafka's NetworkClient
+  disconnects ("Disconnecting from node due to request timeout"): that request fails with
+  REQUEST_TIMED_OUT, every other request in flight on the connection with NETWORK_EXCEPTION, and a new
+  connection is opened. Late responses on the old connection are never delivered (the broker still
+  handles the requests; their broker-side timing stays in the request table).
+* No retries (``retries`` would re-enqueue failed batches; kafkasim reports the failure instead), no
+  idempotence, no compression; ``buffer.memory`` / ``max.block.ms`` are not modelled (``send()`` never
+  blocks); one broker leads every partition, so there is one connection. The client's own CPU is free.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator
+from kafkasim.clients.messages import (
+    API_PRODUCE,
+    ClientRecorder,
+    ProduceRequestData,
+    RequestEnvelope,
+    produce_request_bytes,
+)
+from kafkasim.clients.scheduling import Call, Pausable
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+    from kafkasim.scenario.clients import ProducerConfig
+
+NAN = float("nan")
+
+
+class IdSource:
+    """Run-wide counters for request and batch ids (one per run; deterministic, single-threaded)."""
+
+    __slots__ = ("next_request_id", "next_batch_id")
+
+    def __init__(self) -> None:
+        self.next_request_id = 0
+        self.next_batch_id = 0
+
+    def request_id(self) -> int:
+        i = self.next_request_id
+        self.next_request_id = i + 1
+        return i
+
+    def batch_id(self) -> int:
+        i = self.next_batch_id
+        self.next_batch_id = i + 1
+        return i
+
+
+class ArrivalProcess:
+    """Gaps between intended send times: poisson, constant or on/off bursts at ``rate`` records/s."""
+
+    __slots__ = ("_mean_gap_ms", "_kind", "_on_ms", "_off_ms", "_pattern", "_rng", "_period_start")
+
+    def __init__(self, rate_per_s: float, arrival: Any, rng: random.Random) -> None:
+        self._mean_gap_ms = 1000.0 / rate_per_s
+        self._kind: str = arrival.type
+        self._rng = rng
+        self._on_ms = float(getattr(arrival, "on", 0.0))
+        self._off_ms = float(getattr(arrival, "off", 0.0))
+        self._pattern: str = getattr(arrival, "pattern", arrival.type)
+        self._period_start = 0.0
+
+    def first(self) -> float:
+        """The first intended time (one gap after 0, so producers do not all fire at t=0)."""
+        return self.next_after(0.0)
+
+    def next_after(self, t: float) -> float:
+        gap = self._gap(self._pattern if self._kind == "on_off" else self._kind)
+        if self._kind != "on_off":
+            return t + gap
+        # On/off: arrivals only inside [start, start + on) of each period of on + off.
+        nxt = t + gap
+        period = self._on_ms + self._off_ms
+        on_end = self._period_start + self._on_ms
+        while nxt >= on_end:
+            # Skip the off time; memoryless gaps restart at the next on period.
+            self._period_start += period
+            on_end = self._period_start + self._on_ms
+            nxt = self._period_start + (self._gap(self._pattern) if self._pattern == "poisson" else 0.0)
+        return nxt
+
+    def _gap(self, kind: str) -> float:
+        if kind == "constant":
+            return self._mean_gap_ms
+        return -math.log(1.0 - self._rng.random()) * self._mean_gap_ms
+
+
+class Producer(Pausable):
+    """One producer client (``KafkaProducer`` + ``Sender`` + ``NetworkClient``) on one connection."""
+
+    def __init__(
+        self,
+        env: Environment,
+        config: ProducerConfig,
+        partitions: Sequence[TopicPartition],
+        connect: Callable[[], Any],
+        record_size: Callable[[], float],
+        arrival_rng: random.Random,
+        partitioner_rng: random.Random,
+        ids: IdSource,
+        recorder: ClientRecorder,
+        *,
+        stop_ms: float = math.inf,
+    ) -> None:
+        super().__init__()
+        self.env = env
+        self.name = config.name
+        self.acks = config.acks
+        self.timeout_ms = config.request_timeout_ms
+        self.max_in_flight = config.max_in_flight_requests_per_connection
+        self.accumulator = RecordAccumulator(partitions, config.batch_size, float(config.linger_ms))
+        self.partitioner = Partitioner(config.partitioner, partitions, config.batch_size, partitioner_rng)
+        self._arrivals = ArrivalProcess(config.rate, config.arrival, arrival_rng)
+        self._record_size = record_size
+        self._ids = ids
+        self._recorder = recorder
+        self._connect = connect
+        self.connection = connect()
+        self._stop_ms = stop_ms
+        # In-flight requests in send order: (envelope, batches).
+        self._in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
+        self._wakeup: Call | None = None
+        self._wakeup_at = math.inf
+        self._timeout_check: Call | None = None
+        self.records_sent = 0
+
+    def start(self) -> None:
+        first = self._arrivals.first()
+        if first < self._stop_ms:
+            Call(self.env, first, lambda _e: self._arrival(first))
+
+    # --- application thread ------------------------------------------------------------------------
+
+    def _arrival(self, intended_ms: float) -> None:
+        nxt = self._arrivals.next_after(intended_ms)
+        if nxt < self._stop_ms:
+            Call(self.env, nxt - self.env.now, lambda _e: self._arrival(nxt))
+        if self.paused:
+            self._deferred.append(lambda: self.send(intended_ms))
+        else:
+            self.send(intended_ms)
+
+    def send(self, intended_ms: float) -> None:
+        """``KafkaProducer.send`` of one record intended at ``intended_ms``."""
+        size = max(1, int(self._record_size() + 0.5))
+        tp = self.partitioner.partition(size)
+        self.records_sent += 1
+        batch_id = self._ids.next_batch_id
+        full, new_batch = self.accumulator.append(tp, size, intended_ms, self.env.now, batch_id)
+        if new_batch:
+            self._ids.next_batch_id = batch_id + 1
+        if full or new_batch:
+            self._run_sender()
+
+    # --- sender thread -----------------------------------------------------------------------------
+
+    def _run_sender(self) -> None:
+        """``Sender.runOnce``: send while a batch is sendable and the connection takes another request."""
+        if self.paused:
+            return
+        now = self.env.now
+        acc = self.accumulator
+        while len(self._in_flight) < self.max_in_flight:
+            delay = acc.ready_delay_ms(now)
+            if delay is None:
+                return
+            if delay > 0:
+                self._wake_at(now + delay)
+                return
+            self._send_request(acc.drain(), now)
+        # At max in flight: the next response wakes us.
+
+    def _wake_at(self, t: float) -> None:
+        if t >= self._wakeup_at:
+            return
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+        self._wakeup_at = t
+        self._wakeup = Call(self.env, t - self.env.now, self._on_wakeup)
+
+    def _on_wakeup(self, _event: Any) -> None:
+        self._wakeup = None
+        self._wakeup_at = math.inf
+        self._run_sender()
+
+    def _send_request(self, batches: list[ProducerBatch], now: float) -> None:
+        name = self.name
+        entries: dict[TopicPartition, list[RecordBatch]] = {b.tp: [b.to_record_batch(name)] for b in batches}
+        request_id = self._ids.request_id()
+        intended = min(b.intended_ms[0] for b in batches)
+        envelope = RequestEnvelope(
+            request_id,
+            API_PRODUCE,
+            name,
+            ProduceRequestData(self.acks, self.timeout_ms, entries),
+            produce_request_bytes(entries),
+            intended,
+            now,
+            expects_response=self.acks != 0,
+            on_response=self._on_response,
+        )
+        for b in batches:
+            b.send_ms = now
+            b.request_id = request_id
+        self.connection.send(envelope)
+        if self.acks == 0:
+            # Completed once written to the socket; the offsets are unknown to an acks=0 producer.
+            self._complete(envelope, batches, Errors.NONE, now)
+            return
+        self._in_flight.append((envelope, batches))
+        if self._timeout_check is None:
+            self._arm_timeout_check()
+
+    # --- responses and timeouts --------------------------------------------------------------------
+
+    def _on_response(self, envelope: RequestEnvelope) -> None:
+        if self.paused:
+            self._deferred.append(lambda: self._on_response(envelope))
+            return
+        # Responses come back in order on one connection (the broker mutes it while one is processed).
+        in_flight = self._in_flight
+        index = next((i for i, (sent, _) in enumerate(in_flight) if sent is envelope), -1)
+        if index < 0:
+            return  # request already failed (timeout / disconnect); the late response is ignored
+        batches = in_flight[index][1]
+        del in_flight[index]
+        now = self.env.now
+        statuses = envelope.response
+        for b in batches:
+            status = statuses.get(b.tp)
+            error = status.error if status is not None else Errors.UNKNOWN_SERVER_ERROR
+            base = status.base_offset if status is not None and error == Errors.NONE else -1
+            self._recorder.batch_finished(self.name, b, now, error, base)
+        self._recorder.request_finished(envelope)
+        self._run_sender()
+
+    def _complete(self, envelope: RequestEnvelope, batches: list[ProducerBatch], error: Errors, now: float) -> None:
+        for b in batches:
+            self._recorder.batch_finished(self.name, b, now, error, -1)
+        self._recorder.request_finished(envelope)
+
+    def _arm_timeout_check(self) -> None:
+        # One timer for the oldest in-flight request rather than one per request.
+        if not self._in_flight:
+            self._timeout_check = None
+            return
+        deadline = self._in_flight[0][0].client_send_ms + self.timeout_ms
+        self._timeout_check = Call(self.env, max(0.0, deadline - self.env.now), self._on_timeout_check)
+
+    def _on_timeout_check(self, _event: Any) -> None:
+        self._timeout_check = None
+        if self.paused:
+            return  # on_resume checks again
+        self._check_timeouts()
+
+    def _check_timeouts(self) -> None:
+        now = self.env.now
+        if self._in_flight and now - self._in_flight[0][0].client_send_ms >= self.timeout_ms:
+            self._disconnect(now)
+            self._run_sender()
+        if self._timeout_check is None:
+            self._arm_timeout_check()
+
+    def _disconnect(self, now: float) -> None:
+        failed, self._in_flight = self._in_flight, deque()
+        for i, (envelope, batches) in enumerate(failed):
+            error = Errors.REQUEST_TIMED_OUT if i == 0 else Errors.NETWORK_EXCEPTION
+            envelope.client_timeout = i == 0
+            envelope.error = error
+            self._complete(envelope, batches, error, now)
+        self.connection.close()
+        self.connection = self._connect()
+
+    def on_resume(self) -> None:
+        self._run_sender()
+        self._check_timeouts()
+
+    # --- state for gauges and the end of a run -----------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def unfinished(self) -> list[tuple[RequestEnvelope, list[ProducerBatch]]]:
+        return list(self._in_flight)

@@ -1,0 +1,72 @@
+"""The engine's one scheduling primitive: call a function at a later simulated time.
+
+Clients, the request pipeline and the fault schedule are written as small state machines that react to
+events ("a response arrived", "the linger time is up") rather than as generator processes. A generator
+process costs SimPy two events per wait (the timeout and the process resumption) and a frame switch; a
+`Call` is one heap entry whose callback runs the next step directly. Ordering stays SimPy's: one event
+heap, ties broken by insertion order, so runs are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from simpy import Environment
+from simpy.events import NORMAL, Event
+
+
+class Call(Event):
+    """An event that calls ``fn(event)`` ``delay`` ms from now (a `simpy.Timeout` with one callback).
+
+    ``cancel()`` turns it into a no-op (SimPy cannot remove an event from its heap).
+    """
+
+    def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None]) -> None:
+        # Inlined Event/Timeout initialisation, as simpy.Timeout does for speed.
+        self.env = env
+        self.callbacks = [fn]
+        self._value = None
+        self._ok = True
+        env.schedule(self, NORMAL, delay)
+
+    def cancel(self) -> None:
+        callbacks = self.callbacks
+        if callbacks:
+            callbacks.clear()
+
+
+def call_later(env: Environment, delay: float, fn: Callable[[Any], None]) -> Call:
+    """Run ``fn(event)`` after ``delay`` ms (0 = later at the current time, after already-queued events)."""
+    return Call(env, delay, fn)
+
+
+class Pausable:
+    """A component that a pause fault can freeze (a GC pause, SIGSTOP): work that arrives while it is
+    paused waits and runs, in arrival order, when it resumes."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self._deferred: list[Callable[[], None]] = []
+
+    def run_or_defer(self, fn: Callable[[], None]) -> None:
+        if self.paused:
+            self._deferred.append(fn)
+        else:
+            fn()
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        deferred, self._deferred = self._deferred, []
+        for fn in deferred:
+            if self.paused:  # paused again by something the replay did
+                self._deferred.append(fn)
+            else:
+                fn()
+        self.on_resume()
+
+    def on_resume(self) -> None:
+        """Hook run after the deferred work (e.g. check client timeouts that passed during the pause)."""
