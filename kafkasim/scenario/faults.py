@@ -18,6 +18,8 @@ TargetKind = Literal["follower", "producer", "consumer"]
 
 
 class FaultBase(ScenarioModel):
+    type: str
+    """The kind of fault; each subclass narrows it to its own tag."""
     target: str
     """"follower-<id>", or a producer's or consumer's name."""
     at: Duration

@@ -47,11 +47,30 @@ class Link(ScenarioModel):
     def merged_over(self, default: Link) -> Link:
         """This link's explicitly written keys over `default` (an endpoint's partial `link:` override).
 
-        The result remembers only this link's keys as "set", so dumping with exclude_unset (what
-        `with_overrides` does) still shows what the author wrote and nothing inherited.
+        A value the endpoint writes (say `latency`) holds in both directions: the default's per-direction
+        override of that value no longer applies, only the endpoint's own. The result remembers only the
+        endpoint's keys as "set", so dumping with exclude_unset (what `with_overrides` does) shows what the
+        author wrote and nothing inherited.
         """
-        values = {name: getattr(self if name in self.model_fields_set else default, name) for name in Link.model_fields}
-        return Link.model_construct(_fields_set=set(self.model_fields_set), **values)
+        own = self.model_fields_set
+
+        def direction(name: str) -> LinkDirection:
+            mine: LinkDirection = getattr(self, name)
+            base: LinkDirection = getattr(default, name)
+            written = mine.model_fields_set if name in own else set()
+            values = {
+                key: getattr(mine, key) if key in written else (None if key in own else getattr(base, key))
+                for key in ("latency", "bandwidth")
+            }
+            return LinkDirection.model_construct(_fields_set=set(written), **values)
+
+        return Link.model_construct(
+            _fields_set=set(own),
+            latency=self.latency if "latency" in own else default.latency,
+            bandwidth=self.bandwidth if "bandwidth" in own else default.bandwidth,
+            to_broker=direction("to_broker"),
+            from_broker=direction("from_broker"),
+        )
 
 
 class NetworkConfig(ScenarioModel):

@@ -19,6 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 # Aliases can make a small file expand exponentially ("billion laughs"); a scenario is a few hundred nodes.
 MAX_NODES = 100_000
 MAX_DEPTH = 40
@@ -93,6 +94,12 @@ class _Builder:
             what = "too large" if self.nodes > MAX_NODES else "nested too deeply"
             raise ScenarioError([Problem(self.file, node.start_mark.line + 1, format_path(loc), f"document is {what}")])
         self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, MappingNode | SequenceNode) and node.tag not in PLAIN_COLLECTIONS:
+            # Scalars go through SafeConstructor, which refuses unknown tags; collections are built here,
+            # so refuse theirs explicitly rather than silently dropping e.g. `!!python/object/apply`.
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            self._fail(node, loc, f"invalid YAML: unsupported tag {tag!r} (only plain YAML is read)")
+            return None
         if isinstance(node, MappingNode):
             return self._mapping(node, loc, depth)
         if isinstance(node, SequenceNode):

@@ -1,0 +1,209 @@
+"""Every problem is reported with file, line, key path and what is allowed; all of them at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkasim.scenario import Problem, ScenarioError, load_scenario
+
+from .samples import MINIMAL
+
+
+def problems(text: str | Path) -> list[Problem]:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(text)
+    return info.value.problems
+
+
+def only(text: str | Path) -> Problem:
+    found = problems(text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_error_names_file_line_and_key_path(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL + "broker:\n  num.io.threads: many\n")
+    p = only(path)
+    assert (p.file, p.line, p.path) == (str(path), 7, "broker.num.io.threads")
+    assert str(p) == f"{path}:7: broker.num.io.threads: expected an integer, got text 'many'"
+
+
+def test_a_string_path_to_an_existing_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL)
+    assert load_scenario(str(path)).name == "minimal"
+
+
+def test_yaml_text_is_reported_as_string() -> None:
+    p = only(MINIMAL.replace("duration: 10s", "duration: 10"))
+    assert (p.file, p.line, p.path) == ("<string>", 3, "duration")
+
+
+def test_a_missing_file_is_an_error_not_yaml_text() -> None:
+    p = only("scenarios/no-such-file.yaml")
+    assert p.message == "file not found"
+    p = only(Path("/nonexistent/x.yaml"))
+    assert p.file == "/nonexistent/x.yaml"
+
+
+def test_line_numbers_inside_lists_and_flow_mappings() -> None:
+    text = MINIMAL + "producers:\n  - name: p\n    topic: t\n    rate: 5/s\n  - {name: q, topic: t, rate: fast}\n"
+    p = only(text)
+    assert (p.line, p.path) == (10, "producers[1].rate")
+
+
+def test_missing_key_is_reported_at_its_parent() -> None:
+    text = MINIMAL + "producers:\n  - name: p\n    topic: t\n"
+    p = only(text)
+    assert (p.line, p.path, p.message) == (7, "producers[0].rate", "required key is missing")
+
+
+def test_duplicate_keys_are_an_error_naming_both_lines() -> None:
+    text = "name: a\ndescription: d\nduration: 10s\nname: b\ntopics: [{name: t}]\n"
+    p = only(text)
+    assert (p.line, p.path) == (4, "name")
+    assert "duplicate key" in p.message and "line 1" in p.message
+
+
+def test_duplicate_keys_in_nested_mappings() -> None:
+    text = MINIMAL + "broker:\n  num.io.threads: 4\n  costs: {request: 1ms}\n  num.io.threads: 5\n"
+    p = only(text)
+    assert (p.line, p.path) == (9, "broker.num.io.threads")
+    assert "first defined on line 7" in p.message
+
+
+def test_unknown_key_suggests_the_nearest_valid_key() -> None:
+    p = only(MINIMAL + "followers:\n  replica.fetch.wait.ms: 500\n")
+    assert p.path == "followers.replica.fetch.wait.ms"
+    assert p.message == "unknown key 'replica.fetch.wait.ms', did you mean 'replica.fetch.wait.max.ms'?"
+
+
+def test_unknown_key_without_a_near_match_lists_the_allowed_keys() -> None:
+    p = only(MINIMAL + "clock: {mode: virtual, zzz: 1}\n")
+    assert p.message == "unknown key 'zzz' (allowed: mode)"
+
+
+def test_snake_case_spelling_of_a_kafka_key_is_refused_in_files() -> None:
+    p = only(MINIMAL + "broker:\n  num_io_threads: 4\n")
+    assert "did you mean 'num.io.threads'?" in p.message
+
+
+def test_several_errors_are_reported_together() -> None:
+    text = (
+        "name: x\ndescription: d\nduration: 60\nwarmup: -1s\n"
+        "topics:\n  - name: t\n    partitions: zero\n"
+        "broker:\n  num.io.thread: 8\n"
+    )
+    found = problems(text)
+    assert [(p.line, p.path) for p in found] == [
+        (3, "duration"),
+        (4, "warmup"),
+        (7, "topics[0].partitions"),
+        (9, "broker.num.io.thread"),
+    ]
+    assert "needs a unit" in found[0].message
+    assert "must not be negative" in found[1].message
+    assert str(ScenarioError(found)).count("\n") == 3
+
+
+def test_cross_section_problems_are_reported_together() -> None:
+    text = (
+        "name: x\ndescription: d\nduration: 10s\nwarmup: 10s\n"
+        "topics:\n  - {name: t, replication.factor: 2, min.insync.replicas: 3}\n"
+        "producers:\n  - {name: p, topic: tt, rate: 1/s}\n"
+        "faults:\n  - {type: pause, target: follower-9, at: 1s, duration: 1s}\n"
+    )
+    found = {p.path: p for p in problems(text)}
+    assert set(found) == {"warmup", "topics[0].min.insync.replicas", "producers[0].topic", "faults[0].target"}
+    assert found["producers[0].topic"].message == "unknown topic 'tt', did you mean 't'?"
+    assert found["producers[0].topic"].line == 8
+
+
+def test_min_insync_replicas_above_replication_factor_is_refused_and_says_kafka_would_cap_it() -> None:
+    p = only(MINIMAL.replace("- name: t", "- {name: t, replication.factor: 2, min.insync.replicas: 3}"))
+    assert p.path == "topics[0].min.insync.replicas"
+    assert "silently cap" in p.message and "(allowed: 1..2)" in p.message
+
+
+def test_inherited_min_insync_replicas_above_replication_factor_points_at_the_broker() -> None:
+    p = only(MINIMAL + "broker: {min.insync.replicas: 2}\n")
+    assert p.path == "broker.min.insync.replicas"
+    assert "topic 't'" in p.message and p.line == 6
+
+
+def test_fault_targets_must_exist_and_fit_the_fault() -> None:
+    base = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 2}")
+    base += "producers: [{name: p, topic: t, rate: 1/s}]\n"
+    p = only(base + "faults: [{type: crash, target: p, at: 1s}]\n")
+    assert p.message == "a crash fault applies to followers only, not a producer"
+    p = only(base + "faults: [{type: pause, target: follower-2, at: 1s, duration: 1s}]\n")
+    assert p.message == "unknown target 'follower-2', did you mean 'follower-1'?"
+    load_scenario(base + "faults: [{type: pause, target: follower-1, at: 1s, duration: 1s}]\n")
+
+
+def test_unknown_union_type_suggests_and_lists() -> None:
+    p = only(MINIMAL + "faults: [{type: pauze, target: x, at: 1s, duration: 1s}]\n")
+    assert (p.path, p.message) == ("faults[0].type", "unknown type 'pauze', did you mean 'pause'?")
+    p = only(MINIMAL + "broker: {costs: {request: {mean: 1ms}}}\n")
+    assert p.path == "broker.costs.request.type"
+    assert "allowed: constant, exponential, lognormal, uniform, empirical" in p.message
+
+
+def test_errors_inside_a_distribution_point_at_the_parameter() -> None:
+    p = only(MINIMAL + "broker:\n  alter_partition_latency: {type: lognormal, median: 5ms, p99: 1ms}\n")
+    assert (p.path, p.message) == ("broker.alter_partition_latency.p99", "must be >= median (5.0)")
+
+
+def test_simulator_durations_need_a_unit_but_kafka_ms_keys_do_not() -> None:
+    p = only(MINIMAL + "broker: {costs: {request: 5}}\n")
+    assert p.message == "5 needs a unit, e.g. '5ms', or a mapping with a type"
+    load_scenario(MINIMAL + "consumers: [{name: c, topic: t, fetch.max.wait.ms: 5}]\n")
+
+
+def test_huge_numbers_are_refused() -> None:
+    assert "too large" in only(MINIMAL.replace("10s", "1e30s")).message
+    assert "must be <= 10000" in only(MINIMAL.replace("- name: t", "- {name: t, partitions: 99999999999999}")).message
+    assert only(MINIMAL.replace("10s", "99999999999999999999d")).path == "duration"
+
+
+def test_broken_yaml_names_the_line() -> None:
+    p = only("name: x\ndescription: d\ntopics: [{name: t}\nduration: 1s\n")
+    assert p.line is not None and p.message.startswith("invalid YAML")
+    assert p.path == ""
+
+
+def test_unsafe_tags_are_refused() -> None:
+    p = only("name: !!python/object/apply:os.system ['echo hi']\n")
+    assert p.message.startswith("invalid YAML") and p.line == 1
+
+
+def test_empty_and_non_mapping_documents() -> None:
+    assert "empty" in only("").message
+    assert "a list" in only("- a\n- b\n").message
+
+
+def test_alias_bombs_are_refused_quickly() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    p = only("\n".join(lines) + "\n")
+    assert "too large" in p.message
+
+
+def test_on_and_off_keys_stay_keys() -> None:
+    # YAML 1.1 reads a bare `on`/`off` as booleans; scenario keys are taken as written.
+    text = MINIMAL + "producers: [{name: p, topic: t, rate: 1/s, arrival: {type: on_off, on: 1s, off: 2s}}]\n"
+    arrival = load_scenario(text).producers[0].arrival
+    assert (arrival.on, arrival.off) == (1000.0, 2000.0)  # type: ignore[union-attr]
+
+
+def test_messages_are_short_and_free_of_pydantic_internals() -> None:
+    text = (
+        "name: x\ndescription: d\nduration: [1]\nseed: abc\nclock: 3\ntopics: {}\n"
+        "network: {default_link: {bandwidth: fast, latency: {type: uniform}}}\n"
+    )
+    message = str(ScenarioError(problems(text)))
+    assert "pydantic" not in message and "http" not in message and "input_value" not in message
+    assert all(len(line) < 200 for line in message.splitlines())

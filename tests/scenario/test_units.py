@@ -1,0 +1,135 @@
+"""Human units -> canonical numbers, and back exactly."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_core import PydanticCustomError
+
+from kafkasim.scenario.units import (
+    format_bandwidth,
+    format_duration,
+    format_rate,
+    format_size,
+    parse_bandwidth,
+    parse_duration,
+    parse_rate,
+    parse_size,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("500ms", 500.0),
+        ("30s", 30_000.0),
+        ("2m", 120_000.0),
+        ("1h", 3_600_000.0),
+        ("7d", 604_800_000.0),
+        ("50us", 0.05),
+        ("0.5ms", 0.5),
+        ("1.5s", 1500.0),
+        (" 10 s ", 10_000.0),
+        ("1e3ms", 1000.0),
+        ("0s", 0.0),
+    ],
+)
+def test_durations_become_milliseconds(text: str, ms: float) -> None:
+    assert parse_duration(text) == pytest.approx(ms)
+
+
+@pytest.mark.parametrize(
+    ("text", "n"),
+    [
+        ("1B", 1),
+        ("1KB", 1000),
+        ("16MB", 16_000_000),
+        ("1GB", 10**9),
+        ("1KiB", 1024),
+        ("1MiB", 1024**2),
+        ("1GiB", 1024**3),
+        ("1.5KiB", 1536),
+        ("55MiB", 57_671_680),
+    ],
+)
+def test_sizes_become_bytes(text: str, n: int) -> None:
+    assert parse_size(text) == n
+    assert isinstance(parse_size(text), int)
+
+
+def test_rates_become_per_second() -> None:
+    assert parse_rate("5000/s") == 5000.0
+    assert parse_rate("300/m") == pytest.approx(5.0)
+    assert parse_rate("3600/h") == pytest.approx(1.0)
+
+
+def test_bandwidth_becomes_bytes_per_second() -> None:
+    assert parse_bandwidth("10Gbit/s") == 1.25e9
+    assert parse_bandwidth("100Mbit/s") == 12.5e6
+    assert parse_bandwidth("8bit/s") == 1.0
+    assert parse_bandwidth("100MB/s") == 1e8
+    assert parse_bandwidth("1MiB/s") == 1024.0**2
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "fragment"),
+    [
+        (parse_duration, "500", "units: us, ms, s, m, h, d"),
+        (parse_duration, "5 parsecs", "not a duration"),
+        (parse_duration, "-5s", "must not be negative"),
+        (parse_duration, "1e20s", "too large"),
+        (parse_duration, "1e400s", "too large"),
+        (parse_size, "1kb", "units: B, KB, MB, GB, KiB, MiB, GiB"),
+        (parse_size, "0.5B", "whole number of bytes"),
+        (parse_size, "-1KiB", "must not be negative"),
+        (parse_size, "2000000GiB", "too large"),
+        (parse_rate, "5000", "e.g. '5000/s'"),
+        (parse_rate, "5/d", "units: /s, /m, /h"),
+        (parse_bandwidth, "10Gb", "not a bandwidth"),
+    ],
+)
+def test_bad_quantities_say_what_is_allowed(parse, text: str, fragment: str) -> None:
+    with pytest.raises(PydanticCustomError) as info:
+        parse(text)
+    assert fragment in str(info.value)
+
+
+def test_formatting_picks_the_readable_unit() -> None:
+    assert format_duration(30_000.0) == "30s"
+    assert format_duration(120_000.0) == "2m"
+    assert format_duration(604_800_000.0) == "7d"
+    assert format_duration(0.05) == "50us"
+    assert format_duration(0.5) == "500us"
+    assert format_duration(1.25) == "1250us"
+    assert format_duration(0.0001) == "0.0001ms"
+    assert format_duration(0.0) == "0ms"
+    assert format_size(1024**3) == "1GiB"
+    assert format_size(57_671_680) == "55MiB"
+    assert format_size(1_048_588) == "1048588B"
+    assert format_rate(5.0) == "5/s"
+    assert format_bandwidth(1.25e9) == "10Gbit/s"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=0, max_value=1e12, allow_nan=False))
+def test_durations_round_trip_exactly(ms: float) -> None:
+    assert parse_duration(format_duration(ms)) == ms
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=2**50))
+def test_sizes_round_trip_exactly(n: int) -> None:
+    assert parse_size(format_size(n)) == n
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1e-6, max_value=1e9, allow_nan=False))
+def test_rates_round_trip_exactly(rate: float) -> None:
+    assert parse_rate(format_rate(rate)) == rate
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1e-3, max_value=1e15, allow_nan=False))
+def test_bandwidths_round_trip_exactly(bps: float) -> None:
+    assert parse_bandwidth(format_bandwidth(bps)) == bps
