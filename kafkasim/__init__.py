@@ -1,3 +1,36 @@
-"""kafkasim: a simulator of one Kafka broker's request handling."""
+"""kafkasim: a simulator of one Kafka broker's request handling.
+
+    import kafkasim
+    scenario = kafkasim.load_scenario("scenarios/quickstart.yaml")
+    result = kafkasim.run_scenario(scenario)     # -> kafkasim.RunResult
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from kafkasim.run.engine import run_scenario
+    from kafkasim.run.result import RunResult
+    from kafkasim.scenario import ScenarioError, load_scenario
+
+__all__ = ["RunResult", "ScenarioError", "__version__", "load_scenario", "run_scenario"]
+
+# Lazy re-exports: `import kafkasim` stays cheap (no SimPy, pandas or pydantic until used).
+_LAZY = {
+    "load_scenario": "kafkasim.scenario",
+    "ScenarioError": "kafkasim.scenario",
+    "run_scenario": "kafkasim.run.engine",
+    "RunResult": "kafkasim.run.result",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kafkasim' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,1 +1,33 @@
-"""run"""
+"""The SimPy engine: build a scenario's components, run them, record requests, batches and gauges.
+
+    from kafkasim.run import run_scenario
+    result = run_scenario(scenario, seed=7)      # -> RunResult
+
+Names are imported lazily so that ``import kafkasim.run.clock`` (or the CLI's startup) does not pay for
+pandas and the whole engine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkasim.run.engine import Engine, run_scenario
+    from kafkasim.run.result import RunResult
+
+__all__ = ["Engine", "RunResult", "run_scenario"]
+
+_LAZY = {
+    "Engine": "kafkasim.run.engine",
+    "run_scenario": "kafkasim.run.engine",
+    "RunResult": "kafkasim.run.result",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kafkasim.run' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -35,7 +35,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import fetch_params_from_request
 from kafkasim.clients.messages import (
     API_PRODUCE,
     FetchRequestData,
@@ -128,15 +130,20 @@ class RequestPipeline:
         env: Environment,
         replica_manager: Any,
         costs: PipelineCosts,
+        config: BrokerConfig,
         *,
         num_network_threads: int = 3,
         num_io_threads: int = 8,
         queued_max_requests: int = 500,
         after_request: Callable[[], None] | None = None,
+        on_broker_done: Callable[[RequestEnvelope], None] | None = None,
     ) -> None:
         self.env = env
         self.replica_manager = replica_manager
         self.costs = costs
+        self.config = config
+        # Called when the broker is done with a request (response sent, dropped, or NoOp dequeued).
+        self._on_broker_done = on_broker_done
         self.processors = [Processor(i) for i in range(num_network_threads)]
         self.num_io_threads = num_io_threads
         self.queued_max_requests = queued_max_requests
@@ -195,6 +202,8 @@ class RequestPipeline:
                 # NoOpResponse (acks=0): nothing to write, just unmute.
                 envelope.end_ms = self.env.now
                 self._unmute(envelope)
+                if self._on_broker_done is not None:
+                    self._on_broker_done(envelope)
                 self._run_processor(p)
                 return
             cost = costs.network_send() + costs.network_send_per_kib() * (envelope.response_bytes / KIB)
@@ -238,6 +247,8 @@ class RequestPipeline:
         if not channel.closed:
             channel.send_response(envelope)
         self._unmute(envelope)
+        if self._on_broker_done is not None:
+            self._on_broker_done(envelope)
         self._run_processor(p)
 
     def _unmute(self, envelope: RequestEnvelope) -> None:
@@ -263,11 +274,16 @@ class RequestPipeline:
             Call(env, cost, lambda _e: self._produce_done(envelope))
             return
         assert isinstance(body, FetchRequestData)
+        # KafkaApis: request fields -> FetchParams (max_bytes capped by the broker's fetch.max.bytes).
+        params = fetch_params_from_request(
+            self.config, body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
+            replica_epoch=body.replica_epoch,
+        )
         held: list[RequestEnvelope] = []
         self._holding = held
         try:
             self.replica_manager.fetch_messages(
-                body.params, body.fetch_infos, lambda results: self._fetch_response(envelope, results)
+                params, body.fetch_infos, lambda results: self._fetch_response(envelope, results)
             )
         finally:
             self._holding = None

@@ -1,0 +1,236 @@
+"""Scenario -> components: the leader's ReplicaManager and pipeline, followers, producers, consumers, links.
+
+Every component gets its configuration from the validated ``Scenario`` (canonical units) and its own
+named random stream (``RandomStreams``), so adding a producer never changes a follower's draws.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.broker.alter_partition import (
+    AlterPartitionCallback,
+    ControllerAlterPartitionManager,
+    LeaderAndIsr,
+)
+from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
+from kafkasim.broker.config import LogConfig
+from kafkasim.broker.records import TopicPartition
+from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.clients.consumer import Consumer
+from kafkasim.clients.follower import Follower
+from kafkasim.clients.messages import ClientRecorder
+from kafkasim.clients.producer import IdSource, Producer
+from kafkasim.clients.scheduling import Call
+from kafkasim.run.connections import ClientLinks, Connection, NetworkLink
+from kafkasim.run.distributions import Constant, sampler_from_spec
+from kafkasim.run.pipeline import PipelineCosts, RequestPipeline
+from kafkasim.run.random_streams import RandomStreams
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+    from kafkasim.run.clock import SimClock
+    from kafkasim.scenario import Scenario
+    from kafkasim.scenario.network import Link
+
+LEADER_ID = 0
+
+
+def zero_arg_sampler(spec: Any, rng: random.Random) -> Callable[[], float]:
+    """A ``() -> float`` drawing from ``spec`` with ``rng``; constants skip the call into the sampler."""
+    sampler = sampler_from_spec(spec)
+    if isinstance(sampler, Constant):
+        value = sampler.value
+        return lambda: value
+    sample = sampler.sample
+    return lambda: sample(rng)
+
+
+class DelayedAlterPartitionManager:
+    """AlterPartition through a controller that answers after ``latency`` (spec §6.6).
+
+    The controller's decision is taken when the answer is due, as the KRaft controller commits the
+    request when it processes it.
+    """
+
+    def __init__(self, env: Environment, latency: Callable[[], float]) -> None:
+        self.env = env
+        self.latency = latency
+        self.controller = ControllerAlterPartitionManager(auto_complete=True)
+        self.submitted = 0
+
+    def submit(self, topic_partition: TopicPartition, leader_and_isr: LeaderAndIsr, callback: AlterPartitionCallback) -> None:
+        self.submitted += 1
+        Call(
+            self.env,
+            max(0.0, self.latency()),
+            lambda _e: self.controller.submit(topic_partition, leader_and_isr, callback),
+        )
+
+
+def log_config_of(topic: Any) -> LogConfig:
+    return LogConfig(
+        segment_bytes=topic.segment_bytes,
+        segment_ms=int(topic.segment_ms),
+        segment_jitter_ms=int(topic.segment_jitter_ms),
+        segment_index_bytes=topic.segment_index_bytes,
+        index_interval_bytes=topic.index_interval_bytes,
+        max_message_bytes=topic.max_message_bytes,
+        min_insync_replicas=topic.min_insync_replicas,
+    )
+
+
+def broker_state_config(scenario: Scenario) -> BrokerStateConfig:
+    b = scenario.broker
+    f = scenario.followers
+    return BrokerStateConfig(
+        replica_lag_time_max_ms=int(b.replica_lag_time_max_ms),
+        fetch_max_bytes=b.fetch_max_bytes,
+        producer_purgatory_purge_interval_requests=b.producer_purgatory_purge_interval_requests,
+        fetch_purgatory_purge_interval_requests=b.fetch_purgatory_purge_interval_requests,
+        replica_fetch_wait_max_ms=int(f.replica_fetch_wait_max_ms),
+        replica_fetch_min_bytes=f.replica_fetch_min_bytes,
+        replica_fetch_max_bytes=f.replica_fetch_max_bytes,
+        replica_fetch_response_max_bytes=f.replica_fetch_response_max_bytes,
+        replica_fetch_backoff_ms=int(f.replica_fetch_backoff_ms),
+    )
+
+
+@dataclass
+class Components:
+    """Everything a run is made of, built from one scenario."""
+
+    env: Environment
+    clock: SimClock
+    streams: RandomStreams
+    config: BrokerStateConfig
+    replica_manager: ReplicaManager
+    alter_partition: DelayedAlterPartitionManager
+    pipeline: RequestPipeline
+    ids: IdSource
+    partitions_by_topic: dict[str, list[TopicPartition]]
+    followers: list[Follower] = field(default_factory=list)
+    producers: list[Producer] = field(default_factory=list)
+    consumers: list[Consumer] = field(default_factory=list)
+    links: dict[str, ClientLinks] = field(default_factory=dict)
+
+
+def _links(env: Environment, name: str, link: Link, streams: RandomStreams) -> ClientLinks:
+    def direction(d: Any) -> NetworkLink:
+        rng = streams.stream(f"link/{name}/{d}")
+        return NetworkLink(env, f"{name}/{d}", zero_arg_sampler(link.latency_for(d), rng), link.bandwidth_for(d), rng)
+
+    return ClientLinks(direction("to_broker"), direction("from_broker"))
+
+
+def build(
+    scenario: Scenario,
+    clock: SimClock,
+    seed: int,
+    recorder: ClientRecorder,
+    after_request: Callable[[], None],
+    on_broker_done: Callable[[Any], None],
+) -> Components:
+    env = clock.env
+    streams = RandomStreams(seed)
+    config = broker_state_config(scenario)
+    alter_partition = DelayedAlterPartitionManager(
+        env, zero_arg_sampler(scenario.broker.alter_partition_latency, streams.stream("controller/alter_partition"))
+    )
+    replica_manager = ReplicaManager(
+        LEADER_ID,
+        config,
+        clock.time,
+        alter_partition_manager=alter_partition,
+        rng=streams.stream("broker-0/log"),
+    )
+    partitions_by_topic: dict[str, list[TopicPartition]] = {}
+    follower_partitions: dict[int, list[tuple[TopicPartition, LogConfig, int]]] = {k: [] for k in scenario.follower_ids}
+    for topic in scenario.topics:
+        log_config = log_config_of(topic)
+        tps = [TopicPartition(topic.name, p) for p in range(topic.partitions)]
+        partitions_by_topic[topic.name] = tps
+        replicas = list(range(topic.replication_factor))
+        for tp in tps:
+            replica_manager.create_partition(tp, log_config=log_config)
+            replica_manager.make_leader(tp, replicas=replicas, leader_epoch=0, partition_epoch=0)
+            for k in replicas[1:]:
+                follower_partitions[k].append((tp, log_config, 0))
+
+    costs_cfg = scenario.broker.costs
+
+    def cost(name: str, spec: Any) -> Callable[[], float]:
+        return zero_arg_sampler(spec, streams.stream(f"broker-0/costs/{name}"))
+
+    costs = PipelineCosts(
+        request=cost("request", costs_cfg.request),
+        append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
+        read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
+        network_read=cost("network_read", costs_cfg.network_read),
+        network_read_per_kib=cost("network_read_per_kib", costs_cfg.network_read_per_kib),
+        network_send=cost("network_send", costs_cfg.network_send),
+        network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
+    )
+    pipeline = RequestPipeline(
+        env,
+        replica_manager,
+        costs,
+        config,
+        num_network_threads=scenario.broker.num_network_threads,
+        num_io_threads=scenario.broker.num_io_threads,
+        queued_max_requests=scenario.broker.queued_max_requests,
+        after_request=after_request,
+        on_broker_done=on_broker_done,
+    )
+    ids = IdSource()
+    c = Components(env, clock, streams, config, replica_manager, alter_partition, pipeline, ids, partitions_by_topic)
+
+    def connector(name: str, links: ClientLinks) -> Callable[[], Connection]:
+        return lambda: Connection(env, name, links, pipeline)
+
+    f_cfg = scenario.followers
+    assert f_cfg.link is not None
+    for k in scenario.follower_ids:
+        name = f"follower-{k}"
+        links = c.links[name] = _links(env, name, f_cfg.link, streams)
+        c.followers.append(
+            Follower(
+                env,
+                k,
+                f_cfg,
+                follower_partitions[k],
+                clock.time,
+                connector(name, links),
+                zero_arg_sampler(f_cfg.costs.append, streams.stream(f"{name}/append")),
+                zero_arg_sampler(f_cfg.costs.append_per_kib, streams.stream(f"{name}/append_per_kib")),
+                ids,
+                recorder,
+            )
+        )
+    for p_cfg in scenario.producers:
+        assert p_cfg.link is not None
+        links = c.links[p_cfg.name] = _links(env, p_cfg.name, p_cfg.link, streams)
+        c.producers.append(
+            Producer(
+                env,
+                p_cfg,
+                partitions_by_topic[p_cfg.topic],
+                connector(p_cfg.name, links),
+                zero_arg_sampler(p_cfg.record_size, streams.stream(f"{p_cfg.name}/record_size")),
+                streams.stream(f"{p_cfg.name}/arrivals"),
+                streams.stream(f"{p_cfg.name}/partitioner"),
+                ids,
+                recorder,
+            )
+        )
+    for c_cfg in scenario.consumers:
+        assert c_cfg.link is not None
+        links = c.links[c_cfg.name] = _links(env, c_cfg.name, c_cfg.link, streams)
+        c.consumers.append(
+            Consumer(env, c_cfg, partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, recorder)
+        )
+    return c

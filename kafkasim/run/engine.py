@@ -1,0 +1,368 @@
+"""The simulation engine: build a scenario's components, run them on the SimPy clock, return a RunResult.
+
+    result = run_scenario(load_scenario("scenarios/quickstart.yaml"))
+
+Besides the clients and the request pipeline, the engine runs the broker's background work:
+
+* one expiration reaper per purgatory (Kafka's ``ExpiredOperationReaper``): it waits until the earliest
+  timer bucket expires or 200 ms pass, whichever is first, then ``advance_clock`` (expire, then the purge
+  check). A bucket added with an earlier expiration wakes it, as Kafka's DelayQueue does (spec §1.5);
+* the ``isr-expiration`` task every ``replica.lag.time.max.ms / 2``, first run at start (spec §6.5);
+* the AlterPartition controller (answers after ``alter_partition_latency``, see build.py);
+* the gauge sampler, the fault schedule and the invariant checks.
+
+The run stops at ``duration``. Requests still in flight then are recorded with the timestamps they
+reached (NaN for the rest); batches never acknowledged keep a NaN ack time.
+"""
+
+from __future__ import annotations
+
+import math
+import time as wall_time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.records import RecordBatch
+from kafkasim.clients.accumulator import ProducerBatch
+from kafkasim.clients.messages import RequestEnvelope
+from kafkasim.clients.scheduling import Call
+from kafkasim.run.build import Components, build
+from kafkasim.run.clock import SimClock
+from kafkasim.run.faults import schedule_faults
+from kafkasim.run.gauges import GaugeSampler
+from kafkasim.run.recorder import BatchTrace, Recorder
+from kafkasim.run.result import RunResult
+from kafkasim.run.summary import summarize
+
+if TYPE_CHECKING:
+    from kafkasim.purgatory import DelayedOperationPurgatory
+    from kafkasim.scenario import Scenario
+
+REAPER_POLL_MS = 200.0  # ExpiredOperationReaper: advanceClock(200L)
+PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
+# Requests table rows kept as Python objects before the recorder converts them to a columnar chunk.
+MAX_ROWS_IN_MEMORY = 50_000
+NAN = math.nan
+
+ProgressCallback = Callable[[float, float], None]
+
+
+class ExpirationReaper:
+    """Kafka's ``ExpiredOperationReaper`` for one purgatory, as a self-rescheduling event.
+
+    Each pass is ``DelayQueue.poll(200 ms)``: it returns at the earliest bucket expiration if that comes
+    within 200 ms, else after 200 ms; then the purgatory's ``advance_clock`` (flush due buckets, then the
+    purge check). ``poke()`` after every request honours a bucket that became the new earliest one.
+    """
+
+    __slots__ = ("env", "purgatory", "_wake", "_wake_at", "_poll_until", "passes")
+
+    def __init__(self, env: Any, purgatory: DelayedOperationPurgatory) -> None:
+        self.env = env
+        self.purgatory = purgatory
+        self._wake: Call | None = None
+        self._wake_at = math.inf
+        self._poll_until = 0.0
+        self.passes = 0
+
+    def start(self) -> None:
+        self._poll_until = self.env.now + REAPER_POLL_MS
+        self._arm()
+
+    def _target(self) -> float:
+        nxt = self.purgatory.timer.next_expiration_ms
+        return self._poll_until if nxt is None or nxt > self._poll_until else float(nxt)
+
+    def _arm(self) -> None:
+        target = max(self._target(), self.env.now)
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake_at = target
+        self._wake = Call(self.env, target - self.env.now, self._fire)
+
+    def poke(self) -> None:
+        nxt = self.purgatory.timer.next_expiration_ms
+        if nxt is not None and nxt < self._wake_at:
+            self._arm()
+
+    def _fire(self, _event: Any) -> None:
+        self._wake = None
+        self.passes += 1
+        self.purgatory.advance_clock()
+        self._poll_until = self.env.now + REAPER_POLL_MS
+        self._arm()
+
+
+class RunRecorder:
+    """The clients' ``ClientRecorder``: turns envelopes and producer batches into recorder rows.
+
+    A request's row is written once both sides are done with it: the client (response, timeout, acks=0
+    sent) and the broker (response sent or dropped) -- so a response that arrives after the client gave
+    up still has its broker-side timing. Batches whose offset the producer never learned although they
+    may be in the log (acks=0, timeouts) wait until a consumer reads them, which tells their offset.
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        consumers_by_topic: dict[str, int],
+        acks_by_producer: dict[str, int],
+        on_request: Callable[[RequestEnvelope], None] | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self._consumers_by_topic = consumers_by_topic
+        self.acks_by_producer = acks_by_producer
+        self._awaiting_broker: dict[int, RequestEnvelope] = {}
+        self._unknown_offset: dict[int, BatchTrace] = {}
+        self._on_request = on_request
+        self.requests_recorded = 0
+
+    # --- requests ----------------------------------------------------------------------------------
+
+    def request_finished(self, envelope: RequestEnvelope) -> None:
+        envelope.client_done = True
+        if envelope.end_ms == envelope.end_ms or (
+            envelope.start_ms != envelope.start_ms and envelope.expects_response
+        ):
+            # Done on both sides, or never read by the broker and its connection is closed.
+            self._write(envelope)
+        else:
+            self._awaiting_broker[envelope.request_id] = envelope
+
+    def broker_done(self, envelope: RequestEnvelope) -> None:
+        if envelope.client_done and self._awaiting_broker.pop(envelope.request_id, None) is not None:
+            self._write(envelope)
+
+    def _write(self, envelope: RequestEnvelope) -> None:
+        if self._on_request is not None:
+            self._on_request(envelope)
+        # Drop the references a row does not need before it waits in the recorder's buffer.
+        envelope.body = None  # type: ignore[assignment]
+        envelope.response = None
+        envelope.on_response = None
+        envelope.connection = None
+        self.recorder.finish_request(envelope)
+        self.requests_recorded += 1
+
+    # --- batches -----------------------------------------------------------------------------------
+
+    def batch_finished(self, producer: str, batch: ProducerBatch, ack_ms: float, error: Errors, base_offset: int) -> None:
+        self._finish_batch(self.batch_trace(producer, batch, ack_ms, base_offset, error), error)
+
+    def batch_trace(
+        self, producer: str, batch: ProducerBatch, ack_ms: float, base_offset: int, error: Errors
+    ) -> BatchTrace:
+        return BatchTrace(
+            batch.batch_id,
+            producer,
+            batch.tp.topic,
+            batch.tp.partition,
+            batch.record_count,
+            batch.size_in_bytes,
+            self.acks_by_producer[producer],
+            batch.intended_ms[0],
+            batch.created_ms,
+            batch.send_ms,
+            ack_ms,
+            base_offset,
+            int(error),
+            batch.request_id,
+        )
+
+    def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:
+        may_be_in_log = trace.offset < 0 and error in (
+            Errors.NONE,  # acks=0: appended, offset unknown to the producer
+            Errors.REQUEST_TIMED_OUT,
+            Errors.NETWORK_EXCEPTION,
+        )
+        if may_be_in_log and self._consumers_by_topic.get(trace.topic, 0) > 0:
+            self._unknown_offset[trace.batch_id] = trace
+        else:
+            self.recorder.finish_batch(trace)
+
+    def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
+        pending = self._unknown_offset.pop(batch.batch_id, None) if self._unknown_offset else None
+        if pending is not None:
+            pending.offset = batch.base_offset
+            self.recorder.finish_batch(pending)
+        self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms)
+
+    # --- end of run --------------------------------------------------------------------------------
+
+    def flush(self, unfinished: list[RequestEnvelope]) -> None:
+        """Record what is still open at the end: requests in flight, batches of unknown offset."""
+        for envelope in self._awaiting_broker.values():
+            self._write(envelope)
+        self._awaiting_broker.clear()
+        for envelope in unfinished:
+            if not envelope.client_done:
+                self._write(envelope)
+        for trace in self._unknown_offset.values():
+            self.recorder.finish_batch(trace)
+        self._unknown_offset.clear()
+
+
+class Engine:
+    """One run of one scenario."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int | None = None,
+        clock: SimClock | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        if clock is None:
+            wallclock = scenario.clock.mode == "wallclock"
+            clock = SimClock(wallclock=wallclock, speed=getattr(scenario.clock, "speed", 1.0))
+        self.clock = clock
+        self.env = clock.env
+        self.progress = progress
+        consumers = {c.name: [c.topic] for c in scenario.consumers}
+        self.recorder = Recorder(consumers, max_rows_in_memory=MAX_ROWS_IN_MEMORY)
+        consumers_by_topic: dict[str, int] = {}
+        for c in scenario.consumers:
+            consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
+        acks = {p.name: p.acks for p in scenario.producers}
+        self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, acks)
+        self.reapers: list[ExpirationReaper] = []
+        self.components: Components = build(
+            scenario, clock, self.seed, self.run_recorder, self._after_request, self.run_recorder.broker_done
+        )
+        rm = self.components.replica_manager
+        self.reapers = [ExpirationReaper(self.env, rm.produce_purgatory), ExpirationReaper(self.env, rm.fetch_purgatory)]
+        self.gauges = GaugeSampler(
+            rm, self.components.pipeline, self.components.followers, self.components.producers, self.recorder.sample
+        )
+
+    def _after_request(self) -> None:
+        for reaper in self.reapers:
+            reaper.poke()
+
+    # --- background tasks --------------------------------------------------------------------------
+
+    def _isr_expiration(self, _event: Any) -> None:
+        self.components.replica_manager.maybe_shrink_isr()
+        Call(self.env, float(self.components.config.isr_expiration_interval_ms), self._isr_expiration)
+
+    def _sample(self, _event: Any) -> None:
+        self.gauges.sample(self.env.now)
+        Call(self.env, self.scenario.sample_interval, self._sample)
+
+    # --- run ---------------------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        c = self.components
+        env = self.env
+        duration = float(self.scenario.duration)
+        for follower in c.followers:
+            follower.start()
+        for consumer in c.consumers:
+            consumer.start()
+        for producer in c.producers:
+            producer.start()
+        for reaper in self.reapers:
+            reaper.start()
+        Call(env, 0.0, self._isr_expiration)
+        Call(env, 0.0, self._sample)
+        schedule_faults(self.scenario, c)
+        started = wall_time.perf_counter()
+        self._run_until(duration)
+        wall_seconds = wall_time.perf_counter() - started
+        return self._result(duration, wall_seconds)
+
+    def _run_until(self, duration: float) -> None:
+        env = self.env
+        if self.progress is None:
+            env.run(until=duration)
+            return
+        # Run in slices so that progress can be reported; slices adapt to ~PROGRESS_INTERVAL_S of wall time.
+        step = max(duration / 1000.0, 1.0)
+        last_report = wall_time.perf_counter()
+        while env.now < duration:
+            t0 = wall_time.perf_counter()
+            env.run(until=min(duration, env.now + step))
+            spent = wall_time.perf_counter() - t0
+            if spent > 0:
+                step = min(max(step * PROGRESS_INTERVAL_S / spent, 1.0), duration)
+            now_wall = wall_time.perf_counter()
+            if now_wall - last_report >= PROGRESS_INTERVAL_S or env.now >= duration:
+                self.progress(env.now, duration)
+                last_report = now_wall
+
+    def _result(self, duration: float, wall_seconds: float) -> RunResult:
+        c = self.components
+        unfinished: list[RequestEnvelope] = []
+        for producer in c.producers:
+            unfinished.extend(envelope for envelope, _ in producer.unfinished())
+        for consumer in c.consumers:
+            unfinished.extend(consumer.unfinished())
+        for follower in c.followers:
+            unfinished.extend(follower.unfinished())
+        unfinished.sort(key=lambda e: e.request_id)
+        # Batches still in flight or in the accumulator: rows without an ack.
+        for producer in c.producers:
+            for _, batches in producer.unfinished():
+                for b in batches:
+                    self._unacked_batch(producer.name, b)
+            for b in producer.accumulator.all_batches():
+                self._unacked_batch(producer.name, b)
+        self.run_recorder.flush(unfinished)
+        tables = self.recorder.tables()
+        summary = summarize(
+            tables.requests,
+            tables.records,
+            seed=self.seed,
+            simulated_duration_ms=duration,
+            warmup_ms=float(self.scenario.warmup),
+            wall_seconds=wall_seconds,
+            counters=self._counters(),
+        )
+        scenario_yaml = self._scenario_yaml()
+        return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml)
+
+    def _unacked_batch(self, producer: str, b: ProducerBatch) -> None:
+        self.recorder.finish_batch(self.run_recorder.batch_trace(producer, b, NAN, -1, Errors.NONE))
+
+    def _counters(self) -> dict[str, Any]:
+        c = self.components
+        m = c.replica_manager.metrics
+        return {
+            "isr_shrinks": m.isr_shrinks,
+            "isr_expands": m.isr_expands,
+            "failed_isr_updates": m.failed_isr_updates,
+            "produce_expires": m.produce_expires,
+            "fetch_expires_follower": m.fetch_expires_follower,
+            "fetch_expires_consumer": m.fetch_expires_consumer,
+            "alter_partition_requests": c.alter_partition.submitted,
+            "requests_handled": c.pipeline.requests_handled,
+            "messages_dropped": sum(ls.to_broker.dropped + ls.from_broker.dropped for ls in c.links.values()),
+            "reaper_passes": sum(r.passes for r in self.reapers),
+        }
+
+    def _scenario_yaml(self) -> str | None:
+        try:
+            from kafkasim.scenario import dump_scenario
+        except ImportError:  # pragma: no cover - the scenario package always has it
+            return None
+        scenario = self.scenario
+        if self.seed != scenario.seed:
+            scenario = scenario.model_copy(update={"seed": self.seed})
+        return dump_scenario(scenario)
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    clock: SimClock | None = None,
+    progress: ProgressCallback | None = None,
+) -> RunResult:
+    """Build and run ``scenario`` (the validated model); ``seed`` overrides the scenario's seed,
+    ``clock`` lets the caller switch wall-clock pacing during the run, ``progress(sim_ms, duration_ms)``
+    is called at most ~10 times per wall second."""
+    return Engine(scenario, seed=seed, clock=clock, progress=progress).run()
