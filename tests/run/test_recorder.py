@@ -1,0 +1,137 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kafkasim.broker.errors import Errors
+from kafkasim.run.recorder import BatchTrace, Recorder
+
+
+def _finish_produce(rec: Recorder, t0: float, *, acks=-1, error=0):
+    tr = rec.new_request("Produce", "producer-1", 2, 1500, acks=acks, intended_ms=t0 - 1, client_send_ms=t0)
+    tr.start_ms, tr.dequeue_ms, tr.local_complete_ms = t0 + 1, t0 + 3, t0 + 4
+    tr.response_complete_ms, tr.response_dequeue_ms, tr.end_ms = t0 + 10, t0 + 10.5, t0 + 11
+    tr.client_receive_ms = t0 + 12
+    tr.response_bytes = 120
+    tr.error = error
+    rec.finish_request(tr)
+    return tr
+
+
+def test_request_row_has_schema_and_spec_breakdown():
+    rec = Recorder()
+    _finish_produce(rec, 100.0, error=Errors.NOT_ENOUGH_REPLICAS)
+    fetch = rec.new_request("FetchFollower", "follower-1", 1, 80, client_send_ms=101.0)
+    fetch.start_ms, fetch.dequeue_ms, fetch.local_complete_ms = 102.0, 102.0, 101.5  # local < dequeue: clamp
+    rec.finish_request(fetch)
+    df = rec.tables().requests
+    assert list(df["request_id"]) == [0, 1]
+    assert df["request_id"].dtype == np.int64 and df["error"].dtype == np.int16
+    assert str(df["acks"].dtype) == "Int8" and df["acks"].isna().tolist() == [False, True]
+    assert df["client_timeout"].dtype == bool
+    p = df.iloc[0]
+    assert p["error"] == 19 and p["error_name"] == "NOT_ENOUGH_REPLICAS"
+    assert p["RequestQueueTimeMs"] == 2 and p["LocalTimeMs"] == 1 and p["RemoteTimeMs"] == 6
+    assert p["ResponseQueueTimeMs"] == 0.5 and p["ResponseSendTimeMs"] == 0.5 and p["TotalTimeMs"] == 10
+    assert p["client_latency_ms"] == 12
+    f = df.iloc[1]
+    assert f["LocalTimeMs"] == 0.0  # negative clamped to 0 (spec §9.2)
+    assert math.isnan(f["RemoteTimeMs"]) and math.isnan(f["TotalTimeMs"])  # not reached stays NaN
+    assert f["error_name"] == "NONE"
+
+
+def test_open_requests_appear_once_with_reached_times():
+    rec = Recorder()
+    _finish_produce(rec, 0.0)
+    open_one = rec.new_request("FetchConsumer", "consumer-1", 1, 90, client_send_ms=5.0)
+    open_one.start_ms = 6.0
+    _finish_produce(rec, 7.0)
+    df = rec.tables().requests
+    assert list(df["request_id"]) == [0, 1, 2]
+    assert df.loc[1, "start_ms"] == 6.0 and math.isnan(df.loc[1, "end_ms"])
+
+
+def test_requests_sorted_by_id_even_when_finished_out_of_order():
+    rec = Recorder()
+    a = rec.new_request("Produce", "p", 1, 10, acks=1, client_send_ms=0.0)
+    b = rec.new_request("Produce", "p", 1, 10, acks=1, client_send_ms=1.0)
+    rec.finish_request(b)
+    rec.finish_request(a)
+    assert list(rec.tables().requests["request_id"]) == [0, 1]
+
+
+def _batch(i, *, offset=None, ack=None, topic="orders"):
+    return BatchTrace(i, "producer-1", topic, i % 2, record_count=3, size_bytes=300, acks=-1,
+                      first_intended_ms=10.0 * i, created_ms=10.0 * i + 1, send_ms=10.0 * i + 2,
+                      ack_ms=10.0 * i + 7 if ack is None else ack, offset=i * 3 if offset is None else offset,
+                      request_id=i)
+
+
+def test_records_latencies_and_consumer_columns():
+    rec = Recorder(["consumer-a", "consumer-b"])
+    rec.batch_consumed(0, "consumer-b", 4.0)  # a consumer can see the batch before the producer's ack
+    rec.finish_batch(_batch(0))
+    rec.finish_batch(_batch(1))
+    rec.batch_consumed(1, "consumer-a", 16.0)
+    rec.batch_consumed(1, "consumer-a", 99.0)  # a re-read: only the first receive counts
+    rec.finish_batch(_batch(2, offset=-1, ack=float("nan")))
+    df = rec.tables().records
+    assert list(df["batch_id"]) == [0, 1, 2]
+    assert df.loc[0, "produce_latency_ms"] == 7.0
+    assert df.loc[0, "consumed_ms:consumer-b"] == 4.0 and math.isnan(df.loc[0, "consumed_ms:consumer-a"])
+    assert df.loc[0, "first_consumed_ms"] == 4.0 and df.loc[0, "e2e_latency_ms"] == 4.0
+    assert df.loc[1, "consumed_ms:consumer-a"] == 16.0 and df.loc[1, "e2e_latency_ms"] == 6.0
+    assert math.isnan(df.loc[2, "produce_latency_ms"]) and math.isnan(df.loc[2, "e2e_latency_ms"])
+    assert str(df["acks"].dtype) == "Int8" and df["offset"].tolist() == [0, 3, -1]
+
+
+def test_long_runs_stream_to_parquet_row_groups_and_keep_every_row(tmp_path):
+    rec = Recorder(["c"], max_rows_in_memory=100, spool_dir=tmp_path)
+    for i in range(1050):
+        _finish_produce(rec, float(i))
+        rec.sample(float(i), "HighWatermark", "orders-0", float(i))
+        rec.finish_batch(_batch(i))
+        rec.batch_consumed(i, "c", 10.0 * i + 9)
+    spool = rec.spool_dir
+    assert rec.spooled_rows == {"requests": 1000, "timeseries": 1000, "records": 1000}
+    assert rec.spooled_row_groups == {"requests": 10, "timeseries": 10, "records": 10}
+    tables = rec.tables()
+    assert not spool.exists()  # spool deleted once read back
+    assert list(tables.requests["request_id"]) == list(range(1050))
+    assert len(tables.records) == 1050 and tables.records["e2e_latency_ms"].eq(9.0).all()
+    assert tables.timeseries["value"].tolist() == [float(i) for i in range(1050)]
+    assert str(tables.requests["acks"].dtype) == "Int8"
+
+
+def test_batches_waiting_for_a_subscribed_consumer_stay_until_the_end():
+    rec = Recorder({"c-orders": ["orders"], "c-logs": ["logs"]}, max_rows_in_memory=1)
+    rec.finish_batch(_batch(0, topic="orders"))
+    assert rec.spooled_rows == {}  # c-orders has not read it yet
+    rec.batch_consumed(0, "c-orders", 5.0)
+    assert rec.spooled_rows == {"records": 1}  # c-logs never reads "orders": done
+    rec.finish_batch(_batch(1, topic="logs"))
+    df = rec.tables().records
+    assert df["batch_id"].tolist() == [0, 1] and math.isnan(df.loc[1, "consumed_ms:c-logs"])
+
+
+def test_timeseries_is_tidy():
+    rec = Recorder()
+    rec.sample(0.0, "IsrSize", "orders-0", 3)
+    rec.sample(0.0, "PurgatorySize", "Produce", 0)
+    df = rec.tables().timeseries
+    assert list(df.columns) == ["time_ms", "metric", "entity", "value"]
+    assert df["value"].dtype == np.float64 and df["metric"].tolist() == ["IsrSize", "PurgatorySize"]
+
+
+def test_tables_only_once():
+    rec = Recorder()
+    rec.tables()
+    with pytest.raises(RuntimeError, match="already called"):
+        rec.tables()
+
+
+def test_empty_run_has_typed_empty_tables():
+    t = Recorder(["c"]).tables()
+    assert len(t.requests) == 0 and "TotalTimeMs" in t.requests and "consumed_ms:c" in t.records
+    assert isinstance(t.timeseries, pd.DataFrame)

@@ -1,0 +1,109 @@
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kafkasim.run.recorder import BatchTrace, Recorder
+from kafkasim.run.result import ResultDirectoryError, RunResult, is_result_dir
+from kafkasim.run.summary import summarize
+
+
+def _result(n=3, yaml_text="name: test\nseed: 1\n"):
+    rec = Recorder(["c"])
+    for i in range(n):
+        tr = rec.new_request("Produce", "p", 1, 100, acks=-1 if i else None, client_send_ms=float(i))
+        tr.start_ms = tr.end_ms = i + 1.0
+        rec.finish_request(tr)
+        rec.finish_batch(BatchTrace(i, "p", "t", 0, 1, 10, -1, float(i), float(i), offset=i))
+        rec.sample(float(i), "HighWatermark", "t-0", float(i))
+    t = rec.tables()
+    return RunResult(t.requests, t.records, t.timeseries,
+                     summarize(t.requests, t.records, seed=1, simulated_duration_ms=10.0), yaml_text)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    original = _result()
+    out = original.save(tmp_path / "run")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "records.parquet", "requests.parquet", "scenario.yaml", "summary.json", "timeseries.parquet"]
+    loaded = RunResult.load(out)
+    pd.testing.assert_frame_equal(loaded.requests, original.requests)
+    pd.testing.assert_frame_equal(loaded.records, original.records)
+    pd.testing.assert_frame_equal(loaded.timeseries, original.timeseries)
+    assert str(loaded.requests["acks"].dtype) == "Int8"
+    assert loaded.summary == original.summary and loaded.scenario_yaml == original.scenario_yaml
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temporary directories left
+
+
+def test_without_scenario_no_yaml(tmp_path):
+    loaded = RunResult.load(_result(yaml_text=None).save(tmp_path / "r"))
+    assert loaded.scenario_yaml is None
+
+
+def test_replacing_a_result_is_complete_and_leaves_no_debris(tmp_path):
+    target = tmp_path / "run"
+    _result(n=3).save(target)
+    _result(n=5).save(target, extra_writer=lambda d: (d / "figures").mkdir())
+    loaded = RunResult.load(target)
+    assert len(loaded.requests) == 5 and (target / "figures").is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_extra_writer_failure_leaves_the_old_result_untouched(tmp_path):
+    target = tmp_path / "run"
+    _result(n=3).save(target)
+
+    def broken(directory: Path) -> None:
+        (directory / "figures").mkdir()
+        raise OSError("disk full while drawing")
+
+    with pytest.raises(OSError, match="disk full"):
+        _result(n=5).save(target, extra_writer=broken)
+    assert len(RunResult.load(target).requests) == 3 and not (target / "figures").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_crash_during_write_never_leaves_a_result_under_the_name(tmp_path, monkeypatch):
+    def crash(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _result().save(tmp_path / "run")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_refuses_to_replace_an_unrelated_directory(tmp_path):
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("...")
+    with pytest.raises(ResultDirectoryError, match="refusing to replace .*not a kafkasim result"):
+        _result().save(precious)
+    assert (precious / "thesis.tex").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _result().save(empty)
+    assert is_result_dir(empty)
+
+
+def test_load_incomplete_or_foreign_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(ResultDirectoryError, match="not a directory"):
+        RunResult.load(tmp_path / "nope")
+    out = _result().save(tmp_path / "run")
+    os.remove(out / "records.parquet")
+    with pytest.raises(ResultDirectoryError, match="not a complete kafkasim result: missing records.parquet"):
+        RunResult.load(out)
+    bad = _result().save(tmp_path / "bad")
+    (bad / "summary.json").write_text("{not json")
+    with pytest.raises(ResultDirectoryError, match="summary.json is not valid JSON"):
+        RunResult.load(bad)
+
+
+def test_saving_is_deterministic(tmp_path):
+    a = _result().save(tmp_path / "a")
+    b = _result().save(tmp_path / "b")
+    for name in ["requests.parquet", "records.parquet", "timeseries.parquet", "summary.json"]:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert json.loads((a / "summary.json").read_text())["seed"] == 1
