@@ -1,0 +1,106 @@
+import pytest
+
+from kafkasim.run.invariants import InvariantChecker, InvariantViolation
+
+
+def test_violation_message_says_when_where_and_which_request():
+    err = InvariantViolation("boom", time_ms=12.5, partition="orders-0", request_id=7)
+    assert str(err) == "invariant violated at t=12.500 ms, partition orders-0, request 7: boom"
+    assert (err.time_ms, err.partition, err.request_id, err.message) == (12.5, "orders-0", 7, "boom")
+
+
+def test_high_watermark_never_decreases_nor_exceeds_leo():
+    c = InvariantChecker()
+    c.on_high_watermark("orders-0", 5, 5, 5, 1.0)
+    c.on_high_watermark("orders-0", 5, 9, 9, 2.0)
+    with pytest.raises(InvariantViolation, match="decreased from 9 to 8") as info:
+        c.on_high_watermark("orders-0", 9, 8, 10, 3.0)
+    assert info.value.partition == "orders-0" and info.value.time_ms == 3.0
+    with pytest.raises(InvariantViolation, match="high watermark 11 exceeds the log end offset 10"):
+        c.on_high_watermark("orders-0", 9, 11, 10, 4.0)
+
+
+def test_delayed_operation_completes_once():
+    c = InvariantChecker()
+    c.on_complete(3, 1.0)
+    c.on_complete(100_000, 1.0)
+    with pytest.raises(InvariantViolation, match="delayed operation 3 completed twice"):
+        c.on_complete(3, 2.0)
+
+
+def test_every_request_has_exactly_one_outcome():
+    c = InvariantChecker()
+    c.on_request(0, 0.0, deadline_ms=30_000)
+    c.on_request(1, 0.0, deadline_ms=30_000)
+    c.on_response(0, 5.0)
+    c.on_client_timeout(1, 30_000.0)
+    with pytest.raises(InvariantViolation, match="second outcome \\(response\\)") as info:
+        c.on_response(1, 30_001.0)  # a late response after the client gave up
+    assert info.value.request_id == 1
+    with pytest.raises(InvariantViolation, match="second outcome"):
+        c.on_response(0, 6.0)
+    with pytest.raises(InvariantViolation, match="response for a request never sent"):
+        c.on_response(42, 6.0)
+    with pytest.raises(InvariantViolation, match="request id used twice"):
+        c.on_request(0, 7.0)
+
+
+def test_at_end_flags_only_requests_past_their_deadline():
+    c = InvariantChecker()
+    c.on_request(0, 0.0, deadline_ms=100.0)
+    c.on_request(1, 950.0, deadline_ms=1950.0)  # still legitimately in flight at the end
+    assert c.outstanding == 2
+    with pytest.raises(InvariantViolation, match="1 request\\(s\\) got neither .*: 0$"):
+        c.at_end(1000.0)
+    c.on_response(0, 1000.0)
+    c.at_end(1000.0)
+
+
+def _partition(c, isr=(0, 1, 2), min_isr=2):
+    c.register_partition("t-0", isr, min_isr)
+    for r in isr:
+        c.on_log_end("t-0", r, 0, 0.0)
+
+
+def test_acks_all_requires_every_isr_replica_to_have_the_data():
+    c = InvariantChecker()
+    _partition(c)
+    c.on_log_end("t-0", 0, 10, 1.0)
+    c.on_log_end("t-0", 1, 10, 2.0)
+    c.on_acked("t-0", 10, 1, 2.0)  # acks=1: the leader alone is enough
+    with pytest.raises(InvariantViolation, match="ISR replica 2's log ends at 0") as info:
+        c.on_acked("t-0", 10, -1, 2.0, request_id=5)
+    assert info.value.request_id == 5
+    c.on_isr_change("t-0", [0, 1], 3.0)  # replica 2 dropped out: no longer needed
+    c.on_acked("t-0", 10, -1, 3.0)
+
+
+def test_acks_all_never_acknowledged_under_min_isr():
+    c = InvariantChecker()
+    _partition(c, isr=(0, 1, 2), min_isr=2)
+    c.on_isr_change("t-0", [0], 1.0)
+    c.on_log_end("t-0", 0, 5, 1.0)
+    with pytest.raises(InvariantViolation, match="smaller than min ISR 2"):
+        c.on_acked("t-0", 5, -1, 2.0)
+
+
+def test_isr_replica_keeps_acknowledged_data_until_it_leaves_the_isr():
+    c = InvariantChecker()
+    _partition(c)
+    for r in (0, 1, 2):
+        c.on_log_end("t-0", r, 10, 1.0)
+    c.on_acked("t-0", 10, -1, 1.0)
+    with pytest.raises(InvariantViolation, match="replica 1 is in the ISR but its log now ends at 7"):
+        c.on_log_end("t-0", 1, 7, 2.0)
+    c.on_isr_change("t-0", [0, 2], 3.0)
+    c.on_log_end("t-0", 1, 7, 4.0)  # out of the ISR: truncation is allowed
+
+
+def test_disabled_checker_checks_nothing():
+    c = InvariantChecker(enabled=False)
+    c.on_high_watermark("t-0", 9, 1, 0, 0.0)
+    c.on_complete(1)
+    c.on_complete(1)
+    c.on_response(5, 0.0)
+    c.at_end(1e9)
+    assert c.checks == 0
