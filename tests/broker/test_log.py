@@ -131,6 +131,7 @@ def test_empty_segment_never_rolls_on_time():
     time.set(1_000_000)
     log.append_as_leader([batch(ts=999_999)], 0)
     assert len(log.segments) == 1
+    assert log.active_segment.created_ms == 0  # not even replaced by a fresh empty segment
     # The first batch's own timestamp starts the wait for the non-empty segment.
     log.append_as_leader([batch(ts=999_999 + 10)], 0)
     assert len(log.segments) == 1
@@ -270,6 +271,18 @@ def test_consumer_read_at_hw_returns_hw_metadata():
     info = log.read(20, 10_000, HW, True)
     assert info.size_in_bytes == 0
     assert info.fetch_offset_metadata == hw
+
+
+def test_read_at_hw_returns_the_hw_metadata_itself():
+    # The HW may describe offset 20 as the end of segment 0 while segment 20 exists; a read at the HW
+    # returns exactly that description (what a parked fetch then compares against).
+    log = make_log(segment_bytes=200)
+    log.append_as_leader([batch(), batch()], 0)
+    end_of_first_segment = log.log_end_offset_metadata
+    log.append_as_leader([batch()], 0)  # rolls at 20
+    log.maybe_increment_high_watermark(end_of_first_segment)
+    info = log.read(20, 1000, HW, True)
+    assert info.fetch_offset_metadata == LogOffsetMetadata(20, 0, 200)
 
 
 def test_consumer_read_between_hw_and_leo_is_empty_with_requested_offsets_metadata():

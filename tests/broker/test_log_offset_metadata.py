@@ -39,6 +39,8 @@ def test_on_same_segment():
     assert not m1.on_same_segment(m3)
     assert not m1.on_same_segment(LogOffsetMetadata(1))
     assert not LogOffsetMetadata(1).on_same_segment(m1)
+    # Two message-only values share no segment either (both "bases" are -1).
+    assert not LogOffsetMetadata(1).on_same_segment(LogOffsetMetadata(5))
 
 
 def test_position_diff():

@@ -492,3 +492,18 @@ def test_follower_fetch_records_follower_metadata():
     s.append(2)
     s.follower_fetch(1, 10)
     assert s.partition.get_replica(1).log_end_offset_metadata == LogOffsetMetadata(10, 0, 100)
+
+
+def test_acks_check_uses_maximal_isr_for_min_isr():
+    # spec §13.7: committed ISR {0} is under min ISR 2 but a pending expansion makes the maximal ISR {0, 1}.
+    s = Setup(replicas=(0, 1), min_isr=2, auto_complete=False)
+    s.append(1)
+    s.follower_fetch(1, 10)  # HW 10
+    s.append(1)
+    s.time.set(LAG + 1)
+    s.partition.maybe_shrink_isr()
+    s.controller.complete_all()
+    assert s.partition.isr == {0}
+    s.follower_fetch(1, 10)  # in sync again (LEO 10 >= HW 10): expansion pending
+    assert s.partition.isr == {0} and s.partition.maximal_isr == {0, 1}
+    assert s.partition.check_enough_replicas_reach_offset(10) == (True, Errors.NONE)
