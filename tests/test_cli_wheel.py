@@ -1,0 +1,67 @@
+"""`kafkasim wheel` end to end, as a user runs it (a subprocess), including its one-line usage errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def kafkasim(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "kafkasim", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_wheel_prints_the_cascade_step_by_step() -> None:
+    result = kafkasim("wheel", "--tick-ms", "1", "--wheel-size", "20", "--add", "450", "--add", "8@2", "--add", "19@2", "--add", "350")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for header in ("time ms", "event", "task", "level", "bucket", "bucket range", "note"):
+        assert header in out
+    rows = [line for line in out.splitlines() if "│" in line]
+    t1 = [" ".join(c.strip() for c in row.split("│")[1:7]).strip() for row in rows if "│ T1 " in row]
+    assert t1[-4:] == [
+        "0 add T1 L3 1 [400, 800)",
+        "400 demote T1 L2 2 [440, 460)",
+        "440 demote T1 L1 10 [450, 451)",
+        "450 run T1",
+    ]
+    assert any("bucket due" in row and "[400, 800)" in row and "L1=400 L2=400 L3=400" in row for row in rows)
+
+
+def test_wheel_defaults_to_kafkas_tick_and_size() -> None:
+    result = kafkasim("wheel", "--add", "25")
+    assert result.returncode == 0, result.stderr
+    assert "tick 1 ms, 20 buckets per level" in result.stdout
+    assert "[20, 40)" in result.stdout and "[25, 26)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--add", "abc"], "'abc' is not DELAY or DELAY@AT"),
+        (["--add", "-5"], "delay -5 ms is out of range"),
+        (["--add", "5@-1"], "add time -1 ms is out of range"),
+        (["--tick-ms", "0"], "'--tick-ms'"),
+        (["--wheel-size", "1"], "at least 2 buckets"),
+        (["--tick-ms", "x"], "'--tick-ms'"),
+        (["--no-such-option"], "No such option"),
+    ],
+)
+def test_bad_arguments_get_one_line_and_exit_code_2(args: list[str], fragment: str) -> None:
+    result = kafkasim("wheel", *args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("kafkasim: error: ") and fragment in lines[0]
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_help_still_works() -> None:
+    result = kafkasim("wheel", "--help")
+    assert result.returncode == 0
+    assert "--add" in result.stdout and "--wheel-size" in result.stdout
