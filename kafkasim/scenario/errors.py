@@ -64,14 +64,14 @@ def fail_at(problems: Sequence[tuple[Loc, str]]) -> NoReturn:
 
 
 def format_path(loc: Iterable[str | int]) -> str:
-    """`("topics", 0, "min.insync.replicas")` -> `topics[0].min.insync.replicas`."""
+    """`("topics", 0, "min.insync.replicas")` -> `topics[0].min.insync.replicas` (shortened if absurd)."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
-    return out
+    return out if len(out) <= 120 else out[:117] + "..."
 
 
 def suggest(word: str, candidates: Iterable[str]) -> str | None:
@@ -92,10 +92,14 @@ def _is_subsequence(short: list[str], long: list[str]) -> bool:
     return len(short) >= 2 and all(part in it for part in short)
 
 
-def allowed_list(values: Iterable[object], limit: int = 12) -> str:
-    shown = [str(v) for v in values]
-    if len(shown) > limit:
-        return ", ".join(shown[:limit]) + f", ... ({len(shown) - limit} more)"
+def allowed_list(values: Iterable[object], budget: int = 150) -> str:
+    """The allowed values, cut to about `budget` characters so a message stays one readable line."""
+    items = [str(v) for v in values]
+    shown: list[str] = []
+    for item in items:
+        if shown and len(", ".join([*shown, item])) > budget:
+            return ", ".join(shown) + f", ... ({len(items) - len(shown)} more)"
+        shown.append(item)
     return ", ".join(shown)
 
 

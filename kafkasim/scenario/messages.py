@@ -69,6 +69,7 @@ def _number(x: Any) -> str:
 
 
 def _message(err: dict[str, Any], place: Place, parent: Place) -> tuple[Loc, str]:
+    """The author's path of the problem and a short message saying what is wrong and what is allowed."""
     kind = err["type"]
     ctx = err.get("ctx") or {}
     value = err.get("input")
@@ -81,6 +82,11 @@ def _message(err: dict[str, Any], place: Place, parent: Place) -> tuple[Loc, str
         return (*path, disc), unknown_message(disc, str(ctx.get("tag")), place.union_tags)
     if kind == "union_tag_not_found":
         disc = str(ctx.get("discriminator", "'type'")).strip("'")
+        if isinstance(value, dict):
+            # pydantic stops at the missing tag; a misspelt tag key is the likelier story, so say that.
+            for key in value:
+                if key not in keys(place.models) and suggest(str(key), [disc]) == disc:
+                    return (*path, key), unknown_message("key", str(key), [disc])
         return (*path, disc), f"required key is missing (allowed: {allowed_list(place.union_tags)})"
     if kind == "literal_error":
         allowed = re.findall(r"'([^']*)'|(-?\d+)", str(ctx.get("expected", "")))
@@ -100,20 +106,34 @@ def _message(err: dict[str, Any], place: Place, parent: Place) -> tuple[Loc, str
 
 def problems_from(error: ValidationError, root: type[BaseModel], source: Source | None, file: str) -> list[Problem]:
     """Every error of `error` as a Problem with the file's line, the author's key path and a short message."""
-    found: list[Problem] = []
+    items: list[tuple[Loc, str]] = []
     for err in error.errors(include_url=False):
         if err["type"] == "scenario_checks":
             base = tuple(err["loc"])
-            items = [(resolve(root, base + tuple(loc)).path, msg) for loc, msg in err["ctx"]["problems"]]
+            items += [(resolve(root, base + tuple(loc)).path, msg) for loc, msg in err["ctx"]["problems"]]
         else:
             loc = tuple(err["loc"])
             place = resolve(root, loc)
             parent = resolve(root, loc[:-1]) if loc else place
-            items = [_message(cast(dict[str, Any], err), place, parent)]
-        for path, message in items:
-            line = source.line_of(path) if source is not None else None
-            problem = Problem(file, line, format_path(path), message)
-            if problem not in found:
-                found.append(problem)
+            items.append(_message(cast(dict[str, Any], err), place, parent))
+    found: list[Problem] = []
+    for path, message in _without_echoes(items):
+        line = source.line_of(path) if source is not None else None
+        problem = Problem(file, line, format_path(path), message)
+        if problem not in found:
+            found.append(problem)
     found.sort(key=lambda p: p.line or 0)
     return found
+
+
+_DID_YOU_MEAN = re.compile(r"^unknown key '.*', did you mean '(.*)'\?$")
+
+
+def _without_echoes(items: list[tuple[Loc, str]]) -> list[tuple[Loc, str]]:
+    """Drop "X is missing" when a misspelt sibling already says "did you mean X?": one mistake, one line."""
+    meant = set()
+    for path, message in items:
+        m = _DID_YOU_MEAN.match(message)
+        if m and path:
+            meant.add((*path[:-1], m.group(1)))
+    return [(path, message) for path, message in items if not (message.startswith("required key") and path in meant)]

@@ -80,6 +80,8 @@ def from_file(info: ValidationInfo | None) -> bool:
 
 
 def _show(value: object) -> str:
+    if isinstance(value, dict | list):
+        return "a mapping" if isinstance(value, dict) else "a list"
     text = repr(value) if not isinstance(value, int | float) or abs(value) < 1e15 else "a huge number"
     return text if len(text) <= 30 else text[:27] + "..."
 

@@ -20,8 +20,10 @@ from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
-# Aliases can make a small file expand exponentially ("billion laughs"); a scenario is a few hundred nodes.
+# Aliases can make a small file expand exponentially ("billion laughs"); a scenario is a few hundred nodes,
+# and a reasonable use of aliases (a shared link for every client) repeats a few thousand at most.
 MAX_NODES = 100_000
+MAX_ALIASED_NODES = 10_000
 MAX_DEPTH = 40
 
 
@@ -65,8 +67,13 @@ def load_yaml(text: str, file: str) -> Source:
         line = mark.line + 1 if mark is not None else None
         what = " ".join(s for s in (e.context, e.problem) if s)
         raise ScenarioError([Problem(file, line, "", f"invalid YAML: {what}")]) from None
+    except yaml.reader.ReaderError as e:
+        # A control character or bad encoding: no mark, only a character position.
+        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
+        message = f"invalid YAML: control character #x{code:02x} is not allowed"
+        raise ScenarioError([Problem(file, line, "", message)]) from None
     except yaml.YAMLError as e:
-        # ReaderError (a control character or bad encoding) carries no mark, only a position.
         raise ScenarioError([Problem(file, None, "", f"invalid YAML: {e}".splitlines()[0])]) from None
     except RecursionError:
         raise ScenarioError([Problem(file, None, "", "invalid YAML: nested too deeply")]) from None
@@ -84,14 +91,20 @@ class _Builder:
         self.lines: dict[Loc, int] = {}
         self.problems: list[Problem] = []
         self.nodes = 0
+        self.seen: set[int] = set()
+        self.aliased = 0
 
     def _fail(self, node: Node, loc: Loc, message: str) -> None:
         self.problems.append(Problem(self.file, node.start_mark.line + 1, format_path(loc), message))
 
     def build(self, node: Node, loc: Loc, depth: int) -> Any:
         self.nodes += 1
-        if self.nodes > MAX_NODES or depth > MAX_DEPTH:
-            what = "too large" if self.nodes > MAX_NODES else "nested too deeply"
+        if id(node) in self.seen:
+            self.aliased += 1
+        else:
+            self.seen.add(id(node))
+        if self.nodes > MAX_NODES or self.aliased > MAX_ALIASED_NODES or depth > MAX_DEPTH:
+            what = "nested too deeply" if depth > MAX_DEPTH else "too large (aliases expand to too many values)"
             raise ScenarioError([Problem(self.file, node.start_mark.line + 1, format_path(loc), f"document is {what}")])
         self.lines.setdefault(loc, node.start_mark.line + 1)
         if isinstance(node, MappingNode | SequenceNode) and node.tag not in PLAIN_COLLECTIONS:
@@ -113,7 +126,8 @@ class _Builder:
             raise  # an unsafe or unknown tag: reported as invalid YAML with its line
         except (ValueError, OverflowError) as e:
             # Constructors of ints with thousands of digits, impossible dates, bad base64 raise plain errors.
-            self._fail(node, loc, f"cannot read value: {str(e).splitlines()[0][:80]}")
+            reason = "too many digits" if "digits" in str(e) else str(e).splitlines()[0][:80]
+            self._fail(node, loc, f"cannot read value: {reason}")
             return None
 
     def _mapping(self, node: MappingNode, loc: Loc, depth: int) -> dict[str, Any]:

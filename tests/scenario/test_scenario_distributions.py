@@ -1,0 +1,102 @@
+"""Distribution models: forms in a file, canonical parameters, sampling."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from kafkasim.scenario import (
+    Constant,
+    Empirical,
+    Exponential,
+    LogNormal,
+    ScenarioError,
+    Uniform,
+    load_scenario,
+)
+from kafkasim.scenario.distributions import DurationConstant, DurationLogNormal, SizeUniform
+
+from .samples import MINIMAL
+
+
+def _costs(request: str):
+    return load_scenario(MINIMAL + f"broker:\n  costs:\n    request: {request}\n").broker.costs.request
+
+
+def test_a_bare_duration_is_a_constant() -> None:
+    d = _costs("50us")
+    assert isinstance(d, Constant) and d.value == 0.05
+
+
+@pytest.mark.parametrize(
+    ("text", "cls", "mean"),
+    [
+        ("{type: constant, value: 2ms}", Constant, 2.0),
+        ("{type: exponential, mean: 2ms}", Exponential, 2.0),
+        ("{type: uniform, low: 1ms, high: 3ms}", Uniform, 2.0),
+        ("{type: empirical, values: [1ms, 3ms], weights: [1, 3]}", Empirical, 2.5),
+        ("{type: empirical, values: [1ms, 3ms]}", Empirical, 2.0),
+    ],
+)
+def test_mapping_forms(text: str, cls: type, mean: float) -> None:
+    d = _costs(text)
+    assert isinstance(d, cls)
+    assert d.mean == pytest.approx(mean)
+
+
+def test_lognormal_is_given_by_median_and_p99() -> None:
+    d = _costs("{type: lognormal, median: 0.5ms, p99: 2ms}")
+    assert isinstance(d, LogNormal)
+    rng = random.Random(3)
+    draws = sorted(d.sample(rng) for _ in range(20_000))
+    assert draws[10_000] == pytest.approx(0.5, rel=0.05)
+    assert draws[19_800] == pytest.approx(2.0, rel=0.1)
+    assert d.mean == pytest.approx(math.exp(d.mu + d.sigma**2 / 2))
+
+
+def test_sampling_is_deterministic_per_stream_and_near_the_mean() -> None:
+    d = _costs("{type: exponential, mean: 4ms}")
+    a = [d.sample(random.Random(9)) for _ in range(3)]
+    b = [d.sample(random.Random(9)) for _ in range(3)]
+    assert a == b
+    rng = random.Random(1)
+    assert statistics.fmean(d.sample(rng) for _ in range(20_000)) == pytest.approx(4.0, rel=0.05)
+
+
+def test_empirical_weights_bias_the_draws() -> None:
+    d = _costs("{type: empirical, values: [1ms, 2ms], weights: [9, 1]}")
+    rng = random.Random(2)
+    draws = [d.sample(rng) for _ in range(10_000)]
+    assert draws.count(1.0) / len(draws) == pytest.approx(0.9, abs=0.02)
+
+
+def test_size_distributions_hold_bytes() -> None:
+    text = MINIMAL + "producers: [{name: p, topic: t, rate: 1/s, record_size: {type: uniform, low: 1KiB, high: 4KiB}}]\n"
+    d = load_scenario(text).producers[0].record_size
+    assert isinstance(d, SizeUniform) and (d.low, d.high) == (1024, 4096)
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "fragment"),
+    [
+        ("{type: lognormal, median: 0ms, p99: 1ms}", "broker.costs.request.median", "must be > 0"),
+        ("{type: uniform, low: 3ms, high: 1ms}", "broker.costs.request.high", "must be >= low"),
+        ("{type: empirical, values: [1ms], weights: [1, 2]}", "broker.costs.request.weights", "has 2 items"),
+        ("{type: empirical, values: [1ms], weights: [0]}", "broker.costs.request.weights", "not all be zero"),
+        ("{type: empirical, values: []}", "broker.costs.request.values", "at least 1"),
+        ("{type: exponential, mean: 1}", "broker.costs.request.mean", "needs a unit"),
+        ("{type: exponential, median: 1ms}", "broker.costs.request.median", "unknown key 'median'"),
+    ],
+)
+def test_invalid_parameters(text: str, path: str, fragment: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        _costs(text)
+    assert any(p.path == path and fragment in p.message for p in info.value.problems), info.value.problems
+
+
+def test_code_may_build_models_from_canonical_numbers() -> None:
+    assert DurationConstant(value=1.5).mean == 1.5
+    assert DurationLogNormal(median=0.5, p99=2.0).sigma > 0
