@@ -14,6 +14,7 @@ n_seeds says so.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -54,40 +55,66 @@ def metric_problem(metric: MetricSpec, columns: dict[str, list[str]]) -> str | N
 
 
 def _is_error(column: Column) -> Column:
-
     text = column.cast("string")
     return column.isNotNull() & ~text.isin("0", "NONE", "")
 
 
-def _grouped(df: DataFrame, metric: MetricSpec, keys: list[str], columns: list[str]) -> DataFrame:
+def _metric_rows(df: DataFrame, metric: MetricSpec, columns: list[str]) -> DataFrame:
+    """(variant_id, seed, metric, group, value, is_error) rows of one metric, warm-up excluded."""
     from pyspark.sql import functions as F
 
+    if "in_warmup" in columns:
+        df = df.where(~F.col("in_warmup"))
     for key, values in sorted(metric.where.items()):
         df = df.where(F.col(key).isin(values))
     group = F.col(metric.by).cast("string") if metric.by else F.lit(ALL_GROUP)
-    value = F.col(metric.column).cast("double")
     if metric.error_column and metric.error_column in columns:
-        error_rate = F.avg(F.when(_is_error(F.col(metric.error_column)), 1.0).otherwise(0.0))
+        is_error = F.when(_is_error(F.col(metric.error_column)), 1.0).otherwise(0.0)
     else:
-        error_rate = F.lit(None).cast("double")
-    quantiles = F.percentile_approx(value, list(PERCENTILES.values()), PERCENTILE_ACCURACY)
-    out = (
-        df.withColumn("group", F.coalesce(group, F.lit("null")))
-        .groupBy(*keys, "group")
-        .agg(F.count(F.lit(1)).cast("double").alias("count"), error_rate.alias("error_rate"), quantiles.alias("q"))
-        .withColumn("metric", F.lit(metric.name))
+        is_error = F.lit(None).cast("double")
+    return df.select(
+        "variant_id",
+        "seed",
+        F.lit(metric.name).alias("metric"),
+        F.coalesce(group, F.lit("null")).alias("group"),
+        F.col(metric.column).cast("double").alias("value"),
+        is_error.alias("is_error"),
     )
-    for i, name in enumerate(PERCENTILES):
-        out = out.withColumn(name, F.col("q")[i])
-    return out.drop("q")
 
 
-def _long(df: DataFrame, keys: list[str]) -> DataFrame:
-    """(keys..., count, error_rate, p50, ...) -> (keys..., stat, value)."""
-    from pyspark.sql import functions as F
+# Per (variant, seed) and pooled over seeds in one pass: GROUPING SETS, told apart by grouping(seed).
+_STATS_SQL = """
+SELECT variant_id, seed, metric, `group`, grouping(seed) = 1 AS pooled_row,
+       CAST(count(1) AS DOUBLE) AS count,
+       avg(is_error) AS error_rate,
+       percentile_approx(value, array({quantiles}), {accuracy}) AS q
+FROM {rows}
+GROUP BY variant_id, metric, `group`, seed
+GROUPING SETS ((variant_id, metric, `group`, seed), (variant_id, metric, `group`))
+"""
 
-    pairs = ", ".join(f"'{s}', `{s}`" for s in STATS)
-    return df.select(*[F.col(k) for k in keys], F.expr(f"stack({len(STATS)}, {pairs}) as (stat, value)"))
+# Mean, sample standard deviation and t-based 95% CI over seeds, joined with the pooled value.
+_ACROSS_SQL = """
+WITH long AS (
+  SELECT variant_id, seed, metric, `group`, pooled_row,
+         stack({n_stats}, {stack_pairs}) AS (stat, value)
+  FROM {stats}
+),
+across AS (
+  SELECT variant_id, metric, `group`, stat,
+         count(value) AS n_seeds, avg(value) AS mean, stddev_samp(value) AS sd
+  FROM long WHERE NOT pooled_row
+  GROUP BY variant_id, metric, `group`, stat
+)
+SELECT a.variant_id, a.metric, a.`group`, a.stat, a.n_seeds, a.mean, a.sd,
+       a.mean - t.t * a.sd / sqrt(a.n_seeds) AS ci95_low,
+       a.mean + t.t * a.sd / sqrt(a.n_seeds) AS ci95_high,
+       p.value AS pooled
+FROM across a
+LEFT JOIN {t_table} t ON t.n_seeds = a.n_seeds
+LEFT JOIN (SELECT * FROM long WHERE pooled_row) p
+  ON p.variant_id = a.variant_id AND p.metric = a.metric AND p.`group` = a.`group` AND p.stat = a.stat
+"""
 
 
 def aggregate(
@@ -95,61 +122,65 @@ def aggregate(
     table_paths: dict[str, str],
     table_columns: dict[str, list[str]],
     metrics: list[MetricSpec],
+    max_seeds: int,
 ) -> Aggregates:
     """Per-seed and per-variant statistics of every computable metric (see module docstring)."""
-    from pyspark.sql import functions as F
-
     problems: list[str] = []
-    per_seed_parts = []
-    pooled_parts = []
+    parts = []
     for metric in metrics:
         problem = metric_problem(metric, table_columns)
         if problem is not None:
             problems.append(problem)
             continue
         rows = spark.read.parquet(table_paths[metric.table])
-        per_seed_parts.append(_grouped(rows, metric, ["variant_id", "seed"], table_columns[metric.table]))
-        pooled_parts.append(_grouped(rows, metric, ["variant_id"], table_columns[metric.table]))
-    if not per_seed_parts:
-        return Aggregates(pd.DataFrame(columns=PER_SEED_COLUMNS), pd.DataFrame(columns=PER_VARIANT_COLUMNS),
-                          problems)
+        parts.append(_metric_rows(rows, metric, table_columns[metric.table]))
+    if not parts:
+        empty = Aggregates(pd.DataFrame(columns=PER_SEED_COLUMNS), pd.DataFrame(columns=PER_VARIANT_COLUMNS))
+        empty.problems = problems
+        return empty
 
-    per_seed = per_seed_parts[0]
-    for part in per_seed_parts[1:]:
-        per_seed = per_seed.unionByName(part)
-    pooled = pooled_parts[0]
-    for part in pooled_parts[1:]:
-        pooled = pooled.unionByName(part)
-    per_seed = per_seed.select(*PER_SEED_COLUMNS).cache()
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part)
+    # View names are per call: two sweeps in one session must not see each other's rows.
+    suffix = uuid.uuid4().hex[:12]
+    rows_view, stats_view, t_view = (f"kafkasim_sweep_{name}_{suffix}" for name in ("rows", "stats", "t"))
+    rows.createOrReplaceTempView(rows_view)
+    quantiles = ", ".join(repr(q) for q in PERCENTILES.values())
+    stats = spark.sql(_STATS_SQL.format(quantiles=quantiles, accuracy=PERCENTILE_ACCURACY, rows=rows_view))
+    for i, name in enumerate(PERCENTILES):
+        stats = stats.withColumn(name, stats["q"][i])
+    stats = stats.drop("q").cache()
     try:
-        keys = ["variant_id", "metric", "group"]
-        across = (
-            _long(per_seed, keys)
-            .groupBy(*keys, "stat")
-            .agg(F.count("value").alias("n_seeds"), F.avg("value").alias("mean"), F.stddev_samp("value").alias("sd"))
+        stats.createOrReplaceTempView(stats_view)
+        spark.createDataFrame(
+            [(n, t_quantile_975(n - 1)) for n in range(2, max(2, max_seeds) + 1)], "n_seeds long, t double"
+        ).createOrReplaceTempView(t_view)
+        pairs = ", ".join(f"'{s}', `{s}`" for s in STATS)
+        across = spark.sql(
+            _ACROSS_SQL.format(n_stats=len(STATS), stack_pairs=pairs, stats=stats_view, t_table=t_view)
         )
-        max_seeds = max(2, int(per_seed.agg(F.countDistinct("seed")).first()[0]))  # type: ignore[index]
-        t_table = spark.createDataFrame(
-            [(n, t_quantile_975(n - 1)) for n in range(2, max_seeds + 1)], "n_seeds long, t double"
-        )
-        half = F.col("t") * F.col("sd") / F.sqrt(F.col("n_seeds"))
-        across = (
-            across.join(F.broadcast(t_table), on="n_seeds", how="left")
-            .withColumn("ci95_low", F.col("mean") - half)
-            .withColumn("ci95_high", F.col("mean") + half)
-            .join(_long(pooled, keys).withColumnRenamed("value", "pooled"), on=[*keys, "stat"], how="left")
-        )
-        per_seed_pd = per_seed.toPandas()
+        stats_pd = stats.toPandas()
         per_variant_pd = across.select(*PER_VARIANT_COLUMNS).toPandas()
     finally:
-        per_seed.unpersist()
+        stats.unpersist()
+        for view in (rows_view, stats_view, t_view):
+            spark.catalog.dropTempView(view)
+    per_seed_pd = stats_pd[~stats_pd["pooled_row"].astype(bool)][PER_SEED_COLUMNS]
+    per_seed_pd = per_seed_pd.astype({"seed": "int64"})
+    return Aggregates(_ordered(per_seed_pd, metrics, "seed"), _ordered(per_variant_pd, metrics, "stat"), problems)
+
+
+def _ordered(frame: pd.DataFrame, metrics: list[MetricSpec], last: str) -> pd.DataFrame:
+    """Rows in a stable, readable order: variant, metric as listed in the sweep file, group, then `last`."""
     stat_order = {s: i for i, s in enumerate(STATS)}
     metric_order = {m.name: i for i, m in enumerate(metrics)}
-    per_seed_pd = per_seed_pd.sort_values(
-        ["variant_id", "metric", "group", "seed"], key=lambda c: c.map(metric_order) if c.name == "metric" else c
-    ).reset_index(drop=True)
-    per_variant_pd = per_variant_pd.sort_values(
-        ["variant_id", "metric", "group", "stat"],
-        key=lambda c: c.map(metric_order) if c.name == "metric" else c.map(stat_order) if c.name == "stat" else c,
-    ).reset_index(drop=True)
-    return Aggregates(per_seed_pd, per_variant_pd, problems)
+
+    def key(column: pd.Series) -> pd.Series:
+        if column.name == "metric":
+            return column.map(metric_order)
+        if column.name == "stat":
+            return column.map(stat_order)
+        return column
+
+    return frame.sort_values(["variant_id", "metric", "group", last], key=key).reset_index(drop=True)

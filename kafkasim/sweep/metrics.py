@@ -60,11 +60,13 @@ class MetricSpec(BaseModel):
 DEFAULT_METRICS: tuple[MetricSpec, ...] = (
     # Kafka's RequestMetrics TotalTimeMs (spec §9.2: end - start, broker side), per api.
     MetricSpec(name="TotalTimeMs", table="requests", column="TotalTimeMs", by="api"),
-    # What a producer waits, from the intended send time of its open-loop schedule (no coordinated omission).
-    MetricSpec(
-        name="produce_latency_ms", table="requests", column="client_latency_ms", by=None,
-        where={"api": ["Produce"]},
-    ),
-    # Produce intended send -> first seen by each consumer.
+    # What a producer waits for a batch, from the intended send time of its open-loop schedule (no
+    # coordinated omission); one row per produced batch.
+    MetricSpec(name="produce_latency_ms", table="records", column="produce_latency_ms", by=None),
+    # Produce intended send -> first seen by a consumer.
     MetricSpec(name="e2e_latency_ms", table="records", column="e2e_latency_ms", by=None, error_column=None),
 )
+
+WARMUP_TIME_COLUMNS: dict[str, str] = {"requests": "client_send_ms", "records": "send_ms"}
+"""Per table, the send time that decides whether a row belongs to the warm-up (excluded from every
+statistic, as in a single run's summary). Rows are stored all the same, with an `in_warmup` column."""

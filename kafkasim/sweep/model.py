@@ -36,7 +36,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from kafkasim.scenario.errors import Problem, ScenarioError, format_path, unknown_message
+from kafkasim.scenario.errors import Problem, ScenarioError
+from kafkasim.scenario.messages import problems_from
 from kafkasim.scenario.yaml_source import Source, load_yaml
 from kafkasim.sweep.metrics import DEFAULT_METRICS, MetricSpec
 
@@ -230,44 +231,5 @@ def load_sweep(path_or_text: str | Path) -> LoadedSweep:
     try:
         sweep = SweepFile.model_validate(source.data)
     except ValidationError as exc:
-        raise ScenarioError(problems_from(exc, source)) from None
+        raise ScenarioError(problems_from(exc, SweepFile, source, file)) from None
     return LoadedSweep(sweep=sweep, file=file, directory=directory, text=text, source=source)
-
-
-def problems_from(exc: ValidationError, source: Source) -> list[Problem]:
-    """One located Problem per pydantic error, in the scenario's `file:line: key: message` style."""
-    problems = []
-    seen: set[tuple[str, str]] = set()
-    for error in exc.errors():
-        loc = _clean_loc(error["loc"])
-        path = format_path(loc)
-        message = _message(error, loc)
-        if (path, message) in seen:
-            continue
-        seen.add((path, message))
-        problems.append(Problem(source.file, source.line_of(loc), path, message))
-    return problems
-
-
-def _clean_loc(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
-    """Drop pydantic's union-branch names ('str', 'MetricSpec', 'list[...]') that are not keys of the file."""
-    out: list[str | int] = []
-    for part in loc:
-        if isinstance(part, str) and (part in ("str", "int", "float", "MetricSpec", "function-after") or "[" in part):
-            continue
-        out.append(part)
-    return tuple(out)
-
-
-def _message(error: Any, loc: tuple[str | int, ...]) -> str:
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        allowed = list(SweepFile.model_fields) if len(loc) == 1 else list(MetricSpec.model_fields)
-        return unknown_message("key", str(loc[-1]), allowed)
-    if kind == "missing":
-        return "missing; this key is required"
-    if kind == "list_type":
-        return f"must be a list, e.g. [1, 2, 4] (got {type(error.get('input')).__name__})"
-    if kind == "dict_type":
-        return f"must be a mapping of key path -> list of values (got {type(error.get('input')).__name__})"
-    return str(error["msg"]).removeprefix("Value error, ")

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from kafkasim.sweep.metrics import WARMUP_TIME_COLUMNS
 from kafkasim.sweep.plan import RunSpec
 
 if TYPE_CHECKING:
@@ -131,6 +133,25 @@ def as_arrow_table(data: Any, what: str) -> pa.Table | None:
     return _spark_compatible(table.replace_schema_metadata(None))
 
 
+def mark_warmup(table: pa.Table | None, name: str, warmup_ms: float) -> pa.Table | None:
+    """Add `in_warmup`: the row was sent before the scenario's warm-up ended (excluded from statistics).
+
+    Rows without a send time (or tables without the column) are kept: a row is only excluded when it is
+    known to belong to the warm-up.
+    """
+    if table is None:
+        return None
+    column = WARMUP_TIME_COLUMNS[name]
+    if warmup_ms <= 0 or column not in table.column_names:
+        flags = pa.array([False] * table.num_rows, pa.bool_())
+    else:
+        sent = table.column(column).cast(pa.float64())
+        flags = pc.fill_null(pc.less(sent, warmup_ms), False)
+    if "in_warmup" in table.column_names:
+        table = table.drop_columns(["in_warmup"])
+    return table.append_column("in_warmup", flags)
+
+
 def _spark_compatible(table: pa.Table) -> pa.Table:
     """Cast types Spark cannot hold (unsigned ints, dictionaries, large strings) to ones it can."""
     fields = []
@@ -165,7 +186,11 @@ def execute_run(spec: RunSpec, runner: Runner | str, run_index: int = 0) -> tupl
     try:
         scenario = _load_scenario(spec.scenario_yaml)
         result = resolve_runner(runner)(scenario, seed=spec.seed)
-        tables = {name: as_arrow_table(getattr(result, name, None), name) for name in TABLES}
+        warmup_ms = float(getattr(scenario, "warmup", 0.0) or 0.0)
+        tables = {
+            name: mark_warmup(as_arrow_table(getattr(result, name, None), name), name, warmup_ms)
+            for name in TABLES
+        }
         if tables["requests"] is None:
             raise TypeError("the runner's result has no `requests` table")
         summary = getattr(result, "summary", None)
