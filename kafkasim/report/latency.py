@@ -79,7 +79,7 @@ def _draw_percentiles(ax: Axes, series: Series) -> None:
     for _, label, values, style in series:
         xs, ys = percentile_curve(values)
         (line,) = ax.plot(xs, ys, lw=2, label=label, **style)
-        # The dot marks the highest percentile the sample resolves; the curve stops there (no fake tail).
+        # The dot is the maximum, at the highest percentile the sample resolves; no fake flat tail beyond it.
         ax.plot(xs[-1:], ys[-1:], "o", ms=4, color=line.get_color())
     format_percentile_axis(ax)
     ax.grid(True, which="major", alpha=0.3)

@@ -41,10 +41,11 @@ def percentile_label(percentile: float) -> str:
 
 
 def percentile_curve(values: np.ndarray, points: int = 240) -> tuple[np.ndarray, np.ndarray]:
-    """(axis x, latency) pairs from the 50th percentile up to the highest the sample resolves.
+    """(axis x, latency) pairs from the 50th percentile up to the highest the sample resolves, then the max.
 
     n samples resolve percentiles up to 1 - 1/n; beyond that every percentile is just the maximum, so the
-    curve stops there instead of drawing a flat line that looks like measured 99.99% latency. The value at
+    curve stops there (with a last step up to the maximum) instead of drawing a flat line that looks like
+    measured 99.99% latency. The value at
     q is the smallest sample with at least a fraction q of samples at or below it (HdrHistogram's rule).
     """
     values = np.asarray(values, dtype=float)
@@ -55,7 +56,10 @@ def percentile_curve(values: np.ndarray, points: int = 240) -> tuple[np.ndarray,
     highest = min(float(percentile_to_x(HIGHEST_PERCENTILE)), max(float(values.size), lowest))
     xs = np.geomspace(lowest, highest, points)
     quantiles = np.clip(1.0 - 1.0 / xs, 0.0, 1.0)
-    return xs, np.quantile(values, quantiles, method="inverted_cdf")
+    ys = np.quantile(values, quantiles, method="inverted_cdf")
+    # The last step goes up to the maximum, as HdrHistogram's plots do: with n samples the slowest one is
+    # "the rest" above 1 - 1/n, so without this step the worst request would never show.
+    return np.append(xs, xs[-1]), np.append(ys, values.max())
 
 
 def format_percentile_axis(ax: Axes) -> None:
