@@ -28,7 +28,11 @@ class TimerTaskEntry:
         self.list: TimerTaskList | None = None
         self.next = None  # type: ignore[assignment]
         self.prev = None  # type: ignore[assignment]
-        timer_task._set_timer_task_entry(self)
+        # TimerTask._set_timer_task_entry, inlined for the hot path: evict the task's previous entry.
+        previous = timer_task._timer_task_entry
+        if previous is not None:
+            previous.remove()
+        timer_task._timer_task_entry = self
 
     @property
     def cancelled(self) -> bool:

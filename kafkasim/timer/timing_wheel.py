@@ -81,27 +81,32 @@ class TimingWheel:
         return self._buckets[index]
 
     def add(self, entry: TimerTaskEntry) -> bool:
-        """Place `entry` in this wheel or an overflow wheel; False if it is cancelled or already expired."""
-        expiration = entry.expiration_ms
+        """Place `entry` in this wheel or an overflow wheel; False if it is cancelled or already expired.
+
+        Kafka recurses into the overflow wheel; walking the chain in a loop does the same checks level by
+        level without a Python call per level (a 30 s request timeout lives on level 4).
+        """
         if entry.timer_task._timer_task_entry is not entry:
             return False  # cancelled (or re-added since): dropped silently
-        current = self._current_time_ms
-        tick = self._tick_ms
-        # Spec §13.1: "already expired" is judged against the wheel clock, which may lag real time.
-        if expiration < current + tick:
-            return False
-        if expiration < current + self._interval:
-            virtual_id = expiration // tick
-            bucket = self._buckets[virtual_id % self._wheel_size]
-            bucket.add(entry)
-            # Bucket expiration = start of its range; queue it only if that changed (spec §13.2).
-            if bucket.set_expiration(virtual_id * tick):
-                self._queue.offer(bucket)
-            return True
-        overflow = self._overflow_wheel
-        if overflow is None:
-            overflow = self._add_overflow_wheel()
-        return overflow.add(entry)
+        expiration = entry.expiration_ms
+        wheel = self
+        while True:
+            current = wheel._current_time_ms
+            tick = wheel._tick_ms
+            # Spec §13.1: "already expired" is judged against the wheel clock, which may lag real time.
+            # (An entry that overflowed from the level below is never expired here.)
+            if expiration < current + tick:
+                return False
+            if expiration < current + wheel._interval:
+                virtual_id = expiration // tick
+                bucket = wheel._buckets[virtual_id % wheel._wheel_size]
+                bucket.add(entry)
+                # Bucket expiration = start of its range; queue it only if that changed (spec §13.2).
+                if bucket.set_expiration(virtual_id * tick):
+                    wheel._queue.offer(bucket)
+                return True
+            overflow = wheel._overflow_wheel
+            wheel = overflow if overflow is not None else wheel._add_overflow_wheel()
 
     def _add_overflow_wheel(self) -> TimingWheel:
         # Spec §13.3: the parent's interval and its CURRENT wheel time, not the wall clock.
