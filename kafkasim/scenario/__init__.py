@@ -35,12 +35,20 @@ from kafkasim.scenario.faults import (
     PauseFault,
     SlowDiskFault,
 )
-from kafkasim.scenario.load import dump_scenario, load_scenario, scenario_json_schema, validate_data
+from kafkasim.scenario.load import (
+    SCHEMA_FILE,
+    dump_scenario,
+    load_scenario,
+    scenario_json_schema,
+    scenario_json_schema_text,
+    validate_data,
+)
 from kafkasim.scenario.network import Link, LinkDirection, NetworkConfig
 from kafkasim.scenario.scenario import Scenario, VirtualClock, WallclockClock
 from kafkasim.scenario.topics import TopicConfig
 
 __all__ = [
+    "SCHEMA_FILE",
     "BrokerConfig",
     "Constant",
     "ConstantArrival",
@@ -74,5 +82,6 @@ __all__ = [
     "dump_scenario",
     "load_scenario",
     "scenario_json_schema",
+    "scenario_json_schema_text",
     "validate_data",
 ]

@@ -25,6 +25,9 @@ class ScenarioModel(BaseModel):
         serialize_by_alias=True,
         use_attribute_docstrings=True,
         hide_input_in_errors=False,
+        # Validation resolves inherited values into nested models; copying instances handed in by code
+        # keeps one Scenario's resolution from leaking into another that shares them.
+        revalidate_instances="always",
     )
 
 

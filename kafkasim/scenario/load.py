@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,15 @@ class _SchemaGenerator(GenerateJsonSchema):
         if formatter is not None and isinstance(js.get("default"), int | float):
             js["default"] = formatter(js["default"])
         return js
+
+
+SCHEMA_FILE = "kafkasim.schema.json"
+"""Where the schema lives at the repository root; shipped scenarios point at it with their modeline."""
+
+
+def scenario_json_schema_text() -> str:
+    """The schema file's exact text (what `kafkasim schema` writes), so every writer produces the same bytes."""
+    return json.dumps(scenario_json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def scenario_json_schema() -> dict[str, Any]:

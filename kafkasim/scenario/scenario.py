@@ -12,7 +12,7 @@ from kafkasim.scenario.broker import BrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
 from kafkasim.scenario.errors import Loc, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, TargetKind
-from kafkasim.scenario.network import Link, NetworkConfig
+from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration
 
@@ -125,7 +125,7 @@ class Scenario(ScenarioModel):
             self.followers,
         ]
         for endpoint in endpoints:
-            own: Link | None = endpoint.link
+            own = endpoint.link if "link" in endpoint.model_fields_set else None
             object.__setattr__(endpoint, "link", default if own is None else own.merged_over(default))
         problems = _cross_checks(self)
         if problems:

@@ -143,3 +143,24 @@ def test_values_are_canonical_numbers() -> None:
     assert s.broker.costs.request.mean == 0.05
     assert s.producers[0].record_size.mean > 1024
     assert isinstance(s.broker.replica_lag_time_max_ms, int) and s.broker.replica_lag_time_max_ms == 10_000
+
+
+def test_code_can_build_a_scenario_from_attribute_names_and_canonical_numbers() -> None:
+    from kafkasim.scenario import Scenario, TopicConfig
+
+    topic = TopicConfig(name="t", replication_factor=3)
+    producer = ProducerConfig(name="p", topic="t", rate=100.0, linger_ms=10)
+    a = Scenario(
+        name="a",
+        description="d",
+        duration=1000.0,
+        topics=[topic],
+        producers=[producer],
+        broker=BrokerConfig(min_insync_replicas=2),
+    )
+    b = Scenario(name="b", description="d", duration=1000.0, topics=[topic], producers=[producer])
+    assert a.topics[0].min_insync_replicas == 2
+    # resolving `a` did not leak into the shared instances or into `b`
+    assert b.topics[0].min_insync_replicas == 1
+    assert topic.min_insync_replicas == 1 and producer.link is None
+    assert a.producers[0].link == a.network.default_link

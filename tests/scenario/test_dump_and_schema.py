@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from kafkasim.scenario import dump_scenario, load_scenario, scenario_json_schema
+from kafkasim.scenario import (
+    SCHEMA_FILE,
+    dump_scenario,
+    load_scenario,
+    scenario_json_schema,
+    scenario_json_schema_text,
+)
 
 from .samples import FULL, MINIMAL, ROOT
 
@@ -39,11 +45,11 @@ def test_dump_keeps_an_overridden_seed() -> None:
 
 
 def test_schema_file_is_up_to_date() -> None:
-    on_disk = json.loads((ROOT / "kafkasim.schema.json").read_text())
-    assert on_disk == scenario_json_schema(), (
-        "kafkasim.schema.json is stale: regenerate it with `kafkasim schema` "
-        "(or json.dumps(scenario_json_schema(), indent=2))"
+    on_disk = (ROOT / SCHEMA_FILE).read_text()
+    assert json.loads(on_disk) == scenario_json_schema(), (
+        "kafkasim.schema.json is stale: regenerate it with `kafkasim schema` (scenario_json_schema_text())"
     )
+    assert on_disk == scenario_json_schema_text()
 
 
 def test_schema_uses_kafkas_key_names_and_human_units() -> None:
