@@ -111,6 +111,9 @@ class Follower(Pausable):
         self.disk_factor = 1.0
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
+        # Observers (the engine's invariant checks): a local log end changed; the follower crashed.
+        self.on_log_end: Callable[[TopicPartition, int, int], None] | None = None
+        self.on_crash: Callable[[int, list[TopicPartition]], None] | None = None
 
     def start(self) -> None:
         Call(self.env, 0.0, lambda _e: self._maybe_fetch())
@@ -241,6 +244,8 @@ class Follower(Pausable):
             fresh = [b for b in records if b.base_offset >= leo]
             if fresh:
                 log.append_as_follower(fresh)
+                if self.on_log_end is not None:
+                    self.on_log_end(fp.tp, self.broker_id, log.log_end_offset)
         if leader_hw >= 0:
             log.maybe_update_high_watermark(leader_hw)
         if leader_log_start > log.log_start_offset:
@@ -256,6 +261,9 @@ class Follower(Pausable):
             log.truncate_fully_and_start_at(result.log_start_offset)
         else:
             fp.delayed_until = self.env.now + float(self.config.replica_fetch_backoff_ms)
+            return
+        if self.on_log_end is not None:
+            self.on_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
     def _on_timeout(self, _event: Any) -> None:
         self._timeout = None
@@ -288,6 +296,8 @@ class Follower(Pausable):
         if self.crashed:
             return
         self.crashed = True
+        if self.on_crash is not None:
+            self.on_crash(self.broker_id, list(self.partitions))
         self._generation += 1
         self._deferred.clear()
         self.paused = False
@@ -306,6 +316,8 @@ class Follower(Pausable):
         for fp in self.partitions.values():
             fp.log.truncate_to(fp.log.high_watermark)
             fp.delayed_until = -math.inf
+            if self.on_log_end is not None:
+                self.on_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
         self.connection = self._connect()
         self._maybe_fetch()
 

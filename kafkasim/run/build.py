@@ -18,6 +18,7 @@ from kafkasim.broker.alter_partition import (
 )
 from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
 from kafkasim.broker.config import LogConfig
+from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.consumer import Consumer
@@ -27,6 +28,7 @@ from kafkasim.clients.producer import IdSource, Producer
 from kafkasim.clients.scheduling import Call
 from kafkasim.run.connections import ClientLinks, Connection, NetworkLink
 from kafkasim.run.distributions import Constant, sampler_from_spec
+from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.run.pipeline import PipelineCosts, RequestPipeline
 from kafkasim.run.random_streams import RandomStreams
 
@@ -62,14 +64,43 @@ class DelayedAlterPartitionManager:
         self.latency = latency
         self.controller = ControllerAlterPartitionManager(auto_complete=True)
         self.submitted = 0
+        self.observer: EngineInvariants | None = None
 
     def submit(self, topic_partition: TopicPartition, leader_and_isr: LeaderAndIsr, callback: AlterPartitionCallback) -> None:
         self.submitted += 1
-        Call(
-            self.env,
-            max(0.0, self.latency()),
-            lambda _e: self.controller.submit(topic_partition, leader_and_isr, callback),
-        )
+        if self.observer is not None:
+            self.observer.on_alter_partition_submit(topic_partition, leader_and_isr)
+        Call(self.env, max(0.0, self.latency()), lambda _e: self._answer(topic_partition, leader_and_isr, callback))
+
+    def _answer(self, topic_partition: TopicPartition, leader_and_isr: LeaderAndIsr, callback: AlterPartitionCallback) -> None:
+        observer = self.observer
+        if observer is None:
+            self.controller.submit(topic_partition, leader_and_isr, callback)
+            return
+
+        def answered(result: LeaderAndIsr | Errors) -> None:
+            # The checker must know a committed ISR before the acknowledgements it makes possible.
+            observer.on_alter_partition_commit(topic_partition, result)
+            callback(result)
+            observer.after_alter_partition(topic_partition)
+
+        self.controller.submit(topic_partition, leader_and_isr, answered)
+
+
+def client_deadlines(scenario: Scenario) -> dict[str, float]:
+    """How long each client may take to give a request an outcome: its request timeout, plus the time it
+    spends paused (a paused client notices its timeouts only when it resumes)."""
+    from kafkasim.clients.follower import FOLLOWER_REQUEST_TIMEOUT_MS
+
+    deadlines: dict[str, float] = {f"follower-{k}": FOLLOWER_REQUEST_TIMEOUT_MS for k in scenario.follower_ids}
+    for p in scenario.producers:
+        deadlines[p.name] = float(p.request_timeout_ms)
+    for c in scenario.consumers:
+        deadlines[c.name] = float(c.request_timeout_ms)
+    for fault in scenario.faults:
+        if fault.type == "pause" and fault.target in deadlines:
+            deadlines[fault.target] += float(fault.duration)
+    return deadlines
 
 
 def log_config_of(topic: Any) -> LogConfig:
@@ -117,6 +148,7 @@ class Components:
     producers: list[Producer] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
     links: dict[str, ClientLinks] = field(default_factory=dict)
+    invariants: EngineInvariants | None = None
 
 
 def _links(env: Environment, name: str, link: Link, streams: RandomStreams) -> ClientLinks:
@@ -134,6 +166,8 @@ def build(
     recorder: ClientRecorder,
     after_request: Callable[[], None],
     on_broker_done: Callable[[Any], None],
+    *,
+    check_invariants: bool = True,
 ) -> Components:
     env = clock.env
     streams = RandomStreams(seed)
@@ -161,6 +195,11 @@ def build(
             for k in replicas[1:]:
                 follower_partitions[k].append((tp, log_config, 0))
 
+    invariants = None
+    if check_invariants:
+        invariants = EngineInvariants(env, replica_manager, client_deadlines(scenario))
+        alter_partition.observer = invariants
+
     costs_cfg = scenario.broker.costs
 
     def cost(name: str, spec: Any) -> Callable[[], float]:
@@ -185,12 +224,15 @@ def build(
         queued_max_requests=scenario.broker.queued_max_requests,
         after_request=after_request,
         on_broker_done=on_broker_done,
+        observer=invariants,
     )
     ids = IdSource()
     c = Components(env, clock, streams, config, replica_manager, alter_partition, pipeline, ids, partitions_by_topic)
+    c.invariants = invariants
+    on_send = invariants.on_send if invariants is not None else None
 
     def connector(name: str, links: ClientLinks) -> Callable[[], Connection]:
-        return lambda: Connection(env, name, links, pipeline)
+        return lambda: Connection(env, name, links, pipeline, on_send)
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
@@ -211,6 +253,9 @@ def build(
                 recorder,
             )
         )
+        if invariants is not None:
+            c.followers[-1].on_log_end = invariants.on_follower_log_end
+            c.followers[-1].on_crash = invariants.on_follower_crash
     for p_cfg in scenario.producers:
         assert p_cfg.link is not None
         links = c.links[p_cfg.name] = _links(env, p_cfg.name, p_cfg.link, streams)

@@ -79,17 +79,27 @@ class ClientLinks:
 class Connection:
     """One connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
 
-    __slots__ = ("env", "name", "links", "pipeline", "channel", "closed")
+    __slots__ = ("env", "name", "links", "pipeline", "channel", "closed", "on_send")
 
-    def __init__(self, env: Environment, name: str, links: ClientLinks, pipeline: RequestPipeline) -> None:
+    def __init__(
+        self,
+        env: Environment,
+        name: str,
+        links: ClientLinks,
+        pipeline: RequestPipeline,
+        on_send: Callable[[RequestEnvelope], None] | None = None,
+    ) -> None:
         self.env = env
         self.name = name
         self.links = links
         self.pipeline = pipeline
         self.channel = pipeline.connect(name, self._send_response)
         self.closed = False
+        self.on_send = on_send
 
     def send(self, envelope: RequestEnvelope) -> None:
+        if self.on_send is not None:
+            self.on_send(envelope)
         channel = self.channel
         pipeline = self.pipeline
         self.links.to_broker.send(envelope.request_bytes, lambda _e: pipeline.receive(channel, envelope))

@@ -31,67 +31,21 @@ from kafkasim.run.build import Components, build
 from kafkasim.run.clock import SimClock
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.gauges import GaugeSampler
+from kafkasim.run.invariant_hooks import EngineInvariants
+from kafkasim.run.reaper import ExpirationReaper
 from kafkasim.run.recorder import BatchTrace, Recorder
 from kafkasim.run.result import RunResult
 from kafkasim.run.summary import summarize
 
 if TYPE_CHECKING:
-    from kafkasim.purgatory import DelayedOperationPurgatory
     from kafkasim.scenario import Scenario
 
-REAPER_POLL_MS = 200.0  # ExpiredOperationReaper: advanceClock(200L)
 PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 # Requests table rows kept as Python objects before the recorder converts them to a columnar chunk.
 MAX_ROWS_IN_MEMORY = 50_000
 NAN = math.nan
 
 ProgressCallback = Callable[[float, float], None]
-
-
-class ExpirationReaper:
-    """Kafka's ``ExpiredOperationReaper`` for one purgatory, as a self-rescheduling event.
-
-    Each pass is ``DelayQueue.poll(200 ms)``: it returns at the earliest bucket expiration if that comes
-    within 200 ms, else after 200 ms; then the purgatory's ``advance_clock`` (flush due buckets, then the
-    purge check). ``poke()`` after every request honours a bucket that became the new earliest one.
-    """
-
-    __slots__ = ("env", "purgatory", "_wake", "_wake_at", "_poll_until", "passes")
-
-    def __init__(self, env: Any, purgatory: DelayedOperationPurgatory) -> None:
-        self.env = env
-        self.purgatory = purgatory
-        self._wake: Call | None = None
-        self._wake_at = math.inf
-        self._poll_until = 0.0
-        self.passes = 0
-
-    def start(self) -> None:
-        self._poll_until = self.env.now + REAPER_POLL_MS
-        self._arm()
-
-    def _target(self) -> float:
-        nxt = self.purgatory.timer.next_expiration_ms
-        return self._poll_until if nxt is None or nxt > self._poll_until else float(nxt)
-
-    def _arm(self) -> None:
-        target = max(self._target(), self.env.now)
-        if self._wake is not None:
-            self._wake.cancel()
-        self._wake_at = target
-        self._wake = Call(self.env, target - self.env.now, self._fire)
-
-    def poke(self) -> None:
-        nxt = self.purgatory.timer.next_expiration_ms
-        if nxt is not None and nxt < self._wake_at:
-            self._arm()
-
-    def _fire(self, _event: Any) -> None:
-        self._wake = None
-        self.passes += 1
-        self.purgatory.advance_clock()
-        self._poll_until = self.env.now + REAPER_POLL_MS
-        self._arm()
 
 
 class RunRecorder:
@@ -117,11 +71,14 @@ class RunRecorder:
         self._unknown_offset: dict[int, BatchTrace] = {}
         self._on_request = on_request
         self.requests_recorded = 0
+        self.invariants: EngineInvariants | None = None
 
     # --- requests ----------------------------------------------------------------------------------
 
     def request_finished(self, envelope: RequestEnvelope) -> None:
         envelope.client_done = True
+        if self.invariants is not None:
+            self.invariants.on_client_outcome(envelope)
         if envelope.end_ms == envelope.end_ms or (
             envelope.start_ms != envelope.start_ms and envelope.expects_response
         ):
@@ -213,6 +170,7 @@ class Engine:
         seed: int | None = None,
         clock: SimClock | None = None,
         progress: ProgressCallback | None = None,
+        check_invariants: bool | None = None,
     ) -> None:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
@@ -231,8 +189,16 @@ class Engine:
         self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, acks)
         self.reapers: list[ExpirationReaper] = []
         self.components: Components = build(
-            scenario, clock, self.seed, self.run_recorder, self._after_request, self.run_recorder.broker_done
+            scenario,
+            clock,
+            self.seed,
+            self.run_recorder,
+            self._after_request,
+            self.run_recorder.broker_done,
+            check_invariants=scenario.invariants if check_invariants is None else check_invariants,
         )
+        self.invariants = self.components.invariants
+        self.run_recorder.invariants = self.invariants
         rm = self.components.replica_manager
         self.reapers = [ExpirationReaper(self.env, rm.produce_purgatory), ExpirationReaper(self.env, rm.fetch_purgatory)]
         self.gauges = GaugeSampler(
@@ -250,6 +216,8 @@ class Engine:
         Call(self.env, float(self.components.config.isr_expiration_interval_ms), self._isr_expiration)
 
     def _sample(self, _event: Any) -> None:
+        if self.invariants is not None:
+            self.invariants.check_all_hw()
         self.gauges.sample(self.env.now)
         Call(self.env, self.scenario.sample_interval, self._sample)
 
@@ -273,6 +241,8 @@ class Engine:
         started = wall_time.perf_counter()
         self._run_until(duration)
         wall_seconds = wall_time.perf_counter() - started
+        if self.invariants is not None:
+            self.invariants.at_end()
         return self._result(duration, wall_seconds)
 
     def _run_until(self, duration: float) -> None:
@@ -342,6 +312,7 @@ class Engine:
             "requests_handled": c.pipeline.requests_handled,
             "messages_dropped": sum(ls.to_broker.dropped + ls.from_broker.dropped for ls in c.links.values()),
             "reaper_passes": sum(r.passes for r in self.reapers),
+            "invariant_checks": self.invariants.checker.checks if self.invariants is not None else 0,
         }
 
     def _scenario_yaml(self) -> str | None:

@@ -137,6 +137,7 @@ class RequestPipeline:
         queued_max_requests: int = 500,
         after_request: Callable[[], None] | None = None,
         on_broker_done: Callable[[RequestEnvelope], None] | None = None,
+        observer: Any = None,
     ) -> None:
         self.env = env
         self.replica_manager = replica_manager
@@ -144,6 +145,8 @@ class RequestPipeline:
         self.config = config
         # Called when the broker is done with a request (response sent, dropped, or NoOp dequeued).
         self._on_broker_done = on_broker_done
+        # Invariant checks (kafkasim.run.invariant_hooks.EngineInvariants) or None.
+        self._observer = observer
         self.processors = [Processor(i) for i in range(num_network_threads)]
         self.num_io_threads = num_io_threads
         self.queued_max_requests = queued_max_requests
@@ -310,6 +313,8 @@ class RequestPipeline:
         if envelope.local_complete_ms != envelope.local_complete_ms:  # NaN: not yet set
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
+        if self._observer is not None:
+            self._observer.after_handle(envelope)
         if self._after_request is not None:
             self._after_request()
         # Take the next request, which frees a slot for a processor blocked in put().
@@ -336,6 +341,8 @@ class RequestPipeline:
                 error = status.error
         envelope.error = error
         envelope.response_bytes = produce_response_bytes(len(statuses))
+        if self._observer is not None:
+            self._observer.on_broker_response(envelope)
         self._complete(envelope)
 
     def _fetch_response(self, envelope: RequestEnvelope, results: Any) -> None:
@@ -349,6 +356,8 @@ class RequestPipeline:
         envelope.error = error
         envelope.read_bytes = read
         envelope.response_bytes = fetch_response_bytes(len(results), read)
+        if self._observer is not None:
+            self._observer.on_broker_response(envelope)
         self._complete(envelope)
 
     def _complete(self, envelope: RequestEnvelope) -> None:

@@ -1,0 +1,142 @@
+"""Where the engine feeds ``InvariantChecker``: the moments each rule can break, and nothing more.
+
+* HW monotone and <= LEO: after every handled request (its partitions), after every AlterPartition answer
+  and at every gauge sample (all partitions) -- the only places the leader's HW can move.
+* Exactly one broker answer per request: every response callback of the ReplicaManager (a delayed
+  operation completing twice would answer twice).
+* Exactly one client outcome per request (response or client-side failure) and none overdue at the end.
+* acks=all durability: the leader's and followers' log ends are reported whenever they change, ISR changes
+  before the acknowledgements they enable, each acknowledgement as it is sent.
+
+A follower that crashes leaves the checked ISR for the rest of the run (or until an ISR expansion takes it
+back after its restart): Kafka does not fsync appends, so a crashed replica may lose data it had
+acknowledged -- which is why acks=all relies on replication -- and this one truncates to its HW on
+restart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.records import TopicPartition
+from kafkasim.clients.messages import RequestEnvelope
+from kafkasim.run.invariants import InvariantChecker
+
+if TYPE_CHECKING:
+    from kafkasim.broker.alter_partition import LeaderAndIsr
+    from kafkasim.broker.replica_manager import ReplicaManager
+
+
+class EngineInvariants:
+    """The engine's side of the invariant checks (only built when the scenario enables them)."""
+
+    def __init__(self, env: Any, replica_manager: ReplicaManager, client_timeouts: dict[str, float]) -> None:
+        self.env = env
+        self.replica_manager = replica_manager
+        self.checker = InvariantChecker(enabled=True)
+        self._client_timeouts = client_timeouts
+        self._last_hw: dict[TopicPartition, int] = {}
+        self._excluded: set[int] = set()
+        for tp, partition in replica_manager.partitions.items():
+            self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
+            self._last_hw[tp] = partition.high_watermark
+
+    # --- high watermark ----------------------------------------------------------------------------
+
+    def check_hw(self, tp: TopicPartition) -> None:
+        partition = self.replica_manager.partitions.get(tp)
+        if partition is None:
+            return
+        hw = partition.high_watermark
+        old = self._last_hw.get(tp, hw)
+        if hw != old:
+            self.checker.on_high_watermark(tp, old, hw, partition.log_end_offset, self.env.now)
+            self._last_hw[tp] = hw
+
+    def check_all_hw(self) -> None:
+        for tp in self.replica_manager.partitions:
+            self.check_hw(tp)
+
+    # --- requests ----------------------------------------------------------------------------------
+
+    def on_send(self, envelope: RequestEnvelope) -> None:
+        if envelope.expects_response:
+            timeout = self._client_timeouts.get(envelope.client, math.inf)
+            self.checker.on_request(envelope.request_id, self.env.now, envelope.client_send_ms + timeout)
+
+    def on_client_outcome(self, envelope: RequestEnvelope) -> None:
+        if not envelope.expects_response:
+            return
+        if envelope.client_receive_ms == envelope.client_receive_ms:
+            self.checker.on_response(envelope.request_id, self.env.now)
+        else:
+            # Timed out, or failed with its connection (disconnect, crash): the client's own outcome.
+            self.checker.on_client_timeout(envelope.request_id, self.env.now)
+
+    def on_broker_response(self, envelope: RequestEnvelope) -> None:
+        now = self.env.now
+        self.checker.on_complete(envelope.request_id, now)
+        if envelope.acks != -1:
+            return
+        partitions = self.replica_manager.partitions
+        for tp, status in envelope.response.items():
+            if status.error == Errors.NONE:
+                partition = partitions[tp]
+                # The leader's own log first: an ISR of the leader alone acknowledges inside the append.
+                self.checker.on_log_end(tp, self.replica_manager.broker_id, partition.log_end_offset, now)
+                self.checker.on_acked(tp, status.last_offset + 1, -1, now, envelope.request_id)
+
+    def after_handle(self, envelope: RequestEnvelope) -> None:
+        body = envelope.body
+        if envelope.acks is not None:
+            partitions = self.replica_manager.partitions
+            for tp in body.entries:  # type: ignore[union-attr]
+                partition = partitions.get(tp)
+                if partition is not None:
+                    self.checker.on_log_end(tp, self.replica_manager.broker_id, partition.log_end_offset, self.env.now)
+                    self.check_hw(tp)
+        else:
+            for tp, _ in body.fetch_infos:  # type: ignore[union-attr]
+                self.check_hw(tp)
+
+    # --- ISR and replicas --------------------------------------------------------------------------
+
+    def _report_isr(self, tp: TopicPartition, isr: Iterable[int]) -> None:
+        self.checker.on_isr_change(tp, [r for r in isr if r not in self._excluded], self.env.now)
+
+    def on_alter_partition_submit(self, tp: TopicPartition, request: LeaderAndIsr) -> None:
+        partition = self.replica_manager.partitions.get(tp)
+        if partition is None:
+            return
+        # A pending expansion counts in the maximal ISR at once (spec §6.1); a pending shrink does not.
+        added = set(request.isr) - set(partition.isr)
+        if added:
+            self._excluded -= added
+            self._report_isr(tp, partition.maximal_isr)
+
+    def on_alter_partition_commit(self, tp: TopicPartition, result: LeaderAndIsr | Errors) -> None:
+        if not isinstance(result, Errors):
+            self._report_isr(tp, result.isr)
+
+    def after_alter_partition(self, tp: TopicPartition) -> None:
+        partition = self.replica_manager.partitions.get(tp)
+        if partition is not None:
+            self._report_isr(tp, partition.maximal_isr)
+            self.check_hw(tp)
+
+    def on_follower_log_end(self, tp: TopicPartition, broker_id: int, log_end_offset: int) -> None:
+        self.checker.on_log_end(tp, broker_id, log_end_offset, self.env.now)
+
+    def on_follower_crash(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
+        self._excluded.add(broker_id)
+        for tp in partitions:
+            partition = self.replica_manager.partitions.get(tp)
+            if partition is not None:
+                self._report_isr(tp, partition.maximal_isr)
+
+    def at_end(self) -> None:
+        self.check_all_hw()
+        self.checker.at_end(self.env.now)
