@@ -64,8 +64,8 @@ class DelayedFetch(DelayedOperation):
             fetch_offset = status.start_offset_metadata
             fetch_info = status.fetch_info
             try:
-                if fetch_offset == UNKNOWN_OFFSET_METADATA:
-                    continue
+                if fetch_offset.message_offset == -1 and fetch_offset == UNKNOWN_OFFSET_METADATA:
+                    continue  # e.g. a preferred-read-replica answer: the partition is ignored
                 partition = get_partition_or_exception(topic_partition)  # Cases A, B, C, D
                 snapshot = partition.fetch_offset_snapshot(fetch_info.current_leader_epoch, fetch_only_leader)  # E
                 if isolation is FetchIsolation.LOG_END:

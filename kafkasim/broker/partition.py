@@ -513,6 +513,8 @@ class Partition:
         return Errors.NONE
 
     def _local_log_with_epoch_or_throw(self, current_leader_epoch: int, require_leader: bool) -> Log:
+        if current_leader_epoch == NO_EPOCH and (not require_leader or self._leader_replica_id == self.local_broker_id):
+            return self.log  # the common case, checked first: this runs for every fetch and parked check
         error = self._check_current_leader_epoch(current_leader_epoch)
         if error is Errors.NONE and require_leader and not self.is_leader:
             error = Errors.NOT_LEADER_OR_FOLLOWER

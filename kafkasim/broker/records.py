@@ -56,12 +56,24 @@ class RecordBatch:
 
     def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> RecordBatch:
         """The batch as the leader writes it: offsets from the log end, stamped with the leader epoch."""
-        return RecordBatch(
-            self.record_count,
-            self.size_in_bytes,
-            self.create_time_ms,
-            self.batch_id,
-            self.producer,
-            base_offset,
-            partition_leader_epoch,
-        )
+        # One per appended batch: copy the slots through their descriptors (about twice as fast as the
+        # frozen dataclass's generated __init__).
+        stamped = _new_batch(RecordBatch)
+        _set_record_count(stamped, self.record_count)
+        _set_size_in_bytes(stamped, self.size_in_bytes)
+        _set_create_time_ms(stamped, self.create_time_ms)
+        _set_batch_id(stamped, self.batch_id)
+        _set_producer(stamped, self.producer)
+        _set_base_offset(stamped, base_offset)
+        _set_partition_leader_epoch(stamped, partition_leader_epoch)
+        return stamped
+
+
+_new_batch = object.__new__
+_set_record_count = RecordBatch.__dict__["record_count"].__set__
+_set_size_in_bytes = RecordBatch.__dict__["size_in_bytes"].__set__
+_set_create_time_ms = RecordBatch.__dict__["create_time_ms"].__set__
+_set_batch_id = RecordBatch.__dict__["batch_id"].__set__
+_set_producer = RecordBatch.__dict__["producer"].__set__
+_set_base_offset = RecordBatch.__dict__["base_offset"].__set__
+_set_partition_leader_epoch = RecordBatch.__dict__["partition_leader_epoch"].__set__

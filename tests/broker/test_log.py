@@ -8,6 +8,7 @@ import pytest
 from kafkasim.broker.config import LogConfig
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.log import FetchIsolation, Log, LogOffsetMetadata
+from kafkasim.broker.records import RecordBatch
 from kafkasim.timer import ManualTime
 
 from .support import batch
@@ -418,3 +419,11 @@ def test_log_start_offset_never_passes_hw_and_drops_whole_segments():
     with pytest.raises(KafkaError) as e:
         log.read(24, 100, LOG_END, True)
     assert e.value.error is Errors.OFFSET_OUT_OF_RANGE
+
+
+def test_with_offsets_copies_every_field():
+    original = RecordBatch(3, 120, 55, 9, "producer-1")
+    stamped = original.with_offsets(40, 2)
+    assert stamped == RecordBatch(3, 120, 55, 9, "producer-1", 40, 2)
+    assert (stamped.last_offset, stamped.next_offset) == (42, 43)
+    assert original.base_offset == -1

@@ -64,3 +64,16 @@ def test_equality_and_str():
     assert LogOffsetMetadata(3, 0, 10) != LogOffsetMetadata(3, 3, 0)
     assert len({LogOffsetMetadata(3, 0, 10), LogOffsetMetadata(3, 0, 10)}) == 1
     assert str(LogOffsetMetadata(3, 0, 10)) == "(offset=3, segment=[0:10])"
+
+
+def test_frozen():
+    import dataclasses
+
+    import pytest as _pytest
+
+    m = LogOffsetMetadata(3, 0, 10)
+    with _pytest.raises(dataclasses.FrozenInstanceError):
+        m.message_offset = 4  # type: ignore[misc]
+    assert repr(LogOffsetMetadata(7)) == (
+        "LogOffsetMetadata(message_offset=7, segment_base_offset=-1, relative_position_in_segment=-1)"
+    )
