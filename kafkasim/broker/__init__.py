@@ -45,6 +45,7 @@ Per request (what ``KafkaApis.handle`` does), on a request-handler thread:
   log_start_offset)})`` runs exactly once: synchronously (acks 0/1, invalid acks, every partition failed),
   or later from a purgatory completion -- possibly inside another request's handling (a follower fetch
   that advanced the HW) or inside ``produce_purgatory.advance_clock()`` (timeout: REQUEST_TIMED_OUT).
+  For acks=0 the callback still runs; like KafkaApis, the engine sends no response.
 * Fetch: ``rm.fetch_messages(params, [(tp, PartitionData(fetch_offset, log_start_offset, max_bytes,
   current_leader_epoch=-1, last_fetched_epoch=-1)), ...], callback)`` with
   ``params = fetch_params_from_request(config, replica_id, max_wait_ms, min_bytes, max_bytes)``

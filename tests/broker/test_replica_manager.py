@@ -369,3 +369,9 @@ def test_fetch_params():
     assert follower.isolation is FetchIsolation.LOG_END and follower.is_from_follower
     assert fetch_params_from_request(config, -1, 0, 1, 1, read_committed=True).isolation is FetchIsolation.TXN_COMMITTED
     assert FetchParams(-1, 0, 1, 1, request_version=2).hard_max_bytes_limit
+
+
+def test_make_leader_requires_local_broker_in_replicas():
+    broker = Broker()
+    with pytest.raises(ValueError, match="broker 0 cannot lead"):
+        broker.rm.make_leader(TP1, replicas=[1, 2])
