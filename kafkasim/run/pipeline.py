@@ -339,7 +339,8 @@ class RequestPipeline:
         for status in statuses.values():
             if status.error != Errors.NONE and error == Errors.NONE:
                 error = status.error
-        envelope.error = error
+        if not envelope.client_done:  # a client that already gave up keeps its own outcome in the row
+            envelope.error = error
         envelope.response_bytes = produce_response_bytes(len(statuses))
         if self._observer is not None:
             self._observer.on_broker_response(envelope)
@@ -353,7 +354,8 @@ class RequestPipeline:
             read += result.info.size_in_bytes
             if result.error != Errors.NONE and error == Errors.NONE:
                 error = result.error
-        envelope.error = error
+        if not envelope.client_done:
+            envelope.error = error
         envelope.read_bytes = read
         envelope.response_bytes = fetch_response_bytes(len(results), read)
         if self._observer is not None:

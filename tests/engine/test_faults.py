@@ -1,0 +1,133 @@
+"""Faults in full runs: crash/restart, pauses, slow disk, link delay and drops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kafkasim.broker.errors import Errors
+from kafkasim.run import run_scenario
+from kafkasim.run.engine import Engine
+
+from .support import after_warmup, consumer, median, producer, scenario
+
+
+def test_crashed_follower_truncates_to_its_hw_on_restart_and_catches_up() -> None:
+    engine = Engine(
+        scenario(duration="3s", faults=[{"type": "crash", "target": "follower-1", "at": "1s", "restart_after": "500ms"}])
+    )
+    follower = engine.components.followers[0]
+    seen: list[tuple[float, int]] = []
+    checker = follower.on_log_end
+
+    def log_end(tp: object, broker_id: int, leo: int) -> None:
+        seen.append((engine.env.now, leo))
+        if checker is not None:
+            checker(tp, broker_id, leo)  # type: ignore[arg-type]
+
+    follower.on_log_end = log_end
+    result = engine.run()
+    before = max(leo for t, leo in seen if t < 1_000)
+    restart = [leo for t, leo in seen if t == 1_500]
+    # It learned the HW one fetch late, so its HW was behind its LEO: the restart truncated the tail...
+    assert restart and restart[0] < before
+    # ... which it fetched again, and it is in sync at the end.
+    leader = next(iter(engine.components.replica_manager.partitions.values()))
+    assert seen[-1][1] == leader.log_end_offset
+    # Its fetch in flight at the crash failed with the connection.
+    fetches = result.requests[result.requests["client"] == "follower-1"]
+    assert (fetches["error"] == int(Errors.NETWORK_EXCEPTION)).sum() == 1
+    # acks=all waited for the crashed ISR follower until it was back (crash < replica.lag.time.max.ms).
+    records = result.records
+    during = records[(records["send_ms"] > 1_050) & (records["send_ms"] < 1_450)]
+    assert len(during) >= 3  # max.in.flight.requests.per.connection = 5 stuck requests
+    assert ((during["ack_ms"] - 1_500) >= 0).all()
+    assert result.summary["counters"]["isr_shrinks"] == 0
+
+
+def test_paused_producer_latency_counts_from_the_intended_time() -> None:
+    # No coordinated omission: records meant to be sent during a 1 s pause are sent when it ends and
+    # their latency includes the wait; latency from the actual send does not.
+    result = run_scenario(
+        scenario(duration="3s", faults=[{"type": "pause", "target": "p1", "at": "1s", "duration": "1s"}])
+    )
+    records = result.records
+    held = records[(records["first_intended_ms"] > 1_000) & (records["first_intended_ms"] < 2_000)]
+    assert len(held) >= 1
+    assert (held["send_ms"] >= 2_000).all()
+    from_intended = held["ack_ms"] - held["first_intended_ms"]
+    assert from_intended.max() > 900
+    assert (held["ack_ms"] - held["send_ms"]).max() < 20
+
+
+def test_slow_follower_disk_slows_acks_all() -> None:
+    result = run_scenario(
+        scenario(
+            duration="2.5s",
+            faults=[
+                {"type": "slow_disk", "target": f"follower-{k}", "at": "1s", "duration": "1s", "factor": 1000}
+                for k in (1, 2)
+            ],
+        )
+    )
+    produce = after_warmup(result, "Produce")
+    normal = produce[produce["client_send_ms"] < 1_000]
+    during = produce[(produce["client_send_ms"] > 1_100) & (produce["client_send_ms"] < 1_900)]
+    # Follower append 0.021 ms -> 21 ms per batch.
+    assert median(during, "RemoteTimeMs") - median(normal, "RemoteTimeMs") == pytest.approx(20.8, abs=1.0)
+
+
+def test_link_delay_on_the_followers_adds_two_trips_to_acks_all() -> None:
+    result = run_scenario(
+        scenario(
+            duration="2.5s",
+            faults=[
+                {"type": "link_delay", "target": f"follower-{k}", "at": "1s", "duration": "1s", "extra": "5ms"}
+                for k in (1, 2)
+            ],
+        )
+    )
+    produce = after_warmup(result, "Produce")
+    normal = produce[produce["client_send_ms"] < 1_000]
+    during = produce[(produce["client_send_ms"] > 1_100) & (produce["client_send_ms"] < 1_900)]
+    assert median(during, "RemoteTimeMs") - median(normal, "RemoteTimeMs") == pytest.approx(10.0, abs=0.1)
+
+
+def test_dropped_consumer_fetch_times_out_and_the_consumer_carries_on() -> None:
+    result = run_scenario(
+        scenario(
+            duration="4s",
+            consumers=[consumer("c1", **{"request.timeout.ms": 1000})],
+            faults=[{"type": "link_drop", "target": "c1", "at": "1s", "duration": "300ms", "direction": "to_broker"}],
+        )
+    )
+    fetches = result.requests[result.requests["client"] == "c1"]
+    timed_out = fetches[fetches["client_timeout"]]
+    assert len(timed_out) == 1
+    lost = timed_out.iloc[0]
+    # Dropped on the way: the broker never saw it.
+    assert np.isnan(lost["start_ms"])
+    assert 1_000 <= lost["client_send_ms"] <= 1_300
+    assert result.summary["counters"]["messages_dropped"] >= 1
+    # Fetching resumed after the timeout and a backoff; records produced later are consumed.
+    records = result.records
+    late = records[records["first_intended_ms"] > 3_000]
+    assert len(late) >= 5 and np.isfinite(late["consumed_ms:c1"].to_numpy(dtype=float)).all()
+
+
+def test_dropped_produce_response_times_out_on_the_client() -> None:
+    result = run_scenario(
+        scenario(
+            duration="3s",
+            producers=[producer("p1", **{"request.timeout.ms": 500})],
+            faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
+        )
+    )
+    produce = result.requests[result.requests["client"] == "p1"]
+    timed_out = produce[produce["client_timeout"]]
+    assert len(timed_out) >= 1
+    # The broker answered (its timing is recorded) but the response never arrived.
+    assert np.isfinite(timed_out["end_ms"].to_numpy(dtype=float)).all()
+    assert np.isnan(timed_out["client_receive_ms"].to_numpy(dtype=float)).all()
+    failed = result.records[result.records["error"] == int(Errors.REQUEST_TIMED_OUT)]
+    assert len(failed) >= 1
