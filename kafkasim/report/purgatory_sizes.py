@@ -18,7 +18,14 @@ from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import metric, require_columns, warmup_ms
 from kafkasim.report.palette import PURGATORY_COLOURS, replica_colour
 from kafkasim.report.skip import SkipFigure, skippable
-from kafkasim.report.time_axis import last_time_ms, legend_outside, shade_warmup, step_gauge, time_unit
+from kafkasim.report.time_axis import (
+    SUMMARY_NOTE,
+    last_time_ms,
+    legend_outside,
+    shade_warmup,
+    step_gauge,
+    time_unit,
+)
 
 GAUGES = (
     ("PurgatorySize", "PurgatorySize: watch-list entries (once per key, completed ops until purged)"),
@@ -40,16 +47,19 @@ def purgatory_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any]
     figure = new_figure(11.5, 6.5)
     axes = figure.subplots(2, 1, sharex=True)
     for ax, (_name, title, rows) in zip(axes, gauges, strict=True):
+        dense = False
         shade_warmup(ax, warmup_ms(summary), unit, label=ax is axes[0])
         for index, purgatory in enumerate(purgatories):
             mine = rows[rows["entity"] == purgatory]
             if mine.empty:
                 continue
-            step_gauge(ax, mine["time_ms"].to_numpy(float), mine["value"].to_numpy(float), unit, end, lw=1.6, color=PURGATORY_COLOURS.get(purgatory, replica_colour(index + 3)),
-                       label=f"{purgatory} purgatory")
+            summarised = step_gauge(ax, mine["time_ms"].to_numpy(float), mine["value"].to_numpy(float), unit,
+                                    end, lw=1.6, color=PURGATORY_COLOURS.get(purgatory, replica_colour(index + 3)),
+                                    label=f"{purgatory} purgatory")
+            dense |= summarised
         if rows.empty:
             ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(title, loc="left", fontsize="medium")
+        ax.set_title(f"{title}\n({SUMMARY_NOTE})" if dense else title, loc="left", fontsize="medium")
         ax.set_ylabel("operations")
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))

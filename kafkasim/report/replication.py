@@ -21,6 +21,8 @@ from kafkasim.report.frames import metric, natural_key, require_columns, warmup_
 from kafkasim.report.palette import HIGH_WATERMARK_COLOUR, replica_colour
 from kafkasim.report.skip import SkipFigure, skippable
 from kafkasim.report.time_axis import (
+    MAX_STEP_POINTS,
+    SUMMARY_NOTE,
     TimeUnit,
     last_time_ms,
     legend_outside,
@@ -33,8 +35,8 @@ MAX_PARTITIONS = 8
 TIMESERIES_COLUMNS = ("time_ms", "metric", "entity", "value")
 
 
-def _step(ax: Axes, rows: pd.DataFrame, unit: TimeUnit, until_ms: float, **style: Any) -> None:
-    step_gauge(ax, rows["time_ms"].to_numpy(float), rows["value"].to_numpy(float), unit, until_ms, **style)
+def _step(ax: Axes, rows: pd.DataFrame, unit: TimeUnit, until_ms: float, **style: Any) -> bool:
+    return step_gauge(ax, rows["time_ms"].to_numpy(float), rows["value"].to_numpy(float), unit, until_ms, **style)
 
 
 def replica_entities(leo: pd.DataFrame, partition: str) -> list[str]:
@@ -82,18 +84,26 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
         if not hw.empty:
             # Wide and translucent under the replicas' lines: where they coincide, both stay visible.
             _step(top, hw, unit, end, color=HIGH_WATERMARK_COLOUR, lw=5, alpha=0.3, label="HighWatermark")
+        summarised = False
         for index, entity in enumerate(replicas):
             rows = leo_all[leo_all["entity"] == entity]
             name = entity.split("/", 1)[1] if "/" in entity else "leader"
             _step(top, rows, unit, end, color=replica_colour(index), lw=1.5, label=f"LogEndOffset {name}")
             if not hw.empty:
-                _step(bottom, _lag_behind(rows, hw), unit, end, color=replica_colour(index), lw=1.5)
+                lag = _lag_behind(rows, hw)
+                # Replicas often lag alike: the first is drawn widest so later ones show as stripes on it
+                # (not for dense gauges, whose mean lines rarely coincide).
+                layered = len(lag) <= MAX_STEP_POINTS and index < len(replicas) - 1
+                width = 1.5 + (2.0 * (min(len(replicas), 4) - 1 - index) if layered else 0.0)
+                summarised |= _step(bottom, lag, unit, end, color=replica_colour(index), lw=max(width, 1.5))
         sub.suptitle(f"Partition {partition}", fontweight="bold")
         top.set_ylabel("offset")
         top.yaxis.set_major_locator(MaxNLocator(integer=True))
         legend_outside(top)
         top.grid(True, alpha=0.3)
         bottom.set_ylabel("LEO − HW\n(offsets)")
+        if summarised:
+            bottom.set_title(SUMMARY_NOTE, loc="left", fontsize="small", color="#555555")
         bottom.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
         bottom.grid(True, alpha=0.3)
         bottom.set_xlabel(unit.label)

@@ -10,7 +10,7 @@ from matplotlib.patches import Rectangle
 from kafkasim.report import isr_size_figure, log_offsets_figure, purgatory_figure
 from kafkasim.report.frames import metric
 from kafkasim.report.replication import partitions_of
-from kafkasim.report.time_axis import WARMUP_LABEL
+from kafkasim.report.time_axis import MAX_STEP_POINTS, SUMMARY_NOTE, WARMUP_LABEL, slice_summary
 
 from .conftest import Tables
 
@@ -96,3 +96,37 @@ def test_missing_gauges_skip_the_figure(tables: Tables, figure_fn) -> None:  # t
     only_queue = pd.DataFrame({"time_ms": [0.0], "metric": ["RequestQueueSize"], "entity": ["broker"],
                                "value": [0.0]})
     assert figure_fn(only_queue, tables.summary) is None
+
+
+def test_slice_summary_keeps_spikes_and_the_time_weighted_mean() -> None:
+    # 0 everywhere except a 1 ms spike to 10 inside the first of two 50 ms slices.
+    times = np.array([0.0, 20.0, 21.0, 100.0])
+    values = np.array([0.0, 10.0, 0.0, 0.0])
+    edges, low, mean, high = slice_summary(times, values, 2)
+    assert list(edges) == [0.0, 50.0, 100.0]
+    assert list(high) == [10.0, 0.0] and list(low) == [0.0, 0.0]
+    assert mean == pytest.approx([10.0 * 1 / 50, 0.0])
+
+
+def test_slice_summary_carries_the_value_in_force_into_quiet_slices() -> None:
+    times = np.array([0.0, 10.0, 100.0])
+    values = np.array([1.0, 3.0, 3.0])
+    _, low, mean, high = slice_summary(times, values, 4)
+    assert list(low) == [1.0, 3.0, 3.0, 3.0]
+    assert list(high) == [3.0, 3.0, 3.0, 3.0]
+    assert mean[0] == pytest.approx((1 * 10 + 3 * 15) / 25)
+
+
+def test_dense_gauges_are_drawn_as_mean_and_band_and_say_so(tables: Tables) -> None:
+    rng = np.random.default_rng(1)
+    times = np.sort(rng.uniform(0, 60_000, MAX_STEP_POINTS + 500))
+    dense = pd.DataFrame({"time_ms": times, "metric": "PurgatorySize", "entity": "Fetch",
+                          "value": rng.integers(0, 5, times.size).astype(float)})
+    figure = purgatory_figure(dense, None)
+    assert figure is not None
+    size = figure.axes[0]
+    assert SUMMARY_NOTE in size.get_title(loc="left")
+    assert len(size.collections) == 1  # the min-max band
+    assert len(size.get_lines()[0].get_xdata()) <= 501
+    sparse = purgatory_figure(tables.timeseries, None)
+    assert sparse is not None and SUMMARY_NOTE not in sparse.axes[0].get_title(loc="left")
