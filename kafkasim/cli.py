@@ -75,8 +75,9 @@ def wheel(
         )
     adds = [parse_add(text) for text in (add or _DEFAULT_ADDS)]
 
-    from kafkasim.report.wheel_table import print_walkthrough
+    # Imported here so that other verbs (and --help) do not pay for them, and vice versa.
     from kafkasim.timer.walkthrough import trace_schedule
+    from kafkasim.wheel_trace import print_walkthrough
 
     print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size))
 

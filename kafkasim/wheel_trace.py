@@ -1,4 +1,8 @@
-"""Rich tables for `kafkasim wheel`: a timing-wheel walkthrough, step by step in simulated time."""
+"""Rich tables for `kafkasim wheel`: a timing-wheel walkthrough, step by step in simulated time.
+
+A top-level module rather than part of `kafkasim.report`, whose package imports matplotlib and pandas:
+`kafkasim wheel` needs only rich and should start in a blink.
+"""
 
 from __future__ import annotations
 
