@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time as wall_time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
@@ -61,7 +61,7 @@ class RunRecorder:
         self,
         recorder: Recorder,
         consumers_by_topic: dict[str, int],
-        acks_by_producer: dict[str, int],
+        acks_by_producer: Mapping[str, int],
         on_request: Callable[[RequestEnvelope], None] | None = None,
     ) -> None:
         self.recorder = recorder

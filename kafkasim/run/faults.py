@@ -10,11 +10,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from kafkasim.clients.follower import Follower
 from kafkasim.clients.scheduling import Call
 from kafkasim.run.build import zero_arg_sampler
 from kafkasim.run.connections import NetworkLink
+from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
 
 if TYPE_CHECKING:
     from kafkasim.run.build import Components
@@ -57,66 +61,61 @@ class _PauseCount:
             component.resume()
 
 
+def _at(c: Components, t: float, action: Callable[[], None]) -> None:
+    Call(c.env, t, lambda _e: action())
+
+
 def schedule_faults(scenario: Scenario, c: Components) -> None:
-    env = c.env
     pauses = _PauseCount()
     for index, fault in enumerate(scenario.faults):
-        kind = fault.type
         start = float(fault.at)
         end = fault.end
-        if kind == "pause":
+        if isinstance(fault, PauseFault):
             component = _component(c, fault.target)
-            Call(env, start, lambda _e, comp=component: pauses.pause(comp))
+            _at(c, start, partial(pauses.pause, component))
             if end is not None:
-                Call(env, end, lambda _e, comp=component: pauses.resume(comp))
-        elif kind == "slow_disk":
-            follower = _component(c, fault.target)
-            factor = float(fault.factor)
-
-            def slow(_e: Any, f: Any = follower, x: float = factor) -> None:
-                f.disk_factor *= x
-
-            def fast(_e: Any, f: Any = follower, x: float = factor) -> None:
-                f.disk_factor /= x
-
-            Call(env, start, slow)
+                _at(c, end, partial(pauses.resume, component))
+        elif isinstance(fault, SlowDiskFault):
+            follower: Follower = _component(c, fault.target)
+            _at(c, start, partial(_scale_disk, follower, float(fault.factor)))
             if end is not None:
-                Call(env, end, fast)
-        elif kind == "crash":
-            follower = _component(c, fault.target)
-            Call(env, start, lambda _e, f=follower: f.crash())
+                _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
+        elif isinstance(fault, CrashFault):
+            crashed: Follower = _component(c, fault.target)
+            _at(c, start, crashed.crash)
             if end is not None:
-                Call(env, end, lambda _e, f=follower: f.restart())
-        elif kind == "link_delay":
+                _at(c, end, crashed.restart)
+        elif isinstance(fault, LinkDelayFault):
             links = _links(c, fault.target, fault.direction)
-            rng = c.streams.stream(f"faults/{index}/link_delay")
-            extra = zero_arg_sampler(fault.extra, rng)
-
-            def delay_on(_e: Any, ls: list[NetworkLink] = links, x: Any = extra) -> None:
-                for link in ls:
-                    link.extra = x
-
-            def delay_off(_e: Any, ls: list[NetworkLink] = links, x: Any = extra) -> None:
-                for link in ls:
-                    if link.extra is x:
-                        link.extra = None
-
-            Call(env, start, delay_on)
+            extra = zero_arg_sampler(fault.extra, c.streams.stream(f"faults/{index}/link_delay"))
+            _at(c, start, partial(_delay_on, links, extra))
             if end is not None:
-                Call(env, end, delay_off)
-        elif kind == "link_drop":
+                _at(c, end, partial(_delay_off, links, extra))
+        elif isinstance(fault, LinkDropFault):
             links = _links(c, fault.target, fault.direction)
-
-            def drop_on(_e: Any, ls: list[NetworkLink] = links) -> None:
-                for link in ls:
-                    link.dropping += 1
-
-            def drop_off(_e: Any, ls: list[NetworkLink] = links) -> None:
-                for link in ls:
-                    link.dropping -= 1
-
-            Call(env, start, drop_on)
+            _at(c, start, partial(_drop, links, 1))
             if end is not None:
-                Call(env, end, drop_off)
+                _at(c, end, partial(_drop, links, -1))
         else:  # pragma: no cover - the scenario model admits only the kinds above
-            raise ValueError(f"unknown fault type {kind!r}")
+            raise ValueError(f"unknown fault type {fault.type!r}")
+
+
+def _scale_disk(follower: Follower, factor: float) -> None:
+    # Overlapping slow_disk faults multiply; each one's end divides its own factor out again.
+    follower.disk_factor *= factor
+
+
+def _delay_on(links: list[NetworkLink], extra: Callable[[], float]) -> None:
+    for link in links:
+        link.extra = extra
+
+
+def _delay_off(links: list[NetworkLink], extra: Callable[[], float]) -> None:
+    for link in links:
+        if link.extra is extra:
+            link.extra = None
+
+
+def _drop(links: list[NetworkLink], change: int) -> None:
+    for link in links:
+        link.dropping += change

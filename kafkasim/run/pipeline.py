@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig
@@ -225,8 +226,11 @@ class RequestPipeline:
             cost = costs.network_read() + costs.network_read_per_kib() * (envelope.request_bytes / KIB)
             p.busy = True
             p.busy_ms += cost
-            Call(self.env, cost, lambda _e, envelope=envelope: self._read_done(p, envelope))
+            Call(self.env, cost, partial(self._read_done_event, p, envelope))
             return
+
+    def _read_done_event(self, p: Processor, envelope: RequestEnvelope, _event: Any) -> None:
+        self._read_done(p, envelope)
 
     def _read_done(self, p: Processor, envelope: RequestEnvelope) -> None:
         p.busy = False
