@@ -31,11 +31,6 @@ class ScenarioModel(BaseModel):
     )
 
 
-def keys_of(model: type[BaseModel]) -> list[str]:
-    """The keys a file may use for `model`, in declaration order."""
-    return [field.alias or name for name, field in model.model_fields.items()]
-
-
 @dataclass(frozen=True, eq=False)  # eq=False keeps it hashable, as Annotated metadata must be
 class OrShorthand:
     """Annotated marker: the JSON Schema also accepts the shorthand a BeforeValidator expands

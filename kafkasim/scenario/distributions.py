@@ -35,8 +35,6 @@ from kafkasim.scenario.units import DURATION_PATTERN, SIZE_PATTERN, Duration, Si
 # Standard normal quantile at 0.99: a lognormal's p99 is exp(mu + Z99 * sigma).
 Z99 = 2.3263478740408408
 
-DISTRIBUTION_TYPES = ("constant", "exponential", "lognormal", "uniform", "empirical")
-
 
 class Distribution(ScenarioModel):
     """Common interface; the concrete classes below add their parameters."""
