@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+from kafkasim.cli import main, parse_add
+from kafkasim.timer.walkthrough import ScheduledAdd
+
 
 def kafkasim(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
@@ -40,25 +43,51 @@ def test_wheel_defaults_to_kafkas_tick_and_size() -> None:
     assert "[20, 40)" in result.stdout and "[25, 26)" in result.stdout
 
 
+BAD_ARGUMENTS = [
+    (["--add", "abc"], "'abc' is not DELAY or DELAY@AT"),
+    (["--add", "-5"], "delay -5 ms is out of range"),
+    (["--tick-ms", "0"], "'--tick-ms'"),
+    (["--wheel-size", "1"], "at least 2 buckets"),
+]
+
+
+def assert_one_line_error(stderr: str, fragment: str) -> None:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("kafkasim: error: ") and fragment in lines[0]
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(("args", "fragment"), BAD_ARGUMENTS)
+def test_bad_arguments_get_one_line_and_exit_code_2(args: list[str], fragment: str) -> None:
+    result = kafkasim("wheel", *args)
+    assert result.returncode == 2
+    assert_one_line_error(result.stderr, fragment)
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["--add", "abc"], "'abc' is not DELAY or DELAY@AT"),
-        (["--add", "-5"], "delay -5 ms is out of range"),
         (["--add", "5@-1"], "add time -1 ms is out of range"),
-        (["--tick-ms", "0"], "'--tick-ms'"),
-        (["--wheel-size", "1"], "at least 2 buckets"),
+        (["--add", "8@"], "'8@' is not DELAY or DELAY@AT"),
         (["--tick-ms", "x"], "'--tick-ms'"),
         (["--no-such-option"], "No such option"),
     ],
 )
-def test_bad_arguments_get_one_line_and_exit_code_2(args: list[str], fragment: str) -> None:
-    result = kafkasim("wheel", *args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("kafkasim: error: ") and fragment in lines[0]
-    assert "Traceback" not in result.stderr and result.stdout == ""
+def test_more_bad_arguments_in_process(args: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Same entry point as the console script, without paying a Python start-up per case.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["wheel", *args])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert_one_line_error(captured.err, fragment)
+    assert captured.out == ""
+
+
+def test_parse_add_accepts_delay_and_delay_at_time() -> None:
+    assert parse_add("450") == ScheduledAdd(450, 0)
+    assert parse_add("8@2") == ScheduledAdd(8, 2)
 
 
 def test_help_still_works() -> None:
