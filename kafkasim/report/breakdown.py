@@ -70,7 +70,8 @@ def _draw_api(ax: Axes, api: str, requests: pd.DataFrame) -> None:
                 ax.text(position, bottom + height / 2, short_ms(height), ha="center",
                         va="center", fontsize="x-small", color="black")
             bottom += height
-    ax.set_xticks(range(len(STATISTICS)), [f"{s}\n(n={len(requests)})" if s == "mean" else s for s in STATISTICS])
+    completed = finite(requests["TotalTimeMs"]).size
+    ax.set_xticks(range(len(STATISTICS)), [f"{s}\n(n={completed})" if s == "mean" else s for s in STATISTICS])
     ax.set_xlim(-0.6, len(STATISTICS) - 0.4)
     ax.set_title(api, color=api_colour(api), fontweight="bold")
     ax.grid(True, axis="y", alpha=0.3)

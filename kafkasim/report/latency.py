@@ -142,7 +142,7 @@ def latency_histogram_figure(requests: pd.DataFrame | None, summary: Mapping[str
         note = f", {zeros} at 0 ms not shown" if zeros else ""
         ax.set_title(f"{api}: {values.size} requests{note}", loc="left", fontsize="medium")
         ax.set_ylabel("requests")
-        ax.legend(loc="upper right", fontsize="small")
+        ax.legend(loc="best", fontsize="small", framealpha=0.9)
         ax.grid(True, alpha=0.3)
     axes[-1].set_xscale("log")
     plain_ms_ticks(axes[-1].xaxis, float(np.log10(bins[-1] / bins[0])))

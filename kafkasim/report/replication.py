@@ -91,11 +91,14 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
             _step(top, rows, unit, end, color=replica_colour(index), lw=1.5, label=f"LogEndOffset {name}")
             if not hw.empty:
                 lag = _lag_behind(rows, hw)
-                # Replicas often lag alike: the first is drawn widest so later ones show as stripes on it
-                # (not for dense gauges, whose mean lines rarely coincide).
-                layered = len(lag) <= MAX_STEP_POINTS and index < len(replicas) - 1
-                width = 1.5 + (2.0 * (min(len(replicas), 4) - 1 - index) if layered else 0.0)
-                summarised |= _step(bottom, lag, unit, end, color=replica_colour(index), lw=max(width, 1.5))
+                if index == 0 and len(lag) <= MAX_STEP_POINTS:
+                    # The first replica (the leader, replica-0, unless leadership moved) as a shaded area:
+                    # the uncommitted tail. The followers' thin lines on top show how much of it each holds.
+                    times = np.append(lag["time_ms"].to_numpy(float), end) / unit.per_ms
+                    values = lag["value"].to_numpy(float)
+                    bottom.fill_between(times, np.append(values, values[-1:]), step="post",
+                                        color=replica_colour(0), alpha=0.3, lw=0)
+                summarised |= _step(bottom, lag, unit, end, color=replica_colour(index), lw=1.2)
         sub.suptitle(f"Partition {partition}", fontweight="bold")
         top.set_ylabel("offset")
         top.yaxis.set_major_locator(MaxNLocator(integer=True))

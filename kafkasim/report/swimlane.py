@@ -103,8 +103,12 @@ def _draw(story: Story) -> Figure:
         ax.axvline(instant - origin, color="#BBBBBB", lw=0.7, ls=":", zorder=1)
     hw_x = story.hw_time_ms - origin
     ax.axvline(hw_x, color=HIGH_WATERMARK_COLOUR, ls="--", lw=1.5, zorder=4)
-    ax.annotate(story.hw_text, (hw_x, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 4),
-                textcoords="offset points", ha="center", va="bottom", fontsize="small", fontweight="bold")
+    # Anchored on the side with room, so a long text near either edge stays inside the figure.
+    where = (hw_x - window[0]) / (window[1] - window[0])
+    align = "right" if where > 0.7 else "left" if where < 0.3 else "center"
+    ax.annotate(story.hw_text.replace(" (implied", "\n(implied"), (hw_x, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(0, 4), textcoords="offset points", ha=align, va="bottom", fontsize="small",
+                fontweight="bold", annotation_clip=False)
     ax.set_xlabel(story.x_label)
     ax.grid(True, axis="x", alpha=0.25)
     ax.tick_params(axis="y", length=0)
