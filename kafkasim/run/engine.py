@@ -171,8 +171,10 @@ class Engine:
         clock: SimClock | None = None,
         progress: ProgressCallback | None = None,
         check_invariants: bool | None = None,
+        on_request: Callable[[RequestEnvelope], None] | None = None,
     ) -> None:
         self.scenario = scenario
+        self._stop_requested = False
         self.seed = scenario.seed if seed is None else seed
         if clock is None:
             wallclock = scenario.clock.mode == "wallclock"
@@ -186,7 +188,8 @@ class Engine:
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
         acks = {p.name: p.acks for p in scenario.producers}
-        self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, acks)
+        # on_request sees each finished request before its row is written (the CLI's live view).
+        self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, acks, on_request)
         self.reapers: list[ExpirationReaper] = []
         self.components: Components = build(
             scenario,
@@ -204,6 +207,18 @@ class Engine:
         self.gauges = GaugeSampler(
             rm, self.components.pipeline, self.components.followers, self.components.producers, self.recorder.sample
         )
+
+    def request_stop(self) -> None:
+        """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.
+
+        Checked between progress slices, so it needs a ``progress`` callback (without one the run goes in one
+        piece). The result then covers simulated time up to the stop; its summary has ``interrupted_at_ms``.
+        """
+        self._stop_requested = True
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
 
     def _after_request(self) -> None:
         for reaper in self.reapers:
@@ -241,9 +256,13 @@ class Engine:
         started = wall_time.perf_counter()
         self._run_until(duration)
         wall_seconds = wall_time.perf_counter() - started
+        end = min(env.now, duration)
         if self.invariants is not None:
             self.invariants.at_end()
-        return self._result(duration, wall_seconds)
+        result = self._result(end, wall_seconds)
+        if end < duration:
+            result.summary["interrupted_at_ms"] = end
+        return result
 
     def _run_until(self, duration: float) -> None:
         env = self.env
@@ -253,7 +272,7 @@ class Engine:
         # Run in slices so that progress can be reported; slices adapt to ~PROGRESS_INTERVAL_S of wall time.
         step = max(duration / 1000.0, 1.0)
         last_report = wall_time.perf_counter()
-        while env.now < duration:
+        while env.now < duration and not self._stop_requested:
             t0 = wall_time.perf_counter()
             env.run(until=min(duration, env.now + step))
             spent = wall_time.perf_counter() - t0
