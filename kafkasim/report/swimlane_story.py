@@ -137,9 +137,13 @@ def _fetch_spans(row: pd.Series, role: str = "") -> list[Span]:
 
 
 def _batches(records: pd.DataFrame | None, request_id: Any) -> pd.DataFrame:
+    """The request's batches that the leader appended (the recorder writes offset -1 for the others)."""
     if records is None or records.empty or "request_id" not in records.columns:
         return pd.DataFrame()
-    return records[records["request_id"] == request_id]
+    mine = records[records["request_id"] == request_id]
+    if "offset" in mine.columns:
+        mine = mine[mine["offset"].to_numpy(dtype=float, na_value=np.nan) >= 0]
+    return mine
 
 
 def _required_offsets(batches: pd.DataFrame) -> dict[str, int]:
@@ -148,8 +152,6 @@ def _required_offsets(batches: pd.DataFrame) -> dict[str, int]:
     if batches.empty or not {"topic", "partition", "offset", "record_count"} <= set(batches.columns):
         return needed
     for _, batch in batches.iterrows():
-        if pd.isna(batch["offset"]):
-            continue
         key = f"{batch['topic']}-{int(batch['partition'])}"
         needed[key] = max(needed.get(key, 0), int(batch["offset"]) + int(batch["record_count"]))
     return needed

@@ -142,3 +142,13 @@ def test_without_consumers_or_records_the_swimlane_still_draws(tables: Tables) -
     bare = produce_swimlane_figure(tables.requests, None, None, tables.summary)
     assert bare is not None
     assert "HW \u2265 required offset" in " ".join(_texts(bare) + [t.get_text() for t in bare.axes[0].texts])
+
+
+def test_batches_never_appended_do_not_set_the_required_offset(tables: Tables) -> None:
+    produce = _median_acks_all(tables)
+    records = tables.records.copy()
+    mine = records.index[records["request_id"] == produce["request_id"]]
+    records.loc[mine, "offset"] = -1  # the recorder's "never appended"
+    story = build_story(tables.requests, records, tables.timeseries, tables.summary)
+    assert story.hw_text.startswith("HW \u2265 required offset")
+    assert "offset -1" not in story.title
