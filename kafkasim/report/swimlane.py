@@ -70,13 +70,15 @@ def _draw_lane(ax: Axes, lane: Lane, y: float, window: tuple[float, float], orig
     return labels
 
 
-def _legend(figure: Figure) -> None:
+def _legend(figure: Figure, story: Story) -> None:
     handles: list[Artist] = [Patch(facecolor=PHASE_COLOURS[p], label=f"{PHASE_LABELS[p]}") for p in PHASES]
     handles += [
         Patch(facecolor=NETWORK_COLOUR, edgecolor="#999999", label="network transfer"),
         Patch(facecolor=CLIENT_WAIT_COLOUR, edgecolor="#999999", label="client waiting"),
         Patch(facecolor=KIND_COLOURS["follower_append"], hatch="////", label="follower appends to its log"),
-        Line2D([], [], color=HIGH_WATERMARK_COLOUR, ls="--", lw=1.5, label="high watermark reaches the batch"),
+        Line2D([], [], color=HIGH_WATERMARK_COLOUR, ls="--", lw=1.5,
+               label="produce completes with an error" if "completed with" in story.hw_text
+               else "high watermark reaches the batch"),
     ]
     figure.legend(handles=handles, loc="lower center", ncol=5, fontsize="small", frameon=False,
                   bbox_to_anchor=(0.5, 0.0))
@@ -118,7 +120,7 @@ def _draw(story: Story) -> Figure:
     figure.suptitle(story.title, fontsize="large", y=1 - 0.1 / height, va="top")
     subtitle = story.subtitle + ("; " + "; ".join(story.late_consumers) if story.late_consumers else "")
     figure.text(0.5, 1 - 0.68 / height, subtitle, ha="center", va="top", fontsize="medium", color="#333333")
-    _legend(figure)
+    _legend(figure, story)
     place_lane_labels(ax, labels)
     return figure
 

@@ -160,6 +160,11 @@ def _required_offsets(batches: pd.DataFrame) -> dict[str, int]:
 def _hw_instant(timeseries: pd.DataFrame | None, needed: dict[str, int], produce: pd.Series) -> tuple[float, str]:
     """When the HW reached the required offset, from the time series if it resolves the moment."""
     remote_from, remote_to = _t(produce, "local_complete_ms"), _t(produce, "response_complete_ms")
+    error = int(produce["error"]) if "error" in produce.index and pd.notna(produce["error"]) else 0
+    if error != 0:
+        # Spec §10 step 5 (or an ISR problem): the DelayedProduce completed without the HW getting there.
+        name = produce["error_name"] if "error_name" in produce.index else f"error {error}"
+        return remote_to, f"DelayedProduce completed with {name}"
     label = ", ".join(f"{p} HW \u2265 {o}" for p, o in sorted(needed.items())) or "HW \u2265 required offset"
     if timeseries is not None and not timeseries.empty and needed and {"metric", "entity"} <= set(timeseries.columns):
         hw = metric(timeseries, "HighWatermark")

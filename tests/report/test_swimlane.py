@@ -152,3 +152,16 @@ def test_batches_never_appended_do_not_set_the_required_offset(tables: Tables) -
     story = build_story(tables.requests, records, tables.timeseries, tables.summary)
     assert story.hw_text.startswith("HW \u2265 required offset")
     assert "offset -1" not in story.title
+
+
+def test_a_timed_out_produce_says_so_instead_of_claiming_the_hw_moved(tables: Tables) -> None:
+    produce = _median_acks_all(tables)
+    requests = tables.requests.copy()
+    row = requests.index[requests["request_id"] == produce["request_id"]]
+    requests.loc[row, ["error", "error_name"]] = [7, "REQUEST_TIMED_OUT"]  # spec §10 step 5
+    story = build_story(requests, tables.records, tables.timeseries, tables.summary, produce["request_id"])
+    assert story.hw_text == "DelayedProduce completed with REQUEST_TIMED_OUT"
+    figure = produce_swimlane_figure(requests, tables.records, tables.timeseries, tables.summary,
+                                     request_id=produce["request_id"])
+    assert figure is not None
+    assert "produce completes with an error" in [t.get_text() for t in figure.legends[0].get_texts()]
