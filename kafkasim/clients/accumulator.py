@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Sequence
+from typing import Any
 
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
@@ -151,6 +152,14 @@ class RecordAccumulator:
             drained.append(first)
         self._drain_index = (start + 1) % n if n else 0
         return drained
+
+    def tail_state(self, tp: TopicPartition) -> list[Any]:
+        """[batches queued, last batch size, last batch records, last batch closed] of ``tp``'s deque."""
+        dq = self._deques[tp]
+        if not dq:
+            return [0, 0, 0, False]
+        last = dq[-1]
+        return [len(dq), last.size_in_bytes, last.record_count, last.closed or last.is_full(self.batch_size)]
 
     @property
     def queued_batches(self) -> int:

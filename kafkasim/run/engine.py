@@ -295,6 +295,7 @@ class Engine:
         unfinished.sort(key=lambda e: e.request_id)
         # Batches still in flight or in the accumulator: rows without an ack.
         for producer in c.producers:
+            producer.catch_up()
             for _, batches in producer.unfinished():
                 for b in batches:
                     self._unacked_batch(producer.name, b)

@@ -52,7 +52,7 @@ def test_paused_producer_latency_counts_from_the_intended_time() -> None:
         scenario(duration="3s", faults=[{"type": "pause", "target": "p1", "at": "1s", "duration": "1s"}])
     )
     records = result.records
-    held = records[(records["first_intended_ms"] > 1_000) & (records["first_intended_ms"] < 2_000)]
+    held = records[(records["first_intended_ms"] >= 1_000) & (records["first_intended_ms"] < 2_000)]
     assert len(held) >= 1
     assert (held["send_ms"] >= 2_000).all()
     from_intended = held["ack_ms"] - held["first_intended_ms"]
@@ -111,7 +111,7 @@ def test_dropped_consumer_fetch_times_out_and_the_consumer_carries_on() -> None:
     assert result.summary["counters"]["messages_dropped"] >= 1
     # Fetching resumed after the timeout and a backoff; records produced later are consumed.
     records = result.records
-    late = records[records["first_intended_ms"] > 3_000]
+    late = records[(records["first_intended_ms"] > 3_000) & (records["first_intended_ms"] < 3_900)]
     assert len(late) >= 5 and np.isfinite(late["consumed_ms:c1"].to_numpy(dtype=float)).all()
 
 
