@@ -23,7 +23,7 @@ from matplotlib.patches import Patch
 from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import after_warmup, finite, require_columns, warmup_ms
 from kafkasim.report.latency_scale import short_ms
-from kafkasim.report.palette import API_ORDER, PHASE_COLOURS, PHASE_LABELS, PHASES, api_colour
+from kafkasim.report.palette import API_ORDER, PHASE_COLOURS, PHASES, api_colour
 from kafkasim.report.skip import SkipFigure, skippable
 
 STATISTICS = ("mean", "p99")
@@ -92,7 +92,7 @@ def request_breakdown_figure(requests: pd.DataFrame | None, summary: Mapping[str
     for ax, api in zip(axes, apis, strict=True):
         _draw_api(ax, api, frame[frame["api"] == api])
     axes[0].set_ylabel("time (ms)")
-    handles: list[Artist] = [Patch(color=PHASE_COLOURS[p], label=f"{PHASE_LABELS[p]}TimeMs") for p in reversed(PHASES)]
+    handles: list[Artist] = [Patch(color=PHASE_COLOURS[p], label=p) for p in reversed(PHASES)]
     handles.append(Line2D([], [], color="black", lw=2.5, label="TotalTimeMs\n(mean / p99)"))
     figure.legend(handles=handles, loc="outside right center", fontsize="small", title="RequestMetrics")
     figure.suptitle("Where request time goes (Kafka RequestMetrics, per API)\n"

@@ -21,7 +21,8 @@ DPI = 130
 
 
 def _builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
-              summary: Mapping[str, Any] | None, swimlane_request_id: Any) -> list[tuple[str, Callable[[], Figure | None]]]:
+              summary: Mapping[str, Any] | None, swimlane_request_id: Any
+              ) -> list[tuple[str, Callable[[], Figure | None]]]:
     return [
         ("latency_cdf", lambda: latency_cdf_figure(requests, records, summary)),
         ("latency_histogram", lambda: latency_histogram_figure(requests, summary)),

@@ -66,7 +66,8 @@ def _client_series(records: pd.DataFrame | None, warmup: float) -> Series:
             values = finite(kept.loc[(acks == value).fillna(False), "produce_latency_ms"])
             if values.size:
                 style = {"color": api_colour("Produce"), "linestyle": ACKS_LINESTYLES[value]}
-                series.append(Curve(acks_label(value), f"produce, {acks_label(value)} (n={values.size})", values, style))
+                label = f"produce, {acks_label(value)} (n={values.size})"
+                series.append(Curve(acks_label(value), label, values, style))
     if "e2e_latency_ms" in kept.columns:
         values = finite(kept["e2e_latency_ms"])
         if values.size:

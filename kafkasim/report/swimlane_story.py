@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kafkasim.report.frames import acks_column, after_warmup, metric, natural_key, warmup_ms
+from kafkasim.report.frames import acks_column, after_warmup, finite, metric, natural_key, warmup_ms
 from kafkasim.report.latency_scale import short_ms
 from kafkasim.report.palette import PHASE_LABELS, PHASES, api_colour
 from kafkasim.report.skip import SkipFigure
@@ -206,7 +206,8 @@ def _follower_lane(client: str, fetches: pd.DataFrame, produce: pd.Series, offse
                         if _t(rows[i], "client_send_ms") >= received - EPSILON_MS), None)
         if confirm is not None:
             fetch = rows[confirm]
-            moved_hw = _t(fetch, "dequeue_ms") - EPSILON_MS <= completed <= _t(fetch, "local_complete_ms") + EPSILON_MS
+            handled_from, handled_to = _t(fetch, "dequeue_ms"), _t(fetch, "local_complete_ms")
+            moved_hw = handled_from - EPSILON_MS <= completed <= handled_to + EPSILON_MS
             roles[confirm] = "reports its new LEO" + (" \u21d2 HW advances, produce completes" if moved_hw else "")
             lane.spans.append(Span(received, _t(fetch, "client_send_ms"), "follower_append", ""))
     for fetch, role in zip(rows, roles, strict=True):
@@ -217,83 +218,100 @@ def _follower_lane(client: str, fetches: pd.DataFrame, produce: pd.Series, offse
 def _consumer_lane(client: str, fetches: pd.DataFrame, seen_ms: float) -> Lane:
     lane = Lane(f"{client}\n(FetchConsumer)", api_colour("FetchConsumer"))
     for _, fetch in fetches.iterrows():
-        role = "parked at the HW, woken when the HW passes the batch: returns it" if abs(_t(fetch, "client_receive_ms") - seen_ms) <= 1e-3 else ""
+        returned_it = abs(_t(fetch, "client_receive_ms") - seen_ms) <= 1e-3
+        role = "parked at the HW, woken when the HW passes the batch: returns it" if returned_it else ""
         lane.spans.extend(_fetch_spans(fetch, role))
     return lane
 
 
-def build_story(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
-                summary: Mapping[str, Any] | None, request_id: Any = None) -> Story:
-    produce = choose_produce(requests, summary, request_id)
-    assert requests is not None
-    rid = produce["request_id"]
-    send, receive = _t(produce, "client_send_ms"), _t(produce, "client_receive_ms")
-    intended = _t(produce, "intended_ms") if "intended_ms" in produce.index and pd.notna(produce["intended_ms"]) else send
-    origin = min(intended, send)
-    batches = _batches(records, rid)
-    needed = _required_offsets(batches)
-    offsets_text = "the batch"
-    if not batches.empty and {"offset", "record_count"} <= set(batches.columns) and batches["offset"].notna().any():
-        first, last = int(batches["offset"].min()), max(needed.values()) - 1 if needed else int(batches["offset"].max())
-        offsets_text = f"offsets {first}\u2013{last}" if last > first else f"offset {first}"
-    hw_time, hw_text = _hw_instant(timeseries, needed, produce)
+def _offsets_text(batches: pd.DataFrame, needed: dict[str, int]) -> str:
+    if batches.empty or not needed:
+        return "the batch"
+    first, last = int(batches["offset"].min()), max(needed.values()) - 1
+    return f"offsets {first}\u2013{last}" if last > first else f"offset {first}"
 
-    span = max(receive - origin, 1e-3)
-    window = (origin - 0.04 * span, receive + 0.04 * span)
-    client = str(produce.get("client", "producer"))
-    producer = Lane(f"{client}\n(producer)", api_colour("Produce"))
+
+def _produce_lanes(produce: pd.Series, origin: float) -> list[Lane]:
+    """The produce's own lanes: client, network processor, handler thread, Produce purgatory."""
+    intended, send, receive = origin, _t(produce, "client_send_ms"), _t(produce, "client_receive_ms")
+    producer = Lane(f"{produce.get('client', 'producer')}\n(producer)", api_colour("Produce"))
     if send - intended > EPSILON_MS:
         producer.spans.append(Span(intended, send, "client_wait", f"waits to send {duration(send - intended)}"))
-    latency = receive - intended
-    producer.spans.append(Span(send, receive, "client_wait", f"waits for the ack: client latency {duration(latency)}"))
-    network = Lane("network\n(processor)", "black", [
-        Span(send, _t(produce, "start_ms"), "network", f"request {duration(_t(produce, 'start_ms') - send)}"),
-    ])
+    producer.spans.append(Span(send, receive, "client_wait",
+                               f"waits for the ack: client latency {duration(receive - intended)}"))
+    start, end = _t(produce, "start_ms"), _t(produce, "end_ms")
+    network = Lane("network\n(processor)", "black",
+                   [Span(send, start, "network", f"request {duration(start - send)}")])
     handler = Lane("request handler\n(io thread)", "black")
     purgatory = Lane("Produce purgatory\n(DelayedProduce)", "black")
-    stories = {
+    where = {
         "RequestQueueTimeMs": (handler, "RequestQueue"),
         "LocalTimeMs": (handler, "Local: append to leader log"),
         "RemoteTimeMs": (purgatory, "Remote: waits until the HW reaches the batch end"),
         "ResponseQueueTimeMs": (network, "ResponseQueue"),
         "ResponseSendTimeMs": (network, "ResponseSend"),
     }
-    for phase, (begin, end) in PHASE_BOUNDS.items():
-        lane, text = stories[phase]
-        begin_ms, end_ms = _t(produce, begin), _t(produce, end)
+    for phase, (begin, finish) in PHASE_BOUNDS.items():
+        lane, text = where[phase]
+        begin_ms, end_ms = _t(produce, begin), _t(produce, finish)
         lane.spans.append(Span(begin_ms, end_ms, phase, f"{text} {duration(end_ms - begin_ms)}"))
-    network.spans.append(Span(_t(produce, "end_ms"), receive, "network", f"response {duration(receive - _t(produce, 'end_ms'))}"))
+    network.spans.append(Span(end, receive, "network", f"response {duration(receive - end)}"))
+    return [producer, network, handler, purgatory]
 
-    lanes = [producer, network, handler, purgatory]
-    focus = (_t(produce, "dequeue_ms"), receive)
-    for name, fetches in _client_lanes(requests, "FetchFollower", focus).items():
-        lanes.append(_follower_lane(name, fetches, produce, offsets_text))
 
+def _consumer_lanes(requests: pd.DataFrame, batches: pd.DataFrame, receive: float, span: float
+                    ) -> tuple[list[Lane], list[str], float]:
+    """(lanes, notes on consumers that saw the batch too late to draw, latest time to show)."""
+    lanes: list[Lane] = []
     late: list[str] = []
+    show_until = receive
     seen_columns = sorted((c for c in batches.columns if c.startswith("consumed_ms:")), key=natural_key)
     for column in seen_columns[:MAX_CONSUMER_LANES]:
         consumer = column.split(":", 1)[1]
-        seen = batches[column].to_numpy(dtype=float, na_value=np.nan)
-        seen = seen[np.isfinite(seen)]
+        seen = finite(batches[column])
         if seen.size == 0:
             continue
         seen_ms = float(seen.min())
         if seen_ms > receive + 2 * span:
-            late.append(f"{consumer} sees it at +{duration(seen_ms - origin)}")
+            late.append(f"{consumer} sees it {duration(seen_ms - receive)} after the ack")
             continue
-        window = (window[0], max(window[1], seen_ms + 0.04 * span))
+        show_until = max(show_until, seen_ms)
         around = _client_lanes(requests, "FetchConsumer", (seen_ms - EPSILON_MS, seen_ms + EPSILON_MS))
         if consumer in around:
             lanes.append(_consumer_lane(consumer, around[consumer], seen_ms))
+    return lanes, late, show_until
+
+
+def build_story(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
+                summary: Mapping[str, Any] | None, request_id: Any = None) -> Story:
+    """Everything the swimlane draws for one acks=all produce (see choose_produce for which one)."""
+    produce = choose_produce(requests, summary, request_id)
+    assert requests is not None  # choose_produce has checked
+    rid = produce["request_id"]
+    send, receive = _t(produce, "client_send_ms"), _t(produce, "client_receive_ms")
+    intended = produce.get("intended_ms", np.nan)
+    origin = min(float(intended), send) if pd.notna(intended) else send
+    batches = _batches(records, rid)
+    needed = _required_offsets(batches)
+    offsets_text = _offsets_text(batches, needed)
+    hw_time, hw_text = _hw_instant(timeseries, needed, produce)
+
+    lanes = _produce_lanes(produce, origin)
+    for name, fetches in _client_lanes(requests, "FetchFollower", (_t(produce, "dequeue_ms"), receive)).items():
+        lanes.append(_follower_lane(name, fetches, produce, offsets_text))
+    span = max(receive - origin, 1e-3)
+    consumers, late, show_until = _consumer_lanes(requests, batches, receive, span)
+    lanes.extend(consumers)
 
     phases = " + ".join(
         f"{PHASE_LABELS[p]} {short_ms(_t(produce, e) - _t(produce, b))}" for p, (b, e) in PHASE_BOUNDS.items())
     chosen = "as requested" if request_id is not None else "the one closest to the median TotalTimeMs"
-    where = ", ".join(f"{p}" for p in sorted(needed)) or "its partition"
-    title = (f"One acks=all produce request, #{rid} ({chosen})\n"
-             f"{where}, {offsets_text}: acknowledged once the high watermark passes the batch")
+    where = ", ".join(sorted(needed)) or "its partition"
+    outcome = ("acknowledged once the high watermark passes the batch" if "completed with" not in hw_text
+               else f"answered with {produce.get('error_name', 'an error')}")
+    title = f"One acks=all produce request, #{rid} ({chosen})\n{where}, {offsets_text}: {outcome}"
     subtitle = f"TotalTimeMs {duration(float(produce['TotalTimeMs']))} = {phases} ms"
-    instants = tuple(_t(produce, c) for c in TIMESTAMPS[1:7])
     x_label = ("time since the producer sent the request (ms)" if origin == send
                else "time since the batch was due to be sent, its intended send time (ms)")
-    return Story(rid, title, subtitle, origin, window, lanes, hw_time, hw_text, instants, tuple(late), x_label)
+    return Story(rid, title, subtitle, origin, (origin - 0.04 * span, show_until + 0.04 * span), lanes, hw_time,
+                 hw_text, tuple(_t(produce, c) for c in TIMESTAMPS[1:7]), tuple(late), x_label)

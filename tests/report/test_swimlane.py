@@ -117,7 +117,8 @@ def test_a_request_id_picks_the_produce_and_mistakes_are_clear(tables: Tables) -
         produce_swimlane_figure(tables.requests, tables.records, tables.timeseries, tables.summary, request_id=10**6)
     fetch_id = tables.requests.loc[tables.requests["api"] == "FetchFollower", "request_id"].iloc[0]
     with pytest.raises(ValueError, match="FetchFollower request.*acks=all"):
-        produce_swimlane_figure(tables.requests, tables.records, tables.timeseries, tables.summary, request_id=fetch_id)
+        produce_swimlane_figure(tables.requests, tables.records, tables.timeseries, tables.summary,
+                                request_id=fetch_id)
     acks_one = tables.requests.loc[tables.requests["acks"] == 1, "request_id"].iloc[0]
     with pytest.raises(ValueError, match="acks=1"):
         produce_swimlane_figure(tables.requests, request_id=acks_one)

@@ -44,7 +44,8 @@ def test_writes_every_figure_as_a_non_empty_png_without_pyplot(tables: Tables, t
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == sorted(f"{n}.png" for n in ALL)
 
 
-def test_an_empty_run_writes_nothing_and_says_why(tmp_path: Path, no_rendering: None, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_empty_run_writes_nothing_and_says_why(tmp_path: Path, no_rendering: None,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("INFO", logger="kafkasim.report"):
         assert write_figures(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}, tmp_path) == []
         assert write_figures(None, None, None, None, tmp_path) == []

@@ -64,7 +64,8 @@ def build_run() -> Run:
     rng = np.random.default_rng(7)
     run = Run()
     followers = {"follower-1": 1, "follower-2": 2}
-    for metric, entity in [("HighWatermark", "orders-0"), *(("LogEndOffset", f"orders-0/replica-{b}") for b in (0, 1, 2))]:
+    starts = [("HighWatermark", "orders-0"), *(("LogEndOffset", f"orders-0/replica-{b}") for b in (0, 1, 2))]
+    for metric, entity in starts:
         run.gauges.append((0.0, metric, entity, 0.0))
     run.gauges.append((0.0, "IsrSize", "orders-0", 3.0))
     # Everyone starts parked at LEO = HW = 0 (spec §10, "idle followers parked at LEO=N").
