@@ -1,1 +1,40 @@
-"""sweep"""
+"""Parameter sweeps on Spark: a grid of scenario variants times seeds -> Parquet -> percentiles with CIs.
+
+    from kafkasim.sweep import run_sweep
+    result = run_sweep("sweeps/io-threads.yaml")          # Spark local[*]; master="spark://host:7077" etc.
+    result.planned, result.succeeded, result.failed
+    result.per_variant                                     # mean / 95% CI / pooled per variant and metric
+    result.variant_table("p99")
+
+Command line: `kafkasim sweep SWEEP.yaml [--master URL] [--out DIR] [--parallelism N]` (see cli.py for the
+exit codes). The sweep file format is documented in model.py, the output layout in output.py.
+
+How numbers are computed:
+- Each (variant, seed) is one Spark task running the simulator in the executor's Python worker.
+- Rows sent during the scenario's warm-up are stored but excluded, as in a single run's summary.
+- Percentiles (p50, p95, p99, p99.9) come from Spark SQL's `percentile_approx` with accuracy 100,000:
+  the value returned for quantile q has a rank within q·n ± n/100,000 of the n sorted values (relative
+  rank error 1e-5; exact for groups of up to 100,000 rows). The bound is also written into every sweep's
+  `_MANIFEST.json`.
+- Across seeds: mean, sample standard deviation and a 95% confidence interval of the mean from Student's
+  t with n-1 degrees of freedom (confidence.py; no interval with a single seed). `pooled` is the statistic
+  over all seeds' rows together.
+
+Spark needs Java 17+ (java.py checks it first and says how to install it); single runs never need Java.
+"""
+
+from __future__ import annotations
+
+from kafkasim.sweep.model import SweepFile, load_sweep
+from kafkasim.sweep.output import IncompleteSweepError, read_manifest
+from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
+
+__all__ = [
+    "IncompleteSweepError",
+    "SweepAbortedError",
+    "SweepFile",
+    "SweepResult",
+    "load_sweep",
+    "read_manifest",
+    "run_sweep",
+]

@@ -77,7 +77,8 @@ def _metric_rows(df: DataFrame, metric: MetricSpec, columns: list[str]) -> DataF
         "seed",
         F.lit(metric.name).alias("metric"),
         F.coalesce(group, F.lit("null")).alias("group"),
-        F.col(metric.column).cast("double").alias("value"),
+        # NaN marks a timestamp the row never reached (a request without a response): no latency to rank.
+        F.nanvl(F.col(metric.column).cast("double"), F.lit(None).cast("double")).alias("value"),
         is_error.alias("is_error"),
     )
 

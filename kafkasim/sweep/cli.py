@@ -65,9 +65,14 @@ class _ProgressDisplay:
 
 def result_table(result: SweepResult, stat: str = "p99") -> Table:
     frame = result.variant_table(stat)
-    table = Table(title=f"{stat} per variant (mean over seeds ± 95% CI half-width, ms)", title_justify="left")
+    table = Table(title=f"{stat} per variant (mean over seeds ± 95% CI half-width)", title_justify="left")
+    params = {k for v in result.variants for k in v.params}
     for column in frame.columns:
-        table.add_column(str(column), justify="left" if column == "variant" else "right")
+        name = str(column)
+        if column == "variant" or column in params or column == "runs ok":
+            table.add_column(name, justify="left" if column == "variant" else "right", overflow="fold")
+        else:  # "TotalTimeMs [Produce]" -> two header lines; values never wrap mid-number
+            table.add_column(name.replace(" [", "\n["), justify="right", no_wrap=True)
     for row in frame.itertuples(index=False):
         table.add_row(*("" if value is None else escape(str(value)) for value in row))
     return table

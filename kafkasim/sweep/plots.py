@@ -62,7 +62,9 @@ def line_figure(
     xs = _x_positions(x_dim)
     by_coords = {coords: vid for vid, coords in variant_coords.items()}
     series = sorted({coords[1:] for coords in variant_coords.values()})
-    figure = new_figure(4.0 * len(PERCENTILES), 3.6)
+    # Fixed margins: constrained layout would double the drawing time of a sweep's many small figures.
+    figure = new_figure(3.6 * len(PERCENTILES), 3.4, constrained=False)
+    figure.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.82, wspace=0.28)
     axes = figure.subplots(1, len(PERCENTILES), squeeze=False)[0]
     for ax, stat in zip(axes, PERCENTILES, strict=True):
         values = _stat_lookup(rows, stat)
@@ -86,7 +88,7 @@ def line_figure(
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel(title)
     if rest:
-        axes[-1].legend(fontsize="small")
+        axes[-1].legend(fontsize="small", loc="upper left")
     figure.suptitle(f"{title} (mean over seeds, band: 95% CI)")
     figure.savefig(path, dpi=110)
     return path
@@ -106,7 +108,9 @@ def heatmap_figure(
         if vid in variant_coords:
             xi, yi = variant_coords[vid]
             grid[yi, xi] = mean
-    figure = new_figure(1.2 + 1.1 * len(x_dim.values), 1.2 + 0.6 * len(y_dim.values))
+    width, height = 3.6 + 1.2 * len(x_dim.values), 1.8 + 0.7 * len(y_dim.values)
+    figure = new_figure(width, height, constrained=False)
+    figure.subplots_adjust(left=1.7 / width, right=1 - 1.2 / width, bottom=0.9 / height, top=1 - 0.6 / height)
     ax = figure.subplots()
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
     ax.set_xticks(range(len(x_dim.values)), [x_dim.value_label(i) for i in range(len(x_dim.values))])
@@ -121,8 +125,10 @@ def heatmap_figure(
             if math.isfinite(value):
                 ax.text(xi, yi, f"{value:.3g}", ha="center", va="center", fontsize="small",
                         color="black" if value > middle else "white")
-    figure.colorbar(image, ax=ax, label=f"{STAT_LABELS[HEATMAP_STAT]} {title}")
-    ax.set_title(f"{STAT_LABELS[HEATMAP_STAT]} {title} (mean over seeds)")
+            else:  # every run of this variant failed, or it has no rows of this group
+                ax.text(xi, yi, "no data", ha="center", va="center", fontsize="small", color="grey")
+    figure.colorbar(image, ax=ax, label=f"mean {STAT_LABELS[HEATMAP_STAT]}")
+    ax.set_title(f"{title}: mean {STAT_LABELS[HEATMAP_STAT]} over seeds", fontsize="medium")
     figure.savefig(path, dpi=110)
     return path
 

@@ -26,7 +26,6 @@ from kafkasim.sweep.metrics import (
     PERCENTILE_ACCURACY,
     PERCENTILE_DEFINITION,
     PERCENTILE_RANK_ERROR,
-    STAT_LABELS,
     WARMUP_TIME_COLUMNS,
 )
 from kafkasim.sweep.model import LoadedSweep, load_sweep
@@ -253,7 +252,7 @@ def variant_table(result: SweepResult, stat: str = "p99") -> pd.DataFrame:
         row["runs ok"] = f"{ok}/{total}"
         if picked is not None:
             for s in picked[picked["variant_id"] == v.variant_id].itertuples(index=False):
-                label = f"{s.metric} {STAT_LABELS[stat]}" + ("" if s.group == "all" else f" [{s.group}]")
+                label = str(s.metric) if s.group == "all" else f"{s.metric} [{s.group}]"
                 row[label] = _mean_ci(s.mean, s.ci95_low, s.ci95_high)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -13,27 +13,7 @@ from kafkasim.sweep.java import JavaNotFoundError, check_java
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-BASE_SCENARIO = """\
-name: sweep-base
-description: A small acks=all scenario for sweep tests.
-seed: 7
-duration: 10s
-warmup: 1s
-topics:
-  - name: orders
-    partitions: 1
-    replication.factor: 3
-    min.insync.replicas: 2
-producers:
-  - name: producer-1
-    topic: orders
-    acks: all
-    rate: 1000/s
-    record_size: 1KiB
-consumers:
-  - name: consumer-1
-    topic: orders
-"""
+BASE_SCENARIO = Path(__file__).with_name("base.yaml").read_text(encoding="utf-8")
 
 
 @pytest.fixture
