@@ -73,7 +73,7 @@ class ProducerBatch:
 class RecordAccumulator:
     """Per-partition deques of batches (Kafka's ``RecordAccumulator``) for a producer talking to one broker."""
 
-    __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index")
+    __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index", "drains")
 
     def __init__(
         self,
@@ -90,6 +90,7 @@ class RecordAccumulator:
         self._partitions = list(partitions)
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {tp: deque() for tp in self._partitions}
         self._drain_index = 0
+        self.drains = 0  # how many times drain() ran: a change tells the producer its plan is stale
 
     def append(self, tp: TopicPartition, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int) -> tuple[bool, bool]:
         """Add one record; returns (batch_is_full, new_batch_created), the two reasons Kafka wakes the sender.
@@ -131,6 +132,7 @@ class RecordAccumulator:
     def drain(self) -> list[ProducerBatch]:
         """Kafka's ``drainBatchesForOneNode``: the first batch of every partition, round robin, up to
         ``max.request.size`` (the first batch is always taken, even if larger)."""
+        self.drains += 1
         parts = self._partitions
         n = len(parts)
         start = self._drain_index

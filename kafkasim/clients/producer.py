@@ -156,6 +156,7 @@ class Producer(Pausable):
         self._arrival_event: Call | None = None
         self._arrival_at = math.inf
         self._append_floor = -math.inf
+        self._plan_key: tuple[int, bool] | None = None
 
     def start(self) -> None:
         self._next_intended = self._arrivals.first()
@@ -207,9 +208,14 @@ class Producer(Pausable):
         """Schedule an event at the first upcoming record that would wake the Sender, if any."""
         if self.paused:
             return  # resume() plans again
-        target = math.inf
-        if len(self._in_flight) < self.max_in_flight:
-            target = self._first_waking_record()
+        # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
+        # in-flight room can change which record wakes the Sender.
+        can_send = len(self._in_flight) < self.max_in_flight
+        key = (self.accumulator.drains, can_send)
+        if key == self._plan_key and self._arrival_at >= self.env.now:
+            return
+        self._plan_key = key
+        target = self._first_waking_record() if can_send else math.inf
         if target == self._arrival_at:
             return
         if self._arrival_event is not None:
@@ -261,6 +267,7 @@ class Producer(Pausable):
     def _on_arrival(self, _event: Any) -> None:
         self._arrival_event = None
         self._arrival_at = math.inf
+        self._plan_key = None  # the planned record has arrived: plan the next one
         self._run_sender()
 
     def pause(self) -> None:
@@ -390,6 +397,7 @@ class Producer(Pausable):
 
     def on_resume(self) -> None:
         self._append_floor = self.env.now
+        self._plan_key = None
         self._run_sender()
         self._check_timeouts()
 

@@ -1,0 +1,151 @@
+"""Simulator speed and memory: how many simulated requests (and simulated ms) one core runs per second.
+
+Scenario: RF 3, acks=all, one producer at 5000 records/s (1 KiB, linger 5 ms, Poisson), one consumer --
+scenarios/quickstart.yaml with the rate raised. Every configuration runs in a fresh subprocess, so peak
+RSS is that run's own. Speeds are per CPU second of the process (the machine may be shared; wall time is
+printed too), next to bare SimPy's events per second measured the same way in the same run
+(benchmarks/simpy_baseline.py): the ratio of the two is the figure that carries over between machines.
+
+    uv run python benchmarks/engine_bench.py                # the README table (~2 minutes)
+    uv run python benchmarks/engine_bench.py --quick        # a smoke run
+    uv run python benchmarks/engine_bench.py --profile 5s   # cProfile of the hot path, top 40
+
+Memory: peak RSS of runs of two lengths; the difference divided by the difference in requests is the
+memory a recorded request costs (what grows with run length: the result tables themselves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "scenarios" / "quickstart.yaml"
+BENCH_OVERRIDES = ["producers[0].rate=5000/s", "warmup=0s"]
+
+
+def _scenario(duration: str, invariants: bool) -> Any:
+    from kafkasim.scenario import load_scenario
+
+    overrides = [*BENCH_OVERRIDES, f"duration={duration}", f"invariants={'true' if invariants else 'false'}"]
+    return load_scenario(SCENARIO).with_overrides(overrides)
+
+
+def _events_scheduled(env: Any) -> int:
+    # SimPy numbers every scheduled event with next(env._eid); the next number is the count so far.
+    return int(next(env._eid))
+
+
+def measure(duration: str, invariants: bool) -> dict[str, Any]:
+    """One run in this process: speeds and this process's peak RSS."""
+    from kafkasim.run.engine import Engine
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from simpy_baseline import simpy_events_per_second
+
+    scenario = _scenario(duration, invariants)
+    engine = Engine(scenario)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = engine.run()
+    cpu = time.process_time() - cpu0
+    wall = time.perf_counter() - wall0
+    events = _events_scheduled(engine.env)
+    requests = len(result.requests)
+    cpu_sim = result.summary["wall_seconds"]  # the simulation loop alone, wall clock
+    b0 = time.process_time()
+    baseline = simpy_events_per_second(400_000)
+    baseline_cpu = time.process_time() - b0
+    return {
+        "duration_ms": float(scenario.duration),
+        "invariants": invariants,
+        "requests": requests,
+        "batches": len(result.records),
+        "events": events,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "loop_wall_s": cpu_sim,
+        "requests_per_cpu_s": requests / cpu,
+        "sim_ms_per_cpu_s": float(scenario.duration) / cpu,
+        "events_per_cpu_s": events / cpu,
+        "simpy_events_per_s": baseline,
+        "simpy_baseline_cpu_s": baseline_cpu,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "invariant_checks": result.summary["counters"].get("invariant_checks", 0),
+    }
+
+
+def _in_subprocess(duration: str, invariants: bool) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", duration, "--invariants", "on" if invariants else "off"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _row(label: str, m: dict[str, Any]) -> str:
+    return (
+        f"| {label} | {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['cpu_s']:.1f} | "
+        f"{m['requests_per_cpu_s']:,.0f} | {m['sim_ms_per_cpu_s']:,.0f} | {m['events_per_cpu_s']:,.0f} | "
+        f"{m['simpy_events_per_s']:,.0f} | {m['events_per_cpu_s'] / m['simpy_events_per_s']:.2f} | "
+        f"{m['peak_rss_mb']:.0f} |"
+    )
+
+
+def table(short: str, long: str) -> None:
+    on = _in_subprocess(short, True)
+    off = _in_subprocess(short, False)
+    long_off = _in_subprocess(long, False)
+    print("| run | simulated | requests | CPU s | requests / CPU s | simulated ms / CPU s | events / CPU s "
+          "| bare SimPy events / s | ratio | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(_row("invariants on", on))
+    print(_row("invariants off", off))
+    print(_row("invariants off, long", long_off))
+    cost = on["cpu_s"] / off["cpu_s"] - 1.0
+    print()
+    print(f"Invariant checks: {on['invariant_checks']:,} checks, +{100 * cost:.0f}% CPU.")
+    extra_requests = long_off["requests"] - off["requests"]
+    if extra_requests > 0:
+        per_million = (long_off["peak_rss_mb"] - off["peak_rss_mb"]) / extra_requests * 1e6
+        print(f"Memory: peak RSS grows {per_million:,.0f} MB per million recorded requests "
+              f"({off['peak_rss_mb']:.0f} MB at {off['requests']:,} requests, "
+              f"{long_off['peak_rss_mb']:.0f} MB at {long_off['requests']:,}).")
+
+
+def profile(duration: str) -> None:
+    import cProfile
+    import pstats
+
+    from kafkasim.run.engine import Engine
+
+    engine = Engine(_scenario(duration, False))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    engine.run()
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="short runs (smoke test)")
+    parser.add_argument("--profile", metavar="DURATION", help="cProfile one run of this simulated length")
+    parser.add_argument("--child", metavar="DURATION", help=argparse.SUPPRESS)
+    parser.add_argument("--invariants", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child, args.invariants == "on")))
+    elif args.profile:
+        profile(args.profile)
+    elif args.quick:
+        table("2s", "4s")
+    else:
+        table("20s", "60s")
+
+
+if __name__ == "__main__":
+    main()
