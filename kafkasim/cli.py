@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -80,6 +81,124 @@ def wheel(
     from kafkasim.wheel_trace import print_walkthrough
 
     print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size))
+
+
+@app.command(epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke), 2 bad input, "
+             "130 stopped by Ctrl-C with the results so far written.")
+def run(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="Scenario YAML file.", show_default=False)],
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", min=0, max=_MAX_MS, help="Seed of every random stream (default: the scenario's)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Result directory (default: runs/<scenario name>-<seed> under the current directory). An "
+            "earlier result there is replaced atomically; any other non-empty directory is refused.",
+            show_default=False,
+        ),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY.PATH=VALUE",
+            help="Override a scenario value, e.g. --set producers[0].linger.ms=0 --set duration=10s. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    wallclock: Annotated[
+        bool | None,
+        typer.Option(
+            "--wallclock/--virtual",
+            help="Pace simulated time to the wall clock, or run as fast as possible. Default: the scenario's "
+            "clock; --speed and --live imply --wallclock unless --virtual is given.",
+            show_default=False,
+        ),
+    ] = None,
+    speed: Annotated[
+        float | None,
+        typer.Option("--speed", metavar="X", help="Wall-clock pace: simulated ms per wall ms (1 = real time).",
+                     show_default=False),
+    ] = None,
+    live: Annotated[
+        bool,
+        typer.Option("--live", help="Live view of HW, LEOs, ISR, purgatories, queues and recent latencies."),
+    ] = False,
+    progress: Annotated[
+        bool | None,
+        typer.Option("--progress/--no-progress",
+                     help="Progress bar on stderr for runs over a second (default: when stderr is a terminal).",
+                     show_default=False),
+    ] = None,
+    figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write figures/*.png.")] = True,
+) -> None:
+    """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml, figures)
+    and print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
+    end-to-end latency, ISR shrinks/expands and purgatory expirations."""
+    from kafkasim.console.run_command import RunOptions, run_command
+
+    options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),
+                         wallclock=wallclock, speed=speed, live=live, progress=progress, figures=figures)
+    raise typer.Exit(run_command(options))
+
+
+@app.command()
+def validate(
+    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="Scenario YAML files.",
+                                                   show_default=False)],
+) -> None:
+    """Check scenario files without running them: exit 0 if every one is valid, 2 otherwise (each problem
+    as file:line: key.path: message)."""
+    from kafkasim.console.commands import validate_command
+
+    raise typer.Exit(validate_command(scenarios))
+
+
+@app.command()
+def schema(
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="Write to FILE instead of stdout.", show_default=False),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of scenario files (the same bytes as kafkasim.schema.json), for editors."""
+    from kafkasim.console.commands import schema_command
+
+    raise typer.Exit(schema_command(out))
+
+
+@app.command()
+def plot(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
+                                            show_default=False)],
+) -> None:
+    """Regenerate RUN_DIR/figures from a saved run (the old figures are replaced once the new are written)."""
+    from kafkasim.console.commands import plot_command
+
+    raise typer.Exit(plot_command(run_dir))
+
+
+@app.command()
+def sweep(
+    sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
+    master: Annotated[str | None, typer.Option("--master", metavar="URL",
+                                               help="Spark master (default: local[*]).", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output directory.",
+                                             show_default=False)] = None,
+    parallelism: Annotated[int | None, typer.Option("--parallelism", metavar="N", help="Spark tasks.",
+                                                    show_default=False)] = None,
+) -> None:
+    """Run a grid of scenario variants x seeds on Spark and aggregate their percentiles (exit 0 all ran,
+    1 some run failed, 2 bad sweep file, no Java, or unusable output directory)."""
+    try:
+        from kafkasim.sweep.cli import sweep_command
+    except ImportError as exc:
+        raise typer.BadParameter(f"kafkasim sweep needs PySpark ({exc}); install kafkasim[spark]") from None
+    raise typer.Exit(sweep_command(sweep_file, master=master, out=out, parallelism=parallelism))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,111 @@
+"""`kafkasim validate`, `schema` and `plot`: small verbs, each returning its exit code (0 ok, 2 bad input)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from kafkasim.console.format import seconds
+from kafkasim.console.run_command import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageProblem,
+    error,
+    load_with_overrides,
+    scenario_error_message,
+)
+
+
+def validate_command(paths: list[str]) -> int:
+    """Check each scenario file; one `ok` line per valid file on stdout, its problems on stderr otherwise."""
+    from kafkasim.scenario import ScenarioError
+
+    failed = 0
+    for path in paths:
+        try:
+            s = load_with_overrides(path, [])
+        except (ScenarioError, UsageProblem) as exc:
+            failed += 1
+            message = scenario_error_message(exc) if isinstance(exc, ScenarioError) else str(exc)
+            error(message)
+            continue
+        print(
+            f"ok {path}: {s.name}, {seconds(s.duration)}, {len(s.topics)} topic(s), "
+            f"{len(s.producers)} producer(s), {len(s.consumers)} consumer(s), {len(s.faults)} fault(s)"
+        )
+    if failed:
+        print(f"kafkasim: {failed} of {len(paths)} scenario file(s) invalid", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def schema_command(out: Path | None) -> int:
+    """The scenario JSON Schema, byte for byte what kafkasim.schema.json holds, to stdout or to `out`."""
+    from kafkasim.scenario import scenario_json_schema_text
+
+    data = scenario_json_schema_text().encode("utf-8")
+    if out is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return EXIT_OK
+    if out.is_dir():
+        error(f"--out {out}: is a directory; give a file name, e.g. {out / 'kafkasim.schema.json'}")
+        return EXIT_USAGE
+    if not out.parent.is_dir():
+        error(f"--out {out}: the directory {out.parent} does not exist")
+        return EXIT_USAGE
+    write_file_atomically(out, data)
+    print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def write_file_atomically(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def plot_command(run_dir: Path) -> int:
+    """Regenerate RUN_DIR/figures from a saved run; the old figures are replaced only once all new ones
+    are written."""
+    from kafkasim.report import write_figures
+    from kafkasim.run.result import ResultDirectoryError, RunResult
+
+    try:
+        result = RunResult.load(run_dir)
+    except ResultDirectoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    staging = Path(tempfile.mkdtemp(prefix=".figures.tmp-", dir=run_dir))
+    try:
+        written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging)
+        replace_dir(staging / "figures", run_dir / "figures", staging / "old")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for path in written:
+        print(run_dir / "figures" / path.name)
+    print(f"kafkasim: wrote {len(written)} figure(s) to {run_dir / 'figures'}", file=sys.stderr)
+    return EXIT_OK
+
+
+def replace_dir(new: Path, target: Path, aside: Path) -> None:
+    """Rename `new` to `target`; an existing `target` is moved to `aside` first (put back if the swap fails)."""
+    if target.exists():
+        os.replace(target, aside)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        if aside.exists():
+            os.replace(aside, target)
+        raise

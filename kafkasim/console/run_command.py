@@ -1,0 +1,258 @@
+"""`kafkasim run`: load, override, run (with progress bar or live view), save, summarise.
+
+Exit codes (also in `kafkasim run --help`):
+  0    the run finished; results written.
+  1    the run failed: a Kafka invariant was broken (the message names time, partition and request);
+       nothing is written.
+  2    bad input: the scenario file, a --set override, an option, or an output directory that is not
+       a kafkasim result and not empty.
+  130  interrupted by Ctrl-C (SIGINT): the run stopped at the next step and the results so far were
+       written, complete and loadable; summary.json has `interrupted_at_ms`. A second Ctrl-C aborts at
+       once without writing (also 130). 130 = 128 + SIGINT, what shells report for an interrupted job.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from kafkasim.console.format import seconds
+
+if TYPE_CHECKING:
+    from kafkasim.run.engine import Engine
+    from kafkasim.run.result import RunResult
+    from kafkasim.scenario import Scenario
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+RESULTS_ROOT = "runs"
+
+
+class UsageProblem(Exception):
+    """Bad input found by the command (not by click): printed as `kafkasim: error: ...`, exit 2."""
+
+
+def error(message: str) -> None:
+    """Print an error as main() prints usage errors: `kafkasim: error: ` then the message."""
+    print(f"kafkasim: error: {message}", file=sys.stderr)
+
+
+def scenario_error_message(exc: Exception) -> str:
+    """One line for one problem (`file:line: key.path: message`); a count then one problem a line."""
+    lines = str(exc).splitlines()
+    if len(lines) == 1:
+        return lines[0]
+    problems = getattr(exc, "problems", lines)
+    return f"{len(problems)} problems in the scenario:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
+    """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem."""
+    from kafkasim.scenario import load_scenario
+
+    if not Path(path).is_file():
+        # load_scenario reads any other string as YAML text; on the command line it is always a file.
+        raise UsageProblem(f"{path}: no such scenario file")
+    scenario = load_scenario(Path(path))
+    if overrides:
+        scenario = scenario.with_overrides(list(overrides))
+    return scenario
+
+
+def default_out_dir(scenario: Scenario, seed: int) -> Path:
+    return Path(RESULTS_ROOT) / f"{scenario.name}-{seed}"
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse before running what RunResult.save would refuse after it: a file, or a non-empty directory
+    that is not a kafkasim result (an earlier result there is replaced atomically)."""
+    from kafkasim.run.result import is_result_dir
+
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UsageProblem(f"--out {out}: exists and is not a directory")
+    if any(out.iterdir()) and not is_result_dir(out):
+        raise UsageProblem(
+            f"--out {out}: refusing to replace a non-empty directory that is not a kafkasim result; "
+            "choose another directory"
+        )
+
+
+def resolve_clock(scenario: Scenario, wallclock: bool | None, speed: float | None, live: bool) -> tuple[bool, float]:
+    """(paced?, speed). --wallclock / --virtual win; otherwise --speed or --live mean wall-clock, and
+    without any of them the scenario's own `clock` decides."""
+    if speed is not None and not (math.isfinite(speed) and speed > 0):
+        raise UsageProblem(f"--speed must be a finite number > 0 (1 = real time, 0.5 = half speed), got {speed:g}")
+    if wallclock is False and speed is not None:
+        raise UsageProblem("--speed paces a wall-clock run; it cannot be combined with --virtual")
+    scenario_paced = scenario.clock.mode == "wallclock"
+    scenario_speed = float(getattr(scenario.clock, "speed", 1.0))
+    paced = wallclock if wallclock is not None else (scenario_paced or speed is not None or live)
+    return paced, speed if speed is not None else scenario_speed
+
+
+class StopOnInterrupt:
+    """While active, the first SIGINT asks the engine to stop at its next step (the run then ends cleanly
+    and its results are saved); a second one raises KeyboardInterrupt as usual."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.interrupted = False
+        self._previous: Any = None
+        self._installed = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.interrupted:
+            raise KeyboardInterrupt
+        self.interrupted = True
+        self._engine.request_stop()
+
+    def __enter__(self) -> StopOnInterrupt:
+        # Signal handlers can only be set from the main thread (a notebook calling this from a worker
+        # thread just runs without Ctrl-C handling). An ignored SIGINT (a background job of a script,
+        # nohup) stays ignored, as Python itself leaves it.
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        ):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+
+
+@dataclass
+class RunOptions:
+    scenario: str
+    seed: int | None = None
+    out: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    wallclock: bool | None = None  # None: the scenario's clock; True: --wallclock; False: --virtual
+    speed: float | None = None
+    live: bool = False
+    progress: bool | None = None  # None: shown when stderr is a terminal
+    figures: bool = True
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def run_command(options: RunOptions, *, console: Console | None = None, err_console: Console | None = None) -> int:
+    """Everything `kafkasim run` does; returns the exit code (see the module docstring)."""
+    from kafkasim.scenario import ScenarioError
+
+    console = console or Console()
+    err_console = err_console or Console(stderr=True)
+    try:
+        scenario = load_with_overrides(options.scenario, options.overrides)
+        seed = scenario.seed if options.seed is None else options.seed
+        out = (options.out if options.out is not None else default_out_dir(scenario, seed)).absolute()
+        check_out_dir(out)
+        paced, speed = resolve_clock(scenario, options.wallclock, options.speed, options.live)
+    except ScenarioError as exc:
+        error(scenario_error_message(exc))
+        return EXIT_USAGE
+    except UsageProblem as exc:
+        error(str(exc))
+        return EXIT_USAGE
+
+    from kafkasim.run.clock import SimClock
+    from kafkasim.run.engine import Engine
+    from kafkasim.run.invariants import InvariantViolation
+    from kafkasim.run.result import ResultDirectoryError
+    from kafkasim.run.snapshot import RecentLatencies, take_snapshot
+
+    show_bar = (err_console.is_terminal if options.progress is None else options.progress) and not options.live
+    from kafkasim.console.progress import RunProgress
+
+    bar = RunProgress(err_console, scenario.name) if show_bar else None
+    recent = RecentLatencies() if options.live else None
+    live = None
+    if options.live:
+        from kafkasim.console.live import LiveView
+
+        live = LiveView(console, scenario.name)
+    engine: Engine | None = None
+
+    def on_progress(sim_now_ms: float, duration_ms: float) -> None:
+        # Also installed without bar or view: the engine checks its stop flag between progress slices.
+        if bar is not None:
+            bar(sim_now_ms, duration_ms)
+        if live is not None and engine is not None and live.due():
+            live.update(take_snapshot(engine, recent))
+
+    engine = Engine(scenario, seed=seed, clock=SimClock(wallclock=paced, speed=speed), progress=on_progress,
+                    on_request=recent)
+    try:
+        with StopOnInterrupt(engine) as stopper:
+            # Printed once Ctrl-C is handled: from here on an interrupt still writes the results.
+            clock_text = f"wall-clock x{speed:g}" if paced else "virtual time"
+            print(
+                f"kafkasim: running {scenario.name} (seed {seed}, {seconds(scenario.duration)} simulated, "
+                f"{clock_text}) -> {_display_path(out)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if live is not None:
+                live.start()
+            try:
+                result = engine.run()
+            finally:
+                if live is not None:
+                    live.update(take_snapshot(engine, recent), force=True)
+                    live.stop()
+                if bar is not None:
+                    bar.close()
+            interrupted = "interrupted_at_ms" in result.summary
+            if stopper.interrupted and interrupted:
+                print(
+                    f"kafkasim: interrupted at simulated time {seconds(result.summary['interrupted_at_ms'])}; "
+                    "writing the results so far (Ctrl-C again to abort)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            saved = _save(result, out, options.figures)
+    except InvariantViolation as exc:
+        print(f"kafkasim: run failed: {exc}", file=sys.stderr)
+        print("kafkasim: no results written (a run that broke an invariant is not a result)", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except ResultDirectoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+
+    from kafkasim.console.summary import print_summary
+
+    print_summary(console, result.summary, scenario.name)
+    console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
+    return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+def _save(result: RunResult, out: Path, figures: bool) -> Path:
+    writer = None
+    if figures:
+        from kafkasim.report import write_figures
+
+        def writer(directory: Path) -> None:
+            write_figures(result.requests, result.records, result.timeseries, result.summary, directory)
+
+    return result.save(out, extra_writer=writer)

@@ -1,0 +1,127 @@
+"""The tables printed at the end of `kafkasim run`: what RunResult.summary holds, readable in 100 columns.
+
+Every number comes from the summary (kafkasim.run.summary computed it); nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from kafkasim.console.format import count, ms, seconds
+
+STATS = ("p50", "p95", "p99", "p99.9", "max")
+# Kafka's RequestMetrics breakdown, in the order a request goes through the broker (spec §9.2).
+BREAKDOWN_ROWS = (
+    ("TotalTimeMs", "TotalTimeMs"),
+    ("RequestQueueTimeMs", "  RequestQueueTimeMs"),
+    ("LocalTimeMs", "  LocalTimeMs"),
+    ("RemoteTimeMs", "  RemoteTimeMs"),
+    ("ResponseQueueTimeMs", "  ResponseQueueTimeMs"),
+    ("ResponseSendTimeMs", "  ResponseSendTimeMs"),
+    ("client_latency_ms", "client send -> receive"),
+)
+
+
+def _latency_table(title: str, first_column: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, title_style="bold")
+    table.add_column(first_column, no_wrap=True)
+    table.add_column("n", justify="right")
+    for stat in STATS:
+        table.add_column(stat, justify="right")
+    return table
+
+
+def _stat_cells(stats: Mapping[str, Any] | None) -> list[str]:
+    stats = stats or {}
+    return [count(stats.get("count")), *(ms(stats.get(s)) for s in STATS)]
+
+
+def api_table(api: str, data: Mapping[str, Any]) -> Table:
+    """One api's request count, errors and the percentiles of TotalTimeMs and each of its parts (ms)."""
+    title = (
+        f"{api}: {count(data.get('count'))} requests, {count(data.get('errors'))} errors, "
+        f"{count(data.get('client_timeouts'))} client timeouts (ms)"
+    )
+    table = _latency_table(title, "time")
+    for key, label in BREAKDOWN_ROWS:
+        if key in data:
+            table.add_row(label, *_stat_cells(data[key]))
+    return table
+
+
+def client_latency_table(summary: Mapping[str, Any]) -> Table | None:
+    """Produce latency per acks (from the intended send time: no coordinated omission) and end to end."""
+    produce = summary.get("produce_latency") or {}
+    e2e = summary.get("e2e_latency") or {}
+    if not produce and not e2e.get("count"):
+        return None
+    table = _latency_table("Client-observed latency (ms)", "latency")
+    for label, data in produce.items():
+        table.add_row(f"produce {label}, from intended send", *_stat_cells(data.get("from_intended")))
+        table.add_row(f"produce {label}, from send", *_stat_cells(data.get("from_send")))
+    if e2e.get("count"):
+        table.add_row("end to end (intended -> consumed)", *_stat_cells(e2e))
+    return table
+
+
+def counters_table(counters: Mapping[str, Any]) -> Table:
+    """ISR changes and expirations per purgatory (Kafka's ExpiresPerSec meters, as totals)."""
+    table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    follower = counters.get("fetch_expires_follower")
+    consumer = counters.get("fetch_expires_consumer")
+    fetch = None if follower is None and consumer is None else (follower or 0) + (consumer or 0)
+    table.add_row("ISR shrinks", count(counters.get("isr_shrinks")),
+                  "Produce purgatory expirations", count(counters.get("produce_expires")))
+    table.add_row("ISR expands", count(counters.get("isr_expands")),
+                  "Fetch purgatory expirations", count(fetch))
+    table.add_row("failed ISR updates", count(counters.get("failed_isr_updates")),
+                  "  of follower / consumer fetches", f"{count(follower)} / {count(consumer)}")
+    if counters.get("messages_dropped"):
+        table.add_row("messages dropped", count(counters.get("messages_dropped")), "", "")
+    return table
+
+
+def headline(summary: Mapping[str, Any], name: str) -> Text:
+    duration = summary.get("simulated_duration_ms")
+    parts = [f"{name}: seed {summary.get('seed')}"]
+    interrupted = summary.get("interrupted_at_ms")
+    if interrupted is not None:
+        parts.append(f"interrupted at simulated time {seconds(interrupted)}")
+    else:
+        parts.append(f"{seconds(duration)} simulated")
+    wall = summary.get("wall_seconds")
+    if wall is not None:
+        parts.append(f"{wall:.1f} s wall")
+    warmup = summary.get("warmup_ms") or 0
+    if warmup:
+        parts.append(f"first {seconds(warmup)} (warm-up) left out of the tables")
+    return Text(", ".join(parts), style="bold")
+
+
+def summary_renderable(summary: Mapping[str, Any], name: str) -> RenderableType:
+    """Everything `kafkasim run` prints about a finished (or interrupted) run, in reading order."""
+    items: list[RenderableType] = [headline(summary, name)]
+    apis = summary.get("apis") or {}
+    if not apis:
+        items.append(Text("no requests completed after the warm-up", style="yellow"))
+    for api, data in apis.items():
+        items.append(api_table(api, data))
+    latency = client_latency_table(summary)
+    if latency is not None:
+        items.append(latency)
+    items.append(counters_table(summary.get("counters") or {}))
+    return Group(*items)
+
+
+def print_summary(console: Console, summary: Mapping[str, Any], name: str) -> None:
+    console.print(summary_renderable(summary, name))

@@ -1,0 +1,148 @@
+"""Read-only snapshots of a running engine, for live views (``kafkasim run --live``, notebooks).
+
+    recent = RecentLatencies(window_ms=5_000)
+    engine = Engine(scenario, progress=..., on_request=recent)
+    ... inside the progress callback:  view.update(take_snapshot(engine, recent))
+
+A snapshot reads the same state the gauge sampler reads (kafkasim/run/gauges.py) and changes nothing, so
+taking snapshots never alters a run. Call it from the thread that runs the engine (the progress callback):
+the engine is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.run.recorder import APIS
+
+if TYPE_CHECKING:
+    from kafkasim.clients.messages import RequestEnvelope
+    from kafkasim.run.engine import Engine
+
+
+@dataclass(frozen=True)
+class ReplicaSnapshot:
+    """One replica of a partition: its own log end offset; for followers also the leader's view of it
+    (what the HW is computed from, one fetch behind) and whether the follower is crashed or paused."""
+
+    broker_id: int
+    log_end_offset: int
+    log_end_offset_at_leader: int | None
+    in_isr: bool
+    down: bool
+
+
+@dataclass(frozen=True)
+class PartitionSnapshot:
+    name: str
+    high_watermark: int
+    isr: tuple[int, ...]
+    under_min_isr: bool
+    replicas: tuple[ReplicaSnapshot, ...]  # leader (broker 0) first
+
+
+@dataclass(frozen=True)
+class PurgatorySnapshot:
+    name: str
+    watched: int  # Kafka's PurgatorySize: watch-list entries
+    num_delayed: int  # NumDelayedOperations: operations in the timer
+
+
+@dataclass(frozen=True)
+class LatencySnapshot:
+    """TotalTimeMs percentiles of one api over the requests that finished in the recent window."""
+
+    api: str
+    count: int
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    now_ms: float
+    duration_ms: float
+    wallclock: bool
+    speed: float
+    partitions: tuple[PartitionSnapshot, ...]
+    purgatories: tuple[PurgatorySnapshot, ...]
+    request_queue_size: int
+    response_queue_sizes: tuple[int, ...]
+    latency_window_ms: float
+    latencies: tuple[LatencySnapshot, ...]
+
+
+class RecentLatencies:
+    """An ``on_request`` hook for ``Engine``: keeps the TotalTimeMs of requests that finished in the last
+    ``window_ms`` of simulated time, per api."""
+
+    def __init__(self, window_ms: float = 5_000.0) -> None:
+        if not (math.isfinite(window_ms) and window_ms > 0):
+            raise ValueError(f"the latency window must be a finite number of ms > 0, got {window_ms!r}")
+        self.window_ms = float(window_ms)
+        self._by_api: dict[str, deque[tuple[float, float]]] = {api: deque() for api in APIS}
+
+    def __call__(self, envelope: RequestEnvelope) -> None:
+        # TotalTimeMs as Kafka's RequestMetrics has it: broker arrival to response sent (NaN if never sent).
+        total = envelope.end_ms - envelope.start_ms
+        if total == total:  # not NaN
+            self._by_api.setdefault(envelope.api, deque()).append((envelope.end_ms, max(0.0, total)))
+
+    def latencies(self, now_ms: float) -> tuple[LatencySnapshot, ...]:
+        from kafkasim.run.summary import percentiles  # pandas/hdrhistogram only when a view asks
+
+        out = []
+        horizon = now_ms - self.window_ms
+        for api, rows in self._by_api.items():
+            while rows and rows[0][0] < horizon:
+                rows.popleft()
+            stats: dict[str, Any] = percentiles([total for _, total in rows])
+            out.append(LatencySnapshot(api, int(stats["count"]), stats["p50"], stats["p99"], stats["max"]))
+        return tuple(out)
+
+
+def take_snapshot(engine: Engine, recent: RecentLatencies | None = None) -> EngineSnapshot:
+    """The engine's state now: per partition HW, every replica's LEO and the ISR, purgatory sizes, the
+    request and response queues, and (with ``recent``) the recent latency percentiles."""
+    c = engine.components
+    rm = c.replica_manager
+    own_leo: dict[tuple[Any, int], int] = {}
+    down: dict[int, bool] = {}
+    for follower in c.followers:
+        down[follower.broker_id] = bool(follower.crashed or follower.paused)
+        for tp, fp in follower.partitions.items():
+            own_leo[(tp, follower.broker_id)] = fp.log.log_end_offset
+    partitions = []
+    for tp, partition in rm.partitions.items():
+        isr = partition.isr
+        replicas = [ReplicaSnapshot(rm.broker_id, partition.log_end_offset, None, rm.broker_id in isr, False)]
+        for replica in partition.remote_replicas:
+            k = replica.broker_id
+            replicas.append(
+                ReplicaSnapshot(k, own_leo.get((tp, k), -1), replica.log_end_offset, k in isr, down.get(k, False))
+            )
+        partitions.append(
+            PartitionSnapshot(
+                str(tp), partition.high_watermark, tuple(sorted(isr)), partition.is_under_min_isr, tuple(replicas)
+            )
+        )
+    purgatories = tuple(
+        PurgatorySnapshot(p.name, p.watched, p.num_delayed) for p in (rm.produce_purgatory, rm.fetch_purgatory)
+    )
+    now = engine.env.now
+    return EngineSnapshot(
+        now_ms=now,
+        duration_ms=float(engine.scenario.duration),
+        wallclock=engine.clock.is_wallclock,
+        speed=engine.clock.speed,
+        partitions=tuple(partitions),
+        purgatories=purgatories,
+        request_queue_size=c.pipeline.request_queue_size,
+        response_queue_sizes=tuple(c.pipeline.response_queue_sizes()),
+        latency_window_ms=recent.window_ms if recent is not None else 0.0,
+        latencies=recent.latencies(now) if recent is not None else (),
+    )
