@@ -8,11 +8,12 @@ import numpy as np
 
 import kafkasim
 from kafkasim.run.clock import SimClock
+from kafkasim.scenario import Scenario
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 
 
-def _quickstart(duration: str = "2s") -> kafkasim.scenario.Scenario:  # type: ignore[name-defined]
+def _quickstart(duration: str = "2s") -> Scenario:
     return kafkasim.load_scenario(QUICKSTART).with_overrides([f"duration={duration}", "warmup=500ms"])
 
 

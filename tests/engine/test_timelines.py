@@ -155,7 +155,7 @@ def test_one_handler_thread_under_load_makes_request_queue_time_dominate() -> No
     # needs many connections: 20 producers offering ~1.1 handler-ms per ms to a single handler thread.
     result = run_scenario(
         scenario(
-            duration="2s",
+            duration="1500ms",
             broker={"num.io.threads": 1, "costs": {"request": "0.5ms"}},
             producers=[producer(f"p{i}", acks=1, rate="100/s", arrival="poisson") for i in range(20)],
         )
@@ -171,7 +171,7 @@ def test_one_handler_thread_under_load_makes_request_queue_time_dominate() -> No
 def test_many_handler_threads_keep_request_queue_time_near_zero() -> None:
     result = run_scenario(
         scenario(
-            duration="2s",
+            duration="1500ms",
             broker={"num.io.threads": 32, "costs": {"request": "0.5ms"}},
             producers=[producer(f"p{i}", acks=1, rate="100/s", arrival="poisson") for i in range(20)],
         )
