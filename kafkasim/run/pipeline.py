@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.fetch import fetch_params_from_request
+from kafkasim.broker.fetch import FetchParams, fetch_params_from_request
 from kafkasim.clients.messages import (
     API_PRODUCE,
     FetchRequestData,
@@ -160,6 +160,7 @@ class RequestPipeline:
         self._holding: list[RequestEnvelope] | None = None
         self._after_request = after_request
         self.requests_handled = 0
+        self._fetch_params: dict[tuple[int, int, int, int, int], FetchParams] = {}
 
     # --- connections -------------------------------------------------------------------------------
 
@@ -282,10 +283,14 @@ class RequestPipeline:
             return
         assert isinstance(body, FetchRequestData)
         # KafkaApis: request fields -> FetchParams (max_bytes capped by the broker's fetch.max.bytes).
-        params = fetch_params_from_request(
-            self.config, body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
-            replica_epoch=body.replica_epoch,
-        )
+        # A client sends the same request-level fields every time: one frozen FetchParams serves them all.
+        key = (body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, body.replica_epoch)
+        params = self._fetch_params.get(key)
+        if params is None:
+            params = self._fetch_params[key] = fetch_params_from_request(
+                self.config, body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
+                replica_epoch=body.replica_epoch,
+            )
         held: list[RequestEnvelope] = []
         self._holding = held
         try:
