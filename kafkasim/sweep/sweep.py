@@ -177,8 +177,8 @@ def run_sweep(
     """Run a sweep file on Spark (default `local[*]`) and return what it produced.
 
     `runner` defaults to kafkasim.run.run_scenario, looked up by import path in the executors. `spark`
-    reuses an existing session (it is then not stopped); otherwise one is started for the sweep and
-    stopped at the end. `on_planned(plan, output_dir)` is called once the plan is valid, before Spark.
+    reuses an existing session, as does an active session of this process (neither is stopped);
+    otherwise one is started for the sweep and stopped at the end. `on_planned(plan, output_dir)` is called once the plan is valid, before Spark.
     Raises ScenarioError (bad sweep file or variant), JavaNotFoundError, OutputDirError, SweepAbortedError.
     """
     loaded = load_sweep(sweep_path)
@@ -193,7 +193,14 @@ def run_sweep(
     write_manifest(partial, _manifest(plan, loaded, resolved_master, None, complete=False))
     _write_inputs(partial, loaded, plan)
 
-    own_session = spark is None
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        # A session the caller already has (a notebook's) is used as is and left running.
+        spark = SparkSession.getActiveSession()
+        own_session = spark is None
+    else:
+        own_session = False
     session = spark if spark is not None else build_spark_session(master, parallelism=parallelism)
     job: JobOutput | None = None
     try:
