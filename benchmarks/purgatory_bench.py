@@ -674,7 +674,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--samples", type=_positive_int, default=KAFKA_SAMPLE_SIZE,
                         help="pre-sampled latencies and intervals, as Kafka's 1 M (default 1000000)")
-    parser.add_argument("--repeat", type=_positive_int, default=3, help="timed passes per purgatory (median; default 3)")
+    parser.add_argument("--repeat", type=_positive_int, default=5, help="timed passes per purgatory (median; default 5)")
     parser.add_argument("--pending", type=_pending_list, default=[1_000, 10_000, 100_000, 1_000_000],
                         help="pending counts for the cost test (default 1000,10000,100000,1000000)")
     parser.add_argument("--batch", type=_positive_int, default=20_000, help="operations per timed round (default 20000)")
