@@ -3,12 +3,13 @@
 Replays Kafka's `TestPurgatoryPerformance` workload (spec §12) in virtual time through both purgatories and
 reports, in one run:
 
-* wall-clock operations per second of each over the whole replay, expiries and the final drain included,
-  and their ratio (median of `--repeat` timed passes);
+* operations per second of each over the whole replay, expiries and the final drain included, and their
+  ratio: per wall-clock second and per CPU second of this process (on a shared machine the wall clock
+  also counts time spent waiting for a core); median of `--repeat` passes, wheel and heap alternating;
 * the peak memory of each (tracemalloc, in a separate pass: tracing slows Python down, so it never runs
   during a timed pass);
-* the cost of one add + complete with N operations already pending, N = 1 k ... 1 M, for the wheel (the
-  heap is measured the same way for comparison).
+* the CPU cost of one add + complete with N operations already pending, N = 1 k ... 1 M, for the wheel
+  (the heap is measured the same way for comparison; `--no-heap-cost` skips it).
 
 The workload, as Kafka's tool builds it: 1 M pre-sampled exponential inter-arrival times (whole ms, the
 fractional residue carried to the next sample) for a Poisson process at `--rate`, and 1 M pre-sampled
