@@ -578,8 +578,24 @@ def workload_line(report: BenchReport) -> str:
     )
 
 
+def steady_state_note(report: BenchReport) -> str | None:
+    """Says so when arrivals stop before the first timeout: the heap then never reaches its steady size."""
+    w = report.workload
+    span_ms = w.arrival_ms[-1] if w.arrival_ms else 0
+    if span_ms >= w.spec.timeout_ms:
+        return None
+    steady = w.spec.rate * w.spec.timeout_ms / 1000
+    return (
+        f"Arrivals span {span_ms / 1000:,.1f} s, less than the {w.spec.timeout_ms / 1000:,.1f} s timeout: the "
+        f"heap peaks at {len(w.arrival_ms):,} entries, not the ~{steady:,.0f} (rate x timeout) of a steady state."
+    )
+
+
 def print_report(report: BenchReport, console: Console) -> None:
     console.print(f"[bold]Workload[/]: {workload_line(report)}")
+    note = steady_state_note(report)
+    if note is not None:
+        console.print(f"[bold]Note[/]: {note}")
     console.print(f"[bold]Machine[/]: {_machine()}; {_load(report)}")
     for title, (header, rows) in (
         ("Replay (virtual time, whole run)", replay_rows(report)),
@@ -617,6 +633,7 @@ def markdown(report: BenchReport) -> str:
         "",
         f"Workload: {workload_line(report)}",
         "",
+        *([f"Note: {steady_state_note(report)}", ""] if steady_state_note(report) is not None else []),
         _md_table(*replay_rows(report)),
         "",
         f"Timed passes, CPU s (wall s): {times}",

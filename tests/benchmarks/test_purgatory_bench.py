@@ -162,3 +162,22 @@ def test_cli_rejects_bad_arguments_with_a_message(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit):
         bench.parse_args(["--pending", "1000,x"])
     assert "comma-separated integers" in capsys.readouterr().err
+
+
+def test_one_small_run_reports_both_purgatories_and_every_target() -> None:
+    import io
+
+    from rich.console import Console
+
+    args = bench.parse_args(["--num", "500", "--samples", "2000", "--pending", "100,300", "--batch", "100",
+                             "--rounds", "1", "--repeat", "1", "--timeout", "1000"])
+    report = bench.run(args, "cmd", Console(file=io.StringIO()))
+    assert [r.completed + r.expired for r in (report.replay("wheel"), report.replay("heap"))] == [500, 500]
+    assert report.peaks["heap"] > 0 and report.peaks["wheel"] > 0
+    assert [c.pending for c in report.costs["wheel"]] == [100, 300]
+    text = bench.markdown(report)
+    assert text.startswith("Command: `cmd`")
+    assert "| wheel |" in text and "| heap |" in text and "| 300 |" in text
+    # 500 requests at 50 k/s last ~10 ms, far less than the 1 s timeout: the report must say so.
+    assert "Note: Arrivals span" in text
+    assert len(report.targets()) == 3
