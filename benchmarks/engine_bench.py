@@ -9,6 +9,7 @@ printed too), next to bare SimPy's events per second measured the same way in th
     uv run python benchmarks/engine_bench.py                # the README table (~2 minutes)
     uv run python benchmarks/engine_bench.py --quick        # a smoke run
     uv run python benchmarks/engine_bench.py --profile 5s   # cProfile of the hot path, top 40
+    uv run python benchmarks/engine_bench.py --split 20s    # CPU in the broker vs the engine
 
 Memory: peak RSS of runs of two lengths; the difference divided by the difference in requests is the
 memory a recorded request costs (what grows with run length: the result tables themselves).
@@ -28,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "quickstart.yaml"
 BENCH_OVERRIDES = ["producers[0].rate=5000/s", "warmup=0s"]
+MAX_ROWS = 50_000  # kafkasim.run.engine.MAX_ROWS_IN_MEMORY
 
 
 def _scenario(duration: str, invariants: bool) -> Any:
@@ -35,6 +37,11 @@ def _scenario(duration: str, invariants: bool) -> Any:
 
     overrides = [*BENCH_OVERRIDES, f"duration={duration}", f"invariants={'true' if invariants else 'false'}"]
     return load_scenario(SCENARIO).with_overrides(overrides)
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
 
 
 def _events_scheduled(env: Any) -> int:
@@ -51,6 +58,15 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
 
     scenario = _scenario(duration, invariants)
     engine = Engine(scenario)
+    rss_loop_end: list[float] = []
+    build_result = engine._result
+
+    def result_after_snapshot(duration_ms: float, wall_seconds: float) -> Any:
+        rss_loop_end.append(_current_rss_mb())  # the simulation state and recorded rows, before the tables
+        return build_result(duration_ms, wall_seconds)
+
+    engine._result = result_after_snapshot  # type: ignore[method-assign]
+    rss_start = _current_rss_mb()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = engine.run()
     cpu = time.process_time() - cpu0
@@ -76,6 +92,8 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
         "simpy_events_per_s": baseline,
         "simpy_baseline_cpu_s": baseline_cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "rss_start_mb": rss_start,
+        "rss_loop_end_mb": rss_loop_end[0],
         "invariant_checks": result.summary["counters"].get("invariant_checks", 0),
     }
 
@@ -91,7 +109,7 @@ def _row(label: str, m: dict[str, Any]) -> str:
         f"| {label} | {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['cpu_s']:.1f} | "
         f"{m['requests_per_cpu_s']:,.0f} | {m['sim_ms_per_cpu_s']:,.0f} | {m['events_per_cpu_s']:,.0f} | "
         f"{m['simpy_events_per_s']:,.0f} | {m['events_per_cpu_s'] / m['simpy_events_per_s']:.2f} | "
-        f"{m['peak_rss_mb']:.0f} |"
+        f"{m['rss_loop_end_mb']:.0f} | {m['peak_rss_mb']:.0f} |"
     )
 
 
@@ -100,8 +118,8 @@ def table(short: str, long: str) -> None:
     off = _in_subprocess(short, False)
     long_off = _in_subprocess(long, False)
     print("| run | simulated | requests | CPU s | requests / CPU s | simulated ms / CPU s | events / CPU s "
-          "| bare SimPy events / s | ratio | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| bare SimPy events / s | ratio | RSS at end of loop MB | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(_row("invariants on", on))
     print(_row("invariants off", off))
     print(_row("invariants off, long", long_off))
@@ -110,10 +128,11 @@ def table(short: str, long: str) -> None:
     print(f"Invariant checks: {on['invariant_checks']:,} checks, +{100 * cost:.0f}% CPU.")
     extra_requests = long_off["requests"] - off["requests"]
     if extra_requests > 0:
-        per_million = (long_off["peak_rss_mb"] - off["peak_rss_mb"]) / extra_requests * 1e6
-        print(f"Memory: peak RSS grows {per_million:,.0f} MB per million recorded requests "
-              f"({off['peak_rss_mb']:.0f} MB at {off['requests']:,} requests, "
-              f"{long_off['peak_rss_mb']:.0f} MB at {long_off['requests']:,}).")
+        loop = (long_off["rss_loop_end_mb"] - off["rss_loop_end_mb"]) / extra_requests * 1e6
+        peak = (long_off["peak_rss_mb"] - off["peak_rss_mb"]) / extra_requests * 1e6
+        print(f"Memory per million recorded requests: {loop:,.0f} MB of RSS at the end of the simulation loop "
+              f"(rows waiting in the recorder, spooled to Parquet every {MAX_ROWS:,}), {peak:,.0f} MB of peak RSS "
+              f"(building the result tables at the end).")
 
 
 def profile(duration: str) -> None:
@@ -130,10 +149,55 @@ def profile(duration: str) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
 
 
+def split(duration: str) -> None:
+    """CPU time inside the broker's state machines (ReplicaManager entry points, purgatory reapers) vs the
+    rest of the loop (pipeline, clients, links, SimPy, recorder), and building the result."""
+    from kafkasim.broker.replica_manager import ReplicaManager
+    from kafkasim.purgatory import DelayedOperationPurgatory
+    from kafkasim.run.engine import Engine
+
+    spent: dict[str, float] = {}
+    depth = [0]
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # Nested entry points (a fetch completing a produce) count once, in the outer one.
+            if depth[0]:
+                return original(*args, **kwargs)
+            depth[0] += 1
+            t0 = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - t0
+                depth[0] -= 1
+
+        setattr(owner, name, wrapper)
+
+    for name in ("append_records", "fetch_messages", "try_complete_actions", "maybe_shrink_isr"):
+        timed(ReplicaManager, name, "broker")
+    timed(DelayedOperationPurgatory, "advance_clock", "broker")
+    engine = Engine(_scenario(duration, False))
+    timed(engine, "_result", "result tables and summary")
+    t0 = time.process_time()
+    result = engine.run()
+    total = time.process_time() - t0
+    loop = total - spent["result tables and summary"]
+    print(f"{len(result.requests):,} requests, {total:.2f} CPU s in Engine.run")
+    print(f"  broker state machines (ReplicaManager, purgatories): {spent['broker']:.2f} s "
+          f"({100 * spent['broker'] / loop:.0f}% of the loop)")
+    print(f"  engine, clients, links, SimPy, recorder:             {loop - spent['broker']:.2f} s "
+          f"({100 * (loop - spent['broker']) / loop:.0f}% of the loop)")
+    print(f"  result tables and summary:                           {spent['result tables and summary']:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     parser.add_argument("--profile", metavar="DURATION", help="cProfile one run of this simulated length")
+    parser.add_argument("--split", metavar="DURATION", help="CPU split broker vs engine for one run")
     parser.add_argument("--child", metavar="DURATION", help=argparse.SUPPRESS)
     parser.add_argument("--invariants", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -141,6 +205,8 @@ def main() -> None:
         print(json.dumps(measure(args.child, args.invariants == "on")))
     elif args.profile:
         profile(args.profile)
+    elif args.split:
+        split(args.split)
     elif args.quick:
         table("2s", "4s")
     else:
