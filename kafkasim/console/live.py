@@ -34,7 +34,7 @@ def _replica_cell(r_leo: int, at_leader: int | None, in_isr: bool, down: bool) -
 def partitions_table(snapshot: EngineSnapshot) -> Table:
     width = max((len(p.replicas) for p in snapshot.partitions), default=1)
     table = Table(
-        title="Partitions: log end offset per replica (followers: own LEO, leader's view in brackets)",
+        title="Log end offsets (follower: own (leader's view))",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -92,8 +92,8 @@ def latency_table(snapshot: EngineSnapshot) -> Table:
 def render_snapshot(snapshot: EngineSnapshot, label: str = "") -> RenderableType:
     clock = f"wall-clock x{snapshot.speed:g}" if snapshot.wallclock else "virtual time"
     head = Text(
-        f"{label}{' ' if label else ''}t = {seconds(snapshot.now_ms)} of {seconds(snapshot.duration_ms)} "
-        f"({clock}; Ctrl-C stops and keeps the results so far)",
+        f"{label}{' ' if label else ''}t = {seconds(snapshot.now_ms)} of {seconds(snapshot.duration_ms)}, {clock} "
+        "(Ctrl-C: stop and save)",
         style="bold",
     )
     items: list[RenderableType] = [head, partitions_table(snapshot), broker_table(snapshot)]

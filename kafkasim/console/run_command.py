@@ -221,6 +221,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
                 if live is not None:
                     live.update(take_snapshot(engine, recent), force=True)
                     live.stop()
+                    console.line()  # a non-terminal console leaves the last frame without a line end
                 if bar is not None:
                     bar.close()
             interrupted = "interrupted_at_ms" in result.summary

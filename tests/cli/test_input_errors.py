@@ -1,0 +1,154 @@
+"""Bad input gets exit code 2 and a short message naming where the problem is; validate and schema.
+
+The cases the issue names run as subprocesses (what a user sees, tracebacks included); the rest go through
+the same entry point in process, to keep the test set fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkasim.console.run_command import resolve_clock
+from kafkasim.scenario import load_scenario
+
+from .support import QUICKSTART, SCHEMA_FILE, SHIPPED_SCENARIOS, SHORT, assert_no_traceback, call, kafkasim
+
+BAD_SCENARIO = """\
+name: bad
+description: a scenario with two mistakes
+duration: 2s
+topics:
+  - name: orders
+    partitions: 1
+producers:
+  - name: p
+    topic: orders
+    acks: most
+    rate: 10/s
+    linger.msx: 3
+"""
+
+
+@pytest.fixture()
+def bad_file(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD_SCENARIO)
+    return path
+
+
+def test_a_bad_scenario_file_names_file_line_and_key(bad_file: Path) -> None:
+    result = kafkasim("run", bad_file, cwd=bad_file.parent)
+    assert result.returncode == 2
+    assert_no_traceback(result)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "kafkasim: error: 2 problems in the scenario:"
+    assert lines[1].strip().startswith(f"{bad_file}:10: producers[0].acks: ")
+    assert lines[2].strip() == f"{bad_file}:12: producers[0].linger.msx: unknown key 'linger.msx', did you mean 'linger.ms'?"
+    assert not (bad_file.parent / "runs").exists()
+
+
+def test_set_with_an_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
+    result = kafkasim("run", QUICKSTART, "--set", "producers[0].linger.mss=0", cwd=tmp_path)
+    assert result.returncode == 2
+    assert_no_traceback(result)
+    assert result.stderr.strip().splitlines() == [
+        "kafkasim: error: --set producers[0].linger.mss=0: producers[0].linger.mss: unknown key 'linger.mss', "
+        "did you mean 'linger.ms'?"
+    ]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_validate_accepts_every_shipped_scenario() -> None:
+    assert SHIPPED_SCENARIOS
+    result = kafkasim("validate", *SHIPPED_SCENARIOS)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [f"ok {path}" for path in SHIPPED_SCENARIOS]
+
+
+def test_schema_on_stdout_is_byte_identical_to_the_schema_file() -> None:
+    import subprocess
+    import sys
+
+    from .support import cli_env
+
+    result = subprocess.run([sys.executable, "-m", "kafkasim", "schema"], capture_output=True, env=cli_env(), timeout=60)
+    assert result.returncode == 0
+    assert result.stdout == SCHEMA_FILE.read_bytes()
+
+
+# --- in process ----------------------------------------------------------------------------------------
+
+
+def test_schema_out_file_is_byte_identical(tmp_path: Path) -> None:
+    target = tmp_path / "schema.json"
+    target.write_text("old")
+    assert call("schema", "--out", target) == 0
+    assert target.read_bytes() == SCHEMA_FILE.read_bytes()
+    assert [p.name for p in tmp_path.iterdir()] == ["schema.json"]
+
+
+def test_schema_out_refuses_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert call("schema", "--out", tmp_path) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_validate_reports_every_bad_file_and_exits_2(bad_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert call("validate", QUICKSTART, bad_file, bad_file.parent / "missing.yaml") == 2
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"ok {QUICKSTART}: quickstart, 30 s")
+    assert f"{bad_file}:12: producers[0].linger.msx" in captured.err
+    assert f"{bad_file.parent / 'missing.yaml'}: no such scenario file" in captured.err
+    assert captured.err.strip().endswith("2 of 3 scenario file(s) invalid")
+
+
+def test_a_missing_scenario_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert call("run", tmp_path / "nope.yaml") == 2
+    assert capsys.readouterr().err == f"kafkasim: error: {tmp_path / 'nope.yaml'}: no such scenario file\n"
+
+
+def test_a_non_result_directory_is_refused_before_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("precious")
+    assert call("run", QUICKSTART, *SHORT, "--out", keep) == 2
+    captured = capsys.readouterr()
+    assert "refusing to replace a non-empty directory that is not a kafkasim result" in captured.err
+    assert "kafkasim: running" not in captured.err  # refused before spending the run
+    assert [p.name for p in keep.iterdir()] == ["notes.txt"]
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert call("run", QUICKSTART, *SHORT, "--out", a_file) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--virtual", "--speed", "2"], "cannot be combined with --virtual"),
+        (["--speed", "0"], "--speed must be a finite number > 0"),
+        (["--speed", "nan"], "--speed must be a finite number > 0"),
+        (["--seed", "-1"], "'--seed'"),
+        (["--set", "duration"], "expected key.path=value"),
+        (["--set", "producers[3].rate=5/s"], "producers[3]"),
+    ],
+)
+def test_bad_run_options(args: list[str], fragment: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert call("run", QUICKSTART, *args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kafkasim: error: ") and fragment in err, err
+
+
+def test_clock_choice() -> None:
+    virtual = load_scenario(QUICKSTART)
+    paced = virtual.with_overrides(["clock={mode: wallclock, speed: 4}"])
+    assert resolve_clock(virtual, None, None, False) == (False, 1.0)
+    assert resolve_clock(virtual, None, None, True) == (True, 1.0)  # --live watches in real time
+    assert resolve_clock(virtual, None, 2.0, False) == (True, 2.0)  # --speed implies --wallclock
+    assert resolve_clock(virtual, False, None, True) == (False, 1.0)  # --live --virtual: a quick look
+    assert resolve_clock(paced, None, None, False) == (True, 4.0)  # the scenario's own clock
+    assert resolve_clock(paced, False, None, False) == (False, 4.0)
+    assert resolve_clock(paced, True, 0.5, False) == (True, 0.5)

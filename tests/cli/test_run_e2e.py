@@ -1,0 +1,138 @@
+"""`kafkasim run` and `kafkasim plot` end to end, as a user runs them (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkasim.console.format import ms
+from kafkasim.run.result import REQUIRED_FILES, RunResult
+from kafkasim.scenario import load_scenario
+
+from .support import BROKEN_BROKER, QUICKSTART, SHORT, assert_no_traceback, call, cli_env, kafkasim
+
+FIGURES = {"latency_cdf", "request_breakdown", "log_offsets", "isr_size", "purgatory", "produce_swimlane"}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One short quickstart run with --set overrides and --seed, into the default directory."""
+    cwd = tmp_path_factory.mktemp("cwd")
+    result = kafkasim("run", QUICKSTART, *SHORT, "--set", "producers[0].linger.ms=0", "--seed", "7", cwd=cwd)
+    return result, cwd
+
+
+def test_run_writes_a_complete_result_under_runs_name_seed(
+    finished_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, cwd = finished_run
+    assert result.returncode == 0, result.stderr
+    assert_no_traceback(result)
+    out = cwd / "runs" / "quickstart-7"  # the default: runs/<scenario name>-<seed> under the cwd
+    for name in (*REQUIRED_FILES, "scenario.yaml"):
+        assert (out / name).is_file(), name
+    assert {p.stem for p in (out / "figures").glob("*.png")} >= FIGURES
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "temporary directories left behind"
+    loaded = RunResult.load(out)
+    assert loaded.summary["seed"] == 7
+    assert loaded.summary["simulated_duration_ms"] == 2_000.0
+    assert "interrupted_at_ms" not in loaded.summary
+    # The resolved scenario carries the overrides and the seed, and loads back.
+    resolved = load_scenario(loaded.scenario_yaml or "")
+    assert (resolved.seed, resolved.duration, resolved.warmup) == (7, 2_000.0, 500.0)
+    assert resolved.producers[0].linger_ms == 0
+    assert loaded.requests["client_send_ms"].max() < 2_000.0
+
+
+def test_run_prints_the_summary_from_the_saved_summary(
+    finished_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, cwd = finished_run
+    summary = json.loads((cwd / "runs" / "quickstart-7" / "summary.json").read_text())
+    out = result.stdout
+    assert max(len(line) for line in out.splitlines()) <= 100
+    for api in ("Produce", "FetchConsumer", "FetchFollower"):
+        data = summary["apis"][api]
+        assert f"{api}: {data['count']:,} requests, {data['errors']} errors" in out
+    produce_total = next(line for line in out.splitlines() if line.strip().startswith("TotalTimeMs"))
+    stats = summary["apis"]["Produce"]["TotalTimeMs"]
+    assert produce_total.split()[1:] == [f"{stats['count']:,}", *(ms(stats[s]) for s in ("p50", "p95", "p99", "p99.9", "max"))]
+    for part in ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs"):
+        assert part in out
+    e2e = next(line for line in out.splitlines() if "end to end" in line)
+    assert e2e.split()[-1] == ms(summary["e2e_latency"]["max"])
+    assert "produce acks=all, from intended send" in out
+    assert "ISR shrinks" in out and "Produce purgatory expirations" in out and "Fetch purgatory expirations" in out
+    assert out.rstrip().endswith("results: runs/quickstart-7")
+    assert "kafkasim: running quickstart (seed 7" in result.stderr
+
+
+def test_plot_regenerates_the_figures_of_a_saved_run(
+    finished_run: tuple[subprocess.CompletedProcess[str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, cwd = finished_run
+    out = cwd / "runs" / "quickstart-7"
+    shutil.rmtree(out / "figures")
+    (out / "figures").mkdir()
+    (out / "figures" / "stale.png").write_bytes(b"not a figure")
+    # In process through the console script's entry point (a second matplotlib start-up would double the cost).
+    assert call("plot", out) == 0
+    assert str(out / "figures" / "latency_cdf.png") in capsys.readouterr().out
+    pngs = {p.stem for p in (out / "figures").glob("*.png")}
+    assert pngs >= FIGURES and "stale" not in pngs
+    assert all((out / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in FIGURES)
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_ctrl_c_in_wallclock_mode_stops_cleanly_and_keeps_the_partial_run(tmp_path: Path) -> None:
+    out = tmp_path / "partial"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kafkasim", "run", str(QUICKSTART), "--wallclock", "--no-figures", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )
+    try:
+        assert process.stderr is not None
+        # The "running" line is printed once Ctrl-C is handled; then let ~1 s of wall-clock run pass.
+        first = process.stderr.readline()
+        started = time.monotonic()
+        assert first.startswith("kafkasim: running quickstart (seed 42, 30 s simulated, wall-clock x1)"), first
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+        wall_ms = (time.monotonic() - started) * 1000.0
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "kafkasim: interrupted at simulated time" in stderr
+    loaded = RunResult.load(out)  # complete and loadable
+    assert (out / "scenario.yaml").is_file()
+    t = loaded.summary["interrupted_at_ms"]
+    # Paced at real time: about a second of simulated time passed before the signal, and no more simulated
+    # time than wall time passed in all (the run stopped when asked, long before its 30 s).
+    assert 500.0 <= t <= wall_ms + 100.0
+    assert loaded.summary["simulated_duration_ms"] == t
+    assert len(loaded.requests) > 0 and loaded.timeseries["time_ms"].max() <= t
+    assert loaded.requests["client_send_ms"].max() <= t
+    assert "interrupted at simulated time" in stdout and f"results: {out}" in stdout
+
+
+def test_an_invariant_violation_fails_the_run_with_its_message(tmp_path: Path) -> None:
+    out = tmp_path / "never"
+    result = subprocess.run(
+        [sys.executable, str(BROKEN_BROKER), "run", str(QUICKSTART), "--set", "duration=1s", "--set", "warmup=0s",
+         "--no-figures", "--out", str(out)],
+        capture_output=True, text=True, env=cli_env(), timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert_no_traceback(result)
+    assert "kafkasim: run failed: invariant violated at t=" in result.stderr
+    assert "completed twice" in result.stderr
+    assert not out.exists()
