@@ -22,6 +22,8 @@ import time as wall_time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from hdrh.histogram import HdrHistogram
+
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch
 from kafkasim.clients.accumulator import ProducerBatch
@@ -35,7 +37,7 @@ from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.run.reaper import ExpirationReaper
 from kafkasim.run.recorder import BatchTrace, Recorder
 from kafkasim.run.result import RunResult
-from kafkasim.run.summary import summarize
+from kafkasim.run.summary import PERCENTILES, acks_label, summarize
 
 if TYPE_CHECKING:
     from kafkasim.scenario import Scenario
@@ -46,6 +48,63 @@ MAX_ROWS_IN_MEMORY = 50_000
 NAN = math.nan
 
 ProgressCallback = Callable[[float, float], None]
+
+
+class RecordLatency:
+    """Produce latency of every record (not only a batch's oldest), from its intended send time and from
+    the send of the request that carried it, per acks setting, in HdrHistograms (µs, 3 digits) like the
+    summary's. Records intended before the warm-up ends are left out."""
+
+    HIGHEST_US = 3_600_000_000
+
+    def __init__(self, warmup_ms: float = 0.0) -> None:
+        self.warmup_ms = warmup_ms
+        self._by_acks: dict[int, tuple[HdrHistogram, HdrHistogram, list[float]]] = {}
+
+    def add(self, acks: int, batch: ProducerBatch, ack_ms: float) -> None:
+        hists = self._by_acks.get(acks)
+        if hists is None:
+            hists = self._by_acks[acks] = (
+                HdrHistogram(1, self.HIGHEST_US, 3),
+                HdrHistogram(1, self.HIGHEST_US, 3),
+                [0.0, 0.0],
+            )
+        from_intended, from_send, sums = hists
+        top = self.HIGHEST_US
+        warmup = self.warmup_ms
+        kept = 0
+        for intended in batch.intended_ms:
+            if intended >= warmup:
+                latency = ack_ms - intended
+                sums[0] += latency
+                from_intended.record_value(min(top, max(0, int(latency * 1000.0 + 0.5))))
+                kept += 1
+        if kept:
+            latency = ack_ms - batch.send_ms
+            sums[1] += latency * kept
+            from_send.record_value(min(top, max(0, int(latency * 1000.0 + 0.5))), kept)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for acks in sorted(self._by_acks):
+            from_intended, from_send, sums = self._by_acks[acks]
+            out[acks_label(acks)] = {
+                "records": from_intended.get_total_count(),
+                "from_intended": _histogram_summary(from_intended, sums[0]),
+                "from_send": _histogram_summary(from_send, sums[1]),
+            }
+        return out
+
+
+def _histogram_summary(h: HdrHistogram, total_ms: float) -> dict[str, Any]:
+    count = h.get_total_count()
+    if count == 0:
+        return {"count": 0}
+    out: dict[str, Any] = {"count": count, "mean": total_ms / count}
+    for name, q in PERCENTILES:
+        out[name] = h.get_value_at_percentile(q) / 1000.0
+    out["max"] = h.get_max_value() / 1000.0
+    return out
 
 
 class RunRecorder:
@@ -72,6 +131,7 @@ class RunRecorder:
         self._on_request = on_request
         self.requests_recorded = 0
         self.invariants: EngineInvariants | None = None
+        self.record_latency = RecordLatency()
 
     # --- requests ----------------------------------------------------------------------------------
 
@@ -94,8 +154,8 @@ class RunRecorder:
     def _write(self, envelope: RequestEnvelope) -> None:
         if self._on_request is not None:
             self._on_request(envelope)
-        # Drop the references a row does not need before it waits in the recorder's buffer.
-        envelope.body = None  # type: ignore[assignment]
+        # Drop the references a row does not need before it waits in the recorder's buffer (the body
+        # stays: an acks=0 request can be done on both sides while its handler is still finishing).
         envelope.response = None
         envelope.on_response = None
         envelope.connection = None
@@ -105,6 +165,8 @@ class RunRecorder:
     # --- batches -----------------------------------------------------------------------------------
 
     def batch_finished(self, producer: str, batch: ProducerBatch, ack_ms: float, error: Errors, base_offset: int) -> None:
+        if error == Errors.NONE:
+            self.record_latency.add(self.acks_by_producer[producer], batch, ack_ms)
         self._finish_batch(self.batch_trace(producer, batch, ack_ms, base_offset, error), error)
 
     def batch_trace(
@@ -312,6 +374,8 @@ class Engine:
             wall_seconds=wall_seconds,
             counters=self._counters(),
         )
+        # Per record (the tables hold one row per batch, whose latency is its oldest record's).
+        summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
         scenario_yaml = self._scenario_yaml()
         return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml)
 

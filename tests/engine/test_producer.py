@@ -1,0 +1,93 @@
+"""The producer in full runs: linger, batch.size, max.in.flight, acks=0, partitioners, per-record latency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kafkasim.run import run_scenario
+
+from .support import consumer, gauge, producer, scenario
+
+
+def test_a_batch_waits_linger_ms_unless_it_fills() -> None:
+    result = run_scenario(scenario(producers=[producer("p1", rate="50/s", **{"linger.ms": 7})]))
+    records = result.records.dropna(subset=["send_ms"])
+    # 50 records/s, 100 B each: no batch fills, so every one leaves linger.ms after it was created.
+    waited = (records["send_ms"] - records["created_ms"]).to_numpy()
+    assert waited == pytest.approx(np.full(len(waited), 7.0))
+    assert (records["record_count"] == 1).all()
+
+
+def test_full_batches_leave_at_once_and_respect_batch_size() -> None:
+    result = run_scenario(
+        scenario(producers=[producer("p1", rate="5000/s", record_size="1KiB", **{"linger.ms": 50, "batch.size": 8192})])
+    )
+    records = result.records.dropna(subset=["send_ms"])
+    assert (records["size_bytes"] <= 8192).all()
+    full = records[records["record_count"] == 7]  # 61 + 7 * 1024 <= 8192 < 61 + 8 * 1024
+    assert len(full) > 0.9 * len(records)
+    # A full batch does not wait for linger.ms (50 ms); 7 records at 5000/s take ~1.4 ms to arrive.
+    assert (full["send_ms"] - full["created_ms"]).median() < 5.0
+
+
+def test_in_flight_requests_never_exceed_the_limit() -> None:
+    result = run_scenario(
+        scenario(
+            followers={"link": {"latency": "20ms"}},
+            producers=[producer("p1", rate="2000/s", **{"max.in.flight.requests.per.connection": 2})],
+        )
+    )
+    in_flight = gauge(result, "InFlightRequests", "p1")["value"]
+    assert in_flight.max() == 2.0
+    produce = result.requests[result.requests["api"] == "Produce"]
+    sends = np.sort(produce["client_send_ms"].to_numpy())
+    receives = np.sort(produce["client_receive_ms"].dropna().to_numpy())
+    # At any send, at most one other request is still waiting for its response.
+    outstanding = np.searchsorted(sends, sends, side="right") - np.searchsorted(receives, sends, side="right")
+    assert outstanding.max() <= 2
+
+
+def test_acks_0_completes_on_send_and_the_consumer_tells_the_offsets() -> None:
+    result = run_scenario(scenario(producers=[producer("p1", acks=0)], consumers=[consumer("c1")]))
+    produce = result.requests[result.requests["api"] == "Produce"]
+    # No response: the broker's NoOp ends the request at the processor; nothing travels back.
+    assert produce["client_receive_ms"].isna().all()
+    assert produce["end_ms"].notna().mean() > 0.9
+    records = result.records.dropna(subset=["send_ms"])
+    assert (records["ack_ms"] == records["send_ms"]).all()
+    consumed = records[records["consumed_ms:c1"].notna()]
+    assert len(consumed) >= 40
+    assert (consumed["offset"] >= 0).all() and consumed["offset"].is_monotonic_increasing
+
+
+def test_round_robin_spreads_records_evenly_and_sticky_fills_a_batch_first() -> None:
+    def by_partition(partitioner: str) -> tuple[np.ndarray, float]:
+        result = run_scenario(
+            scenario(
+                topic={"partitions": 4},
+                producers=[producer("p1", rate="2000/s", partitioner=partitioner, **{"linger.ms": 5})],
+            )
+        )
+        records = result.records.dropna(subset=["send_ms"])
+        counts = records.groupby("partition")["record_count"].sum().to_numpy()
+        return counts, float(records["record_count"].mean())
+
+    robin, robin_batch = by_partition("round_robin")
+    assert robin.max() - robin.min() <= 1
+    sticky, sticky_batch = by_partition("sticky")
+    assert len(sticky) == 4
+    # Round robin spreads 5 ms of records over 4 partitions; sticky sends them to one.
+    assert sticky_batch > 2.5 * robin_batch
+
+
+def test_per_record_latency_counts_each_record_from_its_intended_time() -> None:
+    result = run_scenario(scenario(producers=[producer("p1", rate="500/s", arrival="poisson", **{"linger.ms": 5})]))
+    per_record = result.summary["produce_record_latency"]["acks=all"]
+    per_batch = result.summary["produce_latency"]["acks=all"]
+    records = result.records
+    kept = records[records["send_ms"] >= 500]
+    assert per_record["records"] >= kept["record_count"].sum() - 5
+    # A batch's row carries its oldest record; the other records waited less of the linger.
+    assert per_record["from_intended"]["p50"] < per_batch["from_intended"]["p50"] - 1.0
+    assert per_record["from_send"]["p50"] == pytest.approx(per_batch["from_send"]["p50"], abs=0.01)
