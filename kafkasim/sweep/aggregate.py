@@ -7,9 +7,10 @@ Two tables come out, both small enough to collect:
   standard deviation, the 95% confidence interval of the mean (Student's t, see confidence.py; null with
   one seed) and `pooled`: the statistic over all seeds' rows together.
 
-Percentiles use `percentile_approx` with accuracy PERCENTILE_ACCURACY: rank error <= 1/accuracy (see
-metrics.py). A group that has no rows in some seed (say, no consumer fetches) simply has fewer seeds; its
-n_seeds says so.
+Rows sent during the warm-up (`in_warmup`) are left out, and so are NaN values (a request that never got
+a response has no latency to rank; it still counts in `count` and `error_rate`). Percentiles use
+`percentile_approx` with accuracy PERCENTILE_ACCURACY: rank error <= 1/accuracy (see metrics.py). A group
+that has no rows in some seed (say, no consumer fetches) simply has fewer seeds; its n_seeds says so.
 """
 
 from __future__ import annotations

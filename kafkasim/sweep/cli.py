@@ -70,11 +70,14 @@ def result_table(result: SweepResult, stat: str = "p99") -> Table:
     for column in frame.columns:
         name = str(column)
         if column == "variant" or column in params or column == "runs ok":
-            table.add_column(name, justify="left" if column == "variant" else "right", overflow="fold")
-        else:  # "TotalTimeMs [Produce]" -> two header lines; values never wrap mid-number
-            table.add_column(name.replace(" [", "\n["), justify="right", no_wrap=True)
+            # Identity columns keep their values whole; long key-path headers fold instead.
+            widest = max((len(str(v)) for v in frame[column]), default=1)
+            table.add_column(name, justify="left" if column == "variant" else "right", overflow="fold",
+                             min_width=max(widest, 3))
+        else:  # "TotalTimeMs [Produce]" -> two header lines
+            table.add_column(name.replace(" [", "\n["), justify="right", overflow="fold", min_width=6)
     for row in frame.itertuples(index=False):
-        table.add_row(*("" if value is None else escape(str(value)) for value in row))
+        table.add_row(*("-" if value is None or value != value else escape(str(value)) for value in row))
     return table
 
 

@@ -6,11 +6,12 @@ Shape of the job:
    schedules each run as its own task and a slow run never holds others back.
 2. Each task parses the variant's scenario and calls the runner inside the executor's Python worker. Any
    exception becomes a failed run carrying its error text; the task itself succeeds, so one bad variant
-   never aborts the others. A run's tables travel back as Arrow IPC bytes, with their schema alongside.
+   never aborts the others. A run yields one metadata row (status, error, summary, table schemas) and
+   its tables as Arrow IPC chunks of CHUNK_ROWS rows, so a long run never becomes one giant row.
 3. The run rows are cached and their metadata (status, error, summary, schemas) collected: that is the
    only action that runs simulations, and the progress accumulator counts it.
 4. The schemas of all successful runs are unified on the driver (runs may differ, e.g. a column that is
-   all-null in one run), and `mapInArrow` decodes the IPC bytes into rows of that schema, which Spark's
+   all-null in one run), and `mapInArrow` decodes the IPC chunks into rows of that schema, which Spark's
    writer stores as Parquet partitioned by `variant_id`, with a `seed` column.
 
 Caching is an optimisation, not a correctness requirement: if Spark evicts a cached partition and
@@ -51,10 +52,16 @@ STATUS_FAILED = "failed"
 TABLES = ("requests", "records")
 """The per-row tables of a RunResult that a sweep stores (timeseries stay with single runs)."""
 
+CHUNK_ROWS = 65_536
+"""Rows per Arrow IPC chunk: a run's tables travel as several moderate rows, never one huge blob."""
+
+KIND_RUN = "run"
+
 RUN_COLUMNS = (
     ("run_index", "int"),
     ("variant_id", "string"),
     ("seed", "bigint"),
+    ("kind", "string"),  # "run": the run's metadata; "requests" / "records": one IPC chunk of that table
     ("status", "string"),
     ("error", "string"),
     ("summary_json", "string"),
@@ -62,10 +69,8 @@ RUN_COLUMNS = (
     ("records_rows", "bigint"),
     ("requests_schema", "binary"),
     ("records_schema", "binary"),
-    ("requests_ipc", "binary"),
-    ("records_ipc", "binary"),
+    ("chunk", "binary"),
 )
-_BLOB_COLUMNS = ("requests_ipc", "records_ipc")
 
 ProgressCallback = Callable[[int, int, int], None]
 """`progress(done, failed, planned)`: called from a background thread while runs complete."""
@@ -181,8 +186,11 @@ def _from_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
-def execute_run(spec: RunSpec, runner: Runner | str, run_index: int = 0) -> tuple[Any, ...]:
-    """Run one spec and return its row (see RUN_COLUMNS). Never raises: a failure is a row with its error."""
+def execute_run(spec: RunSpec, runner: Runner | str, run_index: int = 0) -> list[tuple[Any, ...]]:
+    """Run one spec; return its metadata row then its table chunks (see RUN_COLUMNS).
+
+    Never raises: a failure is a single metadata row with status 'failed' and the error with traceback.
+    """
     try:
         scenario = _load_scenario(spec.scenario_yaml)
         result = resolve_runner(runner)(scenario, seed=spec.seed)
@@ -195,14 +203,21 @@ def execute_run(spec: RunSpec, runner: Runner | str, run_index: int = 0) -> tupl
             raise TypeError("the runner's result has no `requests` table")
         summary = getattr(result, "summary", None)
         summary_json = None if summary is None else json.dumps(summary, sort_keys=True, default=str)
+        chunks = [
+            (run_index, spec.variant_id, spec.seed, name, *([None] * 7), _to_ipc(table.slice(start, CHUNK_ROWS)))
+            for name, table in tables.items()
+            if table is not None
+            for start in range(0, max(table.num_rows, 1), CHUNK_ROWS)
+        ]
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, never lost
         error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
-        return (run_index, spec.variant_id, spec.seed, STATUS_FAILED, error, None, 0, 0, None, None, None, None)
+        return [(run_index, spec.variant_id, spec.seed, KIND_RUN, STATUS_FAILED, error, None, 0, 0, None, None, None)]
     requests, records = tables["requests"], tables["records"]
-    return (
+    meta = (
         run_index,
         spec.variant_id,
         spec.seed,
+        KIND_RUN,
         STATUS_OK,
         None,
         summary_json,
@@ -210,9 +225,9 @@ def execute_run(spec: RunSpec, runner: Runner | str, run_index: int = 0) -> tupl
         0 if records is None else records.num_rows,
         requests.schema.serialize().to_pybytes(),
         None if records is None else records.schema.serialize().to_pybytes(),
-        _to_ipc(requests),
-        None if records is None else _to_ipc(records),
+        None,
     )
+    return [meta, *chunks]
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -227,11 +242,11 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _decode_batches(
-    batches: Iterable[pa.RecordBatch], ipc_column: str, data_schema: pa.Schema, out_schema: pa.Schema
+    batches: Iterable[pa.RecordBatch], data_schema: pa.Schema, out_schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         columns = batch.to_pydict()
-        for variant_id, seed, blob in zip(columns["variant_id"], columns["seed"], columns[ipc_column], strict=True):
+        for variant_id, seed, blob in zip(columns["variant_id"], columns["seed"], columns["chunk"], strict=True):
             if blob is None:
                 continue
             table = _conform(_from_ipc(blob), data_schema)
@@ -314,18 +329,20 @@ def run_job(
 
     def run_partition(items: Iterable[tuple[int, RunSpec]]) -> Iterator[tuple[Any, ...]]:
         for run_index, spec in items:
-            row = execute_run(spec, runner, run_index)
+            rows = execute_run(spec, runner, run_index)
             done_counter.add(1)
-            if row[3] == STATUS_FAILED:
+            if rows[0][4] == STATUS_FAILED:
                 failed_counter.add(1)
-            yield row
+            yield from rows
 
     run_schema = ", ".join(f"{name} {kind}" for name, kind in RUN_COLUMNS)
     rdd = sc.parallelize(indexed, numSlices=max(planned, 1)).mapPartitions(run_partition)
     runs_df = spark.createDataFrame(rdd, run_schema).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _ProgressPoller(done_counter, failed_counter, planned, progress):
-            meta = sorted(runs_df.drop(*_BLOB_COLUMNS).collect(), key=lambda r: r["run_index"])
+            meta = sorted(
+                runs_df.where(runs_df.kind == KIND_RUN).drop("chunk").collect(), key=lambda r: r["run_index"]
+            )
         output = JobOutput(
             runs=[
                 RunRecord(
@@ -350,20 +367,18 @@ def run_job(
             )
             out_schema = to_arrow_schema(spark_schema)
             data_schema = pa.schema(list(out_schema)[:-2])
-            ipc_column = f"{name}_ipc"
 
             def decode(
                 batches: Iterable[pa.RecordBatch],
-                ipc_column: str = ipc_column,
                 data_schema: pa.Schema = data_schema,
                 out_schema: pa.Schema = out_schema,
             ) -> Iterator[pa.RecordBatch]:
-                return _decode_batches(batches, ipc_column, data_schema, out_schema)
+                return _decode_batches(batches, data_schema, out_schema)
 
             path = f"{out_dir}/{name}"
             (
-                runs_df.where(runs_df.status == STATUS_OK)
-                .select("variant_id", "seed", ipc_column)
+                runs_df.where(runs_df.kind == name)
+                .select("variant_id", "seed", "chunk")
                 .mapInArrow(decode, spark_schema)
                 .write.partitionBy("variant_id")
                 .parquet(path)
