@@ -51,7 +51,7 @@ def parse_add(text: str) -> ScheduledAdd:
     return ScheduledAdd(delay_ms=delay, at_ms=at)
 
 
-@app.command()
+@app.command(short_help="Walk through Kafka's timing wheel: where each task goes and how it cascades.")
 def wheel(
     add: Annotated[
         list[str] | None,
@@ -83,7 +83,8 @@ def wheel(
     print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size))
 
 
-@app.command(epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke), 2 bad input, "
+@app.command(short_help="Run a scenario; write its results and print latency percentiles per api.",
+             epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke), 2 bad input, "
              "130 stopped by Ctrl-C with the results so far written.")
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="Scenario YAML file.", show_default=False)],
@@ -146,7 +147,7 @@ def run(
     raise typer.Exit(run_command(options))
 
 
-@app.command()
+@app.command(short_help="Check scenario files without running them.")
 def validate(
     scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="Scenario YAML files.",
                                                    show_default=False)],
@@ -158,7 +159,7 @@ def validate(
     raise typer.Exit(validate_command(scenarios))
 
 
-@app.command()
+@app.command(short_help="Print the JSON Schema of scenario files (kafkasim.schema.json).")
 def schema(
     out: Annotated[
         Path | None,
@@ -171,7 +172,7 @@ def schema(
     raise typer.Exit(schema_command(out))
 
 
-@app.command()
+@app.command(short_help="Regenerate the figures of a saved run.")
 def plot(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
                                             show_default=False)],
@@ -182,7 +183,7 @@ def plot(
     raise typer.Exit(plot_command(run_dir))
 
 
-@app.command()
+@app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
     master: Annotated[str | None, typer.Option("--master", metavar="URL",

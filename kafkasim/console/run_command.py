@@ -243,7 +243,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
 
     from kafkasim.console.summary import print_summary
 
-    print_summary(console, result.summary, scenario.name)
+    print_summary(console, result.summary, scenario.name, float(scenario.duration))
     console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
 

@@ -91,12 +91,13 @@ def counters_table(counters: Mapping[str, Any]) -> Table:
     return table
 
 
-def headline(summary: Mapping[str, Any], name: str) -> Text:
+def headline(summary: Mapping[str, Any], name: str, planned_ms: float | None = None) -> Text:
     duration = summary.get("simulated_duration_ms")
     parts = [f"{name}: seed {summary.get('seed')}"]
     interrupted = summary.get("interrupted_at_ms")
     if interrupted is not None:
-        parts.append(f"interrupted at simulated time {seconds(interrupted)}")
+        of = f" of {seconds(planned_ms)}" if planned_ms is not None else ""
+        parts.append(f"interrupted at simulated time {seconds(interrupted)}{of}")
     else:
         parts.append(f"{seconds(duration)} simulated")
     wall = summary.get("wall_seconds")
@@ -108,9 +109,10 @@ def headline(summary: Mapping[str, Any], name: str) -> Text:
     return Text(", ".join(parts), style="bold")
 
 
-def summary_renderable(summary: Mapping[str, Any], name: str) -> RenderableType:
-    """Everything `kafkasim run` prints about a finished (or interrupted) run, in reading order."""
-    items: list[RenderableType] = [headline(summary, name)]
+def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float | None = None) -> RenderableType:
+    """Everything `kafkasim run` prints about a finished (or interrupted) run, in reading order;
+    `planned_ms` is the scenario's duration (an interrupted run says how far it got)."""
+    items: list[RenderableType] = [headline(summary, name, planned_ms)]
     apis = summary.get("apis") or {}
     if not apis:
         items.append(Text("no requests completed after the warm-up", style="yellow"))
@@ -123,5 +125,5 @@ def summary_renderable(summary: Mapping[str, Any], name: str) -> RenderableType:
     return Group(*items)
 
 
-def print_summary(console: Console, summary: Mapping[str, Any], name: str) -> None:
-    console.print(summary_renderable(summary, name))
+def print_summary(console: Console, summary: Mapping[str, Any], name: str, planned_ms: float | None = None) -> None:
+    console.print(summary_renderable(summary, name, planned_ms))

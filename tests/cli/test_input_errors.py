@@ -152,3 +152,10 @@ def test_clock_choice() -> None:
     assert resolve_clock(paced, None, None, False) == (True, 4.0)  # the scenario's own clock
     assert resolve_clock(paced, False, None, False) == (False, 4.0)
     assert resolve_clock(paced, True, 0.5, False) == (True, 0.5)
+
+
+def test_sweep_verb_reaches_the_sweep_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A missing sweep file is found on the driver before Spark or Java are touched: exit 2 and its name.
+    assert call("sweep", tmp_path / "missing.yaml") == 2
+    captured = capsys.readouterr()
+    assert "missing.yaml" in captured.err and "Traceback" not in captured.err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.console.format import ms
+from kafkasim.console.format import ms, seconds
 from kafkasim.run.result import REQUIRED_FILES, RunResult
 from kafkasim.scenario import load_scenario
 
@@ -121,7 +121,8 @@ def test_ctrl_c_in_wallclock_mode_stops_cleanly_and_keeps_the_partial_run(tmp_pa
     assert loaded.summary["simulated_duration_ms"] == t
     assert len(loaded.requests) > 0 and loaded.timeseries["time_ms"].max() <= t
     assert loaded.requests["client_send_ms"].max() <= t
-    assert "interrupted at simulated time" in stdout and f"results: {out}" in stdout
+    assert f"quickstart: seed 42, interrupted at simulated time {seconds(t)} of 30 s" in stdout
+    assert f"results: {out}" in stdout
 
 
 def test_an_invariant_violation_fails_the_run_with_its_message(tmp_path: Path) -> None:
