@@ -118,14 +118,19 @@ def sweep_command(
             spark=spark,
             on_planned=announce,
         )
+    # soft_wrap: an error is one line per problem however narrow the terminal (no inserted line breaks).
     except ScenarioError as exc:
-        err_console.print(f"[red]kafkasim sweep: invalid sweep[/red]\n{escape(str(exc))}", highlight=False)
+        err_console.print(f"[red]kafkasim sweep: invalid sweep[/red]\n{escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
         return EXIT_USAGE
-    except (JavaNotFoundError, OutputDirError) as exc:
-        err_console.print(f"[red]kafkasim sweep:[/red] {escape(str(exc))}", highlight=False)
+    except JavaNotFoundError as exc:
+        err_console.print(f"[red]{escape(str(exc))}[/red]", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+    except OutputDirError as exc:
+        err_console.print(f"[red]kafkasim sweep:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except SweepAbortedError as exc:
-        err_console.print(f"[red]kafkasim sweep:[/red] {escape(str(exc))}", highlight=False)
+        err_console.print(f"[red]kafkasim sweep:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_RUNS_FAILED
     finally:
         display.stop()

@@ -132,7 +132,8 @@ def _check_values(loaded: LoadedSweep, base: Scenario, dims: list[Dimension], fi
                 except ScenarioError as exc:
                     failures.setdefault(_reason(exc), []).append(value)
             loc = _key_loc(loaded, key)
-            for reason, bad in failures.items():
+            for text, bad in failures.items():
+                reason = text.removeprefix(f"{key}: ")  # the location already names the key
                 if len(bad) == len(values) and len(values) > 1:
                     problems.append(_problem(loaded, loc, reason))
                 else:
