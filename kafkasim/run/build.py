@@ -27,7 +27,7 @@ from kafkasim.clients.follower import Follower
 from kafkasim.clients.messages import ClientRecorder
 from kafkasim.clients.producer import IdSource, Producer
 from kafkasim.clients.scheduling import Call
-from kafkasim.run.connections import ClientLinks, Connection, NetworkLink
+from kafkasim.run.connections import ClientConnection, NetworkPath
 from kafkasim.run.distributions import Constant, LogNormal, sampler_from_spec
 from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.run.pipeline import PipelineCosts, RequestPipeline
@@ -150,16 +150,21 @@ class Components:
     followers: list[Follower] = field(default_factory=list)
     producers: list[Producer] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
-    links: dict[str, ClientLinks] = field(default_factory=dict)
+    links: dict[str, NetworkPath] = field(default_factory=dict)
     invariants: EngineInvariants | None = None
 
 
-def _links(env: Environment, name: str, link: Link, streams: RandomStreams) -> ClientLinks:
-    def direction(d: Any) -> NetworkLink:
-        rng = streams.stream(f"link/{name}/{d}")
-        return NetworkLink(env, f"{name}/{d}", zero_arg_sampler(link.latency_for(d), rng), link.bandwidth_for(d), rng)
-
-    return ClientLinks(direction("to_broker"), direction("from_broker"))
+def _network_path(env: Environment, name: str, link: Link, streams: RandomStreams) -> NetworkPath:
+    """The client's two links, each with its own latency distribution, bandwidth and random stream."""
+    return NetworkPath.create(
+        env,
+        name,
+        sampler_from_spec(link.latency_for("to_broker")),
+        lambda stream: streams.stream(f"link/{stream}"),
+        link.bandwidth_for("to_broker") / 1000.0,  # bytes per second -> bytes per ms
+        from_broker_latency=sampler_from_spec(link.latency_for("from_broker")),
+        from_broker_bandwidth_bytes_per_ms=link.bandwidth_for("from_broker") / 1000.0,
+    )
 
 
 def build(
@@ -234,14 +239,14 @@ def build(
     c.invariants = invariants
     on_send = invariants.on_send if invariants is not None else None
 
-    def connector(name: str, links: ClientLinks) -> Callable[[], Connection]:
-        return lambda: Connection(env, name, links, pipeline, on_send)
+    def connector(name: str, path: NetworkPath) -> Callable[[], ClientConnection]:
+        return lambda: ClientConnection(env, name, path, pipeline, on_send)
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
     for k in scenario.follower_ids:
         name = f"follower-{k}"
-        links = c.links[name] = _links(env, name, f_cfg.link, streams)
+        links = c.links[name] = _network_path(env, name, f_cfg.link, streams)
         c.followers.append(
             Follower(
                 env,
@@ -261,7 +266,7 @@ def build(
             c.followers[-1].on_crash = invariants.on_follower_crash
     for p_cfg in scenario.producers:
         assert p_cfg.link is not None
-        links = c.links[p_cfg.name] = _links(env, p_cfg.name, p_cfg.link, streams)
+        links = c.links[p_cfg.name] = _network_path(env, p_cfg.name, p_cfg.link, streams)
         c.producers.append(
             Producer(
                 env,
@@ -277,7 +282,7 @@ def build(
         )
     for c_cfg in scenario.consumers:
         assert c_cfg.link is not None
-        links = c.links[c_cfg.name] = _links(env, c_cfg.name, c_cfg.link, streams)
+        links = c.links[c_cfg.name] = _network_path(env, c_cfg.name, c_cfg.link, streams)
         c.consumers.append(
             Consumer(env, c_cfg, partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, recorder)
         )

@@ -394,7 +394,7 @@ class Engine:
             "fetch_expires_consumer": m.fetch_expires_consumer,
             "alter_partition_requests": c.alter_partition.submitted,
             "requests_handled": c.pipeline.requests_handled,
-            "messages_dropped": sum(ls.to_broker.dropped + ls.from_broker.dropped for ls in c.links.values()),
+            "messages_dropped": sum(path.dropped for path in c.links.values()),
             "reaper_passes": sum(r.passes for r in self.reapers),
             "invariant_checks": self.invariants.checker.checks if self.invariants is not None else 0,
         }

@@ -4,20 +4,23 @@
   arrives meanwhile waits (a GC pause / SIGSTOP). Overlapping pauses nest.
 * ``slow_disk`` (follower): appends cost ``factor`` times more; overlapping factors multiply.
 * ``crash`` (follower): stop now, restart after ``restart_after`` (or never).
-* ``link_delay``: every message on the target's link(s) takes ``extra`` longer while it lasts.
-* ``link_drop``: the target's link(s) deliver nothing while it lasts.
+* ``link_delay``: every message sent on the target's link(s) while it lasts takes ``extra`` longer, a
+  fresh draw per message (from the fault's own random stream, so the link's own draws do not shift).
+* ``link_drop``: messages sent on the target's link(s) while it lasts are lost.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.clients.follower import Follower
+from kafkasim.clients.network import NetworkLink
 from kafkasim.clients.scheduling import Call
-from kafkasim.run.build import zero_arg_sampler
-from kafkasim.run.connections import NetworkLink
+from kafkasim.run.distributions import sampler_from_spec
 from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
 
 if TYPE_CHECKING:
@@ -67,6 +70,7 @@ def _at(c: Components, t: float, action: Callable[[], None]) -> None:
 
 def schedule_faults(scenario: Scenario, c: Components) -> None:
     pauses = _PauseCount()
+    drop_ends: dict[str, float] = {}  # link name -> end of the drop faults started so far
     for index, fault in enumerate(scenario.faults):
         start = float(fault.at)
         end = fault.end
@@ -87,15 +91,15 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
                 _at(c, end, crashed.restart)
         elif isinstance(fault, LinkDelayFault):
             links = _links(c, fault.target, fault.direction)
-            extra = zero_arg_sampler(fault.extra, c.streams.stream(f"faults/{index}/link_delay"))
-            _at(c, start, partial(_delay_on, links, extra))
+            extra = sampler_from_spec(fault.extra)
+            rng = c.streams.stream(f"faults/{index}/link_delay")
+            _at(c, start, partial(_delay_on, links, extra, rng))
             if end is not None:
-                _at(c, end, partial(_delay_off, links, extra))
+                _at(c, end, partial(_delay_off, links))
         elif isinstance(fault, LinkDropFault):
             links = _links(c, fault.target, fault.direction)
-            _at(c, start, partial(_drop, links, 1))
-            if end is not None:
-                _at(c, end, partial(_drop, links, -1))
+            until = math.inf if end is None else end
+            _at(c, start, partial(_drop, links, until, drop_ends))
         else:  # pragma: no cover - the scenario model admits only the kinds above
             raise ValueError(f"unknown fault type {fault.type!r}")
 
@@ -105,17 +109,35 @@ def _scale_disk(follower: Follower, factor: float) -> None:
     follower.disk_factor *= factor
 
 
-def _delay_on(links: list[NetworkLink], extra: Callable[[], float]) -> None:
+class _DelayedLatency:
+    """A link's latency plus a fault's extra delay, each drawn from its own stream."""
+
+    __slots__ = ("base", "extra", "extra_rng")
+
+    def __init__(self, base: Any, extra: Any, extra_rng: random.Random) -> None:
+        self.base = base
+        self.extra = extra
+        self.extra_rng = extra_rng
+
+    def sample(self, rng: random.Random) -> float:
+        return self.base.sample(rng) + self.extra.sample(self.extra_rng)
+
+
+def _delay_on(links: list[NetworkLink], extra: Any, rng: random.Random) -> None:
     for link in links:
-        link.extra = extra
+        link.latency_sampler = _DelayedLatency(link.latency_sampler, extra, rng)
 
 
-def _delay_off(links: list[NetworkLink], extra: Callable[[], float]) -> None:
+def _delay_off(links: list[NetworkLink]) -> None:
+    # Overlapping delays nest: each end removes the outermost wrapper, whichever fault added it.
     for link in links:
-        if link.extra is extra:
-            link.extra = None
+        if isinstance(link.latency_sampler, _DelayedLatency):
+            link.latency_sampler = link.latency_sampler.base
 
 
-def _drop(links: list[NetworkLink], change: int) -> None:
+def _drop(links: list[NetworkLink], until: float, drop_ends: dict[str, float]) -> None:
+    # An earlier, longer drop on the same link keeps its end.
     for link in links:
-        link.dropping += change
+        until = max(until, drop_ends.get(link.name, -math.inf))
+        drop_ends[link.name] = until
+        link.drop_until(until)
