@@ -92,11 +92,13 @@ class ArrivalProcess:
         return self.next_after(0.0)
 
     def next_after(self, t: float) -> float:
-        gap = self._gap(self._pattern if self._kind == "on_off" else self._kind)
-        if self._kind != "on_off":
-            return t + gap
+        kind = self._kind
+        if kind == "poisson":  # the common case, inlined
+            return t - math.log(1.0 - self._rng.random()) * self._mean_gap_ms
+        if kind == "constant":
+            return t + self._mean_gap_ms
         # On/off: arrivals only inside [start, start + on) of each period of on + off.
-        nxt = t + gap
+        nxt = t + self._gap(self._pattern)
         period = self._on_ms + self._off_ms
         on_end = self._period_start + self._on_ms
         while nxt >= on_end:
@@ -139,6 +141,9 @@ class Producer(Pausable):
         self.partitioner = Partitioner(config.partitioner, partitions, config.batch_size, partitioner_rng)
         self._arrivals = ArrivalProcess(config.rate, config.arrival, arrival_rng)
         self._record_size = record_size
+        # A constant record size (the usual case) skips the draw; 0 = draw each time.
+        constant = getattr(record_size, "constant", None)
+        self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
         self._ids = ids
         self._recorder = recorder
         self._connect = connect
@@ -174,7 +179,7 @@ class Producer(Pausable):
     def _draw(self) -> tuple[float, int, TopicPartition]:
         intended = self._next_intended
         self._next_intended = self._arrivals.next_after(intended)
-        size = max(1, int(self._record_size() + 0.5))
+        size = self._constant_size or max(1, int(self._record_size() + 0.5))
         record = (intended, size, self.partitioner.partition(size))
         self._upcoming.append(record)
         return record

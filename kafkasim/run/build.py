@@ -49,7 +49,12 @@ def zero_arg_sampler(spec: Any, rng: random.Random) -> Callable[[], float]:
     sampler = sampler_from_spec(spec)
     if isinstance(sampler, Constant):
         value = sampler.value
-        return lambda: value
+
+        def constant() -> float:
+            return value
+
+        constant.constant = value  # type: ignore[attr-defined]  # lets hot loops skip the call
+        return constant
     if isinstance(sampler, LogNormal):
         return partial(rng.lognormvariate, sampler.mu, sampler.sigma)
     return partial(sampler.sample, rng)

@@ -91,3 +91,19 @@ def test_per_record_latency_counts_each_record_from_its_intended_time() -> None:
     # A batch's row carries its oldest record; the other records waited less of the linger.
     assert per_record["from_intended"]["p50"] < per_batch["from_intended"]["p50"] - 1.0
     assert per_record["from_send"]["p50"] == pytest.approx(per_batch["from_send"]["p50"], abs=0.01)
+
+
+def test_on_off_arrivals_send_only_during_on_periods() -> None:
+    result = run_scenario(
+        scenario(
+            producers=[
+                producer("p1", rate="1000/s", arrival={"type": "on_off", "on": "200ms", "off": "300ms"},
+                         **{"linger.ms": 0, "batch.size": 0})
+            ]
+        )
+    )
+    intended = result.records["first_intended_ms"].to_numpy()
+    phase = np.mod(intended, 500.0)
+    assert (phase < 200.0).all()
+    # 1000/s while on: ~200 records per 500 ms period, six periods in 3 s.
+    assert 1000 <= len(intended) <= 1400
