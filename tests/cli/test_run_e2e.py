@@ -68,10 +68,31 @@ def test_run_prints_the_summary_from_the_saved_summary(
         assert part in out
     e2e = next(line for line in out.splitlines() if "end to end" in line)
     assert e2e.split()[-1] == ms(summary["e2e_latency"]["max"])
-    assert "produce acks=all, from intended send" in out
+    assert "produce acks=all, intended" in out
     assert "ISR shrinks" in out and "Produce purgatory expirations" in out and "Fetch purgatory expirations" in out
     assert out.rstrip().endswith("results: runs/quickstart-7")
     assert "kafkasim: running quickstart (seed 7" in result.stderr
+
+
+def test_summary_numbers_are_never_cut_in_an_80_column_console(
+    finished_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    # A piped run without COLUMNS renders at rich's default 80 columns: labels may wrap, numbers may not.
+    from io import StringIO
+
+    from rich.console import Console
+
+    from kafkasim.console.summary import print_summary
+
+    _, cwd = finished_run
+    summary = json.loads((cwd / "runs" / "quickstart-7" / "summary.json").read_text())
+    buffer = StringIO()
+    print_summary(Console(file=buffer, width=80, no_color=True), summary, "quickstart")
+    out = buffer.getvalue()
+    assert "\u2026" not in out, out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    e2e = next(line for line in out.splitlines() if "end to end" in line)
+    assert e2e.split()[-1] == ms(summary["e2e_latency"]["max"])
 
 
 def test_plot_regenerates_the_figures_of_a_saved_run(
