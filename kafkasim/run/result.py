@@ -82,6 +82,8 @@ class RunResult:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         try:
+            # mkdtemp makes the directory private (0700); the result is an ordinary directory, as mkdir makes.
+            tmp.chmod(0o777 & ~_current_umask())
             self._write_files(tmp)
             if extra_writer is not None:
                 extra_writer(tmp)
@@ -124,6 +126,12 @@ class RunResult:
         scenario_path = path / SCENARIO_FILE
         scenario_yaml = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
         return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_dir_files(directory: Path) -> None:

@@ -107,3 +107,12 @@ def test_saving_is_deterministic(tmp_path):
     for name in ["requests.parquet", "records.parquet", "timeseries.parquet", "summary.json"]:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     assert json.loads((a / "summary.json").read_text())["seed"] == 1
+
+
+def test_a_saved_result_has_ordinary_permissions_not_mkdtemps_private_ones(tmp_path):
+    old = os.umask(0o022)
+    try:
+        out = _result().save(tmp_path / "run")
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o755
