@@ -54,7 +54,10 @@ class DelayedFetch(DelayedOperation):
         self.response_callback = response_callback
 
     def try_complete(self) -> bool:
-        """Cases A-H of spec §4.3, in request order; G (enough bytes) after the loop."""
+        """Cases A-H of spec §4.3, in request order; G (enough bytes) after the loop.
+
+        This runs for every parked fetch on every append and HW move (several times per request), so the
+        common paths are inlined; each shortcut is noted where it is taken and gives Kafka's answer."""
         params = self.params
         isolation = params.isolation
         fetch_only_leader = params.fetch_only_leader
@@ -63,24 +66,27 @@ class DelayedFetch(DelayedOperation):
         for topic_partition, status in self.fetch_partition_status:
             fetch_offset = status.start_offset_metadata
             fetch_info = status.fetch_info
+            fetch_message_offset = fetch_offset.message_offset
             try:
-                if fetch_offset.message_offset == -1 and fetch_offset == UNKNOWN_OFFSET_METADATA:
+                if fetch_message_offset == -1 and fetch_offset == UNKNOWN_OFFSET_METADATA:
                     continue  # e.g. a preferred-read-replica answer: the partition is ignored
                 partition = get_partition_or_exception(topic_partition)  # Cases A, B, C, D
-                snapshot = partition.fetch_offset_snapshot(fetch_info.current_leader_epoch, fetch_only_leader)  # E
+                # Case E: Partition.fetch_offset_snapshot's validation, without building the snapshot tuple.
+                log = partition.local_log_with_epoch_or_throw(fetch_info.current_leader_epoch, fetch_only_leader)
+                # Materialised on every check, as Log.fetch_offset_snapshot does (it caches full metadata).
+                high_watermark = log.fetch_high_watermark_metadata()
                 if isolation is FetchIsolation.LOG_END:
-                    end_offset = snapshot.log_end_offset
-                elif isolation is FetchIsolation.HIGH_WATERMARK:
-                    end_offset = snapshot.high_watermark
+                    end_offset = log.log_end_offset_metadata
                 else:
-                    end_offset = snapshot.last_stable_offset
+                    end_offset = high_watermark  # HIGH_WATERMARK, and TXN_COMMITTED (LSO = HW here)
+                end_message_offset = end_offset.message_offset
                 # spec §4.3 / §13.11: equal message offsets fall through -- never Case F, even when the two
                 # describe the same offset on different segments after a roll. Followers (LOG_END) thus
                 # ignore HW moves: only the LEO matters to them.
-                if fetch_offset.message_offset > end_offset.message_offset:
+                if fetch_message_offset > end_message_offset:
                     # Case F: the leader truncated, or a consumer fetched beyond the HW.
                     return self.force_complete()
-                if fetch_offset.message_offset < end_offset.message_offset:
+                if fetch_message_offset < end_message_offset:
                     if fetch_offset.on_older_segment(end_offset):
                         # Case F: the end moved to a newer segment (roll) -- respond now with what there is.
                         return self.force_complete()
@@ -89,17 +95,23 @@ class DelayedFetch(DelayedOperation):
                         bytes_available = end_offset.position_diff(fetch_offset)
                         accumulated_size += min(bytes_available, fetch_info.max_bytes)
                     # Either side message-only: counts for nothing.
-                if fetch_info.last_fetched_epoch >= 0:
+                last_fetched_epoch = fetch_info.last_fetched_epoch
+                if last_fetched_epoch >= 0:
                     # Case H: the log diverged from the follower while it waited (truncation).
+                    if log.leader_epoch_cache.latest_epoch == last_fetched_epoch:
+                        # The common case: the follower's last fetched epoch is the log's latest, so the epoch
+                        # ends at the LEO (LeaderEpochFileCache.endOffsetFor) and the epoch validation of
+                        # last_offset_for_leader_epoch is the one Case E just passed. Only the offset test
+                        # can fire.
+                        if log.log_end_offset < fetch_info.fetch_offset:
+                            return self.force_complete()
+                        continue
                     epoch_end = partition.last_offset_for_leader_epoch(
-                        fetch_info.current_leader_epoch, fetch_info.last_fetched_epoch, fetch_only_from_leader=False
+                        fetch_info.current_leader_epoch, last_fetched_epoch, fetch_only_from_leader=False
                     )
                     if epoch_end.error is not Errors.NONE or epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
                         return self.force_complete()
-                    if (
-                        epoch_end.leader_epoch < fetch_info.last_fetched_epoch
-                        or epoch_end.end_offset < fetch_info.fetch_offset
-                    ):
+                    if epoch_end.leader_epoch < last_fetched_epoch or epoch_end.end_offset < fetch_info.fetch_offset:
                         return self.force_complete()
             except KafkaError as e:
                 if e.error in _COMPLETING_ERRORS:

@@ -526,6 +526,9 @@ class Partition:
             )
         return self.log
 
+    # DelayedFetch's parked checks call it directly (spec §4.3 Case E), without building a snapshot.
+    local_log_with_epoch_or_throw = _local_log_with_epoch_or_throw
+
     def _follower_replica_or_throw(self, replica_id: int, data: PartitionData) -> Replica:
         replica = self._remote_replicas.get(replica_id)
         if replica is None:
