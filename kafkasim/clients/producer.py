@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 
 NAN = float("nan")
 MAX_LOOKAHEAD_RECORDS = 10_000
+# A nanosecond: far below any modelled delay, far above float rounding at simulated times of days.
+_DEADLINE_TOLERANCE_MS = 1e-6
 
 
 class IdSource:
@@ -384,7 +386,10 @@ class Producer(Pausable):
 
     def _check_timeouts(self) -> None:
         now = self.env.now
-        if self._in_flight and now - self._in_flight[0][0].client_send_ms >= self.timeout_ms:
+        # The check was armed for `client_send_ms + timeout_ms`, but `now` (start + that delay, in float) can
+        # land one ulp short of it; without the tolerance the check re-arms with delay 0 forever.
+        deadline = self._in_flight[0][0].client_send_ms + self.timeout_ms if self._in_flight else math.inf
+        if now + _DEADLINE_TOLERANCE_MS >= deadline:
             self._disconnect(now)
             self._run_sender()
         if self._timeout_check is None:

@@ -157,10 +157,10 @@ class RunRecorder:
         envelope.client_done = True
         if self.invariants is not None:
             self.invariants.on_client_outcome(envelope)
-        if envelope.end_ms == envelope.end_ms or (
-            envelope.start_ms != envelope.start_ms and envelope.expects_response
-        ):
-            # Done on both sides, or never read by the broker and its connection is closed.
+        if envelope.end_ms == envelope.end_ms or (envelope.connection is None and envelope.expects_response):
+            # Done on both sides, or never picked up by the broker (its connection is closed, so it never
+            # will be). A processor sets `connection` when it *starts* reading a request: one whose read is
+            # under way when the client gives up is still handled, and written when the broker is done.
             self._write(envelope)
         else:
             self._awaiting_broker[envelope.request_id] = envelope

@@ -44,29 +44,6 @@ class SimulationStalled(Exception):
     """Simulated time stopped advancing while events kept running."""
 
 
-# Engine bugs these scenarios expose (reported, not fixed here: the engine belongs to another helper).
-CLOSED_CONNECTION_CRASH = pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason=(
-        "engine bug: when a producer's request times out, it closes its connection while the broker's "
-        "processor is still reading the next request on it; the client marks that request failed and "
-        "RunRecorder._write drops envelope.connection, but the broker still handles it and "
-        "RequestPipeline._send_response reads envelope.connection.processor (None)"
-    ),
-)
-TIMEOUT_CHECK_HANG = pytest.mark.xfail(
-    strict=True,
-    raises=SimulationStalled,
-    reason=(
-        "engine bug: Producer._arm_timeout_check schedules the check at client_send_ms + timeout_ms but "
-        "_check_timeouts tests now - client_send_ms >= timeout_ms; when float rounding makes the difference "
-        "1 ulp short, it re-arms with a delay of 0.0 forever (here at 35848.91 ms: 35848.91432924932 - "
-        "5848.91432924932 = 29999.999999999996)"
-    ),
-)
-
-
 def load(name: str, *overrides: str) -> Scenario:
     scenario = load_scenario(SCENARIO_DIR / f"{name}.yaml")
     return scenario.with_overrides(list(overrides)) if overrides else scenario
@@ -231,7 +208,6 @@ def test_slow_follower_leaves_the_isr_at_the_first_check_30_s_after_falling_behi
     assert result.records[result.records["producer"] == "bulk-acks-1"]["produce_latency_ms"].max() < 50.0
 
 
-@TIMEOUT_CHECK_HANG
 def test_slow_follower_with_kafkas_default_request_timeout_times_out_the_stuck_produces() -> None:
     # With request.timeout.ms 30 s (Kafka's default) the acks=all produces stuck behind the slow follower
     # time out before the 45 s shrink instead of waiting for it.
@@ -336,7 +312,6 @@ def test_one_handler_thread_makes_request_queue_time_dominate() -> None:
     assert median(requests(relieved, "Produce"), "RequestQueueTimeMs") == 0.0
 
 
-@CLOSED_CONNECTION_CRASH
 def test_gc_paused_follower_makes_acks_all_produces_time_out_without_leaving_the_isr() -> None:
     result = run(load("gc_paused_follower"))
     counters = result.summary["counters"]
