@@ -9,10 +9,13 @@ fully virtual run.
 from __future__ import annotations
 
 import math
+from heapq import heappop
 from time import monotonic, sleep
+from typing import Any
 
 import simpy
-from simpy.core import EmptySchedule, Environment, Infinity
+from simpy.core import EmptySchedule, Environment, Infinity, StopSimulation
+from simpy.events import URGENT, Event, EventPriority
 
 # Sleep in slices of at most this many wall seconds so that a switch to virtual mode (or a new speed)
 # made from another thread, e.g. a notebook widget, takes effect promptly during a long idle gap.
@@ -73,7 +76,57 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
         # call) and now must not be "caught up" by firing the next events without pacing.
         if self._wallclock:
             self._reanchor()
-        return super().run(until)
+        # simpy.Environment.run, with the event loop below instead of one step() call per event.
+        if until is not None:
+            if not isinstance(until, Event):
+                at = until if isinstance(until, int) else float(until)
+                if at <= self._now:
+                    raise ValueError(f"until ({at}) must be greater than the current simulation time")
+                until = Event(self)
+                until._ok = True
+                until._value = None
+                self.schedule(until, URGENT, at - self._now)
+            elif until.callbacks is None:
+                return until.value
+            until.callbacks.append(StopSimulation.callback)
+        try:
+            self._loop()
+        except StopSimulation as exc:
+            return exc.args[0]
+        except EmptySchedule:
+            if until is not None:
+                assert not until.triggered
+                raise RuntimeError(
+                    f'No scheduled events left but "until" event was not triggered: {until}'
+                ) from None
+        return None
+
+    def _loop(self) -> None:
+        """Process events until StopSimulation / EmptySchedule. In virtual mode each event is
+        ``Environment.step`` inlined (same order, same exceptions): the two method calls per event it saves
+        are a few percent of a run. Paced mode, switchable from another thread, goes through ``step()``."""
+        queue: list[Any] = self._queue
+        while True:
+            if self._wallclock:
+                self.step()
+                continue
+            try:
+                self._now, _, _, event = heappop(queue)
+            except IndexError:
+                raise EmptySchedule from None
+            callbacks, event.callbacks = event.callbacks, None
+            try:
+                for callback in callbacks:
+                    callback(event)
+            except StopSimulation:
+                # As Environment.step: the remaining callbacks run when the simulation resumes.
+                event.callbacks = callbacks[callbacks.index(callback) + 1 :]
+                self.schedule(event, EventPriority(-1))
+                raise
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
 
     def step(self) -> None:
         if not self._wallclock:
