@@ -466,28 +466,36 @@ class Partition:
         initial_log_start_offset = log.log_start_offset
         initial_log_end_offset = log.log_end_offset
         initial_last_stable_offset = log.last_stable_offset
-        if data.last_fetched_epoch >= 0:
-            epoch_end = self.last_offset_for_leader_epoch(
-                data.current_leader_epoch, data.last_fetched_epoch, fetch_only_from_leader=False
-            )
-            if epoch_end.error is not Errors.NONE:
-                raise KafkaError(epoch_end.error, f"{self.topic_partition}: last fetched epoch lookup failed")
-            if epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
-                raise KafkaError(
-                    Errors.OFFSET_OUT_OF_RANGE,
-                    f"{self.topic_partition}: could not determine the end offset of the last fetched epoch "
-                    f"{data.last_fetched_epoch}",
+        last_fetched_epoch = data.last_fetched_epoch
+        if last_fetched_epoch >= 0:
+            if log.leader_epoch_cache.latest_epoch == last_fetched_epoch:
+                # The common case, as in DelayedFetch: the follower's last fetched epoch is the log's latest,
+                # so it ends at the LEO (LeaderEpochFileCache.endOffsetFor), and fetch_records has already
+                # passed the epoch validation that last_offset_for_leader_epoch would repeat.
+                end_epoch, end_offset = last_fetched_epoch, initial_log_end_offset
+            else:
+                epoch_end = self.last_offset_for_leader_epoch(
+                    data.current_leader_epoch, last_fetched_epoch, fetch_only_from_leader=False
                 )
+                if epoch_end.error is not Errors.NONE:
+                    raise KafkaError(epoch_end.error, f"{self.topic_partition}: last fetched epoch lookup failed")
+                if epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
+                    raise KafkaError(
+                        Errors.OFFSET_OUT_OF_RANGE,
+                        f"{self.topic_partition}: could not determine the end offset of the last fetched epoch "
+                        f"{last_fetched_epoch}",
+                    )
+                end_epoch, end_offset = epoch_end.leader_epoch, epoch_end.end_offset
             if data.fetch_offset < initial_log_start_offset:
                 raise KafkaError(
                     Errors.OFFSET_OUT_OF_RANGE,
                     f"{self.topic_partition}: fetch offset {data.fetch_offset} is below the log start offset "
                     f"{initial_log_start_offset}",
                 )
-            if epoch_end.leader_epoch < data.last_fetched_epoch or epoch_end.end_offset < data.fetch_offset:
+            if end_epoch < last_fetched_epoch or end_offset < data.fetch_offset:
                 return LogReadInfo(
                     FetchDataInfo.empty(data.fetch_offset),
-                    EpochEndOffset(Errors.NONE, epoch_end.leader_epoch, epoch_end.end_offset),
+                    EpochEndOffset(Errors.NONE, end_epoch, end_offset),
                     initial_high_watermark,
                     initial_log_start_offset,
                     initial_log_end_offset,
