@@ -7,15 +7,13 @@ In a file a bare quantity ("50us", "1KiB") is a constant; otherwise a mapping wi
     {type: uniform, low: 1KiB, high: 4KiB}
     {type: empirical, values: [1ms, 2ms, 10ms], weights: [90, 9, 1]}
 
-Duration distributions hold float milliseconds, size distributions int bytes. `sample(rng)` draws one value
-from a caller-supplied `random.Random` (the engine gives every component its own named stream); `mean` is
-the analytical mean.
+Duration distributions hold float milliseconds, size distributions int bytes. These models only describe
+and validate; drawing values (and the analytical mean) is `kafkasim.run.distributions.sampler_from_spec`'s
+job, so the maths of each distribution lives in one place.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -32,19 +30,9 @@ from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.errors import fail, fail_at
 from kafkasim.scenario.units import DURATION_PATTERN, SIZE_PATTERN, Duration, Size, from_file
 
-# Standard normal quantile at 0.99: a lognormal's p99 is exp(mu + Z99 * sigma).
-Z99 = 2.3263478740408408
-
 
 class Distribution(ScenarioModel):
-    """Common interface; the concrete classes below add their parameters."""
-
-    def sample(self, rng: random.Random) -> float:
-        raise NotImplementedError
-
-    @property
-    def mean(self) -> float:
-        raise NotImplementedError
+    """Common base; the concrete classes below add their parameters (the `type` field names which)."""
 
 
 class Constant(Distribution):
@@ -57,24 +45,10 @@ class Constant(Distribution):
         data = handler(self)
         return data["value"] if info.mode_is_json() else data
 
-    def sample(self, rng: random.Random) -> float:
-        return self.value
-
-    @property
-    def mean(self) -> float:
-        return self.value
-
 
 class Exponential(Distribution):
     type: Literal["exponential"] = "exponential"
-    mean_value: float = Field(alias="mean", gt=0)
-
-    def sample(self, rng: random.Random) -> float:
-        return rng.expovariate(1.0 / self.mean_value)
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
+    mean: float = Field(gt=0)
 
 
 class LogNormal(Distribution):
@@ -88,21 +62,6 @@ class LogNormal(Distribution):
             fail_at([(("p99",), f"must be >= median ({self.median!r})")])
         return self
 
-    @property
-    def mu(self) -> float:
-        return math.log(self.median)
-
-    @property
-    def sigma(self) -> float:
-        return (math.log(self.p99) - math.log(self.median)) / Z99
-
-    def sample(self, rng: random.Random) -> float:
-        return rng.lognormvariate(self.mu, self.sigma)
-
-    @property
-    def mean(self) -> float:
-        return math.exp(self.mu + self.sigma**2 / 2)
-
 
 class Uniform(Distribution):
     type: Literal["uniform"] = "uniform"
@@ -114,13 +73,6 @@ class Uniform(Distribution):
         if self.low > self.high:
             fail_at([(("high",), f"must be >= low ({self.low!r})")])
         return self
-
-    def sample(self, rng: random.Random) -> float:
-        return rng.uniform(self.low, self.high)
-
-    @property
-    def mean(self) -> float:
-        return (self.low + self.high) / 2
 
 
 class Empirical(Distribution):
@@ -138,14 +90,6 @@ class Empirical(Distribution):
                 fail_at([(("weights",), "must not all be zero")])
         return self
 
-    def sample(self, rng: random.Random) -> float:
-        return rng.choices(self.values, weights=self.weights)[0]
-
-    @property
-    def mean(self) -> float:
-        weights = self.weights or [1.0] * len(self.values)
-        return sum(v * w for v, w in zip(self.values, weights, strict=True)) / sum(weights)
-
 
 # --- durations (float milliseconds) ---
 
@@ -155,7 +99,7 @@ class DurationConstant(Constant):
 
 
 class DurationExponential(Exponential):
-    mean_value: Duration = Field(alias="mean", gt=0)
+    mean: Duration = Field(gt=0)
 
 
 class DurationLogNormal(LogNormal):
@@ -180,7 +124,7 @@ class SizeConstant(Constant):
 
 
 class SizeExponential(Exponential):
-    mean_value: Size = Field(alias="mean", gt=0)
+    mean: Size = Field(gt=0)
 
 
 class SizeLogNormal(LogNormal):

@@ -23,7 +23,7 @@ class LinkDirection(ScenarioModel):
 class Link(ScenarioModel):
     """One connection to the broker: one-way propagation latency plus serialisation time at `bandwidth`.
 
-    The delay of a message of n bytes is `latency.sample() + n / bandwidth` seconds. The engine asks
+    The delay of a message of n bytes is a draw of `latency` (ms) plus n / `bandwidth` (bytes/s). The engine asks
     `latency_for(direction)` / `bandwidth_for(direction)`, which apply the per-direction overrides.
     """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kafkasim.run.distributions import sampler_from_spec
 from kafkasim.scenario import ConsumerConfig, FollowerConfig, ProducerConfig, load_scenario
 from kafkasim.scenario.broker import BrokerConfig
 
@@ -94,12 +95,12 @@ def test_every_endpoint_gets_its_effective_link() -> None:
     default = s.network.default_link
     producer = s.producers[0]
     assert producer.link == default
-    assert producer.link is not None and producer.link.latency_for("from_broker").mean == 1.0
+    assert producer.link is not None and sampler_from_spec(producer.link.latency_for("from_broker")).mean == 1.0
     # The followers' own latency replaces the default in both directions; the default's bandwidth stays.
     follower_link = s.followers.link
     assert follower_link is not None
-    assert follower_link.latency_for("to_broker").mean == 2.0
-    assert follower_link.latency_for("from_broker").mean == 2.0
+    assert sampler_from_spec(follower_link.latency_for("to_broker")).mean == 2.0
+    assert sampler_from_spec(follower_link.latency_for("from_broker")).mean == 2.0
     assert follower_link.bandwidth_for("to_broker") == 125e6
     assert follower_link.bandwidth_for("from_broker") == 1.25e9
 
@@ -140,8 +141,8 @@ def test_values_are_canonical_numbers() -> None:
     assert s.duration == 120_000.0 and isinstance(s.duration, float)
     assert s.producers[1].rate == 5.0
     assert s.network.default_link.bandwidth == 1.25e9
-    assert s.broker.costs.request.mean == 0.05
-    assert s.producers[0].record_size.mean > 1024
+    assert sampler_from_spec(s.broker.costs.request).mean == 0.05
+    assert sampler_from_spec(s.producers[0].record_size).mean > 1024
     assert isinstance(s.broker.replica_lag_time_max_ms, int) and s.broker.replica_lag_time_max_ms == 10_000
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkasim.run.distributions import sampler_from_spec
 from kafkasim.scenario import ScenarioError, load_scenario
 
 from .samples import FULL, ROOT
@@ -27,7 +28,7 @@ def test_kafka_keys_with_dots_and_list_items_by_index_or_name(quickstart) -> Non
 
 def test_dotted_index_and_flow_mapping_values(quickstart) -> None:
     s = quickstart.with_overrides(["network.default_link.latency={type: lognormal, median: 1ms, p99: 5ms}"])
-    assert s.network.default_link.latency.mean > 1.0
+    assert sampler_from_spec(s.network.default_link.latency).mean > 1.0
     # every endpoint that inherits the default link follows it
     assert s.consumers[0].link == s.network.default_link
     s = quickstart.with_overrides(["producers.0.acks=1"])
@@ -47,7 +48,7 @@ def test_shorthand_then_key(quickstart) -> None:
 
 def test_keys_left_out_can_be_created(quickstart) -> None:
     s = quickstart.with_overrides(["followers.link.latency=5ms"])
-    assert s.followers.link is not None and s.followers.link.latency.mean == 5.0
+    assert s.followers.link is not None and sampler_from_spec(s.followers.link.latency).mean == 5.0
 
 
 def _problem(scenario, override: str):
