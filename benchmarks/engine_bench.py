@@ -10,6 +10,7 @@ printed too), next to bare SimPy's events per second measured the same way in th
     uv run python benchmarks/engine_bench.py --quick        # a smoke run
     uv run python benchmarks/engine_bench.py --profile 5s   # cProfile of the hot path, top 40
     uv run python benchmarks/engine_bench.py --split 20s    # CPU in the broker vs the engine
+    uv run python benchmarks/engine_bench.py --memory 150s,375s,750s  # RSS vs run length (200 k..1 M requests)
 
 Memory: peak RSS of runs of two lengths; the difference divided by the difference in requests is the
 memory a recorded request costs (what grows with run length: the result tables themselves).
@@ -77,6 +78,7 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
     b0 = time.process_time()
     baseline = simpy_events_per_second(400_000)
     baseline_cpu = time.process_time() - b0
+    baseline_events = 4 * (400_000 // 4)
     return {
         "duration_ms": float(scenario.duration),
         "invariants": invariants,
@@ -87,9 +89,12 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
         "wall_s": wall,
         "loop_wall_s": cpu_sim,
         "requests_per_cpu_s": requests / cpu,
+        "requests_per_wall_s": requests / wall,
         "sim_ms_per_cpu_s": float(scenario.duration) / cpu,
+        "sim_ms_per_wall_s": float(scenario.duration) / wall,
         "events_per_cpu_s": events / cpu,
         "simpy_events_per_s": baseline,
+        "simpy_events_per_cpu_s": baseline_events / baseline_cpu,
         "simpy_baseline_cpu_s": baseline_cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "rss_start_mb": rss_start,
@@ -105,10 +110,14 @@ def _in_subprocess(duration: str, invariants: bool) -> dict[str, Any]:
 
 
 def _row(label: str, m: dict[str, Any]) -> str:
+    # The ratio: simulated requests per CPU second over bare SimPy events per CPU second, both measured in
+    # the same process -- how many bare SimPy events one simulated request costs is its inverse.
+    ratio = m["requests_per_cpu_s"] / m["simpy_events_per_cpu_s"]
     return (
-        f"| {label} | {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['cpu_s']:.1f} | "
-        f"{m['requests_per_cpu_s']:,.0f} | {m['sim_ms_per_cpu_s']:,.0f} | {m['events_per_cpu_s']:,.0f} | "
-        f"{m['simpy_events_per_s']:,.0f} | {m['events_per_cpu_s'] / m['simpy_events_per_s']:.2f} | "
+        f"| {label} | {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['cpu_s']:.1f} | {m['wall_s']:.1f} | "
+        f"{m['requests_per_cpu_s']:,.0f} | {m['requests_per_wall_s']:,.0f} | {m['sim_ms_per_cpu_s']:,.0f} | "
+        f"{m['sim_ms_per_wall_s']:,.0f} | {m['events'] / m['requests']:.2f} | "
+        f"{m['simpy_events_per_cpu_s']:,.0f} | {m['simpy_events_per_s']:,.0f} | {ratio:.4f} | {1 / ratio:.0f} | "
         f"{m['rss_loop_end_mb']:.0f} | {m['peak_rss_mb']:.0f} |"
     )
 
@@ -117,9 +126,11 @@ def table(short: str, long: str) -> None:
     on = _in_subprocess(short, True)
     off = _in_subprocess(short, False)
     long_off = _in_subprocess(long, False)
-    print("| run | simulated | requests | CPU s | requests / CPU s | simulated ms / CPU s | events / CPU s "
-          "| bare SimPy events / s | ratio | RSS at end of loop MB | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| run | simulated | requests | CPU s | wall s | requests / CPU s | requests / wall s "
+          "| simulated ms / CPU s | simulated ms / wall s | SimPy events / request "
+          "| bare SimPy events / CPU s | bare SimPy events / wall s | ratio (requests / CPU s ÷ bare events / CPU s) "
+          "| bare events per request | RSS at end of loop MB | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print(_row("invariants on", on))
     print(_row("invariants off", off))
     print(_row("invariants off, long", long_off))
@@ -130,9 +141,26 @@ def table(short: str, long: str) -> None:
     if extra_requests > 0:
         loop = (long_off["rss_loop_end_mb"] - off["rss_loop_end_mb"]) / extra_requests * 1e6
         peak = (long_off["peak_rss_mb"] - off["peak_rss_mb"]) / extra_requests * 1e6
-        print(f"Memory per million recorded requests: {loop:,.0f} MB of RSS at the end of the simulation loop "
-              f"(rows waiting in the recorder, spooled to Parquet every {MAX_ROWS:,}), {peak:,.0f} MB of peak RSS "
-              f"(building the result tables at the end).")
+        print(f"Memory per million recorded requests between these two runs: {loop:,.0f} MB of RSS at the end of "
+              f"the simulation loop, {peak:,.0f} MB of peak RSS (building the result tables at the end). Both are "
+              f"below {MAX_ROWS:,} rows, the recorder's buffer before it spools to Parquet, so this is the start-up "
+              f"slope; --memory measures the steady state.")
+
+
+def memory(durations: list[str]) -> None:
+    """RSS of runs of increasing length (invariants off): what a recorded request costs once the recorder's
+    row buffer (MAX_ROWS) is full and spooling, i.e. in steady state."""
+    runs = [_in_subprocess(duration, False) for duration in durations]
+    print("| simulated | requests | batches | CPU s | RSS at end of loop MB | peak RSS MB |")
+    print("|---|---|---|---|---|---|")
+    for m in runs:
+        print(f"| {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['batches']:,} | {m['cpu_s']:.1f} | "
+              f"{m['rss_loop_end_mb']:.0f} | {m['peak_rss_mb']:.0f} |")
+    for a, b in zip(runs, runs[1:], strict=False):
+        extra = (b["requests"] - a["requests"]) / 1e6
+        print(f"{a['requests']:,} -> {b['requests']:,} requests: "
+              f"{(b['rss_loop_end_mb'] - a['rss_loop_end_mb']) / extra:,.0f} MB of loop-end RSS and "
+              f"{(b['peak_rss_mb'] - a['peak_rss_mb']) / extra:,.0f} MB of peak RSS per million requests")
 
 
 def profile(duration: str) -> None:
@@ -142,7 +170,8 @@ def profile(duration: str) -> None:
     from kafkasim.run.engine import Engine
 
     engine = Engine(_scenario(duration, False))
-    profiler = cProfile.Profile()
+    # CPU time, not wall time: on a shared machine wall-clock profiles charge waiting to whatever ran.
+    profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     engine.run()
     profiler.disable()
@@ -198,6 +227,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     parser.add_argument("--profile", metavar="DURATION", help="cProfile one run of this simulated length")
     parser.add_argument("--split", metavar="DURATION", help="CPU split broker vs engine for one run")
+    parser.add_argument("--memory", metavar="DURATIONS", help="comma-separated run lengths: RSS per million requests")
     parser.add_argument("--child", metavar="DURATION", help=argparse.SUPPRESS)
     parser.add_argument("--invariants", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -207,6 +237,8 @@ def main() -> None:
         profile(args.profile)
     elif args.split:
         split(args.split)
+    elif args.memory:
+        memory(args.memory.split(","))
     elif args.quick:
         table("2s", "4s")
     else:
