@@ -142,9 +142,9 @@ def table(short: str, long: str) -> None:
         loop = (long_off["rss_loop_end_mb"] - off["rss_loop_end_mb"]) / extra_requests * 1e6
         peak = (long_off["peak_rss_mb"] - off["peak_rss_mb"]) / extra_requests * 1e6
         print(f"Memory per million recorded requests between these two runs: {loop:,.0f} MB of RSS at the end of "
-              f"the simulation loop, {peak:,.0f} MB of peak RSS (building the result tables at the end). Both are "
-              f"below {MAX_ROWS:,} rows, the recorder's buffer before it spools to Parquet, so this is the start-up "
-              f"slope; --memory measures the steady state.")
+              f"the simulation loop, {peak:,.0f} MB of peak RSS (building the result tables at the end). The short run "
+              f"is below {MAX_ROWS:,} rows, the recorder's buffer before it spools to Parquet, so this slope includes "
+              f"the start-up step; --memory measures the steady state.")
 
 
 def memory(durations: list[str]) -> None:
