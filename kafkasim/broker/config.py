@@ -27,7 +27,7 @@ def _require_non_negative(owner: str, **values: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """Topic-level (log) configs: segment rolling, batch size limit, min ISR."""
+    """Topic-level (log) configs: segment rolling, retention, batch size limit, min ISR."""
 
     segment_bytes: int = GIB  # segment.bytes
     segment_ms: int = 604_800_000  # segment.ms (7 days)
@@ -36,6 +36,8 @@ class LogConfig:
     index_interval_bytes: int = 4096  # index.interval.bytes
     max_message_bytes: int = 1_048_588  # max.message.bytes (broker: message.max.bytes)
     min_insync_replicas: int = 1  # min.insync.replicas
+    retention_ms: int = 604_800_000  # retention.ms (7 days); negative = no time limit
+    retention_bytes: int = -1  # retention.bytes; negative = no size limit
 
     def __post_init__(self) -> None:
         _require_positive(

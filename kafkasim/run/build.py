@@ -120,6 +120,8 @@ def log_config_of(topic: Any) -> LogConfig:
         index_interval_bytes=topic.index_interval_bytes,
         max_message_bytes=topic.max_message_bytes,
         min_insync_replicas=topic.min_insync_replicas,
+        retention_ms=int(topic.retention_ms),
+        retention_bytes=int(topic.retention_bytes),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kafkasim.scenario.base import ScenarioModel
@@ -66,6 +68,14 @@ class BrokerConfig(ScenarioModel):
     """Default `segment.index.bytes` of topics."""
     log_index_interval_bytes: KafkaBytes = Field(default=4096, alias="log.index.interval.bytes", ge=0, le=INT32_MAX)
     """Default `index.interval.bytes` of topics."""
+    log_retention_ms: Literal[-1] | KafkaMs = Field(default=604_800_000, alias="log.retention.ms")
+    """Default `retention.ms` of topics; -1 = no time limit. Kafka derives it from log.retention.hours = 168
+    when unset (log.retention.hours and .minutes are not accepted here: write "7d" or "30m")."""
+    log_retention_bytes: Literal[-1] | KafkaBytes = Field(default=-1, alias="log.retention.bytes")
+    """Default `retention.bytes` of topics; -1 = no size limit."""
+    log_retention_check_interval_ms: KafkaMs = Field(default=300_000, alias="log.retention.check.interval.ms", ge=1)
+    """How often the retention task deletes old segments of every log, leader's and followers' alike
+    (Kafka's LogManager `kafka-log-retention` task, first run 30 s after start)."""
     producer_purgatory_purge_interval_requests: int = Field(
         default=1000, alias="producer.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
     )

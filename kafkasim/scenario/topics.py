@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kafkasim.scenario.base import ScenarioModel
@@ -23,6 +25,8 @@ INHERITED_FROM_BROKER: dict[str, str] = {
     "segment_index_bytes": "log_index_size_max_bytes",
     "index_interval_bytes": "log_index_interval_bytes",
     "max_message_bytes": "message_max_bytes",
+    "retention_ms": "log_retention_ms",
+    "retention_bytes": "log_retention_bytes",
 }
 
 
@@ -49,6 +53,12 @@ class TopicConfig(ScenarioModel):
     segment_index_bytes: KafkaBytes = Field(default=10 * 1024 * 1024, alias="segment.index.bytes", ge=4, le=INT32_MAX)
     index_interval_bytes: KafkaBytes = Field(default=4096, alias="index.interval.bytes", ge=0, le=INT32_MAX)
     max_message_bytes: KafkaBytes = Field(default=1_048_588, alias="max.message.bytes", ge=0, le=INT32_MAX)
+    retention_ms: Literal[-1] | KafkaMs = Field(default=604_800_000, alias="retention.ms")
+    """Delete a segment once its newest record is older than this; -1 = no time limit. Checked every
+    `log.retention.check.interval.ms`, only for segments wholly below the HW."""
+    retention_bytes: Literal[-1] | KafkaBytes = Field(default=-1, alias="retention.bytes")
+    """Delete the oldest segments while the partition's log stays at least this big without them;
+    -1 = no size limit. Per partition, as in Kafka."""
 
     def inherit(self, broker: BrokerConfig) -> None:
         """Fill the keys the author left out with the broker's values, without marking them as set.
