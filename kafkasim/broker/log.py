@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import random
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafkasim.broker.config import LogConfig
@@ -458,14 +458,76 @@ class Log:
         return True
 
     def delete_old_segments(self) -> int:
-        """Drop segments wholly below the log start offset (Kafka's log-start-offset retention); returns
-        how many. Simplification: this is the only retention; time/size retention is not simulated."""
-        deleted = 0
-        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
-            del self._segments[0]
-            del self._segment_bases[0]
-            deleted += 1
-        return deleted
+        """Kafka's ``UnifiedLog.deleteOldSegments`` for ``cleanup.policy=delete`` (the only policy here):
+        segments wholly below the log start offset, then those breaching ``retention.bytes``, then those
+        breaching ``retention.ms``. Returns how many segments went. The caller is the periodic retention
+        task (Kafka's ``LogManager.cleanupLogs``), on the leader's and on every follower's log alike.
+        Deleting segments drops their batches (the memory they hold) and advances the log start offset to
+        the new first segment's base offset.
+        """
+        return (
+            self._delete_old_segments(self._log_start_offset_breached)
+            + self._delete_retention_size_breached_segments()
+            + self._delete_retention_ms_breached_segments()
+        )
+
+    def _log_start_offset_breached(self, segment: LogSegment, next_segment: LogSegment | None) -> bool:
+        return next_segment is not None and next_segment.base_offset <= self._log_start_offset
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes < 0:
+            return 0
+        size = self.size_in_bytes
+        if size < retention_bytes:
+            return 0
+        # Oldest first, each while what remains is still >= retention.bytes: the log may end up below it
+        # by less than one segment, never above it by a whole deletable segment.
+        excess = size - retention_bytes
+
+        def should_delete(segment: LogSegment, _next: LogSegment | None) -> bool:
+            nonlocal excess
+            if excess - segment.size >= 0:
+                excess -= segment.size
+                return True
+            return False
+
+        return self._delete_old_segments(should_delete)
+
+    def _delete_retention_ms_breached_segments(self) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        now = self.time.milliseconds()
+        return self._delete_old_segments(lambda segment, _next: now - segment.largest_timestamp > retention_ms)
+
+    def _delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        """Kafka's ``deletableSegments`` + ``deleteSegments``: the longest prefix of segments that are
+        entirely below the HW (so the log start offset never passes it) and satisfy ``predicate``, except
+        an empty last segment. Kafka does delete a non-empty *active* segment that qualifies (every record
+        older than retention.ms and HW = LEO): it rolls first, so the log always keeps one segment."""
+        segments = self._segments
+        count = len(segments)
+        high_watermark = self.high_watermark
+        deletable = 0
+        while deletable < count:
+            segment = segments[deletable]
+            next_segment = segments[deletable + 1] if deletable + 1 < count else None
+            if next_segment is None and segment.size == 0:
+                break
+            upper_bound_offset = next_segment.base_offset if next_segment is not None else self.log_end_offset
+            # Kafka evaluates the predicate only for segments below the HW (size retention counts on it).
+            if not (high_watermark >= upper_bound_offset and predicate(segment, next_segment)):
+                break
+            deletable += 1
+        if deletable == 0:
+            return 0
+        if deletable == count:
+            self.roll()  # at the LEO, above the last deletable (non-empty) segment's base
+        del segments[:deletable]
+        del self._segment_bases[:deletable]
+        self.maybe_increment_log_start_offset(segments[0].base_offset)
+        return deletable
 
     def truncate_to(self, target_offset: int) -> bool:
         """Truncate to ``target_offset`` (a restarting follower truncates to its HW); True iff anything

@@ -199,6 +199,15 @@ class LogSegment:
             adjusted_max_size < first_batch_size,
         )
 
+    @property
+    def largest_timestamp(self) -> int:
+        """What time retention compares with now (Kafka's ``largestTimestamp``): the newest batch timestamp.
+
+        Simplification: Kafka falls back to the file's last-modified time for a segment without timestamps;
+        there is no file here, so the segment's creation time stands in (simulated batches always carry
+        a create time, so the fallback only concerns empty segments)."""
+        return self.max_timestamp_so_far if self.max_timestamp_so_far >= 0 else self.created_ms
+
     def truncate_to(self, offset: int, now_ms: int) -> int:
         """Drop every batch whose last offset is >= ``offset``; returns the bytes removed.
 
