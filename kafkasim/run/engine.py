@@ -8,6 +8,9 @@ Besides the clients and the request pipeline, the engine runs the broker's backg
   timer bucket expires or 200 ms pass, whichever is first, then ``advance_clock`` (expire, then the purge
   check). A bucket added with an earlier expiration wakes it, as Kafka's DelayQueue does (spec §1.5);
 * the ``isr-expiration`` task every ``replica.lag.time.max.ms / 2``, first run at start (spec §6.5);
+* the ``kafka-log-retention`` task every ``log.retention.check.interval.ms``, first run 30 s after start
+  (Kafka's LogManager.cleanupLogs): ``delete_old_segments`` on the leader's log of every partition and on
+  every running follower's local logs. It bounds a long run's memory, which is mostly logged batches;
 * the AlterPartition controller (answers after ``alter_partition_latency``, see build.py);
 * the gauge sampler, the fault schedule and the invariant checks.
 
@@ -21,6 +24,7 @@ import gc
 import math
 import time as wall_time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hdrh.histogram import HdrHistogram
@@ -28,6 +32,7 @@ from hdrh.histogram import HdrHistogram
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch
 from kafkasim.clients.accumulator import ProducerBatch
+from kafkasim.clients.follower import Follower
 from kafkasim.clients.messages import RequestEnvelope
 from kafkasim.clients.scheduling import Call
 from kafkasim.run.build import Components, build
@@ -43,6 +48,8 @@ from kafkasim.run.summary import PERCENTILES, acks_label, summarize
 if TYPE_CHECKING:
     from kafkasim.scenario import Scenario
 
+# Kafka's LogManager.InitialTaskDelayMs (log.initial.task.delay.ms): the retention task's first run.
+RETENTION_INITIAL_DELAY_MS = 30_000.0
 PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 # Requests table rows kept as Python objects before the recorder converts them to a columnar chunk.
 MAX_ROWS_IN_MEMORY = 50_000
@@ -316,6 +323,17 @@ class Engine:
         self.components.replica_manager.maybe_shrink_isr()
         Call(self.env, float(self.components.config.isr_expiration_interval_ms), self._isr_expiration)
 
+    def _log_retention(self, _event: Any) -> None:
+        c = self.components
+        # Every broker runs its own LogManager: the leader's logs here, each follower's on that broker. A
+        # paused follower (a stalled JVM) runs it when it resumes; a crashed one not at all.
+        for partition in c.replica_manager.partitions.values():
+            partition.log.delete_old_segments()
+        for follower in c.followers:
+            if not follower.crashed:
+                follower.run_or_defer(partial(_delete_old_segments, follower))
+        Call(self.env, float(self.scenario.broker.log_retention_check_interval_ms), self._log_retention)
+
     def _sample(self, _event: Any) -> None:
         if self.invariants is not None:
             self.invariants.check_all_hw()
@@ -337,6 +355,7 @@ class Engine:
         for reaper in self.reapers:
             reaper.start()
         Call(env, 0.0, self._isr_expiration)
+        Call(env, RETENTION_INITIAL_DELAY_MS, self._log_retention)
         Call(env, 0.0, self._sample)
         schedule_faults(self.scenario, c)
         started = wall_time.perf_counter()
@@ -437,6 +456,12 @@ class Engine:
         if self.seed != scenario.seed:
             scenario = scenario.model_copy(update={"seed": self.seed})
         return dump_scenario(scenario)
+
+
+def _delete_old_segments(follower: Follower) -> None:
+    if not follower.crashed:
+        for fp in follower.partitions.values():
+            fp.log.delete_old_segments()
 
 
 def run_scenario(
