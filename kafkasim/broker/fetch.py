@@ -135,7 +135,8 @@ class LogReadResult:
     ``high_watermark``, ``log_start_offset`` and ``log_end_offset`` are the leader's, captured before the
     read: a follower whose own fetch advanced the HW still sees the old one (spec §13.13). ``records`` are
     whole batches; ``partial_batch`` a trailing batch cut by the byte limit (counted in ``size_in_bytes``).
-    Error results carry -1 offsets and no records.
+    Error results carry -1 offsets and no records, except OFFSET_OUT_OF_RANGE, which carries the leader's
+    log start and end offsets (the answer of the ListOffsets request Kafka's clients would send next).
     """
 
     __slots__ = (

@@ -359,7 +359,25 @@ class ReplicaManager:
                 fetch_time_ms,
             )
         except KafkaError as e:
+            if e.error is Errors.OFFSET_OUT_OF_RANGE:
+                return self._out_of_range_result(tp)
             return LogReadResult(FetchDataInfo(UNKNOWN_OFFSET_METADATA), e.error)
+
+    def _out_of_range_result(self, tp: TopicPartition) -> LogReadResult:
+        """OFFSET_OUT_OF_RANGE with the leader's log start and end offsets.
+
+        Simplification: Kafka answers -1 offsets here and the client then asks with a ListOffsets request
+        (a consumer with auto.offset.reset=earliest for the earliest offset, the replica fetcher for the
+        leader's start or end); there is no ListOffsets request in the simulator, so the error result
+        carries the answer it would get, one round trip early. Without it a fetch position deleted by
+        retention could never be reset."""
+        log = self.get_partition_or_exception(tp).log
+        return LogReadResult(
+            FetchDataInfo(UNKNOWN_OFFSET_METADATA),
+            Errors.OFFSET_OUT_OF_RANGE,
+            log_start_offset=log.log_start_offset,
+            log_end_offset=log.log_end_offset,
+        )
 
     # ------------------------------------------------------------------------------------------- ISR
 

@@ -4,10 +4,11 @@ breaches), re-expressed from UnifiedLogTest's retention cases for simulated 100-
 from __future__ import annotations
 
 from kafkasim.broker.config import LogConfig
+from kafkasim.broker.errors import Errors
 from kafkasim.broker.log import Log
 from kafkasim.timer import ManualTime
 
-from .support import batch
+from .support import Broker, batch
 
 
 def make_log(time: ManualTime | None = None, **config: int) -> Log:
@@ -114,3 +115,14 @@ def test_a_follower_deletes_segments_below_the_leaders_log_start_offset():
     assert follower.maybe_increment_log_start_offset(leader.log_start_offset)
     assert follower.delete_old_segments() == 2
     assert bases(follower) == bases(leader) == [40]
+
+
+def test_a_fetch_below_the_deleted_segments_gets_the_leaders_offsets_with_offset_out_of_range():
+    broker = Broker(replicas=(0,), segment_bytes=200, retention_bytes=0)
+    for _ in range(3):
+        broker.produce(batch(), batch(), acks=1)  # segments 0, 20, 40; HW = LEO = 60 (RF 1)
+    assert broker.log.delete_old_segments() == 3
+    result = broker.fetch(-1, 10).partition()
+    assert result.error is Errors.OFFSET_OUT_OF_RANGE
+    # What the ListOffsets request Kafka's consumer sends next would answer (earliest = 60).
+    assert (result.log_start_offset, result.log_end_offset) == (60, 60)
