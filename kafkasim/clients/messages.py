@@ -78,7 +78,7 @@ class RequestEnvelope:
     """One request's life: client -> link -> processor -> request queue -> handler -> (purgatory) ->
     response queue -> processor -> link -> client.
 
-    It is also the request's row: it has every attribute of ``kafkasim.run.recorder.RequestTrace``
+    It is also the request's row: it has every attribute ``kafkasim.run.recorder.RequestRow`` lists
     (request_id, api, client, partitions, request_bytes, response_bytes, acks, error, client_timeout and
     the timestamps), so the recorder takes it as is -- one object per request, not two.
 
@@ -157,7 +157,7 @@ class RequestEnvelope:
         self.on_response = on_response
         # Bytes the handler read from the log for a fetch (drives the read cost).
         self.read_bytes = 0
-        # Columns of the requests table (the recorder reads the envelope as its RequestTrace).
+        # Columns of the requests table (the recorder reads the envelope as its RequestRow).
         if isinstance(body, ProduceRequestData):
             self.partitions = len(body.entries)
             self.acks: int | None = body.acks

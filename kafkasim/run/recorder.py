@@ -1,18 +1,18 @@
 """What a run records: one row per request, one per produced batch, and sampled gauges.
 
-Hot path: the engine fills a `RequestTrace` (plain attributes, `__slots__`) as the request moves through
-the broker and hands it over once with `finish_request`; the recorder only appends the object to a list.
-Columns are built per chunk of `max_rows_in_memory` rows, vectorised, and -- once a table outgrows the
-chunk -- written as a Parquet row group to a spool file, so a long run holds at most one chunk of Python
-objects per table. `tables()` returns the finished DataFrames (read back from the spool when one was
-used) in the schema `RunResult` saves.
+Hot path: the engine's `RequestEnvelope` is the request's row (plain attributes, `__slots__`; it has every
+attribute `RequestRow` lists), filled in as the request moves through the broker and handed over once with
+`finish_request`; the recorder only appends the object to a list. Columns are built per chunk of
+`max_rows_in_memory` rows, vectorised, and -- once a table outgrows the chunk -- written as a Parquet row
+group to a spool file, so a long run holds at most one chunk of Python objects per table. `tables()`
+returns the finished DataFrames (read back from the spool when one was used) in the schema `RunResult`
+saves.
 
 Measured on the development machine (2 shared cores, heavily loaded, CPython 3.11; 200k requests): creating
-a `RequestTrace`, setting its 7 broker/client timestamps and finishing it cost 4-6 µs per request; the
-alternative `set_ts(request_id, column, t)` API (a method call and a list store per timestamp) cost 7-10 µs.
-Building the columns at the end adds ~1.5-3 µs per row (`np.fromiter` over `attrgetter`).
+a plain-attribute row object, setting its 7 broker/client timestamps and finishing it cost 4-6 µs per
+request; the alternative `set_ts(request_id, column, t)` API (a method call and a list store per timestamp)
+cost 7-10 µs. Building the columns at the end adds ~1.5-3 µs per row (`np.fromiter` over `attrgetter`).
 """
-
 from __future__ import annotations
 
 import math
@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Collection, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -65,57 +65,51 @@ CONSUMED_PREFIX = "consumed_ms:"
 DEFAULT_MAX_ROWS_IN_MEMORY = 200_000
 
 
-class RequestTrace:
-    """One request's row, filled in by the engine: ids, sizes, outcome and every timestamp (NaN = not reached).
+class RequestRow(Protocol):
+    """What the recorder reads of a finished request: ids, sizes, outcome and every timestamp (NaN = not
+    reached). The engine hands over its `kafkasim.clients.messages.RequestEnvelope`, which has them all.
 
-    `error` is a Kafka error code (an int or `Errors`); `acks` is None for fetches.
+    `error` is a Kafka error code (an int or `Errors`, None read as 0); `acks` is None for fetches. Read-only
+    here because the recorder never writes a row.
     """
 
-    __slots__ = (
-        "request_id",
-        "api",
-        "client",
-        "partitions",
-        "request_bytes",
-        "response_bytes",
-        "acks",
-        "error",
-        "client_timeout",
-        *REQUEST_TIMESTAMPS,
-    )
-
-    def __init__(
-        self,
-        request_id: int,
-        api: str,
-        client: str,
-        partitions: int,
-        request_bytes: int,
-        acks: int | None = None,
-        intended_ms: float = NAN,
-        client_send_ms: float = NAN,
-    ) -> None:
-        self.request_id = request_id
-        self.api = api
-        self.client = client
-        self.partitions = partitions
-        self.request_bytes = request_bytes
-        self.response_bytes = 0
-        self.acks = acks
-        self.error = 0
-        self.client_timeout = False
-        self.intended_ms = intended_ms
-        self.client_send_ms = client_send_ms
-        self.start_ms = NAN
-        self.dequeue_ms = NAN
-        self.local_complete_ms = NAN
-        self.response_complete_ms = NAN
-        self.response_dequeue_ms = NAN
-        self.end_ms = NAN
-        self.client_receive_ms = NAN
-
-    def __repr__(self) -> str:
-        return f"RequestTrace(#{self.request_id} {self.api} from {self.client})"
+    @property
+    def request_id(self) -> int: ...
+    @property
+    def api(self) -> str: ...
+    @property
+    def client(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def request_bytes(self) -> int: ...
+    @property
+    def response_bytes(self) -> int: ...
+    @property
+    def acks(self) -> int | None: ...
+    @property
+    def error(self) -> int | None: ...
+    @property
+    def client_timeout(self) -> bool: ...
+    # REQUEST_TIMESTAMPS, in that order:
+    @property
+    def intended_ms(self) -> float: ...
+    @property
+    def client_send_ms(self) -> float: ...
+    @property
+    def start_ms(self) -> float: ...
+    @property
+    def dequeue_ms(self) -> float: ...
+    @property
+    def local_complete_ms(self) -> float: ...
+    @property
+    def response_complete_ms(self) -> float: ...
+    @property
+    def response_dequeue_ms(self) -> float: ...
+    @property
+    def end_ms(self) -> float: ...
+    @property
+    def client_receive_ms(self) -> float: ...
 
 
 class BatchTrace:
@@ -217,8 +211,8 @@ def _clamped_difference(later: np.ndarray, earlier: np.ndarray) -> np.ndarray:
     return np.maximum(later - earlier, 0.0)
 
 
-def requests_frame(traces: Sequence[Any]) -> pd.DataFrame:
-    """The `requests` table for finished request traces (any objects with RequestTrace's attributes)."""
+def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
+    """The `requests` table for finished request rows."""
     errors, error_names = _error_columns(traces)
     columns: dict[str, Any] = {
         "request_id": _column(traces, "request_id", np.int64),
@@ -354,9 +348,7 @@ class Recorder:
         self._cleanup: weakref.finalize | None = None
         self._closed = False
 
-        self._next_request_id = 0
-        self._open_requests: dict[int, Any] = {}
-        self._finished_requests: list[Any] = []
+        self._finished_requests: list[RequestRow] = []
 
         self._pending_batches: dict[int, BatchTrace] = {}
         self._early_consumption: dict[int, dict[str, float]] = {}
@@ -369,34 +361,11 @@ class Recorder:
 
     # --- requests ----------------------------------------------------------------------------------
 
-    @property
-    def requests_started(self) -> int:
-        return self._next_request_id
-
-    def new_request(
-        self,
-        api: str,
-        client: str,
-        partitions: int,
-        request_bytes: int,
-        *,
-        acks: int | None = None,
-        intended_ms: float = NAN,
-        client_send_ms: float = NAN,
-    ) -> RequestTrace:
-        """A trace with the next request id (ids count in order of client send). The recorder tracks it
-        until `finish_request`; a request never finished appears at the end with the times it reached."""
-        rid = self._next_request_id
-        self._next_request_id = rid + 1
-        trace = RequestTrace(rid, api, client, partitions, request_bytes, acks, intended_ms, client_send_ms)
-        self._open_requests[rid] = trace
-        return trace
-
-    def finish_request(self, trace: Any) -> None:
-        """The request is done (response received, client timeout, or acks=0 sent); do not modify it later."""
-        self._open_requests.pop(trace.request_id, None)
+    def finish_request(self, row: RequestRow) -> None:
+        """The request is done (response received, client timeout, or acks=0 sent; at the end of a run, the
+        engine finishes those still open with the times they reached); do not modify it later."""
         rows = self._finished_requests
-        rows.append(trace)
+        rows.append(row)
         if self._max_rows is not None and len(rows) >= self._max_rows:
             self._spool("requests").write(requests_frame(rows))
             rows.clear()
@@ -487,14 +456,13 @@ class Recorder:
         return self._spool_dir
 
     def tables(self) -> RecordedTables:
-        """The finished tables, sorted by request id / batch id (gauges in sampling order). Requests and
-        batches still open are included with the times they reached. Closes the recorder."""
+        """The finished tables, sorted by request id / batch id (gauges in sampling order). Batches still
+        waiting for a consumer are included. Closes the recorder."""
         if self._closed:
             raise RuntimeError("Recorder.tables() was already called; a recorder yields its tables once")
         self._closed = True
         try:
-            open_requests = [self._open_requests[rid] for rid in sorted(self._open_requests)]
-            requests = self._read("requests", requests_frame(self._finished_requests + open_requests))
+            requests = self._read("requests", requests_frame(self._finished_requests))
             leftover = self._finished_batches + [self._pending_batches[b] for b in sorted(self._pending_batches)]
             records = self._read("records", records_frame(leftover, self._consumers))
             timeseries = self._read(
@@ -514,7 +482,6 @@ class Recorder:
         """Drop buffers and delete the spool directory."""
         self._closed = True
         self._finished_requests = []
-        self._open_requests = {}
         self._finished_batches = []
         self._pending_batches = {}
         if self._cleanup is not None:

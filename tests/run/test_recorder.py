@@ -7,9 +7,11 @@ import pytest
 from kafkasim.broker.errors import Errors
 from kafkasim.run.recorder import BatchTrace, Recorder
 
+from .rows import Row
 
-def _finish_produce(rec: Recorder, t0: float, *, acks=-1, error=0):
-    tr = rec.new_request("Produce", "producer-1", 2, 1500, acks=acks, intended_ms=t0 - 1, client_send_ms=t0)
+
+def _finish_produce(rec: Recorder, request_id: int, t0: float, *, acks=-1, error=0):
+    tr = Row(request_id, "Produce", "producer-1", 2, 1500, acks=acks, intended_ms=t0 - 1, client_send_ms=t0)
     tr.start_ms, tr.dequeue_ms, tr.local_complete_ms = t0 + 1, t0 + 3, t0 + 4
     tr.response_complete_ms, tr.response_dequeue_ms, tr.end_ms = t0 + 10, t0 + 10.5, t0 + 11
     tr.client_receive_ms = t0 + 12
@@ -21,8 +23,8 @@ def _finish_produce(rec: Recorder, t0: float, *, acks=-1, error=0):
 
 def test_request_row_has_schema_and_spec_breakdown():
     rec = Recorder()
-    _finish_produce(rec, 100.0, error=Errors.NOT_ENOUGH_REPLICAS)
-    fetch = rec.new_request("FetchFollower", "follower-1", 1, 80, client_send_ms=101.0)
+    _finish_produce(rec, 0, 100.0, error=Errors.NOT_ENOUGH_REPLICAS)
+    fetch = Row(1, "FetchFollower", "follower-1", 1, 80, client_send_ms=101.0)
     fetch.start_ms, fetch.dequeue_ms, fetch.local_complete_ms = 102.0, 102.0, 101.5  # local < dequeue: clamp
     rec.finish_request(fetch)
     df = rec.tables().requests
@@ -42,11 +44,14 @@ def test_request_row_has_schema_and_spec_breakdown():
 
 
 def test_open_requests_appear_once_with_reached_times():
+    # A request still open at the end of a run is finished last by the engine (RunRecorder.flush), after
+    # requests with higher ids, with only the times it reached.
     rec = Recorder()
-    _finish_produce(rec, 0.0)
-    open_one = rec.new_request("FetchConsumer", "consumer-1", 1, 90, client_send_ms=5.0)
+    _finish_produce(rec, 0, 0.0)
+    open_one = Row(1, "FetchConsumer", "consumer-1", 1, 90, client_send_ms=5.0)
     open_one.start_ms = 6.0
-    _finish_produce(rec, 7.0)
+    _finish_produce(rec, 2, 7.0)
+    rec.finish_request(open_one)
     df = rec.tables().requests
     assert list(df["request_id"]) == [0, 1, 2]
     assert df.loc[1, "start_ms"] == 6.0 and math.isnan(df.loc[1, "end_ms"])
@@ -54,8 +59,8 @@ def test_open_requests_appear_once_with_reached_times():
 
 def test_requests_sorted_by_id_even_when_finished_out_of_order():
     rec = Recorder()
-    a = rec.new_request("Produce", "p", 1, 10, acks=1, client_send_ms=0.0)
-    b = rec.new_request("Produce", "p", 1, 10, acks=1, client_send_ms=1.0)
+    a = Row(0, "Produce", "p", 1, 10, acks=1, client_send_ms=0.0)
+    b = Row(1, "Produce", "p", 1, 10, acks=1, client_send_ms=1.0)
     rec.finish_request(b)
     rec.finish_request(a)
     assert list(rec.tables().requests["request_id"]) == [0, 1]
@@ -89,7 +94,7 @@ def test_records_latencies_and_consumer_columns():
 def test_long_runs_stream_to_parquet_row_groups_and_keep_every_row(tmp_path):
     rec = Recorder(["c"], max_rows_in_memory=100, spool_dir=tmp_path)
     for i in range(1050):
-        _finish_produce(rec, float(i))
+        _finish_produce(rec, i, float(i))
         rec.sample(float(i), "HighWatermark", "orders-0", float(i))
         rec.finish_batch(_batch(i))
         rec.batch_consumed(i, "c", 10.0 * i + 9)

@@ -9,11 +9,13 @@ from kafkasim.run.recorder import BatchTrace, Recorder
 from kafkasim.run.result import ResultDirectoryError, RunResult, is_result_dir
 from kafkasim.run.summary import summarize
 
+from .rows import Row
+
 
 def _result(n=3, yaml_text="name: test\nseed: 1\n"):
     rec = Recorder(["c"])
     for i in range(n):
-        tr = rec.new_request("Produce", "p", 1, 100, acks=-1 if i else None, client_send_ms=float(i))
+        tr = Row(i, "Produce", "p", 1, 100, acks=-1 if i else None, client_send_ms=float(i))
         tr.start_ms = tr.end_ms = i + 1.0
         rec.finish_request(tr)
         rec.finish_batch(BatchTrace(i, "p", "t", 0, 1, 10, -1, float(i), float(i), offset=i))

@@ -7,6 +7,8 @@ import pytest
 from kafkasim.run.recorder import BatchTrace, Recorder
 from kafkasim.run.summary import percentiles, summarize
 
+from .rows import Row
+
 
 def test_percentiles_match_exact_values_within_three_digits():
     values = np.random.default_rng(3).lognormal(0.0, 1.0, 50_000)
@@ -32,8 +34,8 @@ def _run_tables():
     for i in range(200):
         send = float(i * 10)
         api = "Produce" if i % 2 == 0 else "FetchConsumer"
-        tr = rec.new_request(api, "x", 1, 100, acks=-1 if api == "Produce" else None,
-                             intended_ms=send - 1, client_send_ms=send)
+        tr = Row(i, api, "x", 1, 100, acks=-1 if api == "Produce" else None,
+                 intended_ms=send - 1, client_send_ms=send)
         tr.start_ms, tr.dequeue_ms, tr.local_complete_ms = send + 1, send + 2, send + 3
         tr.response_complete_ms = tr.response_dequeue_ms = tr.end_ms = send + (20 if i < 100 else 5)
         tr.client_receive_ms = tr.end_ms + 1
