@@ -11,6 +11,7 @@ printed too), next to bare SimPy's events per second measured the same way in th
     uv run python benchmarks/engine_bench.py --profile 5s   # cProfile of the hot path, top 40
     uv run python benchmarks/engine_bench.py --split 20s    # CPU in the broker vs the engine
     uv run python benchmarks/engine_bench.py --memory 150s,375s,750s  # RSS vs run length (200 k..1 M requests)
+    uv run python benchmarks/engine_bench.py --memory 150s,375s,750s --retention 64MiB  # the same, logs bounded
 
 Memory: peak RSS of runs of two lengths; the difference divided by the difference in requests is the
 memory a recorded request costs (what grows with run length: the result tables themselves).
@@ -33,11 +34,33 @@ BENCH_OVERRIDES = ["producers[0].rate=5000/s", "warmup=0s"]
 MAX_ROWS = 50_000  # kafkasim.run.engine.MAX_ROWS_IN_MEMORY
 
 
-def _scenario(duration: str, invariants: bool) -> Any:
+def _retention_overrides(retention: str | None) -> list[str]:
+    """``retention.bytes`` = ``retention`` with segments a quarter of it, checked every 10 s (Kafka's default
+    5 min would make a sawtooth of 5 simulated minutes of log, as large as the runs' differences)."""
+    if retention is None:
+        return []
+    from kafkasim.scenario.units import parse_size
+
+    size = parse_size(retention) if not retention.isdigit() else int(retention)
+    return [
+        f"topics[0].retention.bytes={size}",
+        f"topics[0].segment.bytes={max(size // 4, 14)}",
+        "broker.log.retention.check.interval.ms=10000",
+    ]
+
+
+def _scenario(duration: str, invariants: bool, retention: str | None = None) -> Any:
     from kafkasim.scenario import load_scenario
 
     overrides = [*BENCH_OVERRIDES, f"duration={duration}", f"invariants={'true' if invariants else 'false'}"]
-    return load_scenario(SCENARIO).with_overrides(overrides)
+    return load_scenario(SCENARIO).with_overrides([*overrides, *_retention_overrides(retention)])
+
+
+def _held_batches(engine: Any) -> int:
+    c = engine.components
+    logs = [p.log for p in c.replica_manager.partitions.values()]
+    logs += [fp.log for f in c.followers for fp in f.partitions.values()]
+    return sum(len(segment.batches) for log in logs for segment in log.segments)
 
 
 def _current_rss_mb() -> float:
@@ -50,14 +73,14 @@ def _events_scheduled(env: Any) -> int:
     return int(next(env._eid))
 
 
-def measure(duration: str, invariants: bool) -> dict[str, Any]:
+def measure(duration: str, invariants: bool, retention: str | None = None) -> dict[str, Any]:
     """One run in this process: speeds and this process's peak RSS."""
     from kafkasim.run.engine import Engine
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from simpy_baseline import simpy_events_per_second
 
-    scenario = _scenario(duration, invariants)
+    scenario = _scenario(duration, invariants, retention)
     engine = Engine(scenario)
     rss_loop_end: list[float] = []
     build_result = engine._result
@@ -100,11 +123,14 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
         "rss_start_mb": rss_start,
         "rss_loop_end_mb": rss_loop_end[0],
         "invariant_checks": result.summary["counters"].get("invariant_checks", 0),
+        "log_batches_held": _held_batches(engine),  # leader and follower logs, at the end of the run
     }
 
 
-def _in_subprocess(duration: str, invariants: bool) -> dict[str, Any]:
+def _in_subprocess(duration: str, invariants: bool, retention: str | None = None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", duration, "--invariants", "on" if invariants else "off"]
+    if retention is not None:
+        cmd += ["--retention", retention]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -147,15 +173,16 @@ def table(short: str, long: str) -> None:
               f"the start-up step; --memory measures the steady state.")
 
 
-def memory(durations: list[str]) -> None:
+def memory(durations: list[str], retention: str | None = None) -> None:
     """RSS of runs of increasing length (invariants off): what a recorded request costs once the recorder's
     row buffer (MAX_ROWS) is full and spooling, i.e. in steady state."""
-    runs = [_in_subprocess(duration, False) for duration in durations]
-    print("| simulated | requests | batches | CPU s | RSS at end of loop MB | peak RSS MB |")
-    print("|---|---|---|---|---|---|")
+    runs = [_in_subprocess(duration, False, retention) for duration in durations]
+    print("| simulated | requests | batches | batches held in the logs at the end | CPU s | RSS at end of loop MB "
+          "| peak RSS MB |")
+    print("|---|---|---|---|---|---|---|")
     for m in runs:
-        print(f"| {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['batches']:,} | {m['cpu_s']:.1f} | "
-              f"{m['rss_loop_end_mb']:.0f} | {m['peak_rss_mb']:.0f} |")
+        print(f"| {m['duration_ms'] / 1000:.0f} s | {m['requests']:,} | {m['batches']:,} | {m['log_batches_held']:,} | "
+              f"{m['cpu_s']:.1f} | {m['rss_loop_end_mb']:.0f} | {m['peak_rss_mb']:.0f} |")
     for a, b in zip(runs, runs[1:], strict=False):
         extra = (b["requests"] - a["requests"]) / 1e6
         print(f"{a['requests']:,} -> {b['requests']:,} requests: "
@@ -228,17 +255,18 @@ def main() -> None:
     parser.add_argument("--profile", metavar="DURATION", help="cProfile one run of this simulated length")
     parser.add_argument("--split", metavar="DURATION", help="CPU split broker vs engine for one run")
     parser.add_argument("--memory", metavar="DURATIONS", help="comma-separated run lengths: RSS per million requests")
+    parser.add_argument("--retention", metavar="BYTES", help="with --memory: topic retention.bytes (segments 1/4 of it)")
     parser.add_argument("--child", metavar="DURATION", help=argparse.SUPPRESS)
     parser.add_argument("--invariants", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.invariants == "on")))
+        print(json.dumps(measure(args.child, args.invariants == "on", args.retention)))
     elif args.profile:
         profile(args.profile)
     elif args.split:
         split(args.split)
     elif args.memory:
-        memory(args.memory.split(","))
+        memory(args.memory.split(","), args.retention)
     elif args.quick:
         table("2s", "4s")
     else:
