@@ -9,7 +9,9 @@ pandas and the whole engine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kafkasim._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from kafkasim.run.engine import Engine, run_scenario
@@ -24,10 +26,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kafkasim.run' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
