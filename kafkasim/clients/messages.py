@@ -24,6 +24,20 @@ API_PRODUCE: Api = "Produce"
 API_FETCH_CONSUMER: Api = "FetchConsumer"
 API_FETCH_FOLLOWER: Api = "FetchFollower"
 
+# Kafka's RequestMetrics timestamps (spec §9.2) framed by the client's own: the envelope's timestamp
+# attributes and, in this order, the timestamp columns of the recorder's ``requests`` table.
+REQUEST_TIMESTAMPS = (
+    "intended_ms",
+    "client_send_ms",
+    "start_ms",
+    "dequeue_ms",
+    "local_complete_ms",
+    "response_complete_ms",
+    "response_dequeue_ms",
+    "end_ms",
+    "client_receive_ms",
+)
+
 # Simplified wire sizes (ENGINE design): a request header plus a per-partition header; the record bytes
 # are the batches' own sizes (RecordBatch.size_in_bytes already includes Kafka's 61-byte batch header).
 PRODUCE_REQUEST_OVERHEAD_BYTES = 100
@@ -97,15 +111,7 @@ class RequestEnvelope:
         "connection",
         "body",
         "request_bytes",
-        "intended_ms",
-        "client_send_ms",
-        "start_ms",
-        "dequeue_ms",
-        "local_complete_ms",
-        "response_complete_ms",
-        "response_dequeue_ms",
-        "end_ms",
-        "client_receive_ms",
+        *REQUEST_TIMESTAMPS,
         "response",
         "response_bytes",
         "error",

@@ -30,23 +30,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafkasim.broker.errors import Errors
+from kafkasim.clients.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
 
 NAN = math.nan
 
 APIS = ("Produce", "FetchConsumer", "FetchFollower")
-
-# Kafka's RequestMetrics timestamps (spec §9.2) framed by the client's own.
-REQUEST_TIMESTAMPS = (
-    "intended_ms",
-    "client_send_ms",
-    "start_ms",
-    "dequeue_ms",
-    "local_complete_ms",
-    "response_complete_ms",
-    "response_dequeue_ms",
-    "end_ms",
-    "client_receive_ms",
-)
 
 # Spec §9.2: (name, later timestamp, earlier timestamp); negative values are clamped to 0 like Kafka's.
 BREAKDOWN = (
