@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from kafkasim.scenario.errors import ScenarioError
-from kafkasim.sweep.java import JavaNotFoundError
+from kafkasim.sweep.java import SparkUnavailableError
 from kafkasim.sweep.metrics import PERCENTILE_ACCURACY, PERCENTILE_RANK_ERROR
 from kafkasim.sweep.output import OutputDirError
 from kafkasim.sweep.plan import SweepPlan
@@ -123,7 +123,7 @@ def sweep_command(
         err_console.print(f"[red]kafkasim sweep: invalid sweep[/red]\n{escape(str(exc))}", highlight=False,
                           soft_wrap=True)
         return EXIT_USAGE
-    except JavaNotFoundError as exc:
+    except SparkUnavailableError as exc:
         err_console.print(f"[red]{escape(str(exc))}[/red]", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except OutputDirError as exc:

@@ -1,4 +1,4 @@
-"""Finding a Java runtime that PySpark can start (Java 17 or newer).
+"""What Spark needs on this machine: PySpark (the `spark` extra) and a Java runtime it can start (17+).
 
 Only `kafkasim sweep` needs Java: PySpark's driver is a JVM. Single runs are pure Python and never call
 this module. The check runs before any Spark code so a missing Java is one clear line, not a Py4J
@@ -7,6 +7,7 @@ traceback from deep inside `SparkSession.builder`.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -27,8 +28,28 @@ INSTALL_HINT = (
 _VERSION_RE = re.compile(r'version "(?P<version>[^"]+)"')
 
 
-class JavaNotFoundError(RuntimeError):
-    """No usable Java (missing, unrunnable or older than 17); the message is one line for the user."""
+PYSPARK_HINT = (
+    "run it with the `spark` extra: `uv run --extra spark kafkasim sweep ...` "
+    "(or `pip install 'kafkasim[spark]'`)"
+)
+
+
+class SparkUnavailableError(RuntimeError):
+    """Spark cannot start here; the message is one line for the user saying what to install."""
+
+
+class JavaNotFoundError(SparkUnavailableError):
+    """No usable Java (missing, unrunnable or older than 17)."""
+
+
+class PySparkMissingError(SparkUnavailableError):
+    """PySpark is not installed: it lives in the optional `spark` extra so single runs never download it."""
+
+
+def check_pyspark() -> None:
+    """Raise `PySparkMissingError` (one line, with how to get it) unless `pyspark` can be imported."""
+    if importlib.util.find_spec("pyspark") is None:
+        raise PySparkMissingError(f"kafkasim sweep needs PySpark, which is not installed; {PYSPARK_HINT}.")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`run_sweep`: sweep file -> validated plan -> Spark job -> Parquet + aggregates + figures, all or nothing.
 
 Order matters for the user: the sweep file and every variant are validated first (ScenarioError, nothing
-started), then Java is checked (JavaNotFoundError), then the output directory (OutputDirError), and only
+started), then PySpark and Java are checked (SparkUnavailableError), then the output directory (OutputDirError), and only
 then does Spark start. Runs that fail are recorded with their error and counted; they never stop the
 others. If Spark itself fails, the partial directory is left behind, marked incomplete, and
 SweepAbortedError says where it is and where Spark's log is.
@@ -21,7 +21,7 @@ import kafkasim
 from kafkasim.sweep.aggregate import Aggregates, aggregate
 from kafkasim.sweep.confidence import CONFIDENCE
 from kafkasim.sweep.dimensions import Dimension
-from kafkasim.sweep.java import check_java
+from kafkasim.sweep.java import check_java, check_pyspark
 from kafkasim.sweep.metrics import (
     PERCENTILE_ACCURACY,
     PERCENTILE_DEFINITION,
@@ -179,13 +179,15 @@ def run_sweep(
     `runner` defaults to kafkasim.run.run_scenario, looked up by import path in the executors. `spark`
     reuses an existing session, as does an active session of this process (neither is stopped);
     otherwise one is started for the sweep and stopped at the end. `on_planned(plan, output_dir)` is called once the plan is valid, before Spark.
-    Raises ScenarioError (bad sweep file or variant), JavaNotFoundError, OutputDirError, SweepAbortedError.
+    Raises ScenarioError (bad sweep file or variant), SparkUnavailableError (no PySpark or no Java 17+),
+    OutputDirError, SweepAbortedError.
     """
     loaded = load_sweep(sweep_path)
     plan = plan_sweep(loaded)
     final = Path(out) if out is not None else default_output_dir(loaded)
     resolved_master = resolve_master(master, parallelism)
     if spark is None:
+        check_pyspark()
         check_java()
     partial = prepare(final)
     if on_planned is not None:

@@ -67,3 +67,22 @@ def test_bad_sweep_file_is_exit_2_without_java(sweep_dir: Path, monkeypatch: pyt
     assert sweep_command(sweep, console=Console(record=True), err_console=err) == 2
     text = err.export_text()
     assert "invalid sweep" in text and "grid.broker.num.io.thread" in text and "Java" not in text
+
+
+def test_missing_pyspark_fails_the_sweep_command_with_exit_2_and_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, sweep_dir: Path
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real_find_spec(name, *a)
+    )
+    sweep = sweep_dir / "sweep.yaml"
+    sweep.write_text("base: base.yaml\ngrid:\n  broker.num.io.threads: [1, 2]\nseeds: [1]\n")
+    err = Console(record=True, width=300)
+    assert sweep_command(sweep, console=Console(record=True), err_console=err) == 2
+    text = err.export_text()
+    assert "needs PySpark" in text and "uv run --extra spark kafkasim sweep" in text
+    assert len(text.strip().splitlines()) == 1 and "Traceback" not in text
+    assert not (sweep_dir / "sweep.out").exists()
