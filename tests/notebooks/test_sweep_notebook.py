@@ -7,53 +7,18 @@ Skipped when pyspark or Java 17+ is missing, like the other Spark tests.
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK_DIR = ROOT / "notebooks"
+from .support import NOTEBOOK_DIR, assert_generated, execute
+
 NOTEBOOK = NOTEBOOK_DIR / "sweep.ipynb"
 GENERATOR = NOTEBOOK_DIR / "make_sweep.py"
-KERNEL = "kafkasim-test-python"
-
-
-def kernel_manager(kernels_dir: Path) -> KernelManager:
-    """A kernel running this very interpreter (the uv venv), whatever kernel specs the machine has.
-
-    The notebook's `python3` spec would resolve `python` on PATH, which on a fresh CI machine may be
-    another Python without kafkasim. (Same approach as test_quickstart_notebook.py.)
-    """
-    spec = kernels_dir / KERNEL
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "kafkasim tests",
-                "language": "python",
-            }
-        )
-    )
-    specs = KernelSpecManager(kernel_dirs=[str(kernels_dir)], ensure_native_kernel=False)
-    return KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
 
 
 def test_notebook_is_what_the_generator_writes() -> None:
-    spec = importlib.util.spec_from_file_location("make_sweep", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert NOTEBOOK.read_text(encoding="utf-8") == nbformat.writes(module.build()), (
-        "notebooks/sweep.ipynb is stale: run `uv run python notebooks/make_sweep.py`"
-    )
+    assert_generated(NOTEBOOK, GENERATOR)
 
 
 @pytest.mark.spark
@@ -69,16 +34,8 @@ def test_notebook_runs_a_sweep_and_shows_table_and_figures(tmp_path: Path, monke
     runs = tmp_path / "runs"
     monkeypatch.setenv("KAFKASIM_NOTEBOOK_RUNS", str(runs))  # inherited by the kernel: nothing in the repo
 
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
-        notebook,
-        km=kernel_manager(tmp_path / "kernels"),
-        timeout=300,  # per cell; the sweep cell starts a JVM on a possibly busy CI machine
-        resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
-    )
-    client.execute()  # raises CellExecutionError, with the cell and traceback, if any cell fails
-
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    # timeout is per cell: the sweep cell starts a JVM on a possibly busy CI machine.
+    outputs = execute(NOTEBOOK, tmp_path / "kernels", timeout=300)
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "4 variants x 3 seeds = 12 runs" in text

@@ -1,0 +1,68 @@
+"""What the notebook tests share: a kernel on this very interpreter, running a notebook, staleness."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_DIR = ROOT / "notebooks"
+KERNEL = "kafkasim-test-python"
+
+
+def kernel_manager(kernels_dir: Path) -> KernelManager:
+    """A kernel running this very interpreter (the uv venv), whatever kernel specs the machine has:
+    the notebook's `python3` spec would resolve `python` on PATH, which on a fresh CI machine may be
+    another Python without kafkasim."""
+    spec = kernels_dir / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "kafkasim tests",
+                "language": "python",
+            }
+        )
+    )
+    specs = KernelSpecManager(kernel_dirs=[str(kernels_dir)], ensure_native_kernel=False)
+    return KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+
+
+def assert_generated(notebook: Path, generator: Path) -> None:
+    """The committed notebook is exactly what its generator script builds (so edits go to the script)."""
+    spec = importlib.util.spec_from_file_location(generator.stem, generator)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # A generator imports its sibling notebook_builder, as it does when run as a script from notebooks/.
+    sys.path.insert(0, str(generator.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(generator.parent))
+    assert notebook.read_text(encoding="utf-8") == nbformat.writes(module.build()), (
+        f"notebooks/{notebook.name} is stale: run `uv run python notebooks/{generator.name}`"
+    )
+
+
+def execute(notebook_path: Path, kernels_dir: Path, *, timeout: int) -> list[Any]:
+    """Run the notebook headless from the notebooks folder; return every code cell's outputs.
+
+    Raises CellExecutionError, with the cell and its traceback, if any cell fails."""
+    notebook = nbformat.read(notebook_path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        km=kernel_manager(kernels_dir),
+        timeout=timeout,
+        resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+    )
+    client.execute()
+    return [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
