@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_builder import build_notebook, write_notebook
 
 NOTEBOOK = Path(__file__).resolve().parent / "quickstart.ipynb"
 
@@ -182,20 +182,11 @@ print("same requests, same timings:", paced.requests.equals(virtual.requests))""
 
 
 def build() -> nbformat.NotebookNode:
-    cells = [new_markdown_cell(text) if kind == "md" else new_code_cell(text) for kind, text in CELLS]
-    for i, cell in enumerate(cells):
-        cell.id = f"cell-{i:02d}"  # stable ids: regenerating gives the same file
-    notebook = new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.metadata["language_info"] = {"name": "python"}
-    return notebook
+    return build_notebook(CELLS)
 
 
 def main() -> None:
-    notebook = build()
-    nbformat.validate(notebook)
-    NOTEBOOK.write_text(nbformat.writes(notebook), encoding="utf-8")
-    print(f"wrote {NOTEBOOK}")
+    write_notebook(NOTEBOOK, build())
 
 
 if __name__ == "__main__":
