@@ -148,17 +148,43 @@ def _jvm_cpu_s(spark: Any) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _timed(module: Any, name: str, spent: dict[str, float], spark: Any) -> None:
+    """Wrap `module.name` so that its wall and JVM CPU seconds add up in `spent` (profiling only)."""
+    inner = getattr(module, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        jvm0, t0 = _jvm_cpu_s(spark), time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[f"{name}_s"] = spent.get(f"{name}_s", 0.0) + time.perf_counter() - t0
+            spent[f"{name}_jvm_cpu_s"] = spent.get(f"{name}_jvm_cpu_s", 0.0) + _jvm_cpu_s(spark) - jvm0
+
+    setattr(module, name, wrapper)
+
+
 def _sweep_once(spark: Any, sweep_file: Path, out: Path) -> dict[str, Any]:
+    import kafkasim.sweep.sweep as sweep_module
     from kafkasim.sweep import run_sweep
 
     runs_done_at: list[float] = []
+    jvm_at_runs_done: list[float] = []
+    spent: dict[str, float] = {}
+    originals = {name: getattr(sweep_module, name) for name in ("aggregate", "plot_sweep")}
+    for name in originals:
+        _timed(sweep_module, name, spent, spark)
 
     def progress(done: int, failed: int, planned: int) -> None:
         if done == planned and not runs_done_at:
             runs_done_at.append(time.perf_counter())
+            jvm_at_runs_done.append(_jvm_cpu_s(spark))
 
     jvm0, driver0, t0 = _jvm_cpu_s(spark), time.process_time(), time.perf_counter()
-    result = run_sweep(sweep_file, out=out, spark=spark, runner=timed_runner, progress=progress)
+    try:
+        result = run_sweep(sweep_file, out=out, spark=spark, runner=timed_runner, progress=progress)
+    finally:
+        for name, original in originals.items():
+            setattr(sweep_module, name, original)
     wall = time.perf_counter() - t0
     jvm_cpu, driver_cpu = _jvm_cpu_s(spark) - jvm0, time.process_time() - driver0
     if result.failed:
@@ -173,7 +199,9 @@ def _sweep_once(spark: Any, sweep_file: Path, out: Path) -> dict[str, Any]:
         "task_wall_s": [b["wall_s"] for b in bench],
         "workers": len({b["pid"] for b in bench}),
         "jvm_cpu_s": jvm_cpu,
+        "runs_phase_jvm_cpu_s": (jvm_at_runs_done[0] - jvm0) if jvm_at_runs_done else float("nan"),
         "driver_cpu_s": driver_cpu,
+        **spent,
     }
 
 
@@ -284,6 +312,28 @@ def summarize(results: dict[tuple[str, str], list[dict[str, Any]]], runs: int, d
             )
     spark_keys = [k for k in results if k[0] == "spark"]
     if spark_keys:
+        lines += [
+            "",
+            "Where a sweep's wall time goes (median; JVM CPU seconds in parentheses). 'Parquet' is everything "
+            "after the last run but before aggregation: decoding the runs' Arrow chunks and writing them.",
+            "",
+            "| configuration | runs | Parquet | aggregation (percentile_approx) | figures |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for kind, arg in spark_keys:
+            for phase in ("cold", "warm"):
+                ps = [r[phase] for r in results[(kind, arg)]]
+                if "aggregate_s" not in ps[0]:
+                    continue
+                parquet = _median([p["wall_s"] - p["runs_phase_s"] - p["aggregate_s"] - p["plot_sweep_s"]
+                                   for p in ps])
+                lines.append(
+                    f"| {arg} {phase} | {_median([p['runs_phase_s'] for p in ps]):.1f} "
+                    f"({_median([p['runs_phase_jvm_cpu_s'] for p in ps]):.1f}) | {parquet:.1f} "
+                    f"| {_median([p['aggregate_s'] for p in ps]):.1f} "
+                    f"({_median([p['aggregate_jvm_cpu_s'] for p in ps]):.1f}) "
+                    f"| {_median([p['plot_sweep_s'] for p in ps]):.1f} |"
+                )
         lines += ["", "Start-up (median): " + "; ".join(
             f"{arg}: session {_median([r['session_s'] for r in results[(kind, arg)]]):.1f} s + first job "
             f"{_median([r['first_job_s'] for r in results[(kind, arg)]]):.1f} s, JVM CPU "
