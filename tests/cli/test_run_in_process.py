@@ -17,6 +17,7 @@ from rich.console import Console
 from kafkasim.console.live import render_snapshot
 from kafkasim.console.progress import RunProgress
 from kafkasim.console.run_command import StopOnInterrupt
+from kafkasim.run import engine as engine_module
 from kafkasim.run.engine import Engine
 from kafkasim.run.result import RunResult
 from kafkasim.run.snapshot import EngineSnapshot, RecentLatencies, take_snapshot
@@ -68,7 +69,13 @@ def _engine(duration: str = "3s", **kwargs: Any) -> Engine:
     return Engine(scenario, **kwargs)
 
 
-def test_request_stop_ends_the_run_at_the_next_slice_with_a_consistent_partial_result() -> None:
+def test_request_stop_ends_the_run_at_the_next_slice_with_a_consistent_partial_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Progress is reported at most every PROGRESS_INTERVAL_S of *wall* time: on a fast, idle machine the
+    # whole 3 s run fits in one interval and the callback first sees t = 3 s, too late to stop at 1 s.
+    # Report after every slice so the test does not depend on the machine's speed.
+    monkeypatch.setattr(engine_module, "PROGRESS_INTERVAL_S", 0.0)
     holder: list[Engine] = []
 
     def progress(now: float, duration: float) -> None:
