@@ -139,20 +139,20 @@ class RecordAccumulator:
         drained: list[ProducerBatch] = []
         size = 0
         for k in range(n):
-            tp = parts[(start + k) % n]
-            dq = self._deques[tp]
+            i = (start + k) % n
+            # updateDrainIndex for every partition visited: the next drain starts where this one stopped
+            # (the partition that did not fit), or after a full pass at the last partition visited.
+            self._drain_index = i
+            dq = self._deques[parts[i]]
             if not dq:
                 continue
             first = dq[0]
             if drained and size + first.size_in_bytes > self.max_request_size:
-                # Kafka breaks here and resumes from this partition next time.
-                self._drain_index = (start + k) % n
                 return drained
             dq.popleft()
             first.closed = True
             size += first.size_in_bytes
             drained.append(first)
-        self._drain_index = (start + 1) % n if n else 0
         return drained
 
     def tail_state(self, tp: TopicPartition) -> list[Any]:
