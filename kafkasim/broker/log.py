@@ -208,12 +208,15 @@ class Log:
         return self._append(batches, NO_PARTITION_LEADER_EPOCH, assign_offsets=False)
 
     def _append(self, batches: Sequence[RecordBatch], leader_epoch: int, assign_offsets: bool) -> LogAppendInfo:
+        # UnifiedLog.appendAsFollower validates with ignoreRecordSize = true: a follower copies whatever its
+        # leader holds, so only a leader append checks max.message.bytes (analyzeAndValidateRecords).
+        check_size = assign_offsets
         max_message_bytes = self.config.max_message_bytes
         valid_bytes = 0
         max_timestamp = NO_TIMESTAMP
         for batch in batches:
             size = batch.size_in_bytes
-            if size > max_message_bytes:
+            if check_size and size > max_message_bytes:
                 raise KafkaError(
                     Errors.MESSAGE_TOO_LARGE,
                     f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes} in {self.name}",

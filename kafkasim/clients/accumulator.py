@@ -10,6 +10,8 @@ Plain synchronous logic (no SimPy); the producer process drives it with the simu
 * When any batch is sendable and the connection accepts another request, ``drain`` takes the first batch
   of *every* partition of that broker - ready or not - in round-robin order, up to ``max.request.size``.
   (So one full partition drags the lingering batches of the others along, as in Kafka.)
+* A record without a key gets its partition inside the append (``append_record``, Kafka's ``append`` with
+  ``UNKNOWN_PARTITION``): the sticky partitioner switches only at a batch boundary (see ``Partitioner``).
 
 Batch bytes: Kafka's 61-byte record-batch header plus each record's ``record_size`` (taken as the record's
 serialized size inside the batch; Kafka's few bytes of per-record varint framing are folded into it).
@@ -21,7 +23,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
@@ -93,7 +95,8 @@ class RecordAccumulator:
         self.drains = 0  # how many times drain() ran: a change tells the producer its plan is stale
 
     def append(self, tp: TopicPartition, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int) -> tuple[bool, bool]:
-        """Add one record; returns (batch_is_full, new_batch_created), the two reasons Kafka wakes the sender.
+        """Add one record to ``tp``; returns (batch_is_full, new_batch_created), the two reasons Kafka wakes
+        the sender.
 
         ``new_batch_id`` is used only if a new batch has to be created (ids come from the run's counter).
         """
@@ -110,6 +113,36 @@ class RecordAccumulator:
         last.size_in_bytes += record_size
         last.intended_ms.append(intended_ms)
         return len(dq) > 1 or last.is_full(self.batch_size), new_batch
+
+    def append_record(
+        self, partitioner: Partitioner, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int
+    ) -> tuple[TopicPartition, bool, bool]:
+        """``RecordAccumulator.append`` with ``UNKNOWN_PARTITION``: the partitioner picks the partition under
+        the deque's view, then learns how many bytes went in; returns (partition, batch_is_full,
+        new_batch_created)."""
+        state = partitioner.state
+        tp = partitioner.partition(state, self, record_size)
+        full, new_batch = self.append(tp, record_size, intended_ms, now_ms, new_batch_id)
+        partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
+        return tp, full, new_batch
+
+    # The deque's view the sticky partitioner needs (``Tails``).
+
+    def all_batches_full(self, tp: TopicPartition) -> bool:
+        """Kafka's ``allBatchesFull``: only the last batch may be incomplete, so check that one."""
+        dq = self._deques[tp]
+        return not dq or dq[-1].is_full(self.batch_size)
+
+    def fits(self, tp: TopicPartition, record_size: int) -> bool:
+        """Would ``tryAppend`` put the record into the last batch (rather than close it and start another)?"""
+        dq = self._deques[tp]
+        return bool(dq) and not dq[-1].closed and dq[-1].has_room_for(record_size, self.batch_size)
+
+    def close_last(self, tp: TopicPartition) -> None:
+        """``closeForRecordAppends`` on the last batch, after a record did not fit into it."""
+        dq = self._deques[tp]
+        if dq:
+            dq[-1].closed = True
 
     def ready_delay_ms(self, now_ms: float) -> float | None:
         """0 if some batch is sendable now; else the time until the earliest linger expiry; None if empty."""
@@ -139,20 +172,20 @@ class RecordAccumulator:
         drained: list[ProducerBatch] = []
         size = 0
         for k in range(n):
-            tp = parts[(start + k) % n]
-            dq = self._deques[tp]
+            i = (start + k) % n
+            # updateDrainIndex for every partition visited: the next drain starts where this one stopped
+            # (the partition that did not fit), or after a full pass at the last partition visited.
+            self._drain_index = i
+            dq = self._deques[parts[i]]
             if not dq:
                 continue
             first = dq[0]
             if drained and size + first.size_in_bytes > self.max_request_size:
-                # Kafka breaks here and resumes from this partition next time.
-                self._drain_index = (start + k) % n
                 return drained
             dq.popleft()
             first.closed = True
             size += first.size_in_bytes
             drained.append(first)
-        self._drain_index = (start + 1) % n if n else 0
         return drained
 
     def tail_state(self, tp: TopicPartition) -> list[Any]:
@@ -171,47 +204,175 @@ class RecordAccumulator:
         return [b for tp in self._partitions for b in self._deques[tp]]
 
 
+class Tails(Protocol):
+    """The view of the deques the sticky partitioner decides on: the accumulator itself, or ``VirtualTails``."""
+
+    def all_batches_full(self, tp: TopicPartition) -> bool: ...
+
+    def fits(self, tp: TopicPartition, record_size: int) -> bool: ...
+
+    def close_last(self, tp: TopicPartition) -> None: ...
+
+
+class VirtualTails:
+    """The tails of an accumulator's deques under appends that have not happened yet (the producer looks
+    ahead for the record that will wake the Sender). Copy on touch: [batches queued, last batch size,
+    last batch records, last batch closed]; the accumulator itself is never changed."""
+
+    __slots__ = ("_acc", "_batch_size", "_state", "closed_batches")
+
+    def __init__(self, acc: RecordAccumulator) -> None:
+        self._acc = acc
+        self._batch_size = acc.batch_size
+        self._state: dict[TopicPartition, list[Any]] = {}
+        self.closed_batches = 0  # batches closed by close_last: each became sendable then
+
+    def _tail(self, tp: TopicPartition) -> list[Any]:
+        st = self._state.get(tp)
+        if st is None:
+            st = self._state[tp] = self._acc.tail_state(tp)
+        return st
+
+    def all_batches_full(self, tp: TopicPartition) -> bool:
+        count, size, _records, closed = self._tail(tp)
+        return count == 0 or closed or size >= self._batch_size
+
+    def fits(self, tp: TopicPartition, record_size: int) -> bool:
+        count, size, _records, closed = self._tail(tp)
+        return count > 0 and not closed and size + record_size <= self._batch_size
+
+    def close_last(self, tp: TopicPartition) -> None:
+        st = self._tail(tp)
+        if st[0] > 0 and not st[3]:
+            st[3] = True
+            self.closed_batches += 1
+
+    def append(self, tp: TopicPartition, record_size: int) -> tuple[bool, bool]:
+        """``RecordAccumulator.append`` on the copy: (batch_is_full, new_batch_created)."""
+        st = self._tail(tp)
+        count, size, records, closed = st
+        if count == 0 or closed or (records > 0 and size + record_size > self._batch_size):
+            count += 1
+            size = RECORD_BATCH_OVERHEAD_BYTES + record_size
+            records = 1
+            new_batch = True
+        else:
+            size += record_size
+            records += 1
+            new_batch = False
+        st[0], st[1], st[2], st[3] = count, size, records, False
+        return count > 1 or size >= self._batch_size, new_batch
+
+    def append_record(self, partitioner: Partitioner, state: PartitionerState, record_size: int) -> tuple[bool, bool]:
+        """``RecordAccumulator.append_record`` on the copy, with a copy of the partitioner's state."""
+        tp = partitioner.partition(state, self, record_size)
+        full, new_batch = self.append(tp, record_size)
+        partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
+        return full, new_batch
+
+
+class PartitionerState:
+    """What a partitioner remembers between records; copied to look ahead without changing the original."""
+
+    __slots__ = ("current", "produced", "next_rr", "draws")
+
+    def __init__(self) -> None:
+        self.current = -1  # the sticky partition's index; -1 before the first record
+        self.produced = 0  # bytes appended to it (Kafka's StickyPartitionInfo.producedBytes)
+        self.next_rr = 0
+        self.draws = 0  # random draws consumed so far
+
+    def copy(self) -> PartitionerState:
+        c = PartitionerState()
+        c.current, c.produced, c.next_rr, c.draws = self.current, self.produced, self.next_rr, self.draws
+        return c
+
+
 class Partitioner:
     """Chooses a partition per record (records have no key in the simulated workload).
 
-    * ``sticky``: Kafka's built-in partitioner for keyless records (KIP-794): stay on one partition until
-      about ``batch.size`` bytes were produced to it, then switch to another (uniformly at random among the
-      others; Kafka's adaptive weighting by queue size is not modelled).
+    * ``sticky``: Kafka's ``BuiltInPartitioner`` for keyless records (KIP-794). It stays on one partition
+      and counts the bytes appended to it; after an append it switches once ``batch.size`` bytes were
+      produced and every batch of the partition is full (``enableSwitch = allBatchesFull``), or once
+      twice ``batch.size`` were produced in any case; before an append it completes a switch that was
+      held back, as soon as the partition's batches are all full (a drain emptied the deque, or the
+      record does not fit the last batch). So the switch falls on a batch boundary and a linger window
+      never leaves a fraction of a batch behind. The next partition is ``nextPartition`` without load
+      stats: uniform among all partitions, the current one included. Kafka's adaptive weighting by queue
+      sizes (``partitioner.adaptive.partitioning.enable``) is not modelled.
     * ``round_robin``: Kafka's ``RoundRobinPartitioner``, one record per partition in turn.
     * ``random``: uniform per record.
+
+    Random draws come from ``rng`` in order. Looking ahead peeks at future draws without consuming them
+    (they are kept until the real state reaches them), so looking ahead never changes the partitions.
     """
 
-    __slots__ = ("kind", "_partitions", "_rng", "_batch_size", "_current", "_produced", "_next_rr")
+    __slots__ = ("kind", "state", "_partitions", "_rng", "_batch_size", "_pending", "_pending_base")
 
     def __init__(self, kind: str, partitions: Sequence[TopicPartition], batch_size: int, rng: random.Random) -> None:
         if kind not in ("sticky", "round_robin", "random"):
             raise ValueError(f"unknown partitioner {kind!r} (allowed: sticky, round_robin, random)")
         self.kind = kind
+        self.state = PartitionerState()
         self._partitions = list(partitions)
         self._rng = rng
+        # KafkaProducer: batchSize = max(1, batch.size), which is also the sticky limit.
         self._batch_size = max(1, batch_size)
-        self._current = -1
-        self._produced = 0
-        self._next_rr = 0
+        self._pending: list[int] = []  # draws peeked at but not yet consumed by ``state``
+        self._pending_base = 0  # the draw number of _pending[0]
 
-    def partition(self, record_size: int) -> TopicPartition:
+    def _draw(self, state: PartitionerState) -> int:
+        """The next random partition index for ``state`` (Kafka: ``randomPartition() % partitions``)."""
+        k = state.draws - self._pending_base
+        state.draws += 1
+        pending = self._pending
+        while len(pending) <= k:
+            pending.append(self._rng.randrange(len(self._partitions)))
+        value = pending[k]
+        if state is self.state and k >= 63:
+            # Forget draws the real state has passed: no look-ahead can start before them again.
+            del pending[: k + 1]
+            self._pending_base += k + 1
+        return value
+
+    def partition(self, state: PartitionerState, tails: Tails, record_size: int) -> TopicPartition:
+        """The partition of the next record (may close the old partition's last batch on a switch)."""
         parts = self._partitions
         n = len(parts)
         if n == 1:
             return parts[0]
         if self.kind == "round_robin":
-            i = self._next_rr
-            self._next_rr = (i + 1) % n
+            i = state.next_rr
+            state.next_rr = (i + 1) % n
             return parts[i]
         if self.kind == "random":
-            return parts[self._rng.randrange(n)]
-        # sticky (BuiltInPartitioner.updatePartitionInfo): switch once the sticky batch size is reached.
-        if self._current < 0 or self._produced >= self._batch_size:
-            if self._current < 0:
-                self._current = self._rng.randrange(n)
-            else:
-                k = self._rng.randrange(n - 1)
-                self._current = k if k < self._current else k + 1
-            self._produced = 0
-        self._produced += record_size
-        return parts[self._current]
+            return parts[self._draw(state)]
+        # sticky: RecordAccumulator.append with BuiltInPartitioner.peekCurrentPartitionInfo / partitionChanged.
+        if state.current < 0:
+            state.current = self._draw(state)
+            state.produced = 0
+        tp = parts[state.current]
+        if tails.all_batches_full(tp) and self._update(state, 0, True):
+            return parts[state.current]  # completed a switch held back earlier
+        if not tails.fits(tp, record_size):
+            # tryAppend failed: the last batch is closed for appends, so now all batches are full.
+            tails.close_last(tp)
+            if self._update(state, 0, True):
+                return parts[state.current]
+        return tp
+
+    def appended(self, state: PartitionerState, tails: Tails, tp: TopicPartition, appended_bytes: int) -> None:
+        """After the append: ``updatePartitionInfo(appendedBytes, enableSwitch = allBatchesFull(deque))``."""
+        if self.kind == "sticky" and len(self._partitions) > 1:
+            self._update(state, appended_bytes, tails.all_batches_full(tp))
+
+    def _update(self, state: PartitionerState, appended_bytes: int, enable_switch: bool) -> bool:
+        """``BuiltInPartitioner.updatePartitionInfo``; True if it switched partition."""
+        produced = state.produced + appended_bytes
+        sticky = self._batch_size
+        if (produced >= sticky and enable_switch) or produced >= 2 * sticky:
+            state.current = self._draw(state)
+            state.produced = 0
+            return True
+        state.produced = produced
+        return False

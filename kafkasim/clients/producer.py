@@ -29,12 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.clients.accumulator import (
-    RECORD_BATCH_OVERHEAD_BYTES,
-    Partitioner,
-    ProducerBatch,
-    RecordAccumulator,
-)
+from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator, VirtualTails
 from kafkasim.clients.messages import (
     API_PRODUCE,
     ClientRecorder,
@@ -157,8 +152,9 @@ class Producer(Pausable):
         self._wakeup_at = math.inf
         self._timeout_check: Call | None = None
         self.records_sent = 0
-        # Records drawn but not yet appended, in arrival order: (intended ms, size, partition).
-        self._upcoming: deque[tuple[float, int, TopicPartition]] = deque()
+        # Records drawn but not yet appended, in arrival order: (intended ms, size). The partition is chosen
+        # at the append: the sticky partitioner decides on the deques as they are then.
+        self._upcoming: deque[tuple[float, int]] = deque()
         self._next_intended = math.inf
         self._arrival_event: Call | None = None
         self._arrival_at = math.inf
@@ -171,18 +167,20 @@ class Producer(Pausable):
 
     # --- application thread ------------------------------------------------------------------------
     #
-    # Records are drawn ahead (arrival time, size, partition: each from its own stream, in arrival order)
-    # but appended to the accumulator only when the producer next acts, with their intended time as the
-    # append time -- exactly what appending each one at its arrival would have done, because nothing
-    # reads the accumulator in between. Only a record that would make the Sender act (a batch becomes
-    # sendable, or the first batch needs its linger timer) gets an event of its own. At 5000 records/s in
-    # 16 KiB batches that is one event per batch instead of one per record.
+    # Records are drawn ahead (arrival time and size, each from its own stream, in arrival order) but
+    # appended to the accumulator only when the producer next acts, with their intended time as the
+    # append time -- exactly what appending each one at its arrival would have done, because only the
+    # Sender changes the accumulator otherwise and it acts only at events. Only a record that would make
+    # the Sender act (a batch becomes sendable, or the first batch needs its linger timer) gets an event
+    # of its own; looking ahead for it replays the appends, partitioner included, on copies
+    # (``VirtualTails``, ``PartitionerState.copy``). At 5000 records/s in 16 KiB batches that is one
+    # event per batch instead of one per record.
 
-    def _draw(self) -> tuple[float, int, TopicPartition]:
+    def _draw(self) -> tuple[float, int]:
         intended = self._next_intended
         self._next_intended = self._arrivals.next_after(intended)
         size = self._constant_size or max(1, int(self._record_size() + 0.5))
-        record = (intended, size, self.partitioner.partition(size))
+        record = (intended, size)
         self._upcoming.append(record)
         return record
 
@@ -190,6 +188,7 @@ class Producer(Pausable):
         """``KafkaProducer.send`` of every record intended at or before ``now``."""
         upcoming = self._upcoming
         acc = self.accumulator
+        partitioner = self.partitioner
         ids = self._ids
         floor = self._append_floor
         stop = self._stop_ms
@@ -203,11 +202,13 @@ class Producer(Pausable):
                 self._draw()
             if intended > now or intended >= stop:
                 return
-            _, size, tp = upcoming.popleft()
+            _, size = upcoming.popleft()
             self.records_sent += 1
             batch_id = ids.next_batch_id
             # A record meant for a time the application was paused is sent when it resumes.
-            _, new_batch = acc.append(tp, size, intended, intended if intended > floor else floor, batch_id)
+            _, _, new_batch = acc.append_record(
+                partitioner, size, intended, intended if intended > floor else floor, batch_id
+            )
             if new_batch:
                 ids.next_batch_id = batch_id + 1
 
@@ -234,40 +235,30 @@ class Producer(Pausable):
 
     def _first_waking_record(self) -> float:
         acc = self.accumulator
-        batch_size = acc.batch_size
         linger_zero = acc.linger_ms <= 0
-        # Virtual appends on a copy of the tail of each touched deque: (batches, open size, count, closed).
-        state: dict[TopicPartition, list[Any]] = {}
+        # Virtual appends on copies of the touched deques' tails and of the partitioner's state.
+        tails = VirtualTails(acc)
+        partitioner = self.partitioner
+        state = partitioner.state.copy()
         wake_armed = acc.queued_batches > 0
         upcoming = self._upcoming
         stop = self._stop_ms
         for k in range(MAX_LOOKAHEAD_RECORDS):
             if k < len(upcoming):
-                intended, size, tp = upcoming[k]
+                intended, size = upcoming[k]
             else:
                 if self._next_intended >= stop:
                     return math.inf
-                intended, size, tp = self._draw()
-            st = state.get(tp)
-            if st is None:
-                st = state[tp] = acc.tail_state(tp)
-            count, open_size, records, closed = st
-            if count == 0 or closed or (records > 0 and open_size + size > batch_size):
-                count += 1
-                open_size = RECORD_BATCH_OVERHEAD_BYTES + size
-                records = 1
-                new_batch = True
-            else:
-                open_size += size
-                records += 1
-                new_batch = False
-            st[0], st[1], st[2], st[3] = count, open_size, records, False
-            if count > 1 or open_size >= batch_size:
+                intended, size = self._draw()
+            closed = tails.closed_batches
+            full, new_batch = tails.append_record(partitioner, state, size)
+            if full:
                 return intended  # a batch becomes sendable
-            if new_batch:
-                if linger_zero or not wake_armed:
-                    return intended  # sendable at once, or the first linger timer must be armed
-                wake_armed = True
+            # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
+            # if it is sendable at once, needs the first linger timer, or comes with the old partition's
+            # batch closed by a sticky switch (that one is sendable now).
+            if new_batch and (linger_zero or not wake_armed or tails.closed_batches != closed):
+                return intended
         # Very large batches: act anyway every so many records (conservative, still exact).
         return upcoming[-1][0]
 

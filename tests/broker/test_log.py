@@ -68,6 +68,19 @@ def test_batch_larger_than_max_message_bytes_is_rejected():
     assert log.log_end_offset == 0
 
 
+def test_message_size_check_in_append_as_follower():
+    # UnifiedLogTest.testMessageSizeCheckInAppendAsFollower: UnifiedLog.appendAsFollower validates with
+    # ignoreRecordSize = true -- a follower copies whatever its leader holds, whatever its own limit.
+    first = batch(size=80, records=2).with_offsets(0, 0)
+    second = batch(size=120, records=2).with_offsets(2, 0)
+    log = make_log(max_message_bytes=second.size_in_bytes - 1)
+    log.append_as_follower([first])
+    # The second batch is larger than the limit, but appendAsFollower does not check the size.
+    info = log.append_as_follower([second])
+    assert (info.first_offset, info.last_offset, info.valid_bytes) == (2, 3, 120)
+    assert log.log_end_offset == 4
+
+
 def test_record_set_larger_than_segment_is_rejected():
     log = make_log(segment_bytes=250)
     with pytest.raises(KafkaError) as e:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import kafkasim.clients.producer as producer_module
 from kafkasim.run import run_scenario
 
 from .support import consumer, gauge, producer, scenario
@@ -107,3 +109,49 @@ def test_on_off_arrivals_send_only_during_on_periods() -> None:
     assert (phase < 200.0).all()
     # 1000/s while on: ~200 records per 500 ms period, six periods in 3 s.
     assert 1000 <= len(intended) <= 1400
+
+
+def test_sticky_partitioner_switches_only_at_a_batch_boundary() -> None:
+    # RecordAccumulatorTest.testBuiltInPartitionerFractionalBatches in a full run: a linger window holds
+    # about 2/3 of batch.size (11 records of 100 B per 5 ms against 1536 B). BuiltInPartitioner switches only
+    # when the partition's batches are all full, so no batch is a fraction left behind by a switch.
+    result = run_scenario(
+        scenario(
+            topic={"partitions": 3},
+            producers=[producer("p1", rate="2000/s", **{"linger.ms": 5, "batch.size": 1536})],
+        )
+    )
+    records = result.records.dropna(subset=["send_ms"])
+    assert records["partition"].nunique() == 3
+    sizes = records["size_bytes"].to_numpy()
+    assert (sizes > 1536 / 2).all() and (sizes < 1536).all(), np.unique(sizes)
+
+
+def test_the_look_ahead_wakes_the_sender_exactly_as_an_event_per_record_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The producer appends records lazily and looks ahead (replaying the sticky partitioner on copies)
+    # for the one that wakes the Sender. With a look-ahead of one record it acts at every record instead:
+    # the batches must be the same (ids aside: the run-wide batch counter is shared by the producers).
+    def run() -> pd.DataFrame:
+        result = run_scenario(
+            scenario(
+                seed=5,
+                duration="1500ms",
+                topic={"partitions": 4},
+                producers=[
+                    producer("p1", rate="3000/s", arrival="poisson", record_size="1KiB", **{"linger.ms": 5}),
+                    producer("p2", rate="300/s", arrival="poisson",
+                             record_size={"type": "uniform", "low": "100B", "high": "3KiB"},
+                             **{"linger.ms": 3, "batch.size": 4096, "max.in.flight.requests.per.connection": 1}),
+                ],
+                consumers=[consumer("c1")],
+            )
+        )
+        columns = ["producer", "partition", "offset", "record_count", "size_bytes", "first_intended_ms",
+                   "created_ms", "send_ms", "ack_ms"]
+        return result.records[columns].sort_values(["producer", "first_intended_ms"]).reset_index(drop=True)
+
+    planned = run()
+    monkeypatch.setattr(producer_module, "MAX_LOOKAHEAD_RECORDS", 1)
+    every_record = run()
+    # Event times differ in the last bit (an event is scheduled as a delay from now).
+    pd.testing.assert_frame_equal(planned, every_record, check_exact=False, rtol=0, atol=1e-9)

@@ -1,0 +1,143 @@
+"""``RecordAccumulator`` and the built-in partitioner, re-expressing Kafka's ``RecordAccumulatorTest``.
+
+kafkasim's accumulator serves one broker (the leader of every partition), so Kafka's tests are taken for
+the partitions of one node. A record's size here is its serialized size inside the batch: Kafka's 32-byte
+value without key or headers is a 39-byte record (``DefaultRecord.sizeInBytes``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from kafkasim.broker.records import TopicPartition
+from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES, Partitioner, RecordAccumulator
+
+TOPIC = "test"
+TP1, TP2, TP3 = (TopicPartition(TOPIC, p) for p in range(3))
+_batch_ids = itertools.count()
+
+
+class SequentialRandom(random.Random):
+    """Kafka's tests mock ``BuiltInPartitioner.randomPartition`` with 0, 1, 2, ...: so does this one."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.draws = 0
+
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
+        assert stop is None and step == 1
+        value = self.draws % start
+        self.draws += 1
+        return value
+
+
+def send(acc: RecordAccumulator, partitioner: Partitioner, size: int, now_ms: float) -> TopicPartition:
+    """``KafkaProducer.send`` of a record without a key: ``RecordAccumulator.append`` with UNKNOWN_PARTITION."""
+    tp, _full, _new_batch = acc.append_record(partitioner, size, now_ms, now_ms, next(_batch_ids))
+    return tp
+
+
+def test_built_in_partitioner_fractional_batches() -> None:
+    # RecordAccumulatorTest.testBuiltInPartitionerFractionalBatches: with a linger window that holds about
+    # 2/3 of batch.size, the partitioner switches only at a batch boundary (BuiltInPartitioner
+    # .updatePartitionInfo with enableSwitch = allBatchesFull), so every drain takes exactly one batch
+    # of more than half batch.size -- never a fraction left behind on the old partition.
+    batch_size, linger_ms, record_size = 512, 10, 39
+    parts = [TP1, TP2, TP3]
+    acc = RecordAccumulator(parts, batch_size, linger_ms)
+    partitioner = Partitioner("sticky", parts, batch_size, random.Random(7))
+    now = 0.0
+    for _ in range(10):
+        for _ in range(batch_size * 2 // 3 // 32):  # Kafka's records carry 32-byte values
+            send(acc, partitioner, record_size, now)
+        now += linger_ms
+        assert acc.ready_delay_ms(now) == 0.0, "one batch should be ready"
+        batches = acc.drain()
+        assert len(batches) == 1, f"should have 1 batch ready, got {[(b.tp, b.size_in_bytes) for b in batches]}"
+        assert batch_size / 2 < batches[0].size_in_bytes < batch_size
+
+
+def test_uniform_built_in_partitioner() -> None:
+    # RecordAccumulatorTest.testUniformBuiltInPartitioner: BuiltInPartitioner.nextPartition picks
+    # `random % partitions` among all partitions (the current one included), and switches once the
+    # sticky limit (batch.size) is exceeded and the partition's batches are all full.
+    batch_size = 1024
+    parts = [TP1, TP2, TP3]
+    acc = RecordAccumulator(parts, batch_size, 0)
+    rng = SequentialRandom()
+    partitioner = Partitioner("sticky", parts, batch_size, rng)
+    small, large = 12, batch_size + 9  # a 5-byte value; a batch.size-byte value
+    # A small record: the first partition is chosen.
+    assert send(acc, partitioner, small, 0.0) == TP1
+    # A large record exceeds the sticky limit but stays: the first batch was not full yet.
+    assert send(acc, partitioner, large, 0.0) == TP1
+    # Each further large record completes the previous batch past the sticky limit: switch.
+    assert send(acc, partitioner, large, 0.0) == TP2
+    assert send(acc, partitioner, large, 0.0) == TP3
+    assert send(acc, partitioner, large, 0.0) == TP1
+    # Kafka draws lazily (before the append that finds all batches full), counting 1, 2, 3, 4 here;
+    # kafkasim treats a batch holding one record larger than batch.size as full at once, so it switches
+    # right after that append: the same partitions, each draw one record earlier.
+    assert rng.draws == 5
+
+
+def test_switch_waits_for_the_batch_that_crossed_the_sticky_limit_to_complete() -> None:
+    # RecordAccumulator.append passes enableSwitch = allBatchesFull(deque) to
+    # BuiltInPartitioner.updatePartitionInfo, and partitionChanged completes the disabled switch once the
+    # batches are all full. Produced bytes count Kafka's appendedBytes (a new batch counts its header).
+    batch_size, record_size = 512, 39
+    parts = [TP1, TP2, TP3]
+    acc = RecordAccumulator(parts, batch_size, 10_000)  # nothing lingers out: every batch stays queued
+    partitioner = Partitioner("sticky", parts, batch_size, SequentialRandom())
+    chosen = [send(acc, partitioner, record_size, 0.0) for _ in range(23)]
+    # Records 1-11 fill a batch to 61 + 11 * 39 = 490 bytes; record 12 does not fit, closes it and starts
+    # a second batch (produced 590 >= 512, but that batch is incomplete: no switch); records 12-22 fill
+    # it; record 23 does not fit either, so both batches are full and the partitioner switches.
+    assert chosen[:22] == [TP1] * 22
+    assert chosen[22] == TP2
+    assert acc.tail_state(TP1) == [2, 490, 11, True]
+
+
+def test_drain_batches_resumes_where_max_request_size_stopped() -> None:
+    # RecordAccumulatorTest.testDrainBatches, node1's partitions (tp1, tp2): the drain index is kept
+    # between drains (RecordAccumulator.drainBatchesForOneNode / updateDrainIndex).
+    record_size = 50
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + record_size
+    acc = RecordAccumulator([TP1, TP2], batch_size, 10, max_request_size=batch_size)
+
+    def append(tp: TopicPartition) -> None:
+        acc.append(tp, record_size, 0.0, 0.0, next(_batch_ids))
+
+    append(TP1)
+    append(TP2)
+    assert [b.tp for b in acc.drain()] == [TP1]  # the request is full after one batch
+    append(TP1)
+    assert [b.tp for b in acc.drain()] == [TP2]  # starts where the previous drain stopped
+    assert [b.tp for b in acc.drain()] == [TP1]
+    append(TP2)
+    assert [b.tp for b in acc.drain()] == [TP2]
+    append(TP1)
+    append(TP2)
+    acc.max_request_size = 1 << 30
+    assert [b.tp for b in acc.drain()] == [TP1, TP2]
+
+
+def test_drain_index_after_a_full_pass_is_the_last_visited_partition() -> None:
+    # RecordAccumulator.drainBatchesForOneNode calls updateDrainIndex for every partition it visits, so
+    # after a full pass the next drain starts at the last partition visited, not one past the start.
+    record_size = 50
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + record_size
+    acc = RecordAccumulator([TP1, TP2, TP3], batch_size, 10, max_request_size=batch_size)
+
+    def append(tp: TopicPartition) -> None:
+        acc.append(tp, record_size, 0.0, 0.0, next(_batch_ids))
+
+    append(TP1)
+    assert [b.tp for b in acc.drain()] == [TP1]  # a full pass: tp1, tp2 (empty), tp3 (empty)
+    append(TP1)
+    append(TP2)
+    append(TP3)
+    assert [b.tp for b in acc.drain()] == [TP3]
+    assert [b.tp for b in acc.drain()] == [TP1]
+    assert [b.tp for b in acc.drain()] == [TP2]
