@@ -93,12 +93,13 @@ def run(
         typer.Option("--seed", min=0, max=_MAX_MS, help="Seed of every random stream (default: the scenario's)."),
     ] = None,
     out: Annotated[
-        Path | None,
+        str | None,  # a str, not a Path: Path('') would silently become '.'
         typer.Option(
             "--out",
             metavar="DIR",
             help="Result directory (default: runs/<scenario name>-<seed> under the current directory). An "
-            "earlier result there is replaced atomically; any other non-empty directory is refused.",
+            "earlier result kafkasim wrote there is replaced atomically if it holds only kafkasim's files; any "
+            "other non-empty directory, the working directory and its parents are refused.",
             show_default=False,
         ),
     ] = None,
@@ -188,8 +189,9 @@ def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
     master: Annotated[str | None, typer.Option("--master", metavar="URL",
                                                help="Spark master (default: local[*]).", show_default=False)] = None,
-    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output directory.",
-                                             show_default=False)] = None,
+    out: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output directory (new, empty, or an "
+                                            "earlier sweep result holding only kafkasim's files).",
+                                            show_default=False)] = None,
     parallelism: Annotated[int | None, typer.Option("--parallelism", metavar="N", help="Spark tasks.",
                                                     show_default=False)] = None,
 ) -> None:

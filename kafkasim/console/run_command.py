@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from kafkasim.console.format import seconds
+from kafkasim.run.output_dir import describe
 
 if TYPE_CHECKING:
     from kafkasim.run.engine import Engine
@@ -74,20 +75,17 @@ def default_out_dir(scenario: Scenario, seed: int) -> Path:
     return Path(RESULTS_ROOT) / f"{scenario.name}-{seed}"
 
 
-def check_out_dir(out: Path) -> None:
-    """Refuse before running what RunResult.save would refuse after it: a file, or a non-empty directory
-    that is not a kafkasim result (an earlier result there is replaced atomically)."""
-    from kafkasim.run.result import is_result_dir
+def check_out_dir(out: str | Path, label: str) -> Path:
+    """The absolute result directory, refusing before the run what RunResult.save would refuse after it
+    (see kafkasim.run.output_dir: '', the working directory or an ancestor, a file, a symbolic link, a name
+    too long, an unwritable parent, a non-empty directory kafkasim did not write or that holds a user's
+    files)."""
+    from kafkasim.run.result import ResultDirectoryError, check_result_dir
 
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise UsageProblem(f"--out {out}: exists and is not a directory")
-    if any(out.iterdir()) and not is_result_dir(out):
-        raise UsageProblem(
-            f"--out {out}: refusing to replace a non-empty directory that is not a kafkasim result; "
-            "choose another directory"
-        )
+    try:
+        return check_result_dir(out, label=label)
+    except ResultDirectoryError as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 def resolve_clock(scenario: Scenario, wallclock: bool | None, speed: float | None, live: bool) -> tuple[bool, float]:
@@ -141,7 +139,7 @@ class StopOnInterrupt:
 class RunOptions:
     scenario: str
     seed: int | None = None
-    out: Path | None = None
+    out: str | Path | None = None
     overrides: list[str] = field(default_factory=list)
     wallclock: bool | None = None  # None: the scenario's clock; True: --wallclock; False: --virtual
     speed: float | None = None
@@ -166,8 +164,11 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     try:
         scenario = load_with_overrides(options.scenario, options.overrides)
         seed = scenario.seed if options.seed is None else options.seed
-        out = (options.out if options.out is not None else default_out_dir(scenario, seed)).absolute()
-        check_out_dir(out)
+        if options.out is not None:
+            out = check_out_dir(options.out, f"--out {describe(str(options.out))}")
+        else:
+            default = default_out_dir(scenario, seed)
+            out = check_out_dir(default, f"results directory {default}")
         paced, speed = resolve_clock(scenario, options.wallclock, options.speed, options.live)
     except ScenarioError as exc:
         error(scenario_error_message(exc))

@@ -29,7 +29,7 @@ from kafkasim.sweep.metrics import (
     WARMUP_TIME_COLUMNS,
 )
 from kafkasim.sweep.model import LoadedSweep, load_sweep
-from kafkasim.sweep.output import MANIFEST, prepare, publish, write_manifest
+from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, write_manifest
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
 from kafkasim.sweep.session import build_spark_session, resolve_master, spark_log_path
@@ -184,11 +184,15 @@ def run_sweep(
     """
     loaded = load_sweep(sweep_path)
     plan = plan_sweep(loaded)
-    final = Path(out) if out is not None else default_output_dir(loaded)
     resolved_master = resolve_master(master, parallelism)
     if spark is None:
         check_pyspark()
         check_java()
+    if out is not None:
+        final = check_sweep_dir(out)
+    else:
+        default = default_output_dir(loaded)
+        final = check_sweep_dir(default, label=f"output directory {default}")
     partial = prepare(final)
     if on_planned is not None:
         on_planned(plan, final)
