@@ -244,7 +244,8 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
 
     from kafkasim.console.summary import print_summary
 
-    print_summary(console, result.summary, scenario.name, float(scenario.duration))
+    print_summary(console, result.summary, scenario.name, float(scenario.duration),
+                  result.run_info.get("wall_seconds"))
     console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
 

@@ -419,13 +419,14 @@ class Engine:
             seed=self.seed,
             simulated_duration_ms=duration,
             warmup_ms=float(self.scenario.warmup),
-            wall_seconds=wall_seconds,
             counters=self._counters(),
         )
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
         scenario_yaml = self._scenario_yaml()
-        return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml)
+        # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
+        return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml,
+                         run_info={"wall_seconds": wall_seconds})
 
     def _unacked_batch(self, producer: str, b: ProducerBatch) -> None:
         self.recorder.finish_batch(self.run_recorder.batch_trace(producer, b, NAN, -1, Errors.NONE))
