@@ -219,5 +219,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except typer.Abort:
         print("kafkasim: aborted", file=sys.stderr)
         sys.exit(130)
+    except MemoryError:
+        # The last resort (`kafkasim run` handles a run's own): one line, never a cascade of tracebacks.
+        print("kafkasim: out of memory; lower the producers' rate or the duration, or give kafkasim more memory",
+              file=sys.stderr)
+        sys.exit(1)
     if isinstance(code, int) and code != 0:
         sys.exit(code)

@@ -3,7 +3,9 @@
 Exit codes (also in `kafkasim run --help`):
   0    the run finished; results written.
   1    the run failed: a Kafka invariant was broken (the message names time, partition and request);
-       nothing is written.
+       nothing is written. Or it ran out of memory: one line says when and what to change, and the
+       results up to then are written where that is possible, marked partial (summary.json
+       `interrupted_at_ms` and `interrupted_by`, run-info.json `partial`), without figures.
   2    bad input: the scenario file, a --set override, an option, or an output directory that is not
        a kafkasim result and not empty.
   130  interrupted by Ctrl-C (SIGINT): the run stopped at the next step and the results so far were
@@ -28,7 +30,7 @@ from kafkasim.console.format import seconds
 from kafkasim.run.output_dir import describe
 
 if TYPE_CHECKING:
-    from kafkasim.run.engine import Engine
+    from kafkasim.run.engine import Engine, SimulationOutOfMemory
     from kafkasim.run.result import RunResult
     from kafkasim.scenario import Scenario
 
@@ -178,7 +180,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         return EXIT_USAGE
 
     from kafkasim.run.clock import SimClock
-    from kafkasim.run.engine import Engine
+    from kafkasim.run.engine import Engine, SimulationOutOfMemory
     from kafkasim.run.invariants import InvariantViolation
     from kafkasim.run.result import ResultDirectoryError
     from kafkasim.run.snapshot import RecentLatencies, take_snapshot
@@ -202,6 +204,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         if live is not None and engine is not None and live.due():
             live.update(take_snapshot(engine, recent))
 
+    _load_writers()
     engine = Engine(scenario, seed=seed, clock=SimClock(wallclock=paced, speed=speed), progress=on_progress,
                     on_request=recent)
     try:
@@ -233,7 +236,19 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
                     file=sys.stderr,
                     flush=True,
                 )
+                result.run_info["partial"] = (
+                    f"interrupted (Ctrl-C) at simulated time {seconds(result.summary['interrupted_at_ms'])} "
+                    f"of {seconds(scenario.duration)}"
+                )
             saved = _save(result, out, options.figures)
+    except SimulationOutOfMemory as exc:
+        return _out_of_memory(exc, out)
+    except MemoryError:
+        # Outside the simulation loop (its own MemoryError is SimulationOutOfMemory): setting up, or
+        # tabulating and writing the results of a run that fitted.
+        print(f"kafkasim: out of memory running {scenario.name}: {OUT_OF_MEMORY_ADVICE}; no results written",
+              file=sys.stderr)
+        return EXIT_RUN_FAILED
     except InvariantViolation as exc:
         print(f"kafkasim: run failed: {exc}", file=sys.stderr)
         print("kafkasim: no results written (a run that broke an invariant is not a result)", file=sys.stderr)
@@ -248,6 +263,39 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
                   result.run_info.get("wall_seconds"))
     console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+def _load_writers() -> None:
+    """Import the Parquet writer before the run: it is needed at the end anyway, and a run that runs out of
+    memory must still be able to write its partial results (loading it then maps large libraries)."""
+    import pandas.io.parquet  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+
+OUT_OF_MEMORY_ADVICE = "lower the producers' rate or the duration (or give kafkasim more memory)"
+
+
+def _out_of_memory(exc: SimulationOutOfMemory, out: Path) -> int:
+    """One line for a run that ran out of memory; the results up to then are saved (no figures) if they
+    could be tabulated and there is memory to write them."""
+    when = f"kafkasim: out of memory at simulated time {seconds(exc.at_ms)} of {seconds(exc.duration_ms)}"
+    written = "no results written"
+    if exc.result is not None:
+        exc.result.run_info["partial"] = when.removeprefix("kafkasim: ")
+        import pyarrow
+
+        # Arrow's own allocator asks the system for fresh memory; malloc reuses what the simulation gave
+        # back when the engine dropped its state.
+        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+        try:
+            written = f"partial results written to {_display_path(_save(exc.result, out, figures=False))}"
+        except MemoryError:
+            written = "no results written (no memory left to write them)"
+        except (OSError, ValueError) as problem:  # ResultDirectoryError is a ValueError
+            written = f"no results written ({problem})"
+    exc.result = None  # let the tables go before printing
+    print(f"{when}: {OUT_OF_MEMORY_ADVICE}; {written}", file=sys.stderr)
+    return EXIT_RUN_FAILED
 
 
 def _save(result: RunResult, out: Path, figures: bool) -> Path:

@@ -137,6 +137,7 @@ def test_ctrl_c_in_wallclock_mode_stops_cleanly_and_keeps_the_partial_run(tmp_pa
     assert "kafkasim: interrupted at simulated time" in stderr
     loaded = RunResult.load(out)  # complete and loadable
     assert (out / "scenario.yaml").is_file()
+    assert loaded.run_info["partial"].startswith("interrupted (Ctrl-C) at simulated time")
     t = loaded.summary["interrupted_at_ms"]
     # Paced at real time: about a second of simulated time passed before the signal, and no more simulated
     # time than wall time passed in all (the run stopped when asked, long before its 30 s).
