@@ -84,7 +84,8 @@ def wheel(
 
 
 @app.command(short_help="Run a scenario; write its results and print latency percentiles per api.",
-             epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke), 2 bad input, "
+             epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke; or out of memory, with the "
+             "results so far written, marked partial), 2 bad input (including an --out kafkasim will not write), "
              "130 stopped by Ctrl-C with the results so far written.")
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="Scenario YAML file.", show_default=False)],

@@ -220,20 +220,24 @@ def test_plot_of_a_read_only_result_is_a_clear_error(tmp_path: Path, capsys: pyt
 # ------------------------------------------------------------------------------------------------------
 
 
-def _hostile_outs(rng: random.Random, home: Path) -> list[str]:
+def _hostile_outs(rng: random.Random, home: Path, count: int = 40) -> list[str]:
+    """`count` --out values composed at random from hostile parts, after the plain hostile ones."""
     cwd = home / "work" / "deep"
-    foreign = home / "foreign"
-    own_plus = home / "own_plus"
-    candidates = [
+    plain = [
         "", ".", "..", "./", "../..", str(cwd), str(cwd.parent), str(home), "/", ".//.", "deep/..",
-        str(home / "a_file.txt"), str(home / "a_file.txt" / "sub"),
-        "/proc/x", "/proc/1/x", "/dev/null/x", "/dev/null", "/sys/x",
-        "n" * 256, "n" * 255, "d/" + "n" * 300, "é" * 128,
-        str(foreign), str(own_plus), str(home / "link_to_dir"), str(home / "dangling"), str(home / "link_to_cwd"),
-        str(home / "link_to_file"), "new/nested/dir", "fresh", str(home / "empty_dir"),
+        "/proc/x", "/proc/1/x", "/dev/null/x", "/dev/null", "/sys/x", "n" * 256, "é" * 128,
     ]
-    rng.shuffle(candidates)
-    return candidates
+    bases = ["", ".", "..", "../..", str(cwd), str(cwd.parent), str(home), "/", "/proc", "/proc/self", "/dev/null",
+             "/sys", str(home / "a_file.txt"), str(home / "foreign"), str(home / "own_plus"), str(home / "empty_dir"),
+             str(home / "link_to_dir"), str(home / "dangling"), str(home / "link_to_cwd"), str(home / "link_to_file"),
+             str(home / "own_plus" / "figures")]
+    tails = ["", ".", "..", "x", "new/nested", "n" * rng.choice([254, 255, 256, 300]), "é" * rng.choice([127, 128]),
+             "figures", "summary.json", "run-info.json", ".x.tmp-1"]
+    composed = []
+    for _ in range(count):
+        parts = [rng.choice(bases)] + [rng.choice(tails) for _ in range(rng.randint(0, 2))]
+        composed.append(os.path.join(*parts) if parts[0] else os.path.join("", *parts[1:]))
+    return plain + composed
 
 
 def test_hostile_out_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -255,7 +259,7 @@ def test_hostile_out_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap
     (home / "own_plus" / "extra.csv").write_text("user data")
     capsys.readouterr()
     user_files = _snapshot(home)
-    outs = _hostile_outs(rng, home)
+    outs = ["fresh", "new/nested/dir", str(home / "empty_dir"), "n" * 255, *_hostile_outs(rng, home)]
     ran = []
     for out in outs:
         code = call("run", QUICKSTART, *TINY, "--out", out)

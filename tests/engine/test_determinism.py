@@ -102,6 +102,14 @@ def test_every_file_of_a_run_is_byte_identical_in_a_fresh_process_except_run_inf
     _run_in_fresh_process(replay, str(first / "scenario.yaml"))
     c = _files(replay)
     assert sorted(name for name in a if a[name] != c.get(name) and name != "run-info.json") == []
+    # `kafkasim plot` draws the same figures again from the saved result.
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    plotted = subprocess.run([sys.executable, "-m", "kafkasim", "plot", str(second)], capture_output=True,
+                             text=True, env=env, timeout=300)
+    assert plotted.returncode == 0, plotted.stderr
+    again = _files(second)
+    figures = [name for name in a if name.startswith("figures/")]
+    assert len(figures) >= 6 and [name for name in figures if a[name] != again[name]] == []
     # The wall-clock facts live in run-info.json only.
     assert "wall_seconds" not in json.loads(a["summary.json"])
     info = json.loads(a["run-info.json"])
