@@ -84,7 +84,8 @@ def wheel(
 
 
 @app.command(short_help="Run a scenario; write its results and print latency percentiles per api.",
-             epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke), 2 bad input, "
+             epilog="Exit codes: 0 finished, 1 run failed (a Kafka invariant broke; or out of memory, with the "
+             "results so far written, marked partial), 2 bad input (including an --out kafkasim will not write), "
              "130 stopped by Ctrl-C with the results so far written.")
 def run(
     scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="Scenario YAML file.", show_default=False)],
@@ -93,12 +94,13 @@ def run(
         typer.Option("--seed", min=0, max=_MAX_MS, help="Seed of every random stream (default: the scenario's)."),
     ] = None,
     out: Annotated[
-        Path | None,
+        str | None,  # a str, not a Path: Path('') would silently become '.'
         typer.Option(
             "--out",
             metavar="DIR",
             help="Result directory (default: runs/<scenario name>-<seed> under the current directory). An "
-            "earlier result there is replaced atomically; any other non-empty directory is refused.",
+            "earlier result kafkasim wrote there is replaced atomically if it holds only kafkasim's files; any "
+            "other non-empty directory, the working directory and its parents are refused.",
             show_default=False,
         ),
     ] = None,
@@ -188,8 +190,9 @@ def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
     master: Annotated[str | None, typer.Option("--master", metavar="URL",
                                                help="Spark master (default: local[*]).", show_default=False)] = None,
-    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output directory.",
-                                             show_default=False)] = None,
+    out: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output directory (new, empty, or an "
+                                            "earlier sweep result holding only kafkasim's files).",
+                                            show_default=False)] = None,
     parallelism: Annotated[int | None, typer.Option("--parallelism", metavar="N", help="Spark tasks.",
                                                     show_default=False)] = None,
 ) -> None:
@@ -217,5 +220,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except typer.Abort:
         print("kafkasim: aborted", file=sys.stderr)
         sys.exit(130)
+    except MemoryError:
+        # The last resort (`kafkasim run` handles a run's own): one line, never a cascade of tracebacks.
+        print("kafkasim: out of memory; lower the producers' rate or the duration, or give kafkasim more memory",
+              file=sys.stderr)
+        sys.exit(1)
     if isinstance(code, int) and code != 0:
         sys.exit(code)

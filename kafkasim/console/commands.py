@@ -78,34 +78,35 @@ def write_file_atomically(path: Path, data: bytes) -> None:
 
 def plot_command(run_dir: Path) -> int:
     """Regenerate RUN_DIR/figures from a saved run; the old figures are replaced only once all new ones
-    are written."""
+    are written, and only if figures/ holds nothing but kafkasim's figures (a user's file is never deleted)."""
     from kafkasim.report import write_figures
-    from kafkasim.run.result import ResultDirectoryError, RunResult
+    from kafkasim.run.output_dir import OutputDirError, refusal, replace_dir
+    from kafkasim.run.result import FIGURES_DIR, FIGURES_LAYOUT, ResultDirectoryError, RunResult
 
     try:
         result = RunResult.load(run_dir)
     except ResultDirectoryError as exc:
         error(str(exc))
         return EXIT_USAGE
-    staging = Path(tempfile.mkdtemp(prefix=".figures.tmp-", dir=run_dir))
+    figures = run_dir / FIGURES_DIR
+    if os.path.lexists(figures) and (reason := refusal(figures, FIGURES_LAYOUT)) is not None:
+        error(f"{figures}: {reason}")
+        return EXIT_USAGE
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".figures.tmp-", dir=run_dir))
+    except OSError as exc:
+        error(f"{run_dir}: cannot create a directory in {run_dir} ({exc.strerror}); the figures go to "
+              f"{figures}, so the result directory must be writable")
+        return EXIT_USAGE
     try:
         written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging)
-        replace_dir(staging / "figures", run_dir / "figures", staging / "old")
+        replace_dir(staging / FIGURES_DIR, figures, FIGURES_LAYOUT)
+    except OutputDirError as exc:
+        error(str(exc))
+        return EXIT_USAGE
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     for path in written:
-        print(run_dir / "figures" / path.name)
-    print(f"kafkasim: wrote {len(written)} figure(s) to {run_dir / 'figures'}", file=sys.stderr)
+        print(figures / path.name)
+    print(f"kafkasim: wrote {len(written)} figure(s) to {figures}", file=sys.stderr)
     return EXIT_OK
-
-
-def replace_dir(new: Path, target: Path, aside: Path) -> None:
-    """Rename `new` to `target`; an existing `target` is moved to `aside` first (put back if the swap fails)."""
-    if target.exists():
-        os.replace(target, aside)
-    try:
-        os.replace(new, target)
-    except BaseException:
-        if aside.exists():
-            os.replace(aside, target)
-        raise

@@ -3,7 +3,9 @@
 Exit codes (also in `kafkasim run --help`):
   0    the run finished; results written.
   1    the run failed: a Kafka invariant was broken (the message names time, partition and request);
-       nothing is written.
+       nothing is written. Or it ran out of memory: one line says when and what to change, and the
+       results up to then are written where that is possible, marked partial (summary.json
+       `interrupted_at_ms` and `interrupted_by`, run-info.json `partial`), without figures.
   2    bad input: the scenario file, a --set override, an option, or an output directory that is not
        a kafkasim result and not empty.
   130  interrupted by Ctrl-C (SIGINT): the run stopped at the next step and the results so far were
@@ -25,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from kafkasim.console.format import seconds
+from kafkasim.run.output_dir import describe
 
 if TYPE_CHECKING:
-    from kafkasim.run.engine import Engine
+    from kafkasim.run.engine import Engine, SimulationOutOfMemory
     from kafkasim.run.result import RunResult
     from kafkasim.scenario import Scenario
 
@@ -74,20 +77,17 @@ def default_out_dir(scenario: Scenario, seed: int) -> Path:
     return Path(RESULTS_ROOT) / f"{scenario.name}-{seed}"
 
 
-def check_out_dir(out: Path) -> None:
-    """Refuse before running what RunResult.save would refuse after it: a file, or a non-empty directory
-    that is not a kafkasim result (an earlier result there is replaced atomically)."""
-    from kafkasim.run.result import is_result_dir
+def check_out_dir(out: str | Path, label: str) -> Path:
+    """The absolute result directory, refusing before the run what RunResult.save would refuse after it
+    (see kafkasim.run.output_dir: '', the working directory or an ancestor, a file, a symbolic link, a name
+    too long, an unwritable parent, a non-empty directory kafkasim did not write or that holds a user's
+    files)."""
+    from kafkasim.run.result import ResultDirectoryError, check_result_dir
 
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise UsageProblem(f"--out {out}: exists and is not a directory")
-    if any(out.iterdir()) and not is_result_dir(out):
-        raise UsageProblem(
-            f"--out {out}: refusing to replace a non-empty directory that is not a kafkasim result; "
-            "choose another directory"
-        )
+    try:
+        return check_result_dir(out, label=label)
+    except ResultDirectoryError as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 def resolve_clock(scenario: Scenario, wallclock: bool | None, speed: float | None, live: bool) -> tuple[bool, float]:
@@ -141,7 +141,7 @@ class StopOnInterrupt:
 class RunOptions:
     scenario: str
     seed: int | None = None
-    out: Path | None = None
+    out: str | Path | None = None
     overrides: list[str] = field(default_factory=list)
     wallclock: bool | None = None  # None: the scenario's clock; True: --wallclock; False: --virtual
     speed: float | None = None
@@ -166,8 +166,11 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     try:
         scenario = load_with_overrides(options.scenario, options.overrides)
         seed = scenario.seed if options.seed is None else options.seed
-        out = (options.out if options.out is not None else default_out_dir(scenario, seed)).absolute()
-        check_out_dir(out)
+        if options.out is not None:
+            out = check_out_dir(options.out, f"--out {describe(str(options.out))}")
+        else:
+            default = default_out_dir(scenario, seed)
+            out = check_out_dir(default, f"results directory {default}")
         paced, speed = resolve_clock(scenario, options.wallclock, options.speed, options.live)
     except ScenarioError as exc:
         error(scenario_error_message(exc))
@@ -177,7 +180,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         return EXIT_USAGE
 
     from kafkasim.run.clock import SimClock
-    from kafkasim.run.engine import Engine
+    from kafkasim.run.engine import Engine, SimulationOutOfMemory
     from kafkasim.run.invariants import InvariantViolation
     from kafkasim.run.result import ResultDirectoryError
     from kafkasim.run.snapshot import RecentLatencies, take_snapshot
@@ -201,6 +204,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         if live is not None and engine is not None and live.due():
             live.update(take_snapshot(engine, recent))
 
+    _load_writers()
     engine = Engine(scenario, seed=seed, clock=SimClock(wallclock=paced, speed=speed), progress=on_progress,
                     on_request=recent)
     try:
@@ -232,7 +236,19 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
                     file=sys.stderr,
                     flush=True,
                 )
+                result.run_info["partial"] = (
+                    f"interrupted (Ctrl-C) at simulated time {seconds(result.summary['interrupted_at_ms'])} "
+                    f"of {seconds(scenario.duration)}"
+                )
             saved = _save(result, out, options.figures)
+    except SimulationOutOfMemory as exc:
+        return _out_of_memory(exc, out)
+    except MemoryError:
+        # Outside the simulation loop (its own MemoryError is SimulationOutOfMemory): setting up, or
+        # tabulating and writing the results of a run that fitted.
+        print(f"kafkasim: out of memory running {scenario.name}: {OUT_OF_MEMORY_ADVICE}; no results written",
+              file=sys.stderr)
+        return EXIT_RUN_FAILED
     except InvariantViolation as exc:
         print(f"kafkasim: run failed: {exc}", file=sys.stderr)
         print("kafkasim: no results written (a run that broke an invariant is not a result)", file=sys.stderr)
@@ -243,9 +259,43 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
 
     from kafkasim.console.summary import print_summary
 
-    print_summary(console, result.summary, scenario.name, float(scenario.duration))
+    print_summary(console, result.summary, scenario.name, float(scenario.duration),
+                  result.run_info.get("wall_seconds"))
     console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+def _load_writers() -> None:
+    """Import the Parquet writer before the run: it is needed at the end anyway, and a run that runs out of
+    memory must still be able to write its partial results (loading it then maps large libraries)."""
+    import pandas.io.parquet  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+
+OUT_OF_MEMORY_ADVICE = "lower the producers' rate or the duration (or give kafkasim more memory)"
+
+
+def _out_of_memory(exc: SimulationOutOfMemory, out: Path) -> int:
+    """One line for a run that ran out of memory; the results up to then are saved (no figures) if they
+    could be tabulated and there is memory to write them."""
+    when = f"kafkasim: out of memory at simulated time {seconds(exc.at_ms)} of {seconds(exc.duration_ms)}"
+    written = "no results written"
+    if exc.result is not None:
+        exc.result.run_info["partial"] = when.removeprefix("kafkasim: ")
+        import pyarrow
+
+        # Arrow's own allocator asks the system for fresh memory; malloc reuses what the simulation gave
+        # back when the engine dropped its state.
+        pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+        try:
+            written = f"partial results written to {_display_path(_save(exc.result, out, figures=False))}"
+        except MemoryError:
+            written = "no results written (no memory left to write them)"
+        except (OSError, ValueError) as problem:  # ResultDirectoryError is a ValueError
+            written = f"no results written ({problem})"
+    exc.result = None  # let the tables go before printing
+    print(f"{when}: {OUT_OF_MEMORY_ADVICE}; {written}", file=sys.stderr)
+    return EXIT_RUN_FAILED
 
 
 def _save(result: RunResult, out: Path, figures: bool) -> Path:

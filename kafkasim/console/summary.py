@@ -96,7 +96,8 @@ def counters_table(counters: Mapping[str, Any]) -> Table:
     return table
 
 
-def headline(summary: Mapping[str, Any], name: str, planned_ms: float | None = None) -> Text:
+def headline(summary: Mapping[str, Any], name: str, planned_ms: float | None = None,
+             wall_seconds: float | None = None) -> Text:
     duration = summary.get("simulated_duration_ms")
     parts = [f"{name}: seed {summary.get('seed')}"]
     interrupted = summary.get("interrupted_at_ms")
@@ -105,19 +106,20 @@ def headline(summary: Mapping[str, Any], name: str, planned_ms: float | None = N
         parts.append(f"interrupted at simulated time {seconds(interrupted)}{of}")
     else:
         parts.append(f"{seconds(duration)} simulated")
-    wall = summary.get("wall_seconds")
-    if wall is not None:
-        parts.append(f"{wall:.1f} s wall")
+    if wall_seconds is not None:
+        parts.append(f"{wall_seconds:.1f} s wall")
     warmup = summary.get("warmup_ms") or 0
     if warmup:
         parts.append(f"first {seconds(warmup)} (warm-up) left out of the tables")
     return Text(", ".join(parts), style="bold")
 
 
-def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float | None = None) -> RenderableType:
+def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float | None = None,
+                       wall_seconds: float | None = None) -> RenderableType:
     """Everything `kafkasim run` prints about a finished (or interrupted) run, in reading order;
-    `planned_ms` is the scenario's duration (an interrupted run says how far it got)."""
-    items: list[RenderableType] = [headline(summary, name, planned_ms)]
+    `planned_ms` is the scenario's duration (an interrupted run says how far it got), `wall_seconds` the
+    time the simulation took (from the result's run-info)."""
+    items: list[RenderableType] = [headline(summary, name, planned_ms, wall_seconds)]
     apis = summary.get("apis") or {}
     if not apis:
         items.append(Text("no requests completed after the warm-up", style="yellow"))
@@ -130,5 +132,6 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     return Group(*items)
 
 
-def print_summary(console: Console, summary: Mapping[str, Any], name: str, planned_ms: float | None = None) -> None:
-    console.print(summary_renderable(summary, name, planned_ms))
+def print_summary(console: Console, summary: Mapping[str, Any], name: str, planned_ms: float | None = None,
+                  wall_seconds: float | None = None) -> None:
+    console.print(summary_renderable(summary, name, planned_ms, wall_seconds))

@@ -58,7 +58,23 @@ MAX_ROWS_IN_MEMORY = 50_000
 # collector ran ~70 times per simulated second and its full passes walked the ever-growing logs: 5-7% of a
 # 60 s benchmark run, more in longer ones. Collection timing never changes simulated results.
 RUN_GC_THRESHOLDS = (50_000, 20, 100)
+# Memory set aside while the loop runs and given back if the run runs out of memory, so that the rows
+# recorded up to then can still be tabulated and saved (a partial result instead of a MemoryError cascade).
+MEMORY_RESERVE_BYTES = 64 * 1024 * 1024
 NAN = math.nan
+
+
+class SimulationOutOfMemory(MemoryError):
+    """The run ran out of memory at simulated time `at_ms` (of `duration_ms`). `result` holds what was
+    recorded up to then (summary `interrupted_at_ms`, `interrupted_by: "out of memory"`), or is None when
+    even that could not be tabulated. Its causes are the scenario's load and length: a producer rate the
+    broker cannot keep up with piles records up in the producers and the logs."""
+
+    def __init__(self, at_ms: float, duration_ms: float, result: RunResult | None) -> None:
+        super().__init__(f"out of memory at simulated time {at_ms:g} ms of {duration_ms:g} ms")
+        self.at_ms = at_ms
+        self.duration_ms = duration_ms
+        self.result = result
 
 ProgressCallback = Callable[[float, float], None]
 
@@ -343,9 +359,35 @@ class Engine:
     # --- run ---------------------------------------------------------------------------------------
 
     def run(self) -> RunResult:
+        duration = float(self.scenario.duration)
+        self._start()
+        started = wall_time.perf_counter()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(*(max(mine, theirs) for mine, theirs in zip(RUN_GC_THRESHOLDS, thresholds, strict=True)))
+        reserve = bytearray(MEMORY_RESERVE_BYTES)
+        out_of_memory = False
+        try:
+            self._run_until(duration)
+        except MemoryError:
+            # Handled below, once this exception and the simulation frames its traceback holds are gone.
+            out_of_memory = True
+        finally:
+            gc.set_threshold(*thresholds)
+        del reserve
+        wall_seconds = wall_time.perf_counter() - started
+        if out_of_memory:
+            raise self._out_of_memory(duration, wall_seconds)
+        end = min(self.env.now, duration)
+        if self.invariants is not None:
+            self.invariants.at_end()
+        result = self._result(end, wall_seconds)
+        if end < duration:
+            result.summary["interrupted_at_ms"] = end
+        return result
+
+    def _start(self) -> None:
         c = self.components
         env = self.env
-        duration = float(self.scenario.duration)
         for follower in c.followers:
             follower.start()
         for consumer in c.consumers:
@@ -358,21 +400,6 @@ class Engine:
         Call(env, RETENTION_INITIAL_DELAY_MS, self._log_retention)
         Call(env, 0.0, self._sample)
         schedule_faults(self.scenario, c)
-        started = wall_time.perf_counter()
-        thresholds = gc.get_threshold()
-        gc.set_threshold(*(max(mine, theirs) for mine, theirs in zip(RUN_GC_THRESHOLDS, thresholds, strict=True)))
-        try:
-            self._run_until(duration)
-        finally:
-            gc.set_threshold(*thresholds)
-        wall_seconds = wall_time.perf_counter() - started
-        end = min(env.now, duration)
-        if self.invariants is not None:
-            self.invariants.at_end()
-        result = self._result(end, wall_seconds)
-        if end < duration:
-            result.summary["interrupted_at_ms"] = end
-        return result
 
     def _run_until(self, duration: float) -> None:
         env = self.env
@@ -393,7 +420,50 @@ class Engine:
                 self.progress(env.now, duration)
                 last_report = now_wall
 
-    def _result(self, duration: float, wall_seconds: float) -> RunResult:
+    def _out_of_memory(self, duration: float, wall_seconds: float) -> SimulationOutOfMemory:
+        """The exception for a run that ran out of memory, with the rows recorded so far if they fit in the
+        memory given back. The simulation state is not trusted (an event was cut short), so neither the
+        end-of-run invariants nor the walk over open requests and unacknowledged batches are done."""
+        end = min(self.env.now, duration)
+        result: RunResult | None
+        try:
+            counters = self._counters()
+            # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
+            # is over: let it go so that the recorded rows can be tabulated and written.
+            del self.components, self.gauges, self.reapers, self.invariants, self.env, self.clock
+            self.run_recorder.invariants = None
+            gc.collect()
+            result = self._result(end, wall_seconds, open_work=False, counters=counters)
+            result.summary["interrupted_at_ms"] = end
+            result.summary["interrupted_by"] = "out of memory"
+        except Exception:  # MemoryError again, or a state the cut-short event left inconsistent
+            result = None
+        return SimulationOutOfMemory(end, duration, result)
+
+    def _result(self, duration: float, wall_seconds: float, *, open_work: bool = True,
+                counters: dict[str, Any] | None = None) -> RunResult:
+        """The run's tables and summary; `open_work` adds rows for requests in flight and batches never
+        acknowledged (left out after running out of memory: there may be millions of them)."""
+        self.run_recorder.flush(self._record_open_work() if open_work else [])
+        tables = self.recorder.tables()
+        summary = summarize(
+            tables.requests,
+            tables.records,
+            seed=self.seed,
+            simulated_duration_ms=duration,
+            warmup_ms=float(self.scenario.warmup),
+            counters=self._counters() if counters is None else counters,
+        )
+        # Per record (the tables hold one row per batch, whose latency is its oldest record's).
+        summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
+        scenario_yaml = self._scenario_yaml()
+        # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
+        return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml,
+                         run_info={"wall_seconds": wall_seconds})
+
+    def _record_open_work(self) -> list[RequestEnvelope]:
+        """Rows for batches still in flight or in the accumulator (without an ack); the requests still in
+        flight, for the recorder to write with the timestamps they reached."""
         c = self.components
         unfinished: list[RequestEnvelope] = []
         for producer in c.producers:
@@ -403,7 +473,6 @@ class Engine:
         for follower in c.followers:
             unfinished.extend(follower.unfinished())
         unfinished.sort(key=lambda e: e.request_id)
-        # Batches still in flight or in the accumulator: rows without an ack.
         for producer in c.producers:
             producer.catch_up()
             for _, batches in producer.unfinished():
@@ -411,21 +480,7 @@ class Engine:
                     self._unacked_batch(producer.name, b)
             for b in producer.accumulator.all_batches():
                 self._unacked_batch(producer.name, b)
-        self.run_recorder.flush(unfinished)
-        tables = self.recorder.tables()
-        summary = summarize(
-            tables.requests,
-            tables.records,
-            seed=self.seed,
-            simulated_duration_ms=duration,
-            warmup_ms=float(self.scenario.warmup),
-            wall_seconds=wall_seconds,
-            counters=self._counters(),
-        )
-        # Per record (the tables hold one row per batch, whose latency is its oldest record's).
-        summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
-        scenario_yaml = self._scenario_yaml()
-        return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml)
+        return unfinished
 
     def _unacked_batch(self, producer: str, b: ProducerBatch) -> None:
         self.recorder.finish_batch(self.run_recorder.batch_trace(producer, b, NAN, -1, Errors.NONE))

@@ -1,32 +1,90 @@
 """`RunResult`: the tables and summary of one run, saved to and loaded from a result directory.
 
 A result directory holds `requests.parquet`, `records.parquet`, `timeseries.parquet`, `summary.json`,
-`scenario.yaml` (when the run had a scenario) and whatever the report layer adds (`figures/`). Saving is
-atomic: everything is written into a hidden temporary sibling directory which is then renamed into place,
-so a crash leaves either the old result, or the new one, never a half-written directory under the
-result's name.
+`scenario.yaml` (when the run had a scenario), whatever the report layer adds (`figures/`) and, written
+last, `run-info.json`: the facts of this particular run that a replay cannot reproduce (wall seconds, the
+kafkasim version, when it was written, whether the run was cut short). Every other file is a function of
+the scenario and the seed alone, byte for byte. `run-info.json` is also how kafkasim recognises a
+directory it wrote: only such a directory, holding nothing but kafkasim's files, is ever replaced (see
+kafkasim.run.output_dir).
+
+Saving is atomic: everything is written into a hidden temporary sibling directory which is then renamed
+into place, so a crash leaves either the old result, or the new one, never a half-written directory under
+the result's name.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
-import tempfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from kafkasim.run.output_dir import Layout, OutputDirError, check_output_dir, make_temp_dir, replace_dir
+
 TABLES = ("requests", "records", "timeseries")
 SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.yaml"
+RUN_INFO_FILE = "run-info.json"
+FIGURES_DIR = "figures"
 REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
+# Every figure kafkasim.report.write_figures can draw (its builders use these names; a test keeps them equal).
+FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
+                "produce_swimlane")
+_RESULT_FILES = frozenset((*REQUIRED_FILES, SCENARIO_FILE, RUN_INFO_FILE))
+_FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
+_PLOT_STAGING_PREFIX = ".figures.tmp-"  # kafkasim plot's staging directory (inside the result)
 
 
-class ResultDirectoryError(ValueError):
-    """A directory that is not (or not entirely) a kafkasim result."""
+class ResultDirectoryError(OutputDirError):
+    """A directory that is not (or not entirely) a kafkasim result, or one kafkasim will not write."""
+
+
+def _foreign_figures(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name not in _FIGURE_FILES or p.is_symlink() or not p.is_file()]
+
+
+def _foreign_result_entries(directory: Path) -> list[str]:
+    foreign: list[str] = []
+    for path in directory.iterdir():
+        name = path.name
+        if path.is_symlink():
+            foreign.append(name)
+        elif name in _RESULT_FILES:
+            if not path.is_file():
+                foreign.append(name)
+        elif name == FIGURES_DIR and path.is_dir():
+            foreign.extend(f"{FIGURES_DIR}/{n}" for n in _foreign_figures(path))
+        elif not (name.startswith(_PLOT_STAGING_PREFIX) and path.is_dir()):
+            foreign.append(name)
+    return foreign
+
+
+def _is_result_written_by_kafkasim(directory: Path) -> bool:
+    # Results written before run-info.json existed are recognised by having every required file.
+    return (directory / RUN_INFO_FILE).is_file() or not _missing_files(directory)
+
+
+RESULT_LAYOUT = Layout("a kafkasim result", RUN_INFO_FILE, _is_result_written_by_kafkasim, _foreign_result_entries)
+# The figures/ directory of a result (kafkasim plot replaces it): only kafkasim's figure files.
+FIGURES_LAYOUT = Layout(f"the {FIGURES_DIR} directory of a kafkasim result", "", lambda _: True, _foreign_figures)
+
+
+def check_result_dir(directory: str | os.PathLike[str], *, label: str | None = None) -> Path:
+    """The absolute path a result may be saved to; ResultDirectoryError (what is wrong, what is allowed)
+    otherwise. Called before a run so that a bad --out costs nothing."""
+    try:
+        return check_output_dir(directory, RESULT_LAYOUT, label=label)
+    except ResultDirectoryError:
+        raise
+    except OutputDirError as exc:
+        raise ResultDirectoryError(str(exc)) from None
 
 
 def _missing_files(directory: Path) -> list[str]:
@@ -50,12 +108,15 @@ class RunResult:
         timeseries: pd.DataFrame,
         summary: dict[str, Any],
         scenario_yaml: str | None = None,
+        run_info: dict[str, Any] | None = None,
     ) -> None:
         self.requests = requests
         self.records = records
         self.timeseries = timeseries
         self.summary = summary
         self.scenario_yaml = scenario_yaml
+        # What a replay of the same scenario and seed cannot reproduce: wall seconds, version, date.
+        self.run_info: dict[str, Any] = dict(run_info or {})
 
     def __repr__(self) -> str:
         return (
@@ -67,32 +128,43 @@ class RunResult:
         """Write the result to `directory` atomically, replacing an earlier result there.
 
         `extra_writer(tmp_dir)` may add files (figures) to the temporary directory before it is renamed;
-        if it raises, nothing is changed. An existing `directory` is only replaced if it is empty or a
-        kafkasim result, so a typo cannot wipe an unrelated folder.
+        if it raises, nothing is changed. An existing `directory` is only replaced if it is empty, or a
+        result kafkasim wrote (it has run-info.json) holding nothing but kafkasim's files; anything else,
+        and a place that cannot be written (the working directory, '', a file, a name too long, ...),
+        raises ResultDirectoryError saying what is wrong and what is allowed.
         """
-        target = Path(directory).absolute()
-        if target.exists():
-            if not target.is_dir():
-                raise ResultDirectoryError(f"cannot save a result to {target}: it exists and is not a directory")
-            if any(target.iterdir()) and not is_result_dir(target):
-                raise ResultDirectoryError(
-                    f"refusing to replace {target}: it is not empty and not a kafkasim result "
-                    f"(missing {', '.join(_missing_files(target))}); choose another directory"
-                )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        target = check_result_dir(directory)
         try:
-            # mkdtemp makes the directory private (0700); the result is an ordinary directory, as mkdir makes.
-            tmp.chmod(0o777 & ~_current_umask())
+            tmp = make_temp_dir(target)
+        except OSError as exc:
+            raise ResultDirectoryError(f"{directory}: cannot create a directory in {target.parent} "
+                                       f"({exc.strerror})") from None
+        try:
             self._write_files(tmp)
             if extra_writer is not None:
                 extra_writer(tmp)
+            self._write_run_info(tmp)
             _fsync_dir_files(tmp)
-            _replace_dir(tmp, target)
+            replace_dir(tmp, target, RESULT_LAYOUT, label=str(directory))
+        except OutputDirError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ResultDirectoryError(str(exc)) from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return target
+
+    def _write_run_info(self, directory: Path) -> None:
+        from kafkasim import __version__
+
+        info = {
+            "kafkasim_version": __version__,
+            "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "python": platform.python_version(),
+            **self.run_info,
+        }
+        # Written last: its presence says every other file was written before it.
+        (directory / RUN_INFO_FILE).write_text(json.dumps(info, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
     def _write_files(self, directory: Path) -> None:
         for name in TABLES:
@@ -100,7 +172,6 @@ class RunResult:
             frame.to_parquet(directory / f"{name}.parquet", engine="pyarrow", index=False)
         if self.scenario_yaml is not None:
             (directory / SCENARIO_FILE).write_text(self.scenario_yaml, encoding="utf-8")
-        # The summary is written last: a directory that has it had everything else written before.
         (directory / SUMMARY_FILE).write_text(
             json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
@@ -125,13 +196,17 @@ class RunResult:
         tables = {name: pd.read_parquet(path / f"{name}.parquet", engine="pyarrow") for name in TABLES}
         scenario_path = path / SCENARIO_FILE
         scenario_yaml = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
-        return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml)
+        run_info = _read_run_info(path / RUN_INFO_FILE)
+        return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml, run_info)
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _read_run_info(path: Path) -> dict[str, Any]:
+    """run-info.json's facts; {} for a result written before kafkasim wrote one (or an unreadable one)."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _fsync_dir_files(directory: Path) -> None:
@@ -140,21 +215,3 @@ def _fsync_dir_files(directory: Path) -> None:
         if path.is_file():
             with open(path, "rb") as handle:
                 os.fsync(handle.fileno())
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    """Rename `new` to `target`. An existing target is first moved aside to a hidden sibling and deleted
-    after the swap (rename cannot replace a non-empty directory); a crash in between leaves no directory
-    under the target name rather than a mixed one."""
-    if not target.exists():
-        os.replace(new, target)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    old.rmdir()
-    os.replace(target, old)
-    try:
-        os.replace(new, target)
-    except BaseException:
-        os.replace(old, target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

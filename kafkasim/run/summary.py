@@ -115,11 +115,11 @@ def summarize(
     seed: int | None,
     simulated_duration_ms: float,
     warmup_ms: float = 0.0,
-    wall_seconds: float | None = None,
     events: int | None = None,
     counters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A JSON-able summary of a run. `counters` (ISR shrinks/expands, expirations per purgatory, dropped
+    """A JSON-able summary of a run: a function of the run's rows alone, so a replay writes the same bytes
+    (wall-clock facts go to the result's run-info, never here). `counters` (ISR shrinks/expands, expirations per purgatory, dropped
     messages, ...) are copied as given."""
     kept = requests[_floats(requests, "client_send_ms") >= warmup_ms] if warmup_ms > 0 else requests
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
@@ -127,7 +127,6 @@ def summarize(
         "seed": seed,
         "simulated_duration_ms": simulated_duration_ms,
         "warmup_ms": warmup_ms,
-        "wall_seconds": wall_seconds,
         "simulated_requests": int(len(requests)),
         "events": events,
         "requests_after_warmup": int(len(kept)),

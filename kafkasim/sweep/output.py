@@ -17,6 +17,10 @@ Layout of `<out>/`:
 Until the very end everything lives in `.<out name>.partial-<pid>` beside `<out>`; only a directory with a
 manifest saying `"complete": true` is a sweep result. A crash leaves the partial directory (useful for
 debugging, never mistaken for a result); `read_manifest` refuses anything else.
+
+Where a sweep may write follows kafkasim.run.output_dir (the rules `kafkasim run --out` follows): never
+'', the working directory or its parents, a file or a symbolic link; an existing directory is replaced only
+if it is empty or a sweep result (it has the manifest) holding nothing but the files listed above.
 """
 
 from __future__ import annotations
@@ -27,29 +31,78 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from kafkasim.run.output_dir import Layout, check_output_dir, describe, replace_dir
+from kafkasim.run.output_dir import OutputDirError as _OutputDirError
+
 MANIFEST = "_MANIFEST.json"
+_FILES = frozenset((MANIFEST, "sweep.yaml", "base_scenario.yaml", "variants.json", "runs.parquet",
+                    "per_seed.parquet", "per_variant.parquet", "per_variant.csv"))
+_TABLE_DIRS = ("requests", "records")  # written by Spark: _SUCCESS, variant_id=…/part-….parquet, .crc files
 
 
 class IncompleteSweepError(Exception):
     """The directory is not a complete sweep result (no manifest, or one that says it is not complete)."""
 
 
-class OutputDirError(Exception):
-    """The output directory cannot be used (it holds something that is not a previous sweep result)."""
+class OutputDirError(_OutputDirError):
+    """The output directory cannot be used (see kafkasim.run.output_dir); the message says why."""
+
+
+def _spark_file(name: str) -> bool:
+    return name in ("_SUCCESS", "._SUCCESS.crc") or name.startswith(("part-", ".part-"))
+
+
+def _foreign_in_table(directory: Path) -> list[str]:
+    foreign = []
+    for path in directory.iterdir():
+        if path.is_symlink():
+            foreign.append(path.name)
+        elif path.is_dir() and path.name.startswith("variant_id="):
+            foreign.extend(f"{path.name}/{p.name}" for p in path.iterdir()
+                           if p.is_symlink() or not p.is_file() or not _spark_file(p.name))
+        elif not (path.is_file() and _spark_file(path.name)):
+            foreign.append(path.name)
+    return foreign
+
+
+def _foreign_entries(directory: Path) -> list[str]:
+    foreign: list[str] = []
+    for path in directory.iterdir():
+        name = path.name
+        if path.is_symlink():
+            foreign.append(name)
+        elif name in _FILES and path.is_file():
+            continue
+        elif name in _TABLE_DIRS and path.is_dir():
+            foreign.extend(f"{name}/{n}" for n in _foreign_in_table(path))
+        elif name == "figures" and path.is_dir():
+            foreign.extend(f"figures/{p.name}" for p in path.iterdir()
+                           if p.is_symlink() or not p.is_file() or not p.name.endswith(".png"))
+        else:
+            foreign.append(name)
+    return foreign
+
+
+SWEEP_LAYOUT = Layout("a kafkasim sweep result", MANIFEST, lambda d: (d / MANIFEST).is_file(), _foreign_entries)
 
 
 def partial_dir(final: Path) -> Path:
-    return final.parent / f".{final.name}.partial-{os.getpid()}"
+    return final.parent / f".{final.name[:64]}.partial-{os.getpid()}"
 
 
-def prepare(final: Path) -> Path:
+def check_sweep_dir(out: str | os.PathLike[str], *, label: str | None = None) -> Path:
+    """The absolute output directory if a sweep may write there; OutputDirError (why, what is allowed)."""
+    try:
+        return check_output_dir(out, SWEEP_LAYOUT, label=label if label is not None else f"--out {describe(str(out))}")
+    except _OutputDirError as exc:
+        raise OutputDirError(str(exc)) from None
+
+
+def prepare(final: str | os.PathLike[str], *, label: str | None = None) -> Path:
     """Create and return an empty partial directory for `final`, after checking `final` may be replaced."""
-    if final.exists() and not (final.is_dir() and (not any(final.iterdir()) or (final / MANIFEST).exists())):
-        raise OutputDirError(
-            f"output directory {final} exists and is not a sweep result; choose another with --out or remove it"
-        )
-    final.parent.mkdir(parents=True, exist_ok=True)
-    partial = partial_dir(final)
+    target = check_sweep_dir(final, label=label)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = partial_dir(target)
     if partial.exists():
         shutil.rmtree(partial)
     partial.mkdir()
@@ -64,14 +117,12 @@ def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
 
 
 def publish(partial: Path, final: Path) -> None:
-    """Move the finished partial directory to `final`, replacing a previous sweep result there."""
-    if final.exists():
-        old = final.parent / f".{final.name}.old-{os.getpid()}"
-        final.replace(old)
-        partial.replace(final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        partial.replace(final)
+    """Move the finished partial directory to `final`, replacing a previous sweep result there (checked
+    again: a file a user added meanwhile is never deleted; OutputDirError then, and `partial` is kept)."""
+    try:
+        replace_dir(partial, Path(os.path.abspath(final)), SWEEP_LAYOUT)
+    except _OutputDirError as exc:
+        raise OutputDirError(f"{exc} (the finished sweep is in {partial})") from None
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:

@@ -77,6 +77,23 @@ def _jvm_output_to(log_path: Path) -> Iterator[None]:
             os.close(fd)
 
 
+def use_this_python(local: bool) -> None:
+    """Make Spark's Python workers (and driver) run this interpreter, the one that imports kafkasim.
+
+    PySpark's SparkContext takes the workers' interpreter from the PYSPARK_PYTHON environment variable
+    (default `python3` on PATH), not from `spark.pyspark.python`, which only spark-submit reads. Under
+    `uv run` or an activated venv `python3` happens to be the venv's; `.venv/bin/kafkasim` launched
+    directly would start the base interpreter, which has no kafkasim. So it is set before the JVM starts:
+    always for a local master (the workers are on this machine and must import this kafkasim), and only
+    if unset for a cluster (whose executors may keep Python elsewhere).
+    """
+    for variable in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        if local:
+            os.environ[variable] = sys.executable
+        else:
+            os.environ.setdefault(variable, sys.executable)
+
+
 def build_spark_session(master: str | None = None, *, parallelism: int | None = None) -> SparkSession:
     """A SparkSession for sweeps: Arrow enabled, small shuffles, WARN logs, no console progress bar.
 
@@ -87,6 +104,7 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
 
     resolved = resolve_master(master, parallelism)
     local = is_local_master(resolved)
+    use_this_python(local)
     if local:
         # Bind to loopback: no firewall prompts, no "hostname resolves to a loopback address" warning.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

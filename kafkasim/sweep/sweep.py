@@ -29,7 +29,7 @@ from kafkasim.sweep.metrics import (
     WARMUP_TIME_COLUMNS,
 )
 from kafkasim.sweep.model import LoadedSweep, load_sweep
-from kafkasim.sweep.output import MANIFEST, prepare, publish, write_manifest
+from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, write_manifest
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
 from kafkasim.sweep.session import build_spark_session, resolve_master, spark_log_path
@@ -184,11 +184,15 @@ def run_sweep(
     """
     loaded = load_sweep(sweep_path)
     plan = plan_sweep(loaded)
-    final = Path(out) if out is not None else default_output_dir(loaded)
     resolved_master = resolve_master(master, parallelism)
     if spark is None:
         check_pyspark()
         check_java()
+    if out is not None:
+        final = check_sweep_dir(out)
+    else:
+        default = default_output_dir(loaded)
+        final = check_sweep_dir(default, label=f"output directory {default}")
     partial = prepare(final)
     if on_planned is not None:
         on_planned(plan, final)
@@ -213,7 +217,7 @@ def run_sweep(
             session, job.table_paths, job.table_columns, loaded.sweep.metric_specs, len(plan.seeds)
         )
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = spark_failure_cause(exc)
         write_manifest(partial, _manifest(plan, loaded, resolved_master, job, complete=False, error=first))
         raise SweepAbortedError(
             f"Spark could not finish the sweep: {first} (Spark log: {spark_log_path()}; "
@@ -245,6 +249,27 @@ def run_sweep(
         notes=notes,
         figures=[final / p.relative_to(partial) for p in figures],
     )
+
+
+_WORKER_FAILURE = "An exception was thrown from the Python worker"
+
+
+def spark_failure_cause(exc: BaseException) -> str:
+    """One line naming why Spark failed. For a Python worker's failure that is the worker's exception (the
+    last line of its traceback, e.g. "ModuleNotFoundError: No module named 'kafkasim'"), not PySpark's
+    "An exception was thrown from the Python worker:" that heads it."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if not starts:
+        return lines[0][:300]
+    # The exception line is the first unindented line after the (indented) frames of the last traceback.
+    cause = next((line for line in lines[starts[-1] + 1:] if line.strip() and not line[0].isspace()), lines[0])
+    if _WORKER_FAILURE in str(exc):
+        cause = f"a Python worker failed: {cause}"
+    if "No module named 'kafkasim'" in cause:
+        cause += (" (the workers' Python cannot import kafkasim: on a cluster, install kafkasim on every executor "
+                  "and point PYSPARK_PYTHON at that interpreter)")
+    return cause[:500]
 
 
 def variant_table(result: SweepResult, stat: str = "p99") -> pd.DataFrame:

@@ -116,7 +116,7 @@ def test_a_non_result_directory_is_refused_before_running(tmp_path: Path, capsys
     (keep / "notes.txt").write_text("precious")
     assert call("run", QUICKSTART, *SHORT, "--out", keep) == 2
     captured = capsys.readouterr()
-    assert "refusing to replace a non-empty directory that is not a kafkasim result" in captured.err
+    assert "is not empty (notes.txt) and is not a kafkasim result" in captured.err
     assert "kafkasim: running" not in captured.err  # refused before spending the run
     assert [p.name for p in keep.iterdir()] == ["notes.txt"]
     a_file = tmp_path / "file"

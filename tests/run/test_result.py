@@ -29,7 +29,7 @@ def test_save_and_load_round_trip(tmp_path):
     original = _result()
     out = original.save(tmp_path / "run")
     assert sorted(p.name for p in out.iterdir()) == [
-        "records.parquet", "requests.parquet", "scenario.yaml", "summary.json", "timeseries.parquet"]
+        "records.parquet", "requests.parquet", "run-info.json", "scenario.yaml", "summary.json", "timeseries.parquet"]
     loaded = RunResult.load(out)
     pd.testing.assert_frame_equal(loaded.requests, original.requests)
     pd.testing.assert_frame_equal(loaded.records, original.records)
@@ -81,7 +81,7 @@ def test_refuses_to_replace_an_unrelated_directory(tmp_path):
     precious = tmp_path / "home"
     precious.mkdir()
     (precious / "thesis.tex").write_text("...")
-    with pytest.raises(ResultDirectoryError, match="refusing to replace .*not a kafkasim result"):
+    with pytest.raises(ResultDirectoryError, match="is not empty .thesis.tex. and is not a kafkasim result"):
         _result().save(precious)
     assert (precious / "thesis.tex").exists()
     empty = tmp_path / "empty"

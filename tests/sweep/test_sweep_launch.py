@@ -1,0 +1,76 @@
+"""`kafkasim sweep` however kafkasim was launched: the venv's console script with a clean environment
+(no `uv run`, no activated venv), and a worker failure named by its Python exception."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import kafkasim.sweep.sweep as sweep_module
+from kafkasim.sweep.sweep import SweepAbortedError, run_sweep
+
+# What PySpark's PythonException said when the workers started an interpreter without kafkasim.
+WORKER_FAILURE = """\
+An exception was thrown from the Python worker:
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/worker.py", line 4197, in invoke_udf
+    func, profiler, deserializer, serializer = read_command(pickleSer, init_info.udf_info)
+                                               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip/pyspark/serializers.py", line 483, in loads
+    return cloudpickle.loads(obj, encoding=encoding)
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+ModuleNotFoundError: No module named 'kafkasim'
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:621)
+\tat org.apache.spark.sql.execution.python.PythonArrowOutput$$anon$1.read(PythonArrowOutput.scala:118)
+"""
+
+TINY_SWEEP = "base: base.yaml\ngrid:\n  broker.num.io.threads: [1, 2]\nseeds: [1]\nduration: 2s\n"
+
+
+def test_a_worker_failure_names_the_python_exception(sweep_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (sweep_dir / "s.yaml").write_text(TINY_SWEEP)
+
+    class WorkerFailed(Exception):
+        pass
+
+    def failing_job(*args: Any, **kwargs: Any) -> None:
+        raise WorkerFailed(WORKER_FAILURE)
+
+    monkeypatch.setattr(sweep_module, "run_job", failing_job)
+    session = SimpleNamespace(conf=SimpleNamespace(set=lambda key, value: None))
+    with pytest.raises(SweepAbortedError) as caught:
+        run_sweep(sweep_dir / "s.yaml", out=sweep_dir / "out", spark=session)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "a Python worker failed: ModuleNotFoundError: No module named 'kafkasim'" in message
+    assert "the workers' Python cannot import kafkasim" in message
+
+
+@pytest.mark.spark
+def test_the_venvs_console_script_sweeps_without_uv_or_an_activated_venv(sweep_dir: Path) -> None:
+    script = Path(sys.executable).with_name("kafkasim")
+    if not script.is_file():
+        pytest.skip(f"no console script next to {sys.executable}")
+    java = shutil.which("java")
+    if java is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java")
+    (sweep_dir / "s.yaml").write_text(TINY_SWEEP)
+    venv_bin = str(Path(sys.executable).parent)
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
+    if java is not None:
+        path.append(str(Path(java).parent))
+    env = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": os.pathsep.join(path), "LANG": "C.UTF-8",
+           "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    if os.environ.get("JAVA_HOME"):
+        env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+    done = subprocess.run([str(script), "sweep", "s.yaml", "--out", "out", "--parallelism", "1"],
+                          capture_output=True, text=True, env=env, cwd=sweep_dir, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "planned 2, succeeded 2, failed 0" in done.stdout
