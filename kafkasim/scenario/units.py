@@ -29,6 +29,9 @@ MAX_MS = 1e12  # ~31 years of simulated time; anything larger is a typo
 MAX_BYTES = 2**50  # 1 PiB
 MAX_RATE = 1e9  # events per second
 MAX_BANDWIDTH = 1e15  # bytes per second
+# 1 Kbit/s: slower than any real link. A zero bandwidth would make every message take forever.
+MIN_BANDWIDTH = 125.0  # bytes per second
+BANDWIDTH_RANGE = "allowed: 1Kbit/s to 8000Tbit/s"
 
 DURATION_UNITS: dict[str, float] = {
     "us": 0.001,
@@ -134,9 +137,12 @@ def parse_rate(value: str) -> float:
 def parse_bandwidth(value: str) -> float:
     """'10Gbit/s' -> 1.25e9, '100MB/s' -> 1e8 (bytes per second)."""
     number, unit = _split(value, "bandwidth", BANDWIDTH_UNITS, "10Gbit/s")
-    bps = float(number) * BANDWIDTH_UNITS[unit]
-    if bps > MAX_BANDWIDTH:
-        fail(f"bandwidth {_show(value)} is too large (at most 8000Tbit/s)")
+    return _check_bandwidth(float(number) * BANDWIDTH_UNITS[unit], value)
+
+
+def _check_bandwidth(bps: float, shown: object) -> float:
+    if not MIN_BANDWIDTH <= bps <= MAX_BANDWIDTH:
+        fail(f"bandwidth {_show(shown)} is out of range ({BANDWIDTH_RANGE})")
     return bps
 
 
@@ -235,7 +241,7 @@ def _bandwidth(value: Any, info: ValidationInfo) -> Any:
         return parse_bandwidth(value)
     if from_file(info):
         fail(f"{_show(value)} needs a unit, e.g. '10Gbit/s' (units: {', '.join(BANDWIDTH_UNITS)})")
-    return _canonical_number(value, "bandwidth", "B/s", MAX_BANDWIDTH)
+    return _check_bandwidth(float(value), f"{_show(value)}B/s")
 
 
 def _kafka_ms(value: Any) -> Any:
