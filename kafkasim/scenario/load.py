@@ -42,14 +42,25 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
         return path_or_text, STRING_LABEL
     path = Path(path_or_text)
     try:
-        return path.read_text(encoding="utf-8"), str(path)
+        data = path.read_bytes()
     except FileNotFoundError:
         problem = "file not found"
-    except UnicodeDecodeError:
-        problem = "not UTF-8 text"
     except OSError as e:
         problem = f"cannot read the file: {e.strerror or e}"
+    else:
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError as e:
+            raise ScenarioError([_not_utf8(str(path), data, e.start)]) from None
     raise ScenarioError([Problem(str(path), None, "", problem)])
+
+
+def _not_utf8(file: str, data: bytes, start: int) -> Problem:
+    """The line and column (in characters, 1-based) of the first byte that is not UTF-8."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    column = len(data[line_start:start].decode("utf-8")) + 1
+    line = data.count(b"\n", 0, start) + 1
+    return Problem(file, line, "", f"not UTF-8 text (byte 0x{data[start]:02x})", column)
 
 
 def _looks_like_path(text: str) -> bool:

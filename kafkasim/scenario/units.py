@@ -83,6 +83,8 @@ def from_file(info: ValidationInfo | None) -> bool:
 
 
 def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as YAML writes them
     if isinstance(value, dict | list):
         return "a mapping" if isinstance(value, dict) else "a list"
     text = repr(value) if not isinstance(value, int | float) or abs(value) < 1e15 else "a huge number"
