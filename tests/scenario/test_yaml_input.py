@@ -185,3 +185,27 @@ def test_a_file_that_is_not_utf8_names_the_line_and_column_of_the_first_bad_byte
     with pytest.raises(ScenarioError) as e:
         load_scenario(path)
     assert str(e.value) == f"{path}:{where}: not UTF-8 text (byte {byte})"
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ("seed=true", "--set seed=true: seed: expected an integer, got true"),
+        ("seed=1:30", "seed: expected an integer, got text '1:30'"),
+        ("invariants=yes", "invariants: expected true or false, got text 'yes'"),
+        ("topics[0].partitions=true", "topics[0].partitions: expected an integer, got true"),
+        ("name=!!binary aGVsbG8=", "invalid YAML: explicit tag '!!binary' is not allowed"),
+        ("broker=!!map {num.io.threads: 4}", "invalid YAML: explicit tag '!!map' is not allowed"),
+        ("name=" + "[" * 50 + "]" * 50, "nested too deeply (at most 40 levels)"),
+    ],
+)
+def test_set_overrides_follow_the_same_rules(override: str, fragment: str) -> None:
+    scenario = load_scenario(BASE)
+    with pytest.raises(ScenarioError) as e:
+        scenario.with_overrides([override])
+    assert fragment in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize(("override", "seed"), [("seed=042", 42), ("seed=0x1F", 31), ("seed=0o17", 15)])
+def test_set_overrides_read_numbers_as_yaml_1_2(override: str, seed: int) -> None:
+    assert load_scenario(BASE).with_overrides([override]).seed == seed
