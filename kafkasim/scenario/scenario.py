@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.broker import BrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
+from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, TargetKind
 from kafkasim.scenario.network import NetworkConfig
@@ -17,6 +18,9 @@ from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration
 
 FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
+# A fetch that is answered at once is sent again one round trip later; below this the run would spend
+# millions of fetches per simulated second (with no latency and no costs: forever at one instant).
+MIN_BUSY_FETCH_ROUND_TRIP_MS = 0.01
 SCENARIO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 
@@ -166,6 +170,8 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             f"must be <= broker replica.lag.time.max.ms ({s.broker.replica_lag_time_max_ms}), as Kafka requires",
         )
 
+    _busy_fetch_checks(s, add)
+
     topic_names = [t.name for t in s.topics]
     client_names: set[str] = set()
     clients: list[tuple[str, int, ProducerConfig | ConsumerConfig]] = [
@@ -194,3 +200,42 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
         if f.at >= s.duration:
             add(("faults", i, "at"), "must be before the end of the run (duration)")
     return problems
+
+
+def _busy_fetch_checks(s: Scenario, add: Any) -> None:
+    """A consumer or follower whose fetches return at once (no wait, or nothing to wait for) must not be able
+    to send them faster than one per MIN_BUSY_FETCH_ROUND_TRIP_MS of simulated time."""
+    costs = s.broker.costs
+    broker_ms = sum(typical_value(d) for d in (costs.request, costs.network_read, costs.network_send))
+    fetchers: list[tuple[Loc, ConsumerConfig | FollowerConfig, str, int, str, int]] = [
+        (("consumers", i), c, "fetch.max.wait.ms", c.fetch_max_wait_ms, "fetch.min.bytes", c.fetch_min_bytes)
+        for i, c in enumerate(s.consumers)
+    ]
+    if s.follower_ids:
+        f = s.followers
+        fetchers.append(
+            (
+                ("followers",),
+                f,
+                "replica.fetch.wait.max.ms",
+                f.replica_fetch_wait_max_ms,
+                "replica.fetch.min.bytes",
+                f.replica_fetch_min_bytes,
+            )
+        )
+    for loc, endpoint, wait_key, wait, min_key, min_bytes in fetchers:
+        if wait > 0 and min_bytes > 0:
+            continue
+        link = endpoint.link
+        assert link is not None  # resolved by _resolve_and_check
+        latency = typical_value(link.latency_for("to_broker")) + typical_value(link.latency_for("from_broker"))
+        round_trip = latency + broker_ms
+        if round_trip < MIN_BUSY_FETCH_ROUND_TRIP_MS:
+            key = wait_key if wait <= 0 else min_key
+            add(
+                (*loc, key),
+                f"0 answers every fetch at once, and a fetch round trip (link latency both ways plus broker "
+                f"costs request, network_read and network_send) takes about {round_trip:.3g} ms: it must take at "
+                f"least 10us, or fetches repeat without simulated time passing (allowed: raise a latency or a "
+                f"cost, or set {key} > 0)",
+            )

@@ -7,6 +7,9 @@ scenario may set them to 0 and the run must behave as the broker would, never en
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +75,46 @@ def test_a_zero_bandwidth_is_refused_with_the_allowed_range(override: str) -> No
         load_scenario(QUICKSTART).with_overrides([override])
     message = str(e.value)
     assert "bandwidth" in message and "1Kbit/s" in message, message
+
+
+def test_a_one_millisecond_replica_lag_time_runs_the_isr_check_once(tmp_path: Path) -> None:
+    # ReplicaManager schedules isr-expiration every replica.lag.time.max.ms / 2 = 0 ms here; KafkaScheduler
+    # runs a task whose period is not > 0 once, instead of rescheduling it at the same instant forever (the
+    # run never finished). A subprocess, so that a hang fails the test instead of stalling the suite.
+    out = tmp_path / "out"
+    sets = ["duration=1s", "warmup=0s", "broker.replica.lag.time.max.ms=1", "followers.replica.fetch.wait.max.ms=0"]
+    args = [sys.executable, "-m", "kafkasim", "run", str(QUICKSTART), "--no-figures", "--out", str(out)]
+    for s in sets:
+        args += ["--set", s]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+
+ZERO_COSTS = (
+    "broker.costs={request: 0ms, append_per_kib: 0ms, read_per_kib: 0ms, network_read: 0ms, "
+    "network_read_per_kib: 0ms, network_send: 0ms, network_send_per_kib: 0ms}"
+)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        (["consumers[0].fetch.max.wait.ms=0"], "consumers[0].fetch.max.wait.ms"),
+        (["consumers[0].fetch.min.bytes=0"], "consumers[0].fetch.min.bytes"),
+        (["followers.replica.fetch.wait.max.ms=0"], "followers.replica.fetch.wait.max.ms"),
+    ],
+)
+def test_a_fetch_that_returns_at_once_with_a_zero_time_round_trip_is_refused(overrides: list[str], path: str) -> None:
+    # Without latency or costs a fetch that answers at once is sent again at the same simulated instant:
+    # the run never ended (a consumer fetched millions of times without time passing).
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(QUICKSTART).with_overrides(["network.default_link.latency=0ms", ZERO_COSTS, *overrides])
+    message = str(e.value)
+    assert f"{path}: " in message and "round trip" in message and "10us" in message, message
+
+
+def test_a_zero_latency_network_is_fine_when_fetches_wait_or_requests_cost_time() -> None:
+    base = load_scenario(QUICKSTART)
+    base.with_overrides(["network.default_link.latency=0ms", ZERO_COSTS])  # fetches park in purgatory
+    base.with_overrides(["network.default_link.latency=0ms", "consumers[0].fetch.max.wait.ms=0"])  # 70us costs
