@@ -11,6 +11,10 @@ from kafkasim.scenario.distributions import DurationDistribution, constant_ms
 from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 INT32_MAX = 2**31 - 1  # Kafka's INT configs; larger values fail Kafka's own parsing
+MAX_REPLICATION_FACTOR = 32  # one leader and up to 31 simulated followers: plenty for teaching
+# Every follower and consumer fetch lists every partition it follows: 300 partitions already make a 2 s run
+# take half a minute, 10 000 used 3.4 GB and ran for minutes.
+MAX_PARTITIONS = 1000
 
 
 class HandlerCosts(ScenarioModel):
@@ -50,9 +54,11 @@ class BrokerConfig(ScenarioModel):
     """A follower not caught up for this long leaves the ISR (spec §6.5)."""
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
     """Default for topics that do not set their own."""
-    default_replication_factor: int = Field(default=1, alias="default.replication.factor", ge=1, le=INT32_MAX)
+    default_replication_factor: int = Field(
+        default=1, alias="default.replication.factor", ge=1, le=MAX_REPLICATION_FACTOR
+    )
     """Replication factor of topics that do not set `replication.factor`."""
-    num_partitions: int = Field(default=1, alias="num.partitions", ge=1, le=INT32_MAX)
+    num_partitions: int = Field(default=1, alias="num.partitions", ge=1, le=MAX_PARTITIONS)
     """Partition count of topics that do not set `partitions`."""
     fetch_max_bytes: KafkaBytes = Field(default=55 * 1024 * 1024, alias="fetch.max.bytes", ge=1024, le=INT32_MAX)
     """Caps the maxBytes of every fetch request (spec §9.3)."""
