@@ -209,3 +209,12 @@ def test_set_overrides_follow_the_same_rules(override: str, fragment: str) -> No
 @pytest.mark.parametrize(("override", "seed"), [("seed=042", 42), ("seed=0x1F", 31), ("seed=0o17", 15)])
 def test_set_overrides_read_numbers_as_yaml_1_2(override: str, seed: int) -> None:
     assert load_scenario(BASE).with_overrides([override]).seed == seed
+
+
+@pytest.mark.parametrize("override", ["name=" + "[" * 30_000 + "]" * 30_000, "name=" + "x" * 5000, "x" * 5000 + "=1"])
+def test_a_long_set_argument_is_shortened_in_the_message(override: str) -> None:
+    # Found by test_fuzz_hostile: the whole 60 KB argument was echoed on one line.
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(BASE).with_overrides([override])
+    assert all(len(line) < 300 for line in str(e.value).splitlines()), str(e.value)[:500]
+    assert str(e.value).startswith(f"--set {override[:20]}")
