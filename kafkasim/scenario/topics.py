@@ -43,12 +43,12 @@ class TopicConfig(ScenarioModel):
     """Partitions of the topic, all led by the simulated broker (at most 1000 over all topics)."""
     replication_factor: int = Field(default=1, alias="replication.factor", ge=1, le=MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
-    """Must be <= replication.factor here (Kafka would silently cap it; spec §0, KAFKA-15583)."""
+    """Must be <= replication.factor here (Kafka would silently cap it, KAFKA-15583)."""
     segment_bytes: KafkaBytes = Field(default=1024**3, alias="segment.bytes", ge=14, le=INT32_MAX)
-    """Roll when the active segment would exceed this (spec §7.2). Kafka 4.0 requires at least 1MiB;
+    """Roll when the active segment would exceed this (LogSegment.shouldRoll). Kafka 4.0 requires at least 1MiB;
     we allow small segments (down to Kafka's older limit of 14 bytes) so rolls can be watched."""
     segment_ms: KafkaMs = Field(default=604_800_000, alias="segment.ms", ge=1)
-    """Roll a non-empty segment older than this (spec §7.2)."""
+    """Roll a non-empty segment older than this (LogSegment.shouldRoll)."""
     segment_jitter_ms: KafkaMs = Field(default=0, alias="segment.jitter.ms", ge=0)
     segment_index_bytes: KafkaBytes = Field(default=10 * 1024 * 1024, alias="segment.index.bytes", ge=4, le=INT32_MAX)
     index_interval_bytes: KafkaBytes = Field(default=4096, alias="index.interval.bytes", ge=0, le=INT32_MAX)
