@@ -146,11 +146,10 @@ def load_yaml(text: str, file: str) -> Source:
         what = " ".join(s for s in (e.context, e.problem) if s)
         raise ScenarioError([Problem(file, line, "", f"invalid YAML: {what}")]) from None
     except yaml.reader.ReaderError as e:
-        # A control character or bad encoding: no mark, only a character position.
-        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        # A control character: no mark, only a position (libyaml's: a byte offset into the UTF-8 text).
         code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
         message = f"invalid YAML: control character #x{code:02x} is not allowed"
-        raise ScenarioError([Problem(file, line, "", message)]) from None
+        raise ScenarioError([_at_position(file, text, e.position, message)]) from None
     except yaml.YAMLError as e:
         raise ScenarioError([Problem(file, None, "", f"invalid YAML: {e}".splitlines()[0])]) from None
     except RecursionError:
@@ -160,6 +159,16 @@ def load_yaml(text: str, file: str) -> Source:
     if builder.problems:
         raise ScenarioError(builder.problems)
     return Source(data, file, builder.lines)
+
+
+def _at_position(file: str, text: str, position: object, message: str) -> Problem:
+    if not isinstance(position, int):
+        return Problem(file, None, "", message)
+    index = position
+    if _SafeBase is not yaml.SafeLoader:  # libyaml counts bytes
+        index = len(text.encode("utf-8")[:position].decode("utf-8", errors="ignore"))
+    line_start = text.rfind("\n", 0, index) + 1
+    return Problem(file, text.count("\n", 0, index) + 1, "", message, index - line_start + 1)
 
 
 class _Builder:

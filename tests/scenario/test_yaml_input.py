@@ -218,3 +218,16 @@ def test_a_long_set_argument_is_shortened_in_the_message(override: str) -> None:
         load_scenario(BASE).with_overrides([override])
     assert all(len(line) < 300 for line in str(e.value).splitlines()), str(e.value)[:500]
     assert str(e.value).startswith(f"--set {override[:20]}")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "code"),
+    [
+        ("name: x\ndescription: a\x07b\n", "2:15", "07"),
+        # libyaml reports a byte offset: characters of two bytes before the bad one must not shift the line.
+        ("name: x\ndescription: " + "\u00e9" * 11 + "\n\u00e9\u00e9\x07b\n", "3:3", "07"),
+        ("name: x\x00", "1:8", "00"),
+    ],
+)
+def test_a_control_character_is_refused_at_its_line_and_column(text: str, where: str, code: str) -> None:
+    assert _problem(text) == f"<string>:{where}: invalid YAML: control character #x{code} is not allowed"
