@@ -45,11 +45,15 @@ class LogConfig:
             segment_bytes=self.segment_bytes,
             segment_ms=self.segment_ms,
             segment_index_bytes=self.segment_index_bytes,
-            max_message_bytes=self.max_message_bytes,
             min_insync_replicas=self.min_insync_replicas,
         )
+        # LogConfig defines max.message.bytes with atLeast(0): 0 is legal and makes every batch a
+        # RecordTooLargeException (UnifiedLog.analyzeAndValidateRecords).
         _require_non_negative(
-            "LogConfig", segment_jitter_ms=self.segment_jitter_ms, index_interval_bytes=self.index_interval_bytes
+            "LogConfig",
+            segment_jitter_ms=self.segment_jitter_ms,
+            index_interval_bytes=self.index_interval_bytes,
+            max_message_bytes=self.max_message_bytes,
         )
 
     @property
@@ -86,11 +90,13 @@ class BrokerConfig:
             fetch_max_bytes=self.fetch_max_bytes,
             producer_purgatory_purge_interval_requests=self.producer_purgatory_purge_interval_requests,
             fetch_purgatory_purge_interval_requests=self.fetch_purgatory_purge_interval_requests,
-            replica_fetch_max_bytes=self.replica_fetch_max_bytes,
-            replica_fetch_response_max_bytes=self.replica_fetch_response_max_bytes,
         )
+        # ReplicationConfigs defines both replica fetch limits with atLeast(0): with 0 the leader still returns
+        # one batch for the first partition (ReplicaManager.readFromLog's minOneMessage).
         _require_non_negative(
             "BrokerConfig",
+            replica_fetch_max_bytes=self.replica_fetch_max_bytes,
+            replica_fetch_response_max_bytes=self.replica_fetch_response_max_bytes,
             replica_fetch_wait_max_ms=self.replica_fetch_wait_max_ms,
             replica_fetch_min_bytes=self.replica_fetch_min_bytes,
             replica_fetch_backoff_ms=self.replica_fetch_backoff_ms,

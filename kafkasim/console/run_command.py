@@ -93,8 +93,12 @@ def check_out_dir(out: str | Path, label: str) -> Path:
 def resolve_clock(scenario: Scenario, wallclock: bool | None, speed: float | None, live: bool) -> tuple[bool, float]:
     """(paced?, speed). --wallclock / --virtual win; otherwise --speed or --live mean wall-clock, and
     without any of them the scenario's own `clock` decides."""
-    if speed is not None and not (math.isfinite(speed) and speed > 0):
-        raise UsageProblem(f"--speed must be a finite number > 0 (1 = real time, 0.5 = half speed), got {speed:g}")
+    from kafkasim.scenario.scenario import MAX_SPEED, MIN_SPEED
+
+    if speed is not None and not (math.isfinite(speed) and MIN_SPEED <= speed <= MAX_SPEED):
+        raise UsageProblem(
+            f"--speed must be {MIN_SPEED:g} to {MAX_SPEED:.0f} (1 = real time, 0.5 = half speed), got {speed:g}"
+        )
     if wallclock is False and speed is not None:
         raise UsageProblem("--speed paces a wall-clock run; it cannot be combined with --virtual")
     scenario_paced = scenario.clock.mode == "wallclock"

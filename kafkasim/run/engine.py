@@ -337,7 +337,9 @@ class Engine:
 
     def _isr_expiration(self, _event: Any) -> None:
         self.components.replica_manager.maybe_shrink_isr()
-        Call(self.env, float(self.components.config.isr_expiration_interval_ms), self._isr_expiration)
+        period = self.components.config.isr_expiration_interval_ms
+        if period > 0:  # KafkaScheduler.schedule runs a task whose period is not > 0 once only
+            Call(self.env, float(period), self._isr_expiration)
 
     def _log_retention(self, _event: Any) -> None:
         c = self.components

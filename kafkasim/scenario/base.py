@@ -28,6 +28,9 @@ class ScenarioModel(BaseModel):
         # Validation resolves inherited values into nested models; copying instances handed in by code
         # keeps one Scenario's resolution from leaking into another that shares them.
         revalidate_instances="always",
+        # No lax coercion: `true` is not 1, "42" not 42, 4.0 not 4, 1 not true. Unit types parse their own
+        # strings in BeforeValidators and hand over exact ints and floats.
+        strict=True,
     )
 
 

@@ -84,13 +84,13 @@ class ProducerConfig(ScenarioModel):
     acks: Acks = -1
     """all (= -1, Kafka's default since 3.0), 0 or 1."""
     linger_ms: KafkaMs = Field(default=5, alias="linger.ms", ge=0)
-    """Kafka 4.0's default (KIP-1030); the spec's 4.0 snapshot still had 0 (spec §9.3)."""
+    """Kafka 4.0's default (KIP-1030)."""
     batch_size: KafkaBytes = Field(default=16_384, alias="batch.size", ge=0, le=INT32_MAX)
     max_in_flight_requests_per_connection: int = Field(
         default=5, alias="max.in.flight.requests.per.connection", ge=1, le=INT32_MAX
     )
     request_timeout_ms: KafkaMs = Field(default=30_000, alias="request.timeout.ms", ge=0, le=INT32_MAX)
-    """Sent as the produce request's timeout: the DelayedProduce delay (spec §9.3)."""
+    """Sent as the produce request's timeout: the DelayedProduce delay (ReplicaManager.appendRecords)."""
     delivery_timeout_ms: KafkaMs = Field(default=120_000, alias="delivery.timeout.ms", ge=0, le=INT32_MAX)
     """Must be >= linger.ms + request.timeout.ms; when left out Kafka raises it to that sum, and so do we."""
     partitioner: Literal["sticky", "round_robin", "random"] = "sticky"
@@ -125,7 +125,7 @@ class ConsumerConfig(ScenarioModel):
     topic: str
     fetch_min_bytes: KafkaBytes = Field(default=1, alias="fetch.min.bytes", ge=0, le=INT32_MAX)
     fetch_max_wait_ms: KafkaMs = Field(default=500, alias="fetch.max.wait.ms", ge=0, le=INT32_MAX)
-    """DelayedFetch delay (spec §9.3)."""
+    """DelayedFetch delay (ReplicaManager.fetchMessages)."""
     max_partition_fetch_bytes: KafkaBytes = Field(default=1024 * 1024, alias="max.partition.fetch.bytes", ge=0, le=INT32_MAX)
     fetch_max_bytes: KafkaBytes = Field(default=50 * 1024 * 1024, alias="fetch.max.bytes", ge=0, le=INT32_MAX)
     request_timeout_ms: KafkaMs = Field(default=30_000, alias="request.timeout.ms", ge=0, le=INT32_MAX)
@@ -145,7 +145,7 @@ class FollowerCosts(ScenarioModel):
 class FollowerConfig(ScenarioModel):
     """The follower brokers 1..RF-1 (RF = the largest replication factor), one replica fetcher each.
 
-    Kafka's replica fetcher configs (spec §8); `num.replica.fetchers` is fixed at Kafka's default of 1.
+    Kafka's replica fetcher configs (ReplicaFetcherThread); `num.replica.fetchers` is fixed at Kafka's default of 1.
     """
 
     replica_fetch_wait_max_ms: KafkaMs = Field(default=500, alias="replica.fetch.wait.max.ms", ge=0, le=INT32_MAX)

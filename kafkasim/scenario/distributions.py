@@ -171,6 +171,23 @@ SizeDistribution = Annotated[
 """A random size in int bytes (draws are floats; round them); "1KiB" in a file means a constant."""
 
 
+def typical_value(d: Distribution) -> float:
+    """A draw's typical size: the mean (the median of a lognormal, which is at most its mean); for checks
+    of how much simulated time a busy loop of draws covers."""
+    if isinstance(d, Constant):
+        return d.value
+    if isinstance(d, Exponential):
+        return d.mean
+    if isinstance(d, LogNormal):
+        return d.median
+    if isinstance(d, Uniform):
+        return (d.low + d.high) / 2
+    if isinstance(d, Empirical):
+        weights = d.weights or [1.0] * len(d.values)
+        return sum(v * w for v, w in zip(d.values, weights, strict=True)) / sum(weights)
+    raise TypeError(d)  # pragma: no cover - every distribution is one of the above
+
+
 def constant_ms(ms: float) -> DurationConstant:
     """A constant duration distribution (for defaults and for code that builds scenarios)."""
     return DurationConstant(value=ms)

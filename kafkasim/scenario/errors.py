@@ -25,9 +25,13 @@ class Problem:
     line: int | None
     path: str
     message: str
+    column: int | None = None
+    """1-based, for problems found in the text itself (a bad byte, a tag); key paths say enough elsewhere."""
 
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}"
+        if self.line is not None and self.column is not None:
+            where += f":{self.column}"
         return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
 
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from kafkasim.scenario.errors import Problem, ScenarioError
 from kafkasim.scenario.messages import problems_from, show
+from kafkasim.scenario.ranges import allowed
 from kafkasim.scenario.scenario import Scenario
+from kafkasim.scenario.structure import is_list, is_model, members
 from kafkasim.scenario.units import (
     BANDWIDTH_PATTERN,
     DURATION_PATTERN,
@@ -42,14 +44,25 @@ def _read(path_or_text: str | Path) -> tuple[str, str]:
         return path_or_text, STRING_LABEL
     path = Path(path_or_text)
     try:
-        return path.read_text(encoding="utf-8"), str(path)
+        data = path.read_bytes()
     except FileNotFoundError:
         problem = "file not found"
-    except UnicodeDecodeError:
-        problem = "not UTF-8 text"
     except OSError as e:
         problem = f"cannot read the file: {e.strerror or e}"
+    else:
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError as e:
+            raise ScenarioError([_not_utf8(str(path), data, e.start)]) from None
     raise ScenarioError([Problem(str(path), None, "", problem)])
+
+
+def _not_utf8(file: str, data: bytes, start: int) -> Problem:
+    """The line and column (in characters, 1-based) of the first byte that is not UTF-8."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    column = len(data[line_start:start].decode("utf-8")) + 1
+    line = data.count(b"\n", 0, start) + 1
+    return Problem(file, line, "", f"not UTF-8 text (byte 0x{data[start]:02x})", column)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -141,4 +154,30 @@ def scenario_json_schema_text() -> str:
 def scenario_json_schema() -> dict[str, Any]:
     """JSON Schema of scenario files (Kafka keys by their dotted names), for editors and `kafkasim schema`."""
     schema = Scenario.model_json_schema(by_alias=True, mode="validation", schema_generator=_SchemaGenerator)
+    _describe_ranges(schema)
     return {"$schema": SCHEMA_DIALECT, "title": "kafkasim scenario", **{k: v for k, v in schema.items() if k != "title"}}
+
+
+def _describe_ranges(schema: dict[str, Any]) -> None:
+    """Every numeric key's description ends with its allowed range, as the error messages state it."""
+    seen: set[type[BaseModel]] = set()
+    todo: list[type[BaseModel]] = [Scenario]
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        target = schema if model is Scenario else schema["$defs"].get(model.__name__)
+        for name, info in model.model_fields.items():
+            todo += [m for t in _inner_types(info.annotation) for m in members(t) if is_model(m)]
+            text = allowed(info)
+            prop = (target or {}).get("properties", {}).get(info.alias or name)
+            if text is None or prop is None:
+                continue
+            description = prop.get("description", "").rstrip()
+            prop["description"] = f"{description} Allowed: {text}.".lstrip()
+
+
+def _inner_types(tp: Any) -> list[Any]:
+    """`tp` and, for lists, their item types (where nested models hide)."""
+    return [tp, *(arg for m in members(tp) if is_list(m) for arg in get_args(m))]

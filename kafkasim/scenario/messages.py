@@ -8,7 +8,8 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 
 from kafkasim.scenario.errors import Loc, Problem, allowed_list, format_path, suggest, unknown_message
-from kafkasim.scenario.structure import Place, keys, resolve
+from kafkasim.scenario.ranges import allowed, plain, quantity
+from kafkasim.scenario.structure import Place, field_info, keys, resolve
 from kafkasim.scenario.yaml_source import Source
 
 
@@ -62,6 +63,9 @@ _SIMPLE: dict[str, str] = {
 }
 
 
+_RANGE_KINDS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
 def _number(x: Any) -> str:
     if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
         return str(int(x))
@@ -89,11 +93,18 @@ def _message(err: dict[str, Any], place: Place, parent: Place) -> tuple[Loc, str
                     return (*path, key), unknown_message("key", str(key), [disc])
         return (*path, disc), f"required key is missing (allowed: {allowed_list(place.union_tags)})"
     if kind == "literal_error":
-        allowed = re.findall(r"'([^']*)'|(-?\d+)", str(ctx.get("expected", "")))
-        choices = [a or b for a, b in allowed]
+        found = re.findall(r"'([^']*)'|(-?\d+)", str(ctx.get("expected", "")))
+        choices = [a or b for a, b in found]
         near = suggest(value, choices) if isinstance(value, str) else None
         hint = f", did you mean {near!r}?" if near else f" (allowed: {allowed_list(choices)})"
         return path, f"got {show(value)}{hint}"
+    if kind in _RANGE_KINDS and path and isinstance(path[-1], str) and isinstance(value, int | float):
+        info = field_info(parent.models, path[-1])
+        text = allowed(info) if info is not None else None
+        if info is not None and text is not None:
+            q = quantity(info)
+            shown = q.show(value) if q is not None else plain(value)
+            return path, f"{shown} is out of range (allowed: {text})"
     template = _SIMPLE.get(kind)
     if template is not None:
         fields = {k: _number(v) for k, v in ctx.items()}

@@ -37,7 +37,7 @@ def apply_overrides(scenario: Scenario, overrides: list[str]) -> Scenario:
     applied: list[tuple[str, str]] = []  # (override text, its path as written in the file)
     problems: list[Problem] = []
     for text in overrides:
-        label = f"--set {text}"
+        label = f"--set {_shown(text)}"
         try:
             key_path, value = _parse(text, label)
             path = _assign(data, Scenario, key_path, value)
@@ -58,15 +58,22 @@ def _blame(problem: Problem, applied: list[tuple[str, str]]) -> Problem:
     """Name the override that caused a problem; otherwise say which overrides led to it."""
     for text, path in reversed(applied):
         if problem.path == path or problem.path.startswith((path + ".", path + "[")):
-            return Problem(f"--set {text}", None, problem.path, problem.message)
-    texts = ", ".join(t for t, _ in applied)
-    return Problem(f"--set {texts}", None, problem.path, problem.message)
+            return Problem(f"--set {_shown(text)}", None, problem.path, problem.message)
+    texts = ", ".join(_shown(t) for t, _ in applied)
+    return Problem(f"--set {_shown(texts)}", None, problem.path, problem.message)
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """An override as the author typed it, cut short: a message line stays readable for a 60 KB argument."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _parse(text: str, label: str) -> tuple[str, Any]:
     key_path, sep, raw = text.partition("=")
     if not sep or not key_path.strip():
         raise _OverrideError("expected key.path=value, e.g. broker.num.io.threads=4")
+    if len(key_path) > 1000:
+        raise _OverrideError("key path is too long (at most 1000 characters)")
     return key_path.strip(), load_yaml(raw, label).data
 
 
@@ -77,11 +84,11 @@ def _tokens(key_path: str) -> list[tuple[str, bool]]:
     for m in _TOKEN.finditer(key_path):
         gap = key_path[pos : m.start()]
         if gap not in ("", "."):
-            raise _OverrideError(f"cannot read key path {key_path!r}")
+            raise _OverrideError(f"cannot read key path {_shown(key_path)!r}")
         out.append((m.group(1), True) if m.group(1) is not None else (m.group(2), False))
         pos = m.end()
     if pos != len(key_path) or not out:
-        raise _OverrideError(f"cannot read key path {key_path!r}")
+        raise _OverrideError(f"cannot read key path {_shown(key_path)!r}")
     return out
 
 
@@ -118,7 +125,7 @@ def _assign(data: dict[str, Any], root: Any, key_path: str, value: Any) -> list[
                 break
         else:
             rest = ".".join(t for t, _ in tokens[i:])
-            raise _OverrideError(unknown_message("key", rest, valid), [*path, rest])
+            raise _OverrideError(unknown_message("key", _shown(rest), valid), [*path, rest])
         path.append(key)
         i += n
         if i == len(tokens):

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
-from kafkasim.scenario.broker import BrokerConfig
-from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
+from kafkasim.scenario.broker import MAX_PARTITIONS, BrokerConfig
+from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, OnOffArrival, ProducerConfig
+from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, TargetKind
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
-from kafkasim.scenario.units import Duration
+from kafkasim.scenario.units import Duration, format_duration
 
 FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
+# Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
+MIN_SPEED = 0.001
+MAX_SPEED = 1e6
+# What a run keeps in memory grows with its records and its gauge rows (about 100-200 bytes each).
+MAX_RECORDS = 10_000_000
+MAX_GAUGE_ROWS = 20_000_000
+# A fetch that is answered at once is sent again one round trip later; below this the run would spend
+# millions of fetches per simulated second (with no latency and no costs: forever at one instant).
+MIN_BUSY_FETCH_ROUND_TRIP_MS = 0.01
 SCENARIO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 
@@ -30,7 +41,7 @@ class WallclockClock(ScenarioModel):
     """Simulated time is paced against the wall clock, e.g. to watch a run live."""
 
     mode: Literal["wallclock"] = "wallclock"
-    speed: float = Field(default=1.0, gt=0, le=1e6)
+    speed: float = Field(default=1.0, ge=MIN_SPEED, le=MAX_SPEED)
     """Simulated seconds per real second: 1.0 = real time, 0.1 = ten times slower than real time."""
 
 
@@ -64,7 +75,7 @@ class Scenario(ScenarioModel):
     """Simulated run time, warm-up included."""
     warmup: Duration = 0.0
     """Initial period excluded from summaries (must be shorter than duration)."""
-    sample_interval: Duration = Field(default=100.0, gt=0)
+    sample_interval: Duration = Field(default=100.0, ge=1.0)
     """Period of gauge sampling (HW, LEO, ISR size, purgatory and queue sizes)."""
     clock: Clock = Field(default_factory=VirtualClock)
     """virtual (default) or {mode: wallclock, speed: 1.0}."""
@@ -72,11 +83,15 @@ class Scenario(ScenarioModel):
     """Check Kafka's invariants (HW <= LEO, ...) during the run; a violation stops it."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     topics: list[TopicConfig] = Field(min_length=1, max_length=100)
+    """1 to 100 topics, with at most 1000 partitions in all."""
     followers: FollowerConfig = Field(default_factory=lambda: FollowerConfig())
-    producers: list[ProducerConfig] = Field(default_factory=list, max_length=1000)
-    consumers: list[ConsumerConfig] = Field(default_factory=list, max_length=1000)
+    producers: list[ProducerConfig] = Field(default_factory=list, max_length=100)
+    """At most 100."""
+    consumers: list[ConsumerConfig] = Field(default_factory=list, max_length=100)
+    """At most 100."""
     network: NetworkConfig = Field(default_factory=NetworkConfig)
-    faults: list[Fault] = Field(default_factory=list, max_length=10_000)
+    faults: list[Fault] = Field(default_factory=list, max_length=1000)
+    """At most 1000."""
 
     # --- derived, for the engine ---
 
@@ -166,6 +181,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             f"must be <= broker replica.lag.time.max.ms ({s.broker.replica_lag_time_max_ms}), as Kafka requires",
         )
 
+    _busy_fetch_checks(s, add)
+    _work_checks(s, add)
+
     topic_names = [t.name for t in s.topics]
     client_names: set[str] = set()
     clients: list[tuple[str, int, ProducerConfig | ConsumerConfig]] = [
@@ -194,3 +212,78 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
         if f.at >= s.duration:
             add(("faults", i, "at"), "must be before the end of the run (duration)")
     return problems
+
+
+def _busy_fetch_checks(s: Scenario, add: Any) -> None:
+    """A consumer or follower whose fetches return at once (no wait, or nothing to wait for) must not be able
+    to send them faster than one per MIN_BUSY_FETCH_ROUND_TRIP_MS of simulated time."""
+    costs = s.broker.costs
+    broker_ms = sum(typical_value(d) for d in (costs.request, costs.network_read, costs.network_send))
+    fetchers: list[tuple[Loc, ConsumerConfig | FollowerConfig, str, int, str, int]] = [
+        (("consumers", i), c, "fetch.max.wait.ms", c.fetch_max_wait_ms, "fetch.min.bytes", c.fetch_min_bytes)
+        for i, c in enumerate(s.consumers)
+    ]
+    if s.follower_ids:
+        f = s.followers
+        fetchers.append(
+            (
+                ("followers",),
+                f,
+                "replica.fetch.wait.max.ms",
+                f.replica_fetch_wait_max_ms,
+                "replica.fetch.min.bytes",
+                f.replica_fetch_min_bytes,
+            )
+        )
+    for loc, endpoint, wait_key, wait, min_key, min_bytes in fetchers:
+        if wait > 0 and min_bytes > 0:
+            continue
+        link = endpoint.link
+        assert link is not None  # resolved by _resolve_and_check
+        latency = typical_value(link.latency_for("to_broker")) + typical_value(link.latency_for("from_broker"))
+        round_trip = latency + broker_ms
+        if round_trip < MIN_BUSY_FETCH_ROUND_TRIP_MS:
+            key = wait_key if wait <= 0 else min_key
+            add(
+                (*loc, key),
+                f"0 answers every fetch at once, and a fetch round trip (link latency both ways plus broker "
+                f"costs request, network_read and network_send) takes about {round_trip:.3g} ms: it must take at "
+                f"least 10us, or fetches repeat without simulated time passing (allowed: raise a latency or a "
+                f"cost, or set {key} > 0)",
+            )
+
+
+def _work_checks(s: Scenario, add: Any) -> None:
+    """Refuse what would not fit a run's memory or time before it starts, naming the key to change."""
+    partitions = sum(t.partitions for t in s.topics)
+    if partitions > MAX_PARTITIONS:
+        add(("topics",), f"{partitions} partitions in all is out of range (allowed: up to {MAX_PARTITIONS} over all topics)")
+    seconds = s.duration / 1000.0
+    records = [(i, p.rate * seconds * _active_fraction(p)) for i, p in enumerate(s.producers)]
+    total = sum(n for _, n in records)
+    if total > MAX_RECORDS:
+        worst = max(records, key=lambda item: item[1])[0]
+        add(
+            ("producers", worst, "rate"),
+            f"the producers would send about {total:,.0f} records in {format_duration(s.duration)}; a run keeps every "
+            f"record, and at most {MAX_RECORDS:,} fit (allowed: lower the rates or the duration)",
+        )
+    # GaugeSampler: per partition HW, ISR size, under-min-ISR and the leader's LEO, two rows per follower;
+    # about ten broker-wide rows; one per producer.
+    per_sample = sum(t.partitions * (2 + 2 * t.replication_factor) for t in s.topics) + 10 + len(s.producers)
+    samples = s.duration / s.sample_interval
+    if samples * per_sample > MAX_GAUGE_ROWS:
+        shortest = s.duration * per_sample / MAX_GAUGE_ROWS
+        add(
+            ("sample_interval",),
+            f"{format_duration(s.sample_interval)} over {format_duration(s.duration)} is {samples:,.0f} samples of "
+            f"{per_sample} gauges, more than the {MAX_GAUGE_ROWS:,} rows a run keeps (allowed: at least "
+            f"{format_duration(float(math.ceil(shortest)))} for this duration and these partitions)",
+        )
+
+
+def _active_fraction(p: ProducerConfig) -> float:
+    arrival = p.arrival
+    if isinstance(arrival, OnOffArrival):
+        return arrival.on / (arrival.on + arrival.off)
+    return 1.0

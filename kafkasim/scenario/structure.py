@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from kafkasim.scenario.errors import Loc
 
@@ -59,6 +60,14 @@ def keys(models: Sequence[type[BaseModel]]) -> list[str]:
             if key not in out:
                 out.append(key)
     return out
+
+
+def field_info(models: Sequence[type[BaseModel]], key: str) -> FieldInfo | None:
+    for m in models:
+        for name, field in m.model_fields.items():
+            if key in (field.alias, name):
+                return field
+    return None
 
 
 def field_type(models: Sequence[type[BaseModel]], key: str) -> Any | None:

@@ -7,12 +7,11 @@ from typing import Literal
 from pydantic import Field
 
 from kafkasim.scenario.base import ScenarioModel
-from kafkasim.scenario.broker import INT32_MAX, BrokerConfig
+from kafkasim.scenario.broker import INT32_MAX, MAX_PARTITIONS, MAX_REPLICATION_FACTOR, BrokerConfig
 from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 # Kafka's legal topic names (Topic.validate): at most 249 of these characters.
 TOPIC_NAME_PATTERN = r"^[a-zA-Z0-9._-]{1,249}$"
-MAX_REPLICATION_FACTOR = 32  # one leader and up to 31 simulated followers: plenty for teaching
 
 # Topic key -> the broker key it defaults to, as in Kafka (LogConfig's server defaults).
 INHERITED_FROM_BROKER: dict[str, str] = {
@@ -40,15 +39,16 @@ class TopicConfig(ScenarioModel):
 
     name: str = Field(pattern=TOPIC_NAME_PATTERN)
     """Kafka topic name: letters, digits, '.', '_', '-'."""
-    partitions: int = Field(default=1, ge=1, le=10_000)
+    partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
+    """Partitions of the topic, all led by the simulated broker (at most 1000 over all topics)."""
     replication_factor: int = Field(default=1, alias="replication.factor", ge=1, le=MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
-    """Must be <= replication.factor here (Kafka would silently cap it; spec §0, KAFKA-15583)."""
+    """Must be <= replication.factor here (Kafka would silently cap it, KAFKA-15583)."""
     segment_bytes: KafkaBytes = Field(default=1024**3, alias="segment.bytes", ge=14, le=INT32_MAX)
-    """Roll when the active segment would exceed this (spec §7.2). Kafka 4.0 requires at least 1MiB;
+    """Roll when the active segment would exceed this (LogSegment.shouldRoll). Kafka 4.0 requires at least 1MiB;
     we allow small segments (down to Kafka's older limit of 14 bytes) so rolls can be watched."""
     segment_ms: KafkaMs = Field(default=604_800_000, alias="segment.ms", ge=1)
-    """Roll a non-empty segment older than this (spec §7.2)."""
+    """Roll a non-empty segment older than this (LogSegment.shouldRoll)."""
     segment_jitter_ms: KafkaMs = Field(default=0, alias="segment.jitter.ms", ge=0)
     segment_index_bytes: KafkaBytes = Field(default=10 * 1024 * 1024, alias="segment.index.bytes", ge=4, le=INT32_MAX)
     index_interval_bytes: KafkaBytes = Field(default=4096, alias="index.interval.bytes", ge=0, le=INT32_MAX)

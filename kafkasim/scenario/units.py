@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
@@ -25,10 +27,16 @@ from pydantic import BeforeValidator, PlainSerializer, ValidationInfo, WithJsonS
 
 from kafkasim.scenario.errors import fail
 
-MAX_MS = 1e12  # ~31 years of simulated time; anything larger is a typo
-MAX_BYTES = 2**50  # 1 PiB
-MAX_RATE = 1e9  # events per second
+MAX_MS = 1e12  # ~31 years: the most a Kafka `.ms` key (a Java long) is taken to mean; larger is a typo
+MAX_BYTES = 2**50  # 1 PiB: the most any size string may say before the key's own range applies
+# Simulator quantities: ranges no real use needs to leave, and beyond which a run's work explodes.
+MAX_SIM_MS = 86_400_000.0  # 1d: simulated run time, latencies, costs, fault times
+MAX_SIM_BYTES = 1024**3  # 1GiB: a record (Kafka's sizes are 32-bit; its default max.request.size is 1MiB)
+MAX_RATE = 1e6  # records per second per producer: about what one real producer can send
 MAX_BANDWIDTH = 1e15  # bytes per second
+# 1 Kbit/s: slower than any real link. A zero bandwidth would make every message take forever.
+MIN_BANDWIDTH = 125.0  # bytes per second
+BANDWIDTH_RANGE = "allowed: 1Kbit/s to 8000Tbit/s"
 
 DURATION_UNITS: dict[str, float] = {
     "us": 0.001,
@@ -80,6 +88,8 @@ def from_file(info: ValidationInfo | None) -> bool:
 
 
 def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as YAML writes them
     if isinstance(value, dict | list):
         return "a mapping" if isinstance(value, dict) else "a list"
     text = repr(value) if not isinstance(value, int | float) or abs(value) < 1e15 else "a huge number"
@@ -125,18 +135,24 @@ def parse_size(value: str) -> int:
 def parse_rate(value: str) -> float:
     """'5000/s' -> 5000.0, '300/m' -> 5.0 (per second)."""
     number, unit = _split(value.replace(" ", ""), "rate", RATE_UNITS, "5000/s")
-    rate = float(number) * RATE_UNITS[unit]
+    return _check_rate(float(number) * RATE_UNITS[unit], value)
+
+
+def _check_rate(rate: float, shown: object) -> float:
     if rate > MAX_RATE:
-        fail(f"rate {_show(value)} is too large (at most {MAX_RATE:.0e}/s)")
+        fail(f"rate {_show(shown)} is out of range (allowed: up to {MAX_RATE:.0f}/s per producer)")
     return rate
 
 
 def parse_bandwidth(value: str) -> float:
     """'10Gbit/s' -> 1.25e9, '100MB/s' -> 1e8 (bytes per second)."""
     number, unit = _split(value, "bandwidth", BANDWIDTH_UNITS, "10Gbit/s")
-    bps = float(number) * BANDWIDTH_UNITS[unit]
-    if bps > MAX_BANDWIDTH:
-        fail(f"bandwidth {_show(value)} is too large (at most 8000Tbit/s)")
+    return _check_bandwidth(float(number) * BANDWIDTH_UNITS[unit], value)
+
+
+def _check_bandwidth(bps: float, shown: object) -> float:
+    if not MIN_BANDWIDTH <= bps <= MAX_BANDWIDTH:
+        fail(f"bandwidth {_show(shown)} is out of range ({BANDWIDTH_RANGE})")
     return bps
 
 
@@ -203,21 +219,29 @@ def _canonical_number(value: int | float, what: str, unit: str, limit: float) ->
 def _sim_duration(value: Any, info: ValidationInfo) -> Any:
     _reject_non_numbers(value, "duration")
     if isinstance(value, str):
-        return parse_duration(value)
-    if from_file(info):
+        ms = parse_duration(value)
+    elif from_file(info):
         fail(f"{_show(value)} needs a unit, e.g. '{_show(value)}ms' (units: {', '.join(DURATION_UNITS)})")
-    return _canonical_number(value, "duration", "ms", MAX_MS)
+    else:
+        ms = _canonical_number(value, "duration", "ms", MAX_MS)
+    if ms > MAX_SIM_MS:
+        fail(f"duration {_show(value)} is out of range (allowed: up to 1d)")
+    return ms
 
 
 def _sim_size(value: Any, info: ValidationInfo) -> Any:
     _reject_non_numbers(value, "size")
     if isinstance(value, str):
-        return parse_size(value)
-    if from_file(info):
+        n = parse_size(value)
+    elif from_file(info):
         fail(f"{_show(value)} needs a unit, e.g. '{_show(value)}B' (units: {', '.join(SIZE_UNITS)})")
-    if isinstance(value, float) and not value.is_integer():
+    elif isinstance(value, float) and not value.is_integer():
         fail(f"size {_show(value)} is not a whole number of bytes")
-    return int(_canonical_number(value, "size", "bytes", MAX_BYTES))
+    else:
+        n = int(_canonical_number(value, "size", "bytes", MAX_BYTES))
+    if n > MAX_SIM_BYTES:
+        fail(f"size {_show(value)} is out of range (allowed: up to 1GiB)")
+    return n
 
 
 def _rate(value: Any, info: ValidationInfo) -> Any:
@@ -226,7 +250,7 @@ def _rate(value: Any, info: ValidationInfo) -> Any:
         return parse_rate(value)
     if from_file(info):
         fail(f"{_show(value)} needs a unit, e.g. '{_show(value)}/s' (units: /s, /m, /h)")
-    return _canonical_number(value, "rate", "per second", MAX_RATE)
+    return _check_rate(_canonical_number(value, "rate", "per second", math.inf), f"{_show(value)}/s")
 
 
 def _bandwidth(value: Any, info: ValidationInfo) -> Any:
@@ -235,7 +259,7 @@ def _bandwidth(value: Any, info: ValidationInfo) -> Any:
         return parse_bandwidth(value)
     if from_file(info):
         fail(f"{_show(value)} needs a unit, e.g. '10Gbit/s' (units: {', '.join(BANDWIDTH_UNITS)})")
-    return _canonical_number(value, "bandwidth", "B/s", MAX_BANDWIDTH)
+    return _check_bandwidth(float(value), f"{_show(value)}B/s")
 
 
 def _kafka_ms(value: Any) -> Any:
@@ -273,6 +297,23 @@ def _kafka_bytes(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True, eq=False)  # eq=False keeps it hashable, as Annotated metadata must be
+class Quantity:
+    """Annotated marker: the range a unit type allows by itself and how to write its values, for schema
+    descriptions and messages (`kafkasim.scenario.ranges`). The field's own ge/gt/le/lt narrow it."""
+
+    low: float
+    high: float
+    show: Callable[[Any], str]
+    low_open: bool = False
+    suffix: str = ""
+    """Written once after the range ("0 to 2147483647 bytes"), for Kafka keys written as bare integers."""
+
+
+def _whole(value: Any) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
 def _schema(pattern: str, example: str, integer: str | None = None) -> dict[str, Any]:
     text = {"type": "string", "pattern": pattern, "examples": [example]}
     if integer is None:
@@ -285,6 +326,7 @@ Duration = Annotated[
     BeforeValidator(_sim_duration),
     PlainSerializer(format_duration, when_used="json"),
     WithJsonSchema(_schema(DURATION_PATTERN, "500ms")),
+    Quantity(0, MAX_SIM_MS, format_duration),
 ]
 """A simulator duration: needs a unit in a file ("500ms", "30s", "2m"); float milliseconds in the model."""
 
@@ -293,6 +335,7 @@ Size = Annotated[
     BeforeValidator(_sim_size),
     PlainSerializer(format_size, when_used="json"),
     WithJsonSchema(_schema(SIZE_PATTERN, "1KiB")),
+    Quantity(0, MAX_SIM_BYTES, format_size),
 ]
 """A simulator size: needs a unit in a file ("1KiB", "16MB"); int bytes in the model."""
 
@@ -301,6 +344,7 @@ Rate = Annotated[
     BeforeValidator(_rate),
     PlainSerializer(format_rate, when_used="json"),
     WithJsonSchema(_schema(RATE_PATTERN, "5000/s")),
+    Quantity(0, MAX_RATE, format_rate),
 ]
 """Events per unit of time ("5000/s", "300/m"); float per second in the model."""
 
@@ -309,6 +353,8 @@ Bandwidth = Annotated[
     BeforeValidator(_bandwidth),
     PlainSerializer(format_bandwidth, when_used="json"),
     WithJsonSchema(_schema(BANDWIDTH_PATTERN, "10Gbit/s")),
+    Quantity(MIN_BANDWIDTH, MAX_BANDWIDTH, lambda bps: {MIN_BANDWIDTH: "1Kbit/s", MAX_BANDWIDTH: "8000Tbit/s"}.get(
+        bps, format_bandwidth(bps))),
 ]
 """Link bandwidth ("10Gbit/s", "100MB/s"); float bytes per second in the model."""
 
@@ -316,6 +362,7 @@ KafkaMs = Annotated[
     int,
     BeforeValidator(_kafka_ms),
     WithJsonSchema(_schema(DURATION_PATTERN, "30s", integer="milliseconds")),
+    Quantity(0, MAX_MS, _whole, suffix="ms"),
 ]
 """A Kafka `.ms` key: integer milliseconds as in Kafka, or a duration string; int milliseconds in the model."""
 
@@ -323,5 +370,6 @@ KafkaBytes = Annotated[
     int,
     BeforeValidator(_kafka_bytes),
     WithJsonSchema(_schema(SIZE_PATTERN, "1MiB", integer="bytes")),
+    Quantity(0, MAX_BYTES, _whole, suffix="bytes"),
 ]
 """A Kafka byte-count key: integer bytes as in Kafka, or a size string; int bytes in the model."""

@@ -4,22 +4,30 @@ PyYAML's `safe_load` silently keeps the last of two equal keys and forgets where
 the node graph with a `yaml.SafeLoader` subclass (safe tags only) and build plain data from it ourselves,
 so every key path gets its line and a duplicate key is an error naming both lines.
 
-Mapping keys are taken as written (`node.value`): YAML 1.1 would turn `on:`/`off:`/`yes:` into booleans
-and `1:` into an int, none of which a scenario key ever means.
+Plain scalars resolve by YAML 1.2's core schema, not PyYAML's YAML 1.1 rules, which silently change
+values: `042` is 42 (not octal 34), `1:30`, `yes`, `on`, `1_000`, `0b101` and dates stay text (not 90,
+true, 1000, 5 and a date). Explicit tags (`!!str`, `!!binary`, `!foo`, ...) are refused: a scenario is
+plain YAML. Mapping keys are taken as written (`node.value`).
+
+Before anything is composed, one pass over libyaml's events (an iterative parser) checks the nesting
+depth and the tags: PyYAML's composer recurses once per level, and a file nested some 30 000 levels deep
+overflows the C stack (a segfault) before any depth check on the composed nodes could run.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from yaml.events import CollectionEndEvent, CollectionStartEvent, NodeEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
-PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+YAML_TAG_PREFIX = "tag:yaml.org,2002:"
 # Aliases can make a small file expand exponentially ("billion laughs"); a scenario is a few hundred nodes,
 # and a reasonable use of aliases (a shared link for every client) repeats a few thousand at most.
 MAX_NODES = 100_000
@@ -33,7 +41,76 @@ _SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class LineLoader(_SafeBase):  # type: ignore[valid-type,misc]
-    """A SafeLoader used only to compose nodes (with their marks) and to construct scalars safely."""
+    """A SafeLoader used only to compose nodes (with their marks) and to construct scalars safely, with
+    YAML 1.2 core-schema resolution of plain scalars (plus `<<` merge keys)."""
+
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+# YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution); the int rule comes before the
+# float rule so that "7" is an int. Everything else is a string.
+_CORE_RESOLVERS: list[tuple[str, str, str]] = [
+    ("null", r"~|null|Null|NULL|", "~nN"),
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    (
+        "float",
+        r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+        "-+0123456789.",
+    ),
+    ("merge", r"<<", "<"),  # YAML 1.1's merge key, kept: shipped scenarios share link settings with it
+]
+for _name, _pattern, _first in _CORE_RESOLVERS:
+    _chars: list[str | None] = list(_first) + ([None] if _name == "null" else [])
+    LineLoader.add_implicit_resolver(YAML_TAG_PREFIX + _name, re.compile(rf"^(?:{_pattern})$"), _chars)
+
+
+def _construct_core_int(loader: yaml.SafeLoader, node: ScalarNode) -> int:
+    # SafeConstructor.construct_yaml_int reads YAML 1.1: a leading 0 means octal, `:` base 60.
+    text = str(loader.construct_scalar(node))
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text, 10)
+
+
+LineLoader.add_constructor(YAML_TAG_PREFIX + "int", _construct_core_int)
+
+
+def _shown_tag(tag: str) -> str:
+    """A tag as the author wrote it: `!!binary`, `!foo`, `!`, or the verbatim `!<tag:...>`."""
+    if tag.startswith(YAML_TAG_PREFIX):
+        return "!!" + tag[len(YAML_TAG_PREFIX) :]
+    return tag if tag.startswith("!") else f"!<{tag}>"
+
+
+def _problem_at(file: str, event: yaml.Event, message: str) -> Problem:
+    mark = event.start_mark
+    if mark is None:  # pragma: no cover - libyaml marks every event
+        return Problem(file, None, "", message)
+    return Problem(file, mark.line + 1, "", message, mark.column + 1)
+
+
+def _prescan(text: str, file: str) -> None:
+    """Walk libyaml's events (no recursion): refuse nesting deeper than MAX_DEPTH as soon as it is seen, and
+    every explicit tag, each at its line."""
+    depth = 0
+    problems: list[Problem] = []
+    for event in yaml.parse(text, Loader=LineLoader):
+        tag = getattr(event, "tag", None) if isinstance(event, NodeEvent) else None  # an alias has no tag
+        if tag is not None:
+            message = f"invalid YAML: explicit tag {_shown_tag(tag)!r} is not allowed (write plain values)"
+            problems.append(_problem_at(file, event, message))
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                message = f"invalid YAML: nested too deeply (at most {MAX_DEPTH} levels)"
+                raise ScenarioError([*problems, _problem_at(file, event, message)])
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+    if problems:
+        raise ScenarioError(problems)
 
 
 @dataclass
@@ -57,6 +134,7 @@ def load_yaml(text: str, file: str) -> Source:
     """Parse one YAML document; raise ScenarioError for broken YAML, duplicate keys and unsafe tags."""
     loader = LineLoader(text)
     try:
+        _prescan(text, file)
         node = loader.get_single_node()
         if node is None:
             return Source(None, file, {(): 1})
@@ -68,11 +146,10 @@ def load_yaml(text: str, file: str) -> Source:
         what = " ".join(s for s in (e.context, e.problem) if s)
         raise ScenarioError([Problem(file, line, "", f"invalid YAML: {what}")]) from None
     except yaml.reader.ReaderError as e:
-        # A control character or bad encoding: no mark, only a character position.
-        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        # A control character: no mark, only a position (libyaml's: a byte offset into the UTF-8 text).
         code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
         message = f"invalid YAML: control character #x{code:02x} is not allowed"
-        raise ScenarioError([Problem(file, line, "", message)]) from None
+        raise ScenarioError([_at_position(file, text, e.position, message)]) from None
     except yaml.YAMLError as e:
         raise ScenarioError([Problem(file, None, "", f"invalid YAML: {e}".splitlines()[0])]) from None
     except RecursionError:
@@ -82,6 +159,16 @@ def load_yaml(text: str, file: str) -> Source:
     if builder.problems:
         raise ScenarioError(builder.problems)
     return Source(data, file, builder.lines)
+
+
+def _at_position(file: str, text: str, position: object, message: str) -> Problem:
+    if not isinstance(position, int):
+        return Problem(file, None, "", message)
+    index = position
+    if _SafeBase is not yaml.SafeLoader:  # libyaml counts bytes
+        index = len(text.encode("utf-8")[:position].decode("utf-8", errors="ignore"))
+    line_start = text.rfind("\n", 0, index) + 1
+    return Problem(file, text.count("\n", 0, index) + 1, "", message, index - line_start + 1)
 
 
 class _Builder:
@@ -104,15 +191,12 @@ class _Builder:
         else:
             self.seen.add(id(node))
         if self.nodes > MAX_NODES or self.aliased > MAX_ALIASED_NODES or depth > MAX_DEPTH:
-            what = "nested too deeply" if depth > MAX_DEPTH else "too large (aliases expand to too many values)"
+            # Depth is checked on the events already; aliases can still nest a shallow-looking document.
+            what = f"nested too deeply (at most {MAX_DEPTH} levels)" if depth > MAX_DEPTH else (
+                "too large (aliases expand to too many values)"
+            )
             raise ScenarioError([Problem(self.file, node.start_mark.line + 1, format_path(loc), f"document is {what}")])
         self.lines.setdefault(loc, node.start_mark.line + 1)
-        if isinstance(node, MappingNode | SequenceNode) and node.tag not in PLAIN_COLLECTIONS:
-            # Scalars go through SafeConstructor, which refuses unknown tags; collections are built here,
-            # so refuse theirs explicitly rather than silently dropping e.g. `!!python/object/apply`.
-            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-            self._fail(node, loc, f"invalid YAML: unsupported tag {tag!r} (only plain YAML is read)")
-            return None
         if isinstance(node, MappingNode):
             return self._mapping(node, loc, depth)
         if isinstance(node, SequenceNode):

@@ -6,6 +6,7 @@ the same entry point in process, to keep the test set fast.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -129,8 +130,17 @@ def test_a_non_result_directory_is_refused_before_running(tmp_path: Path, capsys
     ("args", "fragment"),
     [
         (["--virtual", "--speed", "2"], "cannot be combined with --virtual"),
-        (["--speed", "0"], "--speed must be a finite number > 0"),
-        (["--speed", "nan"], "--speed must be a finite number > 0"),
+        (["--speed", "0"], "--speed must be 0.001 to 1000000 (1 = real time, 0.5 = half speed), got 0"),
+        (["--speed", "nan"], "--speed must be 0.001 to 1000000"),
+        (["--speed", "1e-9"], "--speed must be 0.001 to 1000000 (1 = real time, 0.5 = half speed), got 1e-09"),
+        (["--speed", "inf"], "got inf"),
+        (["--speed", "2e6"], "--speed must be 0.001 to 1000000"),
+        (["--speed", "fast"], "'--speed'"),
+        (["--seed", "1.5"], "'--seed'"),
+        (["--seed", "true"], "'--seed'"),
+        (["--seed", "9223372036854775808"], "'--seed'"),
+        (["--set", "seed=true"], "seed: expected an integer, got true"),
+        (["--set", "clock={mode: wallclock, speed: 1e-9}"], "clock.speed: 1e-09 is out of range (allowed: 0.001 to"),
         (["--seed", "-1"], "'--seed'"),
         (["--set", "duration"], "expected key.path=value"),
         (["--set", "producers[3].rate=5/s"], "producers[3]"),
@@ -159,3 +169,53 @@ def test_sweep_verb_reaches_the_sweep_command(tmp_path: Path, capsys: pytest.Cap
     assert call("sweep", tmp_path / "missing.yaml") == 2
     captured = capsys.readouterr()
     assert "missing.yaml" in captured.err and "Traceback" not in captured.err
+
+
+# --- deep nesting: refused before PyYAML's composer recurses (it overflowed the C stack: exit 139) ------
+
+DEEP_FORMS = {
+    "flow-seq": lambda n: "name: " + "[" * n + "]" * n + "\n",
+    "flow-map": lambda n: "name: " + "{a: " * n + "1" + "}" * n + "\n",
+    "block-seq": lambda n: "name:\n  " + "- " * n + "x\n",
+    "block-keys": lambda n: "name:\n  " + "? " * n + "x\n",
+}
+
+
+def _deep_files(tmp_path: Path) -> list[Path]:
+    files = []
+    for form, make in DEEP_FORMS.items():
+        for n in (30_000, 100_000):
+            path = tmp_path / f"{form}-{n}.yaml"
+            path.write_text(make(n))
+            files.append(path)
+    return files
+
+
+def test_validate_refuses_files_nested_30000_and_100000_levels_deep(tmp_path: Path) -> None:
+    files = _deep_files(tmp_path)
+    result = kafkasim("validate", *files, cwd=tmp_path)
+    assert result.returncode == 2, (result.returncode, result.stderr[-500:])  # a segfault is -11 or 139
+    assert_no_traceback(result)
+    for path in files:
+        assert re.search(rf"{re.escape(str(path))}:[12]:\d+: invalid YAML: nested too deeply", result.stderr), path
+    assert result.stderr.strip().endswith("8 of 8 scenario file(s) invalid")
+
+
+@pytest.mark.parametrize(("form", "n"), [("flow-seq", 100_000), ("block-seq", 30_000), ("flow-map", 30_000)])
+def test_run_refuses_a_file_nested_too_deeply(tmp_path: Path, form: str, n: int) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(DEEP_FORMS[form](n))
+    result = kafkasim("run", path, cwd=tmp_path)
+    assert result.returncode == 2, (result.returncode, result.stderr[-500:])
+    assert_no_traceback(result)
+    assert re.fullmatch(rf"kafkasim: error: {re.escape(str(path))}:[12]:\d+: invalid YAML: nested too deeply "
+                        r"\(at most 40 levels\)\n", result.stderr), result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_set_value_nested_30000_levels_deep_is_refused(tmp_path: Path) -> None:
+    n = 30_000
+    result = kafkasim("run", QUICKSTART, "--set", "name=" + "[" * n + "]" * n, cwd=tmp_path)
+    assert result.returncode == 2, (result.returncode, result.stderr[-500:])
+    assert_no_traceback(result)
+    assert "--set name=[[[" in result.stderr and "nested too deeply (at most 40 levels)" in result.stderr

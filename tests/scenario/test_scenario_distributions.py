@@ -84,7 +84,7 @@ def test_size_distributions_hold_bytes() -> None:
 @pytest.mark.parametrize(
     ("text", "path", "fragment"),
     [
-        ("{type: lognormal, median: 0ms, p99: 1ms}", "broker.costs.request.median", "must be > 0"),
+        ("{type: lognormal, median: 0ms, p99: 1ms}", "broker.costs.request.median", "0ms is out of range (allowed: more than 0ms, up to 1d)"),
         ("{type: uniform, low: 3ms, high: 1ms}", "broker.costs.request.high", "must be >= low"),
         ("{type: empirical, values: [1ms], weights: [1, 2]}", "broker.costs.request.weights", "has 2 items"),
         ("{type: empirical, values: [1ms], weights: [0]}", "broker.costs.request.weights", "not all be zero"),
