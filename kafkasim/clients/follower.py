@@ -44,7 +44,7 @@ from kafkasim.clients.messages import (
     RequestEnvelope,
     fetch_request_bytes,
 )
-from kafkasim.clients.scheduling import Call, Pausable
+from kafkasim.clients.scheduling import Call, Pausable, RequestTimer
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -104,8 +104,13 @@ class Follower(Pausable):
         self._ids = ids
         self._recorder = recorder
         self._stop_ms = stop_ms
+        # The fetch awaiting its response (it can time out), then the one whose response is being
+        # appended (it occupies the fetcher thread, but its request is done: it can no longer time out).
         self._in_flight: RequestEnvelope | None = None
-        self._timeout: Call | None = None
+        self._processing: RequestEnvelope | None = None
+        self._request_timer = RequestTimer(
+            env, FOLLOWER_REQUEST_TIMEOUT_MS, self, lambda: self._in_flight, self._on_request_timeout
+        )
         self._wakeup: Call | None = None
         self.crashed = False
         self.disk_factor = 1.0
@@ -121,7 +126,7 @@ class Follower(Pausable):
     # --- fetch -------------------------------------------------------------------------------------
 
     def _maybe_fetch(self) -> None:
-        if self.crashed or self._in_flight is not None:
+        if self.crashed or self._in_flight is not None or self._processing is not None:
             return
         if self.paused:
             self._deferred.append(self._maybe_fetch)
@@ -174,8 +179,7 @@ class Follower(Pausable):
         )
         self._in_flight = envelope
         self.connection.send(envelope)
-        if self._timeout is None:
-            self._timeout = Call(self.env, FOLLOWER_REQUEST_TIMEOUT_MS, self._on_timeout)
+        self._request_timer.arm()
 
     def _schedule_fetch(self, delay: float) -> None:
         if self._wakeup is not None:
@@ -197,7 +201,10 @@ class Follower(Pausable):
         if self.paused:
             self._deferred.append(lambda: self._on_response(envelope))
             return
-        # The append work occupies the fetcher thread; the next fetch goes out when it is done.
+        # Received: the request is complete (no timeout can touch it now). The append work occupies the
+        # fetcher thread; the next fetch goes out when it is done.
+        self._in_flight = None
+        self._processing = envelope
         cost = 0.0
         for _tp, result in envelope.response:
             if result.error == Errors.NONE and result.info.records:
@@ -217,7 +224,7 @@ class Follower(Pausable):
         if self.paused:
             self._deferred.append(lambda: self._process(envelope, generation))
             return
-        self._in_flight = None
+        self._processing = None
         now = self.env.now
         backoff = float(self.config.replica_fetch_backoff_ms)
         for tp, result in envelope.response:
@@ -265,18 +272,7 @@ class Follower(Pausable):
         if self.on_log_end is not None:
             self.on_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
-    def _on_timeout(self, _event: Any) -> None:
-        self._timeout = None
-        envelope = self._in_flight
-        if envelope is None or self.crashed:
-            return
-        left = envelope.client_send_ms + FOLLOWER_REQUEST_TIMEOUT_MS - self.env.now
-        if left > 0:
-            self._timeout = Call(self.env, left, self._on_timeout)
-            return
-        if self.paused:
-            self._deferred.append(lambda: self._on_timeout(None))
-            return
+    def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off (spec §8).
         self._in_flight = None
         envelope.client_timeout = True
@@ -301,8 +297,9 @@ class Follower(Pausable):
         self._generation += 1
         self._deferred.clear()
         self.paused = False
-        envelope = self._in_flight
-        self._in_flight = None
+        # A fetch in flight, or one whose response was being appended: the append never happens.
+        envelope = self._in_flight or self._processing
+        self._in_flight = self._processing = None
         if envelope is not None:
             envelope.error = Errors.NETWORK_EXCEPTION
             self._recorder.request_finished(envelope)
@@ -322,7 +319,10 @@ class Follower(Pausable):
         self._maybe_fetch()
 
     def on_resume(self) -> None:
+        # After the responses that arrived during the pause (NetworkClient.poll's order).
+        self._request_timer.check()
         self._maybe_fetch()
 
     def unfinished(self) -> list[RequestEnvelope]:
-        return [self._in_flight] if self._in_flight is not None else []
+        envelope = self._in_flight or self._processing
+        return [envelope] if envelope is not None else []

@@ -131,3 +131,30 @@ def test_dropped_produce_response_times_out_on_the_client() -> None:
     assert np.isnan(timed_out["client_receive_ms"].to_numpy(dtype=float)).all()
     failed = result.records[result.records["error"] == int(Errors.REQUEST_TIMED_OUT)]
     assert len(failed) >= 1
+
+
+@pytest.mark.parametrize("pause", ["30.5s", "31s", "40s"])
+def test_follower_paused_longer_than_its_request_timeout_carries_on(pause: str) -> None:
+    # The fetch in flight when the pause began was answered during the pause; its request timeout
+    # (30 s) passed during the pause too. Kafka's NetworkClient.poll reads the waiting response before
+    # it looks for timed-out requests, so the follower appends it and fetches again.
+    resume_ms = 1_000 + float(pause.rstrip("s")) * 1000
+    engine = Engine(
+        scenario(
+            duration=f"{resume_ms / 1000 + 2}s",
+            consumers=[consumer("c1")],
+            faults=[{"type": "pause", "target": "follower-1", "at": "1s", "duration": pause}],
+        )
+    )
+    result = engine.run()
+    fetches = result.requests[result.requests["client"] == "follower-1"]
+    waited = fetches[(fetches["client_send_ms"] < 1_000) & (fetches["client_receive_ms"] >= 1_000)]
+    assert len(waited) == 1
+    assert not waited["client_timeout"].any()
+    # Its response came in during the pause; the next fetch goes out at the resume, after the append.
+    later = fetches[fetches["client_send_ms"] > waited["client_send_ms"].iloc[0]]
+    assert resume_ms <= later["client_send_ms"].min() < resume_ms + 5
+    assert not later["client_timeout"].any()
+    leader = next(iter(engine.components.replica_manager.partitions.values()))
+    follower_log = engine.components.followers[0].partitions[leader.topic_partition].log
+    assert leader.log_end_offset - follower_log.log_end_offset <= 1
