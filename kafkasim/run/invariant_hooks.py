@@ -8,10 +8,11 @@
 * acks=all durability: the leader's and followers' log ends are reported whenever they change, ISR changes
   before the acknowledgements they enable, each acknowledgement as it is sent.
 
-A follower that crashes leaves the checked ISR for the rest of the run (or until an ISR expansion takes it
-back after its restart): Kafka does not fsync appends, so a crashed replica may lose data it had
-acknowledged -- which is why acks=all relies on replication -- and this one truncates to its HW on
-restart.
+A follower that crashes is no longer held to keep acknowledged data for the rest of the run (or until an
+ISR expansion takes it back after its restart): Kafka does not fsync appends, so a crashed replica may lose
+data it had acknowledged -- which is why acks=all relies on replication -- and this one truncates to its
+HW on restart. It still counts toward min ISR while the leader keeps it in the maximal ISR, as in Kafka's
+``Partition.checkEnoughReplicasReachOffset``: the leader learns of the crash only by removing it.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class EngineInvariants:
     # --- ISR and replicas --------------------------------------------------------------------------
 
     def _report_isr(self, tp: TopicPartition, isr: Iterable[int]) -> None:
-        self.checker.on_isr_change(tp, [r for r in isr if r not in self._excluded], self.env.now)
+        self.checker.on_isr_change(tp, isr, self.env.now, may_lose_data=self._excluded)
 
     def on_alter_partition_submit(self, tp: TopicPartition, request: LeaderAndIsr) -> None:
         partition = self.replica_manager.partitions.get(tp)
