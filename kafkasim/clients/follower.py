@@ -104,10 +104,10 @@ class Follower(Pausable):
         self._ids = ids
         self._recorder = recorder
         self._stop_ms = stop_ms
-        # The fetch awaiting its response (it can time out), then the one whose response is being
-        # appended (it occupies the fetcher thread, but its request is done: it can no longer time out).
+        # The fetch awaiting its response (it can time out); then, once answered, the append of its
+        # response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._in_flight: RequestEnvelope | None = None
-        self._processing: RequestEnvelope | None = None
+        self._appending = False
         self._request_timer = RequestTimer(
             env, FOLLOWER_REQUEST_TIMEOUT_MS, self, lambda: self._in_flight, self._on_request_timeout
         )
@@ -126,7 +126,7 @@ class Follower(Pausable):
     # --- fetch -------------------------------------------------------------------------------------
 
     def _maybe_fetch(self) -> None:
-        if self.crashed or self._in_flight is not None or self._processing is not None:
+        if self.crashed or self._in_flight is not None or self._appending:
             return
         if self.paused:
             self._deferred.append(self._maybe_fetch)
@@ -201,12 +201,15 @@ class Follower(Pausable):
         if self.paused:
             self._deferred.append(lambda: self._on_response(envelope))
             return
-        # Received: the request is complete (no timeout can touch it now). The append work occupies the
-        # fetcher thread; the next fetch goes out when it is done.
+        # Received: the request is complete -- its outcome is recorded now and no timeout can touch it
+        # (NetworkClient completes a request when it reads the response). The append is the fetcher
+        # thread's own work after that; the next fetch goes out when it is done.
         self._in_flight = None
-        self._processing = envelope
+        self._appending = True
+        response: list[tuple[TopicPartition, Any]] = envelope.response
+        self._recorder.request_finished(envelope)  # may drop envelope.response: keep our reference
         cost = 0.0
-        for _tp, result in envelope.response:
+        for _tp, result in response:
             if result.error == Errors.NONE and result.info.records:
                 records = result.info.records
                 size = sum(b.size_in_bytes for b in records)
@@ -214,20 +217,20 @@ class Follower(Pausable):
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
-            Call(self.env, cost, lambda _e: self._process(envelope, generation))
+            Call(self.env, cost, lambda _e: self._process(response, generation))
         else:
-            self._process(envelope, self._generation)
+            self._process(response, self._generation)
 
-    def _process(self, envelope: RequestEnvelope, generation: int) -> None:
+    def _process(self, response: list[tuple[TopicPartition, Any]], generation: int) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         if self.paused:
-            self._deferred.append(lambda: self._process(envelope, generation))
+            self._deferred.append(lambda: self._process(response, generation))
             return
-        self._processing = None
+        self._appending = False
         now = self.env.now
         backoff = float(self.config.replica_fetch_backoff_ms)
-        for tp, result in envelope.response:
+        for tp, result in response:
             fp = self.partitions.get(tp)
             if fp is None:
                 continue
@@ -238,7 +241,6 @@ class Follower(Pausable):
                 self._handle_out_of_range(fp, result)
             else:
                 fp.delayed_until = now + backoff
-        self._recorder.request_finished(envelope)
         self._maybe_fetch()
 
     def _process_partition_data(
@@ -297,9 +299,10 @@ class Follower(Pausable):
         self._generation += 1
         self._deferred.clear()
         self.paused = False
-        # A fetch in flight, or one whose response was being appended: the append never happens.
-        envelope = self._in_flight or self._processing
-        self._in_flight = self._processing = None
+        # The fetch in flight fails with the connection; a response being appended is lost with the append.
+        envelope = self._in_flight
+        self._in_flight = None
+        self._appending = False
         if envelope is not None:
             envelope.error = Errors.NETWORK_EXCEPTION
             self._recorder.request_finished(envelope)
@@ -324,5 +327,4 @@ class Follower(Pausable):
         self._maybe_fetch()
 
     def unfinished(self) -> list[RequestEnvelope]:
-        envelope = self._in_flight or self._processing
-        return [envelope] if envelope is not None else []
+        return [self._in_flight] if self._in_flight is not None else []

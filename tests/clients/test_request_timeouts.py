@@ -181,6 +181,7 @@ def test_follower_still_times_out_a_request_without_response_after_a_pause() -> 
 
 
 def test_crashed_follower_drops_the_response_it_was_appending() -> None:
+    # The request was answered when its response arrived; the crash loses the append, not the answer.
     env = simpy.Environment()
     sent: list[RequestEnvelope] = []
     recorder = Recorder()
@@ -188,9 +189,22 @@ def test_crashed_follower_drops_the_response_it_was_appending() -> None:
     _respond(env, 20.0, lambda: sent[0], _data(0, hw=0))
     _at(env, 50.0, follower.crash)
     env.run(until=1_000.0)
-    assert [e.error for e in recorder.finished] == [Errors.NETWORK_EXCEPTION]
+    assert recorder.finished == [sent[0]] and sent[0].error is None
     assert follower.partitions[TP].log.log_end_offset == 0
     assert follower.unfinished() == []
+
+
+def test_follower_request_is_finished_on_receipt_while_the_append_takes_longer() -> None:
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=60_000.0)
+    _respond(env, 20.0, lambda: sent[0], _data(0, hw=0))
+    env.run(until=21.0)
+    assert recorder.finished == [sent[0]]  # answered at once, response dropped by the recorder...
+    env.run(until=60_100.0)
+    assert follower.partitions[TP].log.log_end_offset == 10  # ... and still appended a minute later
+    assert len(sent) == 2 and sent[1].client_send_ms == 60_020.0
 
 
 def test_consumer_paused_past_its_request_timeout_consumes_the_response_that_waited() -> None:
