@@ -9,7 +9,7 @@ Checked rules:
 * no delayed operation completes twice (spec §2.1: exactly-once `onComplete`);
 * every request gets exactly one outcome -- a response or a recorded client timeout -- and none is
   left without one after its client-side deadline (`at_end`);
-* a successful acks=all produce is acknowledged only while |maximal ISR| >= effective min ISR
+* an acks=all produce's partition is settled with NONE only while |maximal ISR| >= effective min ISR
   (Kafka's ``Partition.checkEnoughReplicasReachOffset``), every replica in the maximal ISR has the
   acknowledged offsets at that moment, and a replica keeps them for as long as it stays in the ISR
   (``Partition.maybeIncrementLeaderHW``: HW = min LEO over the maximal ISR). A replica that crashed is
@@ -209,8 +209,9 @@ class InvariantChecker:
             )
 
     def on_acked(self, tp: Hashable, end_offset: int, acks: int, now: float, request_id: int | None = None) -> None:
-        """The leader answered a produce for `tp` with error NONE; the batch ends before `end_offset`
-        (its last offset + 1, Kafka's requiredOffset)."""
+        """The leader settled a produce's partition `tp` with error NONE (for acks=all: the moment
+        DelayedProduce.tryComplete decided it, which may be well before the response goes out); the
+        batch ends before `end_offset` (its last offset + 1, Kafka's requiredOffset)."""
         if not self.enabled:
             return
         self.checks += 1

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from kafkasim import load_scenario
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.partition import Partition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.scheduling import Call
 from kafkasim.run.engine import Engine
@@ -131,3 +133,19 @@ def test_a_crashed_follower_still_in_the_isr_counts_toward_min_isr() -> None:
     result = engine.run()
     assert acked_with_crashed_member and min(acked_with_crashed_member) > 3_610
     assert result.summary["counters"]["invariant_checks"] > 1000
+
+
+def test_an_acks_all_partition_settled_before_the_followers_have_it_stops_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A broken broker whose DelayedProduce settles a partition at once (HW ignored): the check runs at the
+    # moment of that decision (DelayedProduce.tryComplete), here inside the first produce's handling.
+    def at_once(self: Partition, required_offset: int) -> tuple[bool, Errors]:
+        return True, Errors.NONE
+
+    monkeypatch.setattr(Partition, "check_enough_replicas_reach_offset", at_once)
+    engine = _engine()
+    with pytest.raises(InvariantViolation, match=r"acknowledged, but ISR replica 1's log ends at -1") as caught:
+        engine.run()
+    first = engine.components.producers[0]
+    assert caught.value.partition is not None and first.records_sent == 1
