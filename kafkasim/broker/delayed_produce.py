@@ -62,6 +62,10 @@ class DelayedProduce(DelayedOperation):
                 status.acks_pending = False
                 # NONE clears the preset REQUEST_TIMED_OUT.
                 status.response_status.error = error
+                if error is Errors.NONE:
+                    observer = self.replica_manager.on_acks_satisfied
+                    if observer is not None:
+                        observer(topic_partition, status.required_offset)
             else:
                 pending = True
         if not pending:

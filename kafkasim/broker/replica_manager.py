@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -48,6 +48,7 @@ class ReplicaManager:
         "metrics",
         "action_queue",
         "fenced_brokers",
+        "on_acks_satisfied",
         "_partitions",
         "_offline_partitions",
         "_known_partitions",
@@ -81,6 +82,9 @@ class ReplicaManager:
         )
         self.metrics = BrokerMetrics()
         self.action_queue = ActionQueue()
+        # Observer (the engine's invariant checks): an acks=all produce's partition was settled with NONE
+        # -- (partition, required offset) at the moment DelayedProduce.tryComplete decided it.
+        self.on_acks_satisfied: Callable[[TopicPartition, int], None] | None = None
         # Brokers the (simulated) controller has fenced: not ISR-eligible (KRaft's isReplicaIsrEligible).
         self.fenced_brokers: set[int] = set()
         self._partitions: dict[TopicPartition, Partition] = {}

@@ -30,7 +30,7 @@ from kafkasim.clients.messages import (
     RequestEnvelope,
     fetch_request_bytes,
 )
-from kafkasim.clients.scheduling import Call, Pausable
+from kafkasim.clients.scheduling import Call, Pausable, RequestTimer
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -67,7 +67,9 @@ class Consumer(Pausable):
         self._recorder = recorder
         self._stop_ms = stop_ms
         self._in_flight: RequestEnvelope | None = None
-        self._timeout: Call | None = None
+        self._request_timer = RequestTimer(
+            env, float(config.request_timeout_ms), self, lambda: self._in_flight, self._on_request_timeout
+        )
         self.batches_consumed = 0
 
     def start(self) -> None:
@@ -96,9 +98,7 @@ class Consumer(Pausable):
         )
         self._in_flight = envelope
         self.connection.send(envelope)
-        if self._timeout is None:
-            # One lazily re-armed timer rather than one (mostly cancelled) timer per fetch.
-            self._timeout = Call(self.env, float(cfg.request_timeout_ms), self._on_timeout)
+        self._request_timer.arm()
 
     def _on_response(self, envelope: RequestEnvelope) -> None:
         if self.paused:
@@ -132,18 +132,7 @@ class Consumer(Pausable):
         else:
             self._fetch()
 
-    def _on_timeout(self, _event: Any) -> None:
-        self._timeout = None
-        envelope = self._in_flight
-        if envelope is None:
-            return
-        left = envelope.client_send_ms + self.config.request_timeout_ms - self.env.now
-        if left > 0:
-            self._timeout = Call(self.env, left, self._on_timeout)
-            return
-        if self.paused:
-            self._deferred.append(lambda: self._on_timeout(None))
-            return
+    def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         self._in_flight = None
         envelope.client_timeout = True
         envelope.error = Errors.REQUEST_TIMED_OUT
@@ -151,6 +140,10 @@ class Consumer(Pausable):
         self.connection.close()
         self.connection = self._connect()
         Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch())
+
+    def on_resume(self) -> None:
+        # After the responses that arrived during the pause (NetworkClient.poll's order).
+        self._request_timer.check()
 
     def unfinished(self) -> list[RequestEnvelope]:
         return [self._in_flight] if self._in_flight is not None else []

@@ -44,7 +44,7 @@ from kafkasim.clients.messages import (
     RequestEnvelope,
     fetch_request_bytes,
 )
-from kafkasim.clients.scheduling import Call, Pausable
+from kafkasim.clients.scheduling import Call, Pausable, RequestTimer
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -104,8 +104,13 @@ class Follower(Pausable):
         self._ids = ids
         self._recorder = recorder
         self._stop_ms = stop_ms
+        # The fetch awaiting its response (it can time out); then, once answered, the append of its
+        # response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._in_flight: RequestEnvelope | None = None
-        self._timeout: Call | None = None
+        self._appending = False
+        self._request_timer = RequestTimer(
+            env, FOLLOWER_REQUEST_TIMEOUT_MS, self, lambda: self._in_flight, self._on_request_timeout
+        )
         self._wakeup: Call | None = None
         self.crashed = False
         self.disk_factor = 1.0
@@ -121,7 +126,7 @@ class Follower(Pausable):
     # --- fetch -------------------------------------------------------------------------------------
 
     def _maybe_fetch(self) -> None:
-        if self.crashed or self._in_flight is not None:
+        if self.crashed or self._in_flight is not None or self._appending:
             return
         if self.paused:
             self._deferred.append(self._maybe_fetch)
@@ -174,8 +179,7 @@ class Follower(Pausable):
         )
         self._in_flight = envelope
         self.connection.send(envelope)
-        if self._timeout is None:
-            self._timeout = Call(self.env, FOLLOWER_REQUEST_TIMEOUT_MS, self._on_timeout)
+        self._request_timer.arm()
 
     def _schedule_fetch(self, delay: float) -> None:
         if self._wakeup is not None:
@@ -197,9 +201,15 @@ class Follower(Pausable):
         if self.paused:
             self._deferred.append(lambda: self._on_response(envelope))
             return
-        # The append work occupies the fetcher thread; the next fetch goes out when it is done.
+        # Received: the request is complete -- its outcome is recorded now and no timeout can touch it
+        # (NetworkClient completes a request when it reads the response). The append is the fetcher
+        # thread's own work after that; the next fetch goes out when it is done.
+        self._in_flight = None
+        self._appending = True
+        response: list[tuple[TopicPartition, Any]] = envelope.response
+        self._recorder.request_finished(envelope)  # may drop envelope.response: keep our reference
         cost = 0.0
-        for _tp, result in envelope.response:
+        for _tp, result in response:
             if result.error == Errors.NONE and result.info.records:
                 records = result.info.records
                 size = sum(b.size_in_bytes for b in records)
@@ -207,20 +217,20 @@ class Follower(Pausable):
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
-            Call(self.env, cost, lambda _e: self._process(envelope, generation))
+            Call(self.env, cost, lambda _e: self._process(response, generation))
         else:
-            self._process(envelope, self._generation)
+            self._process(response, self._generation)
 
-    def _process(self, envelope: RequestEnvelope, generation: int) -> None:
+    def _process(self, response: list[tuple[TopicPartition, Any]], generation: int) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         if self.paused:
-            self._deferred.append(lambda: self._process(envelope, generation))
+            self._deferred.append(lambda: self._process(response, generation))
             return
-        self._in_flight = None
+        self._appending = False
         now = self.env.now
         backoff = float(self.config.replica_fetch_backoff_ms)
-        for tp, result in envelope.response:
+        for tp, result in response:
             fp = self.partitions.get(tp)
             if fp is None:
                 continue
@@ -231,7 +241,6 @@ class Follower(Pausable):
                 self._handle_out_of_range(fp, result)
             else:
                 fp.delayed_until = now + backoff
-        self._recorder.request_finished(envelope)
         self._maybe_fetch()
 
     def _process_partition_data(
@@ -265,18 +274,7 @@ class Follower(Pausable):
         if self.on_log_end is not None:
             self.on_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
-    def _on_timeout(self, _event: Any) -> None:
-        self._timeout = None
-        envelope = self._in_flight
-        if envelope is None or self.crashed:
-            return
-        left = envelope.client_send_ms + FOLLOWER_REQUEST_TIMEOUT_MS - self.env.now
-        if left > 0:
-            self._timeout = Call(self.env, left, self._on_timeout)
-            return
-        if self.paused:
-            self._deferred.append(lambda: self._on_timeout(None))
-            return
+    def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off (spec §8).
         self._in_flight = None
         envelope.client_timeout = True
@@ -301,8 +299,10 @@ class Follower(Pausable):
         self._generation += 1
         self._deferred.clear()
         self.paused = False
+        # The fetch in flight fails with the connection; a response being appended is lost with the append.
         envelope = self._in_flight
         self._in_flight = None
+        self._appending = False
         if envelope is not None:
             envelope.error = Errors.NETWORK_EXCEPTION
             self._recorder.request_finished(envelope)
@@ -322,6 +322,8 @@ class Follower(Pausable):
         self._maybe_fetch()
 
     def on_resume(self) -> None:
+        # After the responses that arrived during the pause (NetworkClient.poll's order).
+        self._request_timer.check()
         self._maybe_fetch()
 
     def unfinished(self) -> list[RequestEnvelope]:

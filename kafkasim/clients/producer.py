@@ -37,6 +37,7 @@ from kafkasim.clients.messages import (
     RequestEnvelope,
     produce_request_bytes,
 )
+from kafkasim.clients.scheduling import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
 from kafkasim.clients.scheduling import Call, Pausable
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 NAN = float("nan")
 MAX_LOOKAHEAD_RECORDS = 10_000
-# A nanosecond: far below any modelled delay, far above float rounding at simulated times of days.
-_DEADLINE_TOLERANCE_MS = 1e-6
 
 
 class IdSource:

@@ -214,6 +214,7 @@ def build(
     if check_invariants:
         invariants = EngineInvariants(env, replica_manager, client_deadlines(scenario))
         alter_partition.observer = invariants
+        replica_manager.on_acks_satisfied = invariants.on_acks_satisfied
 
     costs_cfg = scenario.broker.costs
 

@@ -6,12 +6,16 @@
   operation completing twice would answer twice).
 * Exactly one client outcome per request (response or client-side failure) and none overdue at the end.
 * acks=all durability: the leader's and followers' log ends are reported whenever they change, ISR changes
-  before the acknowledgements they enable, each acknowledgement as it is sent.
+  before the acknowledgements they enable, and each partition of an acks=all produce at the moment
+  DelayedProduce.tryComplete settles it with NONE -- Kafka's decision point, which may come well before the
+  response goes out (a multi-partition produce answers when its last partition is settled or it expires,
+  and the ISR may have shrunk meanwhile).
 
-A follower that crashes leaves the checked ISR for the rest of the run (or until an ISR expansion takes it
-back after its restart): Kafka does not fsync appends, so a crashed replica may lose data it had
-acknowledged -- which is why acks=all relies on replication -- and this one truncates to its HW on
-restart.
+A follower that crashes is no longer held to keep acknowledged data for the rest of the run (or until an
+ISR expansion takes it back after its restart): Kafka does not fsync appends, so a crashed replica may lose
+data it had acknowledged -- which is why acks=all relies on replication -- and this one truncates to its
+HW on restart. It still counts toward min ISR while the leader keeps it in the maximal ISR, as in Kafka's
+``Partition.checkEnoughReplicasReachOffset``: the leader learns of the crash only by removing it.
 """
 
 from __future__ import annotations
@@ -77,17 +81,16 @@ class EngineInvariants:
             self.checker.on_client_timeout(envelope.request_id, self.env.now)
 
     def on_broker_response(self, envelope: RequestEnvelope) -> None:
+        self.checker.on_complete(envelope.request_id, self.env.now)
+
+    def on_acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
+        """DelayedProduce.tryComplete settled an acks=all partition with NONE: HW >= ``required_offset``
+        and min ISR <= |maximal ISR| now (Partition.checkEnoughReplicasReachOffset)."""
         now = self.env.now
-        self.checker.on_complete(envelope.request_id, now)
-        if envelope.acks != -1:
-            return
-        partitions = self.replica_manager.partitions
-        for tp, status in envelope.response.items():
-            if status.error == Errors.NONE:
-                partition = partitions[tp]
-                # The leader's own log first: an ISR of the leader alone acknowledges inside the append.
-                self.checker.on_log_end(tp, self.replica_manager.broker_id, partition.log_end_offset, now)
-                self.checker.on_acked(tp, status.last_offset + 1, -1, now, envelope.request_id)
+        partition = self.replica_manager.partitions[tp]
+        # The leader's own log first: an ISR of the leader alone acknowledges inside the append.
+        self.checker.on_log_end(tp, self.replica_manager.broker_id, partition.log_end_offset, now)
+        self.checker.on_acked(tp, required_offset, -1, now)
 
     def after_handle(self, envelope: RequestEnvelope) -> None:
         body = envelope.body
@@ -105,7 +108,7 @@ class EngineInvariants:
     # --- ISR and replicas --------------------------------------------------------------------------
 
     def _report_isr(self, tp: TopicPartition, isr: Iterable[int]) -> None:
-        self.checker.on_isr_change(tp, [r for r in isr if r not in self._excluded], self.env.now)
+        self.checker.on_isr_change(tp, isr, self.env.now, may_lose_data=self._excluded)
 
     def on_alter_partition_submit(self, tp: TopicPartition, request: LeaderAndIsr) -> None:
         partition = self.replica_manager.partitions.get(tp)

@@ -9,9 +9,12 @@ Checked rules:
 * no delayed operation completes twice (spec §2.1: exactly-once `onComplete`);
 * every request gets exactly one outcome -- a response or a recorded client timeout -- and none is
   left without one after its client-side deadline (`at_end`);
-* a successful acks=all produce is acknowledged only while |maximal ISR| >= effective min ISR, every
-  replica in the maximal ISR has the acknowledged offsets at that moment, and a replica keeps them for
-  as long as it stays in the ISR (spec §3.2 C.2 and §6.3: HW = min LEO over the maximal ISR).
+* an acks=all produce's partition is settled with NONE only while |maximal ISR| >= effective min ISR
+  (Kafka's ``Partition.checkEnoughReplicasReachOffset``), every replica in the maximal ISR has the
+  acknowledged offsets at that moment, and a replica keeps them for as long as it stays in the ISR
+  (``Partition.maybeIncrementLeaderHW``: HW = min LEO over the maximal ISR). A replica that crashed is
+  still counted in the maximal ISR -- the leader does not know until it removes it -- but is no longer
+  held to the data: Kafka does not fsync, so its restart may lose what it had.
 """
 
 from __future__ import annotations
@@ -66,10 +69,13 @@ class _BitSet:
 
 
 class _PartitionState:
-    __slots__ = ("isr", "min_isr", "log_end", "bound")
+    __slots__ = ("isr", "held", "min_isr", "log_end", "bound")
 
     def __init__(self, isr: set[int], min_isr: int) -> None:
+        # The leader's maximal ISR (what min ISR is compared with), and its members held to keep
+        # acknowledged data (all but those that crashed since they joined it).
         self.isr = isr
+        self.held = set(isr)
         self.min_isr = min_isr
         # replica id -> its log end offset as last reported by the engine (the replica's own log)
         self.log_end: dict[int, int] = {}
@@ -172,14 +178,18 @@ class InvariantChecker:
             return
         self._partitions[tp] = _PartitionState(set(isr), effective_min_isr)
 
-    def on_isr_change(self, tp: Hashable, isr: Iterable[int], now: float) -> None:
-        """The maximal ISR of `tp` changed (spec §6.1: committed ISR plus a pending expansion). A replica
-        that leaves is no longer bound to keep acknowledged data."""
+    def on_isr_change(
+        self, tp: Hashable, isr: Iterable[int], now: float, may_lose_data: Iterable[int] = ()
+    ) -> None:
+        """The maximal ISR of `tp` is now `isr` (spec §6.1: committed ISR plus a pending expansion); its
+        members in `may_lose_data` (crashed replicas the leader still counts) need not keep acknowledged
+        data. A replica that leaves the ISR, or may lose data, is no longer bound to keep it."""
         if not self.enabled:
             return
         state = self._partitions[tp]
         state.isr = set(isr)
-        for replica in [r for r in state.bound if r not in state.isr]:
+        state.held = state.isr.difference(may_lose_data)
+        for replica in [r for r in state.bound if r not in state.held]:
             del state.bound[replica]
 
     def on_log_end(self, tp: Hashable, replica_id: int, log_end_offset: int, now: float) -> None:
@@ -199,8 +209,9 @@ class InvariantChecker:
             )
 
     def on_acked(self, tp: Hashable, end_offset: int, acks: int, now: float, request_id: int | None = None) -> None:
-        """The leader answered a produce for `tp` with error NONE; the batch ends before `end_offset`
-        (its last offset + 1, Kafka's requiredOffset)."""
+        """The leader settled a produce's partition `tp` with error NONE (for acks=all: the moment
+        DelayedProduce.tryComplete decided it, which may be well before the response goes out); the
+        batch ends before `end_offset` (its last offset + 1, Kafka's requiredOffset)."""
         if not self.enabled:
             return
         self.checks += 1
@@ -212,7 +223,7 @@ class InvariantChecker:
                 f"acks=all produce acknowledged with ISR {sorted(state.isr)} smaller than min ISR {state.min_isr}",
                 time_ms=now, partition=tp, request_id=request_id,
             )
-        for replica in sorted(state.isr):
+        for replica in sorted(state.held):
             leo = state.log_end.get(replica, -1)
             if leo < end_offset:
                 raise InvariantViolation(

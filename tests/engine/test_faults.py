@@ -131,3 +131,49 @@ def test_dropped_produce_response_times_out_on_the_client() -> None:
     assert np.isnan(timed_out["client_receive_ms"].to_numpy(dtype=float)).all()
     failed = result.records[result.records["error"] == int(Errors.REQUEST_TIMED_OUT)]
     assert len(failed) >= 1
+
+
+@pytest.mark.parametrize("pause", ["30.5s", "31s", "40s"])
+def test_follower_paused_longer_than_its_request_timeout_carries_on(pause: str) -> None:
+    # The fetch in flight when the pause began was answered during the pause; its request timeout
+    # (30 s) passed during the pause too. Kafka's NetworkClient.poll reads the waiting response before
+    # it looks for timed-out requests, so the follower appends it and fetches again.
+    resume_ms = 1_000 + float(pause.rstrip("s")) * 1000
+    engine = Engine(
+        scenario(
+            duration=f"{resume_ms / 1000 + 2}s",
+            consumers=[consumer("c1")],
+            faults=[{"type": "pause", "target": "follower-1", "at": "1s", "duration": pause}],
+        )
+    )
+    result = engine.run()
+    fetches = result.requests[result.requests["client"] == "follower-1"]
+    waited = fetches[(fetches["client_send_ms"] < 1_000) & (fetches["client_receive_ms"] >= 1_000)]
+    assert len(waited) == 1
+    assert not waited["client_timeout"].any()
+    # Its response came in during the pause; the next fetch goes out at the resume, after the append.
+    later = fetches[fetches["client_send_ms"] > waited["client_send_ms"].iloc[0]]
+    assert resume_ms <= later["client_send_ms"].min() < resume_ms + 5
+    assert not later["client_timeout"].any()
+    leader = next(iter(engine.components.replica_manager.partitions.values()))
+    follower_log = engine.components.followers[0].partitions[leader.topic_partition].log
+    assert leader.log_end_offset - follower_log.log_end_offset <= 1
+
+
+def test_follower_fetch_is_answered_when_its_response_arrives_not_when_a_slow_append_ends() -> None:
+    # A disk 100 000 times slower makes appending one fetch response take minutes, far past the follower's
+    # 30 s request timeout and the end of the run. The request itself was answered when the response
+    # arrived (NetworkClient completes it on receipt); the append is the fetcher thread's work after it.
+    engine = Engine(
+        scenario(
+            duration="34s",
+            producers=[producer("p1", acks=1, rate="50/s", record_size="1KiB")],
+            faults=[{"type": "slow_disk", "target": "follower-1", "at": "500ms", "duration": "100s", "factor": 100_000}],
+        )
+    )
+    result = engine.run()  # before: "request(s) got neither a response nor a client timeout by their deadline"
+    last = result.requests[result.requests["client"] == "follower-1"].iloc[-1]
+    # The last fetch was answered at ~3 s; appending its ~25 batches takes ~60 s, past its deadline.
+    assert last["client_receive_ms"] < 4_000 and last["client_send_ms"] + 30_000 < 34_000
+    assert last["error"] == int(Errors.NONE) and not last["client_timeout"]
+    assert engine.components.followers[0].unfinished() == []

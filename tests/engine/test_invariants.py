@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+from kafkasim import load_scenario
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.partition import Partition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.scheduling import Call
 from kafkasim.run.engine import Engine
@@ -85,3 +88,64 @@ def test_a_crashed_follower_truncating_to_its_hw_is_not_a_violation() -> None:
     )
     result = engine.run()
     assert result.summary["counters"]["invariant_checks"] > 100
+
+
+PAUSE_AND_CRASH = """
+name: pause-and-crash
+description: RF 4, min ISR 4; follower 3 paused for 1.92 s, follower 1 crashes during the pause
+seed: 862314
+duration: 5s
+warmup: 0s
+broker: {num.io.threads: 1, num.network.threads: 3, replica.lag.time.max.ms: 2000}
+topics: [{name: t0, partitions: 1, replication.factor: 4, min.insync.replicas: 4}]
+followers:
+  link: {latency: {type: uniform, low: 0.1ms, high: 5ms}}
+  replica.fetch.wait.max.ms: 0
+  replica.fetch.max.bytes: 16KiB
+  replica.fetch.min.bytes: 1
+producers:
+  - {name: p1, topic: t0, acks: all, rate: 2000/s, linger.ms: 0, record_size: 100B, request.timeout.ms: 500,
+     max.in.flight.requests.per.connection: 1, partitioner: round_robin, delivery.timeout.ms: 1000}
+consumers: []
+faults:
+  - {type: crash, target: follower-1, at: 3.29s, restart_after: 2.53s}
+  - {type: pause, target: follower-3, at: 1.69s, duration: 1.92s}
+"""
+
+
+def test_a_crashed_follower_still_in_the_isr_counts_toward_min_isr() -> None:
+    # Follower 1 crashes at 3.29 s with its log at the leader's LEO; the leader does not know (no fencing
+    # within replica.lag.time.max.ms), so it stays in the maximal ISR. When paused follower 3 catches up
+    # at ~3.63 s the HW reaches the waiting produce's offset and Kafka answers NONE:
+    # Partition.checkEnoughReplicasReachOffset compares min.insync.replicas (4) with |maximal ISR| (4).
+    engine = Engine(load_scenario(PAUSE_AND_CRASH))
+    partition = next(iter(engine.components.replica_manager.partitions.values()))
+    acked_with_crashed_member: list[float] = []
+    checker = engine.invariants.checker  # type: ignore[union-attr]
+    on_acked = checker.on_acked
+
+    def watch(tp: Any, end_offset: int, acks: int, now: float, request_id: int | None = None) -> None:
+        if engine.components.followers[0].crashed and 1 in partition.maximal_isr:
+            acked_with_crashed_member.append(now)
+        on_acked(tp, end_offset, acks, now, request_id)
+
+    checker.on_acked = watch  # type: ignore[method-assign]
+    result = engine.run()
+    assert acked_with_crashed_member and min(acked_with_crashed_member) > 3_610
+    assert result.summary["counters"]["invariant_checks"] > 1000
+
+
+def test_an_acks_all_partition_settled_before_the_followers_have_it_stops_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A broken broker whose DelayedProduce settles a partition at once (HW ignored): the check runs at the
+    # moment of that decision (DelayedProduce.tryComplete), here inside the first produce's handling.
+    def at_once(self: Partition, required_offset: int) -> tuple[bool, Errors]:
+        return True, Errors.NONE
+
+    monkeypatch.setattr(Partition, "check_enough_replicas_reach_offset", at_once)
+    engine = _engine()
+    with pytest.raises(InvariantViolation, match=r"acknowledged, but ISR replica 1's log ends at -1") as caught:
+        engine.run()
+    first = engine.components.producers[0]
+    assert caught.value.partition is not None and first.records_sent == 1

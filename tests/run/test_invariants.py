@@ -96,6 +96,26 @@ def test_isr_replica_keeps_acknowledged_data_until_it_leaves_the_isr():
     c.on_log_end("t-0", 1, 7, 4.0)  # out of the ISR: truncation is allowed
 
 
+def test_a_crashed_isr_replica_counts_toward_min_isr_but_need_not_keep_acknowledged_data():
+    # Kafka's Partition.checkEnoughReplicasReachOffset compares min.insync.replicas with the maximal ISR,
+    # which keeps a crashed follower until the leader removes it; the crashed follower's unflushed data may
+    # be gone when it restarts, so it is not held to the acknowledged offsets.
+    c = InvariantChecker()
+    _partition(c, isr=(0, 1, 2), min_isr=3)
+    for r in (0, 1, 2):
+        c.on_log_end("t-0", r, 10, 1.0)
+    c.on_isr_change("t-0", [0, 1, 2], 2.0, may_lose_data=[1])
+    c.on_log_end("t-0", 0, 20, 3.0)
+    c.on_log_end("t-0", 2, 20, 3.0)
+    c.on_acked("t-0", 20, -1, 3.0)  # maximal ISR {0, 1, 2} still has 3 members
+    c.on_log_end("t-0", 1, 4, 4.0)  # its restart truncated it: not a violation
+    with pytest.raises(InvariantViolation, match="replica 2 is in the ISR but its log now ends at 15"):
+        c.on_log_end("t-0", 2, 15, 5.0)  # the others still must keep it
+    c.on_isr_change("t-0", [0, 2], 6.0)  # now really removed
+    with pytest.raises(InvariantViolation, match=r"ISR \[0, 2\] smaller than min ISR 3"):
+        c.on_acked("t-0", 20, -1, 7.0)
+
+
 def test_disabled_checker_checks_nothing():
     c = InvariantChecker(enabled=False)
     c.on_high_watermark("t-0", 9, 1, 0, 0.0)

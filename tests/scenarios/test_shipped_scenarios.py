@@ -328,3 +328,16 @@ def test_gc_paused_follower_makes_acks_all_produces_time_out_without_leaving_the
     # acks=1 never noticed.
     acks_1 = result.records[result.records["producer"] == "metrics-acks-1"]
     assert set(acks_1["error"]) == {0} and acks_1["produce_latency_ms"].max() < 50.0
+
+
+def test_gc_paused_follower_past_the_lag_time_leaves_the_isr_and_resumes() -> None:
+    # The description's "Try --set faults[0].duration=40s": the pause outlasts replica.lag.time.max.ms
+    # and the follower's own 30 s request timeout; it used to crash the run when the pause ended.
+    result = run(load("gc_paused_follower", "faults[0].duration=40s", "duration=60s"))
+    counters = result.summary["counters"]
+    assert counters["isr_shrinks"] == 1 and counters["isr_expands"] == 1  # out at the 45 s check, back after
+    # Out of the ISR while still paused: acks=all succeeds again without it.
+    without = batches(result, "orders-acks-all", 46_000, 50_000)
+    assert len(without) > 0 and set(without["error"]) == {0} and without["produce_latency_ms"].max() < 50.0
+    fetches = result.requests[result.requests["client"] == "follower-2"]
+    assert (fetches["client_send_ms"] > 50_000).sum() > 10  # fetching again after the pause

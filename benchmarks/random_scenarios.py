@@ -1,0 +1,425 @@
+"""Random valid scenarios with faults, run with invariants on: every one must finish cleanly.
+
+``scenario_text(seed)`` writes a scenario as a user would -- YAML text, Kafka's keys, human units -- and
+``load(seed)`` reads it through ``kafkasim.load_scenario``, so what is tested is what users write. A seed
+draws: 1-3 topics (1-4 partitions, replication factor 1-5, any legal min.insync.replicas, sometimes tiny
+segment.bytes / segment.ms, retention.bytes / retention.ms), 0-3 producers (acks 0/1/all, rate, arrival,
+record sizes, linger, batch size, in-flight limit, timeouts, partitioner), 0-3 consumers, broker threads and
+lag time, follower fetch settings, link latencies and bandwidths, and 0-6 faults of every type (pause of a
+follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop) at random
+times, overlapping or not, some lasting past the end. Total load is bounded so a run of a few simulated
+seconds takes well under a second of CPU; one scenario in ten runs 31-40 s at a tenth of the load.
+
+    uv run python benchmarks/random_scenarios.py --count 500 --seed 1          # the big run
+    uv run python benchmarks/random_scenarios.py --count 500 --seed 1 --duration 2s
+    uv run python benchmarks/random_scenarios.py --show 17                      # print scenario 17's YAML
+
+The report: how many ran, how many failed, failures grouped by exception type and message (numbers
+masked), the seeds of each group, and wall time per scenario. ``tests/engine/test_random_scenarios.py``
+runs a fixed handful of the same scenarios in the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import signal
+import sys
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import yaml
+
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+MAX_TOTAL_RATE = 3000.0  # records/s over all producers: keeps a run of a few simulated seconds cheap
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}ms".replace(".000ms", "ms")
+
+
+def _latency(rng: random.Random, low_ms: float, high_ms: float) -> Any:
+    """A one-way latency distribution in [low, high] ms, in one of the forms a file can use."""
+    a = rng.uniform(low_ms, high_ms)
+    b = rng.uniform(low_ms, high_ms)
+    lo, hi = min(a, b), max(a, b) + 0.001
+    kind = rng.choice(["constant", "uniform", "lognormal", "exponential", "empirical"])
+    if kind == "constant":
+        return _ms(lo)
+    if kind == "uniform":
+        return {"type": "uniform", "low": _ms(lo), "high": _ms(hi)}
+    if kind == "lognormal":
+        return {"type": "lognormal", "median": _ms(lo), "p99": _ms(hi)}
+    if kind == "exponential":
+        return {"type": "exponential", "mean": _ms(lo)}
+    return {"type": "empirical", "values": [_ms(lo), _ms(hi)], "weights": [rng.randint(1, 99), rng.randint(1, 9)]}
+
+
+def _link(rng: random.Random) -> dict[str, Any]:
+    link: dict[str, Any] = {"latency": _latency(rng, 0.05, rng.choice([1.0, 5.0, 30.0]))}
+    if rng.random() < 0.4:
+        link["bandwidth"] = rng.choice(["10Mbit/s", "100Mbit/s", "1Gbit/s", "10Gbit/s"])
+    if rng.random() < 0.2:
+        link[rng.choice(["to_broker", "from_broker"])] = {"latency": _latency(rng, 0.05, 10.0)}
+    return link
+
+
+def _record_size(rng: random.Random) -> Any:
+    kind = rng.choice(["constant", "constant", "uniform", "lognormal", "exponential"])
+    if kind == "constant":
+        return f"{rng.choice([1, 10, 100, 512, 1024, 4096, 20_000])}B"
+    if kind == "uniform":
+        low = rng.randint(1, 2000)
+        return {"type": "uniform", "low": f"{low}B", "high": f"{low + rng.randint(0, 8000)}B"}
+    if kind == "lognormal":
+        median = rng.randint(10, 2000)
+        return {"type": "lognormal", "median": f"{median}B", "p99": f"{median * rng.randint(2, 20)}B"}
+    return {"type": "exponential", "mean": f"{rng.randint(10, 4000)}B"}
+
+
+def _topic(rng: random.Random, index: int) -> dict[str, Any]:
+    rf = rng.randint(1, 5)
+    topic: dict[str, Any] = {
+        "name": f"t{index}",
+        "partitions": rng.choice([1, 1, 2, 3, 4]),
+        "replication.factor": rf,
+        "min.insync.replicas": rng.randint(1, rf),
+    }
+    if rng.random() < 0.4:
+        topic["segment.bytes"] = rng.choice([14, 100, 1000, 4096, 16 * 1024, 1024 * 1024])
+    if rng.random() < 0.2:
+        topic["segment.ms"] = rng.choice([50, 200, 1000, 5000])
+    if rng.random() < 0.1:
+        topic["segment.index.bytes"] = rng.choice([8, 64, 1024])
+        topic["index.interval.bytes"] = rng.choice([0, 100, 4096])
+    if rng.random() < 0.3:
+        topic["retention.bytes"] = rng.choice([0, 100, 10_000, 1024 * 1024])
+    if rng.random() < 0.3:
+        topic["retention.ms"] = rng.choice([0, 100, 1000, 10_000])
+    if rng.random() < 0.1:
+        topic["max.message.bytes"] = rng.choice([100, 2000, 20_000])
+    return topic
+
+
+def _producer(rng: random.Random, index: int, topics: list[str], rate: float) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "name": f"p{index}",
+        "topic": rng.choice(topics),
+        "acks": rng.choice(["all", "all", 1, 0]),
+        "rate": f"{rate:.0f}/s",
+        "record_size": _record_size(rng),
+    }
+    arrival = rng.choice(["poisson", "poisson", "constant", "on_off"])
+    if arrival == "on_off":
+        p["arrival"] = {
+            "type": "on_off",
+            "on": _ms(rng.uniform(50, 1000)),
+            "off": _ms(rng.uniform(0, 1000)),
+            "pattern": rng.choice(["poisson", "constant"]),
+        }
+    else:
+        p["arrival"] = arrival
+    if rng.random() < 0.7:
+        p["linger.ms"] = rng.choice([0, 0, 1, 5, 20])
+    if rng.random() < 0.5:
+        p["batch.size"] = rng.choice([0, 100, 1024, 16_384, 65_536])
+    if rng.random() < 0.5:
+        p["max.in.flight.requests.per.connection"] = rng.randint(1, 5)
+    if rng.random() < 0.6:
+        p["request.timeout.ms"] = rng.choice([50, 200, 500, 1000, 5000, 30_000])
+    if rng.random() < 0.6:
+        p["partitioner"] = rng.choice(["sticky", "round_robin", "random"])
+    if rng.random() < 0.3:
+        p["link"] = _link(rng)
+    return p
+
+
+def _consumer(rng: random.Random, index: int, topics: list[str], long_run: bool) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": f"c{index}", "topic": rng.choice(topics)}
+    # A long run keeps idle polling cheap: no busy polling (max wait 0, min bytes 0) for 30 s.
+    if rng.random() < 0.5:
+        c["fetch.min.bytes"] = rng.choice([1, 1024, 64 * 1024] if long_run else [0, 1, 1024, 64 * 1024])
+    if rng.random() < 0.5:
+        c["fetch.max.wait.ms"] = rng.choice([100, 500] if long_run else [0, 10, 100, 500])
+    if rng.random() < 0.3:
+        c["max.partition.fetch.bytes"] = rng.choice([0, 100, 4096, 1024 * 1024])
+    if rng.random() < 0.3:
+        # fetch.max.bytes 0 caps fetch.min.bytes to 0 (KafkaApis.handleFetchRequest): never parked.
+        c["fetch.max.bytes"] = rng.choice([1000, 64 * 1024] if long_run else [0, 1000, 64 * 1024])
+    if rng.random() < 0.5:
+        c["request.timeout.ms"] = rng.choice([100, 300, 1000, 30_000])
+    if rng.random() < 0.3:
+        c["link"] = _link(rng)
+    return c
+
+
+FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0  # kafkasim.clients.follower.FOLLOWER_REQUEST_TIMEOUT_MS
+
+
+def _fault_window(rng: random.Random, duration_ms: float, timescales: list[float]) -> tuple[float, float]:
+    """(start, length) of a fault. Lengths near the timescales that matter (the target's request timeout,
+    replica.lag.time.max.ms, long-poll waits) are where state machines change course, so two in five
+    lengths are one of those give or take 30%; a fault that fits is usually placed so it ends in the run."""
+    pick = rng.random()
+    if pick < 0.4:
+        length = rng.choice(timescales) * rng.uniform(0.7, 1.3)
+    elif pick < 0.55:
+        length = rng.uniform(0.001, 20.0)
+    elif pick < 0.85:
+        length = rng.uniform(1.0, duration_ms / 2)
+    else:
+        length = rng.uniform(1.0, duration_ms * 1.5)  # may outlast the run
+    if rng.random() < 0.05:
+        at = 0.0
+    elif length < duration_ms * 0.95 and rng.random() < 0.8:
+        at = rng.uniform(0.0, duration_ms * 0.95 - length)
+    else:
+        at = rng.uniform(0.0, duration_ms * 0.95)
+    return round(at, 3), round(max(length, 0.001), 3)
+
+
+def _boundary_fault(rng: random.Random, duration_ms: float, timeouts: dict[str, float]) -> dict[str, Any] | None:
+    """A pause or link fault lasting just past its target's request timeout and ending inside the run:
+    what was in flight times out while the target is stopped, and the response that waited meets the
+    timeout that passed when it resumes."""
+    fitting = [t for t, timeout in timeouts.items() if timeout * 1.1 < duration_ms * 0.95]
+    if not fitting:
+        return None
+    target = rng.choice(fitting)
+    length = timeouts[target] * rng.uniform(1.01, 1.1)
+    at = rng.uniform(0.0, duration_ms * 0.95 - length)
+    kind = rng.choice(["pause", "pause", "link_drop", "link_delay"])
+    fault: dict[str, Any] = {"type": kind, "target": target, "at": _ms(round(at, 3)), "duration": _ms(round(length, 3))}
+    if kind == "link_delay":
+        fault["extra"] = _ms(round(timeouts[target] * rng.uniform(0.5, 1.1), 3))
+    return fault
+
+
+def _faults(
+    rng: random.Random, duration_ms: float, lag_ms: float, timeouts: dict[str, float]
+) -> list[dict[str, Any]]:
+    """0-6 faults, plus in one run out of three a fault just past a request timeout (``timeouts``: every
+    possible target -> its request timeout)."""
+    faults: list[dict[str, Any]] = []
+    followers = [t for t in timeouts if t.startswith("follower-")]
+    kinds = ["pause", "link_delay", "link_drop"] + (["slow_disk", "crash", "crash"] if followers else [])
+    targets_any = list(timeouts)
+    if not targets_any:
+        return faults
+    if rng.random() < 1 / 3:
+        boundary = _boundary_fault(rng, duration_ms, timeouts)
+        if boundary is not None:
+            faults.append(boundary)
+    for _ in range(rng.choice([0, 1, 2, 2, 3, 4, 6])):
+        kind = rng.choice(kinds)
+        candidates = followers if kind in ("slow_disk", "crash") else targets_any
+        previous = faults[-1] if faults else None
+        pile_on = previous is not None and previous["target"] in candidates and rng.random() < 0.4
+        target = previous["target"] if pile_on and previous is not None else rng.choice(candidates)
+        at, length = _fault_window(rng, duration_ms, [timeouts[target], lag_ms, 500.0])
+        if pile_on and previous is not None:
+            # A second fault on the previous one's target, starting inside its window.
+            at = round(min(duration_ms * 0.95, float(previous["at"].removesuffix("ms")) + rng.uniform(0, 50)), 3)
+        fault: dict[str, Any] = {"type": kind, "target": target, "at": _ms(at)}
+        if kind == "crash":
+            if rng.random() < 0.7:
+                fault["restart_after"] = _ms(length)
+        else:
+            fault["duration"] = _ms(length)
+        if kind == "slow_disk":
+            fault["factor"] = rng.choice([0.5, 2, 10, 100, 1000, 1e5])
+        if kind == "link_delay":
+            fault["extra"] = _latency(rng, 0.1, rng.choice([5.0, 100.0, 1000.0, timeouts[target] / 2]))
+        if kind in ("link_delay", "link_drop") and rng.random() < 0.6:
+            fault["direction"] = rng.choice(["both", "to_broker", "from_broker"])
+        faults.append(fault)
+    return faults
+
+
+def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
+    """The scenario of ``seed`` as the mapping its YAML file holds (keys as a user writes them)."""
+    rng = random.Random(seed)
+    # One in ten runs past 30 s, at a tenth of the load: the first retention pass (LogManager's 30 s
+    # initial delay) and the 30 s follower request timeout happen only in runs that long.
+    long_run = rng.random() < 0.1
+    if duration is not None:
+        duration_ms = _duration_ms(duration)
+        long_run = duration_ms > 30_000
+    else:
+        duration_ms = rng.uniform(31_000, 40_000) if long_run else float(rng.choice([1000, 2000, 3000]))
+    lag = rng.choice([300, 1000, 2000, 30_000])
+    data: dict[str, Any] = {
+        "name": f"random-{seed}",
+        "description": f"random scenario {seed} (benchmarks/random_scenarios.py)",
+        "seed": rng.randint(0, 2**31),
+        "duration": _ms(round(duration_ms, 3)),
+        "warmup": _ms(rng.choice([0.0, duration_ms / 4])),
+        "sample_interval": _ms(rng.choice([20.0, 100.0, duration_ms / 3])),
+        "broker": {
+            "num.io.threads": rng.choice([1, 2, 8]),
+            "num.network.threads": rng.choice([1, 3]),
+            "replica.lag.time.max.ms": lag,
+        },
+    }
+    broker = data["broker"]
+    if rng.random() < 0.3:
+        broker["queued.max.requests"] = rng.choice([1, 5, 50, 500])
+    if rng.random() < 0.3:
+        broker["log.retention.check.interval.ms"] = rng.choice([100, 1000])
+    if rng.random() < 0.3:
+        broker["alter_partition_latency"] = _latency(rng, 0.1, 200.0)
+    if rng.random() < 0.15:
+        # A slow broker: handler and network threads become the bottleneck.
+        broker["costs"] = {"request": _latency(rng, 0.01, 5.0), "network_read": _latency(rng, 0.001, 1.0)}
+    topics = [_topic(rng, i) for i in range(rng.choice([1, 1, 2, 3]))]
+    data["topics"] = topics
+    names = [t["name"] for t in topics]
+    max_rf = max(t["replication.factor"] for t in topics)
+    waits = [100, min(500, lag)] if long_run else [0, 10, 100, min(500, lag)]
+    followers: dict[str, Any] = {"replica.fetch.wait.max.ms": rng.choice(waits)}
+    if rng.random() < 0.5:
+        followers["replica.fetch.min.bytes"] = rng.choice([1, 1024, 64 * 1024])
+    if rng.random() < 0.5:
+        followers["replica.fetch.max.bytes"] = rng.choice([100, 4096, 16 * 1024, 1024 * 1024])
+    if rng.random() < 0.3:
+        followers["replica.fetch.response.max.bytes"] = rng.choice([1000, 64 * 1024])
+    if rng.random() < 0.5:
+        followers["replica.fetch.backoff.ms"] = rng.choice([10, 100, 1000])
+    if rng.random() < 0.6:
+        followers["link"] = _link(rng)
+    if rng.random() < 0.15:
+        followers["costs"] = {"append": _latency(rng, 0.001, 5.0)}
+    data["followers"] = followers
+    n_producers = rng.choice([0, 1, 1, 2, 3])
+    rates = [10 ** rng.uniform(0.5, 3.5) for _ in range(n_producers)]
+    max_rate = MAX_TOTAL_RATE / 10 if long_run else MAX_TOTAL_RATE
+    scale = min(1.0, max_rate / sum(rates)) if rates else 1.0
+    data["producers"] = [_producer(rng, i, names, max(1.0, r * scale)) for i, r in enumerate(rates)]
+    data["consumers"] = [_consumer(rng, i, names, long_run) for i in range(rng.choice([0, 1, 1, 2, 3]))]
+    data["network"] = {"default_link": _link(rng)}
+    timeouts = {f"follower-{k}": FOLLOWER_REQUEST_TIMEOUT_MS for k in range(1, max_rf)}
+    for client in [*data["producers"], *data["consumers"]]:
+        timeouts[client["name"]] = float(client.get("request.timeout.ms", 30_000))
+    data["faults"] = _faults(rng, duration_ms, float(lag), timeouts)
+    return data
+
+
+def _duration_ms(text: str) -> float:
+    from kafkasim.scenario.units import parse_duration
+
+    return float(parse_duration(text))
+
+
+def scenario_text(seed: int, duration: str | None = None) -> str:
+    """The scenario of ``seed`` as a YAML file."""
+    return yaml.dump(scenario_data(seed, duration), Dumper=_Dumper, sort_keys=False, width=120)
+
+
+def load(seed: int, duration: str | None = None) -> Any:
+    """The scenario of ``seed``, read by ``kafkasim.load_scenario`` like a user's file."""
+    from kafkasim import load_scenario
+
+    return load_scenario(scenario_text(seed, duration))
+
+
+def run(seed: int, duration: str | None = None) -> Any:
+    """Load and run the scenario of ``seed`` with invariants on; returns its RunResult."""
+    from kafkasim.run import run_scenario
+
+    scenario = load(seed, duration)
+    assert scenario.invariants
+    return run_scenario(scenario)
+
+
+# --- the big run -------------------------------------------------------------------------------------
+
+
+class WallTimeout(Exception):
+    pass
+
+
+@contextmanager
+def _wall_limit(seconds: float) -> Iterator[None]:
+    """Raise WallTimeout in the running scenario after ``seconds`` (a hang, e.g. an event loop at one time)."""
+
+    def expire(_signum: int, _frame: Any) -> None:
+        raise WallTimeout(f"still running after {seconds:g} s of wall time")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def failure_signature(error: BaseException) -> str:
+    """Exception type and message with numbers masked, plus the innermost kafkasim frame: one per defect."""
+    message = re.sub(r"\d+(\.\d+)?", "N", str(error).splitlines()[0] if str(error) else "")[:160]
+    where = ""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if "/kafkasim/" in frame.filename:
+            where = f" @ {frame.filename.split('/kafkasim/')[-1]}:{frame.name}"
+            break
+    return f"{type(error).__name__}: {message}{where}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=100, help="scenarios to run (seeds seed..seed+count-1)")
+    parser.add_argument("--seed", type=int, default=1, help="first seed")
+    parser.add_argument("--duration", default=None, help="simulated duration of every scenario (default: 1-3 s)")
+    parser.add_argument("--wall-limit", type=float, default=120.0, help="wall seconds before a run counts as hung")
+    parser.add_argument("--show", type=int, default=None, help="print the YAML of this seed and exit")
+    args = parser.parse_args(argv)
+    if args.show is not None:
+        print(scenario_text(args.show, args.duration), end="")
+        return 0
+    from kafkasim.scenario import ScenarioError
+
+    failures: dict[str, list[int]] = defaultdict(list)
+    invalid: dict[str, list[int]] = defaultdict(list)
+    walls: list[tuple[float, int]] = []
+    started = time.perf_counter()
+    for seed in range(args.seed, args.seed + args.count):
+        t0 = time.perf_counter()
+        try:
+            with _wall_limit(args.wall_limit):
+                run(seed, args.duration)
+        except ScenarioError as error:  # the generator wrote something the loader refuses: its own bug
+            invalid[failure_signature(error)].append(seed)
+        except Exception as error:  # noqa: BLE001 - every failure is a finding, grouped below
+            failures[failure_signature(error)].append(seed)
+        wall = time.perf_counter() - t0
+        walls.append((wall, seed))
+        done = seed - args.seed + 1
+        if done % 25 == 0 or done == args.count:
+            bad = sum(map(len, failures.values())) + sum(map(len, invalid.values()))
+            print(f"  {done}/{args.count} run, {bad} failed, {time.perf_counter() - started:.0f} s", flush=True)
+    total = time.perf_counter() - started
+    n_failed = sum(map(len, failures.values()))
+    n_invalid = sum(map(len, invalid.values()))
+    print(f"\n{args.count} scenarios (seeds {args.seed}..{args.seed + args.count - 1}): "
+          f"{args.count - n_failed - n_invalid} clean, {n_failed} failed, {n_invalid} refused by the loader")
+    for title, groups in (("failures", failures), ("refused by the loader (generator bugs)", invalid)):
+        if groups:
+            print(f"\n{title}:")
+            for signature, seeds in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+                shown = ", ".join(map(str, seeds[:12])) + (" ..." if len(seeds) > 12 else "")
+                print(f"  {len(seeds):4d}  {signature}\n        seeds: {shown}")
+    walls.sort()
+    p50 = walls[len(walls) // 2][0] if walls else 0.0
+    slowest = walls[-1] if walls else (0.0, -1)
+    print(f"\nwall: {total:.1f} s total, {p50:.2f} s median per scenario, slowest {slowest[0]:.2f} s (seed {slowest[1]})")
+    return 1 if n_failed or n_invalid else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""A fetcher's request timeout against responses, pauses and append work (follower and consumer).
+
+Kafka's ``NetworkClient.poll`` reads the responses waiting in the socket (``handleCompletedReceives``)
+before it looks for timed-out requests (``handleTimedOutRequests``), and a request whose response was
+received is no longer in flight. So:
+
+* a response that arrived while the client was paused (a GC pause, SIGSTOP) is processed when it
+  resumes, even when the pause outlasted the request timeout;
+* once the replica fetcher has its response, appending it takes the thread's time, but the request
+  can no longer time out.
+
+The clients run here on a bare SimPy environment with a scripted connection: the test decides when each
+response arrives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simpy
+
+from kafkasim.broker.config import LogConfig
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import LogReadResult
+from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
+from kafkasim.broker.log_segment import FetchDataInfo
+from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.clients.consumer import Consumer
+from kafkasim.clients.follower import FOLLOWER_REQUEST_TIMEOUT_MS, Follower
+from kafkasim.clients.messages import RequestEnvelope
+from kafkasim.clients.producer import IdSource
+from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig
+
+TP = TopicPartition("t", 0)
+
+
+class ScriptedConnection:
+    """Keeps what the client sends; the test answers with ``respond``."""
+
+    def __init__(self, sent: list[RequestEnvelope]) -> None:
+        self.sent = sent
+        self.closed = False
+
+    def send(self, envelope: RequestEnvelope) -> None:
+        envelope.connection = self
+        self.sent.append(envelope)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Recorder:
+    """What the engine's recorder does with a finished request: keep its row, drop the response."""
+
+    def __init__(self) -> None:
+        self.finished: list[RequestEnvelope] = []
+        self.consumed: list[int] = []
+
+    def request_finished(self, envelope: RequestEnvelope) -> None:
+        self.finished.append(envelope)
+        envelope.response = None  # RunRecorder._write frees it once both sides are done
+
+    def batch_finished(self, *args: Any) -> None:
+        raise AssertionError("no producer here")
+
+    def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
+        self.consumed.append(batch.base_offset)
+
+
+class SimTime:
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+
+    def milliseconds(self) -> int:
+        return int(self.env.now)
+
+
+def _batch(base_offset: int, records: int = 10) -> RecordBatch:
+    return RecordBatch(records, 1000, 0, base_offset, "p", base_offset, 0)
+
+
+def _data(base_offset: int, hw: int) -> list[tuple[TopicPartition, LogReadResult]]:
+    batch = _batch(base_offset)
+    info = FetchDataInfo(LogOffsetMetadata(base_offset), [batch], batch.size_in_bytes)
+    return [(TP, LogReadResult(info, Errors.NONE, None, hw, 0, batch.next_offset))]
+
+
+def _at(env: simpy.Environment, t: float, fn: Any) -> None:
+    env.timeout(t - env.now).callbacks.append(lambda _e: fn())
+
+
+def _respond(env: simpy.Environment, t: float, envelope_of: Any, response: Any) -> None:
+    def deliver() -> None:
+        envelope = envelope_of()
+        envelope.response = response
+        envelope.client_receive_ms = env.now
+        envelope.end_ms = env.now  # the broker is done with it
+        envelope.on_response(envelope)
+
+    _at(env, t, deliver)
+
+
+def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, append_ms: float) -> Follower:
+    follower = Follower(
+        env,
+        1,
+        FollowerConfig(),
+        [(TP, LogConfig(), 0)],
+        SimTime(env),
+        lambda: ScriptedConnection(sent),
+        lambda: append_ms,
+        lambda: 0.0,
+        IdSource(),
+        recorder,
+    )
+    follower.start()
+    return follower
+
+
+def _consumer(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, timeout_ms: int) -> Consumer:
+    config = ConsumerConfig.model_validate({"name": "c1", "topic": "t", "request.timeout.ms": timeout_ms})
+    consumer = Consumer(env, config, [TP], lambda: ScriptedConnection(sent), IdSource(), recorder)
+    consumer.start()
+    return consumer
+
+
+def test_follower_paused_past_its_request_timeout_processes_the_response_that_waited() -> None:
+    # The response arrives during the pause, the request timeout passes during the pause too, and the
+    # append of the response takes time after the resume: the response wins, the timeout never fires.
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=5.0)
+    _at(env, 10.0, follower.pause)
+    _respond(env, 20.0, lambda: sent[0], _data(0, hw=0))
+    _at(env, 40_000.0, follower.resume)
+    env.run(until=40_100.0)
+    first = sent[0]
+    assert recorder.finished[0] is first and not first.client_timeout and first.error is None
+    assert follower.partitions[TP].log.log_end_offset == 10
+    assert len(sent) == 2 and sent[1].client_send_ms == 40_005.0  # next fetch after the 5 ms append
+
+
+def test_follower_response_that_arrived_after_the_deadline_during_a_pause_is_not_a_timeout() -> None:
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=5.0)
+    _at(env, 10.0, follower.pause)
+    _respond(env, 35_000.0, lambda: sent[0], _data(0, hw=0))  # after the 30 s deadline, still paused
+    _at(env, 40_000.0, follower.resume)
+    env.run(until=40_100.0)
+    assert [e.client_timeout for e in recorder.finished] == [False]
+    assert follower.partitions[TP].log.log_end_offset == 10
+
+
+def test_follower_request_cannot_time_out_while_its_response_is_being_appended() -> None:
+    # No pause: the response comes 10 ms before the deadline and its append (a slow disk) takes 100 ms.
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=100.0)
+    _respond(env, FOLLOWER_REQUEST_TIMEOUT_MS - 10.0, lambda: sent[0], _data(0, hw=0))
+    env.run(until=FOLLOWER_REQUEST_TIMEOUT_MS + 200.0)
+    assert [e.client_timeout for e in recorder.finished] == [False]
+    assert follower.partitions[TP].log.log_end_offset == 10
+    assert follower.unfinished() == [sent[1]]
+
+
+def test_follower_still_times_out_a_request_without_response_after_a_pause() -> None:
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=5.0)
+    _at(env, 10.0, follower.pause)
+    _at(env, 40_000.0, follower.resume)
+    env.run(until=40_100.0)
+    assert [e.client_timeout for e in recorder.finished] == [True]
+    assert recorder.finished[0].error == Errors.REQUEST_TIMED_OUT
+    assert follower.partitions[TP].delayed_until == 41_000.0  # every partition backs off
+
+
+def test_crashed_follower_drops_the_response_it_was_appending() -> None:
+    # The request was answered when its response arrived; the crash loses the append, not the answer.
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=100.0)
+    _respond(env, 20.0, lambda: sent[0], _data(0, hw=0))
+    _at(env, 50.0, follower.crash)
+    env.run(until=1_000.0)
+    assert recorder.finished == [sent[0]] and sent[0].error is None
+    assert follower.partitions[TP].log.log_end_offset == 0
+    assert follower.unfinished() == []
+
+
+def test_follower_request_is_finished_on_receipt_while_the_append_takes_longer() -> None:
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    follower = _follower(env, sent, recorder, append_ms=60_000.0)
+    _respond(env, 20.0, lambda: sent[0], _data(0, hw=0))
+    env.run(until=21.0)
+    assert recorder.finished == [sent[0]]  # answered at once, response dropped by the recorder...
+    env.run(until=60_100.0)
+    assert follower.partitions[TP].log.log_end_offset == 10  # ... and still appended a minute later
+    assert len(sent) == 2 and sent[1].client_send_ms == 60_020.0
+
+
+def test_consumer_paused_past_its_request_timeout_consumes_the_response_that_waited() -> None:
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    consumer = _consumer(env, sent, recorder, timeout_ms=1_000)
+    _at(env, 10.0, consumer.pause)
+    _respond(env, 1_500.0, lambda: sent[0], _data(0, hw=10))  # after the 1 s deadline, still paused
+    _at(env, 3_000.0, consumer.resume)
+    env.run(until=3_001.0)
+    assert [e.client_timeout for e in recorder.finished] == [False]
+    assert recorder.consumed == [0] and consumer.positions[TP] == 10
+    assert len(sent) == 2 and sent[1].client_send_ms == 3_000.0
+
+
+def test_consumer_pause_leaves_one_request_timer() -> None:
+    # The response came before the deadline, the deadline passed during the pause: after the resume the
+    # next fetch has exactly one timer (not one more per pause), which times it out at its own deadline.
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    consumer = _consumer(env, sent, recorder, timeout_ms=1_000)
+    _at(env, 10.0, consumer.pause)
+    _respond(env, 20.0, lambda: sent[0], _data(0, hw=10))
+    _at(env, 3_000.0, consumer.resume)
+    env.run(until=3_001.0)
+    assert len(sent) == 2
+    # Only timers are pending (the scripted connection schedules nothing; run(until) left its stop event).
+    assert sum(1 for entry in env._queue if entry[0] > env.now) == 1
+    env.run(until=4_001.0)
+    assert [e.client_timeout for e in recorder.finished] == [False, True]
+    assert recorder.finished[1] is sent[1] and sent[1].error == Errors.REQUEST_TIMED_OUT

@@ -1,0 +1,81 @@
+"""Random valid scenarios with faults (benchmarks/random_scenarios.py) run to the end with invariants on.
+
+A fixed set of generator seeds, read through ``kafkasim.load_scenario`` from the YAML text the generator
+writes, plus the scenarios the big run (``uv run python benchmarks/random_scenarios.py --count 500``)
+found broken, pinned as files under ``random_found/`` so they stay fixed whatever the generator becomes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkasim import load_scenario
+from kafkasim.run import run_scenario
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import random_scenarios  # noqa: E402
+
+SEEDS = range(1, 61)
+FOUND = sorted((Path(__file__).parent / "random_found").glob("*.yaml"))
+WALL_LIMIT_S = 60.0  # a hung run fails instead of blocking the suite
+
+
+def _run_clean(scenario: Any) -> None:
+    assert scenario.invariants
+    with random_scenarios._wall_limit(WALL_LIMIT_S):
+        result = run_scenario(scenario)
+    assert result.summary["simulated_duration_ms"] == scenario.duration
+    assert "interrupted_at_ms" not in result.summary
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_scenario_runs_clean(seed: int) -> None:
+    _run_clean(random_scenarios.load(seed))
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
+def test_scenario_found_by_the_generator_runs_clean(path: Path) -> None:
+    _run_clean(load_scenario(path))
+
+
+def test_the_fixed_set_covers_what_it_claims() -> None:
+    # The seeds above must keep exercising every fault type, crash with and without restart, every acks
+    # setting, replication factors 1-5, several producers and consumers, tiny segments and retention.
+    seen: Counter[str] = Counter()
+    for seed in SEEDS:
+        data = random_scenarios.scenario_data(seed)
+        for fault in data["faults"]:
+            seen[fault["type"]] += 1
+            if fault["type"] == "crash":
+                seen["crash+restart" if "restart_after" in fault else "crash-forever"] += 1
+        starts = sorted((float(f["at"].removesuffix("ms")), f["target"]) for f in data["faults"])
+        seen["faults-on-one-target"] += len(starts) - len({t for _, t in starts})
+        for p in data["producers"]:
+            seen[f"acks={p['acks']}"] += 1
+        seen["producers>1"] += len(data["producers"]) > 1
+        seen["consumers>1"] += len(data["consumers"]) > 1
+        for t in data["topics"]:
+            seen[f"rf={t['replication.factor']}"] += 1
+            seen["partitions>1"] += t["partitions"] > 1
+            seen["tiny-segments"] += t.get("segment.bytes", 1 << 30) <= 1000
+            seen["retention"] += "retention.bytes" in t or "retention.ms" in t
+        seen["long-run"] += float(data["duration"].removesuffix("ms")) > 30_000
+    wanted = [
+        "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
+        "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
+        "rf=1", "rf=2", "rf=3", "rf=4", "rf=5", "partitions>1", "tiny-segments", "retention", "long-run",
+    ]
+    assert [w for w in wanted if not seen[w]] == []
+
+
+def test_the_generator_is_deterministic_and_valid() -> None:
+    assert random_scenarios.scenario_text(7) == random_scenarios.scenario_text(7)
+    assert random_scenarios.scenario_text(7) != random_scenarios.scenario_text(8)
+    scenario = random_scenarios.load(7, "500ms")
+    assert scenario.duration == 500.0 and scenario.name == "random-7"
