@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -15,7 +15,7 @@ from kafkasim.scenario.errors import Problem, ScenarioError
 from kafkasim.scenario.messages import problems_from, show
 from kafkasim.scenario.ranges import allowed
 from kafkasim.scenario.scenario import Scenario
-from kafkasim.scenario.structure import is_list, is_model, members
+from kafkasim.scenario.structure import models
 from kafkasim.scenario.units import (
     BANDWIDTH_PATTERN,
     DURATION_PATTERN,
@@ -160,24 +160,12 @@ def scenario_json_schema() -> dict[str, Any]:
 
 def _describe_ranges(schema: dict[str, Any]) -> None:
     """Every numeric key's description ends with its allowed range, as the error messages state it."""
-    seen: set[type[BaseModel]] = set()
-    todo: list[type[BaseModel]] = [Scenario]
-    while todo:
-        model = todo.pop()
-        if model in seen:
-            continue
-        seen.add(model)
+    for model in models(Scenario):
         target = schema if model is Scenario else schema["$defs"].get(model.__name__)
         for name, info in model.model_fields.items():
-            todo += [m for t in _inner_types(info.annotation) for m in members(t) if is_model(m)]
             text = allowed(info)
             prop = (target or {}).get("properties", {}).get(info.alias or name)
             if text is None or prop is None:
                 continue
             description = prop.get("description", "").rstrip()
             prop["description"] = f"{description} Allowed: {text}.".lstrip()
-
-
-def _inner_types(tp: Any) -> list[Any]:
-    """`tp` and, for lists, their item types (where nested models hide)."""
-    return [tp, *(arg for m in members(tp) if is_list(m) for arg in get_args(m))]

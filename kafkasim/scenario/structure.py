@@ -42,6 +42,22 @@ def is_list(tp: Any) -> bool:
     return get_origin(tp) is list
 
 
+def models(root: type[BaseModel]) -> list[type[BaseModel]]:
+    """`root` and every model reachable from it through its fields (list items and unions included)."""
+    seen: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [root]
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.append(model)
+        for info in model.model_fields.values():
+            for tp in members(info.annotation):
+                inner = list(get_args(tp)) if is_list(tp) else [tp]
+                todo += [m for i in inner for m in members(i) if is_model(m)]
+    return seen
+
+
 def tags(model: type[BaseModel]) -> list[str]:
     """Discriminator values of a union member (`type: Literal["pause"]` -> ["pause"])."""
     for name in DISCRIMINATORS:

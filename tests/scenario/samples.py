@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from kafkasim.scenario.errors import Loc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,3 +94,19 @@ faults:
   - {type: link_delay, target: consumer-1, at: 5s, duration: 2s, extra: 50ms}
   - {type: link_drop, target: producer-2, at: 5s, duration: 1s, direction: to_broker}
 """
+
+
+def copy_data(data: Any) -> Any:
+    """A deep copy of plain JSON-like data (a loaded scenario); much faster than copy.deepcopy."""
+    return json.loads(json.dumps(data))
+
+
+def walk(node: Any, loc: Loc = ()) -> Iterator[tuple[Loc, Any]]:
+    """Every node of plain data with its key path, parents first."""
+    yield loc, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from walk(v, (*loc, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from walk(v, (*loc, i))

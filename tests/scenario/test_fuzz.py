@@ -7,10 +7,9 @@ line number and point at the key (or line) that was broken.
 from __future__ import annotations
 
 import functools
-import json
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from kafkasim.scenario.scenario import Scenario
 from kafkasim.scenario.structure import keys, resolve
 from kafkasim.scenario.yaml_source import load_yaml
 
-from .samples import FULL
+from .samples import FULL, copy_data, walk
 
 CASES = 1100
 SEED = 20_241_121
@@ -44,22 +43,8 @@ class Case:
     loc: Loc | None = None
 
 
-def _copy(data: Any) -> Any:
-    return json.loads(json.dumps(data))  # the base is plain JSON-like data; much faster than deepcopy
-
-
 def _dump(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
-
-
-def _walk(node: Any, loc: Loc = ()) -> Iterator[tuple[Loc, Any]]:
-    yield loc, node
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _walk(v, (*loc, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _walk(v, (*loc, i))
 
 
 def _get(data: Any, loc: Loc) -> Any:
@@ -72,8 +57,8 @@ def _set(data: Any, loc: Loc, value: Any) -> None:
     _get(data, loc[:-1])[loc[-1]] = value
 
 
-LEAVES = [(loc, v) for loc, v in _walk(BASE) if loc and not isinstance(v, dict | list)]
-MAPPINGS = [loc for loc, v in _walk(BASE) if isinstance(v, dict)]
+LEAVES = [(loc, v) for loc, v in walk(BASE) if loc and not isinstance(v, dict | list)]
+MAPPINGS = [loc for loc, v in walk(BASE) if isinstance(v, dict)]
 
 DURATION = re.compile(r"^\d+(\.\d+)?(us|ms|s|m|h|d)$")
 SIZE = re.compile(r"^\d+(\.\d+)?(B|KB|MB|GB|KiB|MiB|GiB)$")
@@ -122,7 +107,7 @@ def _data_case(kind: str, data: Any, loc: Loc) -> Case:
 
 def gen_bad_value(rng: random.Random) -> Case:
     loc, value = rng.choice(LEAVES)
-    data = _copy(BASE)
+    data = copy_data(BASE)
     _set(data, loc, rng.choice(_bad_values(loc, value)))
     return _data_case("bad value", data, loc)
 
@@ -151,7 +136,7 @@ REQUIRED: list[Loc] = [
 
 def gen_missing_key(rng: random.Random) -> Case:
     loc = rng.choice(REQUIRED)
-    data = _copy(BASE)
+    data = copy_data(BASE)
     del _get(data, loc[:-1])[loc[-1]]
     return _data_case("missing key", data, loc)
 
@@ -172,7 +157,7 @@ def _typo(rng: random.Random, word: str) -> str:
 def gen_unknown_key(rng: random.Random) -> Case:
     while True:
         loc = rng.choice(MAPPINGS)
-        data = _copy(BASE)
+        data = copy_data(BASE)
         mapping = _get(data, loc)
         valid = set(keys(resolve(Scenario, loc).models)) | set(keys(resolve(Scenario, (*loc, "x")).models))
         if mapping and rng.random() < 0.7:
@@ -192,7 +177,7 @@ def gen_unknown_key(rng: random.Random) -> Case:
 
 
 def gen_cross_field(rng: random.Random) -> Case:
-    data = _copy(BASE)
+    data = copy_data(BASE)
     choice = rng.randrange(8)
     if choice == 0:
         data["topics"][0]["min.insync.replicas"] = rng.randint(4, 40)

@@ -23,7 +23,7 @@ import random
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from kafkasim.scenario.structure import field_info, keys, resolve
 from kafkasim.scenario.units import MIN_BANDWIDTH, Quantity, format_size
 from kafkasim.scenario.yaml_source import load_yaml
 
-from .samples import FULL
+from .samples import FULL, copy_data, walk
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = int(os.environ.get("KAFKASIM_FUZZ_CASES", "2000"))
@@ -55,27 +55,13 @@ HOLE = "HOSTILE_VALUE_HERE"
 BASE: dict[str, Any] = load_yaml(FULL, "<base>").data
 # A base that runs quickly: 100 ms simulated, no warm-up, virtual time, no faults (they start later).
 RUN_BASE: dict[str, Any] = {
-    **json.loads(json.dumps(BASE)),
+    **copy_data(BASE),
     "duration": "100ms",
     "warmup": "0ms",
     "sample_interval": "50ms",
     "clock": "virtual",
     "faults": [],
 }
-
-
-def _walk(node: Any, loc: Loc = ()) -> Iterator[tuple[Loc, Any]]:
-    yield loc, node
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _walk(v, (*loc, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _walk(v, (*loc, i))
-
-
-def _copy(data: Any) -> Any:
-    return json.loads(json.dumps(data))
 
 
 def _put(data: Any, loc: Loc, value: Any) -> None:
@@ -94,7 +80,7 @@ def _dump(data: Any, raw: str | None = None) -> str:
 def _numeric_slots(base: dict[str, Any]) -> list[tuple[Loc, Any]]:
     """Every (mapping, key) where a number stands or could stand, with its field, in `base`."""
     slots = []
-    for loc, node in _walk(base):
+    for loc, node in walk(base):
         if not isinstance(node, dict):
             continue
         models = resolve(Scenario, loc).models
@@ -118,7 +104,7 @@ SIZE_SLOTS = [
     for loc, info in RUN_SLOTS
     if (q := quantity(info)) is not None and (q.suffix == "bytes" or q.show is format_size or _bandwidth(q))
 ]
-STRING_LEAVES = [loc for loc, v in _walk(BASE) if isinstance(v, str) and loc and loc[-1] in ("name", "description")]
+STRING_LEAVES = [loc for loc, v in walk(BASE) if isinstance(v, str) and loc and loc[-1] in ("name", "description")]
 
 
 @dataclass
@@ -144,7 +130,7 @@ def gen_zero(rng: random.Random) -> Case:
         forms = ["0bit/s", "0Gbit/s", "0B/s", "0.0MiB/s", "0KB/s"]
     else:
         forms = ["0B", "0KiB", "0GB"]
-    data = _copy(RUN_BASE)
+    data = copy_data(RUN_BASE)
     _put(data, loc, rng.choice(forms))
     return Case("zero size", _dump(data), runnable=True)
 
@@ -157,7 +143,7 @@ HUGE: list[Any] = [
 
 def gen_huge(rng: random.Random) -> Case:
     loc, _ = rng.choice(SLOTS)
-    data = _copy(BASE)
+    data = copy_data(BASE)
     value = rng.choice(HUGE)
     if isinstance(value, int) and value > 10**4000:
         _put(data, loc, HOLE)
@@ -177,7 +163,7 @@ DEEP: dict[str, Callable[[int], str]] = {
 def gen_deep(rng: random.Random) -> Case:
     form = rng.choice(list(DEEP))
     n = rng.choice([41, 60, 500, 5_000, 30_000, 100_000])
-    data = _copy(BASE)
+    data = copy_data(BASE)
     loc, _ = rng.choice([*SLOTS, *((s, None) for s in STRING_LEAVES)])
     _put(data, loc, HOLE)
     return Case(f"deep {form}", _dump(data, DEEP[form](n)), must_refuse=True)
@@ -193,7 +179,7 @@ BOOLEANS = ["true", "false", "True", "FALSE"]
 
 def gen_yaml11(rng: random.Random) -> Case:
     loc, _ = rng.choice(SLOTS)
-    data = _copy(BASE)
+    data = copy_data(BASE)
     _put(data, loc, HOLE)
     form = rng.choice(YAML11)
     # A YAML 1.1-only form where a number stands is text under YAML 1.2: it must never load as a number.
@@ -202,7 +188,7 @@ def gen_yaml11(rng: random.Random) -> Case:
 
 def gen_boolean(rng: random.Random) -> Case:
     loc, _ = rng.choice(SLOTS)
-    data = _copy(BASE)
+    data = copy_data(BASE)
     _put(data, loc, HOLE)
     return Case("boolean for a number", _dump(data, rng.choice(BOOLEANS)), must_refuse=True)
 

@@ -11,29 +11,14 @@ from pydantic import BaseModel
 
 from kafkasim.scenario import Scenario, ScenarioError, load_scenario, scenario_json_schema
 from kafkasim.scenario.ranges import allowed
-from kafkasim.scenario.structure import is_list, is_model, members
+from kafkasim.scenario.structure import models
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 
 
-def _models() -> list[type[BaseModel]]:
-    seen: list[type[BaseModel]] = []
-    todo: list[type[BaseModel]] = [Scenario]
-    while todo:
-        model = todo.pop()
-        if model in seen:
-            continue
-        seen.append(model)
-        for info in model.model_fields.values():
-            for t in members(info.annotation):
-                inner = [a for a in getattr(t, "__args__", ())] if is_list(t) else [t]
-                todo += [m for i in inner for m in members(i) if is_model(m)]
-    return seen
-
-
 NUMERIC: list[tuple[type[BaseModel], str, Any]] = [
     (model, name, info)
-    for model in _models()
+    for model in models(Scenario)
     for name, info in model.model_fields.items()
     if allowed(info) is not None
 ]
