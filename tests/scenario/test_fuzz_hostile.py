@@ -17,7 +17,6 @@ default 3), KAFKASIM_FUZZ_SEED.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import random
 import re
