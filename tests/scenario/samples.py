@@ -110,3 +110,16 @@ def walk(node: Any, loc: Loc = ()) -> Iterator[tuple[Loc, Any]]:
     elif isinstance(node, list):
         for i, v in enumerate(node):
             yield from walk(v, (*loc, i))
+
+
+# Words that mean a library's message leaked through instead of kafkasim's own.
+LEAKED = ("pydantic", "http", "Traceback", "input_value", "For further information")
+
+
+def assert_readable(message: str, context: str, max_line: int) -> None:
+    """A refusal a person can read: 1 to 19 lines, none longer than `max_line`, no library internals."""
+    lines = message.splitlines()
+    assert 1 <= len(lines) < 20, context
+    assert all(len(line) < max_line for line in lines), context
+    for leaked in LEAKED:
+        assert leaked not in message, context
