@@ -159,7 +159,7 @@ def _consumer(rng: random.Random, index: int, topics: list[str], long_run: bool)
     return c
 
 
-FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0  # kafkasim.clients.follower.FOLLOWER_REQUEST_TIMEOUT_MS
+FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0  # kafkasim.server.replica_fetcher_thread.FOLLOWER_REQUEST_TIMEOUT_MS
 
 
 def _fault_window(rng: random.Random, duration_ms: float, timescales: list[float]) -> tuple[float, float]:

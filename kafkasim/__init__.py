@@ -14,8 +14,8 @@ from kafkasim._lazy import lazy_getattr
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from kafkasim.record.result import RunResult
     from kafkasim.run.engine import run_scenario
-    from kafkasim.run.result import RunResult
     from kafkasim.scenario import ScenarioError, load_scenario
 
 __all__ = ["RunResult", "ScenarioError", "__version__", "load_scenario", "run_scenario"]
@@ -25,7 +25,7 @@ _LAZY = {
     "load_scenario": "kafkasim.scenario",
     "ScenarioError": "kafkasim.scenario",
     "run_scenario": "kafkasim.run.engine",
-    "RunResult": "kafkasim.run.result",
+    "RunResult": "kafkasim.record.result",
 }
 
 

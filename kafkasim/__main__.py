@@ -1,4 +1,4 @@
-from kafkasim.cli import main
+from kafkasim.console.app import main
 
 if __name__ == "__main__":
     main()

@@ -152,7 +152,7 @@ simulated time switch to real-time pacing, at 1.3 s switch back."""),
     ("code", """\
 import time
 
-from kafkasim.run.clock import SimClock
+from kafkasim.sim.clock import SimClock
 
 paced_scenario = scenario.with_overrides(["duration=2s", "warmup=500ms"])
 clock = SimClock()

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from kafkasim.cli import main, parse_add
+from kafkasim.console.app import main, parse_add
 from kafkasim.timer.walkthrough import ScheduledAdd
 
 

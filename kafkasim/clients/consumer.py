@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
 from kafkasim.broker.records import TopicPartition
-from kafkasim.clients.messages import (
+from kafkasim.network.messages import (
     API_FETCH_CONSUMER,
     ClientRecorder,
     FetchRequestData,
     RequestEnvelope,
     fetch_request_bytes,
 )
-from kafkasim.clients.scheduling import Call, Pausable, RequestTimer
+from kafkasim.sim.calls import Call, Pausable, RequestTimer
 
 if TYPE_CHECKING:
     from simpy import Environment

@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator, VirtualTails
-from kafkasim.clients.messages import (
+from kafkasim.network.messages import (
     API_PRODUCE,
     ClientRecorder,
     ProduceRequestData,
     RequestEnvelope,
     produce_request_bytes,
 )
-from kafkasim.clients.scheduling import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
-from kafkasim.clients.scheduling import Call, Pausable
+from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
+from kafkasim.sim.calls import Call, Pausable
 
 if TYPE_CHECKING:
     from simpy import Environment

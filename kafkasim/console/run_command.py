@@ -30,8 +30,8 @@ from kafkasim.console.format import seconds
 from kafkasim.run.output_dir import describe
 
 if TYPE_CHECKING:
+    from kafkasim.record.result import RunResult
     from kafkasim.run.engine import Engine, SimulationOutOfMemory
-    from kafkasim.run.result import RunResult
     from kafkasim.scenario import Scenario
 
 EXIT_OK = 0
@@ -82,7 +82,7 @@ def check_out_dir(out: str | Path, label: str) -> Path:
     (see kafkasim.run.output_dir: '', the working directory or an ancestor, a file, a symbolic link, a name
     too long, an unwritable parent, a non-empty directory kafkasim did not write or that holds a user's
     files)."""
-    from kafkasim.run.result import ResultDirectoryError, check_result_dir
+    from kafkasim.record.result import ResultDirectoryError, check_result_dir
 
     try:
         return check_result_dir(out, label=label)
@@ -183,11 +183,11 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         error(str(exc))
         return EXIT_USAGE
 
-    from kafkasim.run.clock import SimClock
+    from kafkasim.record.result import ResultDirectoryError
     from kafkasim.run.engine import Engine, SimulationOutOfMemory
     from kafkasim.run.invariants import InvariantViolation
-    from kafkasim.run.result import ResultDirectoryError
     from kafkasim.run.snapshot import RecentLatencies, take_snapshot
+    from kafkasim.sim.clock import SimClock
 
     show_bar = (err_console.is_terminal if options.progress is None else options.progress) and not options.live
     from kafkasim.console.progress import RunProgress

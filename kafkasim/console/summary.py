@@ -1,6 +1,6 @@
 """The tables printed at the end of `kafkasim run`: what RunResult.summary holds, readable in 100 columns.
 
-Every number comes from the summary (kafkasim.run.summary computed it); nothing is recomputed here.
+Every number comes from the summary (kafkasim.record.summary computed it); nothing is recomputed here.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     from kafkasim.run import run_scenario
     result = run_scenario(scenario, seed=7)      # -> RunResult
 
-Names are imported lazily so that ``import kafkasim.run.clock`` (or the CLI's startup) does not pay for
+Names are imported lazily so that ``import kafkasim.sim.clock`` (or the CLI's startup) does not pay for
 pandas and the whole engine.
 """
 
@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 from kafkasim._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from kafkasim.record.result import RunResult
     from kafkasim.run.engine import Engine, run_scenario
-    from kafkasim.run.result import RunResult
 
 __all__ = ["Engine", "RunResult", "run_scenario"]
 
 _LAZY = {
     "Engine": "kafkasim.run.engine",
     "run_scenario": "kafkasim.run.engine",
-    "RunResult": "kafkasim.run.result",
+    "RunResult": "kafkasim.record.result",
 }
 
 

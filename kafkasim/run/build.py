@@ -23,22 +23,22 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.consumer import Consumer
-from kafkasim.clients.follower import Follower
-from kafkasim.clients.messages import ClientRecorder
 from kafkasim.clients.producer import IdSource, Producer
-from kafkasim.clients.scheduling import Call
-from kafkasim.run.connections import ClientConnection, NetworkPath
-from kafkasim.run.distributions import Constant, LogNormal, sampler_from_spec
+from kafkasim.network.connection import ClientConnection, NetworkPath
+from kafkasim.network.messages import ClientRecorder
+from kafkasim.network.socket_server import PipelineCosts, RequestPipeline
 from kafkasim.run.invariant_hooks import EngineInvariants
-from kafkasim.run.pipeline import PipelineCosts, RequestPipeline
-from kafkasim.run.random_streams import RandomStreams
+from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import Constant, LogNormal, sampler_from_spec
+from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.run.clock import SimClock
     from kafkasim.scenario import Scenario
     from kafkasim.scenario.network import Link
+    from kafkasim.sim.clock import SimClock
 
 LEADER_ID = 0
 
@@ -98,7 +98,7 @@ class DelayedAlterPartitionManager:
 def client_deadlines(scenario: Scenario) -> dict[str, float]:
     """How long each client may take to give a request an outcome: its request timeout, plus the time it
     spends paused (a paused client notices its timeouts only when it resumes)."""
-    from kafkasim.clients.follower import FOLLOWER_REQUEST_TIMEOUT_MS
+    from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS
 
     deadlines: dict[str, float] = {f"follower-{k}": FOLLOWER_REQUEST_TIMEOUT_MS for k in scenario.follower_ids}
     for p in scenario.producers:

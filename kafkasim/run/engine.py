@@ -33,18 +33,18 @@ from hdrh.histogram import HdrHistogram
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch
 from kafkasim.clients.accumulator import ProducerBatch
-from kafkasim.clients.follower import Follower
-from kafkasim.clients.messages import RequestEnvelope
-from kafkasim.clients.scheduling import Call
+from kafkasim.network.messages import RequestEnvelope
+from kafkasim.record.gauges import GaugeSampler
+from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.result import RunResult
+from kafkasim.record.summary import PERCENTILES, acks_label, summarize
 from kafkasim.run.build import Components, build
-from kafkasim.run.clock import SimClock
 from kafkasim.run.faults import schedule_faults
-from kafkasim.run.gauges import GaugeSampler
 from kafkasim.run.invariant_hooks import EngineInvariants
-from kafkasim.run.reaper import ExpirationReaper
-from kafkasim.run.recorder import BatchTrace, Recorder
-from kafkasim.run.result import RunResult
-from kafkasim.run.summary import PERCENTILES, acks_label, summarize
+from kafkasim.server.expiration_reaper import ExpirationReaper
+from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.sim.calls import Call
+from kafkasim.sim.clock import SimClock
 
 if TYPE_CHECKING:
     from kafkasim.scenario import Scenario

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kafkasim.clients.follower import Follower
-from kafkasim.clients.network import NetworkLink
-from kafkasim.clients.scheduling import Call
-from kafkasim.run.distributions import sampler_from_spec
+from kafkasim.network.link import NetworkLink
 from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
+from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import sampler_from_spec
 
 if TYPE_CHECKING:
     from kafkasim.run.build import Components

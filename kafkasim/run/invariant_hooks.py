@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
-from kafkasim.clients.messages import RequestEnvelope
+from kafkasim.network.messages import RequestEnvelope
 from kafkasim.run.invariants import InvariantChecker
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@
     engine = Engine(scenario, progress=..., on_request=recent)
     ... inside the progress callback:  view.update(take_snapshot(engine, recent))
 
-A snapshot reads the same state the gauge sampler reads (kafkasim/run/gauges.py) and changes nothing, so
+A snapshot reads the same state the gauge sampler reads (kafkasim/record/gauges.py) and changes nothing, so
 taking snapshots never alters a run. Call it from the thread that runs the engine (the progress callback):
 the engine is not thread-safe.
 """
@@ -16,10 +16,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkasim.run.recorder import APIS
+from kafkasim.record.recorder import APIS
 
 if TYPE_CHECKING:
-    from kafkasim.clients.messages import RequestEnvelope
+    from kafkasim.network.messages import RequestEnvelope
     from kafkasim.run.engine import Engine
 
 
@@ -93,7 +93,7 @@ class RecentLatencies:
             self._by_api.setdefault(envelope.api, deque()).append((envelope.end_ms, max(0.0, total)))
 
     def latencies(self, now_ms: float) -> tuple[LatencySnapshot, ...]:
-        from kafkasim.run.summary import percentiles  # pandas/hdrhistogram only when a view asks
+        from kafkasim.record.summary import percentiles  # pandas/hdrhistogram only when a view asks
 
         out = []
         horizon = now_ms - self.window_ms

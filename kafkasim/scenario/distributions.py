@@ -8,7 +8,7 @@ In a file a bare quantity ("50us", "1KiB") is a constant; otherwise a mapping wi
     {type: empirical, values: [1ms, 2ms, 10ms], weights: [90, 9, 1]}
 
 Duration distributions hold float milliseconds, size distributions int bytes. These models only describe
-and validate; drawing values (and the analytical mean) is `kafkasim.run.distributions.sampler_from_spec`'s
+and validate; drawing values (and the analytical mean) is `kafkasim.sim.distributions.sampler_from_spec`'s
 job, so the maths of each distribution lives in one place.
 """
 

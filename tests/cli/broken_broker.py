@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from kafkasim.broker.replica_manager import ReplicaManager
-from kafkasim.cli import main
+from kafkasim.console.app import main
 
 _original = ReplicaManager.append_records
 

@@ -33,7 +33,7 @@ def assert_no_traceback(result: subprocess.CompletedProcess[str]) -> None:
 
 def call(*args: str | Path) -> int:
     """kafkasim's entry point in this process (no Python start-up): the exit code it would give."""
-    from kafkasim.cli import main
+    from kafkasim.console.app import main
 
     try:
         main([str(a) for a in args])

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkasim.record.result import RunResult
 from kafkasim.run.output_dir import OutputDirError
-from kafkasim.run.result import RunResult
 
 from .support import QUICKSTART, call
 
@@ -284,7 +284,7 @@ def test_hostile_out_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap
 
 
 def test_the_figures_a_result_may_hold_are_the_ones_the_report_draws() -> None:
+    from kafkasim.record.result import FIGURE_NAMES
     from kafkasim.report.figures import _builders
-    from kafkasim.run.result import FIGURE_NAMES
 
     assert tuple(name for name, _ in _builders(None, None, None, None, None)) == FIGURE_NAMES

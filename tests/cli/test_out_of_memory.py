@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.run.result import RunResult
+from kafkasim.record.result import RunResult
 
 from .support import QUICKSTART, cli_env
 
@@ -19,7 +19,7 @@ from .support import QUICKSTART, cli_env
 # starts (~400 MB here, measured below); the producers' backlog at 200 000 records/s fills it in seconds
 # (9 M records in 45 s: under the 10 M a scenario may ask for, so validation lets the run start).
 HEADROOM_BYTES = 250 * 1024 * 1024
-MEASURE = ("import kafkasim.run.engine, kafkasim.cli, pandas.io.parquet, pyarrow.parquet\n"
+MEASURE = ("import kafkasim.run.engine, kafkasim.console.app, pandas.io.parquet, pyarrow.parquet\n"
            "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmPeak')) * 1024)")
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kafkasim.console.format import ms, seconds
-from kafkasim.run.result import REQUIRED_FILES, RunResult
+from kafkasim.record.result import REQUIRED_FILES, RunResult
 from kafkasim.scenario import load_scenario
 
 from .support import BROKEN_BROKER, QUICKSTART, SHORT, assert_no_traceback, call, cli_env, kafkasim

@@ -17,9 +17,9 @@ from rich.console import Console
 from kafkasim.console.live import render_snapshot
 from kafkasim.console.progress import RunProgress
 from kafkasim.console.run_command import StopOnInterrupt
+from kafkasim.record.result import RunResult
 from kafkasim.run import engine as engine_module
 from kafkasim.run.engine import Engine
-from kafkasim.run.result import RunResult
 from kafkasim.run.snapshot import EngineSnapshot, RecentLatencies, take_snapshot
 from kafkasim.scenario import load_scenario
 

@@ -26,10 +26,10 @@ from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.consumer import Consumer
-from kafkasim.clients.follower import FOLLOWER_REQUEST_TIMEOUT_MS, Follower
-from kafkasim.clients.messages import RequestEnvelope
 from kafkasim.clients.producer import IdSource
+from kafkasim.network.messages import RequestEnvelope
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig
+from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS, Follower
 
 TP = TopicPartition("t", 0)
 

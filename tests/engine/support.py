@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kafkasim.run.result import RunResult
+from kafkasim.record.result import RunResult
 from kafkasim.scenario import Scenario
 from kafkasim.scenario.load import validate_data
 

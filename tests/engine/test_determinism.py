@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kafkasim.record.result import RunResult
 from kafkasim.run import run_scenario
-from kafkasim.run.result import RunResult
 
 from .support import consumer, producer, scenario
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 import kafkasim
-from kafkasim.run.clock import SimClock
 from kafkasim.scenario import Scenario
+from kafkasim.sim.clock import SimClock
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 

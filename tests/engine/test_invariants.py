@@ -10,9 +10,9 @@ from kafkasim import load_scenario
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.replica_manager import ReplicaManager
-from kafkasim.clients.scheduling import Call
 from kafkasim.run.engine import Engine
 from kafkasim.run.invariants import InvariantViolation
+from kafkasim.sim.calls import Call
 
 from .support import scenario
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kafkasim.run.distributions import sampler_from_spec
 from kafkasim.scenario import ConsumerConfig, FollowerConfig, ProducerConfig, load_scenario
 from kafkasim.scenario.broker import BrokerConfig
+from kafkasim.sim.distributions import sampler_from_spec
 
 from .samples import FULL, MINIMAL
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasim.run.distributions import sampler_from_spec
 from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.sim.distributions import sampler_from_spec
 
 from .samples import FULL, ROOT
 

@@ -8,7 +8,6 @@ import statistics
 
 import pytest
 
-from kafkasim.run.distributions import sampler_from_spec
 from kafkasim.scenario import (
     Constant,
     Empirical,
@@ -19,6 +18,7 @@ from kafkasim.scenario import (
     load_scenario,
 )
 from kafkasim.scenario.distributions import DurationConstant, DurationLogNormal, SizeUniform
+from kafkasim.sim.distributions import sampler_from_spec
 
 from .samples import MINIMAL
 

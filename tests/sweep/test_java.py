@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from kafkasim.sweep.cli import sweep_command
+from kafkasim.console.sweep import sweep_command
 from kafkasim.sweep.java import JavaNotFoundError, check_java, parse_java_major
 
 

@@ -84,7 +84,7 @@ def test_sweep_command_refuses_the_working_directory_before_spark(
 
     from rich.console import Console
 
-    from kafkasim.sweep.cli import sweep_command
+    from kafkasim.console.sweep import sweep_command
 
     (sweep_dir / "s.yaml").write_text("base: base.yaml\ngrid:\n  broker.num.io.threads: [1, 2]\nseeds: [1]\n")
     monkeypatch.chdir(sweep_dir)

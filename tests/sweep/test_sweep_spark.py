@@ -22,8 +22,8 @@ import pyarrow.dataset as ds
 import pytest
 from rich.console import Console
 
+from kafkasim.console.sweep import sweep_command
 from kafkasim.scenario.load import load_scenario
-from kafkasim.sweep.cli import sweep_command
 from kafkasim.sweep.confidence import ci95_half_width
 from kafkasim.sweep.metrics import PERCENTILE_RANK_ERROR, PERCENTILES
 from kafkasim.sweep.model import load_sweep

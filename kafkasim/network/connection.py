@@ -1,4 +1,4 @@
-"""A client's connection to the broker: the network path (``kafkasim.clients.network.Connection``, a pair
+"""A client's connection to the broker: the network path (``kafkasim.network.link.Connection``, a pair
 of one-way links) plus the broker-side channel in the request pipeline.
 
 Requests travel ``to_broker`` into the pipeline's ``Channel``; responses come back ``from_broker`` to the
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafkasim.clients.messages import RequestEnvelope
-from kafkasim.clients.network import Connection as NetworkPath
+from kafkasim.network.link import Connection as NetworkPath
+from kafkasim.network.messages import RequestEnvelope
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.run.pipeline import RequestPipeline
+    from kafkasim.network.socket_server import RequestPipeline
 
 __all__ = ["ClientConnection", "NetworkPath"]
 

@@ -28,7 +28,7 @@ from simpy.events import NORMAL, Event
 
 
 class LatencySampler(Protocol):
-    """A distribution of one-way latencies in ms (e.g. `kafkasim.run.distributions.LogNormal`)."""
+    """A distribution of one-way latencies in ms (e.g. `kafkasim.sim.distributions.LogNormal`)."""
 
     def sample(self, rng: random.Random) -> float: ...
 

@@ -77,8 +77,8 @@ def wheel(
     adds = [parse_add(text) for text in (add or _DEFAULT_ADDS)]
 
     # Imported here so that other verbs (and --help) do not pay for them, and vice versa.
+    from kafkasim.console.wheel import print_walkthrough
     from kafkasim.timer.walkthrough import trace_schedule
-    from kafkasim.wheel_trace import print_walkthrough
 
     print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size))
 
@@ -199,7 +199,7 @@ def sweep(
     """Run a grid of scenario variants x seeds on Spark and aggregate their percentiles (exit 0 all ran,
     1 some run failed, 2 bad sweep file, no Java, or unusable output directory)."""
     try:
-        from kafkasim.sweep.cli import sweep_command
+        from kafkasim.console.sweep import sweep_command
     except ImportError as exc:
         raise typer.BadParameter(f"kafkasim sweep needs PySpark ({exc}); install kafkasim[spark]") from None
     raise typer.Exit(sweep_command(sweep_file, master=master, out=out, parallelism=parallelism))

@@ -3,9 +3,9 @@ import random
 import pytest
 import simpy
 
-from kafkasim.clients.network import Connection, NetworkLink
-from kafkasim.run.distributions import Constant, LogNormal
-from kafkasim.run.random_streams import RandomStreams
+from kafkasim.network.link import Connection, NetworkLink
+from kafkasim.sim.distributions import Constant, LogNormal
+from kafkasim.sim.random_streams import RandomStreams
 
 
 class Sequence_:

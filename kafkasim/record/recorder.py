@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafkasim.broker.errors import Errors
-from kafkasim.clients.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
+from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
 
 NAN = math.nan
 
@@ -55,7 +55,7 @@ DEFAULT_MAX_ROWS_IN_MEMORY = 200_000
 
 class RequestRow(Protocol):
     """What the recorder reads of a finished request: ids, sizes, outcome and every timestamp (NaN = not
-    reached). The engine hands over its `kafkasim.clients.messages.RequestEnvelope`, which has them all.
+    reached). The engine hands over its `kafkasim.network.messages.RequestEnvelope`, which has them all.
 
     `error` is a Kafka error code (an int or `Errors`, None read as 0); `acks` is None for fetches. Read-only
     here because the recorder never writes a row.

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from kafkasim.run.random_streams import RandomStreams, stream_seed
+from kafkasim.sim.random_streams import RandomStreams, stream_seed
 
 
 def _draws(streams: RandomStreams, name: str, n: int = 20) -> list[float]:

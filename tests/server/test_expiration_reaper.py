@@ -1,8 +1,8 @@
 """The reaper with the real SystemTimer and DelayedOperationPurgatory on the simulated clock."""
 
 from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkasim.run.clock import SimClock
-from kafkasim.run.reaper import ExpirationReaper
+from kafkasim.server.expiration_reaper import ExpirationReaper
+from kafkasim.sim.clock import SimClock
 
 
 class Parked(DelayedOperation):

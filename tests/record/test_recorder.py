@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from kafkasim.broker.errors import Errors
-from kafkasim.run.recorder import BatchTrace, Recorder
+from kafkasim.record.recorder import BatchTrace, Recorder
 
 from .rows import Row
 

@@ -16,7 +16,7 @@ from simpy import Environment
 from simpy.events import NORMAL, Event
 
 if TYPE_CHECKING:
-    from kafkasim.clients.messages import RequestEnvelope
+    from kafkasim.network.messages import RequestEnvelope
 
 # A nanosecond: far below any modelled delay, far above float rounding at simulated times of days. A
 # deadline check armed for `send + timeout` can run at a `now` one ulp short of it; without the tolerance

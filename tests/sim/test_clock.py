@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from kafkasim.run.clock import PacedEnvironment, SimClock, SimTime
+from kafkasim.sim.clock import PacedEnvironment, SimClock, SimTime
 
 
 def _traced_model(clock: SimClock, switches: list[tuple[float, float | None]]) -> list[tuple[float, str]]:

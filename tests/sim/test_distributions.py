@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafkasim.run.distributions import (
+from kafkasim.scenario import distributions as scenario_distributions
+from kafkasim.sim.distributions import (
     Z99,
     Constant,
     Empirical,
@@ -14,7 +15,6 @@ from kafkasim.run.distributions import (
     Uniform,
     sampler_from_spec,
 )
-from kafkasim.scenario import distributions as scenario_distributions
 
 N = 20_000
 

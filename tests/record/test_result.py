@@ -5,9 +5,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kafkasim.run.recorder import BatchTrace, Recorder
-from kafkasim.run.result import ResultDirectoryError, RunResult, is_result_dir
-from kafkasim.run.summary import summarize
+from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.result import ResultDirectoryError, RunResult, is_result_dir
+from kafkasim.record.summary import summarize
 
 from .rows import Row
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from simpy import Environment
 
-from kafkasim.clients.scheduling import Call
+from kafkasim.sim.calls import Call
 
 # Kafka: DelayedOperationPurgatory.ExpiredOperationReaper calls advanceClock(200L).
 WORK_TIMEOUT_MS = 200.0

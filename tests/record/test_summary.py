@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from kafkasim.run.recorder import BatchTrace, Recorder
-from kafkasim.run.summary import percentiles, summarize
+from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.summary import percentiles, summarize
 
 from .rows import Row
 

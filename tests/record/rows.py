@@ -1,4 +1,4 @@
-"""Request rows for recorder tests: any object with the attributes `kafkasim.run.recorder.RequestRow` lists
+"""Request rows for recorder tests: any object with the attributes `kafkasim.record.recorder.RequestRow` lists
 is a row (in a run, the engine's RequestEnvelope). Ids are given by the caller, as the engine's IdSource
 gives them in a run."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from kafkasim.run.recorder import REQUEST_TIMESTAMPS
+from kafkasim.record.recorder import REQUEST_TIMESTAMPS
 
 NAN = math.nan
 

@@ -92,7 +92,7 @@ class RequestEnvelope:
     """One request's life: client -> link -> processor -> request queue -> handler -> (purgatory) ->
     response queue -> processor -> link -> client.
 
-    It is also the request's row: it has every attribute ``kafkasim.run.recorder.RequestRow`` lists
+    It is also the request's row: it has every attribute ``kafkasim.record.recorder.RequestRow`` lists
     (request_id, api, client, partitions, request_bytes, response_bytes, acks, error, client_timeout and
     the timestamps), so the recorder takes it as is -- one object per request, not two.
 

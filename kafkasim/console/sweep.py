@@ -1,6 +1,6 @@
 """`kafkasim sweep SWEEP.yaml [--master URL] [--out DIR] [--parallelism N]`: printing and exit codes.
 
-The command-line verb in kafkasim/cli.py calls `sweep_command` and exits with its return value:
+The command-line verb in kafkasim/console/app.py calls `sweep_command` and exits with its return value:
 0 every run succeeded, 1 some run failed (or a requested metric could not be computed, or Spark aborted),
 2 the sweep file (or one of its variants) is invalid, Java is missing, or the output directory is unusable.
 """

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kafkasim.clients.follower import Follower
     from kafkasim.clients.producer import Producer
-    from kafkasim.run.pipeline import RequestPipeline
+    from kafkasim.network.socket_server import RequestPipeline
+    from kafkasim.server.replica_fetcher_thread import Follower
 
 
 class GaugeSampler:

@@ -37,14 +37,14 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, PartitionData
 from kafkasim.broker.log import Log
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.clients.messages import (
+from kafkasim.network.messages import (
     API_FETCH_FOLLOWER,
     ClientRecorder,
     FetchRequestData,
     RequestEnvelope,
     fetch_request_bytes,
 )
-from kafkasim.clients.scheduling import Call, Pausable, RequestTimer
+from kafkasim.sim.calls import Call, Pausable, RequestTimer
 
 if TYPE_CHECKING:
     from simpy import Environment

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, fetch_params_from_request
-from kafkasim.clients.messages import (
+from kafkasim.network.messages import (
     API_PRODUCE,
     FetchRequestData,
     ProduceRequestData,
@@ -47,7 +47,7 @@ from kafkasim.clients.messages import (
     fetch_response_bytes,
     produce_response_bytes,
 )
-from kafkasim.clients.scheduling import Call
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from kafkasim.run.recorder import APIS, BREAKDOWN
+from kafkasim.record.recorder import APIS, BREAKDOWN
 
 PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
 # One hour in microseconds; longer values are clamped to it (a run's latencies are far below).
