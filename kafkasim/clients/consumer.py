@@ -30,7 +30,8 @@ from kafkasim.network.messages import (
     RequestEnvelope,
     fetch_request_bytes,
 )
-from kafkasim.sim.calls import Call, Pausable, RequestTimer
+from kafkasim.network.request_timer import RequestTimer
+from kafkasim.sim.calls import Call, Pausable
 
 if TYPE_CHECKING:
     from simpy import Environment

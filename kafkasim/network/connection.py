@@ -1,9 +1,9 @@
-"""A client's connection to the broker: the network path (``kafkasim.network.link.Connection``, a pair
+"""A client's connection to the broker: the network path (``kafkasim.network.link.NetworkPath``, a pair
 of one-way links) plus the broker-side channel in the request pipeline.
 
-Requests travel ``to_broker`` into the pipeline's ``Channel``; responses come back ``from_broker`` to the
+Requests travel ``to_broker`` into the socket server's ``KafkaChannel``; responses come back ``from_broker`` to the
 envelope's ``on_response``. Closing it (a client-side timeout disconnects, a crash) closes the broker
-channel too; a reconnect is a new ``ClientConnection`` over the same network path (same links, same
+channel too; a reconnect is a new ``Connection`` over the same network path (same links, same
 faults, same random streams).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafkasim.network.link import Connection as NetworkPath
+from kafkasim.network.link import NetworkPath
 from kafkasim.network.messages import RequestEnvelope
 
 if TYPE_CHECKING:
@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 
     from kafkasim.network.socket_server import RequestPipeline
 
-__all__ = ["ClientConnection", "NetworkPath"]
+__all__ = ["Connection", "NetworkPath"]
 
 
-class ClientConnection:
+class Connection:
     """One TCP connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
 
     __slots__ = ("env", "name", "path", "pipeline", "channel", "closed", "on_send")

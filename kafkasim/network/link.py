@@ -21,33 +21,18 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from simpy import Environment
-from simpy.events import NORMAL, Event
+from simpy.events import Event
+
+from kafkasim.sim.calls import Delivery
 
 
 class LatencySampler(Protocol):
     """A distribution of one-way latencies in ms (e.g. `kafkasim.sim.distributions.LogNormal`)."""
 
     def sample(self, rng: random.Random) -> float: ...
-
-
-class _Delivery(Event):
-    """An event that calls `deliver()` when processed: a `Timeout` without the per-message lambda."""
-
-    def __init__(self, env: Environment, delay: float, deliver: Callable[[], None]) -> None:
-        # Inlined Event initialisation, as simpy.Timeout does.
-        self.env = env
-        self.callbacks = [_call_deliver]
-        self._value = None
-        self._ok = True
-        self.deliver = deliver
-        env.schedule(self, NORMAL, delay)
-
-
-def _call_deliver(event: Any) -> None:
-    event.deliver()
 
 
 class NetworkLink:
@@ -133,7 +118,7 @@ class NetworkLink:
         delay = self._delivery_delay(size_bytes)
         if delay < 0:
             return False
-        _Delivery(self.env, delay, deliver)
+        Delivery(self.env, delay, deliver)
         return True
 
     def transfer(self, size_bytes: int) -> Event:
@@ -148,8 +133,9 @@ class NetworkLink:
         return f"NetworkLink({self.name!r}, sent={self.sent}, dropped={self.dropped})"
 
 
-class Connection:
-    """A TCP connection between a client and the broker: `to_broker` and `from_broker` links."""
+class NetworkPath:
+    """The network between a client and a broker: `to_broker` and `from_broker` links. Every connection
+    the client opens to that broker (a reconnect is a new one) travels over the same path."""
 
     __slots__ = ("name", "to_broker", "from_broker")
 
@@ -169,7 +155,7 @@ class Connection:
         *,
         from_broker_latency: LatencySampler | None = None,
         from_broker_bandwidth_bytes_per_ms: float | None = None,
-    ) -> Connection:
+    ) -> NetworkPath:
         """Both links of client `name`, each with its own random stream `rng_for("<name>/to_broker")` /
         `rng_for("<name>/from_broker")` (pass `RandomStreams.stream`)."""
         to_broker = NetworkLink(env, f"{name}/to_broker", latency_sampler, rng_for(f"{name}/to_broker"),
@@ -201,4 +187,4 @@ class Connection:
         return self.to_broker.dropped + self.from_broker.dropped
 
     def __repr__(self) -> str:
-        return f"Connection({self.name!r})"
+        return f"NetworkPath({self.name!r})"

@@ -3,7 +3,7 @@
 Kafka's ``SocketServer`` + ``RequestChannel`` + ``KafkaRequestHandlerPool``, as event-driven state machines
 on the SimPy clock (one heap event per service completion, no generator processes on the hot path):
 
-* Every connection (``Channel``) belongs to one of ``num.network.threads`` processors, round robin.
+* Every connection (``KafkaChannel``) belongs to one of ``num.network.threads`` processors, round robin.
 * A processor is a serial server. It reads one request at a time (cost ``network_read`` + per KiB), sets
   ``start_ms`` and puts the request into the shared request queue, bounded by ``queued.max.requests``:
   when full, the processor blocks until a handler takes a request (back-pressure). Reading a request
@@ -91,7 +91,7 @@ class PipelineCosts:
         self.network_send_per_kib = network_send_per_kib
 
 
-class Channel:
+class KafkaChannel:
     """The broker side of one client connection (Kafka's ``KafkaChannel``)."""
 
     __slots__ = ("name", "processor", "muted", "pending", "readable", "send_response", "closed")
@@ -119,7 +119,7 @@ class Processor:
         # A request that could not be put into the full request queue (the processor waits in put()).
         self.blocked: RequestEnvelope | None = None
         self.responses: deque[RequestEnvelope] = deque()
-        self.readable: deque[Channel] = deque()
+        self.readable: deque[KafkaChannel] = deque()
         self.busy_ms = 0.0
 
 
@@ -164,13 +164,13 @@ class RequestPipeline:
 
     # --- connections -------------------------------------------------------------------------------
 
-    def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> Channel:
+    def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> KafkaChannel:
         """Accept a connection; ``send_response(envelope)`` puts a sent response on the link back."""
         processor = self.processors[self._next_processor]
         self._next_processor = (self._next_processor + 1) % len(self.processors)
-        return Channel(name, processor, send_response)
+        return KafkaChannel(name, processor, send_response)
 
-    def receive(self, channel: Channel, envelope: RequestEnvelope) -> None:
+    def receive(self, channel: KafkaChannel, envelope: RequestEnvelope) -> None:
         """A request fully arrived on ``channel``'s socket."""
         if channel.closed:
             return
@@ -182,7 +182,7 @@ class RequestPipeline:
             if not processor.busy and processor.blocked is None:
                 self._run_processor(processor)
 
-    def close_channel(self, channel: Channel) -> None:
+    def close_channel(self, channel: KafkaChannel) -> None:
         """The client went away (crash): unread requests are dropped, responses are not sent.
 
         Requests already in the request queue or purgatory are still handled, as in Kafka, whose handlers
@@ -191,7 +191,7 @@ class RequestPipeline:
         channel.closed = True
         channel.pending.clear()
 
-    def reopen_channel(self, channel: Channel) -> None:
+    def reopen_channel(self, channel: KafkaChannel) -> None:
         channel.closed = False
         channel.muted = False
 
@@ -260,7 +260,7 @@ class RequestPipeline:
         self._run_processor(p)
 
     def _unmute(self, envelope: RequestEnvelope) -> None:
-        channel: Channel = envelope.connection
+        channel: KafkaChannel = envelope.connection
         channel.muted = False
         if channel.pending and not channel.readable and not channel.closed:
             channel.readable = True

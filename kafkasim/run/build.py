@@ -6,31 +6,23 @@ named random stream (``RandomStreams``), so adding a producer never changes a fo
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kafkasim.broker.alter_partition import (
-    AlterPartitionCallback,
-    ControllerAlterPartitionManager,
-    LeaderAndIsr,
-)
 from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
 from kafkasim.broker.config import LogConfig
-from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import IdSource, Producer
-from kafkasim.network.connection import ClientConnection, NetworkPath
+from kafkasim.network.connection import Connection, NetworkPath
 from kafkasim.network.messages import ClientRecorder
 from kafkasim.network.socket_server import PipelineCosts, RequestPipeline
 from kafkasim.run.invariant_hooks import EngineInvariants
+from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
 from kafkasim.server.replica_fetcher_thread import Follower
-from kafkasim.sim.calls import Call
-from kafkasim.sim.distributions import Constant, LogNormal, sampler_from_spec
+from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
@@ -41,58 +33,6 @@ if TYPE_CHECKING:
     from kafkasim.sim.clock import SimClock
 
 LEADER_ID = 0
-
-
-def zero_arg_sampler(spec: Any, rng: random.Random) -> Callable[[], float]:
-    """A ``() -> float`` drawing from ``spec`` with ``rng`` -- the sampler's own formula, one frame fewer
-    on the hot path (constants and lognormal latencies are most of the draws of a run)."""
-    sampler = sampler_from_spec(spec)
-    if isinstance(sampler, Constant):
-        value = sampler.value
-
-        def constant() -> float:
-            return value
-
-        constant.constant = value  # type: ignore[attr-defined]  # lets hot loops skip the call
-        return constant
-    if isinstance(sampler, LogNormal):
-        return partial(rng.lognormvariate, sampler.mu, sampler.sigma)
-    return partial(sampler.sample, rng)
-
-
-class DelayedAlterPartitionManager:
-    """AlterPartition through a controller that answers after ``latency`` (spec §6.6).
-
-    The controller's decision is taken when the answer is due, as the KRaft controller commits the
-    request when it processes it.
-    """
-
-    def __init__(self, env: Environment, latency: Callable[[], float]) -> None:
-        self.env = env
-        self.latency = latency
-        self.controller = ControllerAlterPartitionManager(auto_complete=True)
-        self.submitted = 0
-        self.observer: EngineInvariants | None = None
-
-    def submit(self, topic_partition: TopicPartition, leader_and_isr: LeaderAndIsr, callback: AlterPartitionCallback) -> None:
-        self.submitted += 1
-        if self.observer is not None:
-            self.observer.on_alter_partition_submit(topic_partition, leader_and_isr)
-        Call(self.env, max(0.0, self.latency()), lambda _e: self._answer(topic_partition, leader_and_isr, callback))
-
-    def _answer(self, topic_partition: TopicPartition, leader_and_isr: LeaderAndIsr, callback: AlterPartitionCallback) -> None:
-        observer = self.observer
-        if observer is None:
-            self.controller.submit(topic_partition, leader_and_isr, callback)
-            return
-
-        def answered(result: LeaderAndIsr | Errors) -> None:
-            # The checker must know a committed ISR before the acknowledgements it makes possible.
-            observer.on_alter_partition_commit(topic_partition, result)
-            callback(result)
-            observer.after_alter_partition(topic_partition)
-
-        self.controller.submit(topic_partition, leader_and_isr, answered)
 
 
 def client_deadlines(scenario: Scenario) -> dict[str, float]:
@@ -247,8 +187,8 @@ def build(
     c.invariants = invariants
     on_send = invariants.on_send if invariants is not None else None
 
-    def connector(name: str, path: NetworkPath) -> Callable[[], ClientConnection]:
-        return lambda: ClientConnection(env, name, path, pipeline, on_send)
+    def connector(name: str, path: NetworkPath) -> Callable[[], Connection]:
+        return lambda: Connection(env, name, path, pipeline, on_send)
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None

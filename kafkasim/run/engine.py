@@ -24,23 +24,20 @@ import gc
 import math
 import mmap
 import time as wall_time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from hdrh.histogram import HdrHistogram
-
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.records import RecordBatch
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
-from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.recorder import Recorder
 from kafkasim.record.result import RunResult
-from kafkasim.record.summary import PERCENTILES, acks_label, summarize
+from kafkasim.record.run_recorder import RunRecorder
+from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build
 from kafkasim.run.faults import schedule_faults
-from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.replica_fetcher_thread import Follower
 from kafkasim.sim.calls import Call
@@ -81,196 +78,6 @@ class SimulationOutOfMemory(MemoryError):
         self.result = result
 
 ProgressCallback = Callable[[float, float], None]
-
-
-class RecordLatency:
-    """Produce latency of every record (not only a batch's oldest), from its intended send time and from
-    the send of the request that carried it, per acks setting. Records intended before the warm-up ends
-    are left out.
-
-    Values are counted in HdrHistogram buckets (µs, 3 significant digits, like the summary's) kept in a
-    plain dict while the run goes -- a dict increment per record instead of a ``record_value`` call -- and
-    poured into an ``HdrHistogram`` at the end. Memory is bounded by the number of distinct buckets.
-    """
-
-    HIGHEST_US = 3_600_000_000
-    SUB_BUCKET_BITS = 11  # 3 significant digits: values below 2048 µs are exact
-
-    def __init__(self, warmup_ms: float = 0.0) -> None:
-        self.warmup_ms = warmup_ms
-        # acks -> (from-intended buckets, from-send buckets, [sum from intended, sum from send])
-        self._by_acks: dict[int, tuple[dict[int, int], dict[int, int], list[float]]] = {}
-
-    @classmethod
-    def _bucket(cls, latency_ms: float) -> int:
-        us = int(latency_ms * 1000.0 + 0.5)
-        if us <= 0:
-            return 0
-        if us > cls.HIGHEST_US:
-            us = cls.HIGHEST_US
-        shift = us.bit_length() - cls.SUB_BUCKET_BITS
-        return (us >> shift) << shift if shift > 0 else us
-
-    def add(self, acks: int, batch: ProducerBatch, ack_ms: float) -> None:
-        entry = self._by_acks.get(acks)
-        if entry is None:
-            entry = self._by_acks[acks] = ({}, {}, [0.0, 0.0])
-        from_intended, from_send, sums = entry
-        warmup = self.warmup_ms
-        bucket = self._bucket
-        kept = 0
-        for intended in batch.intended_ms:
-            if intended >= warmup:
-                latency = ack_ms - intended
-                sums[0] += latency
-                key = bucket(latency)
-                from_intended[key] = from_intended.get(key, 0) + 1
-                kept += 1
-        if kept:
-            latency = ack_ms - batch.send_ms
-            sums[1] += latency * kept
-            key = bucket(latency)
-            from_send[key] = from_send.get(key, 0) + kept
-
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for acks in sorted(self._by_acks):
-            from_intended, from_send, sums = self._by_acks[acks]
-            out[acks_label(acks)] = {
-                "records": sum(from_intended.values()),
-                "from_intended": _histogram_summary(from_intended, sums[0]),
-                "from_send": _histogram_summary(from_send, sums[1]),
-            }
-        return out
-
-
-def _histogram_summary(buckets: dict[int, int], total_ms: float) -> dict[str, Any]:
-    count = sum(buckets.values())
-    if count == 0:
-        return {"count": 0}
-    histogram = HdrHistogram(1, RecordLatency.HIGHEST_US, 3)
-    for value in sorted(buckets):
-        histogram.record_value(value, buckets[value])
-    out: dict[str, Any] = {"count": count, "mean": total_ms / count}
-    for name, q in PERCENTILES:
-        out[name] = histogram.get_value_at_percentile(q) / 1000.0
-    out["max"] = histogram.get_max_value() / 1000.0
-    return out
-
-
-class RunRecorder:
-    """The clients' ``ClientRecorder``: turns envelopes and producer batches into recorder rows.
-
-    A request's row is written once both sides are done with it: the client (response, timeout, acks=0
-    sent) and the broker (response sent or dropped) -- so a response that arrives after the client gave
-    up still has its broker-side timing. Batches whose offset the producer never learned although they
-    may be in the log (acks=0, timeouts) wait until a consumer reads them, which tells their offset.
-    """
-
-    def __init__(
-        self,
-        recorder: Recorder,
-        consumers_by_topic: dict[str, int],
-        acks_by_producer: Mapping[str, int],
-        on_request: Callable[[RequestEnvelope], None] | None = None,
-    ) -> None:
-        self.recorder = recorder
-        self._consumers_by_topic = consumers_by_topic
-        self.acks_by_producer = acks_by_producer
-        self._awaiting_broker: dict[int, RequestEnvelope] = {}
-        self._unknown_offset: dict[int, BatchTrace] = {}
-        self._on_request = on_request
-        self.requests_recorded = 0
-        self.invariants: EngineInvariants | None = None
-        self.record_latency = RecordLatency()
-
-    # --- requests ----------------------------------------------------------------------------------
-
-    def request_finished(self, envelope: RequestEnvelope) -> None:
-        envelope.client_done = True
-        if self.invariants is not None:
-            self.invariants.on_client_outcome(envelope)
-        if envelope.end_ms == envelope.end_ms or (envelope.connection is None and envelope.expects_response):
-            # Done on both sides, or never picked up by the broker (its connection is closed, so it never
-            # will be). A processor sets `connection` when it *starts* reading a request: one whose read is
-            # under way when the client gives up is still handled, and written when the broker is done.
-            self._write(envelope)
-        else:
-            self._awaiting_broker[envelope.request_id] = envelope
-
-    def broker_done(self, envelope: RequestEnvelope) -> None:
-        if envelope.client_done and self._awaiting_broker.pop(envelope.request_id, None) is not None:
-            self._write(envelope)
-
-    def _write(self, envelope: RequestEnvelope) -> None:
-        if self._on_request is not None:
-            self._on_request(envelope)
-        # Drop the references a row does not need before it waits in the recorder's buffer (the body
-        # stays: an acks=0 request can be done on both sides while its handler is still finishing).
-        envelope.response = None
-        envelope.on_response = None
-        envelope.connection = None
-        self.recorder.finish_request(envelope)
-        self.requests_recorded += 1
-
-    # --- batches -----------------------------------------------------------------------------------
-
-    def batch_finished(self, producer: str, batch: ProducerBatch, ack_ms: float, error: Errors, base_offset: int) -> None:
-        if error == Errors.NONE:
-            self.record_latency.add(self.acks_by_producer[producer], batch, ack_ms)
-        self._finish_batch(self.batch_trace(producer, batch, ack_ms, base_offset, error), error)
-
-    def batch_trace(
-        self, producer: str, batch: ProducerBatch, ack_ms: float, base_offset: int, error: Errors
-    ) -> BatchTrace:
-        return BatchTrace(
-            batch.batch_id,
-            producer,
-            batch.tp.topic,
-            batch.tp.partition,
-            batch.record_count,
-            batch.size_in_bytes,
-            self.acks_by_producer[producer],
-            batch.intended_ms[0],
-            batch.created_ms,
-            batch.send_ms,
-            ack_ms,
-            base_offset,
-            int(error),
-            batch.request_id,
-        )
-
-    def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:
-        may_be_in_log = trace.offset < 0 and error in (
-            Errors.NONE,  # acks=0: appended, offset unknown to the producer
-            Errors.REQUEST_TIMED_OUT,
-            Errors.NETWORK_EXCEPTION,
-        )
-        if may_be_in_log and self._consumers_by_topic.get(trace.topic, 0) > 0:
-            self._unknown_offset[trace.batch_id] = trace
-        else:
-            self.recorder.finish_batch(trace)
-
-    def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
-        pending = self._unknown_offset.pop(batch.batch_id, None) if self._unknown_offset else None
-        if pending is not None:
-            pending.offset = batch.base_offset
-            self.recorder.finish_batch(pending)
-        self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms)
-
-    # --- end of run --------------------------------------------------------------------------------
-
-    def flush(self, unfinished: list[RequestEnvelope]) -> None:
-        """Record what is still open at the end: requests in flight, batches of unknown offset."""
-        for envelope in self._awaiting_broker.values():
-            self._write(envelope)
-        self._awaiting_broker.clear()
-        for envelope in unfinished:
-            if not envelope.client_done:
-                self._write(envelope)
-        for trace in self._unknown_offset.values():
-            self.recorder.finish_batch(trace)
-        self._unknown_offset.clear()
 
 
 class Engine:

@@ -3,7 +3,7 @@ import random
 import pytest
 import simpy
 
-from kafkasim.network.link import Connection, NetworkLink
+from kafkasim.network.link import NetworkLink, NetworkPath
 from kafkasim.sim.distributions import Constant, LogNormal
 from kafkasim.sim.random_streams import RandomStreams
 
@@ -107,7 +107,7 @@ def test_transfer_event_form_for_processes():
 def test_connection_links_have_their_own_streams_and_share_faults():
     env = simpy.Environment()
     streams = RandomStreams(11)
-    conn = Connection.create(env, "producer-1", LogNormal(0.5, 2.0), streams.stream, 1250.0,
+    conn = NetworkPath.create(env, "producer-1", LogNormal(0.5, 2.0), streams.stream, 1250.0,
                              from_broker_latency=Constant(3.0))
     assert conn.to_broker.name == "producer-1/to_broker" and conn.from_broker.name == "producer-1/from_broker"
     assert streams.names == ["producer-1/to_broker", "producer-1/from_broker"]

@@ -1,0 +1,85 @@
+"""Produce latency of every record, per acks setting, in HdrHistogram buckets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from kafkasim.clients.accumulator import ProducerBatch
+from kafkasim.record.summary import PERCENTILES, acks_label
+
+
+class RecordLatency:
+    """Produce latency of every record (not only a batch's oldest), from its intended send time and from
+    the send of the request that carried it, per acks setting. Records intended before the warm-up ends
+    are left out.
+
+    Values are counted in HdrHistogram buckets (µs, 3 significant digits, like the summary's) kept in a
+    plain dict while the run goes -- a dict increment per record instead of a ``record_value`` call -- and
+    poured into an ``HdrHistogram`` at the end. Memory is bounded by the number of distinct buckets.
+    """
+
+    HIGHEST_US = 3_600_000_000
+    SUB_BUCKET_BITS = 11  # 3 significant digits: values below 2048 µs are exact
+
+    def __init__(self, warmup_ms: float = 0.0) -> None:
+        self.warmup_ms = warmup_ms
+        # acks -> (from-intended buckets, from-send buckets, [sum from intended, sum from send])
+        self._by_acks: dict[int, tuple[dict[int, int], dict[int, int], list[float]]] = {}
+
+    @classmethod
+    def _bucket(cls, latency_ms: float) -> int:
+        us = int(latency_ms * 1000.0 + 0.5)
+        if us <= 0:
+            return 0
+        if us > cls.HIGHEST_US:
+            us = cls.HIGHEST_US
+        shift = us.bit_length() - cls.SUB_BUCKET_BITS
+        return (us >> shift) << shift if shift > 0 else us
+
+    def add(self, acks: int, batch: ProducerBatch, ack_ms: float) -> None:
+        entry = self._by_acks.get(acks)
+        if entry is None:
+            entry = self._by_acks[acks] = ({}, {}, [0.0, 0.0])
+        from_intended, from_send, sums = entry
+        warmup = self.warmup_ms
+        bucket = self._bucket
+        kept = 0
+        for intended in batch.intended_ms:
+            if intended >= warmup:
+                latency = ack_ms - intended
+                sums[0] += latency
+                key = bucket(latency)
+                from_intended[key] = from_intended.get(key, 0) + 1
+                kept += 1
+        if kept:
+            latency = ack_ms - batch.send_ms
+            sums[1] += latency * kept
+            key = bucket(latency)
+            from_send[key] = from_send.get(key, 0) + kept
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for acks in sorted(self._by_acks):
+            from_intended, from_send, sums = self._by_acks[acks]
+            out[acks_label(acks)] = {
+                "records": sum(from_intended.values()),
+                "from_intended": _histogram_summary(from_intended, sums[0]),
+                "from_send": _histogram_summary(from_send, sums[1]),
+            }
+        return out
+
+
+def _histogram_summary(buckets: dict[int, int], total_ms: float) -> dict[str, Any]:
+    count = sum(buckets.values())
+    if count == 0:
+        return {"count": 0}
+    histogram = HdrHistogram(1, RecordLatency.HIGHEST_US, 3)
+    for value in sorted(buckets):
+        histogram.record_value(value, buckets[value])
+    out: dict[str, Any] = {"count": count, "mean": total_ms / count}
+    for name, q in PERCENTILES:
+        out[name] = histogram.get_value_at_percentile(q) / 1000.0
+    out["max"] = histogram.get_max_value() / 1000.0
+    return out

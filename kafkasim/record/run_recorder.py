@@ -1,0 +1,128 @@
+"""What the clients and the broker report, turned into the recorder's rows (``RunRecorder``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.records import RecordBatch
+from kafkasim.clients.accumulator import ProducerBatch
+from kafkasim.network.messages import RequestEnvelope
+from kafkasim.record.record_latency import RecordLatency
+from kafkasim.record.recorder import BatchTrace, Recorder
+
+
+class RunRecorder:
+    """The clients' ``ClientRecorder``: turns envelopes and producer batches into recorder rows.
+
+    A request's row is written once both sides are done with it: the client (response, timeout, acks=0
+    sent) and the broker (response sent or dropped) -- so a response that arrives after the client gave
+    up still has its broker-side timing. Batches whose offset the producer never learned although they
+    may be in the log (acks=0, timeouts) wait until a consumer reads them, which tells their offset.
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        consumers_by_topic: dict[str, int],
+        acks_by_producer: Mapping[str, int],
+        on_request: Callable[[RequestEnvelope], None] | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self._consumers_by_topic = consumers_by_topic
+        self.acks_by_producer = acks_by_producer
+        self._awaiting_broker: dict[int, RequestEnvelope] = {}
+        self._unknown_offset: dict[int, BatchTrace] = {}
+        self._on_request = on_request
+        self.requests_recorded = 0
+        self.invariants: Any = None
+        self.record_latency = RecordLatency()
+
+    # --- requests ----------------------------------------------------------------------------------
+
+    def request_finished(self, envelope: RequestEnvelope) -> None:
+        envelope.client_done = True
+        if self.invariants is not None:
+            self.invariants.on_client_outcome(envelope)
+        if envelope.end_ms == envelope.end_ms or (envelope.connection is None and envelope.expects_response):
+            # Done on both sides, or never picked up by the broker (its connection is closed, so it never
+            # will be). A processor sets `connection` when it *starts* reading a request: one whose read is
+            # under way when the client gives up is still handled, and written when the broker is done.
+            self._write(envelope)
+        else:
+            self._awaiting_broker[envelope.request_id] = envelope
+
+    def broker_done(self, envelope: RequestEnvelope) -> None:
+        if envelope.client_done and self._awaiting_broker.pop(envelope.request_id, None) is not None:
+            self._write(envelope)
+
+    def _write(self, envelope: RequestEnvelope) -> None:
+        if self._on_request is not None:
+            self._on_request(envelope)
+        # Drop the references a row does not need before it waits in the recorder's buffer (the body
+        # stays: an acks=0 request can be done on both sides while its handler is still finishing).
+        envelope.response = None
+        envelope.on_response = None
+        envelope.connection = None
+        self.recorder.finish_request(envelope)
+        self.requests_recorded += 1
+
+    # --- batches -----------------------------------------------------------------------------------
+
+    def batch_finished(self, producer: str, batch: ProducerBatch, ack_ms: float, error: Errors, base_offset: int) -> None:
+        if error == Errors.NONE:
+            self.record_latency.add(self.acks_by_producer[producer], batch, ack_ms)
+        self._finish_batch(self.batch_trace(producer, batch, ack_ms, base_offset, error), error)
+
+    def batch_trace(
+        self, producer: str, batch: ProducerBatch, ack_ms: float, base_offset: int, error: Errors
+    ) -> BatchTrace:
+        return BatchTrace(
+            batch.batch_id,
+            producer,
+            batch.tp.topic,
+            batch.tp.partition,
+            batch.record_count,
+            batch.size_in_bytes,
+            self.acks_by_producer[producer],
+            batch.intended_ms[0],
+            batch.created_ms,
+            batch.send_ms,
+            ack_ms,
+            base_offset,
+            int(error),
+            batch.request_id,
+        )
+
+    def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:
+        may_be_in_log = trace.offset < 0 and error in (
+            Errors.NONE,  # acks=0: appended, offset unknown to the producer
+            Errors.REQUEST_TIMED_OUT,
+            Errors.NETWORK_EXCEPTION,
+        )
+        if may_be_in_log and self._consumers_by_topic.get(trace.topic, 0) > 0:
+            self._unknown_offset[trace.batch_id] = trace
+        else:
+            self.recorder.finish_batch(trace)
+
+    def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
+        pending = self._unknown_offset.pop(batch.batch_id, None) if self._unknown_offset else None
+        if pending is not None:
+            pending.offset = batch.base_offset
+            self.recorder.finish_batch(pending)
+        self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms)
+
+    # --- end of run --------------------------------------------------------------------------------
+
+    def flush(self, unfinished: list[RequestEnvelope]) -> None:
+        """Record what is still open at the end: requests in flight, batches of unknown offset."""
+        for envelope in self._awaiting_broker.values():
+            self._write(envelope)
+        self._awaiting_broker.clear()
+        for envelope in unfinished:
+            if not envelope.client_done:
+                self._write(envelope)
+        for trace in self._unknown_offset.values():
+            self.recorder.finish_batch(trace)
+        self._unknown_offset.clear()
