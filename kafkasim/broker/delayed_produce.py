@@ -63,9 +63,9 @@ class DelayedProduce(DelayedOperation):
                 # NONE clears the preset REQUEST_TIMED_OUT.
                 status.response_status.error = error
                 if error is Errors.NONE:
-                    observer = self.replica_manager.on_acks_satisfied
+                    observer = self.replica_manager.observer
                     if observer is not None:
-                        observer(topic_partition, status.required_offset)
+                        observer.acks_satisfied(topic_partition, status.required_offset)
             else:
                 pending = True
         if not pending:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -18,6 +18,7 @@ from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.metrics import BrokerMetrics
+from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -48,7 +49,7 @@ class ReplicaManager:
         "metrics",
         "action_queue",
         "fenced_brokers",
-        "on_acks_satisfied",
+        "observer",
         "_partitions",
         "_offline_partitions",
         "_known_partitions",
@@ -66,6 +67,7 @@ class ReplicaManager:
         produce_purgatory: DelayedOperationPurgatory | None = None,
         fetch_purgatory: DelayedOperationPurgatory | None = None,
         rng: random.Random | None = None,
+        observer: BrokerObserver | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -82,9 +84,8 @@ class ReplicaManager:
         )
         self.metrics = BrokerMetrics()
         self.action_queue = ActionQueue()
-        # Observer (the engine's invariant checks): an acks=all produce's partition was settled with NONE
-        # -- (partition, required offset) at the moment DelayedProduce.tryComplete decided it.
-        self.on_acks_satisfied: Callable[[TopicPartition, int], None] | None = None
+        # The run's invariant checks (None in unit tests): leadership taken, acks=all partitions settled.
+        self.observer = observer
         # Brokers the (simulated) controller has fenced: not ISR-eligible (KRaft's isReplicaIsrEligible).
         self.fenced_brokers: set[int] = set()
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -141,6 +142,8 @@ class ReplicaManager:
         """Lead ``topic_partition`` (created if needed) with the given replicas and ISR (default: all)."""
         partition = self._partitions.get(topic_partition) or self.create_partition(topic_partition)
         partition.make_leader(leader_epoch, replicas if isr is None else isr, replicas, partition_epoch)
+        if self.observer is not None:
+            self.observer.became_leader(self.broker_id, topic_partition, partition)
         return partition
 
     def make_follower(

@@ -25,11 +25,11 @@ from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
 from kafkasim.broker.records import TopicPartition
 from kafkasim.network.messages import (
     API_FETCH_CONSUMER,
-    ClientRecorder,
     FetchRequestData,
     RequestEnvelope,
     fetch_request_bytes,
 )
+from kafkasim.network.observer import Observer
 from kafkasim.network.request_timer import RequestTimer
 from kafkasim.sim.calls import Call, Pausable
 
@@ -52,7 +52,7 @@ class Consumer(Pausable):
         partitions: Sequence[TopicPartition],
         connect: Callable[[], Any],
         ids: IdSource,
-        recorder: ClientRecorder,
+        observer: Observer,
         *,
         stop_ms: float = math.inf,
     ) -> None:
@@ -65,7 +65,7 @@ class Consumer(Pausable):
         self._connect = connect
         self.connection = connect()
         self._ids = ids
-        self._recorder = recorder
+        self._observer = observer
         self._stop_ms = stop_ms
         self._in_flight: RequestEnvelope | None = None
         self._request_timer = RequestTimer(
@@ -120,14 +120,14 @@ class Consumer(Pausable):
                     position = positions[tp]
                     for batch in records:
                         if batch.last_offset >= position:
-                            self._recorder.batch_consumed(self.name, batch, now)
+                            self._observer.batch_consumed(self.name, batch, now)
                             self.batches_consumed += 1
                     positions[tp] = records[-1].next_offset
             elif error == Errors.OFFSET_OUT_OF_RANGE:
                 positions[tp] = max(0, result.log_start_offset)
             else:
                 retry = True
-        self._recorder.request_finished(envelope)
+        self._observer.request_finished(envelope)
         if retry:
             Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch())
         else:
@@ -137,7 +137,7 @@ class Consumer(Pausable):
         self._in_flight = None
         envelope.client_timeout = True
         envelope.error = Errors.REQUEST_TIMED_OUT
-        self._recorder.request_finished(envelope)
+        self._observer.request_finished(envelope)
         self.connection.close()
         self.connection = self._connect()
         Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch())

@@ -32,11 +32,11 @@ from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator, VirtualTails
 from kafkasim.network.messages import (
     API_PRODUCE,
-    ClientRecorder,
     ProduceRequestData,
     RequestEnvelope,
     produce_request_bytes,
 )
+from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
 from kafkasim.sim.calls import Call, Pausable
 
@@ -123,7 +123,7 @@ class Producer(Pausable):
         arrival_rng: random.Random,
         partitioner_rng: random.Random,
         ids: IdSource,
-        recorder: ClientRecorder,
+        observer: Observer,
         *,
         stop_ms: float = math.inf,
     ) -> None:
@@ -141,7 +141,7 @@ class Producer(Pausable):
         constant = getattr(record_size, "constant", None)
         self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
         self._ids = ids
-        self._recorder = recorder
+        self._observer = observer
         self._connect = connect
         self.connection = connect()
         self._stop_ms = stop_ms
@@ -351,14 +351,14 @@ class Producer(Pausable):
             status = statuses.get(b.tp)
             error = status.error if status is not None else Errors.UNKNOWN_SERVER_ERROR
             base = status.base_offset if status is not None and error == Errors.NONE else -1
-            self._recorder.batch_finished(self.name, b, now, error, base)
-        self._recorder.request_finished(envelope)
+            self._observer.batch_finished(self.name, self.acks, b, now, error, base)
+        self._observer.request_finished(envelope)
         self._run_sender()
 
     def _complete(self, envelope: RequestEnvelope, batches: list[ProducerBatch], error: Errors, now: float) -> None:
         for b in batches:
-            self._recorder.batch_finished(self.name, b, now, error, -1)
-        self._recorder.request_finished(envelope)
+            self._observer.batch_finished(self.name, self.acks, b, now, error, -1)
+        self._observer.request_finished(envelope)
 
     def _arm_timeout_check(self) -> None:
         # One timer for the oldest in-flight request rather than one per request.

@@ -9,11 +9,11 @@ faults, same random streams).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafkasim.network.link import NetworkPath
 from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.observer import Observer
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -26,7 +26,7 @@ __all__ = ["Connection", "NetworkPath"]
 class Connection:
     """One TCP connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
 
-    __slots__ = ("env", "name", "path", "pipeline", "channel", "closed", "on_send")
+    __slots__ = ("env", "name", "path", "pipeline", "channel", "closed", "observer")
 
     def __init__(
         self,
@@ -34,7 +34,7 @@ class Connection:
         name: str,
         path: NetworkPath,
         pipeline: RequestPipeline,
-        on_send: Callable[[RequestEnvelope], None] | None = None,
+        observer: Observer,
     ) -> None:
         self.env = env
         self.name = name
@@ -42,11 +42,10 @@ class Connection:
         self.pipeline = pipeline
         self.channel = pipeline.connect(name, self._send_response)
         self.closed = False
-        self.on_send = on_send
+        self.observer = observer
 
     def send(self, envelope: RequestEnvelope) -> None:
-        if self.on_send is not None:
-            self.on_send(envelope)
+        self.observer.request_sent(envelope)
         channel = self.channel
         pipeline = self.pipeline
         self.path.to_broker.send(envelope.request_bytes, lambda: pipeline.receive(channel, envelope))

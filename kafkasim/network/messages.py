@@ -10,7 +10,7 @@ of a run, an acks=0 produce that never gets a response, a client timeout).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
@@ -205,18 +205,3 @@ def fetch_request_bytes(partitions: int) -> int:
 
 def fetch_response_bytes(partitions: int, record_bytes: int) -> int:
     return FETCH_RESPONSE_OVERHEAD_BYTES + FETCH_RESPONSE_PARTITION_BYTES * partitions + record_bytes
-
-
-class ClientRecorder(Protocol):
-    """Where clients report what happened; the engine's recorder implements it (clients never import run/)."""
-
-    def request_finished(self, envelope: RequestEnvelope) -> None:
-        """The client is done with a request: response received, timed out, failed, or acks=0 sent."""
-
-    def batch_finished(
-        self, producer: str, batch: Any, ack_ms: float, error: Errors, base_offset: int
-    ) -> None:
-        """A produced batch was acknowledged or failed (``batch`` is the producer's ProducerBatch)."""
-
-    def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
-        """A consumer received a complete batch for the first time."""

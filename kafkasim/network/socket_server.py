@@ -47,6 +47,7 @@ from kafkasim.network.messages import (
     fetch_response_bytes,
     produce_response_bytes,
 )
+from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
@@ -136,17 +137,13 @@ class RequestPipeline:
         num_network_threads: int = 3,
         num_io_threads: int = 8,
         queued_max_requests: int = 500,
+        observer: Observer,
         after_request: Callable[[], None] | None = None,
-        on_broker_done: Callable[[RequestEnvelope], None] | None = None,
-        observer: Any = None,
     ) -> None:
         self.env = env
         self.replica_manager = replica_manager
         self.costs = costs
         self.config = config
-        # Called when the broker is done with a request (response sent, dropped, or NoOp dequeued).
-        self._on_broker_done = on_broker_done
-        # Invariant checks (kafkasim.run.invariant_hooks.EngineInvariants) or None.
         self._observer = observer
         self.processors = [Processor(i) for i in range(num_network_threads)]
         self.num_io_threads = num_io_threads
@@ -207,8 +204,7 @@ class RequestPipeline:
                 # NoOpResponse (acks=0): nothing to write, just unmute.
                 envelope.end_ms = self.env.now
                 self._unmute(envelope)
-                if self._on_broker_done is not None:
-                    self._on_broker_done(envelope)
+                self._observer.response_done(envelope)
                 self._run_processor(p)
                 return
             cost = costs.network_send() + costs.network_send_per_kib() * (envelope.response_bytes / KIB)
@@ -255,8 +251,7 @@ class RequestPipeline:
         if not channel.closed:
             channel.send_response(envelope)
         self._unmute(envelope)
-        if self._on_broker_done is not None:
-            self._on_broker_done(envelope)
+        self._observer.response_done(envelope)
         self._run_processor(p)
 
     def _unmute(self, envelope: RequestEnvelope) -> None:
@@ -322,8 +317,7 @@ class RequestPipeline:
         if envelope.local_complete_ms != envelope.local_complete_ms:  # NaN: not yet set
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
-        if self._observer is not None:
-            self._observer.after_handle(envelope)
+        self._observer.request_handled(envelope)
         if self._after_request is not None:
             self._after_request()
         # Take the next request, which frees a slot for a processor blocked in put().
@@ -351,8 +345,7 @@ class RequestPipeline:
         if not envelope.client_done:  # a client that already gave up keeps its own outcome in the row
             envelope.error = error
         envelope.response_bytes = produce_response_bytes(len(statuses))
-        if self._observer is not None:
-            self._observer.on_broker_response(envelope)
+        self._observer.response_built(envelope)
         self._complete(envelope)
 
     def _fetch_response(self, envelope: RequestEnvelope, results: Any) -> None:
@@ -367,8 +360,7 @@ class RequestPipeline:
             envelope.error = error
         envelope.read_bytes = read
         envelope.response_bytes = fetch_response_bytes(len(results), read)
-        if self._observer is not None:
-            self._observer.on_broker_response(envelope)
+        self._observer.response_built(envelope)
         self._complete(envelope)
 
     def _complete(self, envelope: RequestEnvelope) -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch
@@ -26,25 +25,20 @@ class RunRecorder:
         self,
         recorder: Recorder,
         consumers_by_topic: dict[str, int],
-        acks_by_producer: Mapping[str, int],
         on_request: Callable[[RequestEnvelope], None] | None = None,
     ) -> None:
         self.recorder = recorder
         self._consumers_by_topic = consumers_by_topic
-        self.acks_by_producer = acks_by_producer
         self._awaiting_broker: dict[int, RequestEnvelope] = {}
         self._unknown_offset: dict[int, BatchTrace] = {}
         self._on_request = on_request
         self.requests_recorded = 0
-        self.invariants: Any = None
         self.record_latency = RecordLatency()
 
     # --- requests ----------------------------------------------------------------------------------
 
     def request_finished(self, envelope: RequestEnvelope) -> None:
         envelope.client_done = True
-        if self.invariants is not None:
-            self.invariants.on_client_outcome(envelope)
         if envelope.end_ms == envelope.end_ms or (envelope.connection is None and envelope.expects_response):
             # Done on both sides, or never picked up by the broker (its connection is closed, so it never
             # will be). A processor sets `connection` when it *starts* reading a request: one whose read is
@@ -70,13 +64,14 @@ class RunRecorder:
 
     # --- batches -----------------------------------------------------------------------------------
 
-    def batch_finished(self, producer: str, batch: ProducerBatch, ack_ms: float, error: Errors, base_offset: int) -> None:
+    def batch_finished(self, producer: str, acks: int, batch: ProducerBatch, ack_ms: float, error: Errors,
+                       base_offset: int) -> None:
         if error == Errors.NONE:
-            self.record_latency.add(self.acks_by_producer[producer], batch, ack_ms)
-        self._finish_batch(self.batch_trace(producer, batch, ack_ms, base_offset, error), error)
+            self.record_latency.add(acks, batch, ack_ms)
+        self._finish_batch(self.batch_trace(producer, acks, batch, ack_ms, base_offset, error), error)
 
     def batch_trace(
-        self, producer: str, batch: ProducerBatch, ack_ms: float, base_offset: int, error: Errors
+        self, producer: str, acks: int, batch: ProducerBatch, ack_ms: float, base_offset: int, error: Errors
     ) -> BatchTrace:
         return BatchTrace(
             batch.batch_id,
@@ -85,7 +80,7 @@ class RunRecorder:
             batch.tp.partition,
             batch.record_count,
             batch.size_in_bytes,
-            self.acks_by_producer[producer],
+            acks,
             batch.intended_ms[0],
             batch.created_ms,
             batch.send_ms,

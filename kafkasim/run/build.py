@@ -1,7 +1,9 @@
-"""Scenario -> components: the leader's ReplicaManager and pipeline, followers, producers, consumers, links.
+"""Scenario -> components: the brokers (the leader and its followers), producers, consumers, links.
 
-Every component gets its configuration from the validated ``Scenario`` (canonical units) and its own
-named random stream (``RandomStreams``), so adding a producer never changes a follower's draws.
+Every component gets, at construction, its configuration from the validated ``Scenario`` (canonical
+units), its own named random stream (``RandomStreams``, so adding a producer never changes a follower's
+draws) and the run's one observer. Nothing is wired afterwards, so the order in which components are
+built does not matter; the order in which they *start* does (``Engine._start``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import IdSource, Producer
 from kafkasim.network.connection import Connection, NetworkPath
-from kafkasim.network.messages import ClientRecorder
+from kafkasim.network.observer import Observer
 from kafkasim.network.socket_server import PipelineCosts, RequestPipeline
-from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
+from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig
 from kafkasim.server.replica_fetcher_thread import Follower
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
@@ -89,16 +91,32 @@ class Components:
     clock: SimClock
     streams: RandomStreams
     config: BrokerStateConfig
-    replica_manager: ReplicaManager
     alter_partition: DelayedAlterPartitionManager
-    pipeline: RequestPipeline
     ids: IdSource
     partitions_by_topic: dict[str, list[TopicPartition]]
-    followers: list[Follower] = field(default_factory=list)
+    observer: Observer
+    brokers: list[BrokerServer] = field(default_factory=list)
     producers: list[Producer] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
     links: dict[str, NetworkPath] = field(default_factory=dict)
-    invariants: EngineInvariants | None = None
+
+    @property
+    def leader(self) -> BrokerServer:
+        """The broker that leads every partition (broker 0) in a scenario without a cluster."""
+        return self.brokers[LEADER_ID]
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        return self.leader.replica_manager
+
+    @property
+    def pipeline(self) -> RequestPipeline:
+        return self.leader.request_plane
+
+    @property
+    def followers(self) -> list[Follower]:
+        """Every broker's replica fetcher threads, by broker id."""
+        return [f for broker in self.brokers for f in broker.fetchers]
 
 
 def _network_path(env: Environment, name: str, link: Link, streams: RandomStreams) -> NetworkPath:
@@ -114,29 +132,58 @@ def _network_path(env: Environment, name: str, link: Link, streams: RandomStream
     )
 
 
-def build(
-    scenario: Scenario,
-    clock: SimClock,
-    seed: int,
-    recorder: ClientRecorder,
-    after_request: Callable[[], None],
-    on_broker_done: Callable[[Any], None],
-    *,
-    check_invariants: bool = True,
-) -> Components:
+def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> PipelineCosts:
+    """The broker's service-time samplers, each on its own stream ``broker-<id>/costs/<name>``."""
+    costs_cfg = scenario.broker.costs
+
+    def cost(name: str, spec: Any) -> Callable[[], float]:
+        return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/costs/{name}"))
+
+    return PipelineCosts(
+        request=cost("request", costs_cfg.request),
+        append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
+        read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
+        network_read=cost("network_read", costs_cfg.network_read),
+        network_read_per_kib=cost("network_read_per_kib", costs_cfg.network_read_per_kib),
+        network_send=cost("network_send", costs_cfg.network_send),
+        network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
+    )
+
+
+def broker_server_config(scenario: Scenario) -> BrokerServerConfig:
+    b = scenario.broker
+    return BrokerServerConfig(
+        broker=broker_state_config(scenario),
+        num_network_threads=b.num_network_threads,
+        num_io_threads=b.num_io_threads,
+        queued_max_requests=b.queued_max_requests,
+        log_retention_check_interval_ms=float(b.log_retention_check_interval_ms),
+    )
+
+
+def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) -> Components:
+    """The run's components; ``observer`` (recording, and the invariant checks if enabled) reaches every
+    one of them at construction."""
     env = clock.env
     streams = RandomStreams(seed)
-    config = broker_state_config(scenario)
+    server_config = broker_server_config(scenario)
+    config = server_config.broker
     alter_partition = DelayedAlterPartitionManager(
-        env, zero_arg_sampler(scenario.broker.alter_partition_latency, streams.stream("controller/alter_partition"))
+        env,
+        zero_arg_sampler(scenario.broker.alter_partition_latency, streams.stream("controller/alter_partition")),
+        observer,
     )
-    replica_manager = ReplicaManager(
-        LEADER_ID,
-        config,
+    leader = BrokerServer(
+        env,
         clock.time,
+        LEADER_ID,
+        server_config,
+        broker_costs(scenario, LEADER_ID, streams),
+        log_rng=streams.stream(f"broker-{LEADER_ID}/log"),
         alter_partition_manager=alter_partition,
-        rng=streams.stream("broker-0/log"),
+        observer=observer,
     )
+    replica_manager = leader.replica_manager
     partitions_by_topic: dict[str, list[TopicPartition]] = {}
     follower_partitions: dict[int, list[tuple[TopicPartition, LogConfig, int]]] = {k: [] for k in scenario.follower_ids}
     for topic in scenario.topics:
@@ -150,68 +197,45 @@ def build(
             for k in replicas[1:]:
                 follower_partitions[k].append((tp, log_config, 0))
 
-    invariants = None
-    if check_invariants:
-        invariants = EngineInvariants(env, replica_manager, client_deadlines(scenario))
-        alter_partition.observer = invariants
-        replica_manager.on_acks_satisfied = invariants.on_acks_satisfied
-
-    costs_cfg = scenario.broker.costs
-
-    def cost(name: str, spec: Any) -> Callable[[], float]:
-        return zero_arg_sampler(spec, streams.stream(f"broker-0/costs/{name}"))
-
-    costs = PipelineCosts(
-        request=cost("request", costs_cfg.request),
-        append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
-        read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
-        network_read=cost("network_read", costs_cfg.network_read),
-        network_read_per_kib=cost("network_read_per_kib", costs_cfg.network_read_per_kib),
-        network_send=cost("network_send", costs_cfg.network_send),
-        network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
-    )
-    pipeline = RequestPipeline(
-        env,
-        replica_manager,
-        costs,
-        config,
-        num_network_threads=scenario.broker.num_network_threads,
-        num_io_threads=scenario.broker.num_io_threads,
-        queued_max_requests=scenario.broker.queued_max_requests,
-        after_request=after_request,
-        on_broker_done=on_broker_done,
-        observer=invariants,
-    )
     ids = IdSource()
-    c = Components(env, clock, streams, config, replica_manager, alter_partition, pipeline, ids, partitions_by_topic)
-    c.invariants = invariants
-    on_send = invariants.on_send if invariants is not None else None
+    c = Components(env, clock, streams, config, alter_partition, ids, partitions_by_topic, observer)
+    c.brokers.append(leader)
+    socket_server = leader.request_plane
 
     def connector(name: str, path: NetworkPath) -> Callable[[], Connection]:
-        return lambda: Connection(env, name, path, pipeline, on_send)
+        return lambda: Connection(env, name, path, socket_server, observer)
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
     for k in scenario.follower_ids:
         name = f"follower-{k}"
         links = c.links[name] = _network_path(env, name, f_cfg.link, streams)
-        c.followers.append(
-            Follower(
+        fetcher = Follower(
+            env,
+            k,
+            f_cfg,
+            follower_partitions[k],
+            clock.time,
+            connector(name, links),
+            zero_arg_sampler(f_cfg.costs.append, streams.stream(f"{name}/append")),
+            zero_arg_sampler(f_cfg.costs.append_per_kib, streams.stream(f"{name}/append_per_kib")),
+            ids,
+            observer,
+        )
+        # Follower broker k: it leads nothing here; its replica fetcher copies the leader's partitions.
+        c.brokers.append(
+            BrokerServer(
                 env,
-                k,
-                f_cfg,
-                follower_partitions[k],
                 clock.time,
-                connector(name, links),
-                zero_arg_sampler(f_cfg.costs.append, streams.stream(f"{name}/append")),
-                zero_arg_sampler(f_cfg.costs.append_per_kib, streams.stream(f"{name}/append_per_kib")),
-                ids,
-                recorder,
+                k,
+                server_config,
+                broker_costs(scenario, k, streams),
+                log_rng=streams.stream(f"broker-{k}/log"),
+                alter_partition_manager=alter_partition,
+                observer=observer,
+                fetchers=[fetcher],
             )
         )
-        if invariants is not None:
-            c.followers[-1].on_log_end = invariants.on_follower_log_end
-            c.followers[-1].on_crash = invariants.on_follower_crash
     for p_cfg in scenario.producers:
         assert p_cfg.link is not None
         links = c.links[p_cfg.name] = _network_path(env, p_cfg.name, p_cfg.link, streams)
@@ -225,13 +249,13 @@ def build(
                 streams.stream(f"{p_cfg.name}/arrivals"),
                 streams.stream(f"{p_cfg.name}/partitioner"),
                 ids,
-                recorder,
+                observer,
             )
         )
     for c_cfg in scenario.consumers:
         assert c_cfg.link is not None
         links = c.links[c_cfg.name] = _network_path(env, c_cfg.name, c_cfg.link, streams)
         c.consumers.append(
-            Consumer(env, c_cfg, partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, recorder)
+            Consumer(env, c_cfg, partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, observer)
         )
     return c

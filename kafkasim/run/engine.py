@@ -25,29 +25,27 @@ import math
 import mmap
 import time as wall_time
 from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.clients.accumulator import ProducerBatch
+from kafkasim.clients.producer import Producer
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
 from kafkasim.record.recorder import Recorder
 from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.record.summary import summarize
-from kafkasim.run.build import Components, build
+from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.faults import schedule_faults
-from kafkasim.server.expiration_reaper import ExpirationReaper
-from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.run.invariant_hooks import EngineInvariants
+from kafkasim.run.observer import CheckedRunObserver, RunObserver
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
 
 if TYPE_CHECKING:
     from kafkasim.scenario import Scenario
 
-# Kafka's LogManager.InitialTaskDelayMs (log.initial.task.delay.ms): the retention task's first run.
-RETENTION_INITIAL_DELAY_MS = 30_000.0
 PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 # Requests table rows kept as Python objects before the recorder converts them to a columnar chunk.
 MAX_ROWS_IN_MEMORY = 50_000
@@ -107,26 +105,26 @@ class Engine:
         consumers_by_topic: dict[str, int] = {}
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
-        acks = {p.name: p.acks for p in scenario.producers}
         # on_request sees each finished request before its row is written (the CLI's live view).
-        self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, acks, on_request)
-        self.reapers: list[ExpirationReaper] = []
-        self.components: Components = build(
-            scenario,
-            clock,
-            self.seed,
-            self.run_recorder,
-            self._after_request,
-            self.run_recorder.broker_done,
-            check_invariants=scenario.invariants if check_invariants is None else check_invariants,
+        self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, on_request)
+        checking = scenario.invariants if check_invariants is None else check_invariants
+        self.observer: RunObserver = (
+            CheckedRunObserver(self.run_recorder, EngineInvariants(self.env, client_deadlines(scenario)))
+            if checking
+            else RunObserver(self.run_recorder)
         )
-        self.invariants = self.components.invariants
-        self.run_recorder.invariants = self.invariants
-        rm = self.components.replica_manager
-        self.reapers = [ExpirationReaper(self.env, rm.produce_purgatory), ExpirationReaper(self.env, rm.fetch_purgatory)]
+        self.components: Components = build(scenario, clock, self.seed, self.observer)
         self.gauges = GaugeSampler(
-            rm, self.components.pipeline, self.components.followers, self.components.producers, self.recorder.sample
+            self.components.replica_manager,
+            self.components.pipeline,
+            self.components.followers,
+            self.components.producers,
+            self.recorder.sample,
         )
+
+    @property
+    def invariants(self) -> EngineInvariants | None:
+        return self.observer.invariants
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.
@@ -140,28 +138,7 @@ class Engine:
     def stop_requested(self) -> bool:
         return self._stop_requested
 
-    def _after_request(self) -> None:
-        for reaper in self.reapers:
-            reaper.poke()
-
     # --- background tasks --------------------------------------------------------------------------
-
-    def _isr_expiration(self, _event: Any) -> None:
-        self.components.replica_manager.maybe_shrink_isr()
-        period = self.components.config.isr_expiration_interval_ms
-        if period > 0:  # KafkaScheduler.schedule runs a task whose period is not > 0 once only
-            Call(self.env, float(period), self._isr_expiration)
-
-    def _log_retention(self, _event: Any) -> None:
-        c = self.components
-        # Every broker runs its own LogManager: the leader's logs here, each follower's on that broker. A
-        # paused follower (a stalled JVM) runs it when it resumes; a crashed one not at all.
-        for partition in c.replica_manager.partitions.values():
-            partition.log.delete_old_segments()
-        for follower in c.followers:
-            if not follower.crashed:
-                follower.run_or_defer(partial(_delete_old_segments, follower))
-        Call(self.env, float(self.scenario.broker.log_retention_check_interval_ms), self._log_retention)
 
     def _sample(self, _event: Any) -> None:
         if self.invariants is not None:
@@ -201,16 +178,17 @@ class Engine:
     def _start(self) -> None:
         c = self.components
         env = self.env
-        for follower in c.followers:
-            follower.start()
+        # The order of first events is the order of ties at a simulated instant; the golden runs pin it.
+        for broker in c.brokers:
+            broker.start_fetchers()
         for consumer in c.consumers:
             consumer.start()
         for producer in c.producers:
             producer.start()
-        for reaper in self.reapers:
-            reaper.start()
-        Call(env, 0.0, self._isr_expiration)
-        Call(env, RETENTION_INITIAL_DELAY_MS, self._log_retention)
+        for broker in c.brokers:
+            broker.start_purgatory_tasks()
+        for broker in c.brokers:
+            broker.start_log_retention()
         Call(env, 0.0, self._sample)
         schedule_faults(self.scenario, c)
 
@@ -243,8 +221,7 @@ class Engine:
             counters = self._counters()
             # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
             # is over: let it go so that the recorded rows can be tabulated and written.
-            del self.components, self.gauges, self.reapers, self.invariants, self.env, self.clock
-            self.run_recorder.invariants = None
+            del self.components, self.gauges, self.observer, self.env, self.clock
             gc.collect()
             result = self._result(end, wall_seconds, open_work=False, counters=counters)
             result.summary["interrupted_at_ms"] = end
@@ -290,17 +267,18 @@ class Engine:
             producer.catch_up()
             for _, batches in producer.unfinished():
                 for b in batches:
-                    self._unacked_batch(producer.name, b)
+                    self._unacked_batch(producer, b)
             for b in producer.accumulator.all_batches():
-                self._unacked_batch(producer.name, b)
+                self._unacked_batch(producer, b)
         return unfinished
 
-    def _unacked_batch(self, producer: str, b: ProducerBatch) -> None:
-        self.recorder.finish_batch(self.run_recorder.batch_trace(producer, b, NAN, -1, Errors.NONE))
+    def _unacked_batch(self, producer: Producer, b: ProducerBatch) -> None:
+        self.recorder.finish_batch(self.run_recorder.batch_trace(producer.name, producer.acks, b, NAN, -1, Errors.NONE))
 
     def _counters(self) -> dict[str, Any]:
         c = self.components
         m = c.replica_manager.metrics
+        invariants = self.invariants
         return {
             "isr_shrinks": m.isr_shrinks,
             "isr_expands": m.isr_expands,
@@ -311,8 +289,8 @@ class Engine:
             "alter_partition_requests": c.alter_partition.submitted,
             "requests_handled": c.pipeline.requests_handled,
             "messages_dropped": sum(path.dropped for path in c.links.values()),
-            "reaper_passes": sum(r.passes for r in self.reapers),
-            "invariant_checks": self.invariants.checker.checks if self.invariants is not None else 0,
+            "reaper_passes": sum(broker.reaper_passes for broker in c.brokers),
+            "invariant_checks": invariants.checker.checks if invariants is not None else 0,
         }
 
     def _scenario_yaml(self) -> str | None:
@@ -324,12 +302,6 @@ class Engine:
         if self.seed != scenario.seed:
             scenario = scenario.model_copy(update={"seed": self.seed})
         return dump_scenario(scenario)
-
-
-def _delete_old_segments(follower: Follower) -> None:
-    if not follower.crashed:
-        for fp in follower.partitions.values():
-            fp.log.delete_old_segments()
 
 
 def run_scenario(

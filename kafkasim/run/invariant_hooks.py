@@ -31,27 +31,36 @@ from kafkasim.run.invariants import InvariantChecker
 
 if TYPE_CHECKING:
     from kafkasim.broker.alter_partition import LeaderAndIsr
-    from kafkasim.broker.replica_manager import ReplicaManager
+    from kafkasim.broker.partition import Partition
 
 
 class EngineInvariants:
-    """The engine's side of the invariant checks (only built when the scenario enables them)."""
+    """The run's side of the invariant checks (only built when the scenario enables them).
 
-    def __init__(self, env: Any, replica_manager: ReplicaManager, client_timeouts: dict[str, float]) -> None:
+    It learns the partitions it watches from ``became_leader`` (``ReplicaManager.make_leader``), so it
+    needs no broker at construction and can be handed to every component as part of the run's observer.
+    """
+
+    def __init__(self, env: Any, client_timeouts: dict[str, float]) -> None:
         self.env = env
-        self.replica_manager = replica_manager
         self.checker = InvariantChecker(enabled=True)
         self._client_timeouts = client_timeouts
+        # The leader's partitions, by the leader broker's id (one leader here; a cluster has several).
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._leader_of: dict[TopicPartition, int] = {}
         self._last_hw: dict[TopicPartition, int] = {}
         self._excluded: set[int] = set()
-        for tp, partition in replica_manager.partitions.items():
-            self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
-            self._last_hw[tp] = partition.high_watermark
+
+    def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
+        self._partitions[tp] = partition
+        self._leader_of[tp] = broker_id
+        self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
+        self._last_hw[tp] = partition.high_watermark
 
     # --- high watermark ----------------------------------------------------------------------------
 
     def check_hw(self, tp: TopicPartition) -> None:
-        partition = self.replica_manager.partitions.get(tp)
+        partition = self._partitions.get(tp)
         if partition is None:
             return
         hw = partition.high_watermark
@@ -61,7 +70,7 @@ class EngineInvariants:
             self._last_hw[tp] = hw
 
     def check_all_hw(self) -> None:
-        for tp in self.replica_manager.partitions:
+        for tp in self._partitions:
             self.check_hw(tp)
 
     # --- requests ----------------------------------------------------------------------------------
@@ -87,19 +96,19 @@ class EngineInvariants:
         """DelayedProduce.tryComplete settled an acks=all partition with NONE: HW >= ``required_offset``
         and min ISR <= |maximal ISR| now (Partition.checkEnoughReplicasReachOffset)."""
         now = self.env.now
-        partition = self.replica_manager.partitions[tp]
+        partition = self._partitions[tp]
         # The leader's own log first: an ISR of the leader alone acknowledges inside the append.
-        self.checker.on_log_end(tp, self.replica_manager.broker_id, partition.log_end_offset, now)
+        self.checker.on_log_end(tp, self._leader_of[tp], partition.log_end_offset, now)
         self.checker.on_acked(tp, required_offset, -1, now)
 
     def after_handle(self, envelope: RequestEnvelope) -> None:
         body = envelope.body
         if envelope.acks is not None:
-            partitions = self.replica_manager.partitions
+            partitions = self._partitions
             for tp in body.entries:  # type: ignore[union-attr]
                 partition = partitions.get(tp)
                 if partition is not None:
-                    self.checker.on_log_end(tp, self.replica_manager.broker_id, partition.log_end_offset, self.env.now)
+                    self.checker.on_log_end(tp, self._leader_of[tp], partition.log_end_offset, self.env.now)
                     self.check_hw(tp)
         else:
             for tp, _ in body.fetch_infos:  # type: ignore[union-attr]
@@ -111,7 +120,7 @@ class EngineInvariants:
         self.checker.on_isr_change(tp, isr, self.env.now, may_lose_data=self._excluded)
 
     def on_alter_partition_submit(self, tp: TopicPartition, request: LeaderAndIsr) -> None:
-        partition = self.replica_manager.partitions.get(tp)
+        partition = self._partitions.get(tp)
         if partition is None:
             return
         # A pending expansion counts in the maximal ISR at once (spec §6.1); a pending shrink does not.
@@ -125,7 +134,7 @@ class EngineInvariants:
             self._report_isr(tp, result.isr)
 
     def after_alter_partition(self, tp: TopicPartition) -> None:
-        partition = self.replica_manager.partitions.get(tp)
+        partition = self._partitions.get(tp)
         if partition is not None:
             self._report_isr(tp, partition.maximal_isr)
             self.check_hw(tp)
@@ -136,7 +145,7 @@ class EngineInvariants:
     def on_follower_crash(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
         self._excluded.add(broker_id)
         for tp in partitions:
-            partition = self.replica_manager.partitions.get(tp)
+            partition = self._partitions.get(tp)
             if partition is not None:
                 self._report_isr(tp, partition.maximal_isr)
 

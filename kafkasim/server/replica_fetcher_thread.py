@@ -39,11 +39,11 @@ from kafkasim.broker.log import Log
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.network.messages import (
     API_FETCH_FOLLOWER,
-    ClientRecorder,
     FetchRequestData,
     RequestEnvelope,
     fetch_request_bytes,
 )
+from kafkasim.network.observer import Observer
 from kafkasim.network.request_timer import RequestTimer
 from kafkasim.sim.calls import Call, Pausable
 
@@ -85,7 +85,7 @@ class Follower(Pausable):
         append_cost: Callable[[], float],
         append_cost_per_kib: Callable[[], float],
         ids: IdSource,
-        recorder: ClientRecorder,
+        observer: Observer,
         *,
         stop_ms: float = math.inf,
     ) -> None:
@@ -103,7 +103,7 @@ class Follower(Pausable):
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
         self._ids = ids
-        self._recorder = recorder
+        self._observer = observer
         self._stop_ms = stop_ms
         # The fetch awaiting its response (it can time out); then, once answered, the append of its
         # response keeps the fetcher thread busy (no new fetch), but the request is done.
@@ -117,9 +117,6 @@ class Follower(Pausable):
         self.disk_factor = 1.0
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
-        # Observers (the engine's invariant checks): a local log end changed; the follower crashed.
-        self.on_log_end: Callable[[TopicPartition, int, int], None] | None = None
-        self.on_crash: Callable[[int, list[TopicPartition]], None] | None = None
 
     def start(self) -> None:
         Call(self.env, 0.0, lambda _e: self._maybe_fetch())
@@ -208,7 +205,7 @@ class Follower(Pausable):
         self._in_flight = None
         self._appending = True
         response: list[tuple[TopicPartition, Any]] = envelope.response
-        self._recorder.request_finished(envelope)  # may drop envelope.response: keep our reference
+        self._observer.request_finished(envelope)  # may drop envelope.response: keep our reference
         cost = 0.0
         for _tp, result in response:
             if result.error == Errors.NONE and result.info.records:
@@ -254,8 +251,7 @@ class Follower(Pausable):
             fresh = [b for b in records if b.base_offset >= leo]
             if fresh:
                 log.append_as_follower(fresh)
-                if self.on_log_end is not None:
-                    self.on_log_end(fp.tp, self.broker_id, log.log_end_offset)
+                self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
         if leader_hw >= 0:
             log.maybe_update_high_watermark(leader_hw)
         if leader_log_start > log.log_start_offset:
@@ -272,15 +268,14 @@ class Follower(Pausable):
         else:
             fp.delayed_until = self.env.now + float(self.config.replica_fetch_backoff_ms)
             return
-        if self.on_log_end is not None:
-            self.on_log_end(fp.tp, self.broker_id, log.log_end_offset)
+        self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off (spec §8).
         self._in_flight = None
         envelope.client_timeout = True
         envelope.error = Errors.REQUEST_TIMED_OUT
-        self._recorder.request_finished(envelope)
+        self._observer.request_finished(envelope)
         self.connection.close()
         self.connection = self._connect()
         backoff = float(self.config.replica_fetch_backoff_ms)
@@ -295,8 +290,7 @@ class Follower(Pausable):
         if self.crashed:
             return
         self.crashed = True
-        if self.on_crash is not None:
-            self.on_crash(self.broker_id, list(self.partitions))
+        self._observer.broker_crashed(self.broker_id, list(self.partitions))
         self._generation += 1
         self._deferred.clear()
         self.paused = False
@@ -306,7 +300,7 @@ class Follower(Pausable):
         self._appending = False
         if envelope is not None:
             envelope.error = Errors.NETWORK_EXCEPTION
-            self._recorder.request_finished(envelope)
+            self._observer.request_finished(envelope)
         self.connection.close()
 
     def restart(self) -> None:
@@ -317,8 +311,7 @@ class Follower(Pausable):
         for fp in self.partitions.values():
             fp.log.truncate_to(fp.log.high_watermark)
             fp.delayed_until = -math.inf
-            if self.on_log_end is not None:
-                self.on_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
+            self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
         self.connection = self._connect()
         self._maybe_fetch()
 
@@ -326,6 +319,12 @@ class Follower(Pausable):
         # After the responses that arrived during the pause (NetworkClient.poll's order).
         self._request_timer.check()
         self._maybe_fetch()
+
+    def delete_old_segments(self) -> None:
+        """The retention task's pass over this fetcher's logs (not when crashed)."""
+        if not self.crashed:
+            for fp in self.partitions.values():
+                fp.log.delete_old_segments()
 
     def unfinished(self) -> list[RequestEnvelope]:
         return [self._in_flight] if self._in_flight is not None else []

@@ -28,6 +28,7 @@ from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import IdSource
 from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.observer import Observer
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig
 from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS, Follower
 
@@ -49,8 +50,8 @@ class ScriptedConnection:
         self.closed = True
 
 
-class Recorder:
-    """What the engine's recorder does with a finished request: keep its row, drop the response."""
+class Recorder(Observer):
+    """What the run's observer does with a finished request: keep its row, drop the response."""
 
     def __init__(self) -> None:
         self.finished: list[RequestEnvelope] = []

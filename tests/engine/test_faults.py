@@ -18,14 +18,15 @@ def test_crashed_follower_truncates_to_its_hw_on_restart_and_catches_up() -> Non
     )
     follower = engine.components.followers[0]
     seen: list[tuple[float, int]] = []
-    checker = follower.on_log_end
+    checker = engine.observer.replica_log_end
 
     def log_end(tp: object, broker_id: int, leo: int) -> None:
-        seen.append((engine.env.now, leo))
-        if checker is not None:
-            checker(tp, broker_id, leo)  # type: ignore[arg-type]
+        if broker_id == follower.broker_id:
+            seen.append((engine.env.now, leo))
+        checker(tp, broker_id, leo)  # type: ignore[arg-type]
 
-    follower.on_log_end = log_end
+    # Listen in on the run's observer, which every component was given at construction.
+    engine.observer.replica_log_end = log_end  # type: ignore[method-assign]
     result = engine.run()
     before = max(leo for t, leo in seen if t < 1_000)
     restart = [leo for t, leo in seen if t == 1_500]

@@ -63,8 +63,7 @@ def test_an_isr_follower_losing_acknowledged_data_stops_the_run() -> None:
     def lose_data(_e: object) -> None:
         fp = next(iter(follower.partitions.values()))
         fp.log.truncate_to(0)  # a follower that silently drops its log while staying in the ISR
-        assert follower.on_log_end is not None
-        follower.on_log_end(fp.tp, follower.broker_id, 0)
+        engine.observer.replica_log_end(fp.tp, follower.broker_id, 0)
 
     Call(engine.env, 1_000.0, lose_data)
     with pytest.raises(InvariantViolation, match=r"replica 1 is in the ISR") as caught:

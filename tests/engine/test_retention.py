@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kafkasim.broker.log import Log
-from kafkasim.run.engine import RETENTION_INITIAL_DELAY_MS, Engine
+from kafkasim.run.engine import Engine
+from kafkasim.server.broker_server import RETENTION_INITIAL_DELAY_MS
 
 from .support import consumer, producer, scenario
 

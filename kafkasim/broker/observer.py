@@ -1,0 +1,22 @@
+"""What a broker's state machines tell an observer (the run's invariant checks), through a constructor
+argument. SimPy-free like the rest of broker/; the run's observer (``kafkasim.network.observer.Observer``)
+extends it with the network, server and client events."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkasim.broker.partition import Partition
+    from kafkasim.broker.records import TopicPartition
+
+
+class BrokerObserver:
+    """Every method does nothing; an observer overrides the events it wants."""
+
+    def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
+        """``ReplicaManager.make_leader`` finished: ``broker_id`` leads ``tp`` with the partition's ISR."""
+
+    def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
+        """``DelayedProduce.tryComplete`` settled an acks=all partition with NONE: HW >= ``required_offset``
+        and min ISR <= |maximal ISR| (``Partition.checkEnoughReplicasReachOffset``)."""
