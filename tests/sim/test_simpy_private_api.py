@@ -11,12 +11,15 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import tomllib
 from collections.abc import Callable
 from heapq import heappop
+from pathlib import Path
 from typing import Any
 
 import pytest
 import simpy
+from packaging.requirements import Requirement
 from simpy.core import EmptySchedule, Environment, Infinity, StopSimulation
 from simpy.events import NORMAL, PENDING, URGENT, Event, EventPriority, Timeout
 from simpy.rt import RealtimeEnvironment
@@ -24,12 +27,26 @@ from simpy.rt import RealtimeEnvironment
 from kafkasim.sim.calls import Call, Delivery
 from kafkasim.sim.clock import PacedEnvironment
 
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
 
 def _changed(what: str, who: str) -> str:
     return (
         f"SimPy {simpy.__version__} changed {what}. kafkasim relies on it in {who} "
         f"(see the list in kafkasim/sim/__init__.py): re-read SimPy's new code, adapt kafkasim.sim, then "
         f"update this test and the simpy bound in pyproject.toml."
+    )
+
+
+def test_installed_simpy_is_within_the_bound_these_pins_were_checked_against() -> None:
+    dependencies = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    (simpy_requirement,) = [Requirement(d) for d in dependencies if Requirement(d).name == "simpy"]
+    assert any(spec.operator == "<" for spec in simpy_requirement.specifier), (
+        f"pyproject.toml's {simpy_requirement} has no upper bound: kafkasim.sim uses SimPy's private API, "
+        f"so a new SimPy minor version must be checked (this file) before it is allowed"
+    )
+    assert simpy.__version__ in simpy_requirement.specifier, (
+        f"installed SimPy {simpy.__version__} is outside pyproject.toml's {simpy_requirement}"
     )
 
 
