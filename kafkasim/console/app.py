@@ -10,9 +10,6 @@ from typing import Annotated
 
 import typer
 
-# typer >= 0.26 vendors click as `typer._click`; these are click's own exception classes.
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
-
 from kafkasim.timer.walkthrough import ScheduledAdd
 
 app = typer.Typer(
@@ -22,6 +19,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+# click's UsageError.exit_code: what tells a usage error from typer's other exceptions.
+_USAGE_ERROR_EXIT_CODE = 2
 
 # Kafka's timer deals in Java longs; anything bigger cannot be a Kafka delay.
 _MAX_MS = 2**63 - 1
@@ -209,11 +209,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: usage errors become one line `kafkasim: error: <message>` on stderr and exit code 2."""
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except NoArgsIsHelpError as e:
-        # `kafkasim` alone: show the help, as click would (its text is the "message").
-        typer.echo(e.format_message(), err=True)
-        sys.exit(2)
-    except UsageError as e:
+    except typer.TyperException as e:
+        # typer vendors click privately (typer._click); its exceptions derive from the public
+        # TyperException, and the usage errors (click's UsageError and subclasses) carry exit code 2.
+        if e.exit_code != _USAGE_ERROR_EXIT_CODE:
+            raise
+        if type(e).__name__ == "NoArgsIsHelpError":  # told apart by name, as typer's rich_utils does
+            # `kafkasim` alone: show the help, as click would (its text is the "message").
+            typer.echo(e.format_message(), err=True)
+            sys.exit(2)
         message = " ".join(e.format_message().split())
         print(f"kafkasim: error: {message}", file=sys.stderr)
         sys.exit(2)

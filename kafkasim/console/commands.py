@@ -79,9 +79,9 @@ def write_file_atomically(path: Path, data: bytes) -> None:
 def plot_command(run_dir: Path) -> int:
     """Regenerate RUN_DIR/figures from a saved run; the old figures are replaced only once all new ones
     are written, and only if figures/ holds nothing but kafkasim's figures (a user's file is never deleted)."""
+    from kafkasim.record.output_dir import OutputDirError, refusal, replace_dir
     from kafkasim.record.result import FIGURES_DIR, FIGURES_LAYOUT, ResultDirectoryError, RunResult
     from kafkasim.report import write_figures
-    from kafkasim.run.output_dir import OutputDirError, refusal, replace_dir
 
     try:
         result = RunResult.load(run_dir)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from kafkasim.console.format import seconds
-from kafkasim.run.output_dir import describe
+from kafkasim.record.output_dir import describe
 
 if TYPE_CHECKING:
     from kafkasim.record.result import RunResult
@@ -79,7 +79,7 @@ def default_out_dir(scenario: Scenario, seed: int) -> Path:
 
 def check_out_dir(out: str | Path, label: str) -> Path:
     """The absolute result directory, refusing before the run what RunResult.save would refuse after it
-    (see kafkasim.run.output_dir: '', the working directory or an ancestor, a file, a symbolic link, a name
+    (see kafkasim.record.output_dir: '', the working directory or an ancestor, a file, a symbolic link, a name
     too long, an unwritable parent, a non-empty directory kafkasim did not write or that holds a user's
     files)."""
     from kafkasim.record.result import ResultDirectoryError, check_result_dir

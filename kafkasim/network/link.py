@@ -9,11 +9,8 @@ notices through its own timeout).
 
 Every message draws its latency, dropped or not, so a fault never shifts the draws of later messages.
 
-Delivery is one scheduled event per message whose callback calls `deliver()` -- no process per message.
-Measured on the development machine (2 shared cores, loaded; 200k messages): scheduling alone ran ~280k
-messages/s with the event below, ~200k/s with `env.timeout(d).callbacks.append(lambda ...)` and ~40k/s
-with a process per message; a whole `send` including the link's bookkeeping runs 155-175k/s (130k/s
-through `transfer` + a lambda callback).
+Delivery is one scheduled event per message whose callback calls `deliver()` -- no process per message,
+which is several times cheaper (figures: benchmarks/README.md, "Link delivery: one event per message").
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ last, `run-info.json`: the facts of this particular run that a replay cannot rep
 kafkasim version, when it was written, whether the run was cut short). Every other file is a function of
 the scenario and the seed alone, byte for byte. `run-info.json` is also how kafkasim recognises a
 directory it wrote: only such a directory, holding nothing but kafkasim's files, is ever replaced (see
-kafkasim.run.output_dir).
+kafkasim.record.output_dir).
 
 Saving is atomic: everything is written into a hidden temporary sibling directory which is then renamed
 into place, so a crash leaves either the old result, or the new one, never a half-written directory under
@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from kafkasim.run.output_dir import Layout, OutputDirError, check_output_dir, make_temp_dir, replace_dir
+from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, make_temp_dir, replace_dir
 
 TABLES = ("requests", "records", "timeseries")
 SUMMARY_FILE = "summary.json"

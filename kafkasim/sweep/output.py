@@ -18,7 +18,7 @@ Until the very end everything lives in `.<out name>.partial-<pid>` beside `<out>
 manifest saying `"complete": true` is a sweep result. A crash leaves the partial directory (useful for
 debugging, never mistaken for a result); `read_manifest` refuses anything else.
 
-Where a sweep may write follows kafkasim.run.output_dir (the rules `kafkasim run --out` follows): never
+Where a sweep may write follows kafkasim.record.output_dir (the rules `kafkasim run --out` follows): never
 '', the working directory or its parents, a file or a symbolic link; an existing directory is replaced only
 if it is empty or a sweep result (it has the manifest) holding nothing but the files listed above.
 """
@@ -31,8 +31,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from kafkasim.run.output_dir import Layout, check_output_dir, describe, replace_dir
-from kafkasim.run.output_dir import OutputDirError as _OutputDirError
+from kafkasim.record.output_dir import Layout, check_output_dir, describe, replace_dir
+from kafkasim.record.output_dir import OutputDirError as _OutputDirError
 
 MANIFEST = "_MANIFEST.json"
 _FILES = frozenset((MANIFEST, "sweep.yaml", "base_scenario.yaml", "variants.json", "runs.parquet",
@@ -45,7 +45,7 @@ class IncompleteSweepError(Exception):
 
 
 class OutputDirError(_OutputDirError):
-    """The output directory cannot be used (see kafkasim.run.output_dir); the message says why."""
+    """The output directory cannot be used (see kafkasim.record.output_dir); the message says why."""
 
 
 def _spark_file(name: str) -> bool:

@@ -152,6 +152,18 @@ def test_bad_run_options(args: list[str], fragment: str, capsys: pytest.CaptureF
     assert err.startswith("kafkasim: error: ") and fragment in err, err
 
 
+def test_kafkasim_alone_shows_the_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert call() == 2
+    out = capsys.readouterr()
+    assert "Usage:" in out.out + out.err and "wheel" in out.out + out.err and "kafkasim: error" not in out.err, out
+
+
+def test_an_unknown_verb_is_a_usage_error_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    assert call("rnu") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kafkasim: error: No such command 'rnu'") and "'run'" in err, err
+
+
 def test_clock_choice() -> None:
     virtual = load_scenario(QUICKSTART)
     paced = virtual.with_overrides(["clock={mode: wallclock, speed: 4}"])

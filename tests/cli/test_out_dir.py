@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkasim.record.output_dir import OutputDirError
 from kafkasim.record.result import RunResult
-from kafkasim.run.output_dir import OutputDirError
 
 from .support import QUICKSTART, call
 
