@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
 from kafkasim.broker.records import TopicPartition
+from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.network.messages import (
     API_FETCH_CONSUMER,
     FetchRequestData,
@@ -36,8 +37,7 @@ from kafkasim.sim.calls import Call, Pausable
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.clients.producer import IdSource
-    from kafkasim.scenario.clients import ConsumerConfig
+    from kafkasim.network.ids import IdSource
 
 RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
 
@@ -48,7 +48,7 @@ class Consumer(Pausable):
     def __init__(
         self,
         env: Environment,
-        config: ConsumerConfig,
+        config: ConsumerClientConfig,
         partitions: Sequence[TopicPartition],
         connect: Callable[[], Any],
         ids: IdSource,

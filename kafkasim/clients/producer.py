@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator, VirtualTails
+from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
+from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import (
     API_PRODUCE,
     ProduceRequestData,
@@ -43,30 +45,8 @@ from kafkasim.sim.calls import Call, Pausable
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.scenario.clients import ProducerConfig
-
 NAN = float("nan")
 MAX_LOOKAHEAD_RECORDS = 10_000
-
-
-class IdSource:
-    """Run-wide counters for request and batch ids (one per run; deterministic, single-threaded)."""
-
-    __slots__ = ("next_request_id", "next_batch_id")
-
-    def __init__(self) -> None:
-        self.next_request_id = 0
-        self.next_batch_id = 0
-
-    def request_id(self) -> int:
-        i = self.next_request_id
-        self.next_request_id = i + 1
-        return i
-
-    def batch_id(self) -> int:
-        i = self.next_batch_id
-        self.next_batch_id = i + 1
-        return i
 
 
 class ArrivalProcess:
@@ -74,13 +54,13 @@ class ArrivalProcess:
 
     __slots__ = ("_mean_gap_ms", "_kind", "_on_ms", "_off_ms", "_pattern", "_rng", "_period_start")
 
-    def __init__(self, rate_per_s: float, arrival: Any, rng: random.Random) -> None:
+    def __init__(self, rate_per_s: float, arrival: ArrivalConfig, rng: random.Random) -> None:
         self._mean_gap_ms = 1000.0 / rate_per_s
-        self._kind: str = arrival.type
+        self._kind: str = arrival.kind
         self._rng = rng
-        self._on_ms = float(getattr(arrival, "on", 0.0))
-        self._off_ms = float(getattr(arrival, "off", 0.0))
-        self._pattern: str = getattr(arrival, "pattern", arrival.type)
+        self._on_ms = float(arrival.on_ms)
+        self._off_ms = float(arrival.off_ms)
+        self._pattern: str = arrival.pattern
         self._period_start = 0.0
 
     def first(self) -> float:
@@ -116,7 +96,7 @@ class Producer(Pausable):
     def __init__(
         self,
         env: Environment,
-        config: ProducerConfig,
+        config: ProducerClientConfig,
         partitions: Sequence[TopicPartition],
         connect: Callable[[], Any],
         record_size: Callable[[], float],
@@ -135,7 +115,7 @@ class Producer(Pausable):
         self.max_in_flight = config.max_in_flight_requests_per_connection
         self.accumulator = RecordAccumulator(partitions, config.batch_size, float(config.linger_ms))
         self.partitioner = Partitioner(config.partitioner, partitions, config.batch_size, partitioner_rng)
-        self._arrivals = ArrivalProcess(config.rate, config.arrival, arrival_rng)
+        self._arrivals = ArrivalProcess(config.rate_per_s, config.arrival, arrival_rng)
         self._record_size = record_size
         # A constant record size (the usual case) skips the draw; 0 = draw each time.
         constant = getattr(record_size, "constant", None)

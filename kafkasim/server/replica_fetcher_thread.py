@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import LogConfig
@@ -50,13 +51,33 @@ from kafkasim.sim.calls import Call, Pausable
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.clients.producer import IdSource
-    from kafkasim.scenario.clients import FollowerConfig
+    from kafkasim.network.ids import IdSource
     from kafkasim.timer import Time
 
 # The follower's own client (ReplicaFetcherBlockingSend) times out after the broker's request timeout.
 FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0
 KIB = 1024.0
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFetcherConfig:
+    """What a replica fetcher reads: Kafka's ``replica.fetch.*`` broker configs (``ReplicationConfigs``),
+    with Kafka's defaults. ``num.replica.fetchers`` is fixed at Kafka's default of 1."""
+
+    wait_max_ms: int = 500  # replica.fetch.wait.max.ms: the fetch's max_wait (long poll in the leader)
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    max_bytes: int = MIB  # replica.fetch.max.bytes: per partition
+    response_max_bytes: int = 10 * MIB  # replica.fetch.response.max.bytes: the fetch's max_bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms: wait after an error / when no partition is ready
+
+    def __post_init__(self) -> None:
+        # ReplicationConfigs defines every one of them with atLeast(0): with max bytes 0 the leader still
+        # returns one batch for the first partition (ReplicaManager.readFromLog's minOneMessage).
+        for name in ("wait_max_ms", "min_bytes", "max_bytes", "response_max_bytes", "backoff_ms"):
+            value = getattr(self, name)
+            if value < 0:
+                raise ValueError(f"ReplicaFetcherConfig.{name} must be >= 0, got {value}")
 
 
 class FollowerPartition:
@@ -78,7 +99,7 @@ class Follower(Pausable):
         self,
         env: Environment,
         broker_id: int,
-        config: FollowerConfig,
+        config: ReplicaFetcherConfig,
         partitions: Sequence[tuple[TopicPartition, LogConfig, int]],
         time: Time,
         connect: Callable[[], Any],
@@ -147,7 +168,7 @@ class Follower(Pausable):
                     PartitionData(
                         log.log_end_offset,
                         log.log_start_offset,
-                        cfg.replica_fetch_max_bytes,
+                        cfg.max_bytes,
                         fp.leader_epoch,
                         last_epoch if last_epoch >= 0 else NO_EPOCH,
                     ),
@@ -160,9 +181,9 @@ class Follower(Pausable):
             return
         body = FetchRequestData(
             self.broker_id,
-            cfg.replica_fetch_wait_max_ms,
-            cfg.replica_fetch_min_bytes,
-            cfg.replica_fetch_response_max_bytes,
+            cfg.wait_max_ms,
+            cfg.min_bytes,
+            cfg.response_max_bytes,
             infos,
         )
         envelope = RequestEnvelope(
@@ -227,7 +248,7 @@ class Follower(Pausable):
             return
         self._appending = False
         now = self.env.now
-        backoff = float(self.config.replica_fetch_backoff_ms)
+        backoff = float(self.config.backoff_ms)
         for tp, result in response:
             fp = self.partitions.get(tp)
             if fp is None:
@@ -266,7 +287,7 @@ class Follower(Pausable):
         elif result.log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(result.log_start_offset)
         else:
-            fp.delayed_until = self.env.now + float(self.config.replica_fetch_backoff_ms)
+            fp.delayed_until = self.env.now + float(self.config.backoff_ms)
             return
         self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
@@ -278,7 +299,7 @@ class Follower(Pausable):
         self._observer.request_finished(envelope)
         self.connection.close()
         self.connection = self._connect()
-        backoff = float(self.config.replica_fetch_backoff_ms)
+        backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
             fp.delayed_until = self.env.now + backoff
         self._schedule_fetch(backoff)
