@@ -72,17 +72,11 @@ def log_config_of(topic: Any) -> LogConfig:
 
 def broker_state_config(scenario: Scenario) -> BrokerStateConfig:
     b = scenario.broker
-    f = scenario.followers
     return BrokerStateConfig(
         replica_lag_time_max_ms=int(b.replica_lag_time_max_ms),
         fetch_max_bytes=b.fetch_max_bytes,
         producer_purgatory_purge_interval_requests=b.producer_purgatory_purge_interval_requests,
         fetch_purgatory_purge_interval_requests=b.fetch_purgatory_purge_interval_requests,
-        replica_fetch_wait_max_ms=int(f.replica_fetch_wait_max_ms),
-        replica_fetch_min_bytes=f.replica_fetch_min_bytes,
-        replica_fetch_max_bytes=f.replica_fetch_max_bytes,
-        replica_fetch_response_max_bytes=f.replica_fetch_response_max_bytes,
-        replica_fetch_backoff_ms=int(f.replica_fetch_backoff_ms),
     )
 
 
