@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator, VirtualTails
+from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator
 from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
 from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import (
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from simpy import Environment
 
 NAN = float("nan")
+# How far RecordAccumulator.first_waking_record looks ahead before the producer acts anyway.
 MAX_LOOKAHEAD_RECORDS = 10_000
 
 
@@ -151,8 +152,8 @@ class Producer(Pausable):
     # append time -- exactly what appending each one at its arrival would have done, because only the
     # Sender changes the accumulator otherwise and it acts only at events. Only a record that would make
     # the Sender act (a batch becomes sendable, or the first batch needs its linger timer) gets an event
-    # of its own; looking ahead for it replays the appends, partitioner included, on copies
-    # (``VirtualTails``, ``PartitionerState.copy``). At 5000 records/s in 16 KiB batches that is one
+    # of its own; the accumulator finds it (``RecordAccumulator.first_waking_record``) by replaying the
+    # appends, partitioner included, on copies. At 5000 records/s in 16 KiB batches that is one
     # event per batch instead of one per record.
 
     def _draw(self) -> tuple[float, int]:
@@ -202,7 +203,13 @@ class Producer(Pausable):
         if key == self._plan_key and self._arrival_at >= self.env.now:
             return
         self._plan_key = key
-        target = self._first_waking_record() if can_send else math.inf
+        target = (
+            self.accumulator.first_waking_record(
+                self.partitioner, self._upcoming, self._draw_before_stop, MAX_LOOKAHEAD_RECORDS
+            )
+            if can_send
+            else math.inf
+        )
         if target == self._arrival_at:
             return
         if self._arrival_event is not None:
@@ -212,34 +219,11 @@ class Producer(Pausable):
         if target < math.inf:
             self._arrival_event = Call(self.env, max(0.0, target - self.env.now), self._on_arrival)
 
-    def _first_waking_record(self) -> float:
-        acc = self.accumulator
-        linger_zero = acc.linger_ms <= 0
-        # Virtual appends on copies of the touched deques' tails and of the partitioner's state.
-        tails = VirtualTails(acc)
-        partitioner = self.partitioner
-        state = partitioner.state.copy()
-        wake_armed = acc.queued_batches > 0
-        upcoming = self._upcoming
-        stop = self._stop_ms
-        for k in range(MAX_LOOKAHEAD_RECORDS):
-            if k < len(upcoming):
-                intended, size = upcoming[k]
-            else:
-                if self._next_intended >= stop:
-                    return math.inf
-                intended, size = self._draw()
-            closed = tails.closed_batches
-            full, new_batch = tails.append_record(partitioner, state, size)
-            if full:
-                return intended  # a batch becomes sendable
-            # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
-            # if it is sendable at once, needs the first linger timer, or comes with the old partition's
-            # batch closed by a sticky switch (that one is sendable now).
-            if new_batch and (linger_zero or not wake_armed or tails.closed_batches != closed):
-                return intended
-        # Very large batches: act anyway every so many records (conservative, still exact).
-        return upcoming[-1][0]
+    def _draw_before_stop(self) -> tuple[float, int] | None:
+        """The next record drawn ahead, or None if the producer stops before it is intended."""
+        if self._next_intended >= self._stop_ms:
+            return None
+        return self._draw()
 
     def _on_arrival(self, _event: Any) -> None:
         self._arrival_event = None
