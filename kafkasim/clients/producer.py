@@ -38,9 +38,10 @@ from kafkasim.network.messages import (
     RequestEnvelope,
     produce_request_bytes,
 )
+from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
-from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -91,7 +92,7 @@ class ArrivalProcess:
         return -math.log(1.0 - self._rng.random()) * self._mean_gap_ms
 
 
-class Producer(Pausable):
+class Producer(NetworkClient):
     """One producer client (``KafkaProducer`` + ``Sender`` + ``NetworkClient``) on one connection."""
 
     def __init__(
@@ -108,9 +109,7 @@ class Producer(Pausable):
         *,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__()
-        self.env = env
-        self.name = config.name
+        super().__init__(env, config.name, connect, ids, observer, stop_ms)
         self.acks = config.acks
         self.timeout_ms = config.request_timeout_ms
         self.max_in_flight = config.max_in_flight_requests_per_connection
@@ -121,11 +120,6 @@ class Producer(Pausable):
         # A constant record size (the usual case) skips the draw; 0 = draw each time.
         constant = getattr(record_size, "constant", None)
         self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
-        self._ids = ids
-        self._observer = observer
-        self._connect = connect
-        self.connection = connect()
-        self._stop_ms = stop_ms
         # In-flight requests in send order: (envelope, batches).
         self._in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
         self._wakeup: Call | None = None
@@ -356,8 +350,7 @@ class Producer(Pausable):
             envelope.client_timeout = i == 0
             envelope.error = error
             self._complete(envelope, batches, error, now)
-        self.connection.close()
-        self.connection = self._connect()
+        self._reconnect()
 
     def on_resume(self) -> None:
         self._append_floor = self.env.now

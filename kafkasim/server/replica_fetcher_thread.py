@@ -38,15 +38,10 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, PartitionData
 from kafkasim.broker.log import Log
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.network.messages import (
-    API_FETCH_FOLLOWER,
-    FetchRequestData,
-    RequestEnvelope,
-    fetch_request_bytes,
-)
+from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
+from kafkasim.network.network_client import FetchClient
 from kafkasim.network.observer import Observer
-from kafkasim.network.request_timer import RequestTimer
-from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -92,7 +87,7 @@ class FollowerPartition:
         self.leader_epoch = leader_epoch
 
 
-class Follower(Pausable):
+class Follower(FetchClient):
     """Follower broker ``broker_id`` with one replica fetcher thread toward the leader (broker 0)."""
 
     def __init__(
@@ -110,29 +105,20 @@ class Follower(Pausable):
         *,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__()
-        self.env = env
+        super().__init__(
+            env, f"follower-{broker_id}", connect, ids, observer, FOLLOWER_REQUEST_TIMEOUT_MS, stop_ms=stop_ms
+        )
         self.broker_id = broker_id
-        self.name = f"follower-{broker_id}"
         self.config = config
         self.partitions: dict[TopicPartition, FollowerPartition] = {
             tp: FollowerPartition(tp, Log(log_config, time, name=f"{tp}@{broker_id}"), leader_epoch)
             for tp, log_config, leader_epoch in partitions
         }
-        self._connect = connect
-        self.connection = connect()
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
-        self._ids = ids
-        self._observer = observer
-        self._stop_ms = stop_ms
-        # The fetch awaiting its response (it can time out); then, once answered, the append of its
-        # response keeps the fetcher thread busy (no new fetch), but the request is done.
-        self._in_flight: RequestEnvelope | None = None
+        # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
+        # of its response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._appending = False
-        self._request_timer = RequestTimer(
-            env, FOLLOWER_REQUEST_TIMEOUT_MS, self, lambda: self._in_flight, self._on_request_timeout
-        )
         self._wakeup: Call | None = None
         self.crashed = False
         self.disk_factor = 1.0
@@ -179,26 +165,9 @@ class Follower(Pausable):
             if next_ready < math.inf:
                 self._schedule_fetch(next_ready - now)
             return
-        body = FetchRequestData(
-            self.broker_id,
-            cfg.wait_max_ms,
-            cfg.min_bytes,
-            cfg.response_max_bytes,
-            infos,
+        self._send_fetch(
+            API_FETCH_FOLLOWER, self.broker_id, cfg.wait_max_ms, cfg.min_bytes, cfg.response_max_bytes, infos, now
         )
-        envelope = RequestEnvelope(
-            self._ids.request_id(),
-            API_FETCH_FOLLOWER,
-            self.name,
-            body,
-            fetch_request_bytes(len(infos)),
-            now,
-            now,
-            on_response=self._on_response,
-        )
-        self._in_flight = envelope
-        self.connection.send(envelope)
-        self._request_timer.arm()
 
     def _schedule_fetch(self, delay: float) -> None:
         if self._wakeup is not None:
@@ -293,12 +262,7 @@ class Follower(Pausable):
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off (spec §8).
-        self._in_flight = None
-        envelope.client_timeout = True
-        envelope.error = Errors.REQUEST_TIMED_OUT
-        self._observer.request_finished(envelope)
-        self.connection.close()
-        self.connection = self._connect()
+        self._fail_timed_out(envelope)
         backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
             fp.delayed_until = self.env.now + backoff
@@ -346,6 +310,3 @@ class Follower(Pausable):
         if not self.crashed:
             for fp in self.partitions.values():
                 fp.log.delete_old_segments()
-
-    def unfinished(self) -> list[RequestEnvelope]:
-        return [self._in_flight] if self._in_flight is not None else []
