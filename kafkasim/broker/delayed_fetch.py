@@ -99,10 +99,12 @@ class DelayedFetch(DelayedOperation):
                 if last_fetched_epoch >= 0:
                     # Case H: the log diverged from the follower while it waited (truncation). The partition
                     # owns the lookup and its shortcut (Case E above did the epoch validation it relies on).
-                    epoch_end = partition.last_fetched_epoch_end(fetch_info.current_leader_epoch, last_fetched_epoch)
-                    if epoch_end.error is not Errors.NONE or epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
+                    error, epoch, epoch_end_offset = partition.last_fetched_epoch_end(
+                        fetch_info.current_leader_epoch, last_fetched_epoch
+                    )
+                    if error is not Errors.NONE or epoch_end_offset == -1 or epoch == -1:
                         return self.force_complete()
-                    if epoch_end.leader_epoch < last_fetched_epoch or epoch_end.end_offset < fetch_info.fetch_offset:
+                    if epoch < last_fetched_epoch or epoch_end_offset < fetch_info.fetch_offset:
                         return self.force_complete()
             except KafkaError as e:
                 if e.error in _COMPLETING_ERRORS:

@@ -150,8 +150,11 @@ class Producer(NetworkClient):
     # appends, partitioner included, on copies. At 5000 records/s in 16 KiB batches that is one
     # event per batch instead of one per record.
 
-    def _draw(self) -> tuple[float, int]:
+    def _draw(self) -> tuple[float, int] | None:
+        """Draw the next record ahead (into ``_upcoming``); None if the producer stops before it is intended."""
         intended = self._next_intended
+        if intended >= self._stop_ms:
+            return None
         self._next_intended = self._arrivals.next_after(intended)
         size = self._constant_size or max(1, int(self._record_size() + 0.5))
         record = (intended, size)
@@ -199,7 +202,7 @@ class Producer(NetworkClient):
         self._plan_key = key
         target = (
             self.accumulator.first_waking_record(
-                self.partitioner, self._upcoming, self._draw_before_stop, MAX_LOOKAHEAD_RECORDS
+                self.partitioner, self._upcoming, self._draw, MAX_LOOKAHEAD_RECORDS
             )
             if can_send
             else math.inf
@@ -212,12 +215,6 @@ class Producer(NetworkClient):
         self._arrival_at = target
         if target < math.inf:
             self._arrival_event = Call(self.env, max(0.0, target - self.env.now), self._on_arrival)
-
-    def _draw_before_stop(self) -> tuple[float, int] | None:
-        """The next record drawn ahead, or None if the producer stops before it is intended."""
-        if self._next_intended >= self._stop_ms:
-            return None
-        return self._draw()
 
     def _on_arrival(self, _event: Any) -> None:
         self._arrival_event = None
