@@ -39,6 +39,7 @@ from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.invariant_hooks import EngineInvariants
+from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.observer import CheckedRunObserver, RunObserver
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
@@ -194,20 +195,24 @@ class Engine:
 
     def _run_until(self, duration: float) -> None:
         env = self.env
-        if self.progress is None:
+        guard = AddressSpaceGuard.from_process_limit()
+        if self.progress is None and guard is None:
             env.run(until=duration)
             return
-        # Run in slices so that progress can be reported; slices adapt to ~PROGRESS_INTERVAL_S of wall time.
+        # Run in slices so that progress can be reported and the address space watched; slices adapt to
+        # ~PROGRESS_INTERVAL_S of wall time.
         step = max(duration / 1000.0, 1.0)
         last_report = wall_time.perf_counter()
         while env.now < duration and not self._stop_requested:
             t0 = wall_time.perf_counter()
             env.run(until=min(duration, env.now + step))
+            if guard is not None and guard.exhausted():
+                raise MemoryError("address space nearly exhausted")
             spent = wall_time.perf_counter() - t0
             if spent > 0:
                 step = min(max(step * PROGRESS_INTERVAL_S / spent, 1.0), duration)
             now_wall = wall_time.perf_counter()
-            if now_wall - last_report >= PROGRESS_INTERVAL_S or env.now >= duration:
+            if self.progress is not None and (now_wall - last_report >= PROGRESS_INTERVAL_S or env.now >= duration):
                 self.progress(env.now, duration)
                 last_report = now_wall
 
