@@ -52,8 +52,8 @@ PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 MAX_ROWS_IN_MEMORY = 50_000
 # Cyclic-GC thresholds while the simulation loop runs (restored afterwards). A run allocates a few hundred
 # short-lived objects per request and keeps every logged batch, so with CPython's default (700, 10, 10) the
-# collector ran ~70 times per simulated second and its full passes walked the ever-growing logs: 5-7% of a
-# 60 s benchmark run, more in longer ones. Collection timing never changes simulated results.
+# collector runs often and its full passes walk the ever-growing logs (what it cost: benchmarks/README.md,
+# "Measurements behind design choices"). Collection timing never changes simulated results.
 RUN_GC_THRESHOLDS = (50_000, 20, 100)
 # Address space set aside while the loop runs and given back if the run runs out of memory, so that the
 # rows recorded up to then can still be tabulated and saved (a partial result instead of a MemoryError
