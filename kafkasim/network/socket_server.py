@@ -94,13 +94,8 @@ class Processor:
         self.readable: deque[KafkaChannel] = deque()
         self.busy_ms = 0.0
 
-    def wakeup(self) -> None:
-        """``Processor.wakeup``: new work (a readable connection, a response); runs if the thread is free."""
-        if not self.busy and self.blocked is None:
-            self.run()
-
     def enqueue_response(self, envelope: RequestEnvelope) -> None:
-        """``Processor.enqueueResponse`` (called by ``RequestChannel.sendResponse``)."""
+        """``Processor.enqueueResponse`` (called by ``RequestChannel.sendResponse``), then ``wakeup``."""
         self.responses.append(envelope)
         if not self.busy and self.blocked is None:
             self.run()
@@ -204,7 +199,8 @@ class SocketServer:
             channel.readable = True
             processor = channel.processor
             processor.readable.append(channel)
-            processor.wakeup()
+            if not processor.busy and processor.blocked is None:  # Processor.wakeup
+                processor.run()
 
     def close_channel(self, channel: KafkaChannel) -> None:
         """The client went away (crash): unread requests are dropped, responses are not sent.

@@ -19,6 +19,7 @@ the ``RequestChannel`` at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kafkasim.broker.config import BrokerConfig
@@ -45,6 +46,9 @@ class KafkaApis:
         self.config = config
         self.request_channel = request_channel
         self._observer = observer
+        # ReplicaManager.tryCompleteActions, run in the finally of KafkaApis.handle (the handler calls it
+        # when the request's service time is over).
+        self.try_complete_actions: Callable[[], int] = replica_manager.try_complete_actions
         # A client sends the same request-level fields every time: one frozen FetchParams serves them all.
         self._fetch_params: dict[tuple[int, int, int, int, int], FetchParams] = {}
         # The list handle_fetch returns, while its fetch_messages call runs (else None: send at once).
@@ -80,10 +84,6 @@ class KafkaApis:
         finally:
             self._fetched = None
         return completed
-
-    def try_complete_actions(self) -> None:
-        """``ReplicaManager.tryCompleteActions``, in the ``finally`` of ``KafkaApis.handle``."""
-        self.replica_manager.try_complete_actions()
 
     # --- responses ---------------------------------------------------------------------------------
 
