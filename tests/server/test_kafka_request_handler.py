@@ -3,6 +3,7 @@
 A whole request plane (SocketServer, RequestChannel, handlers, KafkaApis) around a scripted
 ReplicaManager: a produce with acks=-1 parks until the test (or a follower fetch, as when the follower's
 fetch advances the high watermark) completes it; a fetch answers at once with the bytes the test says.
+The last test checks the follower-fetch case against a real ReplicaManager.
 Costs are constants, so every RequestMetrics timestamp is exact.
 """
 
@@ -13,8 +14,12 @@ from typing import Any
 
 import simpy
 
+from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import PartitionData
+from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.network.messages import (
     API_FETCH_CONSUMER,
     API_FETCH_FOLLOWER,
@@ -87,6 +92,14 @@ class ScriptedReplicaManager:
         return 0
 
 
+class SimTime:
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+
+    def milliseconds(self) -> int:
+        return int(self.env.now)
+
+
 class Events(Observer):
     def __init__(self) -> None:
         self.events: list[tuple[str, int, float]] = []
@@ -108,11 +121,14 @@ class Events(Observer):
 
 class Plane:
     def __init__(self, *, io_threads: int = 8, network_threads: int = 3, queue_size: int = 500,
-                 request_cost: float = REQUEST) -> None:
+                 request_cost: float = REQUEST, real_replica_manager: bool = False) -> None:
         self.env = simpy.Environment()
         self.observer = Events()
         self.observer.env = self.env
         self.rm = ScriptedReplicaManager()
+        self.replica_manager = ReplicaManager(
+            0, BrokerConfig(), SimTime(self.env), alter_partition_manager=ControllerAlterPartitionManager()
+        )
         self.channel = RequestChannel(self.env, queue_size)
         self.server = SocketServer(
             self.env,
@@ -121,7 +137,8 @@ class Plane:
             num_network_threads=network_threads,
             observer=self.observer,
         )
-        self.apis = KafkaApis(self.rm, BrokerConfig(), self.channel, observer=self.observer)
+        rm = self.replica_manager if real_replica_manager else self.rm
+        self.apis = KafkaApis(rm, BrokerConfig(), self.channel, observer=self.observer)
         self.after = 0
         self.handlers = KafkaRequestHandlerPool(
             self.env,
@@ -274,3 +291,29 @@ def test_a_closed_connection_request_is_still_handled_and_its_response_dropped()
     assert queued.dequeue_ms == READ + REQUEST and queued.end_ms == queued.end_ms  # handled, written
     assert [request_id for request_id, _ in p.delivered] == [busy.request_id]
     assert ("done", queued.request_id, queued.end_ms) in p.observer.events
+
+
+def test_a_real_follower_fetch_advancing_the_hw_sends_the_produce_response_after_its_service_time() -> None:
+    p = Plane(real_replica_manager=True)
+    rm = p.replica_manager
+    tp = TopicPartition("t", 0)
+    rm.make_leader(tp, replicas=[0, 1])
+    batch = RecordBatch(10, 1024, 0, 1, "producer")
+
+    produce = RequestEnvelope(
+        1, API_PRODUCE, "producer", ProduceRequestData(-1, 30_000, {tp: [batch]}), 0, 0.0, 0.0
+    )
+    # The follower has copied the 10 records: its fetch at offset 10 moves the HW to 10 (completing the
+    # DelayedProduce inside fetch_messages) and, with nothing new to read, parks itself.
+    body = FetchRequestData(1, 500, 1, 1 << 20, [(tp, PartitionData(10, 0, 1 << 20))], replica_epoch=0)
+    fetch = RequestEnvelope(2, API_FETCH_FOLLOWER, "follower-1", body, 0, 10.0, 10.0)
+    p._send(p.connect("producer"), produce, 0.0)
+    p._send(p.connect("follower-1"), fetch, 10.0)
+    p.env.run()
+    assert produce.local_complete_ms == READ + REQUEST  # parked in the produce purgatory
+    assert rm.get_partition_or_exception(tp).high_watermark == 10
+    fetch_done = 10.0 + READ + REQUEST
+    assert ("built", 1, 10.0 + READ) in p.observer.events  # completed when the follower's fetch was read
+    assert produce.response_complete_ms == fetch_done  # ... and sent when its handler was done
+    assert produce.error == Errors.NONE
+    assert fetch.local_complete_ms == fetch_done and fetch.response_complete_ms != fetch.response_complete_ms
