@@ -117,7 +117,7 @@ class Engine:
         self.components: Components = build(scenario, clock, self.seed, self.observer)
         self.gauges = GaugeSampler(
             self.components.replica_manager,
-            self.components.pipeline,
+            self.components.leader,
             self.components.followers,
             self.components.producers,
             self.recorder.sample,
@@ -292,7 +292,7 @@ class Engine:
             "fetch_expires_follower": m.fetch_expires_follower,
             "fetch_expires_consumer": m.fetch_expires_consumer,
             "alter_partition_requests": c.alter_partition.submitted,
-            "requests_handled": c.pipeline.requests_handled,
+            "requests_handled": c.leader.handlers.requests_handled,
             "messages_dropped": sum(path.dropped for path in c.links.values()),
             "reaper_passes": sum(broker.reaper_passes for broker in c.brokers),
             "invariant_checks": invariants.checker.checks if invariants is not None else 0,
