@@ -190,10 +190,21 @@ def test_the_cli_has_the_documented_verbs(verb: str) -> None:
     assert verb in typer.main.get_command(app).commands  # type: ignore[attr-defined]
 
 
-@pytest.mark.xfail(strict=True, reason="`kafkasim --version` is not built yet")
 def test_the_cli_has_a_version_option() -> None:
     import typer
 
     from kafkasim.console.app import app
 
     assert "--version" in {opt for p in typer.main.get_command(app).params for opt in p.opts}
+
+
+def test_version_prints_the_package_version_and_exits_0() -> None:
+    import subprocess
+    import sys
+
+    import kafkasim
+
+    done = subprocess.run([sys.executable, "-m", "kafkasim", "--version"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"kafkasim {kafkasim.__version__}"

@@ -29,8 +29,22 @@ _ADD_PATTERN = re.compile(r"\s*(-?\d+)\s*(?:@\s*(-?\d+)\s*)?")
 _DEFAULT_ADDS = ("450", "8@2", "19@2", "350")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from kafkasim import __version__
+
+        typer.echo(f"kafkasim {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print kafkasim's version and exit.", callback=_print_version,
+                     is_eager=True),
+    ] = False,
+) -> None:
     """kafkasim: Kafka's timing wheel, purgatory and replication in simulated time."""
 
 

@@ -1,5 +1,5 @@
 """A client's connection to the broker: the network path (``kafkasim.network.link.NetworkPath``, a pair
-of one-way links) plus the broker-side channel in the request pipeline.
+of one-way links) plus the broker-side channel in the ``SocketServer``.
 
 Requests travel ``to_broker`` into the socket server's ``KafkaChannel``; responses come back ``from_broker`` to the
 envelope's ``on_response``. Closing it (a client-side timeout disconnects, a crash) closes the broker
@@ -18,7 +18,7 @@ from kafkasim.network.observer import Observer
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.network.socket_server import RequestPipeline
+    from kafkasim.network.socket_server import SocketServer
 
 __all__ = ["Connection", "NetworkPath"]
 
@@ -26,29 +26,29 @@ __all__ = ["Connection", "NetworkPath"]
 class Connection:
     """One TCP connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
 
-    __slots__ = ("env", "name", "path", "pipeline", "channel", "closed", "observer")
+    __slots__ = ("env", "name", "path", "socket_server", "channel", "closed", "observer")
 
     def __init__(
         self,
         env: Environment,
         name: str,
         path: NetworkPath,
-        pipeline: RequestPipeline,
+        socket_server: SocketServer,
         observer: Observer,
     ) -> None:
         self.env = env
         self.name = name
         self.path = path
-        self.pipeline = pipeline
-        self.channel = pipeline.connect(name, self._send_response)
+        self.socket_server = socket_server
+        self.channel = socket_server.connect(name, self._send_response)
         self.closed = False
         self.observer = observer
 
     def send(self, envelope: RequestEnvelope) -> None:
         self.observer.request_sent(envelope)
         channel = self.channel
-        pipeline = self.pipeline
-        self.path.to_broker.send(envelope.request_bytes, lambda: pipeline.receive(channel, envelope))
+        socket_server = self.socket_server
+        self.path.to_broker.send(envelope.request_bytes, lambda: socket_server.receive(channel, envelope))
 
     def _send_response(self, envelope: RequestEnvelope) -> None:
         self.path.from_broker.send(envelope.response_bytes, lambda: self._deliver(envelope))
@@ -64,4 +64,4 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.pipeline.close_channel(self.channel)
+            self.socket_server.close_channel(self.channel)

@@ -140,7 +140,7 @@ class RequestEnvelope:
         self.request_id = request_id
         self.api = api
         self.client = client
-        # The client's Connection; the pipeline uses it to route the response (set by Connection.send).
+        # The broker-side KafkaChannel, set when a processor reads the request; the response goes back on it.
         self.connection: Any = None
         self.body = body
         self.request_bytes = request_bytes

@@ -23,23 +23,23 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kafkasim.clients.producer import Producer
-    from kafkasim.network.socket_server import RequestPipeline
+    from kafkasim.server.broker_server import BrokerServer
     from kafkasim.server.replica_fetcher_thread import Follower
 
 
 class GaugeSampler:
-    """Reads the broker, pipeline and clients and writes one row per gauge to ``sink(t, metric, entity, v)``."""
+    """Reads the broker, its request plane and clients and writes one row per gauge to ``sink(t, metric, entity, v)``."""
 
     def __init__(
         self,
         replica_manager: Any,
-        pipeline: RequestPipeline,
+        broker: BrokerServer,
         followers: Sequence[Follower],
         producers: Sequence[Producer],
         sink: Any,
     ) -> None:
         self.replica_manager = replica_manager
-        self.pipeline = pipeline
+        self.broker = broker
         self.followers = list(followers)
         self.producers = list(producers)
         self._sink = sink
@@ -67,16 +67,18 @@ class GaugeSampler:
         for purgatory in (rm.produce_purgatory, rm.fetch_purgatory):
             sink(t, "PurgatorySize", purgatory.name, float(purgatory.watched))
             sink(t, "NumDelayedOperations", purgatory.name, float(purgatory.num_delayed))
-        pipeline = self.pipeline
-        sink(t, "RequestQueueSize", "broker", float(pipeline.request_queue_size))
-        for i, size in enumerate(pipeline.response_queue_sizes()):
+        channel = self.broker.request_channel
+        handlers = self.broker.handlers
+        processors = self.broker.socket_server.processors
+        sink(t, "RequestQueueSize", "broker", float(channel.request_queue_size))
+        for i, size in enumerate(channel.response_queue_sizes()):
             sink(t, "ResponseQueueSize", f"processor-{i}", float(size))
-        handler_busy = pipeline.handler_busy_ms
-        processor_busy = sum(p.busy_ms for p in pipeline.processors)
+        handler_busy = handlers.handler_busy_ms
+        processor_busy = sum(p.busy_ms for p in processors)
         if self._last_t is not None and t > self._last_t:
             span = t - self._last_t
-            handler_idle = 1.0 - (handler_busy - self._last_handler_busy) / (span * pipeline.num_io_threads)
-            processor_idle = 1.0 - (processor_busy - self._last_processor_busy) / (span * len(pipeline.processors))
+            handler_idle = 1.0 - (handler_busy - self._last_handler_busy) / (span * handlers.num_io_threads)
+            processor_idle = 1.0 - (processor_busy - self._last_processor_busy) / (span * len(processors))
             sink(t, "RequestHandlerAvgIdlePercent", "broker", min(1.0, max(0.0, handler_idle)))
             sink(t, "NetworkProcessorAvgIdlePercent", "broker", min(1.0, max(0.0, processor_idle)))
         self._last_t = t

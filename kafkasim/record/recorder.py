@@ -6,12 +6,8 @@ attribute `RequestRow` lists), filled in as the request moves through the broker
 `max_rows_in_memory` rows, vectorised, and -- once a table outgrows the chunk -- written as a Parquet row
 group to a spool file, so a long run holds at most one chunk of Python objects per table. `tables()`
 returns the finished DataFrames (read back from the spool when one was used) in the schema `RunResult`
-saves.
-
-Measured on the development machine (2 shared cores, heavily loaded, CPython 3.11; 200k requests): creating
-a plain-attribute row object, setting its 7 broker/client timestamps and finishing it cost 4-6 µs per
-request; the alternative `set_ts(request_id, column, t)` API (a method call and a list store per timestamp)
-cost 7-10 µs. Building the columns at the end adds ~1.5-3 µs per row (`np.fromiter` over `attrgetter`).
+saves. Why rows are objects rather than per-timestamp calls: benchmarks/README.md ("Measurements behind
+design choices").
 """
 from __future__ import annotations
 

@@ -22,9 +22,10 @@ from kafkasim.clients.producer import Producer
 from kafkasim.network.connection import Connection, NetworkPath
 from kafkasim.network.ids import IdSource
 from kafkasim.network.observer import Observer
-from kafkasim.network.socket_server import PipelineCosts, RequestPipeline
+from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
-from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig
+from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
+from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.replica_fetcher_thread import Follower, ReplicaFetcherConfig
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
@@ -148,10 +149,6 @@ class Components:
         return self.leader.replica_manager
 
     @property
-    def pipeline(self) -> RequestPipeline:
-        return self.leader.request_plane
-
-    @property
     def followers(self) -> list[Follower]:
         """Every broker's replica fetcher threads, by broker id."""
         return [f for broker in self.brokers for f in broker.fetchers]
@@ -170,21 +167,25 @@ def _network_path(env: Environment, name: str, link: Link, streams: RandomStream
     )
 
 
-def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> PipelineCosts:
+def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> BrokerServerCosts:
     """The broker's service-time samplers, each on its own stream ``broker-<id>/costs/<name>``."""
     costs_cfg = scenario.broker.costs
 
     def cost(name: str, spec: Any) -> Callable[[], float]:
         return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/costs/{name}"))
 
-    return PipelineCosts(
-        request=cost("request", costs_cfg.request),
-        append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
-        read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
-        network_read=cost("network_read", costs_cfg.network_read),
-        network_read_per_kib=cost("network_read_per_kib", costs_cfg.network_read_per_kib),
-        network_send=cost("network_send", costs_cfg.network_send),
-        network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
+    return BrokerServerCosts(
+        processor=ProcessorCosts(
+            network_read=cost("network_read", costs_cfg.network_read),
+            network_read_per_kib=cost("network_read_per_kib", costs_cfg.network_read_per_kib),
+            network_send=cost("network_send", costs_cfg.network_send),
+            network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
+        ),
+        handler=RequestHandlerCosts(
+            request=cost("request", costs_cfg.request),
+            append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
+            read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
+        ),
     )
 
 
@@ -238,7 +239,7 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
     ids = IdSource()
     c = Components(env, clock, streams, config, alter_partition, ids, partitions_by_topic, observer)
     c.brokers.append(leader)
-    socket_server = leader.request_plane
+    socket_server = leader.socket_server
 
     def connector(name: str, path: NetworkPath) -> Callable[[], Connection]:
         return lambda: Connection(env, name, path, socket_server, observer)

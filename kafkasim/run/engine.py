@@ -39,6 +39,7 @@ from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.invariant_hooks import EngineInvariants
+from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.observer import CheckedRunObserver, RunObserver
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
@@ -51,8 +52,8 @@ PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 MAX_ROWS_IN_MEMORY = 50_000
 # Cyclic-GC thresholds while the simulation loop runs (restored afterwards). A run allocates a few hundred
 # short-lived objects per request and keeps every logged batch, so with CPython's default (700, 10, 10) the
-# collector ran ~70 times per simulated second and its full passes walked the ever-growing logs: 5-7% of a
-# 60 s benchmark run, more in longer ones. Collection timing never changes simulated results.
+# collector runs often and its full passes walk the ever-growing logs (what it cost: benchmarks/README.md,
+# "Measurements behind design choices"). Collection timing never changes simulated results.
 RUN_GC_THRESHOLDS = (50_000, 20, 100)
 # Address space set aside while the loop runs and given back if the run runs out of memory, so that the
 # rows recorded up to then can still be tabulated and saved (a partial result instead of a MemoryError
@@ -116,7 +117,7 @@ class Engine:
         self.components: Components = build(scenario, clock, self.seed, self.observer)
         self.gauges = GaugeSampler(
             self.components.replica_manager,
-            self.components.pipeline,
+            self.components.leader,
             self.components.followers,
             self.components.producers,
             self.recorder.sample,
@@ -194,20 +195,24 @@ class Engine:
 
     def _run_until(self, duration: float) -> None:
         env = self.env
-        if self.progress is None:
+        guard = AddressSpaceGuard.from_process_limit()
+        if self.progress is None and guard is None:
             env.run(until=duration)
             return
-        # Run in slices so that progress can be reported; slices adapt to ~PROGRESS_INTERVAL_S of wall time.
+        # Run in slices so that progress can be reported and the address space watched; slices adapt to
+        # ~PROGRESS_INTERVAL_S of wall time.
         step = max(duration / 1000.0, 1.0)
         last_report = wall_time.perf_counter()
         while env.now < duration and not self._stop_requested:
             t0 = wall_time.perf_counter()
             env.run(until=min(duration, env.now + step))
+            if guard is not None and guard.exhausted():
+                raise MemoryError("address space nearly exhausted")
             spent = wall_time.perf_counter() - t0
             if spent > 0:
                 step = min(max(step * PROGRESS_INTERVAL_S / spent, 1.0), duration)
             now_wall = wall_time.perf_counter()
-            if now_wall - last_report >= PROGRESS_INTERVAL_S or env.now >= duration:
+            if self.progress is not None and (now_wall - last_report >= PROGRESS_INTERVAL_S or env.now >= duration):
                 self.progress(env.now, duration)
                 last_report = now_wall
 
@@ -287,7 +292,7 @@ class Engine:
             "fetch_expires_follower": m.fetch_expires_follower,
             "fetch_expires_consumer": m.fetch_expires_consumer,
             "alter_partition_requests": c.alter_partition.submitted,
-            "requests_handled": c.pipeline.requests_handled,
+            "requests_handled": c.leader.handlers.requests_handled,
             "messages_dropped": sum(path.dropped for path in c.links.values()),
             "reaper_passes": sum(broker.reaper_passes for broker in c.brokers),
             "invariant_checks": invariants.checker.checks if invariants is not None else 0,

@@ -141,8 +141,8 @@ def take_snapshot(engine: Engine, recent: RecentLatencies | None = None) -> Engi
         speed=engine.clock.speed,
         partitions=tuple(partitions),
         purgatories=purgatories,
-        request_queue_size=c.pipeline.request_queue_size,
-        response_queue_sizes=tuple(c.pipeline.response_queue_sizes()),
+        request_queue_size=c.leader.request_channel.request_queue_size,
+        response_queue_sizes=tuple(c.leader.request_channel.response_queue_sizes()),
         latency_window_ms=recent.window_ms if recent is not None else 0.0,
         latencies=recent.latencies(now) if recent is not None else (),
     )

@@ -2,7 +2,7 @@
 its configuration.
 
 * the request plane: ``SocketServer`` processors, the ``RequestChannel`` queues and the
-  ``KafkaRequestHandler`` threads running ``KafkaApis`` (today in ``kafkasim.network.socket_server``);
+  ``KafkaRequestHandler`` threads running ``KafkaApis``;
 * its ``ReplicaManager`` (partitions it leads or follows, the Produce and Fetch purgatories);
 * one ``ExpirationReaper`` per purgatory, poked after every handled request;
 * its periodic tasks: ``isr-expiration`` every ``replica.lag.time.max.ms / 2`` (first run at start,
@@ -28,8 +28,11 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.network.observer import Observer
-from kafkasim.network.socket_server import PipelineCosts, RequestPipeline
+from kafkasim.network.request_channel import RequestChannel
+from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.server.expiration_reaper import ExpirationReaper
+from kafkasim.server.kafka_apis import KafkaApis
+from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
 from kafkasim.server.replica_fetcher_thread import Follower
 from kafkasim.sim.calls import Call
 
@@ -56,6 +59,14 @@ class BrokerServerConfig:
     log_retention_check_interval_ms: float = 300_000.0  # log.retention.check.interval.ms
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerServerCosts:
+    """The service-time samplers of a broker's network threads and of its request handlers."""
+
+    processor: ProcessorCosts
+    handler: RequestHandlerCosts
+
+
 class BrokerServer:
     """Broker ``broker_id``: request plane, ReplicaManager, reapers, periodic tasks, replica fetchers."""
 
@@ -65,7 +76,7 @@ class BrokerServer:
         time: Time,
         broker_id: int,
         config: BrokerServerConfig,
-        costs: PipelineCosts,
+        costs: BrokerServerCosts,
         *,
         log_rng: random.Random,
         alter_partition_manager: AlterPartitionManager,
@@ -85,14 +96,18 @@ class BrokerServer:
         )
         rm = self.replica_manager
         self.reapers = (ExpirationReaper(env, rm.produce_purgatory), ExpirationReaper(env, rm.fetch_purgatory))
-        self.request_plane = RequestPipeline(
+        self.request_channel = RequestChannel(env, config.queued_max_requests)
+        self.socket_server = SocketServer(
+            env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
+            observer=observer,
+        )
+        self.apis = KafkaApis(rm, config.broker, self.request_channel, observer=observer)
+        self.handlers = KafkaRequestHandlerPool(
             env,
-            rm,
-            costs,
-            config.broker,
-            num_network_threads=config.num_network_threads,
+            self.request_channel,
+            self.apis,
+            costs.handler,
             num_io_threads=config.num_io_threads,
-            queued_max_requests=config.queued_max_requests,
             observer=observer,
             after_request=self._poke_reapers,
         )

@@ -1,0 +1,122 @@
+"""Kafka's ``KafkaApis``: a request's dispatch to the ``ReplicaManager`` and the building of its response.
+
+* ``handle_produce`` is ``KafkaApis.handleProduceRequest``: ``ReplicaManager.appendRecords`` with a
+  callback that builds the response (the first partition error, the response size) and sends it through
+  ``RequestChannel.sendResponse`` -- at once (acks 0/1) or when the ``DelayedProduce`` completes or expires.
+* ``handle_fetch`` is ``KafkaApis.handleFetchRequest``: the request fields become ``FetchParams``
+  (``max_bytes`` capped by the broker's ``fetch.max.bytes``), then ``ReplicaManager.fetchMessages``.
+
+When is a response sent? ``fetch_messages`` reads the log, and for a follower updates its fetch state,
+which can advance the high watermark and complete parked produce requests on the spot
+(``Partition.updateFollowerFetchState`` -> ``tryCompleteDelayedRequests``). In Kafka those responses, and
+the fetch's own if it answers at once, are sent by the handler thread after it has read the log; here the
+read's service time is drawn after the call. So ``handle_fetch`` does not send what completes during its
+``fetch_messages`` call: it *returns* those responses, and the request handler sends them once the
+service time has elapsed. Every other completion -- a produce answered after its append, a parked fetch
+completed by another request's ``tryCompleteActions``, an expiration, an AlterPartition answer -- goes to
+the ``RequestChannel`` at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import FetchParams, fetch_params_from_request
+from kafkasim.network.messages import (
+    FetchRequestData,
+    ProduceRequestData,
+    RequestEnvelope,
+    fetch_response_bytes,
+    produce_response_bytes,
+)
+from kafkasim.network.observer import Observer
+from kafkasim.network.request_channel import RequestChannel
+
+
+class KafkaApis:
+    """Produce and fetch handling on top of a ``ReplicaManager``; responses go to ``request_channel``."""
+
+    def __init__(
+        self, replica_manager: Any, config: BrokerConfig, request_channel: RequestChannel, *, observer: Observer
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.config = config
+        self.request_channel = request_channel
+        self._observer = observer
+        # ReplicaManager.tryCompleteActions, run in the finally of KafkaApis.handle (the handler calls it
+        # when the request's service time is over).
+        self.try_complete_actions: Callable[[], int] = replica_manager.try_complete_actions
+        # A client sends the same request-level fields every time: one frozen FetchParams serves them all.
+        self._fetch_params: dict[tuple[int, int, int, int, int], FetchParams] = {}
+        # The list handle_fetch returns, while its fetch_messages call runs (else None: send at once).
+        self._fetched: list[RequestEnvelope] | None = None
+
+    def handle_produce(self, envelope: RequestEnvelope) -> None:
+        """``handleProduceRequest``; the response goes out when ``appendRecords`` calls back."""
+        body = envelope.body
+        assert isinstance(body, ProduceRequestData)
+        self.replica_manager.append_records(
+            body.timeout_ms, body.acks, body.entries, lambda statuses: self._produce_response(envelope, statuses)
+        )
+
+    def handle_fetch(self, envelope: RequestEnvelope) -> list[RequestEnvelope]:
+        """``handleFetchRequest``; returns the responses completed during the call, for the handler to send
+        after the read's service time (its own if answered at once; produce requests the HW advance of a
+        follower fetch completed)."""
+        body = envelope.body
+        assert isinstance(body, FetchRequestData)
+        key = (body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, body.replica_epoch)
+        params = self._fetch_params.get(key)
+        if params is None:
+            params = self._fetch_params[key] = fetch_params_from_request(
+                self.config, body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
+                replica_epoch=body.replica_epoch,
+            )
+        completed: list[RequestEnvelope] = []
+        self._fetched = completed
+        try:
+            self.replica_manager.fetch_messages(
+                params, body.fetch_infos, lambda results: self._fetch_response(envelope, results)
+            )
+        finally:
+            self._fetched = None
+        return completed
+
+    # --- responses ---------------------------------------------------------------------------------
+
+    def _produce_response(self, envelope: RequestEnvelope, statuses: Any) -> None:
+        envelope.response = statuses
+        error = Errors.NONE
+        for status in statuses.values():
+            if status.error != Errors.NONE and error == Errors.NONE:
+                error = status.error
+        if not envelope.client_done:  # a client that already gave up keeps its own outcome in the row
+            envelope.error = error
+        envelope.response_bytes = produce_response_bytes(len(statuses))
+        self._observer.response_built(envelope)
+        self._respond(envelope)
+
+    def _fetch_response(self, envelope: RequestEnvelope, results: Any) -> None:
+        envelope.response = results
+        error = Errors.NONE
+        read = 0
+        for _tp, result in results:
+            read += result.info.size_in_bytes
+            if result.error != Errors.NONE and error == Errors.NONE:
+                error = result.error
+        if not envelope.client_done:
+            envelope.error = error
+        envelope.read_bytes = read
+        envelope.response_bytes = fetch_response_bytes(len(results), read)
+        self._observer.response_built(envelope)
+        self._respond(envelope)
+
+    def _respond(self, envelope: RequestEnvelope) -> None:
+        fetched = self._fetched
+        if fetched is not None:
+            fetched.append(envelope)
+        else:
+            self.request_channel.send_response(envelope)

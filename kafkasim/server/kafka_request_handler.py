@@ -1,0 +1,122 @@
+"""Kafka's ``KafkaRequestHandlerPool``: ``num.io.threads`` request handler threads (``KafkaRequestHandler``)
+taking requests from the ``RequestChannel`` in FIFO order and running ``KafkaApis`` on them, as
+event-driven state machines on the SimPy clock (one heap event per service time).
+
+``KafkaRequestHandler.run`` for one request:
+
+* The handler takes it (``requestDequeueTimeNanos``): at once if it was waiting in ``receiveRequest``.
+* Produce: service time ``request + append_per_kib * KiB`` first, then ``KafkaApis.handleProduceRequest``
+  (the data becomes visible when the write is done; an acks 0/1 response is sent then).
+* Fetch: ``KafkaApis.handleFetchRequest`` at once (the read sees the log as it is when the handler
+  starts), then service time ``request + read_per_kib * KiB read``; the responses the call completed (its
+  own, produce requests completed by a follower's HW advance) are sent when it has elapsed.
+* Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
+  fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
+  still unset. The broker's ``after_request`` hook runs (it pokes the expiration reapers), and the handler
+  asks the ``RequestChannel`` for the next request.
+
+Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
+queue and timer work take no simulated time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
+from kafkasim.network.observer import Observer
+from kafkasim.network.request_channel import RequestChannel
+from kafkasim.server.kafka_apis import KafkaApis
+from kafkasim.sim.calls import Call
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+Sampler = Callable[[], float]
+KIB = 1024.0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHandlerCosts:
+    """A handler's service-time samplers (zero-argument callables returning ms), from the scenario.
+
+    A per-KiB cost is drawn once per request and multiplied by the size in KiB.
+    """
+
+    request: Sampler
+    append_per_kib: Sampler
+    read_per_kib: Sampler
+
+
+class KafkaRequestHandlerPool:
+    """``num_io_threads`` handlers between ``request_channel`` and ``apis``."""
+
+    def __init__(
+        self,
+        env: Environment,
+        request_channel: RequestChannel,
+        apis: KafkaApis,
+        costs: RequestHandlerCosts,
+        *,
+        num_io_threads: int = 8,
+        observer: Observer,
+        after_request: Callable[[], None] | None = None,
+    ) -> None:
+        self.env = env
+        self.request_channel = request_channel
+        self.apis = apis
+        self.costs = costs
+        self.num_io_threads = num_io_threads
+        self._observer = observer
+        self._after_request = after_request
+        self.handler_busy_ms = 0.0
+        self.requests_handled = 0
+        # Bound once: the handlers wait in RequestChannel.receive_request with it.
+        self._receiver: Callable[[RequestEnvelope], None] = self._handle
+        for _ in range(num_io_threads):  # every handler thread starts waiting for a request
+            request_channel.receive_request(self._receiver)
+
+    @property
+    def idle_handlers(self) -> int:
+        return self.request_channel.idle_handlers
+
+    def _handle(self, envelope: RequestEnvelope) -> None:
+        """A handler takes ``envelope`` (``KafkaRequestHandler.run`` -> ``KafkaApis.handle``)."""
+        env = self.env
+        envelope.dequeue_ms = env.now
+        costs = self.costs
+        if envelope.api == API_PRODUCE:
+            cost = costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB)
+            self.handler_busy_ms += cost
+            Call(env, cost, lambda _e: self._produce_done(envelope))
+            return
+        responses = self.apis.handle_fetch(envelope)
+        cost = costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
+        self.handler_busy_ms += cost
+        Call(env, cost, lambda _e: self._fetch_done(envelope, responses))
+
+    def _produce_done(self, envelope: RequestEnvelope) -> None:
+        self.apis.handle_produce(envelope)
+        self._finish(envelope)
+
+    def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> None:
+        send_response = self.request_channel.send_response
+        for response in responses:
+            send_response(response)
+        self._finish(envelope)
+
+    def _finish(self, envelope: RequestEnvelope) -> None:
+        # KafkaApis.handle's finally: drain the action queue, then mark local completion.
+        self.apis.try_complete_actions()
+        if envelope.local_complete_ms != envelope.local_complete_ms:  # NaN: not yet set
+            envelope.local_complete_ms = self.env.now
+        self.requests_handled += 1
+        self._observer.request_handled(envelope)
+        if self._after_request is not None:
+            self._after_request()
+        # The next request, if any (taking it lets a processor blocked in put() go on).
+        nxt = self.request_channel.receive_request(self._receiver)
+        if nxt is not None:
+            self._handle(nxt)

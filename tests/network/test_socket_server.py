@@ -1,0 +1,195 @@
+"""SocketServer and RequestChannel on a bare SimPy environment (no scenario, no engine).
+
+Re-expresses the cases of Kafka's ``SocketServerTest`` and ``RequestChannel`` behaviour that apply to the
+simulator: muting, responses before reads, ``queued.max.requests`` back-pressure, round-robin connection
+assignment, closed connections, ``NoOpResponse``. The handler side is the test itself: it takes requests
+with ``RequestChannel.receive_request`` and answers with ``RequestChannel.send_response`` when it likes.
+Costs are constants, so every timestamp is exact.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from kafkasim.network.messages import API_PRODUCE, ProduceRequestData, RequestEnvelope
+from kafkasim.network.observer import Observer
+from kafkasim.network.request_channel import RequestChannel
+from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketServer
+from kafkasim.sim.calls import Call
+
+READ_MS = 1.0  # network_read; no per-KiB part unless a test says so
+SEND_MS = 2.0  # network_send
+
+
+class Done(Observer):
+    def __init__(self) -> None:
+        self.done: list[RequestEnvelope] = []
+
+    def response_done(self, envelope: RequestEnvelope) -> None:
+        self.done.append(envelope)
+
+
+class Broker:
+    """A SocketServer, its RequestChannel, and the test as the handler side."""
+
+    def __init__(self, *, threads: int = 1, queue_size: int = 500, read_per_kib: float = 0.0) -> None:
+        self.env = simpy.Environment()
+        self.channel = RequestChannel(self.env, queue_size)
+        self.observer = Done()
+        costs = ProcessorCosts(
+            network_read=lambda: READ_MS,
+            network_read_per_kib=lambda: read_per_kib,
+            network_send=lambda: SEND_MS,
+            network_send_per_kib=lambda: 0.0,
+        )
+        self.server = SocketServer(self.env, self.channel, costs, num_network_threads=threads, observer=self.observer)
+        self.taken: list[RequestEnvelope] = []  # requests a waiting handler received
+        self.delivered: list[tuple[str, int, float]] = []  # (connection, request id, time) handed to links
+        self._ids = 0
+
+    def connect(self, name: str) -> KafkaChannel:
+        return self.server.connect(name, lambda e: self.delivered.append((name, e.request_id, self.env.now)))
+
+    def request(self, channel: KafkaChannel, at: float, *, acks: int = 1, size: int = 100) -> RequestEnvelope:
+        self._ids += 1
+        envelope = RequestEnvelope(
+            self._ids, API_PRODUCE, channel.name, ProduceRequestData(acks, 30_000, {}), size, at, at,
+            expects_response=acks != 0,
+        )
+        Call(self.env, at, lambda _e: self.server.receive(channel, envelope))
+        return envelope
+
+    def wait_for_request(self) -> None:
+        """A handler starts waiting in receiveRequest."""
+        assert self.channel.receive_request(self.taken.append) is None
+
+    def take(self) -> RequestEnvelope | None:
+        """A handler takes the oldest queued request (None: it now waits and gets the next one)."""
+        return self.channel.receive_request(self.taken.append)
+
+    def respond(self, envelope: RequestEnvelope, at: float) -> None:
+        Call(self.env, at - self.env.now, lambda _e: self.channel.send_response(envelope))
+
+
+def test_a_muted_connection_is_not_read_until_the_response_is_sent() -> None:
+    b = Broker()
+    conn = b.connect("producer")
+    first = b.request(conn, 0.0)
+    second = b.request(conn, 0.0)
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(first, 10.0)
+    b.env.run(until=9.0)
+    assert b.taken == [first]  # a handler is free, yet the second request stays in the socket
+    assert first.start_ms == READ_MS and second.start_ms != second.start_ms
+    b.respond(second, 50.0)
+    b.env.run()
+    # The response is written (10 -> 12), the connection unmuted, then the second request read.
+    assert (first.response_dequeue_ms, first.end_ms) == (10.0, 10.0 + SEND_MS)
+    assert second.start_ms == 10.0 + SEND_MS + READ_MS
+    assert b.taken == [first, second]
+    assert b.delivered == [("producer", 1, 12.0), ("producer", 2, 52.0)]
+
+
+def test_queued_responses_go_before_new_reads() -> None:
+    b = Broker(threads=1)
+    a, c, d = b.connect("a"), b.connect("c"), b.connect("d")
+    ra = b.request(a, 0.0)  # read 0 -> 1
+    rc = b.request(c, 0.5)  # read 1 -> 2
+    rd = b.request(d, 1.5)  # readable while the processor reads c
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(ra, 1.7)  # queued while the processor reads c's request
+    b.env.run()
+    assert rc.start_ms == 2.0
+    assert ra.response_dequeue_ms == 2.0  # the response first (Processor: processNewResponses, then poll)
+    assert rd.start_ms == 2.0 + SEND_MS + READ_MS
+
+
+def test_a_full_request_queue_blocks_the_processor_until_a_handler_takes_a_request() -> None:
+    b = Broker(threads=1, queue_size=1)
+    conns = [b.connect(f"c{i}") for i in range(4)]
+    reqs = [b.request(conn, 0.0) for conn in conns]
+    b.env.run(until=10.0)
+    # Read at 1 (queued), read at 2 (queue full: the processor blocks in put()); the rest are not read.
+    assert [r.start_ms for r in reqs[:2]] == [1.0, 2.0]
+    assert all(r.start_ms != r.start_ms for r in reqs[2:])
+    assert b.channel.request_queue_size == 2  # the queued request and the blocked processor's
+    assert list(b.channel.request_queue) == [reqs[0]]
+
+    def take(_event: object) -> None:
+        request = b.take()
+        assert request is not None
+        b.taken.append(request)
+
+    Call(b.env, 0.0, take)
+    b.env.run(until=20.0)
+    # Taking reqs[0] completes the blocked put(); the processor resumes and reads the next request,
+    # which finds the queue full again.
+    assert b.taken == [reqs[0]]
+    assert list(b.channel.request_queue) == [reqs[1]]
+    assert reqs[2].start_ms == 11.0 and reqs[3].start_ms != reqs[3].start_ms
+    assert b.channel.request_queue_size == 2
+
+
+def test_connections_are_assigned_to_processors_round_robin() -> None:
+    b = Broker(threads=3)
+    channels = [b.connect(f"c{i}") for i in range(7)]
+    assert [ch.processor.index for ch in channels] == [0, 1, 2, 0, 1, 2, 0]
+    assert b.channel.processors == b.server.processors
+
+
+def test_a_closed_channel_drops_unread_requests_and_its_responses_but_queued_requests_are_handled() -> None:
+    b = Broker()
+    conn = b.connect("producer")
+    first = b.request(conn, 0.0)
+    second = b.request(conn, 0.0)  # waits in the socket: the connection is muted
+    Call(b.env, 1.5, lambda _e: b.server.close_channel(conn))
+    late = b.request(conn, 2.0)  # arrives on the closed channel
+    b.env.run(until=5.0)
+    assert list(b.channel.request_queue) == [first]  # still there: handlers do not see the close
+    assert b.take() is first
+    b.respond(first, 6.0)
+    b.env.run()
+    assert first.end_ms == 6.0 + SEND_MS  # written, not handed to the link
+    assert b.delivered == []
+    assert b.observer.done == [first]
+    assert second.start_ms != second.start_ms and late.start_ms != late.start_ms
+    assert b.taken == []
+
+
+def test_a_noop_response_unmutes_without_a_send() -> None:
+    b = Broker()
+    conn = b.connect("producer")
+    first = b.request(conn, 0.0, acks=0)
+    second = b.request(conn, 0.0, acks=0)
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(first, 4.0)
+    b.env.run()
+    # NoOpResponse: dequeued at 4, done at 4 (no send cost, nothing travels back); the next read starts.
+    assert (first.response_complete_ms, first.response_dequeue_ms, first.end_ms) == (4.0, 4.0, 4.0)
+    assert second.start_ms == 4.0 + READ_MS
+    assert b.delivered == []
+    assert b.observer.done == [first]
+
+
+def test_send_response_stamps_response_complete_and_local_complete_if_unset() -> None:
+    b = Broker()
+    conn = b.connect("producer")
+    sync = b.request(conn, 0.0)
+    b.wait_for_request()
+    b.env.run(until=3.0)
+    sync.dequeue_ms = 1.0
+    b.channel.send_response(sync)  # sent from inside handle(): local completion too (RequestMetrics)
+    assert (sync.local_complete_ms, sync.response_complete_ms, sync.response_dequeue_ms) == (3.0, 3.0, 3.0)
+    assert b.channel.response_queue_sizes() == [0]  # the idle processor took it at once
+
+
+def test_read_cost_grows_with_the_request_size() -> None:
+    b = Broker(read_per_kib=0.5)
+    conn = b.connect("producer")
+    big = b.request(conn, 0.0, size=4096)
+    b.wait_for_request()
+    b.env.run()
+    assert big.start_ms == READ_MS + 0.5 * 4 and b.server.processors[0].busy_ms == big.start_ms

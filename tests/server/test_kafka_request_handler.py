@@ -1,0 +1,319 @@
+"""KafkaRequestHandlerPool and KafkaApis on a bare SimPy environment (no scenario, no engine).
+
+A whole request plane (SocketServer, RequestChannel, handlers, KafkaApis) around a scripted
+ReplicaManager: a produce with acks=-1 parks until the test (or a follower fetch, as when the follower's
+fetch advances the high watermark) completes it; a fetch answers at once with the bytes the test says.
+The last test checks the follower-fetch case against a real ReplicaManager.
+Costs are constants, so every RequestMetrics timestamp is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import simpy
+
+from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
+from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import PartitionData
+from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.network.messages import (
+    API_FETCH_CONSUMER,
+    API_FETCH_FOLLOWER,
+    API_PRODUCE,
+    REQUEST_TIMESTAMPS,
+    FetchRequestData,
+    ProduceRequestData,
+    RequestEnvelope,
+    fetch_response_bytes,
+    produce_response_bytes,
+)
+from kafkasim.network.observer import Observer
+from kafkasim.network.request_channel import RequestChannel
+from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketServer
+from kafkasim.server.kafka_apis import KafkaApis
+from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
+from kafkasim.sim.calls import Call
+
+READ = 1.0  # network_read
+SEND = 2.0  # network_send (+ 0.5 per KiB)
+SEND_PER_KIB = 0.5
+REQUEST = 3.0  # handler request cost
+APPEND_PER_KIB = 0.25
+READ_PER_KIB = 0.5
+
+
+class Status:
+    def __init__(self, error: Errors = Errors.NONE) -> None:
+        self.error = error
+
+
+class Info:
+    def __init__(self, size: int) -> None:
+        self.size_in_bytes = size
+
+
+class Result:
+    def __init__(self, size: int) -> None:
+        self.info = Info(size)
+        self.error = Errors.NONE
+
+
+class ScriptedReplicaManager:
+    """acks=-1 produces park; a follower fetch completes every parked produce (its HW advance) before it
+    answers; a fetch answers at once with ``fetch_bytes``."""
+
+    def __init__(self) -> None:
+        self.parked: list[Callable[[Any], None]] = []
+        self.fetch_bytes = 0
+        self.actions = 0
+
+    def append_records(self, timeout_ms: int, acks: int, entries: Any, callback: Callable[[Any], None]) -> None:
+        if acks == -1:
+            self.parked.append(callback)
+        else:
+            callback({"t-0": Status()})
+
+    def fetch_messages(self, params: Any, fetch_infos: Any, callback: Callable[[Any], None]) -> None:
+        if params.replica_id >= 0:
+            self.complete_parked()
+        callback([("t-0", Result(self.fetch_bytes))])
+
+    def complete_parked(self) -> None:
+        parked, self.parked = self.parked, []
+        for callback in parked:
+            callback({"t-0": Status()})
+
+    def try_complete_actions(self) -> int:
+        self.actions += 1
+        return 0
+
+
+class SimTime:
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+
+    def milliseconds(self) -> int:
+        return int(self.env.now)
+
+
+class Events(Observer):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, float]] = []
+        self.env: simpy.Environment | None = None
+
+    def _log(self, what: str, envelope: RequestEnvelope) -> None:
+        assert self.env is not None
+        self.events.append((what, envelope.request_id, self.env.now))
+
+    def response_built(self, envelope: RequestEnvelope) -> None:
+        self._log("built", envelope)
+
+    def request_handled(self, envelope: RequestEnvelope) -> None:
+        self._log("handled", envelope)
+
+    def response_done(self, envelope: RequestEnvelope) -> None:
+        self._log("done", envelope)
+
+
+class Plane:
+    def __init__(self, *, io_threads: int = 8, network_threads: int = 3, queue_size: int = 500,
+                 request_cost: float = REQUEST, real_replica_manager: bool = False) -> None:
+        self.env = simpy.Environment()
+        self.observer = Events()
+        self.observer.env = self.env
+        self.rm = ScriptedReplicaManager()
+        self.replica_manager = ReplicaManager(
+            0, BrokerConfig(), SimTime(self.env), alter_partition_manager=ControllerAlterPartitionManager()
+        )
+        self.channel = RequestChannel(self.env, queue_size)
+        self.server = SocketServer(
+            self.env,
+            self.channel,
+            ProcessorCosts(lambda: READ, lambda: 0.0, lambda: SEND, lambda: SEND_PER_KIB),
+            num_network_threads=network_threads,
+            observer=self.observer,
+        )
+        rm = self.replica_manager if real_replica_manager else self.rm
+        self.apis = KafkaApis(rm, BrokerConfig(), self.channel, observer=self.observer)
+        self.after = 0
+        self.handlers = KafkaRequestHandlerPool(
+            self.env,
+            self.channel,
+            self.apis,
+            RequestHandlerCosts(lambda: request_cost, lambda: APPEND_PER_KIB, lambda: READ_PER_KIB),
+            num_io_threads=io_threads,
+            observer=self.observer,
+            after_request=self._after,
+        )
+        self.delivered: list[tuple[int, float]] = []
+        self._ids = 0
+
+    def _after(self) -> None:
+        self.after += 1
+
+    def connect(self, name: str) -> KafkaChannel:
+        return self.server.connect(name, lambda e: self.delivered.append((e.request_id, self.env.now)))
+
+    def _send(self, channel: KafkaChannel, envelope: RequestEnvelope, at: float) -> RequestEnvelope:
+        Call(self.env, at - self.env.now, lambda _e: self.server.receive(channel, envelope))
+        return envelope
+
+    def produce(self, channel: KafkaChannel, at: float = 0.0, *, acks: int = 1, size: int = 2048) -> RequestEnvelope:
+        self._ids += 1
+        body = ProduceRequestData(acks, 30_000, {})
+        envelope = RequestEnvelope(self._ids, API_PRODUCE, channel.name, body, size, at, at, expects_response=acks != 0)
+        return self._send(channel, envelope, at)
+
+    def fetch(self, channel: KafkaChannel, at: float = 0.0, *, replica_id: int = -1) -> RequestEnvelope:
+        self._ids += 1
+        body = FetchRequestData(replica_id, 500, 1, 1 << 20, [])
+        api = API_FETCH_FOLLOWER if replica_id >= 0 else API_FETCH_CONSUMER
+        envelope = RequestEnvelope(self._ids, api, channel.name, body, 100, at, at)
+        return self._send(channel, envelope, at)
+
+
+def metrics(envelope: RequestEnvelope) -> tuple[float, ...]:
+    """start, dequeue, local_complete, response_complete, response_dequeue, end."""
+    return tuple(getattr(envelope, name) for name in REQUEST_TIMESTAMPS[2:8])
+
+
+def send_cost(response_bytes: int) -> float:
+    return SEND + SEND_PER_KIB * response_bytes / 1024.0
+
+
+def test_produce_request_metrics_in_order_with_the_exact_service_times() -> None:
+    p = Plane()
+    request = p.produce(p.connect("producer"), size=2048)
+    p.env.run()
+    handled = READ + REQUEST + APPEND_PER_KIB * 2  # the append happens after the service time
+    end = handled + send_cost(produce_response_bytes(1))
+    assert metrics(request) == (READ, READ, handled, handled, handled, end)
+    assert request.error == Errors.NONE and request.response_bytes == produce_response_bytes(1)
+    assert p.observer.events == [("built", 1, handled), ("handled", 1, handled), ("done", 1, end)]
+    assert p.delivered == [(1, end)]
+    assert (p.rm.actions, p.after, p.handlers.requests_handled) == (1, 1, 1)
+    assert p.handlers.handler_busy_ms == REQUEST + APPEND_PER_KIB * 2
+
+
+def test_fetch_reads_at_dequeue_and_responds_after_the_read_service_time() -> None:
+    p = Plane()
+    p.rm.fetch_bytes = 4096
+    request = p.fetch(p.connect("consumer"))
+    p.env.run()
+    handled = READ + REQUEST + READ_PER_KIB * 4
+    end = handled + send_cost(fetch_response_bytes(1, 4096))
+    assert metrics(request) == (READ, READ, handled, handled, handled, end)
+    assert request.read_bytes == 4096
+    # The response was built when the handler read the log, and sent after the read's service time.
+    assert p.observer.events == [("built", 1, READ), ("handled", 1, handled), ("done", 1, end)]
+
+
+def test_a_follower_fetch_that_completes_a_parked_produce_sends_both_after_its_service_time() -> None:
+    p = Plane()
+    produce = p.produce(p.connect("producer"), acks=-1, size=0)
+    fetch = p.fetch(p.connect("follower-1"), at=10.0, replica_id=1)
+    p.env.run()
+    parked_at = READ + REQUEST
+    fetch_done = 10.0 + READ + REQUEST  # no bytes read
+    assert produce.local_complete_ms == parked_at
+    # Completed while the follower's fetch_messages ran (at 11), sent when the fetch's handler was done.
+    assert ("built", produce.request_id, 10.0 + READ) in p.observer.events
+    assert produce.response_complete_ms == fetch_done and fetch.response_complete_ms == fetch_done
+    assert fetch.local_complete_ms == fetch_done
+    assert [request_id for request_id, _ in p.delivered] == [produce.request_id, fetch.request_id]
+    for request in (produce, fetch):
+        stamps = metrics(request)
+        assert list(stamps) == sorted(stamps)
+
+
+def test_an_asynchronous_completion_is_sent_at_once() -> None:
+    p = Plane()
+    produce = p.produce(p.connect("producer"), acks=-1, size=0)
+    Call(p.env, 20.0, lambda _e: p.rm.complete_parked())  # an expiration, an AlterPartition answer
+    p.env.run()
+    assert produce.local_complete_ms == READ + REQUEST
+    assert (produce.response_complete_ms, produce.response_dequeue_ms) == (20.0, 20.0)
+    assert produce.end_ms == 20.0 + send_cost(produce_response_bytes(1))
+
+
+def test_the_number_of_io_threads_caps_concurrency() -> None:
+    p = Plane(io_threads=2, network_threads=3)
+    requests = [p.produce(p.connect(f"producer-{i}"), size=0) for i in range(3)]
+    p.env.run(until=READ + 1.0)
+    assert p.handlers.idle_handlers == 0 and list(p.channel.request_queue) == [requests[2]]
+    p.env.run()
+    assert [r.start_ms for r in requests] == [READ, READ, READ]
+    assert [r.dequeue_ms for r in requests] == [READ, READ, READ + REQUEST]  # the third waits for a handler
+    assert p.handlers.idle_handlers == 2
+    assert p.handlers.handler_busy_ms == 3 * REQUEST
+
+
+def test_a_handler_taking_a_request_unblocks_the_processor_which_sends_responses_first() -> None:
+    p = Plane(io_threads=1, network_threads=1, queue_size=1, request_cost=10.0)
+    reqs = [p.produce(p.connect(f"producer-{i}"), size=0) for i in range(4)]
+    p.env.run(until=7.0)
+    # 1: handled at once; 2: queued; 3: the queue is full, the processor blocks in put(); 4: not read.
+    assert [r.start_ms for r in reqs[:3]] == [1.0, 2.0, 3.0]
+    assert reqs[3].start_ms != reqs[3].start_ms
+    assert p.channel.request_queue_size == 2
+    p.env.run()
+    first_done = READ + 10.0
+    # At 11 the handler answers request 1 and takes request 2; request 3 enters the queue; the processor
+    # resumes and writes request 1's response before it reads request 4.
+    assert reqs[1].dequeue_ms == first_done and reqs[0].response_dequeue_ms == first_done
+    assert reqs[3].start_ms == first_done + send_cost(produce_response_bytes(1)) + READ
+    assert [r.dequeue_ms for r in reqs] == [READ, first_done, first_done + 10.0, first_done + 20.0]
+
+
+def test_acks_zero_gets_a_noop_response() -> None:
+    p = Plane()
+    conn = p.connect("producer")
+    first = p.produce(conn, acks=0, size=0)
+    second = p.produce(conn, acks=0, size=0)
+    p.env.run()
+    handled = READ + REQUEST
+    assert metrics(first) == (READ, READ, handled, handled, handled, handled)
+    assert second.start_ms == handled + READ  # unmuted by the NoOp response, no send cost
+    assert p.delivered == []
+
+
+def test_a_closed_connection_request_is_still_handled_and_its_response_dropped() -> None:
+    p = Plane(io_threads=1, network_threads=1)
+    a, b = p.connect("a"), p.connect("b")
+    busy = p.produce(a, size=0)
+    queued = p.produce(b, size=0)  # read at 2, queued behind busy
+    Call(p.env, 2.5, lambda _e: p.server.close_channel(b))
+    p.env.run()
+    assert queued.dequeue_ms == READ + REQUEST and queued.end_ms == queued.end_ms  # handled, written
+    assert [request_id for request_id, _ in p.delivered] == [busy.request_id]
+    assert ("done", queued.request_id, queued.end_ms) in p.observer.events
+
+
+def test_a_real_follower_fetch_advancing_the_hw_sends_the_produce_response_after_its_service_time() -> None:
+    p = Plane(real_replica_manager=True)
+    rm = p.replica_manager
+    tp = TopicPartition("t", 0)
+    rm.make_leader(tp, replicas=[0, 1])
+    batch = RecordBatch(10, 1024, 0, 1, "producer")
+
+    produce = RequestEnvelope(
+        1, API_PRODUCE, "producer", ProduceRequestData(-1, 30_000, {tp: [batch]}), 0, 0.0, 0.0
+    )
+    # The follower has copied the 10 records: its fetch at offset 10 moves the HW to 10 (completing the
+    # DelayedProduce inside fetch_messages) and, with nothing new to read, parks itself.
+    body = FetchRequestData(1, 500, 1, 1 << 20, [(tp, PartitionData(10, 0, 1 << 20))], replica_epoch=0)
+    fetch = RequestEnvelope(2, API_FETCH_FOLLOWER, "follower-1", body, 0, 10.0, 10.0)
+    p._send(p.connect("producer"), produce, 0.0)
+    p._send(p.connect("follower-1"), fetch, 10.0)
+    p.env.run()
+    assert produce.local_complete_ms == READ + REQUEST  # parked in the produce purgatory
+    assert rm.get_partition_or_exception(tp).high_watermark == 10
+    fetch_done = 10.0 + READ + REQUEST
+    assert ("built", 1, 10.0 + READ) in p.observer.events  # completed when the follower's fetch was read
+    assert produce.response_complete_ms == fetch_done  # ... and sent when its handler was done
+    assert produce.error == Errors.NONE
+    assert fetch.local_complete_ms == fetch_done and fetch.response_complete_ms != fetch.response_complete_ms
