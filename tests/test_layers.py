@@ -18,8 +18,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "kafkasim"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -238,10 +236,7 @@ def test_every_package_is_in_the_layer_list() -> None:
 
 # Upward imports known today, being fixed on another branch of issue 11: (file, imported module) -> why.
 # The test fails on any other upward import, and on one of these once it is gone (remove it from here then).
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("kafkasim/server/replica_fetcher_thread.py", "kafkasim.clients.producer"):
-        "the fetcher types its id source as clients.producer.IdSource (type-level only)",
-}
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
 def test_no_import_points_up_the_layers() -> None:
@@ -277,14 +272,6 @@ def test_scenario_imports_only_itself_and_the_bottom_layers() -> None:
     assert not bad, f"scenario/ may import only {sorted(SCENARIO_MAY_IMPORT)}:\n" + "\n".join(bad)
 
 
-# The clients still take pydantic scenario models (issue 11, "Clients": frozen config objects built in the
-# builder); the lead removes this mark when that lands.
-@pytest.mark.xfail(
-    strict=True,
-    reason="today kafkasim/clients/consumer.py:40, kafkasim/clients/producer.py:46 and "
-    "kafkasim/server/replica_fetcher_thread.py:54 import kafkasim.scenario.clients (pydantic models, not frozen "
-    "configs)",
-)
 def test_components_never_import_the_scenario_models() -> None:
     bad = [f"{imp.where}: {layer} -> scenario ({imp.module})" for layer, imp in _all_imports()
            if layer in NO_SCENARIO_LAYERS and layer_of_module(imp.module) == "scenario"]

@@ -76,12 +76,6 @@ class BrokerConfig:
     fetch_max_bytes: int = 55 * MIB  # fetch.max.bytes (caps a fetch request's max_bytes)
     producer_purgatory_purge_interval_requests: int = 1000
     fetch_purgatory_purge_interval_requests: int = 1000
-    # Follower side (the engine's replica fetcher reads these; spec §8).
-    replica_fetch_wait_max_ms: int = 500
-    replica_fetch_min_bytes: int = 1
-    replica_fetch_max_bytes: int = MIB
-    replica_fetch_response_max_bytes: int = 10 * MIB
-    replica_fetch_backoff_ms: int = 1000
 
     def __post_init__(self) -> None:
         _require_positive(
@@ -90,16 +84,6 @@ class BrokerConfig:
             fetch_max_bytes=self.fetch_max_bytes,
             producer_purgatory_purge_interval_requests=self.producer_purgatory_purge_interval_requests,
             fetch_purgatory_purge_interval_requests=self.fetch_purgatory_purge_interval_requests,
-        )
-        # ReplicationConfigs defines both replica fetch limits with atLeast(0): with 0 the leader still returns
-        # one batch for the first partition (ReplicaManager.readFromLog's minOneMessage).
-        _require_non_negative(
-            "BrokerConfig",
-            replica_fetch_max_bytes=self.replica_fetch_max_bytes,
-            replica_fetch_response_max_bytes=self.replica_fetch_response_max_bytes,
-            replica_fetch_wait_max_ms=self.replica_fetch_wait_max_ms,
-            replica_fetch_min_bytes=self.replica_fetch_min_bytes,
-            replica_fetch_backoff_ms=self.replica_fetch_backoff_ms,
         )
 
     @property

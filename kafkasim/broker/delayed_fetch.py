@@ -97,21 +97,14 @@ class DelayedFetch(DelayedOperation):
                     # Either side message-only: counts for nothing.
                 last_fetched_epoch = fetch_info.last_fetched_epoch
                 if last_fetched_epoch >= 0:
-                    # Case H: the log diverged from the follower while it waited (truncation).
-                    if log.leader_epoch_cache.latest_epoch == last_fetched_epoch:
-                        # The common case: the follower's last fetched epoch is the log's latest, so the epoch
-                        # ends at the LEO (LeaderEpochFileCache.endOffsetFor) and the epoch validation of
-                        # last_offset_for_leader_epoch is the one Case E just passed. Only the offset test
-                        # can fire.
-                        if log.log_end_offset < fetch_info.fetch_offset:
-                            return self.force_complete()
-                        continue
-                    epoch_end = partition.last_offset_for_leader_epoch(
-                        fetch_info.current_leader_epoch, last_fetched_epoch, fetch_only_from_leader=False
+                    # Case H: the log diverged from the follower while it waited (truncation). The partition
+                    # owns the lookup and its shortcut (Case E above did the epoch validation it relies on).
+                    error, epoch, epoch_end_offset = partition.last_fetched_epoch_end(
+                        fetch_info.current_leader_epoch, last_fetched_epoch
                     )
-                    if epoch_end.error is not Errors.NONE or epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
+                    if error is not Errors.NONE or epoch_end_offset == -1 or epoch == -1:
                         return self.force_complete()
-                    if epoch_end.leader_epoch < last_fetched_epoch or epoch_end.end_offset < fetch_info.fetch_offset:
+                    if epoch < last_fetched_epoch or epoch_end_offset < fetch_info.fetch_offset:
                         return self.force_complete()
             except KafkaError as e:
                 if e.error in _COMPLETING_ERRORS:

@@ -468,24 +468,15 @@ class Partition:
         initial_last_stable_offset = log.last_stable_offset
         last_fetched_epoch = data.last_fetched_epoch
         if last_fetched_epoch >= 0:
-            if log.leader_epoch_cache.latest_epoch == last_fetched_epoch:
-                # The common case, as in DelayedFetch: the follower's last fetched epoch is the log's latest,
-                # so it ends at the LEO (LeaderEpochFileCache.endOffsetFor), and fetch_records has already
-                # passed the epoch validation that last_offset_for_leader_epoch would repeat.
-                end_epoch, end_offset = last_fetched_epoch, initial_log_end_offset
-            else:
-                epoch_end = self.last_offset_for_leader_epoch(
-                    data.current_leader_epoch, last_fetched_epoch, fetch_only_from_leader=False
+            error, end_epoch, end_offset = self.last_fetched_epoch_end(data.current_leader_epoch, last_fetched_epoch)
+            if error is not Errors.NONE:
+                raise KafkaError(error, f"{self.topic_partition}: last fetched epoch lookup failed")
+            if end_offset == -1 or end_epoch == -1:
+                raise KafkaError(
+                    Errors.OFFSET_OUT_OF_RANGE,
+                    f"{self.topic_partition}: could not determine the end offset of the last fetched epoch "
+                    f"{last_fetched_epoch}",
                 )
-                if epoch_end.error is not Errors.NONE:
-                    raise KafkaError(epoch_end.error, f"{self.topic_partition}: last fetched epoch lookup failed")
-                if epoch_end.end_offset == -1 or epoch_end.leader_epoch == -1:
-                    raise KafkaError(
-                        Errors.OFFSET_OUT_OF_RANGE,
-                        f"{self.topic_partition}: could not determine the end offset of the last fetched epoch "
-                        f"{last_fetched_epoch}",
-                    )
-                end_epoch, end_offset = epoch_end.leader_epoch, epoch_end.end_offset
             if data.fetch_offset < initial_log_start_offset:
                 raise KafkaError(
                     Errors.OFFSET_OUT_OF_RANGE,
@@ -549,6 +540,22 @@ class Partition:
     def fetch_offset_snapshot(self, current_leader_epoch: int, fetch_only_from_leader: bool) -> LogOffsetSnapshot:
         """The offsets a parked DelayedFetch compares against; raises like a fetch would (spec §4.3)."""
         return self._local_log_with_epoch_or_throw(current_leader_epoch, fetch_only_from_leader).fetch_offset_snapshot()
+
+    def last_fetched_epoch_end(self, current_leader_epoch: int, last_fetched_epoch: int) -> tuple[Errors, int, int]:
+        """Where a follower's last fetched epoch ends in this log: the divergence check of a follower fetch
+        (Kafka's ``Partition.fetchRecords`` -> ``lastOffsetForLeaderEpoch``, and ``DelayedFetch.tryComplete``
+        Case H, both with ``fetchOnlyFromLeader = false``).
+
+        The common case, checked first: the last fetched epoch is the log's latest, so it ends at the LEO
+        (``LeaderEpochFileCache.endOffsetFor``), and the caller has already passed the current-leader-epoch
+        validation (``localLogWithEpochOrThrow``, as in ``fetchOffsetSnapshot``) that
+        ``last_offset_for_leader_epoch`` would repeat. The caller must have done that validation with the
+        same ``current_leader_epoch``. Returns (error, epoch, end offset), an ``EpochEndOffset``'s fields (a
+        plain tuple: DelayedFetch asks on every parked check)."""
+        log = self.log
+        if log.leader_epoch_cache.latest_epoch == last_fetched_epoch:
+            return Errors.NONE, last_fetched_epoch, log.log_end_offset
+        return self.last_offset_for_leader_epoch(current_leader_epoch, last_fetched_epoch, fetch_only_from_leader=False)
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int, leader_epoch: int, fetch_only_from_leader: bool

@@ -12,6 +12,8 @@ Plain synchronous logic (no SimPy); the producer process drives it with the simu
   (So one full partition drags the lingering batches of the others along, as in Kafka.)
 * A record without a key gets its partition inside the append (``append_record``, Kafka's ``append`` with
   ``UNKNOWN_PARTITION``): the sticky partitioner switches only at a batch boundary (see ``Partitioner``).
+* ``first_waking_record``: which of the records the producer has not appended yet would wake the Sender
+  (``KafkaProducer.doSend``: ``batchIsFull || newBatchCreated``), found by replaying the appends on copies.
 
 Batch bytes: Kafka's 61-byte record-batch header plus each record's ``record_size`` (taken as the record's
 serialized size inside the batch; Kafka's few bytes of per-record varint framing are folded into it).
@@ -20,9 +22,10 @@ Compression, ``buffer.memory``/``max.block.ms`` and idempotence are not modelled
 
 from __future__ import annotations
 
+import math
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -187,6 +190,44 @@ class RecordAccumulator:
             size += first.size_in_bytes
             drained.append(first)
         return drained
+
+    def first_waking_record(
+        self,
+        partitioner: Partitioner,
+        upcoming: Sequence[tuple[float, int]],
+        draw: Callable[[], tuple[float, int] | None],
+        limit: int,
+    ) -> float:
+        """The intended time of the first upcoming record whose append would wake the Sender, or inf.
+
+        ``upcoming`` holds the records drawn but not yet appended, (intended ms, size) in arrival order;
+        ``draw`` draws one more (it also goes to the end of ``upcoming``) or returns None when there are
+        no more. The appends are replayed on copies (``VirtualTails``, ``PartitionerState.copy``): neither
+        the deques nor the partitioner change. After ``limit`` records without a wake-up the answer is the
+        last record looked at (the caller then acts anyway: conservative, still exact).
+        """
+        linger_zero = self.linger_ms <= 0
+        tails = VirtualTails(self)
+        state = partitioner.state.copy()
+        wake_armed = self.queued_batches > 0
+        for k in range(limit):
+            if k < len(upcoming):
+                intended, size = upcoming[k]
+            else:
+                record = draw()
+                if record is None:
+                    return math.inf
+                intended, size = record
+            closed = tails.closed_batches
+            full, new_batch = tails.append_record(partitioner, state, size)
+            if full:
+                return intended  # a batch becomes sendable
+            # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
+            # if it is sendable at once, needs the first linger timer, or comes with the old partition's
+            # batch closed by a sticky switch (that one is sendable now).
+            if new_batch and (linger_zero or not wake_armed or tails.closed_batches != closed):
+                return intended
+        return upcoming[-1][0]
 
     def tail_state(self, tp: TopicPartition) -> list[Any]:
         """[batches queued, last batch size, last batch records, last batch closed] of ``tp``'s deque."""

@@ -23,32 +23,27 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
 from kafkasim.broker.records import TopicPartition
-from kafkasim.network.messages import (
-    API_FETCH_CONSUMER,
-    FetchRequestData,
-    RequestEnvelope,
-    fetch_request_bytes,
-)
+from kafkasim.clients.config import ConsumerClientConfig
+from kafkasim.network.messages import API_FETCH_CONSUMER, RequestEnvelope
+from kafkasim.network.network_client import FetchClient
 from kafkasim.network.observer import Observer
-from kafkasim.network.request_timer import RequestTimer
-from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.clients.producer import IdSource
-    from kafkasim.scenario.clients import ConsumerConfig
+    from kafkasim.network.ids import IdSource
 
 RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
 
 
-class Consumer(Pausable):
+class Consumer(FetchClient):
     """One consumer client fetching all partitions of its topic from offset 0."""
 
     def __init__(
         self,
         env: Environment,
-        config: ConsumerConfig,
+        config: ConsumerClientConfig,
         partitions: Sequence[TopicPartition],
         connect: Callable[[], Any],
         ids: IdSource,
@@ -56,21 +51,12 @@ class Consumer(Pausable):
         *,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__()
-        self.env = env
-        self.name = config.name
+        super().__init__(
+            env, config.name, connect, ids, observer, float(config.request_timeout_ms), stop_ms=stop_ms
+        )
         self.config = config
         self.partitions = list(partitions)
         self.positions: dict[TopicPartition, int] = {tp: 0 for tp in self.partitions}
-        self._connect = connect
-        self.connection = connect()
-        self._ids = ids
-        self._observer = observer
-        self._stop_ms = stop_ms
-        self._in_flight: RequestEnvelope | None = None
-        self._request_timer = RequestTimer(
-            env, float(config.request_timeout_ms), self, lambda: self._in_flight, self._on_request_timeout
-        )
         self.batches_consumed = 0
 
     def start(self) -> None:
@@ -86,20 +72,10 @@ class Consumer(Pausable):
         cfg = self.config
         positions = self.positions
         infos = [(tp, PartitionData(positions[tp], -1, cfg.max_partition_fetch_bytes)) for tp in self.partitions]
-        body = FetchRequestData(CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms, cfg.fetch_min_bytes, cfg.fetch_max_bytes, infos)
-        envelope = RequestEnvelope(
-            self._ids.request_id(),
-            API_FETCH_CONSUMER,
-            self.name,
-            body,
-            fetch_request_bytes(len(infos)),
-            now,
-            now,
-            on_response=self._on_response,
+        self._send_fetch(
+            API_FETCH_CONSUMER, CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms, cfg.fetch_min_bytes, cfg.fetch_max_bytes,
+            infos, now,
         )
-        self._in_flight = envelope
-        self.connection.send(envelope)
-        self._request_timer.arm()
 
     def _on_response(self, envelope: RequestEnvelope) -> None:
         if self.paused:
@@ -134,17 +110,9 @@ class Consumer(Pausable):
             self._fetch()
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
-        self._in_flight = None
-        envelope.client_timeout = True
-        envelope.error = Errors.REQUEST_TIMED_OUT
-        self._observer.request_finished(envelope)
-        self.connection.close()
-        self.connection = self._connect()
+        self._fail_timed_out(envelope)
         Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch())
 
     def on_resume(self) -> None:
         # After the responses that arrived during the pause (NetworkClient.poll's order).
         self._request_timer.check()
-
-    def unfinished(self) -> list[RequestEnvelope]:
-        return [self._in_flight] if self._in_flight is not None else []

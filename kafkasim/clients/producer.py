@@ -29,44 +29,26 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator, VirtualTails
+from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator
+from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
+from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import (
     API_PRODUCE,
     ProduceRequestData,
     RequestEnvelope,
     produce_request_bytes,
 )
+from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
-from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.scenario.clients import ProducerConfig
-
 NAN = float("nan")
+# How far RecordAccumulator.first_waking_record looks ahead before the producer acts anyway.
 MAX_LOOKAHEAD_RECORDS = 10_000
-
-
-class IdSource:
-    """Run-wide counters for request and batch ids (one per run; deterministic, single-threaded)."""
-
-    __slots__ = ("next_request_id", "next_batch_id")
-
-    def __init__(self) -> None:
-        self.next_request_id = 0
-        self.next_batch_id = 0
-
-    def request_id(self) -> int:
-        i = self.next_request_id
-        self.next_request_id = i + 1
-        return i
-
-    def batch_id(self) -> int:
-        i = self.next_batch_id
-        self.next_batch_id = i + 1
-        return i
 
 
 class ArrivalProcess:
@@ -74,13 +56,13 @@ class ArrivalProcess:
 
     __slots__ = ("_mean_gap_ms", "_kind", "_on_ms", "_off_ms", "_pattern", "_rng", "_period_start")
 
-    def __init__(self, rate_per_s: float, arrival: Any, rng: random.Random) -> None:
+    def __init__(self, rate_per_s: float, arrival: ArrivalConfig, rng: random.Random) -> None:
         self._mean_gap_ms = 1000.0 / rate_per_s
-        self._kind: str = arrival.type
+        self._kind: str = arrival.kind
         self._rng = rng
-        self._on_ms = float(getattr(arrival, "on", 0.0))
-        self._off_ms = float(getattr(arrival, "off", 0.0))
-        self._pattern: str = getattr(arrival, "pattern", arrival.type)
+        self._on_ms = float(arrival.on_ms)
+        self._off_ms = float(arrival.off_ms)
+        self._pattern: str = arrival.pattern
         self._period_start = 0.0
 
     def first(self) -> float:
@@ -110,13 +92,13 @@ class ArrivalProcess:
         return -math.log(1.0 - self._rng.random()) * self._mean_gap_ms
 
 
-class Producer(Pausable):
+class Producer(NetworkClient):
     """One producer client (``KafkaProducer`` + ``Sender`` + ``NetworkClient``) on one connection."""
 
     def __init__(
         self,
         env: Environment,
-        config: ProducerConfig,
+        config: ProducerClientConfig,
         partitions: Sequence[TopicPartition],
         connect: Callable[[], Any],
         record_size: Callable[[], float],
@@ -127,24 +109,17 @@ class Producer(Pausable):
         *,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__()
-        self.env = env
-        self.name = config.name
+        super().__init__(env, config.name, connect, ids, observer, stop_ms)
         self.acks = config.acks
         self.timeout_ms = config.request_timeout_ms
         self.max_in_flight = config.max_in_flight_requests_per_connection
         self.accumulator = RecordAccumulator(partitions, config.batch_size, float(config.linger_ms))
         self.partitioner = Partitioner(config.partitioner, partitions, config.batch_size, partitioner_rng)
-        self._arrivals = ArrivalProcess(config.rate, config.arrival, arrival_rng)
+        self._arrivals = ArrivalProcess(config.rate_per_s, config.arrival, arrival_rng)
         self._record_size = record_size
         # A constant record size (the usual case) skips the draw; 0 = draw each time.
         constant = getattr(record_size, "constant", None)
         self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
-        self._ids = ids
-        self._observer = observer
-        self._connect = connect
-        self.connection = connect()
-        self._stop_ms = stop_ms
         # In-flight requests in send order: (envelope, batches).
         self._in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
         self._wakeup: Call | None = None
@@ -171,12 +146,15 @@ class Producer(Pausable):
     # append time -- exactly what appending each one at its arrival would have done, because only the
     # Sender changes the accumulator otherwise and it acts only at events. Only a record that would make
     # the Sender act (a batch becomes sendable, or the first batch needs its linger timer) gets an event
-    # of its own; looking ahead for it replays the appends, partitioner included, on copies
-    # (``VirtualTails``, ``PartitionerState.copy``). At 5000 records/s in 16 KiB batches that is one
+    # of its own; the accumulator finds it (``RecordAccumulator.first_waking_record``) by replaying the
+    # appends, partitioner included, on copies. At 5000 records/s in 16 KiB batches that is one
     # event per batch instead of one per record.
 
-    def _draw(self) -> tuple[float, int]:
+    def _draw(self) -> tuple[float, int] | None:
+        """Draw the next record ahead (into ``_upcoming``); None if the producer stops before it is intended."""
         intended = self._next_intended
+        if intended >= self._stop_ms:
+            return None
         self._next_intended = self._arrivals.next_after(intended)
         size = self._constant_size or max(1, int(self._record_size() + 0.5))
         record = (intended, size)
@@ -222,7 +200,13 @@ class Producer(Pausable):
         if key == self._plan_key and self._arrival_at >= self.env.now:
             return
         self._plan_key = key
-        target = self._first_waking_record() if can_send else math.inf
+        target = (
+            self.accumulator.first_waking_record(
+                self.partitioner, self._upcoming, self._draw, MAX_LOOKAHEAD_RECORDS
+            )
+            if can_send
+            else math.inf
+        )
         if target == self._arrival_at:
             return
         if self._arrival_event is not None:
@@ -231,35 +215,6 @@ class Producer(Pausable):
         self._arrival_at = target
         if target < math.inf:
             self._arrival_event = Call(self.env, max(0.0, target - self.env.now), self._on_arrival)
-
-    def _first_waking_record(self) -> float:
-        acc = self.accumulator
-        linger_zero = acc.linger_ms <= 0
-        # Virtual appends on copies of the touched deques' tails and of the partitioner's state.
-        tails = VirtualTails(acc)
-        partitioner = self.partitioner
-        state = partitioner.state.copy()
-        wake_armed = acc.queued_batches > 0
-        upcoming = self._upcoming
-        stop = self._stop_ms
-        for k in range(MAX_LOOKAHEAD_RECORDS):
-            if k < len(upcoming):
-                intended, size = upcoming[k]
-            else:
-                if self._next_intended >= stop:
-                    return math.inf
-                intended, size = self._draw()
-            closed = tails.closed_batches
-            full, new_batch = tails.append_record(partitioner, state, size)
-            if full:
-                return intended  # a batch becomes sendable
-            # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
-            # if it is sendable at once, needs the first linger timer, or comes with the old partition's
-            # batch closed by a sticky switch (that one is sendable now).
-            if new_batch and (linger_zero or not wake_armed or tails.closed_batches != closed):
-                return intended
-        # Very large batches: act anyway every so many records (conservative, still exact).
-        return upcoming[-1][0]
 
     def _on_arrival(self, _event: Any) -> None:
         self._arrival_event = None
@@ -392,8 +347,7 @@ class Producer(Pausable):
             envelope.client_timeout = i == 0
             envelope.error = error
             self._complete(envelope, batches, error, now)
-        self.connection.close()
-        self.connection = self._connect()
+        self._reconnect()
 
     def on_resume(self) -> None:
         self._append_floor = self.env.now

@@ -16,15 +16,17 @@ from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
 from kafkasim.broker.config import LogConfig
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer
-from kafkasim.clients.producer import IdSource, Producer
+from kafkasim.clients.producer import Producer
 from kafkasim.network.connection import Connection, NetworkPath
+from kafkasim.network.ids import IdSource
 from kafkasim.network.observer import Observer
 from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
-from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.server.replica_fetcher_thread import Follower, ReplicaFetcherConfig
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from simpy import Environment
 
     from kafkasim.scenario import Scenario
+    from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
     from kafkasim.scenario.network import Link
     from kafkasim.sim.clock import SimClock
 
@@ -70,17 +73,52 @@ def log_config_of(topic: Any) -> LogConfig:
 
 def broker_state_config(scenario: Scenario) -> BrokerStateConfig:
     b = scenario.broker
-    f = scenario.followers
     return BrokerStateConfig(
         replica_lag_time_max_ms=int(b.replica_lag_time_max_ms),
         fetch_max_bytes=b.fetch_max_bytes,
         producer_purgatory_purge_interval_requests=b.producer_purgatory_purge_interval_requests,
         fetch_purgatory_purge_interval_requests=b.fetch_purgatory_purge_interval_requests,
-        replica_fetch_wait_max_ms=int(f.replica_fetch_wait_max_ms),
-        replica_fetch_min_bytes=f.replica_fetch_min_bytes,
-        replica_fetch_max_bytes=f.replica_fetch_max_bytes,
-        replica_fetch_response_max_bytes=f.replica_fetch_response_max_bytes,
-        replica_fetch_backoff_ms=int(f.replica_fetch_backoff_ms),
+    )
+
+
+def producer_config_of(p: ProducerConfig) -> ProducerClientConfig:
+    arrival = p.arrival
+    return ProducerClientConfig(
+        name=p.name,
+        acks=p.acks,
+        linger_ms=float(p.linger_ms),
+        batch_size=p.batch_size,
+        max_in_flight_requests_per_connection=p.max_in_flight_requests_per_connection,
+        request_timeout_ms=p.request_timeout_ms,
+        partitioner=p.partitioner,
+        rate_per_s=p.rate,
+        arrival=ArrivalConfig(
+            arrival.type,
+            on_ms=float(getattr(arrival, "on", 0.0)),
+            off_ms=float(getattr(arrival, "off", 0.0)),
+            pattern=getattr(arrival, "pattern", arrival.type),
+        ),
+    )
+
+
+def consumer_config_of(c: ConsumerConfig) -> ConsumerClientConfig:
+    return ConsumerClientConfig(
+        name=c.name,
+        fetch_min_bytes=c.fetch_min_bytes,
+        fetch_max_wait_ms=c.fetch_max_wait_ms,
+        max_partition_fetch_bytes=c.max_partition_fetch_bytes,
+        fetch_max_bytes=c.fetch_max_bytes,
+        request_timeout_ms=c.request_timeout_ms,
+    )
+
+
+def replica_fetcher_config_of(f: FollowerConfig) -> ReplicaFetcherConfig:
+    return ReplicaFetcherConfig(
+        wait_max_ms=f.replica_fetch_wait_max_ms,
+        min_bytes=f.replica_fetch_min_bytes,
+        max_bytes=f.replica_fetch_max_bytes,
+        response_max_bytes=f.replica_fetch_response_max_bytes,
+        backoff_ms=f.replica_fetch_backoff_ms,
     )
 
 
@@ -208,13 +246,14 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
+    fetcher_config = replica_fetcher_config_of(f_cfg)
     for k in scenario.follower_ids:
         name = f"follower-{k}"
         links = c.links[name] = _network_path(env, name, f_cfg.link, streams)
         fetcher = Follower(
             env,
             k,
-            f_cfg,
+            fetcher_config,
             follower_partitions[k],
             clock.time,
             connector(name, links),
@@ -243,7 +282,7 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
         c.producers.append(
             Producer(
                 env,
-                p_cfg,
+                producer_config_of(p_cfg),
                 partitions_by_topic[p_cfg.topic],
                 connector(p_cfg.name, links),
                 zero_arg_sampler(p_cfg.record_size, streams.stream(f"{p_cfg.name}/record_size")),
@@ -257,6 +296,6 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
         assert c_cfg.link is not None
         links = c.links[c_cfg.name] = _network_path(env, c_cfg.name, c_cfg.link, streams)
         c.consumers.append(
-            Consumer(env, c_cfg, partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, observer)
+            Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, observer)
         )
     return c

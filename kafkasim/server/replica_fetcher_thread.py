@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import LogConfig
@@ -37,26 +38,41 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, PartitionData
 from kafkasim.broker.log import Log
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.network.messages import (
-    API_FETCH_FOLLOWER,
-    FetchRequestData,
-    RequestEnvelope,
-    fetch_request_bytes,
-)
+from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
+from kafkasim.network.network_client import FetchClient
 from kafkasim.network.observer import Observer
-from kafkasim.network.request_timer import RequestTimer
-from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.clients.producer import IdSource
-    from kafkasim.scenario.clients import FollowerConfig
+    from kafkasim.network.ids import IdSource
     from kafkasim.timer import Time
 
 # The follower's own client (ReplicaFetcherBlockingSend) times out after the broker's request timeout.
 FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0
 KIB = 1024.0
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFetcherConfig:
+    """What a replica fetcher reads: Kafka's ``replica.fetch.*`` broker configs (``ReplicationConfigs``),
+    with Kafka's defaults. ``num.replica.fetchers`` is fixed at Kafka's default of 1."""
+
+    wait_max_ms: int = 500  # replica.fetch.wait.max.ms: the fetch's max_wait (long poll in the leader)
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    max_bytes: int = MIB  # replica.fetch.max.bytes: per partition
+    response_max_bytes: int = 10 * MIB  # replica.fetch.response.max.bytes: the fetch's max_bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms: wait after an error / when no partition is ready
+
+    def __post_init__(self) -> None:
+        # ReplicationConfigs defines every one of them with atLeast(0): with max bytes 0 the leader still
+        # returns one batch for the first partition (ReplicaManager.readFromLog's minOneMessage).
+        for name in ("wait_max_ms", "min_bytes", "max_bytes", "response_max_bytes", "backoff_ms"):
+            value = getattr(self, name)
+            if value < 0:
+                raise ValueError(f"ReplicaFetcherConfig.{name} must be >= 0, got {value}")
 
 
 class FollowerPartition:
@@ -71,14 +87,14 @@ class FollowerPartition:
         self.leader_epoch = leader_epoch
 
 
-class Follower(Pausable):
+class Follower(FetchClient):
     """Follower broker ``broker_id`` with one replica fetcher thread toward the leader (broker 0)."""
 
     def __init__(
         self,
         env: Environment,
         broker_id: int,
-        config: FollowerConfig,
+        config: ReplicaFetcherConfig,
         partitions: Sequence[tuple[TopicPartition, LogConfig, int]],
         time: Time,
         connect: Callable[[], Any],
@@ -89,29 +105,20 @@ class Follower(Pausable):
         *,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__()
-        self.env = env
+        super().__init__(
+            env, f"follower-{broker_id}", connect, ids, observer, FOLLOWER_REQUEST_TIMEOUT_MS, stop_ms=stop_ms
+        )
         self.broker_id = broker_id
-        self.name = f"follower-{broker_id}"
         self.config = config
         self.partitions: dict[TopicPartition, FollowerPartition] = {
             tp: FollowerPartition(tp, Log(log_config, time, name=f"{tp}@{broker_id}"), leader_epoch)
             for tp, log_config, leader_epoch in partitions
         }
-        self._connect = connect
-        self.connection = connect()
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
-        self._ids = ids
-        self._observer = observer
-        self._stop_ms = stop_ms
-        # The fetch awaiting its response (it can time out); then, once answered, the append of its
-        # response keeps the fetcher thread busy (no new fetch), but the request is done.
-        self._in_flight: RequestEnvelope | None = None
+        # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
+        # of its response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._appending = False
-        self._request_timer = RequestTimer(
-            env, FOLLOWER_REQUEST_TIMEOUT_MS, self, lambda: self._in_flight, self._on_request_timeout
-        )
         self._wakeup: Call | None = None
         self.crashed = False
         self.disk_factor = 1.0
@@ -147,7 +154,7 @@ class Follower(Pausable):
                     PartitionData(
                         log.log_end_offset,
                         log.log_start_offset,
-                        cfg.replica_fetch_max_bytes,
+                        cfg.max_bytes,
                         fp.leader_epoch,
                         last_epoch if last_epoch >= 0 else NO_EPOCH,
                     ),
@@ -158,26 +165,9 @@ class Follower(Pausable):
             if next_ready < math.inf:
                 self._schedule_fetch(next_ready - now)
             return
-        body = FetchRequestData(
-            self.broker_id,
-            cfg.replica_fetch_wait_max_ms,
-            cfg.replica_fetch_min_bytes,
-            cfg.replica_fetch_response_max_bytes,
-            infos,
+        self._send_fetch(
+            API_FETCH_FOLLOWER, self.broker_id, cfg.wait_max_ms, cfg.min_bytes, cfg.response_max_bytes, infos, now
         )
-        envelope = RequestEnvelope(
-            self._ids.request_id(),
-            API_FETCH_FOLLOWER,
-            self.name,
-            body,
-            fetch_request_bytes(len(infos)),
-            now,
-            now,
-            on_response=self._on_response,
-        )
-        self._in_flight = envelope
-        self.connection.send(envelope)
-        self._request_timer.arm()
 
     def _schedule_fetch(self, delay: float) -> None:
         if self._wakeup is not None:
@@ -227,7 +217,7 @@ class Follower(Pausable):
             return
         self._appending = False
         now = self.env.now
-        backoff = float(self.config.replica_fetch_backoff_ms)
+        backoff = float(self.config.backoff_ms)
         for tp, result in response:
             fp = self.partitions.get(tp)
             if fp is None:
@@ -266,19 +256,14 @@ class Follower(Pausable):
         elif result.log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(result.log_start_offset)
         else:
-            fp.delayed_until = self.env.now + float(self.config.replica_fetch_backoff_ms)
+            fp.delayed_until = self.env.now + float(self.config.backoff_ms)
             return
         self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off (spec §8).
-        self._in_flight = None
-        envelope.client_timeout = True
-        envelope.error = Errors.REQUEST_TIMED_OUT
-        self._observer.request_finished(envelope)
-        self.connection.close()
-        self.connection = self._connect()
-        backoff = float(self.config.replica_fetch_backoff_ms)
+        self._fail_timed_out(envelope)
+        backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
             fp.delayed_until = self.env.now + backoff
         self._schedule_fetch(backoff)
@@ -325,6 +310,3 @@ class Follower(Pausable):
         if not self.crashed:
             for fp in self.partitions.values():
                 fp.log.delete_old_segments()
-
-    def unfinished(self) -> list[RequestEnvelope]:
-        return [self._in_flight] if self._in_flight is not None else []

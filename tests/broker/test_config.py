@@ -3,6 +3,7 @@
 import pytest
 
 from kafkasim.broker.config import GIB, MIB, BrokerConfig, LogConfig
+from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
 
 
 def test_kafka_defaults():
@@ -18,7 +19,9 @@ def test_kafka_defaults():
         1000,
         1000,
     )
-    assert (broker.replica_fetch_wait_max_ms, broker.replica_fetch_max_bytes) == (500, MIB)
+    # replica.fetch.* are read by the replica fetcher only: its own config, not BrokerConfig.
+    fetcher = ReplicaFetcherConfig()
+    assert (fetcher.wait_max_ms, fetcher.max_bytes) == (500, MIB)
 
 
 def test_invalid_values_name_the_field():

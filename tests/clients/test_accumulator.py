@@ -8,6 +8,7 @@ value without key or headers is a 39-byte record (``DefaultRecord.sizeInBytes``)
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 from kafkasim.broker.records import TopicPartition
@@ -141,3 +142,139 @@ def test_drain_index_after_a_full_pass_is_the_last_visited_partition() -> None:
     assert [b.tp for b in acc.drain()] == [TP3]
     assert [b.tp for b in acc.drain()] == [TP1]
     assert [b.tp for b in acc.drain()] == [TP2]
+
+
+def _fill(acc: RecordAccumulator, tp: TopicPartition, records: int, size: int, now_ms: float = 0.0) -> None:
+    for _ in range(records):
+        acc.append(tp, size, now_ms, now_ms, next(_batch_ids))
+
+
+def test_full_batch_is_ready_at_once_and_drained_before_the_next() -> None:
+    # RecordAccumulatorTest.testFull: append until the first batch is full; the partition is ready with
+    # no linger left; the drain takes the full batch (the oldest), the new one stays queued.
+    record_size = 100
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + 5 * record_size
+    acc = RecordAccumulator([TP1], batch_size, 10_000)
+    _fill(acc, TP1, 4, record_size)
+    assert acc.ready_delay_ms(0.0) == 10_000  # not full yet: it lingers
+    _fill(acc, TP1, 1, record_size)
+    assert acc.ready_delay_ms(0.0) == 0.0  # full: sendable now
+    _fill(acc, TP1, 1, record_size)  # goes into a second batch
+    drained = acc.drain()
+    assert [(b.tp, b.record_count, b.size_in_bytes) for b in drained] == [(TP1, 5, batch_size)]
+    assert [b.record_count for b in acc.all_batches()] == [1]
+
+
+def test_linger_expiry_makes_a_batch_ready() -> None:
+    # RecordAccumulatorTest.testLinger: a batch that is not full is not ready until linger.ms after its
+    # creation; ready() reports the time left (the Sender's poll timeout), then it drains.
+    acc = RecordAccumulator([TP1], 1024, 10)
+    assert acc.ready_delay_ms(0.0) is None  # nothing queued
+    _fill(acc, TP1, 1, 39, now_ms=5.0)
+    assert acc.ready_delay_ms(5.0) == 10.0
+    assert acc.ready_delay_ms(14.0) == 1.0
+    assert acc.ready_delay_ms(15.0) == 0.0
+    assert [b.record_count for b in acc.drain()] == [1]
+    assert acc.ready_delay_ms(15.0) is None
+
+
+def test_drain_takes_one_batch_of_every_partition_in_order_ready_or_not() -> None:
+    # RecordAccumulator.drainBatchesForOneNode: one batch per partition of the node, round robin from the
+    # drain index, the lingering ones included once any is sendable.
+    record_size = 100
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + 2 * record_size
+    acc = RecordAccumulator([TP1, TP2, TP3], batch_size, 10_000)
+    _fill(acc, TP1, 6, record_size)  # three full batches
+    _fill(acc, TP2, 1, record_size)  # lingering
+    _fill(acc, TP3, 1, record_size)  # lingering
+    assert acc.ready_delay_ms(0.0) == 0.0
+    assert [(b.tp, b.record_count) for b in acc.drain()] == [(TP1, 2), (TP2, 1), (TP3, 1)]
+    # The next drain again takes one batch of TP1 only (the others are empty).
+    assert [(b.tp, b.record_count) for b in acc.drain()] == [(TP1, 2)]
+    assert [(b.tp, b.record_count) for b in acc.drain()] == [(TP1, 2)]
+    assert acc.drain() == [] and acc.queued_batches == 0
+
+
+def test_max_request_size_caps_a_drain_but_the_first_batch_always_goes() -> None:
+    # drainBatchesForOneNode stops before a batch that would take the request past max.request.size,
+    # except the first batch of the request, which goes even if it alone is larger.
+    record_size = 100
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + record_size
+    acc = RecordAccumulator([TP1, TP2, TP3], batch_size, 0, max_request_size=2 * batch_size)
+    for tp in (TP1, TP2, TP3):
+        _fill(acc, tp, 1, record_size)
+    assert [b.tp for b in acc.drain()] == [TP1, TP2]
+    assert [b.tp for b in acc.drain()] == [TP3]
+    # A request too small for any batch still carries one per drain (the drain index moved on to TP2,
+    # the last partition the previous pass visited).
+    acc.max_request_size = 10
+    _fill(acc, TP1, 1, record_size)
+    _fill(acc, TP2, 1, record_size)
+    assert [(b.tp, b.size_in_bytes) for b in acc.drain()] == [(TP2, batch_size)]
+    assert [(b.tp, b.size_in_bytes) for b in acc.drain()] == [(TP1, batch_size)]
+
+
+def test_sticky_partitioner_switches_only_at_batch_boundaries() -> None:
+    # BuiltInPartitioner with enableSwitch = allBatchesFull: records stay on one partition until its batch
+    # is complete, so every batch but the open one is full when the partition changes.
+    record_size = 100
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + 4 * record_size  # four records per batch
+    parts = [TP1, TP2, TP3]
+    acc = RecordAccumulator(parts, batch_size, 10_000)
+    partitioner = Partitioner("sticky", parts, batch_size, SequentialRandom())
+    chosen = [send(acc, partitioner, record_size, 0.0) for _ in range(12)]
+    assert chosen == [TP1] * 4 + [TP2] * 4 + [TP3] * 4
+    assert [(b.tp, b.record_count, b.size_in_bytes) for b in acc.all_batches()] == [
+        (tp, 4, batch_size) for tp in parts
+    ]
+
+
+def _upcoming(times: list[float], size: int) -> list[tuple[float, int]]:
+    return [(t, size) for t in times]
+
+
+def _no_more() -> None:
+    return None
+
+
+def test_first_waking_record_is_the_first_record_of_an_empty_accumulator() -> None:
+    # KafkaProducer.doSend wakes the Sender on newBatchCreated: the first batch needs its linger timer.
+    acc = RecordAccumulator([TP1], 1024, 5)
+    partitioner = Partitioner("sticky", [TP1], 1024, random.Random(0))
+    assert acc.first_waking_record(partitioner, _upcoming([1.0, 2.0], 100), _no_more, 100) == 1.0
+
+
+def test_first_waking_record_is_the_one_that_fills_a_batch_and_looking_changes_nothing() -> None:
+    # With a batch already queued (its linger timer armed), appends into it wake nobody until one fills it
+    # (batchIsFull). Looking ahead replays the appends on copies: the deques and the partitioner stay.
+    record_size = 100
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + 3 * record_size
+    parts = [TP1, TP2]
+    acc = RecordAccumulator(parts, batch_size, 5)
+    partitioner = Partitioner("sticky", parts, batch_size, SequentialRandom())
+    first = send(acc, partitioner, record_size, 0.0)
+    before = (acc.tail_state(first), acc.drains, acc.queued_batches)
+    upcoming = _upcoming([1.0, 2.0, 3.0, 4.0], record_size)
+    assert acc.first_waking_record(partitioner, upcoming, _no_more, 100) == 2.0  # the third record of the batch
+    assert (acc.tail_state(first), acc.drains, acc.queued_batches) == before
+    assert (partitioner.state.current, partitioner.state.produced) == (0, RECORD_BATCH_OVERHEAD_BYTES + record_size)
+    assert upcoming == _upcoming([1.0, 2.0, 3.0, 4.0], record_size)
+
+
+def test_first_waking_record_draws_more_records_and_stops_when_they_end() -> None:
+    acc = RecordAccumulator([TP1], 1_000_000, 5)
+    partitioner = Partitioner("sticky", [TP1], 1_000_000, random.Random(0))
+    send(acc, partitioner, 100, 0.0)  # a batch queued: appends into it wake nobody
+    upcoming: list[tuple[float, int]] = []
+    drawn = iter([(1.0, 100), (2.0, 100)])
+
+    def draw() -> tuple[float, int] | None:
+        record = next(drawn, None)
+        if record is not None:
+            upcoming.append(record)
+        return record
+
+    assert acc.first_waking_record(partitioner, upcoming, draw, 100) == math.inf
+    assert upcoming == [(1.0, 100), (2.0, 100)]
+    # After `limit` records without a wake-up: the last record drawn so far (the producer acts then anyway).
+    assert acc.first_waking_record(partitioner, upcoming, _no_more, 1) == 2.0

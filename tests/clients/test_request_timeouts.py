@@ -25,12 +25,12 @@ from kafkasim.broker.fetch import LogReadResult
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.consumer import Consumer
-from kafkasim.clients.producer import IdSource
+from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
-from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig
-from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS, Follower
+from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS, Follower, ReplicaFetcherConfig
 
 TP = TopicPartition("t", 0)
 
@@ -105,7 +105,7 @@ def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Rec
     follower = Follower(
         env,
         1,
-        FollowerConfig(),
+        ReplicaFetcherConfig(),
         [(TP, LogConfig(), 0)],
         SimTime(env),
         lambda: ScriptedConnection(sent),
@@ -119,7 +119,8 @@ def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Rec
 
 
 def _consumer(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, timeout_ms: int) -> Consumer:
-    config = ConsumerConfig.model_validate({"name": "c1", "topic": "t", "request.timeout.ms": timeout_ms})
+    # Kafka's consumer defaults but for request.timeout.ms.
+    config = ConsumerClientConfig("c1", 1, 500, 1024 * 1024, 50 * 1024 * 1024, request_timeout_ms=timeout_ms)
     consumer = Consumer(env, config, [TP], lambda: ScriptedConnection(sent), IdSource(), recorder)
     consumer.start()
     return consumer

@@ -1,0 +1,51 @@
+"""The clients' configurations: frozen, flat, in canonical units, built by ``run/build.py`` from a scenario.
+
+Field names are Kafka's client config names with dots turned into underscores (the Kafka name is in the
+comment where it differs); only what the client reads is here. The workload fields (``rate_per_s``,
+``arrival``) are the simulator's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ArrivalConfig:
+    """When a producer's records are meant to be sent (open loop): ``poisson``, ``constant`` or ``on_off``."""
+
+    kind: str  # poisson | constant | on_off
+    on_ms: float = 0.0  # on_off: sending time of each period
+    off_ms: float = 0.0  # on_off: silent time of each period
+    pattern: str = ""  # on_off: gaps inside an on period (poisson | constant); others: the kind itself
+
+    def __post_init__(self) -> None:
+        if not self.pattern:
+            object.__setattr__(self, "pattern", self.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerClientConfig:
+    """What a ``Producer`` reads (Kafka's ``ProducerConfig`` names)."""
+
+    name: str  # client.id
+    acks: int  # acks: -1 (all), 0 or 1
+    linger_ms: float  # linger.ms
+    batch_size: int  # batch.size
+    max_in_flight_requests_per_connection: int  # max.in.flight.requests.per.connection
+    request_timeout_ms: int  # request.timeout.ms (also the produce request's timeout)
+    partitioner: str  # sticky | round_robin | random (Kafka: partitioner.class / BuiltInPartitioner)
+    rate_per_s: float  # records per second (simulator workload)
+    arrival: ArrivalConfig  # simulator workload
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerClientConfig:
+    """What a ``Consumer`` reads (Kafka's ``ConsumerConfig`` names)."""
+
+    name: str  # client.id
+    fetch_min_bytes: int  # fetch.min.bytes
+    fetch_max_wait_ms: int  # fetch.max.wait.ms (the DelayedFetch delay)
+    max_partition_fetch_bytes: int  # max.partition.fetch.bytes
+    fetch_max_bytes: int  # fetch.max.bytes
+    request_timeout_ms: int  # request.timeout.ms

@@ -1,0 +1,122 @@
+"""What every client owns, and the one way the consumer and the replica fetcher send a fetch.
+
+``NetworkClient`` is the part of Kafka's ``NetworkClient`` a simulated client needs: its name, the
+connection to the broker and the way to open a new one, the run's id source and the one observer. The
+producer, the consumer and the follower's replica fetcher are each one.
+
+``FetchClient`` is a client with one fetch in flight at a time (Kafka's consumer ``Fetcher`` toward one
+broker, and ``ReplicaFetcherThread`` through ``ReplicaFetcherBlockingSend``): it builds and sends the Fetch
+request, arms the request timeout (``NetworkClient.handleTimedOutRequests``) and, when that fires, fails
+the request with REQUEST_TIMED_OUT and reconnects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kafkasim.broker.errors import Errors
+from kafkasim.network.messages import Api, FetchRequestData, RequestEnvelope, fetch_request_bytes
+from kafkasim.network.request_timer import RequestTimer
+from kafkasim.sim.calls import Pausable
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.network.ids import IdSource
+    from kafkasim.network.observer import Observer
+
+
+class NetworkClient(Pausable):
+    """A client on one connection to the broker (``connect()`` opens it, and a new one after a disconnect)."""
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str,
+        connect: Callable[[], Any],
+        ids: IdSource,
+        observer: Observer,
+        stop_ms: float = math.inf,
+    ) -> None:
+        super().__init__()
+        self.env = env
+        self.name = name
+        self._connect = connect
+        self.connection = connect()
+        self._ids = ids
+        self._observer = observer
+        self._stop_ms = stop_ms  # nothing new is sent from then on
+
+    def _reconnect(self) -> None:
+        """``NetworkClient.disconnect`` then a new connection over the same network path."""
+        self.connection.close()
+        self.connection = self._connect()
+
+
+class FetchClient(NetworkClient):
+    """A client with at most one Fetch request in flight, timed out after ``request_timeout_ms``.
+
+    Subclasses implement ``_on_response(envelope)`` and ``_on_request_timeout(envelope)`` (which calls
+    ``_fail_timed_out`` and then backs off its own way)."""
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str,
+        connect: Callable[[], Any],
+        ids: IdSource,
+        observer: Observer,
+        request_timeout_ms: float,
+        stop_ms: float = math.inf,
+    ) -> None:
+        super().__init__(env, name, connect, ids, observer, stop_ms)
+        self._in_flight: RequestEnvelope | None = None
+        self._request_timer = RequestTimer(
+            env, request_timeout_ms, self, lambda: self._in_flight, self._on_request_timeout
+        )
+
+    def _send_fetch(
+        self,
+        api: Api,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        infos: Sequence[tuple[TopicPartition, Any]],
+        now: float,
+    ) -> None:
+        """Send one Fetch request (``FetchRequest.Builder``) and arm its request timeout."""
+        envelope = RequestEnvelope(
+            self._ids.request_id(),
+            api,
+            self.name,
+            FetchRequestData(replica_id, max_wait_ms, min_bytes, max_bytes, infos),
+            fetch_request_bytes(len(infos)),
+            now,
+            now,
+            on_response=self._on_response,
+        )
+        self._in_flight = envelope
+        self.connection.send(envelope)
+        self._request_timer.arm()
+
+    def _fail_timed_out(self, envelope: RequestEnvelope) -> None:
+        """``NetworkClient.handleTimedOutRequests``: the request fails with REQUEST_TIMED_OUT and the client
+        disconnects ("Disconnecting from node due to request timeout"), then opens a new connection."""
+        self._in_flight = None
+        envelope.client_timeout = True
+        envelope.error = Errors.REQUEST_TIMED_OUT
+        self._observer.request_finished(envelope)
+        self._reconnect()
+
+    def _on_response(self, envelope: RequestEnvelope) -> None:
+        raise NotImplementedError
+
+    def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
+        raise NotImplementedError
+
+    def unfinished(self) -> list[RequestEnvelope]:
+        return [self._in_flight] if self._in_flight is not None else []

@@ -1,0 +1,193 @@
+"""``Producer`` (its Sender and NetworkClient side) on a bare SimPy environment, re-expressing the cases of
+Kafka's ``SenderTest`` that apply to kafkasim's producer (no retries, no idempotence, one broker).
+
+No engine and no scenario: the producer gets its frozen config, a scripted connection (the test decides
+when each response arrives, and sees every connection the producer opens) and an ``Observer`` that keeps
+what the producer reports. Records arrive at a constant rate, one every ``GAP_MS``, from ``GAP_MS`` on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import simpy
+
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.produce import PartitionResponse
+from kafkasim.broker.records import TopicPartition
+from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
+from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
+from kafkasim.clients.producer import Producer
+from kafkasim.network.ids import IdSource
+from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.observer import Observer
+
+TP = TopicPartition("t", 0)
+RECORD = 100  # bytes per record
+GAP_MS = 1.0  # constant arrivals at 1000/s: records intended at 1, 2, 3, ... ms
+
+
+class ScriptedConnection:
+    """Keeps what the producer sends on it; the test answers with ``respond``."""
+
+    def __init__(self, sent: list[RequestEnvelope]) -> None:
+        self.sent = sent
+        self.closed = False
+
+    def send(self, envelope: RequestEnvelope) -> None:
+        envelope.connection = self
+        self.sent.append(envelope)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Reports(Observer):
+    """What the producer reports: each batch's outcome and each finished request."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[float, int, int, Errors, int]] = []  # (ack ms, batch id, records, error, base)
+        self.finished: list[RequestEnvelope] = []
+
+    def batch_finished(self, producer: str, acks: int, batch: Any, ack_ms: float, error: Errors,
+                       base_offset: int) -> None:
+        self.batches.append((ack_ms, batch.batch_id, batch.record_count, error, base_offset))
+
+    def request_finished(self, envelope: RequestEnvelope) -> None:
+        self.finished.append(envelope)
+
+
+class Harness:
+    def __init__(self, *, acks: int = -1, linger_ms: float = 0.0, batch_size: int = 16_384, max_in_flight: int = 5,
+                 request_timeout_ms: int = 30_000, stop_ms: float = math.inf) -> None:
+        self.env = simpy.Environment()
+        self.sent: list[RequestEnvelope] = []
+        self.connections: list[ScriptedConnection] = []
+        self.reports = Reports()
+        config = ProducerClientConfig(
+            name="p1",
+            acks=acks,
+            linger_ms=linger_ms,
+            batch_size=batch_size,
+            max_in_flight_requests_per_connection=max_in_flight,
+            request_timeout_ms=request_timeout_ms,
+            partitioner="sticky",
+            rate_per_s=1000.0 / GAP_MS,
+            arrival=ArrivalConfig("constant"),
+        )
+        self.producer = Producer(
+            self.env, config, [TP], self._connect, lambda: float(RECORD), random.Random(1), random.Random(2),
+            IdSource(), self.reports, stop_ms=stop_ms,
+        )
+        self.producer.start()
+
+    def _connect(self) -> ScriptedConnection:
+        connection = ScriptedConnection(self.sent)
+        self.connections.append(connection)
+        return connection
+
+    def run(self, until: float) -> None:
+        self.env.run(until=until)
+
+    def respond(self, envelope: RequestEnvelope, base_offset: int) -> None:
+        """The broker's response to ``envelope`` arrives now."""
+        envelope.response = {tp: PartitionResponse(Errors.NONE, base_offset) for tp in envelope.body.entries}
+        envelope.client_receive_ms = self.env.now
+        envelope.on_response(envelope)
+
+    def respond_at(self, t: float, envelope_of: Any, base_offset: int) -> None:
+        self.env.timeout(t - self.env.now).callbacks.append(lambda _e: self.respond(envelope_of(), base_offset))
+
+
+def _records(envelope: RequestEnvelope) -> list[int]:
+    return [b.record_count for batches in envelope.body.entries.values() for b in batches]
+
+
+def test_max_in_flight_caps_the_requests_on_the_connection() -> None:
+    # NetworkClient.canSendRequest / InFlightRequests.canSendMore: with max.in.flight = 2 and no response,
+    # the third sendable batch waits, however long.
+    h = Harness(max_in_flight=2)
+    h.run(until=50.0)
+    assert [e.client_send_ms for e in h.sent] == [1.0, 2.0]
+    assert h.producer.in_flight == 2
+    # Meanwhile records 3..50 fill one batch: with linger.ms = 0 a batch still takes records while it waits.
+    h.producer.catch_up()
+    assert [b.record_count for b in h.producer.accumulator.all_batches()] == [48]
+
+
+def test_a_response_frees_a_slot_and_the_sender_sends_the_next_ready_batch() -> None:
+    # SenderTest's in-flight accounting: the response completes the oldest request (its batch gets its
+    # base offset), and the Sender, woken by it, sends the next ready batch at once.
+    h = Harness(max_in_flight=2, stop_ms=4.5)  # records at 1, 2, 3, 4 ms
+    h.respond_at(10.0, lambda: h.sent[0], base_offset=0)
+    h.run(until=20.0)
+    assert [e.client_send_ms for e in h.sent] == [1.0, 2.0, 10.0]
+    # The records of 3 and 4 ms waited in one batch (linger.ms = 0 sends at once only when a slot is free).
+    assert _records(h.sent[2]) == [2]
+    assert h.reports.batches == [(10.0, 0, 1, Errors.NONE, 0)]
+    assert h.reports.finished == [h.sent[0]]
+    assert h.producer.in_flight == 2
+
+
+def test_request_timeout_disconnects_and_fails_every_request_in_flight() -> None:
+    # NetworkClient.handleTimedOutRequests: the oldest request is past request.timeout.ms, so the client
+    # disconnects from the node ("Disconnecting from node due to request timeout"): that request fails
+    # with REQUEST_TIMED_OUT, every other in flight on the connection with NETWORK_EXCEPTION, and the
+    # next request goes out on a new connection.
+    h = Harness(max_in_flight=3, request_timeout_ms=100, stop_ms=3.5)  # records at 1, 2, 3 ms
+    h.run(until=50.0)
+    assert len(h.sent) == 3 and len(h.connections) == 1
+    h.run(until=102.0)
+    assert [(ack, error) for ack, _id, _n, error, _base in h.reports.batches] == [
+        (101.0, Errors.REQUEST_TIMED_OUT),
+        (101.0, Errors.NETWORK_EXCEPTION),
+        (101.0, Errors.NETWORK_EXCEPTION),
+    ]
+    assert [e.client_timeout for e in h.reports.finished] == [True, False, False]
+    assert [e.error for e in h.sent] == [Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION, Errors.NETWORK_EXCEPTION]
+    assert h.connections[0].closed and len(h.connections) == 2 and not h.connections[1].closed
+    assert h.producer.connection is h.connections[1] and h.producer.in_flight == 0
+    # A late response on the old connection is never delivered to the application.
+    h.respond(h.sent[1], base_offset=1)
+    assert len(h.reports.batches) == 3
+
+
+def test_after_a_request_timeout_the_next_request_goes_on_the_new_connection() -> None:
+    h = Harness(max_in_flight=1, request_timeout_ms=100, stop_ms=2.5)  # records at 1 and 2 ms
+    h.run(until=200.0)
+    assert [e.client_send_ms for e in h.sent] == [1.0, 101.0]
+    assert [e.connection for e in h.sent] == h.connections  # one request on each connection
+    assert h.sent[0].error == Errors.REQUEST_TIMED_OUT and h.sent[1].error is None
+
+
+def test_acks_zero_completes_at_send_with_unknown_offsets() -> None:
+    # An acks=0 request expects no response: NetworkClient completes it when it is written to the socket,
+    # and the producer's future gets offset -1 (ProduceResponse.INVALID_OFFSET). Nothing stays in flight,
+    # so max.in.flight never holds the Sender back.
+    h = Harness(acks=0, max_in_flight=1, stop_ms=3.5)
+    h.run(until=10.0)
+    assert [e.client_send_ms for e in h.sent] == [1.0, 2.0, 3.0]
+    assert not any(e.expects_response for e in h.sent)
+    assert h.reports.batches == [(t, i, 1, Errors.NONE, -1) for i, t in enumerate([1.0, 2.0, 3.0])]
+    assert h.reports.finished == h.sent
+    assert h.producer.in_flight == 0
+
+
+def test_linger_holds_a_batch_that_is_not_full_until_linger_ms() -> None:
+    # RecordAccumulator.ready: a batch that is not full is sendable once it has waited linger.ms.
+    h = Harness(linger_ms=5.0, stop_ms=1.5)  # one record, at 1 ms
+    h.run(until=5.9)
+    assert h.sent == []
+    h.run(until=20.0)
+    assert [e.client_send_ms for e in h.sent] == [6.0]
+    assert _records(h.sent[0]) == [1]
+
+
+def test_a_full_batch_goes_at_once_without_waiting_for_linger() -> None:
+    # KafkaProducer.doSend wakes the Sender when a batch is full; ready() sends a full batch at once.
+    h = Harness(linger_ms=1_000.0, batch_size=RECORD_BATCH_OVERHEAD_BYTES + 2 * RECORD, stop_ms=2.5)
+    h.run(until=10.0)
+    assert [e.client_send_ms for e in h.sent] == [2.0]
+    assert _records(h.sent[0]) == [2]
