@@ -64,7 +64,7 @@ class DelayedProduce(DelayedOperation):
                 status.response_status.error = error
                 if error is Errors.NONE:
                     observer = self.replica_manager.observer
-                    if observer is not None:
+                    if observer is not None and observer.checks:
                         observer.acks_satisfied(topic_partition, status.required_offset)
             else:
                 pending = True

@@ -14,9 +14,13 @@ if TYPE_CHECKING:
 class BrokerObserver:
     """Every method does nothing; an observer overrides the events it wants."""
 
+    # Whether the observer wants the events that exist for invariant checks (marked "check event"). When
+    # it does not, components skip those calls: on the hot path a call that does nothing still costs.
+    checks: bool = False
+
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
         """``ReplicaManager.make_leader`` finished: ``broker_id`` leads ``tp`` with the partition's ISR."""
 
     def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
-        """``DelayedProduce.tryComplete`` settled an acks=all partition with NONE: HW >= ``required_offset``
+        """Check event. ``DelayedProduce.tryComplete`` settled an acks=all partition with NONE: HW >= ``required_offset``
         and min ISR <= |maximal ISR| (``Partition.checkEnoughReplicasReachOffset``)."""

@@ -348,7 +348,8 @@ class Partitioner:
     (they are kept until the real state reaches them), so looking ahead never changes the partitions.
     """
 
-    __slots__ = ("kind", "state", "_partitions", "_rng", "_batch_size", "_pending", "_pending_base")
+    __slots__ = ("kind", "state", "_partitions", "_count", "_sticky_switching", "_rng", "_batch_size", "_pending",
+                 "_pending_base")
 
     def __init__(self, kind: str, partitions: Sequence[TopicPartition], batch_size: int, rng: random.Random) -> None:
         if kind not in ("sticky", "round_robin", "random"):
@@ -356,6 +357,9 @@ class Partitioner:
         self.kind = kind
         self.state = PartitionerState()
         self._partitions = list(partitions)
+        # Asked twice per record: kept rather than recomputed.
+        self._count = len(self._partitions)
+        self._sticky_switching = kind == "sticky" and self._count > 1
         self._rng = rng
         # KafkaProducer: batchSize = max(1, batch.size), which is also the sticky limit.
         self._batch_size = max(1, batch_size)
@@ -368,7 +372,7 @@ class Partitioner:
         state.draws += 1
         pending = self._pending
         while len(pending) <= k:
-            pending.append(self._rng.randrange(len(self._partitions)))
+            pending.append(self._rng.randrange(self._count))
         value = pending[k]
         if state is self.state and k >= 63:
             # Forget draws the real state has passed: no look-ahead can start before them again.
@@ -379,7 +383,7 @@ class Partitioner:
     def partition(self, state: PartitionerState, tails: Tails, record_size: int) -> TopicPartition:
         """The partition of the next record (may close the old partition's last batch on a switch)."""
         parts = self._partitions
-        n = len(parts)
+        n = self._count
         if n == 1:
             return parts[0]
         if self.kind == "round_robin":
@@ -404,7 +408,7 @@ class Partitioner:
 
     def appended(self, state: PartitionerState, tails: Tails, tp: TopicPartition, appended_bytes: int) -> None:
         """After the append: ``updatePartitionInfo(appendedBytes, enableSwitch = allBatchesFull(deque))``."""
-        if self.kind == "sticky" and len(self._partitions) > 1:
+        if self._sticky_switching:
             self._update(state, appended_bytes, tails.all_batches_full(tp))
 
     def _update(self, state: PartitionerState, appended_bytes: int, enable_switch: bool) -> bool:

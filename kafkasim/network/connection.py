@@ -26,7 +26,7 @@ __all__ = ["Connection", "NetworkPath"]
 class Connection:
     """One TCP connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
 
-    __slots__ = ("env", "name", "path", "socket_server", "channel", "closed", "observer")
+    __slots__ = ("env", "name", "path", "socket_server", "channel", "closed", "observer", "_checks")
 
     def __init__(
         self,
@@ -43,9 +43,11 @@ class Connection:
         self.channel = socket_server.connect(name, self._send_response)
         self.closed = False
         self.observer = observer
+        self._checks = observer.checks
 
     def send(self, envelope: RequestEnvelope) -> None:
-        self.observer.request_sent(envelope)
+        if self._checks:
+            self.observer.request_sent(envelope)
         channel = self.channel
         socket_server = self.socket_server
         self.path.to_broker.send(envelope.request_bytes, lambda: socket_server.receive(channel, envelope))

@@ -48,6 +48,7 @@ class NetworkClient(Pausable):
         self.connection = connect()
         self._ids = ids
         self._observer = observer
+        self._checks = observer.checks
         self._stop_ms = stop_ms  # nothing new is sent from then on
 
     def _reconnect(self) -> None:

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
 
 
 class Observer(BrokerObserver):
-    """Every method does nothing; the run's observer overrides them."""
+    """Every method does nothing; the run's observer overrides them. Components call the check events
+    only when ``checks`` is True (read once, at construction)."""
 
     # --- a request, client side ---------------------------------------------------------------------
 
     def request_sent(self, envelope: RequestEnvelope) -> None:
-        """A client handed ``envelope`` to its connection (``Connection.send``)."""
+        """Check event. A client handed ``envelope`` to its connection (``Connection.send``)."""
 
     def request_finished(self, envelope: RequestEnvelope) -> None:
         """The client is done with a request: response received, timed out, failed with its connection,
@@ -36,10 +37,10 @@ class Observer(BrokerObserver):
     # --- a request, broker side ---------------------------------------------------------------------
 
     def response_built(self, envelope: RequestEnvelope) -> None:
-        """KafkaApis built the response (at once, or when its delayed operation completed)."""
+        """Check event. KafkaApis built the response (at once, or when its delayed operation completed)."""
 
     def request_handled(self, envelope: RequestEnvelope) -> None:
-        """A request handler finished ``KafkaApis.handle`` for ``envelope`` (after the action queue)."""
+        """Check event. A request handler finished ``KafkaApis.handle`` for ``envelope`` (after the action queue)."""
 
     def response_done(self, envelope: RequestEnvelope) -> None:
         """The broker is done with a request: response written to the socket, dropped (closed connection),
@@ -58,7 +59,7 @@ class Observer(BrokerObserver):
     # --- replicas and the ISR -----------------------------------------------------------------------
 
     def replica_log_end(self, tp: TopicPartition, broker_id: int, log_end_offset: int) -> None:
-        """A follower's local log end changed (append, truncation)."""
+        """Check event. A follower's local log end changed (append, truncation)."""
 
     def broker_crashed(self, broker_id: int, partitions: Sequence[TopicPartition]) -> None:
         """Broker ``broker_id`` stopped; the logs of ``partitions`` it replicated may lose unflushed data."""

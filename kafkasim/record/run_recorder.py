@@ -1,4 +1,5 @@
-"""What the clients and the broker report, turned into the recorder's rows (``RunRecorder``)."""
+"""What the clients and the broker report, turned into the recorder's rows: ``RunRecorder``, the run's
+observer when invariant checks are off (``kafkasim.run.observer.CheckedRunObserver`` adds them)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import RecordBatch
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.observer import Observer
 from kafkasim.record.record_latency import RecordLatency
 from kafkasim.record.recorder import BatchTrace, Recorder
 
 
-class RunRecorder:
-    """The clients' ``ClientRecorder``: turns envelopes and producer batches into recorder rows.
+class RunRecorder(Observer):
+    """The run's observer, recording: turns envelopes and producer batches into recorder rows.
 
     A request's row is written once both sides are done with it: the client (response, timeout, acks=0
     sent) and the broker (response sent or dropped) -- so a response that arrives after the client gave
@@ -47,7 +49,7 @@ class RunRecorder:
         else:
             self._awaiting_broker[envelope.request_id] = envelope
 
-    def broker_done(self, envelope: RequestEnvelope) -> None:
+    def response_done(self, envelope: RequestEnvelope) -> None:
         if envelope.client_done and self._awaiting_broker.pop(envelope.request_id, None) is not None:
             self._write(envelope)
 
@@ -64,8 +66,9 @@ class RunRecorder:
 
     # --- batches -----------------------------------------------------------------------------------
 
-    def batch_finished(self, producer: str, acks: int, batch: ProducerBatch, ack_ms: float, error: Errors,
+    def batch_finished(self, producer: str, acks: int, batch: object, ack_ms: float, error: Errors,
                        base_offset: int) -> None:
+        assert isinstance(batch, ProducerBatch)
         if error == Errors.NONE:
             self.record_latency.add(acks, batch, ack_ms)
         self._finish_batch(self.batch_trace(producer, acks, batch, ack_ms, base_offset, error), error)

@@ -40,7 +40,7 @@ from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.run.memory_guard import AddressSpaceGuard
-from kafkasim.run.observer import CheckedRunObserver, RunObserver
+from kafkasim.run.observer import CheckedRunObserver
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
 
@@ -107,13 +107,15 @@ class Engine:
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
         # on_request sees each finished request before its row is written (the CLI's live view).
-        self.run_recorder = RunRecorder(self.recorder, consumers_by_topic, on_request)
         checking = scenario.invariants if check_invariants is None else check_invariants
-        self.observer: RunObserver = (
-            CheckedRunObserver(self.run_recorder, EngineInvariants(self.env, client_deadlines(scenario)))
-            if checking
-            else RunObserver(self.run_recorder)
+        self.invariants = EngineInvariants(self.env, client_deadlines(scenario)) if checking else None
+        # The run's one observer: it records every row and, when checking, feeds the invariant checks.
+        self.run_recorder: RunRecorder = (
+            CheckedRunObserver(self.recorder, consumers_by_topic, self.invariants, on_request)
+            if self.invariants is not None
+            else RunRecorder(self.recorder, consumers_by_topic, on_request)
         )
+        self.observer = self.run_recorder
         self.components: Components = build(scenario, clock, self.seed, self.observer)
         self.gauges = GaugeSampler(
             self.components.replica_manager,
@@ -122,10 +124,6 @@ class Engine:
             self.components.producers,
             self.recorder.sample,
         )
-
-    @property
-    def invariants(self) -> EngineInvariants | None:
-        return self.observer.invariants
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.
@@ -226,7 +224,9 @@ class Engine:
             counters = self._counters()
             # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
             # is over: let it go so that the recorded rows can be tabulated and written.
-            del self.components, self.gauges, self.observer, self.env, self.clock
+            if self.invariants is not None:
+                self.invariants.release()  # the run's observer (which records) holds them
+            del self.components, self.gauges, self.observer, self.invariants, self.env, self.clock
             gc.collect()
             result = self._result(end, wall_seconds, open_work=False, counters=counters)
             result.summary["interrupted_at_ms"] = end

@@ -57,6 +57,12 @@ class EngineInvariants:
         self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
         self._last_hw[tp] = partition.high_watermark
 
+    def release(self) -> None:
+        """Let go of the partitions (and so their logs) once the run is over and cut short: the engine
+        frees the simulation's memory to tabulate what was recorded after running out of it."""
+        self._partitions.clear()
+        self._leader_of.clear()
+
     # --- high watermark ----------------------------------------------------------------------------
 
     def check_hw(self, tp: TopicPartition) -> None:

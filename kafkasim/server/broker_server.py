@@ -109,7 +109,7 @@ class BrokerServer:
             costs.handler,
             num_io_threads=config.num_io_threads,
             observer=observer,
-            after_request=self._poke_reapers,
+            reapers=self.reapers,
         )
         self.fetchers = tuple(fetchers)
 
@@ -131,10 +131,6 @@ class BrokerServer:
         Call(self.env, RETENTION_INITIAL_DELAY_MS, self._log_retention)
 
     # --- tasks -------------------------------------------------------------------------------------
-
-    def _poke_reapers(self) -> None:
-        for reaper in self.reapers:
-            reaper.poke()
 
     def _isr_expiration(self, _event: Any) -> None:
         self.replica_manager.maybe_shrink_isr()

@@ -46,6 +46,7 @@ class KafkaApis:
         self.config = config
         self.request_channel = request_channel
         self._observer = observer
+        self._checks = observer.checks
         # ReplicaManager.tryCompleteActions, run in the finally of KafkaApis.handle (the handler calls it
         # when the request's service time is over).
         self.try_complete_actions: Callable[[], int] = replica_manager.try_complete_actions
@@ -96,8 +97,13 @@ class KafkaApis:
         if not envelope.client_done:  # a client that already gave up keeps its own outcome in the row
             envelope.error = error
         envelope.response_bytes = produce_response_bytes(len(statuses))
-        self._observer.response_built(envelope)
-        self._respond(envelope)
+        if self._checks:
+            self._observer.response_built(envelope)
+        fetched = self._fetched
+        if fetched is not None:
+            fetched.append(envelope)
+        else:
+            self.request_channel.send_response(envelope)
 
     def _fetch_response(self, envelope: RequestEnvelope, results: Any) -> None:
         envelope.response = results
@@ -111,10 +117,8 @@ class KafkaApis:
             envelope.error = error
         envelope.read_bytes = read
         envelope.response_bytes = fetch_response_bytes(len(results), read)
-        self._observer.response_built(envelope)
-        self._respond(envelope)
-
-    def _respond(self, envelope: RequestEnvelope) -> None:
+        if self._checks:
+            self._observer.response_built(envelope)
         fetched = self._fetched
         if fetched is not None:
             fetched.append(envelope)

@@ -12,7 +12,8 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   own, produce requests completed by a follower's HW advance) are sent when it has elapsed.
 * Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
-  still unset. The broker's ``after_request`` hook runs (it pokes the expiration reapers), and the handler
+  still unset. The broker's expiration reapers are poked (a parked operation may have a new earliest
+  expiration), and the handler
   asks the ``RequestChannel`` for the next request.
 
 Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
@@ -21,13 +22,14 @@ queue and timer work take no simulated time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
+from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.sim.calls import Call
 
@@ -62,7 +64,7 @@ class KafkaRequestHandlerPool:
         *,
         num_io_threads: int = 8,
         observer: Observer,
-        after_request: Callable[[], None] | None = None,
+        reapers: Sequence[ExpirationReaper] = (),
     ) -> None:
         self.env = env
         self.request_channel = request_channel
@@ -70,7 +72,8 @@ class KafkaRequestHandlerPool:
         self.costs = costs
         self.num_io_threads = num_io_threads
         self._observer = observer
-        self._after_request = after_request
+        self._checks = observer.checks
+        self._reapers = tuple(reapers)
         self.handler_busy_ms = 0.0
         self.requests_handled = 0
         # Bound once: the handlers wait in RequestChannel.receive_request with it.
@@ -113,9 +116,10 @@ class KafkaRequestHandlerPool:
         if envelope.local_complete_ms != envelope.local_complete_ms:  # NaN: not yet set
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
-        self._observer.request_handled(envelope)
-        if self._after_request is not None:
-            self._after_request()
+        if self._checks:
+            self._observer.request_handled(envelope)
+        for reaper in self._reapers:
+            reaper.poke()
         # The next request, if any (taking it lets a processor blocked in put() go on).
         nxt = self.request_channel.receive_request(self._receiver)
         if nxt is not None:

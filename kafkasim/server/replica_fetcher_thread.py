@@ -241,7 +241,8 @@ class Follower(FetchClient):
             fresh = [b for b in records if b.base_offset >= leo]
             if fresh:
                 log.append_as_follower(fresh)
-                self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
+                if self._checks:
+                    self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
         if leader_hw >= 0:
             log.maybe_update_high_watermark(leader_hw)
         if leader_log_start > log.log_start_offset:
@@ -258,7 +259,8 @@ class Follower(FetchClient):
         else:
             fp.delayed_until = self.env.now + float(self.config.backoff_ms)
             return
-        self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
+        if self._checks:
+            self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off (spec §8).
@@ -296,7 +298,8 @@ class Follower(FetchClient):
         for fp in self.partitions.values():
             fp.log.truncate_to(fp.log.high_watermark)
             fp.delayed_until = -math.inf
-            self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
+            if self._checks:
+                self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
         self.connection = self._connect()
         self._maybe_fetch()
 

@@ -9,9 +9,12 @@ against):
 
 - ``Environment._queue``: a `heapq` list of ``(time, priority, eid, event)`` tuples; the loop in
   ``clock.PacedEnvironment._loop`` pops it directly.
-- ``Environment._now``: the current time, written by that loop and read by ``PacedEnvironment``.
+- ``Environment._now``: the current time, written by that loop and read by ``PacedEnvironment`` (and by
+  ``clock.SimTime``); ``Environment.now`` is a property over it, which ``PacedEnvironment`` shadows with
+  a plain attribute that its loop and ``step`` keep equal to ``_now`` (a property read is a call).
 - ``Environment.schedule(event, priority, delay)`` pushing ``(now + delay, priority, next(eid), event)``,
-  so that ties at one time and priority fire in insertion order.
+  so that ties at one time and priority fire in insertion order; ``calls.Call`` and ``calls.Delivery``
+  do that push themselves (``Environment._eid``, an ``itertools.count``).
 - ``Environment.step`` (inlined in ``PacedEnvironment._loop``): callbacks swapped for None before they
   run; on `StopSimulation` the remaining callbacks are rescheduled at priority -1; a failed event that
   is not defused crashes the run with a copy of its exception.
@@ -21,7 +24,7 @@ against):
   is ``PENDING`` until triggered), ``Event.callbacks`` (a list, None once processed), and ``_defused``
   (its mere presence means "defused").
 - ``Timeout.__init__`` (inlined in ``calls.Call`` and ``calls.Delivery``): sets ``env``, ``callbacks``,
-  ``_value``, ``_ok`` and calls ``env.schedule(self, NORMAL, delay)``.
+  ``_value``, ``_ok`` and calls ``env.schedule(self, NORMAL, delay)`` (itself inlined there).
 - ``simpy.events.NORMAL`` / ``URGENT`` / ``EventPriority``; ``simpy.core.EmptySchedule``, ``Infinity``,
   ``StopSimulation`` (and its ``callback``).
 - ``RealtimeEnvironment``'s ``_factor``, ``env_start``, ``real_start``, ``sync()`` and the pacing

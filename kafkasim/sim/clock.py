@@ -37,11 +37,18 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
     SimPy's `factor` is wall seconds per simulated unit; the unit is 1 ms, so at speed `s`
     `factor = 0.001 / s`. Never strict: a simulation that falls behind the wall clock just catches up.
     In virtual mode `step()` is plain `Environment.step` (no clock reads, no sleeps).
+
+    ``now`` is a plain attribute here, not SimPy's property: the components read it several times per
+    request, and a property read is a function call. The event loop keeps it equal to ``_now``.
     """
+
+    # Shadows Environment.now (a property over _now) with a plain attribute; every step assigns both.
+    now: float = 0.0
 
     def __init__(self, wallclock: bool = False, speed: float = 1.0) -> None:
         speed = _check_speed(speed)
         super().__init__(initial_time=0, factor=0.001 / speed, strict=False)
+        self.now = self._now
         self._speed = speed
         self._wallclock = wallclock
 
@@ -111,7 +118,8 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
                 self.step()
                 continue
             try:
-                self._now, _, _, event = heappop(queue)
+                self.now, _, _, event = heappop(queue)
+                self._now = self.now
             except IndexError:
                 raise EmptySchedule from None
             callbacks, event.callbacks = event.callbacks, None
@@ -130,7 +138,7 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
 
     def step(self) -> None:
         if not self._wallclock:
-            Environment.step(self)
+            self._step_plain()
             return
         # Same computation as RealtimeEnvironment.step (strict is always off here), but sleeping in slices
         # so that a mode or speed change made from another thread is seen within one slice.
@@ -142,6 +150,14 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
             if delay <= 0:
                 break
             sleep(min(delay, _MAX_SLEEP_SLICE_S))
+        self._step_plain()
+
+    def _step_plain(self) -> None:
+        # Environment.step pops the next event and runs its callbacks, which read ``now``: it must show
+        # that event's time before they run. peek() is that time (the queue's head).
+        at = self.peek()
+        if at is not Infinity:
+            self.now = at
         Environment.step(self)
 
 
@@ -154,8 +170,9 @@ class SimTime:
         self._env = env
 
     def milliseconds(self) -> int:
-        # Simulated time never goes below 0, so int() (truncation) is the floor.
-        return int(self._env.now)
+        # Simulated time never goes below 0, so int() (truncation) is the floor. ``_now`` rather than the
+        # ``now`` property: the broker's state machines ask on every operation (see sim/__init__.py).
+        return int(self._env._now)
 
 
 class SimClock:

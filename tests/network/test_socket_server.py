@@ -193,3 +193,30 @@ def test_read_cost_grows_with_the_request_size() -> None:
     b.wait_for_request()
     b.env.run()
     assert big.start_ms == READ_MS + 0.5 * 4 and b.server.processors[0].busy_ms == big.start_ms
+
+
+def test_check_events_reach_only_an_observer_that_wants_them() -> None:
+    """Connection.send reports request_sent only to an observer whose ``checks`` is True: the run's
+    recording observer (checks off) costs no call there."""
+    import random
+
+    from kafkasim.network.connection import Connection
+    from kafkasim.network.link import NetworkPath
+    from kafkasim.sim.distributions import Constant
+
+    class Sent(Observer):
+        def __init__(self, checks: bool) -> None:
+            self.checks = checks
+            self.sent: list[int] = []
+
+        def request_sent(self, envelope: RequestEnvelope) -> None:
+            self.sent.append(envelope.request_id)
+
+    for checks in (True, False):
+        b = Broker()
+        observer = Sent(checks)
+        path = NetworkPath.create(b.env, "c", Constant(0.5), lambda _name: random.Random(0), float("inf"))
+        connection = Connection(b.env, "c", path, b.server, observer)
+        envelope = RequestEnvelope(1, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
+        connection.send(envelope)
+        assert observer.sent == ([1] if checks else [])

@@ -101,6 +101,8 @@ class SimTime:
 
 
 class Events(Observer):
+    checks = True  # wants the check events too (request_handled, response_built)
+
     def __init__(self) -> None:
         self.events: list[tuple[str, int, float]] = []
         self.env: simpy.Environment | None = None
@@ -147,12 +149,13 @@ class Plane:
             RequestHandlerCosts(lambda: request_cost, lambda: APPEND_PER_KIB, lambda: READ_PER_KIB),
             num_io_threads=io_threads,
             observer=self.observer,
-            after_request=self._after,
+            reapers=[self],  # type: ignore[list-item]  # counts the pokes, as a reaper would get them
         )
         self.delivered: list[tuple[int, float]] = []
         self._ids = 0
 
-    def _after(self) -> None:
+    def poke(self) -> None:
+        """An expiration reaper's poke after each handled request."""
         self.after += 1
 
     def connect(self, name: str) -> KafkaChannel:

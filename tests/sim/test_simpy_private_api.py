@@ -329,3 +329,14 @@ def test_the_simpy_code_kafkasim_inlines_is_unchanged(name: str) -> None:
         diff = "\n".join(difflib.unified_diff(_code(expected).splitlines(), actual.splitlines(),
                                               "checked", f"simpy {simpy.__version__}", lineterm=""))
         pytest.fail(_changed(f"{name}", who) + "\n" + diff)
+
+
+def test_eid_is_a_counter_that_schedule_draws_from() -> None:
+    import itertools
+
+    env = simpy.Environment()
+    assert isinstance(env._eid, itertools.count), _changed("Environment._eid (no longer an itertools.count)",
+                                                            "Call and Delivery, which push onto the heap")
+    first = next(env._eid)
+    env.schedule(simpy.Event(env), NORMAL, 0)
+    assert env._queue[0][2] == first + 1, _changed("how schedule() numbers events", "Call and Delivery")
