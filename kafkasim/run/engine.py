@@ -38,7 +38,6 @@ from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.faults import schedule_faults
-from kafkasim.run.invariant_hooks import EngineInvariants
 from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.observer import CheckedRunObserver
 from kafkasim.sim.calls import Call
@@ -108,10 +107,14 @@ class Engine:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
         # on_request sees each finished request before its row is written (the CLI's live view).
         checking = scenario.invariants if check_invariants is None else check_invariants
-        self.invariants = EngineInvariants(self.env, client_deadlines(scenario)) if checking else None
-        # The run's one observer: it records every row and, when checking, feeds the invariant checks.
+        # The run's one observer: it records every row and, when checking, checks Kafka's invariants.
+        self.invariants: CheckedRunObserver | None = (
+            CheckedRunObserver(self.env, client_deadlines(scenario), self.recorder, consumers_by_topic, on_request)
+            if checking
+            else None
+        )
         self.run_recorder: RunRecorder = (
-            CheckedRunObserver(self.recorder, consumers_by_topic, self.invariants, on_request)
+            self.invariants
             if self.invariants is not None
             else RunRecorder(self.recorder, consumers_by_topic, on_request)
         )

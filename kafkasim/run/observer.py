@@ -1,73 +1,181 @@
-"""The run's observer with invariant checks: ``CheckedRunObserver`` records what the components report
-(it is a ``RunRecorder``) and feeds ``EngineInvariants`` at every moment a Kafka invariant can break.
+"""The run's observer with invariant checks (``CheckedRunObserver``): it records every row, as the plain
+``RunRecorder`` does, and feeds ``InvariantChecker`` at the moments each rule can break, and nothing more.
 
-Without checks the run's observer is the ``RunRecorder`` itself. The engine picks one and the builder
-hands it to every component at construction (``kafkasim.network.observer.Observer`` lists the events).
+* HW monotone and <= LEO: after every handled request (its partitions), after every AlterPartition answer
+  and at every gauge sample (all partitions) -- the only places the leader's HW can move.
+* Exactly one broker answer per request: every response callback of the ReplicaManager (a delayed
+  operation completing twice would answer twice).
+* Exactly one client outcome per request (response or client-side failure) and none overdue at the end.
+* acks=all durability: the leader's and followers' log ends are reported whenever they change, ISR changes
+  before the acknowledgements they enable, and each partition of an acks=all produce at the moment
+  DelayedProduce.tryComplete settles it with NONE -- Kafka's decision point, which may come well before the
+  response goes out (a multi-partition produce answers when its last partition is settled or it expires,
+  and the ISR may have shrunk meanwhile).
+
+A follower that crashes is no longer held to keep acknowledged data for the rest of the run (or until an
+ISR expansion takes it back after its restart): Kafka does not fsync appends, so a crashed replica may lose
+data it had acknowledged -- which is why acks=all relies on replication -- and this one truncates to its
+HW on restart. It still counts toward min ISR while the leader keeps it in the maximal ISR, as in Kafka's
+``Partition.checkEnoughReplicasReachOffset``: the leader learns of the crash only by removing it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
+from kafkasim.broker.records import TopicPartition
+from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.recorder import Recorder
 from kafkasim.record.run_recorder import RunRecorder
-from kafkasim.run.invariant_hooks import EngineInvariants
+from kafkasim.run.invariants import InvariantChecker
 
 if TYPE_CHECKING:
     from kafkasim.broker.alter_partition import LeaderAndIsr
     from kafkasim.broker.partition import Partition
-    from kafkasim.broker.records import TopicPartition
-    from kafkasim.network.messages import RequestEnvelope
 
 
 class CheckedRunObserver(RunRecorder):
-    """Records, and checks: every check event goes to ``invariants``."""
+    """The run's observer when the scenario enables invariant checks: it records (a ``RunRecorder``) and
+    checks, each check event handled here directly (no second call per event on the hot path).
+
+    It learns the partitions it watches from ``became_leader`` (``ReplicaManager.make_leader``), so it
+    needs no broker at construction and is handed to every component like the plain recorder.
+    """
 
     checks = True
 
     def __init__(
         self,
+        env: Any,
+        client_timeouts: dict[str, float],
         recorder: Recorder,
         consumers_by_topic: dict[str, int],
-        invariants: EngineInvariants,
         on_request: Callable[[RequestEnvelope], None] | None = None,
     ) -> None:
         super().__init__(recorder, consumers_by_topic, on_request)
-        self.invariants = invariants
+        self.env = env
+        self.checker = InvariantChecker(enabled=True)
+        self._client_timeouts = client_timeouts
+        # The leader's partitions, by the leader broker's id (one leader here; a cluster has several).
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._leader_of: dict[TopicPartition, int] = {}
+        self._last_hw: dict[TopicPartition, int] = {}
+        self._excluded: set[int] = set()
 
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
-        self.invariants.became_leader(broker_id, tp, partition)
+        self._partitions[tp] = partition
+        self._leader_of[tp] = broker_id
+        self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
+        self._last_hw[tp] = partition.high_watermark
 
-    def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
-        self.invariants.on_acks_satisfied(tp, required_offset)
+    def release(self) -> None:
+        """Let go of the partitions (and so their logs) once the run is over and cut short: the engine
+        frees the simulation's memory to tabulate what was recorded after running out of it."""
+        self._partitions.clear()
+        self._leader_of.clear()
+
+    # --- high watermark ----------------------------------------------------------------------------
+
+    def check_hw(self, tp: TopicPartition) -> None:
+        partition = self._partitions.get(tp)
+        if partition is None:
+            return
+        hw = partition.high_watermark
+        old = self._last_hw.get(tp, hw)
+        if hw != old:
+            self.checker.on_high_watermark(tp, old, hw, partition.log_end_offset, self.env.now)
+            self._last_hw[tp] = hw
+
+    def check_all_hw(self) -> None:
+        for tp in self._partitions:
+            self.check_hw(tp)
+
+    # --- requests ----------------------------------------------------------------------------------
 
     def request_sent(self, envelope: RequestEnvelope) -> None:
-        self.invariants.on_send(envelope)
+        if envelope.expects_response:
+            timeout = self._client_timeouts.get(envelope.client, math.inf)
+            self.checker.on_request(envelope.request_id, self.env.now, envelope.client_send_ms + timeout)
+
+    def on_client_outcome(self, envelope: RequestEnvelope) -> None:
+        if not envelope.expects_response:
+            return
+        if envelope.client_receive_ms == envelope.client_receive_ms:
+            self.checker.on_response(envelope.request_id, self.env.now)
+        else:
+            # Timed out, or failed with its connection (disconnect, crash): the client's own outcome.
+            self.checker.on_client_timeout(envelope.request_id, self.env.now)
 
     def request_finished(self, envelope: RequestEnvelope) -> None:
         envelope.client_done = True
-        self.invariants.on_client_outcome(envelope)
+        self.on_client_outcome(envelope)
         super().request_finished(envelope)
 
     def response_built(self, envelope: RequestEnvelope) -> None:
-        self.invariants.on_broker_response(envelope)
+        self.checker.on_complete(envelope.request_id, self.env.now)
+
+    def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
+        """DelayedProduce.tryComplete settled an acks=all partition with NONE: HW >= ``required_offset``
+        and min ISR <= |maximal ISR| now (Partition.checkEnoughReplicasReachOffset)."""
+        now = self.env.now
+        partition = self._partitions[tp]
+        # The leader's own log first: an ISR of the leader alone acknowledges inside the append.
+        self.checker.on_log_end(tp, self._leader_of[tp], partition.log_end_offset, now)
+        self.checker.on_acked(tp, required_offset, -1, now)
 
     def request_handled(self, envelope: RequestEnvelope) -> None:
-        self.invariants.after_handle(envelope)
+        body = envelope.body
+        if envelope.acks is not None:
+            partitions = self._partitions
+            for tp in body.entries:  # type: ignore[union-attr]
+                partition = partitions.get(tp)
+                if partition is not None:
+                    self.checker.on_log_end(tp, self._leader_of[tp], partition.log_end_offset, self.env.now)
+                    self.check_hw(tp)
+        else:
+            for tp, _ in body.fetch_infos:  # type: ignore[union-attr]
+                self.check_hw(tp)
 
-    def replica_log_end(self, tp: TopicPartition, broker_id: int, log_end_offset: int) -> None:
-        self.invariants.on_follower_log_end(tp, broker_id, log_end_offset)
+    # --- ISR and replicas --------------------------------------------------------------------------
 
-    def broker_crashed(self, broker_id: int, partitions: Sequence[TopicPartition]) -> None:
-        self.invariants.on_follower_crash(broker_id, partitions)
+    def _report_isr(self, tp: TopicPartition, isr: Iterable[int]) -> None:
+        self.checker.on_isr_change(tp, isr, self.env.now, may_lose_data=self._excluded)
 
     def alter_partition_submitted(self, tp: TopicPartition, request: LeaderAndIsr) -> None:
-        self.invariants.on_alter_partition_submit(tp, request)
+        partition = self._partitions.get(tp)
+        if partition is None:
+            return
+        # A pending expansion counts in the maximal ISR at once (spec §6.1); a pending shrink does not.
+        added = set(request.isr) - set(partition.isr)
+        if added:
+            self._excluded -= added
+            self._report_isr(tp, partition.maximal_isr)
 
     def alter_partition_committed(self, tp: TopicPartition, result: LeaderAndIsr | Errors) -> None:
-        self.invariants.on_alter_partition_commit(tp, result)
+        if not isinstance(result, Errors):
+            self._report_isr(tp, result.isr)
 
     def alter_partition_answered(self, tp: TopicPartition) -> None:
-        self.invariants.after_alter_partition(tp)
+        partition = self._partitions.get(tp)
+        if partition is not None:
+            self._report_isr(tp, partition.maximal_isr)
+            self.check_hw(tp)
+
+    def replica_log_end(self, tp: TopicPartition, broker_id: int, log_end_offset: int) -> None:
+        self.checker.on_log_end(tp, broker_id, log_end_offset, self.env.now)
+
+    def broker_crashed(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
+        self._excluded.add(broker_id)
+        for tp in partitions:
+            partition = self._partitions.get(tp)
+            if partition is not None:
+                self._report_isr(tp, partition.maximal_isr)
+
+    def at_end(self) -> None:
+        self.check_all_hw()
+        # The run stops *before* the events due exactly at its end (SimPy's run(until=...)), so a client
+        # timeout due then has not fired: only deadlines strictly before the end are overdue.
+        self.checker.at_end(math.nextafter(self.env.now, -math.inf))
