@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kafkasim.clients.producer import Producer
     from kafkasim.server.broker_server import BrokerServer
-    from kafkasim.server.replica_fetcher_thread import Follower
+    from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 
 
 class GaugeSampler:
@@ -34,7 +34,7 @@ class GaugeSampler:
         self,
         replica_manager: Any,
         broker: BrokerServer,
-        followers: Sequence[Follower],
+        followers: Sequence[ReplicaFetcherThread],
         producers: Sequence[Producer],
         sink: Any,
     ) -> None:

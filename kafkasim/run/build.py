@@ -26,7 +26,7 @@ from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
-from kafkasim.server.replica_fetcher_thread import Follower, ReplicaFetcherConfig
+from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
 
@@ -149,7 +149,7 @@ class Components:
         return self.leader.replica_manager
 
     @property
-    def followers(self) -> list[Follower]:
+    def followers(self) -> list[ReplicaFetcherThread]:
         """Every broker's replica fetcher threads, by broker id."""
         return [f for broker in self.brokers for f in broker.fetchers]
 
@@ -250,7 +250,7 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
     for k in scenario.follower_ids:
         name = f"follower-{k}"
         links = c.links[name] = _network_path(env, name, f_cfg.link, streams)
-        fetcher = Follower(
+        fetcher = ReplicaFetcherThread(
             env,
             k,
             fetcher_config,

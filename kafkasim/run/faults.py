@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.network.link import NetworkLink
 from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
-from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import sampler_from_spec
 
@@ -80,12 +80,12 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             if end is not None:
                 _at(c, end, partial(pauses.resume, component))
         elif isinstance(fault, SlowDiskFault):
-            follower: Follower = _component(c, fault.target)
+            follower: ReplicaFetcherThread = _component(c, fault.target)
             _at(c, start, partial(_scale_disk, follower, float(fault.factor)))
             if end is not None:
                 _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
         elif isinstance(fault, CrashFault):
-            crashed: Follower = _component(c, fault.target)
+            crashed: ReplicaFetcherThread = _component(c, fault.target)
             _at(c, start, crashed.crash)
             if end is not None:
                 _at(c, end, crashed.restart)
@@ -104,7 +104,7 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             raise ValueError(f"unknown fault type {fault.type!r}")
 
 
-def _scale_disk(follower: Follower, factor: float) -> None:
+def _scale_disk(follower: ReplicaFetcherThread, factor: float) -> None:
     # Overlapping slow_disk faults multiply; each one's end divides its own factor out again.
     follower.disk_factor *= factor
 

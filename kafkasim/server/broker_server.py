@@ -33,7 +33,7 @@ from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
-from kafkasim.server.replica_fetcher_thread import Follower
+from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class BrokerServer:
         log_rng: random.Random,
         alter_partition_manager: AlterPartitionManager,
         observer: Observer,
-        fetchers: Sequence[Follower] = (),
+        fetchers: Sequence[ReplicaFetcherThread] = (),
     ) -> None:
         self.env = env
         self.broker_id = broker_id

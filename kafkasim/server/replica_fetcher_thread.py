@@ -87,8 +87,8 @@ class FollowerPartition:
         self.leader_epoch = leader_epoch
 
 
-class Follower(FetchClient):
-    """Follower broker ``broker_id`` with one replica fetcher thread toward the leader (broker 0)."""
+class ReplicaFetcherThread(FetchClient):
+    """The replica fetcher thread of follower broker ``broker_id``, toward the leader (broker 0)."""
 
     def __init__(
         self,

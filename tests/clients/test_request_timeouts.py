@@ -30,7 +30,11 @@ from kafkasim.clients.consumer import Consumer
 from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
-from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS, Follower, ReplicaFetcherConfig
+from kafkasim.server.replica_fetcher_thread import (
+    FOLLOWER_REQUEST_TIMEOUT_MS,
+    ReplicaFetcherConfig,
+    ReplicaFetcherThread,
+)
 
 TP = TopicPartition("t", 0)
 
@@ -101,8 +105,8 @@ def _respond(env: simpy.Environment, t: float, envelope_of: Any, response: Any) 
     _at(env, t, deliver)
 
 
-def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, append_ms: float) -> Follower:
-    follower = Follower(
+def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, append_ms: float) -> ReplicaFetcherThread:
+    follower = ReplicaFetcherThread(
         env,
         1,
         ReplicaFetcherConfig(),
