@@ -210,7 +210,3 @@ class SocketServer:
         """
         channel.closed = True
         channel.pending.clear()
-
-    def reopen_channel(self, channel: KafkaChannel) -> None:
-        channel.closed = False
-        channel.muted = False
