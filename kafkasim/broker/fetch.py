@@ -1,5 +1,5 @@
-"""Fetch request and response shapes (Kafka's ``FetchParams``, ``FetchRequest.PartitionData``,
-``LogReadResult``): FetchParams, PartitionData, LogReadResult."""
+"""Fetch request and response shapes: FetchParams, PartitionData, LogReadResult (Kafka's ``FetchParams``,
+``FetchRequest.PartitionData``, ``LogReadResult``)."""
 
 from __future__ import annotations
 

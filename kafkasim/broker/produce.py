@@ -1,5 +1,5 @@
-"""Produce response shapes (Kafka's ``ProduceResponse.PartitionResponse`` and ``ProducePartitionStatus``):
-PartitionResponse and ProducePartitionStatus."""
+"""Produce response shapes: PartitionResponse and ProducePartitionStatus (Kafka's
+``ProduceResponse.PartitionResponse`` and ``ProducePartitionStatus``)."""
 
 from __future__ import annotations
 
