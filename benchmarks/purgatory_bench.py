@@ -1,7 +1,7 @@
 """Purgatory benchmark: kafkasim's timing-wheel purgatory vs. a Kafka 0.8-style heap purgatory.
 
-Replays Kafka's `TestPurgatoryPerformance` workload (spec §12) in virtual time through both purgatories and
-reports, in one run:
+Replays Kafka's `TestPurgatoryPerformance` workload (its `main`, ported from the Scala
+`TestPurgatoryPerformance`) in virtual time through both purgatories and reports, in one run:
 
 * operations per second of each over the whole replay, expiries and the final drain included, and their
   ratio: per wall-clock second and per CPU second of this process (on a shared machine the wall clock
@@ -14,7 +14,7 @@ reports, in one run:
 The workload, as Kafka's tool builds it: 1 M pre-sampled exponential inter-arrival times (whole ms, the
 fractional residue carried to the next sample) for a Poisson process at `--rate`, and 1 M pre-sampled
 log-normal completion latencies with mu = ln(p50), sigma = (ln(p75) - mu) / 0.674490, truncated to whole
-ms; each request picks one of each at random. Spec §12 quirk, kept: one list of `--keys` random keys
+ms; each request picks one of each at random. Kafka's quirk, kept: one list of `--keys` random keys
 (from a space of `--key-space-size`) is drawn once and **every request watches the same keys**, so all
 operations share three watch lists. The Scala semantics are used: an operation completes at
 `creation + latency` (the Java port's `creation + timeout` is a bug), through a completion queue that
@@ -24,9 +24,10 @@ calls `force_complete()` at that time, but only when latency < timeout; the othe
 Virtual time: one loop merges the arrivals, the completion queue (a heap of `completes_at`, Kafka's
 `CompletionQueue`) and the reaper, all on one `ManualTime`. The reaper runs when the timer's next
 expiration is due (wheel: earliest bucket in its delay queue; heap: head of the heap) and at least every
-200 ms (spec §1.5: `advanceClock(200)`), and calls the purgatory's `advance_clock()`: expiries, then the
-watch-list purge check. At one millisecond the order is: completions, reaper, arrivals. The replay ends
-when every operation has completed or expired and the timer holds nothing more.
+200 ms (Kafka's `ExpiredOperationReaper` loops `advanceClock(200)`), and calls the purgatory's
+`advance_clock()`: expiries, then the watch-list purge check. At one millisecond the order is: completions,
+reaper, arrivals. The replay ends when every operation has completed or expired and the timer holds nothing
+more.
 
     uv run python benchmarks/purgatory_bench.py --num 200000 --rate 50000 --pct50 20 --pct75 60 \
         --timeout 30000 [--markdown results.md]
@@ -61,7 +62,7 @@ from rich.table import Table
 from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkasim.timer import ManualTime, SystemTimer
 
-REAPER_WORK_TIMEOUT_MS = 200  # spec §1.5: the reaper loops advanceClock(200)
+REAPER_WORK_TIMEOUT_MS = 200  # DelayedOperationPurgatory.ExpiredOperationReaper loops advanceClock(200)
 KAFKA_SAMPLE_SIZE = 1_000_000  # TestPurgatoryPerformance pre-samples 1 M latencies and 1 M intervals
 NORMAL_P75 = 0.674490  # the 75th percentile of N(0, 1), Kafka's constant
 NEVER_MS = 1 << 62  # a latency that never elapses: the operation can only expire
@@ -74,7 +75,7 @@ ARRIVALS_PER_MS = 50  # the cost test moves time 1 ms every 50 operations (50 k 
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """TestPurgatoryPerformance's parameters (spec §12), plus the seed and the pre-sample size."""
+    """TestPurgatoryPerformance's parameters, plus the seed and the pre-sample size."""
 
     num: int
     rate: float
@@ -137,7 +138,7 @@ def make_workload(spec: WorkloadSpec) -> Workload:
     rng = random.Random(spec.seed)
     latencies = latency_samples(rng, spec.sample_size, spec.pct50, spec.pct75)
     intervals = interval_samples(rng, spec.sample_size, spec.rate)
-    # Spec §12 quirk: one key list for every request (duplicates possible, as in Kafka).
+    # TestPurgatoryPerformance's quirk: one key list for every request (duplicates possible, as in Kafka).
     keys = tuple(f"fakeKey{rng.randrange(spec.key_space_size)}" for _ in range(spec.num_keys))
     arrival_ms: array[int] = array("q")
     latency_ms: array[int] = array("q")

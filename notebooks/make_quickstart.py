@@ -49,7 +49,7 @@ result"""),
 ## The summary: Kafka's request-time breakdown
 
 Every request is timestamped the way Kafka's `RequestMetrics` does it, and its `TotalTimeMs` split
-into the same phases (spec §9.2):
+into the same phases (Kafka's `RequestChannel.Request.updateRequestMetrics`):
 
 | phase | what the request is doing |
 |---|---|
@@ -127,9 +127,9 @@ request handler threads are the bottleneck (see `scenarios/overloaded_handlers.y
 ### High watermark and log end offsets
 
 Every replica's log end offset (LEO) and the high watermark (HW) over time. The HW is the minimum LEO
-over the in-sync replicas (spec §6.3), so it can only step up once the slowest in-sync follower has
-fetched. The lower panel shows LEO − HW: records written but not yet committed, i.e. not yet visible
-to consumers nor acknowledged to acks=all producers."""),
+over the in-sync replicas (Kafka's `Partition.maybeIncrementLeaderHW`), so it can only step up once the
+slowest in-sync follower has fetched. The lower panel shows LEO − HW: records written but not yet committed,
+i.e. not yet visible to consumers nor acknowledged to acks=all producers."""),
     ("code", "show(log_offsets_figure(timeseries, summary))"),
     ("md", """\
 ### The life of one produce request
@@ -138,7 +138,8 @@ A swimlane of one acks=all produce (the one closest to the median): the producer
 network thread reads it, a handler thread appends it, it waits in the produce purgatory; meanwhile
 both followers' parked fetches are completed by the append, each follower copies the batch and
 fetches again, and that second fetch moves the high watermark (dashed line), which completes the
-produce. The consumer's parked fetch wakes up at the same moment (spec §10)."""),
+produce. The consumer's parked fetch wakes up at the same moment: the HW move completes both (Kafka's
+`Partition.tryCompleteDelayedRequests`)."""),
     ("code", "show(produce_swimlane_figure(requests, records, timeseries, summary))"),
     ("md", """\
 ## Wall-clock pacing

@@ -131,8 +131,8 @@ What they show:
 - **produce_latency_ms** (what the producer waits, from each record's *intended* send time): for
   acks=1, linger.ms 5 adds the wait for the batch to fill (p50 from about 1.3 to 6 ms). For acks=all
   it is the other way round: linger.ms 0 is *slower*. Kafka processes one request per connection at
-  a time (spec §9.1: the connection is muted until the response is sent), and an acks=all request
-  holds it for the ~1.5 ms it is parked in the purgatory; with about one record per request, the
+  a time (Kafka's `SocketServer` Processor mutes the connection until the response is sent), and an acks=all
+  request holds it for the ~1.5 ms it is parked in the purgatory; with about one record per request, the
   producer's requests queue behind each other. Batching (linger.ms 5) sends six times fewer requests.
 - **e2e_latency_ms** (intended send to consumer): at linger.ms 5 the two acks lines meet, because a
   consumer only sees a record once the high watermark passes it, whatever acks the producer asked

@@ -1,11 +1,11 @@
 """The simulated leader broker's synchronous core: log, replicas, partition, ReplicaManager, delayed ops.
 
-Plain Python driven by a ``kafkasim.timer.Time``; no SimPy here (spec §3–§7, §10). Kafka's names, in
-snake_case, one concept per module:
+Plain Python driven by a ``kafkasim.timer.Time``; no SimPy here (Kafka's ``DelayedProduce``, ``DelayedFetch``,
+``ReplicaManager``, ``Partition`` and ``UnifiedLog``). Kafka's names, in snake_case, one concept per module:
 
 ==========================  =========================================================================
 ``errors``                  ``Errors`` (Kafka's codes), ``KafkaError`` (an exception carrying one)
-``config``                  ``BrokerConfig`` / ``LogConfig``: frozen, Kafka defaults (spec §9.3)
+``config``                  ``BrokerConfig`` / ``LogConfig``: frozen, with Kafka's defaults
 ``records``                 ``TopicPartition``, ``RecordBatch`` (a simulated batch: no payload)
 ``log_offset_metadata``     ``LogOffsetMetadata`` (3.8+ rules), ``UNKNOWN_OFFSET_METADATA``
 ``log_segment``             ``LogSegment``, ``FetchDataInfo`` (a read's result)
@@ -76,15 +76,16 @@ Counters: ``rm.metrics`` (``isr_expands``, ``isr_shrinks``, ``failed_isr_updates
 Per-partition state for gauges: ``rm.partitions[tp]`` -> ``.high_watermark``, ``.log_end_offset``,
 ``.isr``, ``.maximal_isr``, ``.get_replica(id).log_end_offset``.
 
-Follower side (the engine's replica fetcher, spec §8): each follower broker keeps a plain ``Log`` per
-partition. Per response: ``log.append_as_follower(result.records)`` (offsets and epochs kept; skip the
-partial batch), ``log.maybe_update_high_watermark(result.high_watermark)`` (clamped to its own LEO),
-next fetch at ``log.log_end_offset`` with ``last_fetched_epoch=log.latest_epoch``. A restarting follower
+Follower side (the engine's replica fetcher, Kafka's ``ReplicaFetcherThread``): each follower broker keeps a
+plain ``Log`` per partition. Per response: ``log.append_as_follower(result.records)`` (offsets and epochs
+kept; skip the partial batch), ``log.maybe_update_high_watermark(result.high_watermark)`` (clamped to its own
+LEO), next fetch at ``log.log_end_offset`` with ``last_fetched_epoch=log.latest_epoch``. A restarting follower
 calls ``log.truncate_to(log.high_watermark)``.
 
 Records are simulated: ``RecordBatch(record_count, size_in_bytes, create_time_ms, batch_id, producer)``;
 the leader's log returns it stamped with ``base_offset`` / ``partition_leader_epoch``. ``create_time_ms``
-drives the time-based roll (spec §7.2); ``batch_id`` lets the engine match a consumed batch to its send.
+drives the time-based roll (``LogSegment.shouldRoll``); ``batch_id`` lets the engine match a consumed batch to
+its send.
 
 Out of scope, with seams: transactions (the LSO is the HW: ``Log.fetch_last_stable_offset_metadata``),
 fetch from follower (``FetchParams.fetch_only_leader``), quotas (no throttling in ``DelayedFetch`` /

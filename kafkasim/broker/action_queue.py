@@ -1,4 +1,5 @@
-"""``ActionQueue``: work deferred to the end of request handling (spec §3.5, Kafka 2.7+ KAFKA-8334)."""
+"""``ActionQueue``: work deferred to the end of request handling (Kafka's ``ActionQueue``, drained by
+``ReplicaManager.tryCompleteActions``; Kafka 2.7+, KAFKA-8334)."""
 
 from __future__ import annotations
 

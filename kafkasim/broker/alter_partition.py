@@ -1,4 +1,6 @@
-"""AlterPartition: how a leader asks the controller to commit an ISR change (spec §6.4–6.6).
+"""AlterPartition: how a leader asks the controller to commit an ISR change (Kafka's
+``AlterPartitionManager``, ``Partition.maybeExpandIsr`` / ``maybeShrinkIsr`` /
+``handleAlterPartitionUpdate``).
 
 ``Partition`` only sees the ``AlterPartitionManager`` protocol: ``submit`` now, answer later through the
 callback. The engine answers after a modelled controller latency; ``ControllerAlterPartitionManager`` is

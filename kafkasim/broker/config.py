@@ -1,4 +1,5 @@
-"""Broker and log configuration with Kafka's defaults (spec §9.3).
+"""Broker and log configuration with Kafka's defaults (``ServerConfigs``, ``ReplicationConfigs``,
+``ServerLogConfigs``, ``LogConfig``).
 
 Frozen and flat so the engine can build one from a scenario and share it across partitions. Only what the
 broker's state machines read is here; request-pipeline knobs (``num.io.threads`` ...) belong to the engine.
@@ -58,7 +59,8 @@ class LogConfig:
 
     @property
     def max_offset_index_entries(self) -> int:
-        """Entries that fit the offset index (8 bytes each); a full index rolls the segment (spec §7.2)."""
+        """Entries that fit the offset index (8 bytes each); a full index rolls the segment
+        (``LogSegment.shouldRoll``)."""
         return self.segment_index_bytes // 8
 
     @property
@@ -88,5 +90,6 @@ class BrokerConfig:
 
     @property
     def isr_expiration_interval_ms(self) -> int:
-        """How often the engine should call ``ReplicaManager.maybe_shrink_isr`` (spec §6.5: lag / 2)."""
+        """How often the engine should call ``ReplicaManager.maybe_shrink_isr`` (Kafka's ``isr-expiration``
+        task in ``ReplicaManager.startup``: lag / 2)."""
         return self.replica_lag_time_max_ms // 2

@@ -1,5 +1,5 @@
 """``DelayedFetch``: a fetch waiting for ``min_bytes`` of new data, a segment roll, an error or its max
-wait (spec §4.3, Kafka 3.8+ offset comparison)."""
+wait (Kafka's ``DelayedFetch``, with the 3.8+ offset comparison of KAFKA-16452)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ _COMPLETING_ERRORS = frozenset(
 
 
 class DelayedFetch(DelayedOperation):
-    """A parked fetch. Its ``start_offset_metadata`` per partition is frozen at arrival (spec §13.12).
+    """A parked fetch. Its ``start_offset_metadata`` per partition is frozen at arrival, as Kafka's
+    ``ReplicaManager.fetchMessages`` builds ``FetchPartitionStatus`` once.
 
     Worked example of the 3.8+ segment-roll rule: a follower parked at LEO ``(40, 0, 400)``. The leader
     rolls and appends: LEO ``(50, 40, 100)``. 40 < 50 and segment 0 is older than 40, so Case F completes
@@ -54,7 +55,12 @@ class DelayedFetch(DelayedOperation):
         self.response_callback = response_callback
 
     def try_complete(self) -> bool:
-        """Cases A-H of spec §4.3, in request order; G (enough bytes) after the loop.
+        """Kafka's ``DelayedFetch.tryComplete``, in request order; its cases (Kafka's own letters, which label
+        the comments below) complete the fetch when: A/B this broker is no longer the leader or the replica
+        is gone, C the partition is unknown, D its log is offline, E the requested leader epoch is fenced,
+        F the fetch offset is beyond the end or the end moved to a newer segment (truncation, segment
+        roll), G the bytes accumulated over all partitions reach ``min_bytes`` (after the loop), H a
+        follower's last fetched epoch diverged from the log.
 
         This runs for every parked fetch on every append and HW move (several times per request), so the
         common paths are inlined; each shortcut is noted where it is taken and gives Kafka's answer."""
@@ -80,9 +86,9 @@ class DelayedFetch(DelayedOperation):
                 else:
                     end_offset = high_watermark  # HIGH_WATERMARK, and TXN_COMMITTED (LSO = HW here)
                 end_message_offset = end_offset.message_offset
-                # spec §4.3 / §13.11: equal message offsets fall through -- never Case F, even when the two
-                # describe the same offset on different segments after a roll. Followers (LOG_END) thus
-                # ignore HW moves: only the LEO matters to them.
+                # DelayedFetch.tryComplete (3.8+): equal message offsets fall through -- never Case F, even
+                # when the two describe the same offset on different segments after a roll. Followers
+                # (LOG_END) thus ignore HW moves: only the LEO matters to them.
                 if fetch_message_offset > end_message_offset:
                     # Case F: the leader truncated, or a consumer fetched beyond the HW.
                     return self.force_complete()
@@ -118,8 +124,9 @@ class DelayedFetch(DelayedOperation):
         self.replica_manager.metrics.record_fetch_expiration(self.params.is_from_follower)
 
     def on_complete(self) -> None:
-        """Re-read with the original fetch offsets (spec §13.12): the response holds what was appended while
-        parked and the offsets current now; a follower's fetch state is not updated a second time."""
+        """Kafka's ``DelayedFetch.onComplete``: re-read with the original fetch offsets: the response holds
+        what was appended while parked and the offsets current now; a follower's fetch state is not updated a
+        second time."""
         fetch_infos = [(tp, status.fetch_info) for tp, status in self.fetch_partition_status]
         results = self.replica_manager.read_from_log(self.params, fetch_infos, read_from_purgatory=True)
         self.response_callback(results)

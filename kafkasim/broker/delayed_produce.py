@@ -1,4 +1,5 @@
-"""``DelayedProduce``: an acks=all produce waiting for the HW to pass its last offset (spec §3)."""
+"""``DelayedProduce``: an acks=all produce waiting for the HW to pass its last offset (Kafka's
+``DelayedProduce``)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ ProduceResponseCallback = Callable[[dict[TopicPartition, PartitionResponse]], No
 class DelayedProduce(DelayedOperation):
     """Completes when every partition that appended has HW >= its ``required_offset`` (or failed).
 
-    spec §3.1: partitions that appended start as "acks pending" with the error preset to
-    REQUEST_TIMED_OUT, which is what they answer if the timeout fires first; partitions that failed locally
-    keep their error and do not wait.
+    As Kafka's ``DelayedProduce`` constructor: partitions that appended start as "acks pending" with the error
+    preset to REQUEST_TIMED_OUT, which is what they answer if the timeout fires first; partitions that failed
+    locally keep their error and do not wait.
     """
 
     __slots__ = ("required_acks", "produce_status", "replica_manager", "response_callback")
@@ -47,7 +48,8 @@ class DelayedProduce(DelayedOperation):
                 status.acks_pending = False
 
     def try_complete(self) -> bool:
-        """spec §3.2, cases A (partition gone / offline / unknown), B (not leader), C (HW reached)."""
+        """Kafka's ``DelayedProduce.tryComplete``, its cases A (partition gone / offline / unknown), B (not
+        leader), C (HW reached)."""
         pending = False
         get_partition_or_error = self.replica_manager.get_partition_or_error
         for topic_partition, status in self.produce_status.items():

@@ -1,4 +1,5 @@
-"""Fetch request and response shapes (spec §4.1, §4.4): FetchParams, PartitionData, LogReadResult."""
+"""Fetch request and response shapes: FetchParams, PartitionData, LogReadResult (Kafka's ``FetchParams``,
+``FetchRequest.PartitionData``, ``LogReadResult``)."""
 
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def fetch_params_from_request(
     replica_epoch: int = -1,
     read_committed: bool = False,
 ) -> FetchParams:
-    """What KafkaApis makes of a fetch request (spec §4.1): ``max_bytes`` capped by the broker's
-    ``fetch.max.bytes``, ``min_bytes`` by ``max_bytes``. Quotas are not simulated."""
+    """What KafkaApis makes of a fetch request (``KafkaApis.handleFetchRequest``): ``max_bytes`` capped by the
+    broker's ``fetch.max.bytes``, ``min_bytes`` by ``max_bytes``. Quotas are not simulated."""
     capped_max = min(max_bytes, config.fetch_max_bytes)
     if replica_id >= 0:
         isolation = FetchIsolation.LOG_END
@@ -101,7 +102,8 @@ class EpochEndOffset(NamedTuple):
 
 
 class LogReadInfo:
-    """What ``Partition.fetch_records`` read, with the offsets captured *before* the read (spec §4.4)."""
+    """What ``Partition.fetch_records`` read, with the offsets captured *before* the read (Kafka's
+    ``Partition.readRecords``)."""
 
     __slots__ = (
         "fetched_data",
@@ -133,10 +135,11 @@ class LogReadResult:
     """One partition of a fetch response (Kafka's ``LogReadResult``; the callback receives these).
 
     ``high_watermark``, ``log_start_offset`` and ``log_end_offset`` are the leader's, captured before the
-    read: a follower whose own fetch advanced the HW still sees the old one (spec §13.13). ``records`` are
-    whole batches; ``partial_batch`` a trailing batch cut by the byte limit (counted in ``size_in_bytes``).
-    Error results carry -1 offsets and no records, except OFFSET_OUT_OF_RANGE, which carries the leader's
-    log start and end offsets (the answer of the ListOffsets request Kafka's clients would send next).
+    read: a follower whose own fetch advanced the HW still sees the old one (Kafka's
+    ``Partition.readRecords``). ``records`` are whole batches; ``partial_batch`` a trailing batch cut by the
+    byte limit (counted in ``size_in_bytes``). Error results carry -1 offsets and no records, except
+    OFFSET_OUT_OF_RANGE, which carries the leader's log start and end offsets (the answer of the ListOffsets
+    request Kafka's clients would send next).
     """
 
     __slots__ = (
@@ -197,8 +200,8 @@ class LogReadResult:
 
 
 class FetchPartitionStatus:
-    """A parked fetch's partition: the fetch offset metadata frozen at arrival (spec §13.12) and the
-    request's partition data."""
+    """A parked fetch's partition: the fetch offset metadata frozen at arrival (Kafka's
+    ``FetchPartitionStatus``) and the request's partition data."""
 
     __slots__ = ("start_offset_metadata", "fetch_info")
 

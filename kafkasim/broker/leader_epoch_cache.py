@@ -1,7 +1,7 @@
 """``LeaderEpochFileCache``: which leader epoch wrote which offsets (in memory; no checkpoint file).
 
-It answers ``OffsetsForLeaderEpoch`` / the follower's ``lastFetchedEpoch`` check (spec §4.3 Case H, §4.4
-diverging epoch): "where does epoch e end in this log?".
+It answers ``OffsetsForLeaderEpoch`` / the follower's ``lastFetchedEpoch`` check (``DelayedFetch.tryComplete``
+case H, ``Partition.fetchRecords``' diverging epoch): "where does epoch e end in this log?".
 """
 
 from __future__ import annotations

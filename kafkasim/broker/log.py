@@ -1,4 +1,5 @@
-"""``Log``: a partition's segments, log end offset, high watermark and log start offset (spec §7).
+"""``Log``: a partition's segments, log end offset, high watermark and log start offset (Kafka's
+``UnifiedLog`` and ``LocalLog``).
 
 One class serves both sides: the leader appends with ``append_as_leader`` (offsets assigned from the LEO)
 and advances the HW with ``maybe_increment_high_watermark``; a follower appends the leader's batches with
@@ -50,7 +51,8 @@ class FetchIsolation(enum.Enum):
 
 
 class LeaderHwChange(enum.Enum):
-    """What a leader append did to the HW; decides which purgatories the action queue checks (§3.5)."""
+    """What a leader append did to the HW; decides which purgatories the action queue checks (Kafka's
+    ``LeaderHwChange``, used by ``ReplicaManager.addCompletePurgatoryAction``)."""
 
     INCREASED = "INCREASED"
     SAME = "SAME"
@@ -151,7 +153,8 @@ class Log:
         self._segment_bases: list[int] = []
         self._add_segment(LogSegment(log_start_offset, time.milliseconds(), self._random_segment_jitter()))
         self._log_end_offset_metadata = LogOffsetMetadata(log_start_offset, log_start_offset, 0)
-        # spec §6.7: initial HW = checkpoint or 0, clamped into [log start, LEO].
+        # Kafka's Partition.createLog + UnifiedLog.updateHighWatermark: initial HW = checkpoint or 0, clamped
+        # into [log start, LEO].
         self._high_watermark_metadata = self._log_end_offset_metadata
 
     # ----------------------------------------------------------------------------------------- offsets
@@ -200,11 +203,13 @@ class Log:
     # ------------------------------------------------------------------------------------------ append
 
     def append_as_leader(self, batches: Sequence[RecordBatch], leader_epoch: int) -> LogAppendInfo:
-        """Assign offsets from the LEO and the leader epoch, then append (spec §7.1)."""
+        """Assign offsets from the LEO and the leader epoch, then append (Kafka's
+        ``UnifiedLog.appendAsLeader``)."""
         return self._append(batches, leader_epoch, assign_offsets=True)
 
     def append_as_follower(self, batches: Sequence[RecordBatch]) -> LogAppendInfo:
-        """Append the leader's batches, offsets and epochs unchanged (replica fetcher, spec §8)."""
+        """Append the leader's batches, offsets and epochs unchanged (Kafka's
+        ``UnifiedLog.appendAsFollower``)."""
         return self._append(batches, NO_PARTITION_LEADER_EPOCH, assign_offsets=False)
 
     def _append(self, batches: Sequence[RecordBatch], leader_epoch: int, assign_offsets: bool) -> LogAppendInfo:
@@ -306,7 +311,8 @@ class Log:
         else:
             self._add_segment(new_segment)
         self._log_end_offset_metadata = LogOffsetMetadata(log_end_offset, new_offset, 0)
-        # spec §7.2 / §13.15: a roll silently moves the HW metadata to the new segment when HW == LEO.
+        # Kafka's UnifiedLog.roll (updateHighWatermarkWithLogEndOffset): a roll silently moves the HW metadata
+        # to the new segment when HW == LEO.
         self._update_high_watermark_with_log_end_offset()
         return new_segment
 
@@ -319,7 +325,7 @@ class Log:
     def read(
         self, start_offset: int, max_length: int, isolation: FetchIsolation, min_one_message: bool
     ) -> FetchDataInfo:
-        """Kafka's ``UnifiedLog.read`` (spec §7.3): batch-aligned start, byte-bounded end, bounded by the LEO
+        """Kafka's ``UnifiedLog.read``: batch-aligned start, byte-bounded end, bounded by the LEO
         (followers), the HW (consumers) or the LSO; raises OFFSET_OUT_OF_RANGE outside the log."""
         if isolation is FetchIsolation.LOG_END:
             max_offset_metadata = self._log_end_offset_metadata
@@ -373,7 +379,8 @@ class Log:
         return self._local_read(offset, 1, self._log_end_offset_metadata, False).fetch_offset_metadata
 
     def maybe_convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
-        """Like ``convert_to_offset_metadata_or_throw`` but message-only outside the log (3.8+, spec §5)."""
+        """Like ``convert_to_offset_metadata_or_throw`` but message-only outside the log (3.8+,
+        KAFKA-16452)."""
         try:
             return self.convert_to_offset_metadata_or_throw(offset)
         except KafkaError as e:
@@ -404,8 +411,8 @@ class Log:
     def maybe_increment_high_watermark(self, new_high_watermark: LogOffsetMetadata) -> LogOffsetMetadata | None:
         """Leader: raise the HW to ``new_high_watermark``; returns the old HW if it "increased", else None.
 
-        spec §6.3 / §13.15: the same offset on a newer segment also counts as an increase, so purgatory
-        checks run after a roll moved the replicas' LEO metadata."""
+        Kafka's ``UnifiedLog.maybeIncrementHighWatermark``: the same offset on a newer segment also counts as
+        an increase, so purgatory checks run after a roll moved the replicas' LEO metadata."""
         if new_high_watermark.message_offset > self.log_end_offset:
             raise ValueError(
                 f"{self.name}: high watermark {new_high_watermark} update exceeds the log end offset "
@@ -433,8 +440,9 @@ class Log:
         return metadata.message_offset
 
     def maybe_update_high_watermark(self, high_watermark: int) -> int | None:
-        """Follower: take the leader's HW, clamped to ``[log start, own LEO]`` (spec §7.4, §8); returns the
-        new HW only if it changed. The stored value is message-only unless it equals the LEO."""
+        """Follower: take the leader's HW, clamped to ``[log start, own LEO]`` (Kafka's
+        ``UnifiedLog.maybeUpdateHighWatermark``); returns the new HW only if it changed. The stored value is
+        message-only unless it equals the LEO."""
         old = self._high_watermark_metadata.message_offset
         new = self.update_high_watermark(high_watermark)
         return None if new == old else new

@@ -1,4 +1,5 @@
-"""``LogOffsetMetadata``: an offset plus where it sits on disk (spec §5, Kafka 3.8+ rules)."""
+"""``LogOffsetMetadata``: an offset plus where it sits on disk (Kafka's ``LogOffsetMetadata``, 3.8+ rules of
+KAFKA-16452)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ class LogOffsetMetadata:
     Worked example: a log with segments based at 0 (4 batches of 100 bytes, offsets 0..39) and 40
     (active). Offset 25 lives in the third batch of the first segment: ``(25, 0, 200)``. The log end
     offset 40 right after the roll is ``(40, 40, 0)``; the same offset seen from the old segment's end is
-    ``(40, 0, 400)`` -- which is why DelayedFetch never compares segments of equal offsets (spec §4.3).
+    ``(40, 0, 400)`` -- which is why DelayedFetch never compares segments of equal offsets
+    (``DelayedFetch.tryComplete``).
 
     ``LogOffsetMetadata(o)`` alone is "message offset only": a follower's HW copied from the leader, or an
     offset outside the local log. Since 3.8 comparisons with such metadata answer False instead of raising.
@@ -82,5 +84,5 @@ _set_message_offset = LogOffsetMetadata.__dict__["message_offset"].__set__
 _set_segment_base_offset = LogOffsetMetadata.__dict__["segment_base_offset"].__set__
 _set_relative_position = LogOffsetMetadata.__dict__["relative_position_in_segment"].__set__
 
-# 3.8+: (-1, -1, -1), i.e. message-only (it was (-1, 0, 0) before; spec §5).
+# 3.8+: (-1, -1, -1), i.e. message-only (it was (-1, 0, 0) before; KAFKA-16452).
 UNKNOWN_OFFSET_METADATA = LogOffsetMetadata(-1, -1, -1)

@@ -14,7 +14,7 @@ _NO_BATCHES: tuple[RecordBatch, ...] = ()
 
 
 class FetchDataInfo:
-    """The result of a log read: where it started and the bytes it returned (spec §7.3).
+    """The result of a log read: where it started and the bytes it returned (Kafka's ``FetchDataInfo``).
 
     ``records`` are the whole batches in the byte range. A read is byte-bounded, so it may end inside a
     batch: that batch is ``partial_batch`` (counted in ``size_in_bytes``, unusable by the client, exactly
@@ -110,12 +110,12 @@ class LogSegment:
         max_offset_in_messages: int,
         now_ms: int,
     ) -> bool:
-        """Kafka's ``LogSegment.shouldRoll`` (spec §7.2), evaluated once per append call."""
-        # spec §7.2: the whole incoming record set counts, not just its first batch.
+        """Kafka's ``LogSegment.shouldRoll``, evaluated once per append call."""
+        # LogSegment.shouldRoll: the whole incoming record set counts, not just its first batch.
         if self.size > config.segment_bytes - incoming_bytes:
             return True
-        # spec §7.2: an empty segment never rolls on time; the wait is measured in batch timestamps when
-        # the segment's first batch has one, and in (simulated) time since creation otherwise.
+        # LogSegment.shouldRoll: an empty segment never rolls on time; the wait is measured in batch
+        # timestamps when the segment's first batch has one, and in (simulated) time since creation otherwise.
         if self.size > 0:
             if self._first_batch_timestamp >= 0:
                 waited = max_timestamp_in_messages - self._first_batch_timestamp
@@ -169,7 +169,7 @@ class LogSegment:
     def read(
         self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool
     ) -> FetchDataInfo | None:
-        """Kafka's ``LogSegment.read`` (spec §7.3): start at the batch holding ``start_offset``, return up to
+        """Kafka's ``LogSegment.read``: start at the batch holding ``start_offset``, return up to
         ``max_size`` bytes (at least that batch when ``min_one_message``) but never beyond
         ``max_position``; None when the offset is past this segment's last batch."""
         i = bisect_left(self._last_offsets, start_offset)

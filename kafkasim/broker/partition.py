@@ -1,4 +1,5 @@
-"""``Partition``: leader epoch, ISR state machine, follower tracking and the leader's HW (spec §6).
+"""``Partition``: leader epoch, ISR state machine, follower tracking and the leader's HW (Kafka's
+``kafka.cluster.Partition``).
 
 Kafka's ``Partition`` guards all of this with a read/write lock; the simulator runs one thing at a time, so
 there are no locks, but the order of steps (and where AlterPartition answers re-enter) is Kafka's.
@@ -45,7 +46,8 @@ class CommittedPartitionState:
 
 
 class PendingExpandIsr:
-    """Expansion sent, not yet committed: the new member already counts for the HW (spec §6.1, §13.9)."""
+    """Expansion sent, not yet committed: the new member already counts for the HW (Kafka's
+    ``PendingExpandIsr``: its ``maximalIsr`` includes the new member)."""
 
     __slots__ = ("new_in_sync_replica_id", "sent_leader_and_isr", "last_committed_state", "maximal_isr")
     is_inflight = True
@@ -67,7 +69,8 @@ class PendingExpandIsr:
 
 
 class PendingShrinkIsr:
-    """Shrink sent, not yet committed: the leaving members still count for the HW (spec §6.5, §13.9)."""
+    """Shrink sent, not yet committed: the leaving members still count for the HW (Kafka's
+    ``PendingShrinkIsr``: its ``maximalIsr`` is the old ISR)."""
 
     __slots__ = ("out_of_sync_replica_ids", "sent_leader_and_isr", "last_committed_state")
     is_inflight = True
@@ -118,7 +121,8 @@ class DelayedOperations:
         self.fetch = fetch
 
     def check_and_complete_all(self) -> None:
-        """spec §6.8: after a follower-driven (or AlterPartition, makeLeader) HW increase: Fetch, Produce.
+        """Kafka's ``Partition.tryCompleteDelayedRequests``: after a follower-driven (or AlterPartition,
+        makeLeader) HW increase: Fetch, Produce.
 
         Kafka 4.0 swallows an exception per purgatory (KAFKA-17240); here an exception is a simulator bug
         and is left to surface."""
@@ -259,7 +263,8 @@ class Partition:
 
     @property
     def effective_min_isr(self) -> int:
-        """3.7+: ``min.insync.replicas`` capped by the replication factor (spec §6.1)."""
+        """3.7+: ``min.insync.replicas`` capped by the replication factor (Kafka's
+        ``Partition.effectiveMinIsr``, KAFKA-15583)."""
         return min(self._min_insync_replicas, len(self._remote_replicas) + 1)
 
     @property
@@ -287,7 +292,8 @@ class Partition:
     def make_leader(
         self, leader_epoch: int, isr: Iterable[int], replicas: Sequence[int], partition_epoch: int
     ) -> bool:
-        """Become (or stay) leader (spec §6.7); returns True iff this broker was not leader before.
+        """Become (or stay) leader (Kafka's ``Partition.makeLeader``); returns True iff this broker was not
+        leader before.
 
         A new leader epoch records the epoch start offset (the LEO) and resets every follower's state; the
         same epoch (an ISR or assignment change) keeps them. An older partition epoch is ignored."""
@@ -344,8 +350,8 @@ class Partition:
     # ------------------------------------------------------------------------------------- produce
 
     def append_records_to_leader(self, records: Sequence[RecordBatch], required_acks: int) -> LogAppendInfo:
-        """Leader append (spec §3.4): NOT_ENOUGH_REPLICAS is judged on the *committed* ISR and only for
-        acks = -1 (spec §13.7); acks 0/1 are appended even under min ISR."""
+        """Leader append (Kafka's ``Partition.appendRecordsToLeader``): NOT_ENOUGH_REPLICAS is judged on the
+        *committed* ISR and only for acks = -1; acks 0/1 are appended even under min ISR."""
         if not self.is_leader:
             raise KafkaError(
                 Errors.NOT_LEADER_OR_FOLLOWER,
@@ -365,8 +371,8 @@ class Partition:
         return info
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, Errors]:
-        """DelayedProduce's question (spec §3.2): has the HW reached ``required_offset``? The min-ISR check
-        here is on the *maximal* ISR (spec §13.7)."""
+        """DelayedProduce's question (Kafka's ``Partition.checkEnoughReplicasReachOffset``): has the HW
+        reached ``required_offset``? The min-ISR check here is on the *maximal* ISR."""
         if not self.is_leader:
             return False, Errors.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
@@ -378,8 +384,9 @@ class Partition:
     # -------------------------------------------------------------------------------- high watermark
 
     def maybe_increment_leader_hw(self, current_time_ms: int | None = None) -> bool:
-        """spec §6.3: HW = min LEO over the leader, the *maximal* ISR and caught-up ISR-eligible followers
-        outside it; frozen while under min ISR (3.7+, KAFKA-15583). True iff the HW "increased"."""
+        """Kafka's ``Partition.maybeIncrementLeaderHW``: HW = min LEO over the leader, the *maximal* ISR and
+        caught-up ISR-eligible followers outside it; frozen while under min ISR (3.7+, KAFKA-15583). True iff
+        the HW "increased"."""
         if self.is_under_min_isr:
             return False
         if current_time_ms is None:
@@ -416,8 +423,9 @@ class Partition:
         leader_end_offset: int,
         broker_epoch: int = -1,
     ) -> None:
-        """spec §6.2: record the fetch, maybe expand the ISR, and if the follower's LEO moved maybe raise
-        the HW -- completing parked Fetch and Produce operations synchronously if it did."""
+        """Kafka's ``Partition.updateFollowerFetchState``: record the fetch, maybe expand the ISR, and if the
+        follower's LEO moved maybe raise the HW -- completing parked Fetch and Produce operations
+        synchronously if it did."""
         previous_end_offset = replica.log_end_offset
         replica.update_fetch_state(
             follower_fetch_offset_metadata, follower_start_offset, follower_fetch_time_ms, leader_end_offset, broker_epoch
@@ -440,7 +448,7 @@ class Partition:
         update_fetch_state: bool,
     ) -> LogReadInfo:
         """Validate, read, and for a follower update its fetch state (unless re-reading from purgatory or
-        the epochs diverged) with the LEO captured before the read (spec §4.4)."""
+        the epochs diverged) with the LEO captured before the read (Kafka's ``Partition.fetchRecords``)."""
         log = self._local_log_with_epoch_or_throw(fetch_partition_data.current_leader_epoch, params.fetch_only_leader)
         if not params.is_from_follower:
             return self._read_records(log, fetch_partition_data, max_bytes, params, min_one_message)
@@ -460,8 +468,8 @@ class Partition:
     def _read_records(
         self, log: Log, data: PartitionData, max_bytes: int, params: FetchParams, min_one_message: bool
     ) -> LogReadInfo:
-        # spec §4.4 / §13.13: HW, log start, LEO and LSO are captured *before* the read, so appends racing a
-        # fetch do not keep a follower out of sync, and a follower learns a new HW one round later.
+        # Kafka's Partition.readRecords: HW, log start, LEO and LSO are captured *before* the read, so appends
+        # racing a fetch do not keep a follower out of sync, and a follower learns a new HW one round later.
         initial_high_watermark = log.high_watermark
         initial_log_start_offset = log.log_start_offset
         initial_log_end_offset = log.log_end_offset
@@ -525,7 +533,8 @@ class Partition:
             )
         return self.log
 
-    # DelayedFetch's parked checks call it directly (spec §4.3 Case E), without building a snapshot.
+    # DelayedFetch's parked checks call it directly (DelayedFetch.tryComplete's case E), without building a
+    # snapshot.
     local_log_with_epoch_or_throw = _local_log_with_epoch_or_throw
 
     def _follower_replica_or_throw(self, replica_id: int, data: PartitionData) -> Replica:
@@ -538,7 +547,8 @@ class Partition:
         return replica
 
     def fetch_offset_snapshot(self, current_leader_epoch: int, fetch_only_from_leader: bool) -> LogOffsetSnapshot:
-        """The offsets a parked DelayedFetch compares against; raises like a fetch would (spec §4.3)."""
+        """The offsets a parked DelayedFetch compares against; raises like a fetch would (Kafka's
+        ``Partition.fetchOffsetSnapshot``)."""
         return self._local_log_with_epoch_or_throw(current_leader_epoch, fetch_only_from_leader).fetch_offset_snapshot()
 
     def last_fetched_epoch_end(self, current_leader_epoch: int, last_fetched_epoch: int) -> tuple[Errors, int, int]:
@@ -574,7 +584,8 @@ class Partition:
     # ------------------------------------------------------------------------------------------- ISR
 
     def _is_follower_in_sync(self, replica: Replica) -> bool:
-        # spec §6.4: caught up to the HW and to the start of this leader epoch; lag time is not checked.
+        # Kafka's Partition.isFollowerInSync: caught up to the HW and to the start of this leader epoch; lag
+        # time is not checked.
         end = replica.log_end_offset
         start = self._leader_epoch_start_offset
         return end >= self.log.high_watermark and start is not None and end >= start
@@ -584,7 +595,7 @@ class Partition:
         return not state.is_inflight and replica_id not in state.isr and self.is_replica_isr_eligible(replica_id)
 
     def maybe_expand_isr(self, replica: Replica) -> None:
-        """Propose adding ``replica`` to the ISR once it is in sync (spec §6.4)."""
+        """Propose adding ``replica`` to the ISR once it is in sync (Kafka's ``Partition.maybeExpandIsr``)."""
         if not self.is_leader or not self._can_add_replica_to_isr(replica.broker_id):
             return
         if not self._is_follower_in_sync(replica):
@@ -618,8 +629,8 @@ class Partition:
         return out_of_sync
 
     def maybe_shrink_isr(self) -> None:
-        """Propose removing out-of-sync followers (spec §6.5). The engine calls this every
-        ``replica.lag.time.max.ms / 2``; the HW does not move until the shrink is committed."""
+        """Propose removing out-of-sync followers (Kafka's ``Partition.maybeShrinkIsr``). The engine calls
+        this every ``replica.lag.time.max.ms / 2``; the HW does not move until the shrink is committed."""
         if not self.is_leader:
             return
         out_of_sync = self.get_out_of_sync_replicas(self._replica_lag_time_max_ms)
@@ -644,7 +655,7 @@ class Partition:
     def _handle_alter_partition_response(
         self, proposed: PendingExpandIsr | PendingShrinkIsr, result: LeaderAndIsr | Errors
     ) -> None:
-        """spec §6.6."""
+        """Kafka's ``Partition.handleAlterPartitionUpdate`` and ``handleAlterPartitionError``."""
         if self._partition_state is not proposed:
             # Stale: leadership or the ISR changed some other way meanwhile.
             return

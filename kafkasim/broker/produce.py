@@ -1,4 +1,5 @@
-"""Produce response shapes (spec §3.1): PartitionResponse and ProducePartitionStatus."""
+"""Produce response shapes: PartitionResponse and ProducePartitionStatus (Kafka's
+``ProduceResponse.PartitionResponse`` and ``ProducePartitionStatus``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from kafkasim.broker.errors import Errors
 
 
 class PartitionResponse:
-    """One partition of a produce response. Mutable: DelayedProduce rewrites ``error`` (spec §3.1)."""
+    """One partition of a produce response. Mutable: DelayedProduce rewrites ``error`` (its constructor
+    presets REQUEST_TIMED_OUT)."""
 
     __slots__ = ("error", "base_offset", "last_offset", "log_append_time", "log_start_offset", "error_message")
 

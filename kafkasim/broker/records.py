@@ -29,8 +29,8 @@ class RecordBatch:
     The producer builds it with ``base_offset = -1``; the leader's log assigns offsets and its leader epoch
     (``with_offsets``) exactly as Kafka rewrites a batch's header on append, and followers store the
     leader's batch unchanged. ``create_time_ms`` is the producer's CreateTime timestamp, which Kafka's
-    time-based segment roll reads (spec §7.2). ``batch_id`` and ``producer`` let the engine match a
-    consumed batch to its send for end-to-end latency.
+    time-based segment roll reads (``LogSegment.shouldRoll``). ``batch_id`` and ``producer`` let the engine
+    match a consumed batch to its send for end-to-end latency.
     """
 
     record_count: int

@@ -1,4 +1,4 @@
-"""``Replica``: the leader's view of one follower (spec §6.1–6.2)."""
+"""``Replica``: the leader's view of one follower (Kafka's ``kafka.cluster.Replica``)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ class Replica:
     Kafka keeps this as an immutable snapshot swapped atomically; one thread at a time touches it here, so
     the fields are updated in place.
 
-    Worked example of the caught-up rule (spec §6.2, §13.14): at t=100 a follower fetches at 5 while the
-    leader's LEO is 8: not caught up at 100, but the leader remembers LEO 8. At t=200 it fetches at 8 while
-    the LEO has moved to 9: it has reached what the leader had at its *previous* fetch, so
-    ``last_caught_up_time_ms`` becomes 100 (that previous fetch time), not 200.
+    Worked example of the caught-up rule (Kafka's ``Replica.updateFetchStateOrThrow``): at t=100 a follower
+    fetches at 5 while the leader's LEO is 8: not caught up at 100, but the leader remembers LEO 8. At t=200
+    it fetches at 8 while the LEO has moved to 9: it has reached what the leader had at its *previous* fetch,
+    so ``last_caught_up_time_ms`` becomes 100 (that previous fetch time), not 200.
     """
 
     __slots__ = (
@@ -91,7 +91,8 @@ class Replica:
         if fetch_offset >= leader_end_offset:
             self._last_caught_up_time_ms = max(self._last_caught_up_time_ms, fetch_time_ms)
         elif fetch_offset >= self._last_fetch_leader_log_end_offset:
-            # spec §6.2 / §13.14: reached the LEO seen at the previous fetch => caught up as of *that* fetch.
+            # Replica.updateFetchStateOrThrow: reached the LEO seen at the previous fetch => caught up as of
+            # *that* fetch.
             self._last_caught_up_time_ms = max(self._last_caught_up_time_ms, self._last_fetch_time_ms)
         self._log_start_offset = follower_start_offset
         self._log_end_offset_metadata = fetch_offset_metadata
@@ -109,8 +110,8 @@ class Replica:
     def reset_replica_state(
         self, current_time_ms: int, leader_end_offset: int, is_new_leader: bool, is_follower_in_sync: bool
     ) -> None:
-        """Reset on a new leader epoch (spec §6.7): an ISR member counts as caught up now; a broker that
-        just became leader forgets everything it knew about the follower."""
+        """Reset on a new leader epoch (Kafka's ``Replica.resetReplicaState``): an ISR member counts as caught
+        up now; a broker that just became leader forgets everything it knew about the follower."""
         self._last_caught_up_time_ms = current_time_ms if is_follower_in_sync else 0
         if is_new_leader:
             self._log_start_offset = UNKNOWN_OFFSET

@@ -1,5 +1,5 @@
-"""``ReplicaManager``: the leader broker's produce and fetch paths and its partitions (spec §3.4, §4.2,
-§4.4, §6.8)."""
+"""``ReplicaManager``: the leader broker's produce and fetch paths and its partitions (Kafka's
+``ReplicaManager.appendRecords``, ``fetchMessages``, ``readFromLog``)."""
 
 from __future__ import annotations
 
@@ -222,8 +222,8 @@ class ReplicaManager:
         entries_per_partition: Mapping[TopicPartition, Sequence[RecordBatch]],
         response_callback: ProduceResponseCallback,
     ) -> None:
-        """spec §3.4. ``response_callback`` runs exactly once: now (acks 0/1, invalid acks, every partition
-        failed) or when the DelayedProduce completes or expires."""
+        """Kafka's ``ReplicaManager.appendRecords``. ``response_callback`` runs exactly once: now (acks 0/1,
+        invalid acks, every partition failed) or when the DelayedProduce completes or expires."""
         if required_acks not in VALID_ACKS:
             response_callback(
                 {tp: PartitionResponse(Errors.INVALID_REQUIRED_ACKS) for tp in entries_per_partition}
@@ -244,7 +244,7 @@ class ReplicaManager:
         self._add_complete_purgatory_action(local_results)
         if required_acks == -1 and entries_per_partition and failed < len(entries_per_partition):
             operation = DelayedProduce(timeout_ms, required_acks, produce_status, self, response_callback)
-            # Watched on every partition of the request, failed ones included (spec §3.4).
+            # Watched on every partition of the request, failed ones included (as Kafka's ``appendRecords``).
             keys = [self.operation_key(tp) for tp in entries_per_partition]
             self.produce_purgatory.try_complete_else_watch(operation, keys)
         else:
@@ -265,8 +265,9 @@ class ReplicaManager:
     def _add_complete_purgatory_action(
         self, local_results: Mapping[TopicPartition, tuple[LogAppendInfo, Errors, str]]
     ) -> None:
-        # spec §3.5 / §13.10: deferred to the end of the request; HW increased => Produce then Fetch,
-        # HW same => Fetch only (the new LEO may satisfy parked follower fetches), failed => nothing.
+        # Kafka's ActionQueue (ReplicaManager.addCompletePurgatoryAction): deferred to the end of the request;
+        # HW increased => Produce then Fetch, HW same => Fetch only (the new LEO may satisfy parked follower
+        # fetches), failed => nothing.
         changes = [(self.operation_key(tp), info.leader_hw_change) for tp, (info, _, _) in local_results.items()]
 
         def complete_purgatories() -> None:
@@ -291,8 +292,9 @@ class ReplicaManager:
         fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         response_callback: FetchResponseCallback,
     ) -> None:
-        """spec §4.2: answer now if there is no wait, nothing asked, ``min_bytes`` already readable, or an
-        error / diverging epoch; otherwise park a DelayedFetch watched on every partition."""
+        """Kafka's ``ReplicaManager.fetchMessages``: answer now if there is no wait, nothing asked,
+        ``min_bytes`` already readable, or an error / diverging epoch; otherwise park a DelayedFetch watched
+        on every partition."""
         results = self.read_from_log(params, fetch_infos, read_from_purgatory=False)
         bytes_readable = 0
         error_or_diverging = False
@@ -303,7 +305,8 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or not fetch_infos or bytes_readable >= params.min_bytes or error_or_diverging:
             response_callback(results)
             return
-        # spec §13.12: the fetch offset metadata is frozen here, at arrival.
+        # As Kafka's fetchMessages: the fetch offset metadata is frozen here, at arrival
+        # (FetchPartitionStatus).
         statuses = [
             (tp, FetchPartitionStatus(result.info.fetch_offset_metadata, fetch_info))
             for (tp, fetch_info), (_, result) in zip(fetch_infos, results, strict=True)
@@ -317,10 +320,10 @@ class ReplicaManager:
         fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         read_from_purgatory: bool,
     ) -> list[tuple[TopicPartition, LogReadResult]]:
-        """spec §4.4: read each partition in request order within ``params.max_bytes`` overall; only the
-        first non-empty partition may exceed the limits (min one message). A follower read (not from
-        purgatory) updates the follower's fetch state, which may raise the HW and complete parked
-        operations right here."""
+        """Kafka's ``ReplicaManager.readFromLog``: read each partition in request order within
+        ``params.max_bytes`` overall; only the first non-empty partition may exceed the limits (min one
+        message). A follower read (not from purgatory) updates the follower's fetch state, which may raise the
+        HW and complete parked operations right here."""
         limit_bytes = params.max_bytes
         min_one_message = not params.hard_max_bytes_limit
         results = []

@@ -2,10 +2,11 @@
 
 One fetch in flight at a time (Kafka's Fetcher sends one fetch per broker and pipelines the next as soon
 as the previous response arrived). Each fetch asks for every assigned partition at its position with
-``fetch.min.bytes``, ``fetch.max.wait.ms`` (the DelayedFetch delay, spec §4.2), ``fetch.max.bytes`` and
-``max.partition.fetch.bytes``. The broker reads up to the HW (isolation HIGH_WATERMARK). On a response the
-complete batches are consumed -- the first time a consumer sees a batch is recorded -- a trailing partial
-batch is discarded, and the position moves to the end of the last complete batch.
+``fetch.min.bytes``, ``fetch.max.wait.ms`` (the DelayedFetch delay, ``ReplicaManager.fetchMessages``),
+``fetch.max.bytes`` and ``max.partition.fetch.bytes``. The broker reads up to the HW (isolation
+HIGH_WATERMARK). On a response the complete batches are consumed -- the first time a consumer sees a batch is
+recorded -- a trailing partial batch is discarded, and the position moves to the end of the last complete
+batch.
 
 Errors: OFFSET_OUT_OF_RANGE resets the partition to the log start (``auto.offset.reset=earliest``, which
 is where the consumer starts too); other errors retry after ``retry.backoff.ms`` (100). A fetch without a

@@ -8,7 +8,7 @@
   created, when a response frees an in-flight slot, and when the earliest linger expires, and sends one
   ProduceRequest with the drained batches while fewer than ``max.in.flight.requests.per.connection``
   requests are in flight.
-* acks=0: the request completes when it is sent (no response, spec §3.6).
+* acks=0: the request completes when it is sent (no response: ``KafkaApis.handleProduceRequest``).
 * ``request.timeout.ms`` client-side: when the oldest in-flight request is that old, Kafka's NetworkClient
   disconnects ("Disconnecting from node due to request timeout"): that request fails with
   REQUEST_TIMED_OUT, every other request in flight on the connection with NETWORK_EXCEPTION, and a new

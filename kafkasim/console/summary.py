@@ -16,7 +16,7 @@ from rich.text import Text
 from kafkasim.console.format import count, ms, seconds
 
 STATS = ("p50", "p95", "p99", "p99.9", "max")
-# Kafka's RequestMetrics breakdown, in the order a request goes through the broker (spec §9.2).
+# Kafka's RequestMetrics breakdown, in the order a request goes through the broker (``RequestMetrics``).
 BREAKDOWN_ROWS = (
     ("TotalTimeMs", "TotalTimeMs"),
     ("RequestQueueTimeMs", "  RequestQueueTimeMs"),

@@ -1,10 +1,10 @@
 """What travels between a client and the broker: one `RequestEnvelope` per request.
 
 The envelope is the request, its response and its timing trace in one object. It carries Kafka's
-``RequestMetrics`` timestamps (spec §9.2) plus the client's own (intended send, actual send, receive), so
-the recorder can turn a finished envelope into one row of the ``requests`` table without a second object.
-All times are float simulated milliseconds; NaN means "not reached" (a request still in flight at the end
-of a run, an acks=0 produce that never gets a response, a client timeout).
+``RequestMetrics`` timestamps (``RequestChannel.Request``) plus the client's own (intended send, actual send,
+receive), so the recorder can turn a finished envelope into one row of the ``requests`` table without a second
+object. All times are float simulated milliseconds; NaN means "not reached" (a request still in flight at the
+end of a run, an acks=0 produce that never gets a response, a client timeout).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ API_PRODUCE: Api = "Produce"
 API_FETCH_CONSUMER: Api = "FetchConsumer"
 API_FETCH_FOLLOWER: Api = "FetchFollower"
 
-# Kafka's RequestMetrics timestamps (spec §9.2) framed by the client's own: the envelope's timestamp
-# attributes and, in this order, the timestamp columns of the recorder's ``requests`` table.
+# Kafka's RequestMetrics timestamps (RequestChannel.Request) framed by the client's own: the envelope's
+# timestamp attributes and, in this order, the timestamp columns of the recorder's ``requests`` table.
 REQUEST_TIMESTAMPS = (
     "intended_ms",
     "client_send_ms",
@@ -51,7 +51,8 @@ FETCH_RESPONSE_PARTITION_BYTES = 60
 
 
 class ProduceRequestData:
-    """A ProduceRequest: acks, the ``timeout`` field (DelayedProduce delay, spec §3.6) and the batches."""
+    """A ProduceRequest: acks, the ``timeout`` field (the DelayedProduce delay,
+    ``KafkaApis.handleProduceRequest``) and the batches."""
 
     __slots__ = ("acks", "timeout_ms", "entries")
 
@@ -65,7 +66,8 @@ class FetchRequestData:
     """A FetchRequest as the client sends it: request-level limits and per-partition ``PartitionData``.
 
     The broker turns the request fields into ``FetchParams`` (capping ``max_bytes`` by its own
-    ``fetch.max.bytes``, spec §4.1) when a handler takes the request. ``replica_id`` >= 0 is a follower.
+    ``fetch.max.bytes``, ``KafkaApis.handleFetchRequest``) when a handler takes the request. ``replica_id`` >=
+    0 is a follower.
     """
 
     __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "fetch_infos", "replica_epoch")
@@ -83,7 +85,8 @@ class FetchRequestData:
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
-        # [(tp, kafkasim.broker.fetch.PartitionData)] in request order (reads follow this order, spec §4.4).
+        # [(tp, kafkasim.broker.fetch.PartitionData)] in request order (reads follow this order,
+        # ReplicaManager.readFromLog).
         self.fetch_infos = fetch_infos
         self.replica_epoch = replica_epoch
 
@@ -96,11 +99,11 @@ class RequestEnvelope:
     (request_id, api, client, partitions, request_bytes, response_bytes, acks, error, client_timeout and
     the timestamps), so the recorder takes it as is -- one object per request, not two.
 
-    Timestamps (Kafka's names, spec §9.2): ``start_ms`` (processor finished reading), ``dequeue_ms``
-    (handler took it), ``local_complete_ms`` (end of KafkaApis.handle, or a synchronous response),
-    ``response_complete_ms`` (sendResponse called), ``response_dequeue_ms`` (processor took the response),
-    ``end_ms`` (response written). Client side: ``intended_ms`` (when open-loop load meant to send the
-    oldest record of the request; equals ``client_send_ms`` for closed-loop fetchers), ``client_send_ms``
+    Timestamps (Kafka's names, ``RequestChannel.Request``): ``start_ms`` (processor finished reading),
+    ``dequeue_ms`` (handler took it), ``local_complete_ms`` (end of KafkaApis.handle, or a synchronous
+    response), ``response_complete_ms`` (sendResponse called), ``response_dequeue_ms`` (processor took the
+    response), ``end_ms`` (response written). Client side: ``intended_ms`` (when open-loop load meant to send
+    the oldest record of the request; equals ``client_send_ms`` for closed-loop fetchers), ``client_send_ms``
     and ``client_receive_ms``.
     """
 
@@ -158,7 +161,7 @@ class RequestEnvelope:
         self.response_bytes = 0
         self.error: Errors | None = None
         self.client_timeout = False
-        # acks=0 produce: the broker sends nothing back (spec §3.6, NoOpResponse).
+        # acks=0 produce: the broker sends nothing back (KafkaApis.handleProduceRequest, NoOpResponse).
         self.expects_response = expects_response
         self.on_response = on_response
         # Bytes the handler read from the log for a fetch (drives the read cost).

@@ -9,7 +9,7 @@ from kafkasim.timer import TimerTask
 
 
 class DelayedOperation(TimerTask):
-    """Kafka's `DelayedOperation` (spec §2.1): a `TimerTask` whose delay is the request timeout.
+    """Kafka's `DelayedOperation`: a `TimerTask` whose delay is the request timeout.
 
     Subclasses implement `try_complete` (check the condition; if met, `return self.force_complete()`),
     `on_complete` (build and send the response; called exactly once) and `on_expiration` (called after
@@ -45,8 +45,8 @@ class DelayedOperation(TimerTask):
     def force_complete(self) -> bool:
         """Complete now unless something already did: True iff this call completed the operation.
 
-        Spec §13.4: the timer entry is cancelled *before* `on_complete`, so `num_delayed` has already dropped
-        when the response is built; the flag makes completion exactly-once (Kafka's CAS).
+        Kafka's `forceComplete`: the timer entry is cancelled *before* `on_complete`, so `num_delayed` has
+        already dropped when the response is built; the flag makes completion exactly-once (Kafka's CAS).
         """
         if self._completed:
             return False
@@ -61,7 +61,7 @@ class DelayedOperation(TimerTask):
 
     def safe_try_complete_or_else(self, action: Callable[[], None]) -> bool:
         """Check; if not complete run `action` (watch the keys) and check again, all under the operation
-        lock (used by `try_complete_else_watch`; spec §2.3)."""
+        lock (Kafka's `safeTryCompleteOrElse`, used by `try_complete_else_watch`)."""
         if self.try_complete():
             return True
         action()

@@ -10,13 +10,13 @@ from kafkasim.timer import SystemTimer, Time
 
 
 class DelayedOperationPurgatory:
-    """Kafka's `DelayedOperationPurgatory` (spec §2.2–2.5).
+    """Kafka's `DelayedOperationPurgatory`.
 
     Each operation watches one or more keys and, unless `timer_enabled` is False, sits in the timer until its
     timeout. Completion is checked when a key changes (`check_and_complete(key)`); a completed operation
-    leaves the other keys' lists only when those keys are checked or a purge runs (spec §2.5), which is why
-    `watched` (PurgatorySize) can exceed the number of live operations while `num_delayed`
-    (NumDelayedOperations) counts each waiting operation once.
+    leaves the other keys' lists only when those keys are checked or a purge runs
+    (`Watchers.tryCompleteWatched`, `purgeCompleted`), which is why `watched` (PurgatorySize) can exceed the
+    number of live operations while `num_delayed` (NumDelayedOperations) counts each waiting operation once.
 
     Simplifications, all invisible in a single-threaded simulator: Kafka shards the key map 512 ways, each
     shard with its own lock, so that request threads do not contend; here one dict maps key -> Watchers
@@ -94,9 +94,10 @@ class DelayedOperationPurgatory:
     def try_complete_else_watch(self, operation: DelayedOperation, keys: Sequence[Hashable]) -> bool:
         """Complete `operation` now if it can, else watch it on every key and start its timeout.
 
-        Spec §13.5, two-phase: check; watch on all keys (+1 estimated total, once per operation); check
-        again; add to the timer only if still incomplete. Returns True iff one of the two checks completed
-        it (callers learn the outcome through the operation's callbacks and usually ignore this).
+        Kafka's `tryCompleteElseWatch` (2.7+, KAFKA-8334), two-phase: check; watch on all keys (+1 estimated
+        total, once per operation); check again; add to the timer only if still incomplete. Returns True iff
+        one of the two checks completed it (callers learn the outcome through the operation's callbacks and
+        usually ignore this).
         """
         if isinstance(keys, (str, bytes)) or not keys:
             raise ValueError(f"purgatory {self._name!r}: keys must be a non-empty sequence of keys, got {keys!r}")
@@ -147,8 +148,8 @@ class DelayedOperationPurgatory:
     def advance_clock(self) -> bool:
         """One reaper pass: run expired operations, then purge if enough completed ones may linger.
 
-        Spec §13.6: purge when `estimated total - num_delayed > purge_interval`; the estimate is then reset
-        to `num_delayed`. Returns whether the timer flushed any bucket.
+        Kafka's `advanceClock`: purge when `estimated total - num_delayed > purge_interval`; the estimate is
+        then reset to `num_delayed`. Returns whether the timer flushed any bucket.
         """
         advanced = self._timer.advance_clock()
         num_delayed = self._timer.size

@@ -9,7 +9,8 @@ from kafkasim.purgatory.delayed_operation import DelayedOperation
 
 
 class Watchers:
-    """A FIFO of the operations watching `key`; completed ones stay until checked or purged (spec §2.5).
+    """A FIFO of the operations watching `key`; completed ones stay until checked or purged (Kafka's
+    `Watchers.tryCompleteWatched` / `purgeCompleted`).
 
     Every pass rotates the deque in place: it pops each operation present when the pass began from the
     left and appends back the ones it keeps. That is O(1) per operation, allocation free, and stays

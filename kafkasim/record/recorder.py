@@ -32,7 +32,8 @@ NAN = math.nan
 
 APIS = ("Produce", "FetchConsumer", "FetchFollower")
 
-# Spec §9.2: (name, later timestamp, earlier timestamp); negative values are clamped to 0 like Kafka's.
+# Kafka's RequestChannel.Request.updateRequestMetrics: (name, later timestamp, earlier timestamp);
+# negative values are clamped to 0 like Kafka's.
 BREAKDOWN = (
     ("RequestQueueTimeMs", "dequeue_ms", "start_ms"),
     ("LocalTimeMs", "local_complete_ms", "dequeue_ms"),

@@ -1,4 +1,5 @@
-"""Kafka's RequestMetrics breakdown (spec §9.2) per API: where a request's TotalTimeMs goes.
+"""Kafka's RequestMetrics breakdown (``RequestMetrics``, ``RequestChannel.Request.updateRequestMetrics``) per
+API: where a request's TotalTimeMs goes.
 
 Each API gets its own panel (its own y scale: a 500 ms consumer long poll would flatten a 2 ms produce)
 with two stacked bars. "mean": the phase means, which add up to the mean TotalTimeMs. "p99": each phase's

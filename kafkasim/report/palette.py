@@ -2,7 +2,7 @@
 
 Okabe-Ito colours (distinguishable with the common colour-vision deficiencies). An API keeps its colour
 everywhere: the latency CDF, the histograms, the breakdown's axis labels, and the swimlane's lanes.
-A RequestMetrics phase (spec §9.2) keeps its colour in the stacked breakdown and in the swimlane.
+A ``RequestMetrics`` phase keeps its colour in the stacked breakdown and in the swimlane.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ API_COLOURS: Final = {"Produce": BLUE, "FetchConsumer": GREEN, "FetchFollower": 
 ACKS_LINESTYLES: Final = {-1: "-", 1: "--", 0: ":"}
 END_TO_END_COLOUR: Final = PURPLE
 
-# Kafka's RequestMetrics phases in the order a request lives through them (spec §9.2).
+# Kafka's RequestMetrics phases in the order a request lives through them.
 PHASES: Final = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
 PHASE_COLOURS: Final = {
     "RequestQueueTimeMs": SKY_BLUE,

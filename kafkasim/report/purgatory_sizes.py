@@ -1,4 +1,5 @@
-"""The two purgatory gauges over time, per purgatory (spec §2.2).
+"""The two purgatory gauges over time, per purgatory (Kafka's ``DelayedOperationPurgatory`` gauges
+``PurgatorySize`` and ``NumDelayedOperations``).
 
 They differ on purpose: PurgatorySize counts watch-list entries (an operation once per key, completed
 operations included until a checkAndComplete on that key or a purge removes them), NumDelayedOperations

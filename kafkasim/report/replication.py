@@ -1,8 +1,9 @@
 """Replication over time: the high watermark against every replica's log end offset, and ISR size.
 
-Spec §6.3: the leader's HW is the minimum LEO over the ISR, so the HW line can only step up once the
-slowest in-sync replica's LEO line has. The lower panel shows each replica's LEO − HW: how many offsets
-are written but not yet committed (not yet visible to consumers, not yet acknowledged to acks=all).
+Kafka's ``Partition.maybeIncrementLeaderHW``: the leader's HW is the minimum LEO over the ISR, so the HW line
+can only step up once the slowest in-sync replica's LEO line has. The lower panel shows each replica's LEO −
+HW: how many offsets are written but not yet committed (not yet visible to consumers, not yet acknowledged to
+acks=all).
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
 
 @skippable("isr_size")
 def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None) -> Figure:
-    """ISR size per partition over time (spec §6.4/§6.5: shrinks after replica.lag.time.max.ms)."""
+    """ISR size per partition over time (Kafka's ``Partition.maybeExpandIsr`` / ``maybeShrinkIsr``: shrinks
+    after replica.lag.time.max.ms)."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     isr = metric(frame, "IsrSize")
     partitions = sorted(set(isr["entity"]), key=natural_key)

@@ -1,4 +1,5 @@
-"""The life of one acks=all produce request as a swimlane (spec §10), for teaching.
+"""The life of one acks=all produce request as a swimlane (Kafka's ``DelayedProduce`` waiting for the
+followers' fetches to raise the HW), for teaching.
 
 Lanes top to bottom: the producer, the broker's network processor, the request handler thread, the
 Produce purgatory, each follower's fetches and each consumer's fetch that returned the batch. Colours are

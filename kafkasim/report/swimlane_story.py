@@ -1,11 +1,12 @@
 """What the produce swimlane shows, worked out from the run's tables before anything is drawn.
 
-Spec §10 (acks=all, RF=3, idle followers parked at LEO=N): the produce is appended on the handler thread
-(Local), its DelayedProduce waits in the Produce purgatory (Remote) while the append wakes the followers'
-parked fetches, which carry the batch; each follower appends and fetches again at N+k, and when the last
-ISR follower reports N+k the HW reaches N+k, which completes the DelayedProduce on that fetch's handler
-thread. Every span here comes from a recorded timestamp; the roles ("carries the batch", "moves the HW")
-are read off the timestamps, never assumed.
+Kafka's acks=all path (RF=3, idle followers parked at LEO=N; ``ReplicaManager.appendRecords``,
+``DelayedProduce``, ``DelayedFetch``, ``Partition.maybeIncrementLeaderHW``): the produce is appended on the
+handler thread (Local), its DelayedProduce waits in the Produce purgatory (Remote) while the append wakes the
+followers' parked fetches, which carry the batch; each follower appends and fetches again at N+k, and when the
+last ISR follower reports N+k the HW reaches N+k, which completes the DelayedProduce on that fetch's handler
+thread. Every span here comes from a recorded timestamp; the roles ("carries the batch", "moves the HW") are
+read off the timestamps, never assumed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kafkasim.report.latency_scale import short_ms
 from kafkasim.report.palette import PHASE_LABELS, PHASES, api_colour
 from kafkasim.report.skip import SkipFigure
 
-# A request's life in Kafka's RequestMetrics timestamps (spec §9.2), client ends included.
+# A request's life in Kafka's RequestMetrics timestamps (``RequestChannel.Request``), client ends included.
 TIMESTAMPS = ("client_send_ms", "start_ms", "dequeue_ms", "local_complete_ms", "response_complete_ms",
               "response_dequeue_ms", "end_ms", "client_receive_ms")
 PHASE_BOUNDS = dict(zip(PHASES, zip(TIMESTAMPS[1:6], TIMESTAMPS[2:7], strict=True), strict=True))
@@ -147,7 +148,8 @@ def _batches(records: pd.DataFrame | None, request_id: Any) -> pd.DataFrame:
 
 
 def _required_offsets(batches: pd.DataFrame) -> dict[str, int]:
-    """Per partition, the offset the HW must reach: last offset of the request's batches + 1 (spec §3.2)."""
+    """Per partition, the offset the HW must reach: last offset of the request's batches + 1 (Kafka's
+    ``ProducePartitionStatus.requiredOffset``)."""
     needed: dict[str, int] = {}
     if batches.empty or not {"topic", "partition", "offset", "record_count"} <= set(batches.columns):
         return needed
@@ -162,7 +164,8 @@ def _hw_instant(timeseries: pd.DataFrame | None, needed: dict[str, int], produce
     remote_from, remote_to = _t(produce, "local_complete_ms"), _t(produce, "response_complete_ms")
     error = int(produce["error"]) if "error" in produce.index and pd.notna(produce["error"]) else 0
     if error != 0:
-        # Spec §10 step 5 (or an ISR problem): the DelayedProduce completed without the HW getting there.
+        # The DelayedProduce timed out (Kafka's DelayedProduce.onExpiration) or an ISR problem: the
+        # DelayedProduce completed without the HW getting there.
         name = produce["error_name"] if "error_name" in produce.index else f"error {error}"
         return remote_to, f"DelayedProduce completed with {name}"
     label = ", ".join(f"{p} HW \u2265 {o}" for p, o in sorted(needed.items())) or "HW \u2265 required offset"
@@ -175,7 +178,8 @@ def _hw_instant(timeseries: pd.DataFrame | None, needed: dict[str, int], produce
         moment = max(times)
         if remote_from - EPSILON_MS <= moment <= remote_to + EPSILON_MS:
             return moment, label.replace("\u2265", "\u2192")
-    # Sampled too coarsely (or not at all): DelayedProduce completing is itself the proof (spec §3.2).
+    # Sampled too coarsely (or not at all): DelayedProduce completing is itself the proof
+    # (DelayedProduce.tryComplete completes only when the HW reached the required offset).
     return remote_to, f"{label} (implied: DelayedProduce completed)"
 
 
@@ -191,7 +195,8 @@ def _client_lanes(requests: pd.DataFrame, api: str, window: tuple[float, float])
 
 def _follower_lane(client: str, fetches: pd.DataFrame, produce: pd.Series, offsets_text: str) -> Lane:
     """The follower's fetches; the one that carries the batch and the next one (which reports the new LEO,
-    spec §6.2) are labelled, and the gap between them is the follower appending to its own log."""
+    Kafka's ``Partition.updateFollowerFetchState``) are labelled, and the gap between them is the follower
+    appending to its own log."""
     appended, completed = _t(produce, "dequeue_ms"), _t(produce, "response_complete_ms")
     lane = Lane(f"{client}\n(FetchFollower)", api_colour("FetchFollower"))
     rows = [fetch for _, fetch in fetches.iterrows()]

@@ -6,8 +6,10 @@ Besides the clients and the request pipeline, the engine runs the broker's backg
 
 * one expiration reaper per purgatory (Kafka's ``ExpiredOperationReaper``): it waits until the earliest
   timer bucket expires or 200 ms pass, whichever is first, then ``advance_clock`` (expire, then the purge
-  check). A bucket added with an earlier expiration wakes it, as Kafka's DelayQueue does (spec §1.5);
-* the ``isr-expiration`` task every ``replica.lag.time.max.ms / 2``, first run at start (spec §6.5);
+  check). A bucket added with an earlier expiration wakes it, as Kafka's DelayQueue does
+  (``SystemTimer.advanceClock``'s poll);
+* the ``isr-expiration`` task every ``replica.lag.time.max.ms / 2``, first run at start
+  (``ReplicaManager.startup``);
 * the ``kafka-log-retention`` task every ``log.retention.check.interval.ms``, first run 30 s after start
   (Kafka's LogManager.cleanupLogs): ``delete_old_segments`` on the leader's log of every partition and on
   every running follower's local logs. It bounds a long run's memory, which is mostly logged batches;

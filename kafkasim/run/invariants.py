@@ -5,8 +5,9 @@ When the scenario turns checks off (`enabled=False`) the engine skips the calls 
 disabled checker costs nothing; the methods still return at once if called.
 
 Checked rules:
-* the high watermark never decreases and never exceeds the leader's log end offset (spec §6.3, §7.4);
-* no delayed operation completes twice (spec §2.1: exactly-once `onComplete`);
+* the high watermark never decreases and never exceeds the leader's log end offset
+  (``UnifiedLog.maybeIncrementHighWatermark``);
+* no delayed operation completes twice (Kafka's `DelayedOperation.forceComplete`: exactly-once `onComplete`);
 * every request gets exactly one outcome -- a response or a recorded client timeout -- and none is
   left without one after its client-side deadline (`at_end`);
 * an acks=all produce's partition is settled with NONE only while |maximal ISR| >= effective min ISR
@@ -173,7 +174,7 @@ class InvariantChecker:
 
     def register_partition(self, tp: Hashable, isr: Iterable[int], effective_min_isr: int) -> None:
         """The leader's partition `tp` with its initial ISR (leader included) and effective min ISR
-        (`min(min.insync.replicas, replication factor)`, spec §6.1)."""
+        (`min(min.insync.replicas, replication factor)`, Kafka's `Partition.effectiveMinIsr`)."""
         if not self.enabled:
             return
         self._partitions[tp] = _PartitionState(set(isr), effective_min_isr)
@@ -181,9 +182,9 @@ class InvariantChecker:
     def on_isr_change(
         self, tp: Hashable, isr: Iterable[int], now: float, may_lose_data: Iterable[int] = ()
     ) -> None:
-        """The maximal ISR of `tp` is now `isr` (spec §6.1: committed ISR plus a pending expansion); its
-        members in `may_lose_data` (crashed replicas the leader still counts) need not keep acknowledged
-        data. A replica that leaves the ISR, or may lose data, is no longer bound to keep it."""
+        """The maximal ISR of `tp` is now `isr` (Kafka's `maximalIsr`: committed ISR plus a pending
+        expansion); its members in `may_lose_data` (crashed replicas the leader still counts) need not keep
+        acknowledged data. A replica that leaves the ISR, or may lose data, is no longer bound to keep it."""
         if not self.enabled:
             return
         state = self._partitions[tp]

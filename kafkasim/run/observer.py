@@ -148,7 +148,8 @@ class CheckedRunObserver(RunRecorder):
         partition = self._partitions.get(tp)
         if partition is None:
             return
-        # A pending expansion counts in the maximal ISR at once (spec §6.1); a pending shrink does not.
+        # A pending expansion counts in the maximal ISR at once (Kafka's PendingExpandIsr.maximalIsr); a
+        # pending shrink does not.
         added = set(request.isr) - set(partition.isr)
         if added:
             self._excluded -= added

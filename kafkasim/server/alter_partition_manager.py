@@ -18,7 +18,8 @@ from kafkasim.sim.calls import Call
 
 
 class DelayedAlterPartitionManager:
-    """AlterPartition through a controller that answers after ``latency`` (spec §6.6).
+    """AlterPartition through a controller that answers after ``latency`` (Kafka's ``AlterPartitionManager``;
+    the leader's side is ``Partition.handleAlterPartitionUpdate``).
 
     The controller's decision is taken when the answer is due, as the KRaft controller commits the
     request when it processes it.

@@ -1,4 +1,5 @@
-"""Kafka's purgatory expiration reaper (`ExpirationReaper-<brokerId>-<purgatoryName>`, spec §1.5) on SimPy.
+"""Kafka's purgatory expiration reaper (`ExpirationReaper-<brokerId>-<purgatoryName>`, the inner class
+`DelayedOperationPurgatory.ExpiredOperationReaper`) on SimPy.
 
 Kafka's reaper thread loops `purgatory.advanceClock(200)`: a `DelayQueue.poll(200 ms)` that returns the
 earliest timer bucket as soon as it is due -- or nothing once 200 ms have passed -- then the timer

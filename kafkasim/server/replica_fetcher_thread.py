@@ -1,4 +1,5 @@
-"""A follower broker's replica fetcher (spec §8): one ``ReplicaFetcherThread`` copying the leader's logs.
+"""A follower broker's replica fetcher (Kafka's ``ReplicaFetcherThread`` and ``AbstractFetcherThread``): one
+``ReplicaFetcherThread`` copying the leader's logs.
 
 Follower broker ``k`` keeps its own ``Log`` per partition it replicates. Its fetcher loop:
 
@@ -10,10 +11,10 @@ Follower broker ``k`` keeps its own ``Log`` per partition it replicates. Its fet
   needs no sleep between fetches: pacing comes from the leader's long poll.
 * On a response, per partition: NONE -> append the complete batches as follower (a trailing partial
   batch is dropped) after the append cost, ``HW := clamp(response HW, log start, LEO)`` -- the leader's HW
-  from *before* this fetch, so the follower learns an HW advance one round later (spec §13.13);
-  OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate; other errors -> that
-  partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole (no response
-  within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition.
+  from *before* this fetch, so the follower learns an HW advance one round later (Kafka's
+  ``Partition.readRecords``); OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate;
+  other errors -> that partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole
+  (no response within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition.
 * Then the next fetch, at once.
 
 Faults: ``pause`` freezes the thread (responses wait, nothing is sent); ``slow_disk`` multiplies the
@@ -263,7 +264,8 @@ class ReplicaFetcherThread(FetchClient):
             self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
-        # The whole request failed: reconnect, every partition backs off (spec §8).
+        # The whole request failed: reconnect, every partition backs off
+        # (AbstractFetcherThread.handlePartitionsWithErrors).
         self._fail_timed_out(envelope)
         backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():

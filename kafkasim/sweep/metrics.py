@@ -58,7 +58,7 @@ class MetricSpec(BaseModel):
 
 
 DEFAULT_METRICS: tuple[MetricSpec, ...] = (
-    # Kafka's RequestMetrics TotalTimeMs (spec §9.2: end - start, broker side), per api.
+    # Kafka's RequestMetrics TotalTimeMs (end - start, broker side), per api.
     MetricSpec(name="TotalTimeMs", table="requests", column="TotalTimeMs", by="api"),
     # What a producer waits for a batch, from the intended send time of its open-loop schedule (no
     # coordinated omission); one row per produced batch.

@@ -2,8 +2,9 @@
 
 A heap of `(expiration, seq, bucket)`: the sequence number breaks ties in offer order, so two buckets due at
 the same millisecond are flushed in a deterministic order and buckets themselves are never compared.
-A bucket is offered only when its expiration changed (spec §13.2), i.e. after it was flushed, so it is never
-in the heap twice and its heap key always equals its live expiration.
+A bucket is offered only when its expiration changed (Kafka's `TimerTaskList.setExpiration`, as used by
+`TimingWheel.add`), i.e. after it was flushed, so it is never in the heap twice and its heap key always equals
+its live expiration.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def _drop_task(task: TimerTask) -> None:
 
 
 class SystemTimer:
-    """Kafka's `SystemTimer` (spec §1.4), single-threaded.
+    """Kafka's `SystemTimer`, single-threaded.
 
     `add(task)` puts the task in the wheel at `now + delay_ms`; `advance_clock()` flushes every due bucket in
     expiration order, moving the wheel clocks to each bucket's expiration first so that its entries are
@@ -114,8 +114,8 @@ class SystemTimer:
         self._add_entry(TimerTaskEntry(task, task.delay_ms + self._time.milliseconds()))
 
     def _add_timer_task_entry(self, entry: TimerTaskEntry) -> None:
-        # Spec §13.1: refused because already expired against the wheel clock -> straight to the executor,
-        # never counted in size; refused because cancelled -> dropped.
+        # TimingWheel.add refused it because already expired against the wheel clock -> straight to the
+        # executor, never counted in size; refused because cancelled -> dropped.
         if not self._timing_wheel.add(entry) and entry.timer_task._timer_task_entry is entry:
             self._executor(entry.timer_task)
 
@@ -123,7 +123,7 @@ class SystemTimer:
         """Flush every bucket due at `time.milliseconds()`, in expiration order; True iff any was flushed.
 
         Buckets that the flush itself queues and that are already due are flushed in the same call, as
-        Kafka's non-blocking `poll()` loop does (spec §1.7 example 5).
+        Kafka's non-blocking `poll()` loop does (`SystemTimer.advanceClock`).
         """
         queue = self._delay_queue
         time = self._time

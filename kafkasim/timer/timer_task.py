@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 class TimerTask(ABC):
     """A task for `SystemTimer`. It sits in at most one bucket at a time, through its current entry.
 
-    Kafka's quirk, kept on purpose (spec §1.1): `is_cancelled` means "has no current entry", so a task that
-    was never added also reports cancelled, and a task that already ran does not.
+    Kafka's quirk, kept on purpose (`TimerTask.isCancelled`): `is_cancelled` means "has no current entry", so
+    a task that was never added also reports cancelled, and a task that already ran does not.
     """
 
     __slots__ = ("delay_ms", "_timer_task_entry")
@@ -42,8 +42,8 @@ class TimerTask(ABC):
         return self._timer_task_entry
 
     def _set_timer_task_entry(self, entry: TimerTaskEntry) -> None:
-        # Spec §1.1: binding a new entry first removes the previous one from its bucket, so re-adding a
-        # task moves it rather than leaving a second copy behind.
+        # Kafka's TimerTask.setTimerTaskEntry: binding a new entry first removes the previous one from its
+        # bucket, so re-adding a task moves it rather than leaving a second copy behind.
         old = self._timer_task_entry
         if old is not None and old is not entry:
             old.remove()

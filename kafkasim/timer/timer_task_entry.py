@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 class TimerTaskEntry:
     """`(timer_task, expiration_ms)` plus the bucket it is in and its neighbours there.
 
-    Constructing an entry binds it to its task, which evicts the task's previous entry (spec §1.1).
+    Constructing an entry binds it to its task, which evicts the task's previous entry (Kafka's
+    `TimerTaskEntry` constructor calls `TimerTask.setTimerTaskEntry`).
     """
 
     __slots__ = ("timer_task", "expiration_ms", "list", "next", "prev")

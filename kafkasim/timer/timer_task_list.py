@@ -60,7 +60,8 @@ class TimerTaskList:
         return self._expiration
 
     def set_expiration(self, expiration_ms: int) -> bool:
-        """Set the bucket's expiration; True iff it changed (spec §13.2: only then is it queued again)."""
+        """Set the bucket's expiration; True iff it changed (Kafka's `TimerTaskList.setExpiration`: only then
+        is it queued again)."""
         if self._expiration == expiration_ms:
             return False
         self._expiration = expiration_ms

@@ -11,11 +11,12 @@ class TimingWheel:
     """`wheel_size` buckets of `tick_ms` each, covering `[current_time_ms, current_time_ms + interval)`.
 
     An entry too far in the future goes to the overflow wheel, created on first need with
-    `tick = this interval` and `start = this wheel's *current* time` (spec §13.3). Worked example (tick 1,
-    size 20, start 0): expiration 450 is beyond level 1 ([0, 20)) and level 2 ([0, 400)), so it lands in
-    level 3 (tick 400) bucket 450 // 400 = 1, which expires at 400; at 400 it is re-added and falls into
-    level 2 bucket 22 % 20 = 2 (expires 440), at 440 into level 1 bucket 450 % 20 = 10, and runs at 450.
-    The wheel clock moves only in `advance_clock`, i.e. when a bucket expires (spec §1.3).
+    `tick = this interval` and `start = this wheel's *current* time` (Kafka's `TimingWheel.addOverflowWheel`).
+    Worked example (tick 1, size 20, start 0): expiration 450 is beyond level 1 ([0, 20)) and level 2
+    ([0, 400)), so it lands in level 3 (tick 400) bucket 450 // 400 = 1, which expires at 400; at 400 it is
+    re-added and falls into level 2 bucket 22 % 20 = 2 (expires 440), at 440 into level 1 bucket
+    450 % 20 = 10, and runs at 450. The wheel clock moves only in `advance_clock`, i.e. when a bucket expires (Kafka's
+    `TimingWheel.advanceClock`).
     """
 
     __slots__ = (
@@ -93,7 +94,7 @@ class TimingWheel:
         while True:
             current = wheel._current_time_ms
             tick = wheel._tick_ms
-            # Spec §13.1: "already expired" is judged against the wheel clock, which may lag real time.
+            # TimingWheel.add: "already expired" is judged against the wheel clock, which may lag real time.
             # (An entry that overflowed from the level below is never expired here.)
             if expiration < current + tick:
                 return False
@@ -101,7 +102,8 @@ class TimingWheel:
                 virtual_id = expiration // tick
                 bucket = wheel._buckets[virtual_id % wheel._wheel_size]
                 bucket.add(entry)
-                # Bucket expiration = start of its range; queue it only if that changed (spec §13.2).
+                # Bucket expiration = start of its range; queue it only if that changed
+                # (TimerTaskList.setExpiration).
                 if bucket.set_expiration(virtual_id * tick):
                     wheel._queue.offer(bucket)
                 return True
@@ -109,7 +111,7 @@ class TimingWheel:
             wheel = overflow if overflow is not None else wheel._add_overflow_wheel()
 
     def _add_overflow_wheel(self) -> TimingWheel:
-        # Spec §13.3: the parent's interval and its CURRENT wheel time, not the wall clock.
+        # TimingWheel.addOverflowWheel: the parent's interval and its CURRENT wheel time, not the wall clock.
         self._overflow_wheel = TimingWheel(
             self._interval,
             self._wheel_size,

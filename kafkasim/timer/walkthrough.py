@@ -2,7 +2,7 @@
 
 This is what `kafkasim wheel` shows: where each task sits and how it cascades down the levels until it
 runs. Time travels from one event to the next (the next add or the next bucket expiration), with the
-reaper prompt, as in spec §1.7.
+reaper prompt (Kafka's `SystemTimer.advanceClock` polls the delay queue until the next bucket is due).
 """
 
 from __future__ import annotations

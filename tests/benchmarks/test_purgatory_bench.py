@@ -1,9 +1,10 @@
 """Correctness cross-check of the purgatory benchmark (not a timing test).
 
 The benchmark only means something if both purgatories do the same work: every request completes at
-`arrival + latency` when latency < timeout and expires at `arrival + timeout` otherwise (spec §12, Scala
-semantics). These tests replay a small workload through the wheel and the heap purgatory and compare what
-each completed and expired, and when, against that rule and against each other.
+`arrival + latency` when latency < timeout and expires at `arrival + timeout` otherwise
+(TestPurgatoryPerformance, Scala semantics). These tests replay a small workload through the wheel and the
+heap purgatory and compare what each completed and expired, and when, against that rule and against each
+other.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class RecordingLatch(bench.Latch):
 
     def on_expiration(self, op: bench.FakeOperation) -> None:
         super().on_expiration(op)
-        # on_expiration follows on_complete for the same operation (spec §2.1), so mark its record.
+        # on_expiration follows on_complete for the same operation (DelayedOperation.run), so mark its record.
         at, request_id, _ = self.events[-1]
         assert request_id == op.request_id
         self.events[-1] = (at, request_id, True)
@@ -86,7 +87,7 @@ def test_wheel_and_heap_complete_and_expire_the_same_operations_at_the_same_time
 
 def test_workload_follows_kafkas_sampling() -> None:
     workload = small_workload(num=20_000, rate=50_000, timeout_ms=30_000, sample_size=50_000)
-    # Every request watches the one shared key list (spec §12 quirk).
+    # Every request watches the one shared key list (TestPurgatoryPerformance's quirk).
     assert len(workload.keys) == 3 and all(k.startswith("fakeKey") for k in workload.keys)
     # Poisson arrivals at ~50 k/s and a log-normal median near p50.
     assert 45_000 < workload.target_rate < 55_000

@@ -1,4 +1,5 @@
-"""BrokerConfig / LogConfig: Kafka's defaults (spec §9.3) and clear errors for impossible values."""
+"""BrokerConfig / LogConfig: Kafka's defaults (ServerConfigs, ReplicationConfigs, LogConfig) and clear errors
+for impossible values."""
 
 import pytest
 

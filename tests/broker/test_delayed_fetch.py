@@ -1,4 +1,4 @@
-"""DelayedFetch: cases A–H of spec §4.3 with the 3.8+ offset comparison, and on_complete (§13.11–12)."""
+"""DelayedFetch: DelayedFetch.tryComplete's cases A–H with the 3.8+ offset comparison, and onComplete."""
 
 from kafkasim.broker.delayed_fetch import DelayedFetch
 from kafkasim.broker.errors import Errors
@@ -82,8 +82,8 @@ def test_case_f_end_on_newer_segment_completes():
 
 
 def test_equal_offsets_never_complete_even_across_a_roll():
-    # spec §4.3 / §13.11: after an explicit roll the LEO is (N, N, 0) while the parked fetch holds
-    # (N, 0, size): the pre-3.8 rule would have called that an older segment and completed.
+    # DelayedFetch.tryComplete (3.8+): after an explicit roll the LEO is (N, N, 0) while the parked fetch
+    # holds (N, 0, size): the pre-3.8 rule would have called that an older segment and completed.
     broker = Broker(replicas=(0, 1))
     broker.produce(batch(), acks=1)
     follower = parked_follower(broker)

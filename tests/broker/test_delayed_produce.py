@@ -1,4 +1,5 @@
-"""DelayedProduce: spec §3.1–3.3 (preset REQUEST_TIMED_OUT, cases A–C, expiration, exactly once)."""
+"""DelayedProduce: its constructor, tryComplete, onExpiration / onComplete (preset REQUEST_TIMED_OUT, cases
+A–C, expiration, exactly once)."""
 
 from kafkasim.broker.delayed_produce import DelayedProduce
 from kafkasim.broker.errors import Errors
@@ -20,7 +21,8 @@ def test_completes_when_hw_reaches_last_offset_plus_one():
 
 
 def test_hw_not_isr_leo_is_the_condition():
-    # spec §3.2: follower 1 has the data but follower 2 (non-ISR, caught up by time) holds the HW.
+    # Partition.checkEnoughReplicasReachOffset: follower 1 has the data but follower 2 (non-ISR, caught up by
+    # time) holds the HW.
     broker = Broker(replicas=(0, 1, 2), isr=(0, 1))
     reply = broker.produce(batch())
     broker.fetch(1, 10, max_wait_ms=0)
@@ -44,7 +46,7 @@ def test_timeout_answers_request_timed_out_and_counts_per_partition():
     broker.advance(1000)
     assert reply.value[TP].error is Errors.REQUEST_TIMED_OUT
     assert reply.value[TP1].error is Errors.NONE
-    # spec §13.4: on_complete (the response) runs before on_expiration (the meter).
+    # DelayedOperation.run: on_complete (the response) runs before on_expiration (the meter).
     assert seen_at_callback == [0]
     assert broker.rm.metrics.produce_expires == 1
     assert broker.rm.metrics.produce_expires_by_partition == {TP: 1}

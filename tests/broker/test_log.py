@@ -1,5 +1,6 @@
-"""Log: append, roll (spec §7.2), read bounds (§7.3), HW maintenance (§7.4), truncation; Kafka's
-UnifiedLogTest / LogSegmentTest cases re-expressed for simulated batches."""
+"""Log: append, roll (LogSegment.shouldRoll), read bounds (UnifiedLog.read), HW maintenance
+(UnifiedLog.maybeIncrementHighWatermark), truncation; Kafka's UnifiedLogTest / LogSegmentTest cases
+re-expressed for simulated batches."""
 
 import random
 
@@ -93,7 +94,7 @@ def test_record_set_larger_than_segment_is_rejected():
 
 
 def test_size_roll_uses_whole_incoming_set():
-    # spec §7.2 / §13.16: size + incoming > segment.bytes, with incoming = the whole record set.
+    # LogSegment.shouldRoll: size + incoming > segment.bytes, with incoming = the whole record set.
     log = make_log(segment_bytes=300)
     log.append_as_leader([batch()], 0)  # size 100
     log.append_as_leader([batch(), batch()], 0)  # 100 + 200 = 300, not > 300: stays
@@ -194,7 +195,7 @@ def test_index_entry_needs_more_than_index_interval_bytes():
 
 
 def test_roll_moves_hw_metadata_when_hw_equals_leo():
-    # spec §7.2 / §13.15
+    # LogSegment.shouldRoll, UnifiedLog.roll (updateHighWatermarkWithLogEndOffset)
     log = make_log(segment_bytes=200)
     log.append_as_leader([batch(), batch()], 0)
     log.maybe_increment_high_watermark(log.log_end_offset_metadata)
@@ -273,7 +274,7 @@ def test_read_follower_bounded_by_leo_consumer_by_hw():
     follower = log.read(0, 10_000, LOG_END, True)
     consumer = log.read(0, 10_000, HW, True)
     assert follower.size_in_bytes == 450
-    # spec §7.3: HW reads never expose bytes beyond the HW position.
+    # UnifiedLog.read: HW reads never expose bytes beyond the HW position.
     assert consumer.size_in_bytes == 250
     assert [b.base_offset for b in consumer.records] == [0, 10]
 
@@ -354,7 +355,7 @@ def test_high_watermark_is_monotonic_and_bounded_by_leo():
 
 
 def test_same_offset_on_newer_segment_counts_as_increase():
-    # spec §6.3 / §13.15
+    # UnifiedLog.maybeIncrementHighWatermark: a newer segment counts as an increase
     log = make_log(segment_bytes=200)
     log.append_as_leader([batch(), batch()], 0)
     log.maybe_increment_high_watermark(LogOffsetMetadata(10, 0, 100))

@@ -1,4 +1,4 @@
-"""LogOffsetMetadata, 3.8+ rules (spec §5); Kafka's LogOffsetMetadataTest re-expressed."""
+"""LogOffsetMetadata, 3.8+ rules (KAFKA-16452); Kafka's LogOffsetMetadataTest re-expressed."""
 
 import pytest
 
@@ -13,7 +13,7 @@ def test_message_offset_only():
 
 
 def test_unknown_offset_metadata_is_message_only_minus_one():
-    # spec §5: 3.8+ value is (-1, -1, -1), no longer (-1, 0, 0).
+    # KAFKA-16452: 3.8+ value is (-1, -1, -1), no longer (-1, 0, 0).
     assert LogOffsetMetadata(-1, -1, -1) == UNKNOWN_OFFSET_METADATA
     assert UNKNOWN_OFFSET_METADATA.message_offset_only
 

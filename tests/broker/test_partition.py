@@ -1,5 +1,6 @@
-"""Partition: HW (spec §6.3), ISR expand/shrink (§6.4–6.5), AlterPartition answers (§6.6), leadership
-(§6.7), fetch validation (§4.4); Kafka's PartitionTest and IsrExpirationTest cases re-expressed."""
+"""Partition: HW (maybeIncrementLeaderHW), ISR expand/shrink (maybeExpandIsr, maybeShrinkIsr), AlterPartition
+answers (handleAlterPartitionUpdate), leadership (makeLeader), fetch validation (fetchRecords); Kafka's
+PartitionTest and IsrExpirationTest cases re-expressed."""
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_hw_increase_from_follower_fetch_checks_fetch_then_produce():
 
 
 def test_pending_expansion_counts_for_hw_immediately():
-    # spec §13.9: a pending expand's new member is in the maximal ISR at once.
+    # PendingExpandIsr.maximalIsr: a pending expand's new member is in the maximal ISR at once.
     s = Setup(isr=(0, 1), auto_complete=False)
     s.append(1)
     s.time.set(LAG + 10_000)  # follower 2 is not caught up by time
@@ -133,8 +134,8 @@ def test_pending_shrink_does_not_release_hw():
 
 
 def test_caught_up_eligible_non_isr_follower_holds_hw():
-    # spec §6.3: a caught-up, ISR-eligible follower outside the ISR still holds the HW, so a catching-up
-    # follower does not chase a moving HW forever.
+    # Partition.maybeIncrementLeaderHW: a caught-up, ISR-eligible follower outside the ISR still holds the HW,
+    # so a catching-up follower does not chase a moving HW forever.
     s = Setup(isr=(0, 1))
     s.append(1)
     s.follower_fetch(1, 10)
@@ -154,8 +155,8 @@ def test_ineligible_or_lagging_non_isr_follower_does_not_hold_hw():
 
 
 def test_hw_frozen_under_min_isr():
-    # spec §6.3 / §13.8 (3.7+): the committed ISR {0} is under min ISR 2, so even the leader alone does
-    # not move the HW.
+    # Partition.maybeIncrementLeaderHW (3.7+, KAFKA-15583): the committed ISR {0} is under min ISR 2, so even
+    # the leader alone does not move the HW.
     s = Setup(isr=(0,), min_isr=2, fenced=(1, 2))
     info = s.append(1)
     assert info.leader_hw_change is LeaderHwChange.SAME
@@ -303,8 +304,8 @@ def test_follower_at_leader_leo_never_expires():
 
 
 def test_follower_reaching_previous_leo_counts_as_caught_up_then():
-    # spec §13.14 in context: fetch at t=20000 sees LEO 20; the next fetch (t=40000) reaches 20 while the
-    # LEO is 30 => caught up as of 20000, so at t=50000 it is still within the 30 s lag.
+    # Replica.updateFetchStateOrThrow in context: fetch at t=20000 sees LEO 20; the next fetch (t=40000)
+    # reaches 20 while the LEO is 30 => caught up as of 20000, so at t=50000 it is still within the 30 s lag.
     s = Setup(replicas=(0, 1))
     s.append(2)
     s.time.set(20_000)
@@ -438,7 +439,7 @@ def test_make_leader_with_leader_only_isr_moves_hw():
 
 
 def test_fetch_returns_hw_captured_before_the_read():
-    # spec §13.13: the fetch that advances the HW reports the old one.
+    # Partition.readRecords: the fetch that advances the HW reports the old one.
     s = Setup(replicas=(0, 1))
     s.append(1)
     info = s.follower_fetch(1, 10)
@@ -495,7 +496,8 @@ def test_follower_fetch_records_follower_metadata():
 
 
 def test_acks_check_uses_maximal_isr_for_min_isr():
-    # spec §13.7: committed ISR {0} is under min ISR 2 but a pending expansion makes the maximal ISR {0, 1}.
+    # Partition.checkEnoughReplicasReachOffset: committed ISR {0} is under min ISR 2 but a pending expansion
+    # makes the maximal ISR {0, 1}.
     s = Setup(replicas=(0, 1), min_isr=2, auto_complete=False)
     s.append(1)
     s.follower_fetch(1, 10)  # HW 10

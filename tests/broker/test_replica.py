@@ -1,4 +1,4 @@
-"""Replica (spec §6.1–6.2, §6.7, §13.14); Kafka's ReplicaTest re-expressed."""
+"""Replica (updateFetchStateOrThrow, resetReplicaState, isCaughtUp); Kafka's ReplicaTest re-expressed."""
 
 import pytest
 
@@ -31,7 +31,8 @@ def test_fetch_at_leader_end_is_caught_up_now():
 
 
 def test_caught_up_time_takes_previous_fetch_time():
-    # spec §13.14: reaching the LEO seen at the previous fetch makes the follower caught up as of then.
+    # Replica.updateFetchStateOrThrow: reaching the LEO seen at the previous fetch makes the follower caught
+    # up as of then.
     r = Replica(1)
     fetch(r, 5, 100, leader_end=8)
     assert r.last_caught_up_time_ms == 0

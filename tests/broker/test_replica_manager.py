@@ -1,5 +1,6 @@
-"""ReplicaManager: append_records (§3.4), action queue (§3.5), fetch_messages (§4.2), read_from_log (§4.4),
-leadership changes (§6.7–6.8); Kafka's ReplicaManagerTest purgatory interplay re-expressed."""
+"""ReplicaManager: append_records, action queue, fetch_messages, read_from_log, leadership
+changes (Kafka's ReplicaManager.appendRecords, ActionQueue, fetchMessages, readFromLog, Partition.makeLeader);
+Kafka's ReplicaManagerTest purgatory interplay re-expressed."""
 
 import random
 
@@ -145,7 +146,7 @@ def test_post_append_checks_are_deferred_to_the_end_of_the_request():
     follower = broker.fetch(1, 0)
     assert not follower.done
     broker.produce(batch(), acks=1, end_request=False)
-    assert not follower.done  # spec §13.10: not from inside the append
+    assert not follower.done  # ActionQueue: not from inside the append
     assert broker.rm.try_complete_actions() == 1
     assert follower.done
 
@@ -244,7 +245,7 @@ def test_parked_fetch_watches_every_partition():
     assert (purgatory.watched, purgatory.num_delayed) == (2, 1)
     broker.produce(batch(), acks=1, tp=TP1)
     assert reply.done
-    # Completed through TP1, still listed under TP until TP is checked (spec §2.5).
+    # Completed through TP1, still listed under TP until TP is checked (Watchers.tryCompleteWatched).
     assert purgatory.watched == 1
 
 

@@ -1,7 +1,8 @@
-"""The end-to-end timelines of spec §10, driven by hand with ManualTime.
+"""Kafka's end-to-end timelines (acks=all produce, consumer long poll, under min ISR), driven by hand with
+ManualTime.
 
 Followers here are real follower-side ``Log``s fed from the leader's fetch responses, the way the engine's
-replica fetcher will drive them (spec §8).
+replica fetcher will drive them (ReplicaFetcherThread).
 """
 
 from kafkasim.broker.config import LogConfig
@@ -90,7 +91,7 @@ def test_acks_all_completes_on_second_followers_next_fetch():
     assert produce.partition().base_offset == n
     assert [b.base_offset for b in consumer.partition().records] == [n]
     assert consumer.partition().high_watermark == n + 5
-    # F2's own response carries the HW from before its fetch (spec §13.13) ...
+    # F2's own response carries the HW from before its fetch (Partition.readRecords) ...
     assert f2.reply.partition().high_watermark == n
     f2.apply()
     assert f2.log.high_watermark == n
@@ -178,7 +179,7 @@ def test_under_min_isr_acks_all_rejected_and_waiting_ones_time_out():
     assert broker.partition.isr == {0}
     assert broker.rm.metrics.isr_shrinks == 1
     # 3.7+: under min ISR the HW stays frozen, so the waiting produce does not complete with
-    # NOT_ENOUGH_REPLICAS_AFTER_APPEND (spec §13.8).
+    # NOT_ENOUGH_REPLICAS_AFTER_APPEND (Partition.maybeIncrementLeaderHW, 3.7+).
     assert broker.log.high_watermark == 0
     assert not waiting.done
 

@@ -2,9 +2,9 @@
 
     python tests/cli/broken_broker.py run SCENARIO ...
 
-ReplicaManager.append_records answers every produce request twice, which Kafka never does (spec §2.1:
-exactly-once completion); the engine's invariant checks must stop the run and the CLI must exit 1 with
-the violation's message. The product is untouched: the break lives only in this test script.
+ReplicaManager.append_records answers every produce request twice, which Kafka never does
+(DelayedOperation.forceComplete: exactly-once completion); the engine's invariant checks must stop the run
+and the CLI must exit 1 with the violation's message. The product is untouched: the break lives only in this test script.
 """
 
 from __future__ import annotations

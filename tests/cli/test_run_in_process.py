@@ -116,7 +116,7 @@ def test_snapshots_read_the_running_engine_and_change_nothing() -> None:
     # The leader's view of a follower lags its own log end by at most one fetch, never leads it.
     assert all(r.log_end_offset_at_leader is not None and r.log_end_offset_at_leader <= r.log_end_offset
                for r in followers)
-    # spec §6.3: HW = the minimum LEO over the (maximal) ISR, as the leader sees them.
+    # Partition.maybeIncrementLeaderHW: HW = the minimum LEO over the (maximal) ISR, as the leader sees them.
     assert partition.high_watermark == min(
         leader.log_end_offset, *(r.log_end_offset_at_leader or 0 for r in followers)
     )

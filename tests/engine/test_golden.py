@@ -4,8 +4,8 @@ These pin the engine's behaviour while its hot path is optimised (benchmarks/REA
 speed-up must give bit-identical tables. The scenarios are written inline (not read from scenarios/*.yaml,
 which are edited for teaching) and cover the paths a performance change could disturb: the benchmark's
 load shortened (RF 3, acks=all, Poisson, one consumer, linger), an acks mix with two partitions and a
-link fault, follower crash + restart (truncation, Case H of spec §4.3) with a pause, and tiny segments
-(rolls waking parked fetches, spec §4.3 Case F).
+link fault, follower crash + restart (truncation, DelayedFetch.tryComplete's case H) with a pause, and tiny
+segments (rolls waking parked fetches, DelayedFetch.tryComplete's case F).
 
 If a change legitimately alters results, regenerate with ``python -m tests.engine.test_golden`` and say
 why in the commit message.
@@ -69,7 +69,8 @@ def _crash_and_pause() -> Scenario:
             producer("one", acks=1, rate="300/s", arrival="poisson"),
         ],
         consumers=[consumer("c1")],
-        # A short lag time: the crashed follower leaves the ISR and rejoins after its restart (spec §6).
+        # A short lag time: the crashed follower leaves the ISR and rejoins after its restart
+        # (Partition.maybeShrinkIsr / maybeExpandIsr).
         broker={"replica.lag.time.max.ms": 300},
         followers={"replica.fetch.wait.max.ms": 100},
         faults=[

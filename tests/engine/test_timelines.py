@@ -1,4 +1,5 @@
-"""Spec §10 timelines, observed in full engine runs (small, deterministic scenarios)."""
+"""Kafka's acks=all, long-poll and under-min-ISR timelines, observed in full engine runs (small, deterministic
+scenarios)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _follower_link(latency: str) -> dict[str, object]:
 
 
 def test_acks_all_remote_time_is_one_follower_round_trip() -> None:
-    # spec §10: idle followers are parked at the LEO; the produce's action queue completes their fetches,
+    # Idle followers are parked at the LEO (DelayedFetch); the produce's action queue completes their fetches,
     # each follower appends and fetches again, and the second one's fetch raises the HW.
     result = run_scenario(scenario(followers=_follower_link("2ms")))
     produce = after_warmup(result, "Produce")
@@ -102,8 +103,8 @@ def test_paused_follower_leaves_the_isr_30_to_45_s_after_it_stopped() -> None:
     shrunk = isr[isr["value"] == 2.0]["time_ms"].to_numpy(dtype=float)
     assert shrunk.size, "the paused follower never left the ISR"
     left_at = shrunk[0]
-    # spec §6.5: stopped at 5 s; out of sync after replica.lag.time.max.ms (30 s), detected by the
-    # isr-expiration task that runs every 15 s (at 0, 15, 30, 45 s) -> removed at 45 s (+ controller).
+    # Partition.maybeShrinkIsr: stopped at 5 s; out of sync after replica.lag.time.max.ms (30 s), detected by
+    # the isr-expiration task that runs every 15 s (at 0, 15, 30, 45 s) -> removed at 45 s (+ controller).
     assert 5_000 + 30_000 <= left_at <= 5_000 + 45_000 + 100
     assert result.summary["counters"]["isr_shrinks"] == 1
     # While it is paused but still in the ISR, acks=all waits for it; afterwards latency drops back.
@@ -118,7 +119,8 @@ def test_paused_follower_leaves_the_isr_30_to_45_s_after_it_stopped() -> None:
 
 def test_under_min_isr_acks_all_fails_with_not_enough_replicas_while_acks_1_succeeds() -> None:
     # A short request.timeout.ms so that the acks=all producer, stuck behind produces appended while the
-    # ISR was still full (they wait for the paused follower, spec §10), reconnects soon after the shrink.
+    # ISR was still full (they wait for the paused follower: DelayedProduce.tryComplete), reconnects soon
+    # after the shrink.
     stuck_timeout = 7_000
     result = _paused_follower_run(
         2,
@@ -134,13 +136,15 @@ def test_under_min_isr_acks_all_fails_with_not_enough_replicas_while_acks_1_succ
     every = records[(records["producer"] == "all") & (records["send_ms"] > left_at + stuck_timeout + 500)]
     one = records[(records["producer"] == "one") & (records["send_ms"] > left_at + 500)]
     assert len(every) >= 10 and len(one) >= 10
-    # spec §3.4: the append-time min-ISR check refuses acks=all at once; acks=1 is appended anyway.
+    # Partition.appendRecordsToLeader: the append-time min-ISR check refuses acks=all at once; acks=1 is
+    # appended anyway.
     assert set(every["error"]) == {int(Errors.NOT_ENOUGH_REPLICAS)}
     assert (every["ack_ms"] - every["send_ms"]).max() < 20.0
     assert (every["offset"] == -1).all()
     assert set(one["error"]) == {0}
     assert (one["ack_ms"] - one["send_ms"]).max() < 20.0
-    # acks=1 was appended (offsets assigned) but the HW is frozen under min ISR (spec §6.3).
+    # acks=1 was appended (offsets assigned) but the HW is frozen under min ISR
+    # (Partition.maybeIncrementLeaderHW, 3.7+).
     assert (one["offset"] >= 0).all()
     hw = gauge(result, "HighWatermark", "t-0")
     frozen = hw[hw["time_ms"] > left_at + 500]["value"].to_numpy(dtype=float)
@@ -151,8 +155,9 @@ def test_under_min_isr_acks_all_fails_with_not_enough_replicas_while_acks_1_succ
 
 
 def test_one_handler_thread_under_load_makes_request_queue_time_dominate() -> None:
-    # A connection has at most one request in the broker (muting, spec §9.1), so queueing at the broker
-    # needs many connections: 20 producers offering ~1.1 handler-ms per ms to a single handler thread.
+    # A connection has at most one request in the broker (SocketServer's Processor mutes it), so queueing at
+    # the broker needs many connections: 20 producers offering ~1.1 handler-ms per ms to a single handler
+    # thread.
     result = run_scenario(
         scenario(
             duration="1500ms",

@@ -1,4 +1,4 @@
-"""DelayedOperation: spec §2.1 and §13.4 (exactly-once, cancel before on_complete, expiry order)."""
+"""DelayedOperation: forceComplete and run (exactly-once, cancel before on_complete, expiry order)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DelayedOperationPurgatory: Kafka's DelayedOperationTest cases and spec §2.3–2.5, §13.5–13.6."""
+"""DelayedOperationPurgatory: Kafka's DelayedOperationTest cases, tryCompleteElseWatch, checkAndComplete,
+Watchers and the purge in advanceClock."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_kafka_request_purge(purgatory: DelayedOperationPurgatory) -> None:
     r3.completable = True
     r3.try_complete()
     assert purgatory.num_delayed == 1
-    # ... but from a watch list only when that key is checked (spec §2.5).
+    # ... but from a watch list only when that key is checked (Watchers.tryCompleteWatched).
     assert purgatory.watched == 6
     purgatory.check_and_complete("test1")
     assert purgatory.watched == 4
@@ -121,7 +122,7 @@ def test_kafka_cancel_for_unknown_key_returns_nothing(purgatory: DelayedOperatio
     assert purgatory.cancel_for_key("key") == []
 
 
-# ---- two-phase try_complete_else_watch (spec §2.3, §13.5) ----
+# ---- two-phase try_complete_else_watch (Kafka's tryCompleteElseWatch) ----
 
 
 def test_completed_by_the_first_check_is_neither_watched_nor_delayed(purgatory: DelayedOperationPurgatory) -> None:
@@ -179,7 +180,7 @@ def test_timer_disabled_operations_never_expire(time: ManualTime) -> None:
     assert purgatory.check_and_complete("a") == 1
 
 
-# ---- completion and liveness (spec §2.4–2.5) ----
+# ---- completion and liveness (checkAndComplete, Watchers) ----
 
 
 def test_check_and_complete_counts_only_what_it_completed(purgatory: DelayedOperationPurgatory) -> None:

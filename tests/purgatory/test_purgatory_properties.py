@@ -1,6 +1,7 @@
 """Property: under random watch / complete / check / cancel / advance schedules the purgatory completes
 every operation at most once (on_complete before on_expiration, expiry exactly at the timeout), and its
-watch lists, `watched`, `num_delayed` and estimated total match a plain reference model of spec §2.3–2.5."""
+watch lists, `watched`, `num_delayed` and estimated total match a plain reference model of Kafka's
+tryCompleteElseWatch, checkAndComplete and Watchers."""
 
 from __future__ import annotations
 

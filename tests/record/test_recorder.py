@@ -38,7 +38,7 @@ def test_request_row_has_schema_and_spec_breakdown():
     assert p["ResponseQueueTimeMs"] == 0.5 and p["ResponseSendTimeMs"] == 0.5 and p["TotalTimeMs"] == 10
     assert p["client_latency_ms"] == 12
     f = df.iloc[1]
-    assert f["LocalTimeMs"] == 0.0  # negative clamped to 0 (spec §9.2)
+    assert f["LocalTimeMs"] == 0.0  # negative clamped to 0 (RequestChannel.Request.updateRequestMetrics)
     assert math.isnan(f["RemoteTimeMs"]) and math.isnan(f["TotalTimeMs"])  # not reached stays NaN
     assert f["error_name"] == "NONE"
 

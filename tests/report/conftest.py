@@ -1,4 +1,4 @@
-"""Fixtures: the hand-made spec §10 run of timeline.py as the engine's four outputs."""
+"""Fixtures: the hand-made acks=all run of timeline.py as the engine's four outputs."""
 
 from __future__ import annotations
 

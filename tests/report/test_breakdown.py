@@ -1,4 +1,4 @@
-"""The RequestMetrics breakdown (spec §9.2): stacked phases per API, mean and p99."""
+"""The RequestMetrics breakdown (Kafka's RequestMetrics): stacked phases per API, mean and p99."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The swimlane of one acks=all produce (spec §10): which request, which lanes, which labels, readable."""
+"""The swimlane of one acks=all produce (DelayedProduce): which request, which lanes, which labels,
+readable."""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def test_follower_roles_are_read_off_the_timestamps(tables: Tables) -> None:
     for follower in ("follower-1", "follower-2"):
         assert f"parked, woken by the append: returns offsets {first}\u2013{last}" in roles[follower]
         assert any(r.startswith("reports its new LEO") for r in roles[follower])
-    # spec §6.3: only the later of the two followers moves the HW, completing the produce on its thread.
+    # Partition.maybeIncrementLeaderHW: only the later of the two followers moves the HW, completing the
+    # produce on its thread.
     movers = [f for f in ("follower-1", "follower-2") if any("HW advances" in r for r in roles[f])]
     assert movers == ["follower-2"]
     assert any("returns it" in r for r in roles["consumer-1"])
@@ -159,7 +161,7 @@ def test_a_timed_out_produce_says_so_instead_of_claiming_the_hw_moved(tables: Ta
     produce = _median_acks_all(tables)
     requests = tables.requests.copy()
     row = requests.index[requests["request_id"] == produce["request_id"]]
-    requests.loc[row, ["error", "error_name"]] = [7, "REQUEST_TIMED_OUT"]  # spec §10 step 5
+    requests.loc[row, ["error", "error_name"]] = [7, "REQUEST_TIMED_OUT"]  # DelayedProduce expired
     story = build_story(requests, tables.records, tables.timeseries, tables.summary, produce["request_id"])
     assert story.hw_text == "DelayedProduce completed with REQUEST_TIMED_OUT"
     figure = produce_swimlane_figure(requests, tables.records, tables.timeseries, tables.summary,

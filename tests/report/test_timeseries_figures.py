@@ -45,7 +45,7 @@ def test_leo_minus_hw_is_never_negative_and_shows_the_uncommitted_batch(tables: 
     figure = log_offsets_figure(tables.timeseries, tables.summary)
     assert figure is not None
     lags = np.concatenate([line.get_ydata() for line in figure.axes[1].get_lines()])
-    assert lags.min() == 0  # spec §6.3: HW <= every ISR replica's LEO
+    assert lags.min() == 0  # Partition.maybeIncrementLeaderHW: HW <= every ISR replica's LEO
     assert lags.max() == 5  # the leader holds one 5-record batch the followers have not confirmed
 
 

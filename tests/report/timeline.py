@@ -1,4 +1,5 @@
-"""A small hand-made run that follows spec §10 step by step, as the engine's tables would show it.
+"""A small hand-made run that follows Kafka's acks=all produce step by step (DelayedProduce, DelayedFetch), as
+the engine's tables would show it.
 
 One partition orders-0, leader broker 0, followers follower-1 / follower-2 (brokers 1 and 2, both in the
 ISR), one consumer parked at the HW, producer-1 (acks=all) and, every fourth cycle, producer-2 (acks=1).
@@ -68,7 +69,7 @@ def build_run() -> Run:
     for metric, entity in starts:
         run.gauges.append((0.0, metric, entity, 0.0))
     run.gauges.append((0.0, "IsrSize", "orders-0", 3.0))
-    # Everyone starts parked at LEO = HW = 0 (spec §10, "idle followers parked at LEO=N").
+    # Everyone starts parked at LEO = HW = 0 (idle followers parked at LEO=N in DelayedFetch).
     parked = {name: run.request("FetchFollower", name, 0.1 * b, 0.02, 0.05) for name, b in followers.items()}
     consumer = run.request("FetchConsumer", "consumer-1", 0.3, 0.02, 0.05)
     for row in [*parked.values(), consumer]:
@@ -101,7 +102,8 @@ def build_run() -> Run:
             confirmed.append(reported)
             run.park(nxt["local_complete_ms"], "Fetch")
             parked[name] = nxt
-        hw_at = max(confirmed)  # spec §6.3: HW = min LEO over the ISR, so the later follower moves it
+        # Partition.maybeIncrementLeaderHW: HW = min LEO over the ISR, so the later follower moves it
+        hw_at = max(confirmed)
         run.gauges.append((hw_at, "HighWatermark", "orders-0", float(leo)))
         if acks == -1:
             run.respond(produce, hw_at)
@@ -128,7 +130,7 @@ def build_run() -> Run:
 def requests_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows).drop(columns=["net"], errors="ignore")
     frame["acks"] = frame["acks"].astype("Int8")
-    # spec §9.2 definitions.
+    # Kafka's RequestMetrics definitions.
     frame["RequestQueueTimeMs"] = frame["dequeue_ms"] - frame["start_ms"]
     frame["LocalTimeMs"] = frame["local_complete_ms"] - frame["dequeue_ms"]
     frame["RemoteTimeMs"] = frame["response_complete_ms"] - frame["local_complete_ms"]

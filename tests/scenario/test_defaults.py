@@ -1,4 +1,5 @@
-"""Kafka keys default to Kafka's values (spec §9.3); inherited values are resolved."""
+"""Kafka keys default to Kafka's values (ServerConfigs, LogConfig, ProducerConfig, ConsumerConfig); inherited
+values are resolved."""
 
 from __future__ import annotations
 

@@ -24,6 +24,14 @@ from kafkasim.scenario import Scenario, load_scenario
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = ROOT / "scenarios"
 SHIPPED = sorted(SCENARIO_DIR.glob("*.yaml"))
+# A Kafka class and method (DelayedProduce.tryComplete, Partition.maybeShrinkIsr), or a Kafka class that
+# holds a rule the scenarios teach.
+KAFKA_NAME = re.compile(
+    r"\b[A-Z][A-Za-z]+\.[a-z]+[A-Z]\w*"
+    r"|\b(?:Delayed(?:Produce|Fetch|Operation\w*)|ReplicaManager|Partition|Replica|UnifiedLog|LogSegment"
+    r"|KafkaApis|RequestMetrics|RequestChannel|SocketServer|\w*FetcherThread|ActionQueue|TimingWheel"
+    r"|SystemTimer|AlterPartitionManager)\b"
+)
 MODELINE = "# yaml-language-server: $schema=../kafkasim.schema.json"
 TEACHING = {
     "quickstart",
@@ -133,10 +141,14 @@ def test_scenario_validates_with_modeline_name_and_description(path: Path) -> No
     scenario = load_scenario(path)
     assert scenario.name == path.stem, "name and file name should agree (results are named after it)"
     description = scenario.description
-    # Each description says what the scenario teaches, cites the spec, and says what to look for.
+    # Each description says what the scenario teaches, cites the Kafka class or method that holds the rule
+    # (never a section of a document that is not in the repository), and says what to look for.
     assert "What it teaches" in description
     assert "What to look for" in description
-    assert re.search(r"spec §\d+", description), "cite the Kafka rule (spec section) it teaches"
+    assert "spec \u00a7" not in description, "cite Kafka's class and method, not a spec section"
+    assert KAFKA_NAME.search(description), (
+        "cite the Kafka class or method that holds the rule it teaches (e.g. DelayedProduce.tryComplete)"
+    )
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
@@ -192,10 +204,11 @@ def test_slow_follower_leaves_the_isr_at_the_first_check_30_s_after_falling_behi
     result = run(load("slow_follower_isr_shrink"))
     isr = gauge(result, "IsrSize", "orders-0")
     left_at = first_time(isr, 2.0)
-    # Slow from 5 s, last caught up around then; isr-expiration runs at 0, 15, 30, 45 s (spec §6.5).
+    # Slow from 5 s, last caught up around then; isr-expiration runs at 0, 15, 30, 45 s
+    # (Partition.maybeShrinkIsr).
     assert 45_000 <= left_at <= 45_000 + 500
     assert result.summary["counters"]["isr_shrinks"] == 1
-    # Back in the ISR once the disk recovers at 60 s (spec §6.4).
+    # Back in the ISR once the disk recovers at 60 s (Partition.maybeExpandIsr).
     assert 60_000 < first_time(isr, 3.0, after_ms=left_at) < 65_000
     assert result.summary["counters"]["isr_expands"] == 1
     # acks=all produces sent while it was slow and in the ISR are answered only when it leaves.
@@ -226,13 +239,15 @@ def test_min_isr_violation_refuses_acks_all_and_freezes_the_high_watermark() -> 
     assert 70_000 < back_at < 75_000  # restarted at 70 s
     assert result.summary["counters"]["isr_shrinks"] == 1
     timeout_ms = 10_000
-    # Under min ISR, acks=all is refused at once with NOT_ENOUGH_REPLICAS: nothing appended (spec §3.4).
+    # Under min ISR, acks=all is refused at once with NOT_ENOUGH_REPLICAS: nothing appended
+    # (Partition.appendRecordsToLeader).
     refused = batches(result, "payments-acks-all", shrunk_at + timeout_ms + 500, 69_000)
     assert len(refused) >= 20
     assert set(refused["error"]) == {int(Errors.NOT_ENOUGH_REPLICAS)}
     assert (refused["offset"] == -1).all()
     assert (refused["ack_ms"] - refused["send_ms"]).max() < 20.0
-    # Those appended before the shrink wait for an HW that cannot move, and time out (spec §13 rule 8).
+    # Those appended before the shrink wait for an HW that cannot move, and time out
+    # (Partition.maybeIncrementLeaderHW, 3.7+).
     stuck = batches(result, "payments-acks-all", 5_500, shrunk_at)
     assert int(Errors.REQUEST_TIMED_OUT) in set(stuck["error"])
     assert set(stuck["error"]) <= {int(Errors.REQUEST_TIMED_OUT), int(Errors.NETWORK_EXCEPTION)}
@@ -280,10 +295,11 @@ def test_segment_roll_completes_parked_follower_fetches_early() -> None:
     result = run(load("segment_roll_wakes_fetches", *overrides))
     segment_bytes = 256 * 1024
     appended = float(result.records["size_bytes"].sum())
-    rolls = appended / segment_bytes  # ~one roll per segment.bytes written (spec §7.2)
+    rolls = appended / segment_bytes  # ~one roll per segment.bytes written (LogSegment.shouldRoll)
     after_warmup = rolls * (10 / 12)
     early = _early_follower_fetches(result)
-    # Both followers are parked when a roll happens: each roll wakes two fetches (spec §4.3 case F)...
+    # Both followers are parked when a roll happens: each roll wakes two fetches (DelayedFetch.tryComplete,
+    # case F)...
     assert 2 * (math.floor(after_warmup) - 1) <= len(early) <= 2 * (math.ceil(after_warmup) + 1)
     assert set(early["client"]) == {"follower-1", "follower-2"}
     # ... with far fewer bytes than replica.fetch.min.bytes (1 MiB).

@@ -1,5 +1,5 @@
-"""SystemTimer: Kafka's TimerTest, the five worked examples of spec §1.7 (via `locate` and the trace), and
-the timer rules of spec §1.4 / §13."""
+"""SystemTimer: Kafka's TimerTest, five worked examples (tick 1, wheel size 20, via `locate` and
+the trace), and SystemTimer's and TimingWheel's rules."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_kafka_task_expiration_every_task_runs_once_at_its_expiration() -> None:
     assert timer.size == 0
 
 
-# ---- spec §1.7 worked examples (tick 1, wheel size 20, start 0, reaper prompt) ----
+# ---- worked examples (tick 1, wheel size 20, start 0, reaper prompt) ----
 
 
 def test_example_1_delay_5_runs_from_level_1_bucket_5() -> None:
@@ -153,7 +153,8 @@ def test_example_5_stale_wheel_clock_buckets_delay_0_and_it_runs_via_the_cascade
     time.set(1000)
     task = Task(0, "e", time, log)
     timer.add(task)
-    # Spec §13.1: not "already expired", because the wheel clock lags; L3 (interval 8000) vid 2 = [800, 1200).
+    # TimingWheel.add: not "already expired", because the wheel clock lags; L3 (interval 8000) vid 2 = [800,
+    # 1200).
     assert log == [("tick", 1)]
     assert timer.locate(task) == (3, 2, 800) and timer.size == 1
     assert timer.next_expiration_ms == 800  # already due
@@ -169,7 +170,7 @@ def test_example_5_stale_wheel_clock_buckets_delay_0_and_it_runs_via_the_cascade
 
 
 def test_fires_at_exactly_the_expiration_unlike_kafkas_mock_timer() -> None:
-    # Spec §1.6/§13.17: MockTimer needs now > expiration (tests call advanceClock(1001) for 1000 ms);
+    # Kafka's MockTimer needs now > expiration (tests call advanceClock(1001) for 1000 ms);
     # the real timer, and so kafkasim, runs at now == expiration.
     timer, time, log, _ = make()
     timer.add(Task(1000, "x", time, log))
@@ -185,7 +186,7 @@ def test_cancel_removes_at_once_and_the_empty_bucket_is_still_flushed() -> None:
     timer.add(task)
     task.cancel()
     assert timer.size == 0 and timer.locate(task) is None
-    assert timer.next_expiration_ms == 7  # spec §1.4: the bucket stays in the delay queue
+    assert timer.next_expiration_ms == 7  # SystemTimer: the bucket stays in the delay queue
     time.set(7)
     assert timer.advance_clock() is True
     assert log == [] and timer.next_expiration_ms is None

@@ -1,4 +1,5 @@
-"""TimerTaskList and TimerTaskEntry: Kafka's TimerTaskListTest, plus the list's own rules (spec §1.1)."""
+"""TimerTaskList and TimerTaskEntry: Kafka's TimerTaskListTest, plus the list's own rules (TimerTaskList,
+TimerTaskEntry, TimerTask.setTimerTaskEntry)."""
 
 from __future__ import annotations
 

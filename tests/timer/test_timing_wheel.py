@@ -1,4 +1,5 @@
-"""TimingWheel: Kafka's TimingWheelTest (tick 10, size 5, start 1000) and spec §1.2–1.3, §13.1–13.3."""
+"""TimingWheel: Kafka's TimingWheelTest (tick 10, size 5, start 1000) and TimingWheel.add / advanceClock /
+addOverflowWheel."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def test_overflow_wheel_is_created_once_with_parent_interval_as_tick(
 def test_overflow_wheel_starts_at_the_parents_current_time_not_the_original_start(
     parts: tuple[TimingWheel, TaskCounter, DelayQueue],
 ) -> None:
-    # Spec §13.3: start = parent's current wheel time at creation.
+    # TimingWheel.addOverflowWheel: start = parent's current wheel time at creation.
     wheel, _, _ = parts
     wheel.advance_clock(START + 3 * TICK + 4)
     assert wheel.add(entry(START + 3 * TICK + TICK * SIZE + 1))
@@ -112,5 +113,5 @@ def test_bucket_expiration_is_the_start_of_its_range_and_is_queued_once(
     assert wheel.add(entry(1021))  # same bucket [1020, 1030)
     bucket = wheel.bucket((1027 // TICK) % SIZE)
     assert bucket.expiration == 1020 and len(bucket) == 2
-    assert len(queue) == 1  # spec §13.2: offered only when its expiration changed
+    assert len(queue) == 1  # TimerTaskList.setExpiration: offered only when its expiration changed
     assert counter.value == 2
