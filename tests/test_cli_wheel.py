@@ -12,15 +12,18 @@ from kafkasim.console.app import main, parse_add
 from kafkasim.timer.walkthrough import ScheduledAdd
 
 
-def kafkasim(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+def kafkasim(*args: str, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
     return subprocess.run(
         [sys.executable, "-m", "kafkasim", *args], capture_output=True, text=True, env=env, timeout=60
     )
 
 
 def test_wheel_prints_the_cascade_step_by_step() -> None:
-    result = kafkasim("wheel", "--tick-ms", "1", "--wheel-size", "20", "--add", "450", "--add", "8@2", "--add", "19@2", "--add", "350")
+    result = kafkasim(
+        "wheel", "--wide", "--tick-ms", "1", "--wheel-size", "20", "--add", "450", "--add", "8@2", "--add", "19@2",
+        "--add", "350",
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for header in ("time ms", "event", "task", "level", "bucket", "bucket range", "note"):
@@ -41,6 +44,37 @@ def test_wheel_defaults_to_kafkas_tick_and_size() -> None:
     assert result.returncode == 0, result.stderr
     assert "tick 1 ms, 20 buckets per level" in result.stdout
     assert "[20, 40)" in result.stdout and "[25, 26)" in result.stdout
+
+
+def flat(text: str) -> str:
+    """The output with every run of whitespace made one space: a wrapped note reads as one line."""
+    return " ".join(text.split())
+
+
+def test_default_view_fits_80_columns_and_no_note_is_cut() -> None:
+    result = kafkasim("wheel", columns=80)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, max(lines, key=len)
+    assert len(lines) < 80  # 20 steps of one line plus their notes, not 185 lines of 7-character notes
+    out = flat(result.stdout)
+    for note in (
+        "delay 450 → exp 450 fits L3 window [0, 8000); bucket queued for 400",
+        "flush 1 entry; wheel clocks L1=400 L2=400 L3=400",
+        "from L3: exp 450 fits L2 window [400, 800); bucket queued for 440",
+        "exp 450 < L1 time 450 + tick 1 → executor",
+    ):
+        assert note in out
+    # One step per line: time, event, task, level, bucket, range, size.
+    assert "400 demote T1 L2 2 [440, 460) 1" in [flat(line) for line in lines]
+
+
+def test_wide_view_keeps_one_line_per_step() -> None:
+    result = kafkasim("wheel", "--wide", columns=80)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "│" in line]
+    assert any("delay 450 → exp 450 fits L3 window [0, 8000); bucket queued for 400" in row for row in rows)
+    assert max(len(line) for line in result.stdout.splitlines()) > 80
 
 
 BAD_ARGUMENTS = [
@@ -93,4 +127,5 @@ def test_parse_add_accepts_delay_and_delay_at_time() -> None:
 def test_help_still_works() -> None:
     result = kafkasim("wheel", "--help")
     assert result.returncode == 0
-    assert "--add" in result.stdout and "--wheel-size" in result.stdout
+    for option in ("--add", "--wheel-size", "--wide"):
+        assert option in result.stdout

@@ -78,6 +78,10 @@ def wheel(
     ] = None,
     tick_ms: Annotated[int, typer.Option("--tick-ms", help="Level-1 tick in ms (Kafka: 1).")] = 1,
     wheel_size: Annotated[int, typer.Option("--wheel-size", help="Buckets per level (Kafka: 20).")] = 20,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="One line per step with the note in a last column, however wide that is."),
+    ] = False,
 ) -> None:
     """Show, step by step in simulated time, where Kafka's timing wheel puts each task and how it cascades
     down the levels until it runs."""
@@ -94,7 +98,7 @@ def wheel(
     from kafkasim.console.wheel import print_walkthrough
     from kafkasim.timer.walkthrough import trace_schedule
 
-    print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size))
+    print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size), wide=wide)
 
 
 @app.command(short_help="Run a scenario; write its results and print latency percentiles per api.",

@@ -1,26 +1,40 @@
-"""Rich tables for `kafkasim wheel`: a timing-wheel walkthrough, step by step in simulated time.
+"""Rich output for `kafkasim wheel`: a timing-wheel walkthrough, step by step in simulated time.
 
 A top-level module rather than part of `kafkasim.report`, whose package imports matplotlib and pandas:
 `kafkasim wheel` needs only rich and should start in a blink.
+
+The default view fits the terminal (80 columns is enough): each step is one line of short columns with its
+note on the lines below, wrapped, never cut. `wide=True` puts the note in a last column instead, one line
+per step, at whatever width that takes (for a wide terminal or `less -S`).
 """
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+import textwrap
+
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from kafkasim.timer.trace import BucketExpired, TaskDropped, TaskExecuted, TaskPlaced, TimerEvent
 from kafkasim.timer.walkthrough import Walkthrough
 
-_EVENT_STYLE = {"add": "bold cyan", "demote": "yellow", "bucket due": "magenta", "run": "bold green", "drop": "red"}
+_EVENT_STYLE = {
+    "add": "bold cyan",
+    "demote": "yellow",
+    "bucket due": "magenta",
+    "run": "bold green",
+    "drop": "red",
+}
+_HEADERS = ("time ms", "event", "task", "level", "bucket", "bucket range", "size", "note")
+_RIGHT = {"time ms", "bucket", "size"}
 
 
 def _range(start_ms: int, end_ms: int) -> str:
     return f"[{start_ms}, {end_ms})"
 
 
-def _row(event: TimerEvent) -> tuple[str, str, str, str, str, str, str, str]:
+def _row(event: TimerEvent) -> tuple[str, ...]:
     """(time, event, task, level, bucket, bucket range, size, note) for one trace event."""
     if isinstance(event, TaskPlaced):
         window = _range(event.wheel_time_ms, event.wheel_time_ms + event.wheel_interval_ms)
@@ -72,23 +86,51 @@ def _row(event: TimerEvent) -> tuple[str, str, str, str, str, str, str, str]:
     )
 
 
+def _rows(walkthrough: Walkthrough) -> list[tuple[str, ...]]:
+    return [_row(event) for event in walkthrough.events]
+
+
 def wheel_trace_table(walkthrough: Walkthrough) -> Table:
+    """Every step as one table row, the note in the last column (the wide view)."""
     table = Table(show_lines=False)
-    for header, justify in (
-        ("time ms", "right"),
-        ("event", "left"),
-        ("task", "left"),
-        ("level", "left"),
-        ("bucket", "right"),
-        ("bucket range", "left"),
-        ("size", "right"),
-        ("note", "left"),
-    ):
-        table.add_column(header, justify=justify, no_wrap=header != "note")  # type: ignore[arg-type]
-    for event in walkthrough.events:
-        cells = _row(event)
+    for header in _HEADERS:
+        table.add_column(header, justify="right" if header in _RIGHT else "left", no_wrap=True)
+    for cells in _rows(walkthrough):
         table.add_row(*cells[:1], Text(cells[1], style=_EVENT_STYLE[cells[1]]), *cells[2:])
     return table
+
+
+def wheel_trace_lines(walkthrough: Walkthrough, width: int) -> Text:
+    """Every step as one line of short columns, its note wrapped to `width` on the lines below it."""
+    rows = _rows(walkthrough)
+    columns = _HEADERS[:-1]
+    widths = [max([len(header), *(len(row[i]) for row in rows)]) for i, header in enumerate(columns)]
+
+    def line(cells: tuple[str, ...], event_style: str = "") -> Text:
+        text = Text()
+        for i, (header, cell) in enumerate(zip(columns, cells, strict=False)):
+            if i:
+                text.append("  ")
+            padded = cell.rjust(widths[i]) if header in _RIGHT else cell.ljust(widths[i])
+            text.append(padded, style=event_style if i == 1 else "")
+        text.rstrip()
+        return text
+
+    indent = " " * (widths[0] + 2)  # notes start under the event column
+    out = Text()
+    out.append_text(line(columns, "bold"))
+    out.stylize("bold")
+    out.append("\n")
+    for cells in rows:
+        out.append_text(line(cells[:-1], _EVENT_STYLE[cells[1]]))
+        out.append("\n")
+        note = textwrap.fill(
+            cells[-1], width=max(width, len(indent) + 20), initial_indent=indent, subsequent_indent=indent,
+            break_long_words=False, break_on_hyphens=False,
+        )
+        out.append(note + "\n", style="dim")
+    out.rstrip()
+    return out
 
 
 def wheel_levels_table(walkthrough: Walkthrough) -> Table:
@@ -127,23 +169,35 @@ def wheel_tasks_table(walkthrough: Walkthrough) -> Table:
     return table
 
 
-def print_walkthrough(walkthrough: Walkthrough, console: Console | None = None) -> None:
+def walkthrough_renderable(walkthrough: Walkthrough, *, wide: bool = False, width: int = 80) -> Group:
+    steps: RenderableType = wheel_trace_table(walkthrough) if wide else wheel_trace_lines(walkthrough, width)
+    return Group(
+        Text(
+            f"Kafka's timing wheel: tick {walkthrough.tick_ms} ms, {walkthrough.wheel_size} buckets per "
+            "level; each level's tick is the interval of the level below",
+            style="bold",
+        ),
+        wheel_levels_table(walkthrough),
+        Text("Tasks", style="bold"),
+        wheel_tasks_table(walkthrough),
+        Text(
+            "Step by step (size = entries in buckets, Kafka's size())",
+            style="bold",
+        ),
+        steps,
+    )
+
+
+def print_walkthrough(walkthrough: Walkthrough, console: Console | None = None, *, wide: bool = False) -> None:
+    """Print the walkthrough to `console` (default: the terminal, or 80 columns when piped, unless COLUMNS
+    says otherwise). Wide: as wide as the one-line-per-step table needs."""
     if console is None:
         console = Console()
-        if not console.is_terminal:
-            # Piped or captured output: rich would default to 80 columns and fold the notes.
-            console = Console(width=max(console.width, 140))
-    console.print(
-        Group(
-            Text(
-                f"Kafka's timing wheel: tick {walkthrough.tick_ms} ms, {walkthrough.wheel_size} buckets per level; "
-                "each level's tick is the interval of the level below",
-                style="bold",
-            ),
-            wheel_levels_table(walkthrough),
-            Text("Tasks", style="bold"),
-            wheel_tasks_table(walkthrough),
-            Text("Step by step (size = entries in buckets, Kafka's size())", style="bold"),
-            wheel_trace_table(walkthrough),
+    if wide:
+        needed = console.measure(wheel_trace_table(walkthrough), options=console.options.update_width(10_000))
+        console = Console(
+            width=max(console.width, needed.maximum),
+            force_terminal=console.is_terminal,
+            no_color=console.no_color,
         )
-    )
+    console.print(walkthrough_renderable(walkthrough, wide=wide, width=console.width))
