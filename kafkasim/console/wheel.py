@@ -16,7 +16,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from kafkasim.timer.trace import BucketExpired, TaskDropped, TaskExecuted, TaskPlaced, TimerEvent
+from kafkasim.timer.trace import (
+    BucketExpired,
+    TaskCancelled,
+    TaskExecuted,
+    TaskPlaced,
+    TimerEvent,
+)
 from kafkasim.timer.walkthrough import Walkthrough
 
 _EVENT_STYLE = {
@@ -25,21 +31,37 @@ _EVENT_STYLE = {
     "bucket due": "magenta",
     "run": "bold green",
     "drop": "red",
+    "cancel": "bold red",
+    "complete": "bold blue",
 }
-_HEADERS = ("time ms", "event", "task", "level", "bucket", "bucket range", "size", "note")
-_RIGHT = {"time ms", "bucket", "size"}
+_HEADERS = ("time ms", "event", "task", "level", "bucket", "bucket range", "size", "queued", "note")
+_RIGHT = {"time ms", "bucket", "size", "queued"}
 
 
 def _range(start_ms: int, end_ms: int) -> str:
     return f"[{start_ms}, {end_ms})"
 
 
-def _row(event: TimerEvent) -> tuple[str, ...]:
-    """(time, event, task, level, bucket, bucket range, size, note) for one trace event."""
+def _cancel_note(event: TaskCancelled, ran_at_ms: int | None) -> str:
+    prefix = "done before its timeout, DelayedOperation.forceComplete cancels it: " if event.completed else ""
+    if event.level is None:
+        where = f"it ran at {ran_at_ms}" if ran_at_ms is not None else "it was cancelled before"
+        return f"{prefix}in no bucket ({where}): nothing to remove"
+    plural = "entry" if event.bucket_entries == 1 else "entries"
+    return (
+        f"{prefix}TimerTaskEntry.remove unlinks it from L{event.level} bucket {event.bucket_index} at once, "
+        f"O(1); {event.bucket_entries} {plural} left, the bucket stays queued until {event.bucket_start_ms}"
+    )
+
+
+def _row(event: TimerEvent, ran_at: dict[str, int | None]) -> tuple[str, ...]:
+    """(time, event, task, level, bucket, bucket range, size, queued, note) for one trace event."""
     if isinstance(event, TaskPlaced):
         window = _range(event.wheel_time_ms, event.wheel_time_ms + event.wheel_interval_ms)
         fits = f"exp {event.expiration_ms} fits L{event.level} window {window}"
-        queued = f"; bucket queued for {event.bucket_start_ms}" if event.bucket_queued else ""
+        queued = (
+            f"; bucket queued for {event.bucket_start_ms}" if event.bucket_queued else "; bucket already queued"
+        )
         if event.from_level is None:
             name, note = "add", f"delay {event.task.delay_ms} → {fits}{queued}"
         else:
@@ -52,11 +74,13 @@ def _row(event: TimerEvent) -> tuple[str, ...]:
             str(event.bucket_index),
             _range(event.bucket_start_ms, event.bucket_end_ms),
             str(event.size),
+            str(event.queued),
             note,
         )
     if isinstance(event, BucketExpired):
         clocks = " ".join(f"L{level}={t}" for level, t in enumerate(event.wheel_times_ms, start=1))
         plural = "entry" if event.entries == 1 else "entries"
+        early = " (its tasks left early)" if event.entries == 0 else ""
         return (
             str(event.time_ms),
             "bucket due",
@@ -65,7 +89,8 @@ def _row(event: TimerEvent) -> tuple[str, ...]:
             str(event.bucket_index),
             _range(event.bucket_start_ms, event.bucket_end_ms),
             str(event.size),
-            f"flush {event.entries} {plural}; wheel clocks {clocks}",
+            str(event.queued),
+            f"flush {event.entries} {plural}{early}; wheel clocks {clocks}",
         )
     if isinstance(event, TaskExecuted):
         expired = f"exp {event.expiration_ms} < L1 time {event.wheel_time_ms} + tick {event.tick_ms}"
@@ -73,7 +98,21 @@ def _row(event: TimerEvent) -> tuple[str, ...]:
             note = f"already expired on add: {expired} → executor at once, never counted in size"
         else:
             note = f"{expired} → executor"
-        return (str(event.time_ms), "run", str(event.task), "", "", "", str(event.size), note)
+        return (str(event.time_ms), "run", str(event.task), "", "", "", str(event.size), str(event.queued), note)
+    if isinstance(event, TaskCancelled):
+        return (
+            str(event.time_ms),
+            "complete" if event.completed else "cancel",
+            str(event.task),
+            "" if event.level is None else f"L{event.level}",
+            "" if event.bucket_index is None else str(event.bucket_index),
+            ""
+            if event.bucket_start_ms is None or event.bucket_end_ms is None
+            else _range(event.bucket_start_ms, event.bucket_end_ms),
+            str(event.size),
+            str(event.queued),
+            _cancel_note(event, ran_at.get(str(event.task))),
+        )
     return (
         str(event.time_ms),
         "drop",
@@ -82,12 +121,14 @@ def _row(event: TimerEvent) -> tuple[str, ...]:
         "",
         "",
         str(event.size),
+        str(event.queued),
         "cancelled entry refused by the wheel",
     )
 
 
 def _rows(walkthrough: Walkthrough) -> list[tuple[str, ...]]:
-    return [_row(event) for event in walkthrough.events]
+    ran_at = {task.name: task.ran_at_ms for task in walkthrough.tasks}
+    return [_row(event, ran_at) for event in walkthrough.events]
 
 
 def wheel_trace_table(walkthrough: Walkthrough) -> Table:
@@ -150,22 +191,17 @@ def wheel_levels_table(walkthrough: Walkthrough) -> Table:
 
 
 def wheel_tasks_table(walkthrough: Walkthrough) -> Table:
-    added_at: dict[str, int] = {}
-    for event in walkthrough.events:
-        if isinstance(event, (TaskPlaced, TaskExecuted, TaskDropped)) and event.from_level is None:
-            added_at.setdefault(str(event.task), event.time_ms)
     table = Table()
-    for header in ("task", "added at ms", "delay ms", "expires at ms", "ran at ms"):
-        table.add_column(header, justify="left" if header == "task" else "right")
-    for task in walkthrough.tasks:
-        at = added_at.get(task.name)
-        table.add_row(
-            task.name,
-            "" if at is None else str(at),
-            str(task.delay_ms),
-            "" if at is None else str(at + task.delay_ms),
-            "" if task.ran_at_ms is None else str(task.ran_at_ms),
-        )
+    for header in ("task", "added at ms", "delay ms", "expires at ms", "left at ms", "how"):
+        table.add_column(header, justify="left" if header in ("task", "how") else "right")
+    for task, at in zip(walkthrough.tasks, walkthrough.added_at_ms, strict=True):
+        if task.ran_at_ms is not None:
+            left, how = str(task.ran_at_ms), "ran"
+        elif task.removed_at_ms is not None:
+            left, how = str(task.removed_at_ms), "completed" if task.completed else "cancelled"
+        else:
+            left, how = "", ""
+        table.add_row(task.name, str(at), str(task.delay_ms), str(at + task.delay_ms), left, how)
     return table
 
 
@@ -181,7 +217,8 @@ def walkthrough_renderable(walkthrough: Walkthrough, *, wide: bool = False, widt
         Text("Tasks", style="bold"),
         wheel_tasks_table(walkthrough),
         Text(
-            "Step by step (size = entries in buckets, Kafka's size())",
+            "Step by step. size: entries in buckets (Kafka's size()); queued: buckets in the delay queue "
+            "(one entry per bucket, however many tasks it holds)",
             style="bold",
         ),
         steps,
