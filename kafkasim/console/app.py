@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from kafkasim.timer.walkthrough import ScheduledAdd
+from kafkasim.timer.walkthrough import ScheduledAdd, ScheduledCancel
 
 app = typer.Typer(
     name="kafkasim",
@@ -27,6 +27,7 @@ _USAGE_ERROR_EXIT_CODE = 2
 _MAX_MS = 2**63 - 1
 _ADD_PATTERN = re.compile(r"\s*(-?\d+)\s*(?:@\s*(-?\d+)\s*)?")
 _DEFAULT_ADDS = ("450", "8@2", "19@2", "350")
+_CANCEL_PATTERN = re.compile(r"\s*[Tt]?(\d+)\s*@\s*(-?\d+)\s*")
 
 
 def _print_version(value: bool) -> None:
@@ -65,6 +66,22 @@ def parse_add(text: str) -> ScheduledAdd:
     return ScheduledAdd(delay_ms=delay, at_ms=at)
 
 
+def parse_cancel(text: str, *, completed: bool = False) -> ScheduledCancel:
+    """Parse `ID@AT` (task T<ID> or <ID>, at AT whole ms >= 0) into a ScheduledCancel; BadParameter otherwise."""
+    option = "'--complete'" if completed else "'--cancel'"
+    match = _CANCEL_PATTERN.fullmatch(text)
+    if match is None:
+        raise typer.BadParameter(
+            f"{text!r} is not TASK@AT: a task of the --add list (T1 is the first) and a time in whole "
+            "milliseconds (e.g. T2@5)",
+            param_hint=option,
+        )
+    at = int(match.group(2))
+    if not 0 <= at <= _MAX_MS:
+        raise typer.BadParameter(f"{text!r}: time {at} ms is out of range; allowed 0 to {_MAX_MS} ms", param_hint=option)
+    return ScheduledCancel(task=int(match.group(1)), at_ms=at, completed=completed)
+
+
 @app.command(short_help="Walk through Kafka's timing wheel: where each task goes and how it cascades.")
 def wheel(
     add: Annotated[
@@ -78,9 +95,32 @@ def wheel(
     ] = None,
     tick_ms: Annotated[int, typer.Option("--tick-ms", help="Level-1 tick in ms (Kafka: 1).")] = 1,
     wheel_size: Annotated[int, typer.Option("--wheel-size", help="Buckets per level (Kafka: 20).")] = 20,
+    cancel: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cancel",
+            metavar="TASK@AT",
+            help="Cancel task TASK (T1 is the first --add) at AT ms: it leaves its bucket at once. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    complete: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--complete",
+            metavar="TASK@AT",
+            help="Complete TASK's operation at AT ms, before its timeout (DelayedOperation.forceComplete "
+            "cancels its timer task). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option("--wide", help="One line per step with the note in a last column, however wide that is."),
+    ] = False,
 ) -> None:
-    """Show, step by step in simulated time, where Kafka's timing wheel puts each task and how it cascades
-    down the levels until it runs."""
+    """Show, step by step in simulated time, where Kafka's timing wheel puts each task, how it cascades
+    down the levels until it runs, and how a cancelled or completed task leaves at once."""
     if tick_ms < 1:
         raise typer.BadParameter(f"tick must be a whole number of ms >= 1, got {tick_ms}", param_hint="'--tick-ms'")
     if wheel_size < 2:
@@ -89,12 +129,18 @@ def wheel(
             param_hint="'--wheel-size'",
         )
     adds = [parse_add(text) for text in (add or _DEFAULT_ADDS)]
+    cancels = [parse_cancel(text) for text in cancel or ()]
+    cancels += [parse_cancel(text, completed=True) for text in complete or ()]
 
     # Imported here so that other verbs (and --help) do not pay for them, and vice versa.
     from kafkasim.console.wheel import print_walkthrough
     from kafkasim.timer.walkthrough import trace_schedule
 
-    print_walkthrough(trace_schedule(adds, tick_ms=tick_ms, wheel_size=wheel_size))
+    try:
+        walkthrough = trace_schedule(adds, cancels, tick_ms=tick_ms, wheel_size=wheel_size)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--cancel' / '--complete'") from None
+    print_walkthrough(walkthrough, wide=wide)
 
 
 @app.command(short_help="Run a scenario; write its results and print latency percentiles per api.",

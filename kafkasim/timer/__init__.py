@@ -10,13 +10,21 @@ from kafkasim.timer.timer_task import TimerTask
 from kafkasim.timer.timer_task_entry import TimerTaskEntry
 from kafkasim.timer.timer_task_list import TaskCounter, TimerTaskList
 from kafkasim.timer.timing_wheel import TimingWheel
-from kafkasim.timer.trace import BucketExpired, TaskDropped, TaskExecuted, TaskPlaced, TimerEvent
+from kafkasim.timer.trace import (
+    BucketExpired,
+    TaskCancelled,
+    TaskDropped,
+    TaskExecuted,
+    TaskPlaced,
+    TimerEvent,
+)
 
 __all__ = [
     "BucketExpired",
     "DelayQueue",
     "ManualTime",
     "SystemTimer",
+    "TaskCancelled",
     "TaskCounter",
     "TaskDropped",
     "TaskExecuted",

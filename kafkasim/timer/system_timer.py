@@ -109,6 +109,12 @@ class SystemTimer:
         """Earliest bucket expiration in the delay queue (possibly of a bucket emptied by cancels), or None."""
         return self._delay_queue.peek_expiration()
 
+    @property
+    def queued_buckets(self) -> int:
+        """Buckets in the delay queue: at most one entry per bucket (a bucket is offered only when its
+        expiration changes), so at most `wheel_size` per level in use, however many tasks there are."""
+        return len(self._delay_queue)
+
     def add(self, task: TimerTask) -> None:
         """Schedule `task` at `now + task.delay_ms`. Re-adding a task moves it (its old entry leaves its bucket)."""
         self._add_entry(TimerTaskEntry(task, task.delay_ms + self._time.milliseconds()))
@@ -187,6 +193,7 @@ class SystemTimer:
                 entries=len(bucket),
                 wheel_times_ms=self._wheel_times(),
                 size=self.size,
+                queued=len(self._delay_queue),
             )
         )
         outer = self._flushing_level
@@ -220,6 +227,7 @@ class SystemTimer:
                     from_level=from_level,
                     bucket_queued=len(self._delay_queue) > queued_before,
                     size=self.size,
+                    queued=len(self._delay_queue),
                 )
             )
         elif entry.cancelled:
@@ -230,6 +238,7 @@ class SystemTimer:
                     expiration_ms=entry.expiration_ms,
                     from_level=from_level,
                     size=self.size,
+                    queued=len(self._delay_queue),
                 )
             )
         else:
@@ -242,6 +251,7 @@ class SystemTimer:
                     tick_ms=self._timing_wheel.tick_ms,
                     from_level=from_level,
                     size=self.size,
+                    queued=len(self._delay_queue),
                 )
             )
             self._executor(task)

@@ -27,6 +27,7 @@ class TaskPlaced:
     from_level: int | None
     bucket_queued: bool  # the bucket's expiration changed, so it was (re)offered to the delay queue
     size: int  # timer size after the placement
+    queued: int  # buckets in the delay queue after the placement
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class BucketExpired:
     entries: int
     wheel_times_ms: tuple[int, ...]  # current time of every level after the advance, level 1 first
     size: int  # timer size before the flush
+    queued: int  # buckets left in the delay queue once this one was taken out
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class TaskExecuted:
     tick_ms: int
     from_level: int | None
     size: int
+    queued: int  # buckets in the delay queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,30 @@ class TaskDropped:
     expiration_ms: int
     from_level: int | None
     size: int
+    queued: int  # buckets in the delay queue
 
 
-TimerEvent = TaskPlaced | BucketExpired | TaskExecuted | TaskDropped
+@dataclass(frozen=True, slots=True)
+class TaskCancelled:
+    """`TimerTask.cancel()` was called: by hand (`completed` False) or because the operation completed
+    before its timeout (`completed` True: Kafka's `DelayedOperation.forceComplete` cancels its timer task).
+
+    The timer never sees a cancel (Kafka's `TimerTask.cancel` unlinks the entry from its bucket with
+    `TimerTaskEntry.remove`, O(1)), so whoever cancels reports it; `kafkasim wheel` does. `level` is None
+    when the task was in no bucket (it had run or was cancelled before): then nothing changes. The bucket
+    itself stays in the delay queue, with one entry fewer, until its expiration.
+    """
+
+    time_ms: int
+    task: TimerTask
+    completed: bool
+    level: int | None
+    bucket_index: int | None
+    bucket_start_ms: int | None
+    bucket_end_ms: int | None
+    bucket_entries: int  # entries left in that bucket after the removal (0 if in no bucket)
+    size: int  # timer size after the removal
+    queued: int  # buckets in the delay queue: a cancel does not change it
+
+
+TimerEvent = TaskPlaced | BucketExpired | TaskExecuted | TaskDropped | TaskCancelled

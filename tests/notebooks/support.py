@@ -37,8 +37,21 @@ def kernel_manager(kernels_dir: Path) -> KernelManager:
     return KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
 
 
-def assert_generated(notebook: Path, generator: Path) -> None:
-    """The committed notebook is exactly what its generator script builds (so edits go to the script)."""
+def without_outputs(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of `notebook` with every code cell's outputs and execution count cleared."""
+    copy = nbformat.from_dict(notebook)
+    for cell in copy.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    return copy
+
+
+def assert_generated(notebook: Path, generator: Path, *, outputs_stored: bool = False) -> None:
+    """The committed notebook is exactly what its generator script builds (so edits go to the script).
+
+    `outputs_stored`: the notebook is committed with its outputs; its cells, outputs aside, must be the
+    generator's (the test that executes it checks the outputs)."""
     spec = importlib.util.spec_from_file_location(generator.stem, generator)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -48,7 +61,10 @@ def assert_generated(notebook: Path, generator: Path) -> None:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(generator.parent))
-    assert notebook.read_text(encoding="utf-8") == nbformat.writes(module.build()), (
+    committed = notebook.read_text(encoding="utf-8")
+    if outputs_stored:
+        committed = nbformat.writes(without_outputs(nbformat.reads(committed, as_version=4)))
+    assert committed == nbformat.writes(module.build()), (
         f"notebooks/{notebook.name} is stale: run `uv run python notebooks/{generator.name}`"
     )
 
