@@ -199,6 +199,24 @@ def plot(
     raise typer.Exit(plot_command(run_dir))
 
 
+
+@app.command(short_help="Compare saved runs: percentiles side by side, differences, an overlaid figure.")
+def compare(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN_A RUN_B [RUN...]",
+                                              help="Result directories of kafkasim run (two or more).",
+                                              show_default=False)],
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR", help="Where to write compare.png and compare.json (default: "
+        "runs/compare-<A>-vs-<B>). A new or empty directory, or an earlier comparison holding only those files.",
+        show_default=False)] = None,
+) -> None:
+    """Compare two or more saved runs: p50, p95, p99, p99.9, max and count per API (broker TotalTimeMs), per
+    client, per producer and per consumer, with each later run's difference and ratio to the first; and a
+    latency-by-percentile figure with one line per run (exit 2 on a directory that is not a result)."""
+    from kafkasim.console.compare import compare_command
+
+    raise typer.Exit(compare_command(runs, out))
+
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
