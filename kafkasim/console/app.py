@@ -217,6 +217,25 @@ def compare(
 
     raise typer.Exit(compare_command(runs, out))
 
+
+@app.command(short_help="Export a saved run: HdrHistogram interval logs (.hlog) and CSV summary tables.")
+def export(
+    run_dir: Annotated[str, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
+                                           show_default=False)],
+    hlog: Annotated[str | None, typer.Option(
+        "--hlog", metavar="DIR", help="Write one HdrHistogram interval log per API (TotalTimeMs) and per client "
+        "(send -> receive) into DIR.", show_default=False)] = None,
+    csv: Annotated[str | None, typer.Option(
+        "--csv", metavar="DIR", help="Write latency.csv and counters.csv (the summary's tables, plus per client, "
+        "producer and consumer) into DIR.", show_default=False)] = None,
+) -> None:
+    """Export a saved run for other tools: HdrHistogram interval logs readable by HdrHistogram's own tools
+    (microseconds, 1 s intervals of simulated time, warm-up left out) and CSV tables. Each DIR must be new,
+    empty, or an earlier export holding only kafkasim's files; exit 2 otherwise."""
+    from kafkasim.console.export import export_command
+
+    raise typer.Exit(export_command(run_dir, hlog=hlog, csv_dir=csv))
+
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],

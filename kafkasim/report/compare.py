@@ -124,10 +124,11 @@ def _after_warmup_records(records: pd.DataFrame, warmup: float) -> pd.DataFrame:
     return records[records["send_ms"].to_numpy(dtype=float, na_value=np.nan) >= warmup]
 
 
-def _samples(run: Run) -> dict[tuple[str, str, str], np.ndarray]:
-    """(kind, key, measure) -> the run's latencies (ms), after warm-up."""
-    warmup = warmup_ms(run.result.summary)
-    requests = after_warmup(run.result.requests, warmup)
+def latency_samples(result: RunResult) -> dict[tuple[str, str, str], np.ndarray]:
+    """(kind, key, measure) -> the run's latencies (ms), after warm-up: per API (TotalTimeMs), per client
+    (send -> receive), per producer (intended send -> ack), per consumer (intended send -> first seen)."""
+    warmup = warmup_ms(result.summary)
+    requests = after_warmup(result.requests, warmup)
     out: dict[tuple[str, str, str], np.ndarray] = {}
     api = requests["api"].astype(str)
     for name in _ordered(set(api), API_ORDER):
@@ -135,7 +136,7 @@ def _samples(run: Run) -> dict[tuple[str, str, str], np.ndarray]:
     client = requests["client"].astype(str)
     for name in _ordered(set(client)):
         out[("client", name, "client send -> receive")] = finite(requests.loc[client == name, "client_latency_ms"])
-    records = _after_warmup_records(run.result.records, warmup)
+    records = _after_warmup_records(result.records, warmup)
     if {"producer", "ack_ms", "first_intended_ms", "error"} <= set(records.columns):
         ok = records[records["error"].to_numpy() == 0]
         producer = ok["producer"].astype(str)
@@ -154,7 +155,7 @@ def _samples(run: Run) -> dict[tuple[str, str, str], np.ndarray]:
 def compare_groups(runs: Sequence[Run]) -> list[Group]:
     """Every latency any run has, in a fixed order (APIs, clients, producers, consumers), with each run's
     percentiles (None for a run without it)."""
-    per_run = [_samples(run) for run in runs]
+    per_run = [latency_samples(run.result) for run in runs]
     keys: list[tuple[str, str, str]] = []
     for samples in per_run:
         keys.extend(k for k in samples if k not in keys)
