@@ -236,6 +236,32 @@ def export(
 
     raise typer.Exit(export_command(run_dir, hlog=hlog, csv_dir=csv))
 
+
+@app.command(short_help="Trace one request of a saved run: its RequestMetrics stages, why it waited, a swimlane.")
+def trace(
+    run_dir: Annotated[str, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
+                                           show_default=False)],
+    request: Annotated[int | None, typer.Option("--request", metavar="ID", help="The request_id to trace.",
+                                                show_default=False)] = None,
+    slowest: Annotated[str | None, typer.Option(
+        "--slowest", metavar="API", help="Trace the slowest request (TotalTimeMs, after warm-up) of API: produce, "
+        "fetch-consumer or fetch-follower.", show_default=False)] = None,
+    client: Annotated[str | None, typer.Option("--client", metavar="NAME", help="With --at: this client's request.",
+                                               show_default=False)] = None,
+    at: Annotated[float | None, typer.Option("--at", metavar="MS", help="With --client: the request in flight at "
+                                             "MS (simulated ms), else the first sent after it.",
+                                             show_default=False)] = None,
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR", help="Where to write trace.png and trace.json (default: runs/trace-<run>-<id>); a "
+        "new or empty directory, or an earlier trace.", show_default=False)] = None,
+) -> None:
+    """Tell the story of one request: each of Kafka's RequestMetrics stages with its time and duration and
+    what happens there; for a request that waited in a purgatory, why it waited and what completed it (for a
+    DelayedFetch: max wait expired, min bytes reached, a segment roll, an error); and its swimlane figure."""
+    from kafkasim.console.trace import trace_command
+
+    raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out))
+
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
