@@ -20,8 +20,11 @@ _KIND_TITLES = {
 }
 
 
-def _signed(value: float) -> str:
-    return ("+" if value > 0 else "") + ms(value) if value != 0 else "0"
+def _signed(value: float, stat: str) -> str:
+    if value == 0:
+        return "0"
+    text = f"{int(value):,}" if stat == "count" else ms(value)
+    return ("+" if value > 0 else "") + text
 
 
 def _ratio(value: float) -> str:
@@ -44,7 +47,8 @@ def group_table(runs: Sequence[Run], group: Group) -> Table:
         if index == 0 or base is None:
             continue
         pairs = [difference(base, stats, s) for s in STATS]
-        table.add_row(f"  {run.letter}-A", *(_signed(p[0]) if p else "-" for p in pairs), style="cyan")
+        table.add_row(f"  {run.letter}-A", *(_signed(p[0], s) if p else "-" for p, s in zip(pairs, STATS, strict=True)),
+                      style="cyan")
         table.add_row(f"  {run.letter}/A", *(_ratio(p[1]) if p else "-" for p in pairs), style="cyan")
     return table
 

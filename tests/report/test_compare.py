@@ -6,10 +6,15 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+from rich.console import Console
 
+from kafkasim.console.compare import group_table
 from kafkasim.record.result import RunResult
-from kafkasim.report.compare import CompareError, compare_groups, difference, load_runs
+from kafkasim.record.summary import percentiles
+from kafkasim.report.compare import CompareError, Group, Run, compare_groups, difference, load_runs
 from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
 
 
@@ -87,3 +92,15 @@ def test_bad_input_is_a_message_and_exit_2(two_runs: tuple[Path, Path], tmp_path
     assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "w"))
     with pytest.raises(CompareError, match="at least two"):
         load_runs([two_runs[0]])
+
+
+def test_a_count_difference_is_a_whole_number() -> None:
+
+    a, b = np.linspace(1.0, 2.0, 500), np.linspace(1.0, 2.0, 409)
+    group = Group("api", "Produce", "TotalTimeMs", (percentiles(a), percentiles(b)), (a, b))
+    empty = RunResult(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    runs = [Run("A", Path("a"), empty), Run("B", Path("b"), empty)]
+    console = Console(width=80, record=True)
+    console.print(group_table(runs, group))
+    row = next(line for line in console.export_text().splitlines() if "B-A" in line)
+    assert row.split()[1] == "-91"
