@@ -339,6 +339,19 @@ def _roll_during(result: RunResult, parked: float, done: float) -> str:
     return "; ".join(found)
 
 
+def short_cause(waited: tuple[str, ...]) -> str:
+    """A few words for the figure: what completed the delayed operation."""
+    text = " ".join(waited)
+    for needle, short in (("max wait expired", "DelayedFetch: max wait expired"),
+                          ("min bytes was reached", "DelayedFetch: min bytes reached"),
+                          ("a segment roll):", "DelayedFetch: a segment roll (case F)"),
+                          ("Completed by an error", "DelayedFetch: completed by an error"),
+                          ("case H", "DelayedFetch: completed early (case F or H)")):
+        if needle in text:
+            return short
+    return "response ready"
+
+
 # ------------------------------------------------------------------------------------------- swimlane
 def _request_lanes(row: pd.Series, origin: float, purgatory_name: str, remote_text: str) -> list[Lane]:
     send, receive = _f(row, "client_send_ms"), _f(row, "client_receive_ms")
@@ -386,8 +399,7 @@ def build_trace_story(result: RunResult, row: pd.Series, waited: tuple[str, ...]
     woken = _busy_at(result.requests, done, rid) if done - parked > EPSILON_MS else result.requests.iloc[0:0]
     for _, other in woken.head(3).iterrows():
         lanes.append(_other_lane(other, "completes it"))
-    reason = next((line for line in waited if line.startswith("Completed")), "")
-    short = reason.split(":")[0].split(" (")[0] if reason else "response ready"
+    short = short_cause(waited)
     span = max(receive - send, 1e-3)
     lo = min([send, *(float(r["client_send_ms"]) for _, r in woken.head(3).iterrows())])
     hi = max([receive, *(float(r["client_receive_ms"]) for _, r in woken.head(3).iterrows())])

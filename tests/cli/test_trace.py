@@ -83,6 +83,10 @@ def test_delayed_fetch_max_wait_and_segment_roll_are_told_apart(rolls: Path, tmp
     assert not early.empty  # the scenario's claim: a roll wakes the parked follower fetches
     story = "\n".join(explain_wait(run, early.iloc[0]))
     assert "segment roll" in story and "case F" in story
+    traced = trace_request(run, request_id=int(early.iloc[0]["request_id"]))
+    assert traced.story is not None and traced.story.hw_text == "DelayedFetch: a segment roll (case F)"
+    traced = trace_request(run, request_id=int(expired["request_id"]))
+    assert traced.story is not None and traced.story.hw_text == "DelayedFetch: max wait expired"
     # The reconstructed roll is one the log really made: its offset starts a batch the leader appended.
     found = segment_rolls(run)
     assert found is not None and not found.empty
