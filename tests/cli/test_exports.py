@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,24 @@ def test_bad_input_is_one_line_and_exit_2(run_dir: Path, tmp_path: Path) -> None
     again = tmp_path / "again"
     assert call("export", run_dir, "--csv", again) == 0
     assert call("export", run_dir, "--csv", again) == 0
+
+
+def _hdrhistogram_jar() -> Path | None:
+    jars = sorted((Path.home() / ".m2" / "repository" / "org" / "hdrhistogram" / "HdrHistogram").glob("*/*.jar"))
+    return jars[-1] if jars and shutil.which("java") else None
+
+
+@pytest.mark.skipif(_hdrhistogram_jar() is None, reason="needs java and HdrHistogram's jar in ~/.m2")
+def test_hdrhistograms_own_java_log_processor_reads_the_log(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "hlog"
+    assert call("export", run_dir, "--hlog", out) == 0
+    processed = tmp_path / "processed"
+    subprocess.run(["java", "-cp", str(_hdrhistogram_jar()), "org.HdrHistogram.HistogramLogProcessor", "-i",
+                    str(out / "api-Produce.hlog"), "-outputValueUnitRatio", "1000", "-csv", "-o", str(processed)],
+                   check=True, capture_output=True, timeout=120)
+    with open(processed, encoding="utf-8") as handle:
+        last = list(csv.DictReader(line for line in handle if not line.startswith("#")))[-1]
+    expected = RunResult.load(run_dir).summary["apis"]["Produce"]["TotalTimeMs"]
+    assert int(last["Total_Count"]) == expected["count"]
+    assert float(last["Total_50%"]) == pytest.approx(expected["p50"], abs=1e-3)
+    assert float(last["Total_99%"]) == pytest.approx(expected["p99"], abs=1e-3)
