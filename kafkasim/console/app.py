@@ -248,7 +248,7 @@ def trace(
         "fetch-consumer or fetch-follower.", show_default=False)] = None,
     client: Annotated[str | None, typer.Option("--client", metavar="NAME", help="With --at: this client's request.",
                                                show_default=False)] = None,
-    at: Annotated[float | None, typer.Option("--at", metavar="MS", help="With --client: the request in flight at "
+    at: Annotated[float | None, typer.Option("--at", metavar="MS", min=0.0, help="With --client: the request in flight at "
                                              "MS (simulated ms), else the first sent after it.",
                                              show_default=False)] = None,
     out: Annotated[str | None, typer.Option(
