@@ -245,6 +245,69 @@ def plot(
     raise typer.Exit(plot_command(run_dir))
 
 
+
+@app.command(short_help="Compare saved runs: percentiles side by side, differences, an overlaid figure.")
+def compare(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN_A RUN_B [RUN...]",
+                                              help="Result directories of kafkasim run (two or more).",
+                                              show_default=False)],
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR", help="Where to write compare.png and compare.json (default: "
+        "runs/compare-<A>-vs-<B>). A new or empty directory, or an earlier comparison holding only those files.",
+        show_default=False)] = None,
+) -> None:
+    """Compare two or more saved runs: p50, p95, p99, p99.9, max and count per API (broker TotalTimeMs), per
+    client, per producer and per consumer, with each later run's difference and ratio to the first; and a
+    latency-by-percentile figure with one line per run (exit 2 on a directory that is not a result)."""
+    from kafkasim.console.compare import compare_command
+
+    raise typer.Exit(compare_command(runs, out))
+
+
+@app.command(short_help="Export a saved run: HdrHistogram interval logs (.hlog) and CSV summary tables.")
+def export(
+    run_dir: Annotated[str, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
+                                           show_default=False)],
+    hlog: Annotated[str | None, typer.Option(
+        "--hlog", metavar="DIR", help="Write one HdrHistogram interval log per API (TotalTimeMs) and per client "
+        "(send -> receive) into DIR.", show_default=False)] = None,
+    csv: Annotated[str | None, typer.Option(
+        "--csv", metavar="DIR", help="Write latency.csv and counters.csv (the summary's tables, plus per client, "
+        "producer and consumer) into DIR.", show_default=False)] = None,
+) -> None:
+    """Export a saved run for other tools: HdrHistogram interval logs readable by HdrHistogram's own tools
+    (microseconds, 1 s intervals of simulated time, warm-up left out) and CSV tables. Each DIR must be new,
+    empty, or an earlier export holding only kafkasim's files; exit 2 otherwise."""
+    from kafkasim.console.export import export_command
+
+    raise typer.Exit(export_command(run_dir, hlog=hlog, csv_dir=csv))
+
+
+@app.command(short_help="Trace one request of a saved run: its RequestMetrics stages, why it waited, a swimlane.")
+def trace(
+    run_dir: Annotated[str, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
+                                           show_default=False)],
+    request: Annotated[int | None, typer.Option("--request", metavar="ID", help="The request_id to trace.",
+                                                show_default=False)] = None,
+    slowest: Annotated[str | None, typer.Option(
+        "--slowest", metavar="API", help="Trace the slowest request (TotalTimeMs, after warm-up) of API: produce, "
+        "fetch-consumer or fetch-follower.", show_default=False)] = None,
+    client: Annotated[str | None, typer.Option("--client", metavar="NAME", help="With --at: this client's request.",
+                                               show_default=False)] = None,
+    at: Annotated[float | None, typer.Option("--at", metavar="MS", min=0.0, help="With --client: the request in flight at "
+                                             "MS (simulated ms), else the first sent after it.",
+                                             show_default=False)] = None,
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR", help="Where to write trace.png and trace.json (default: runs/trace-<run>-<id>); a "
+        "new or empty directory, or an earlier trace.", show_default=False)] = None,
+) -> None:
+    """Tell the story of one request: each of Kafka's RequestMetrics stages with its time and duration and
+    what happens there; for a request that waited in a purgatory, why it waited and what completed it (for a
+    DelayedFetch: max wait expired, min bytes reached, a segment roll, an error); and its swimlane figure."""
+    from kafkasim.console.trace import trace_command
+
+    raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out))
+
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],

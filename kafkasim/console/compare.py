@@ -1,0 +1,95 @@
+"""`kafkasim compare`: the tables it prints (80 columns wide at most) and where it writes the figure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kafkasim.console.format import count, ms
+from kafkasim.report.compare import STATS, CompareError, Group, Run, difference
+
+_KIND_TITLES = {
+    "api": "Broker TotalTimeMs per API (ms)",
+    "client": "Per client: client send -> receive of one request (ms)",
+    "producer": "Per producer: intended send -> ack, no coordinated omission (ms)",
+    "consumer": "Per consumer: end to end, intended send -> first seen (ms)",
+}
+
+
+def _signed(value: float, stat: str) -> str:
+    if value == 0:
+        return "0"
+    text = f"{int(value):,}" if stat == "count" else ms(value)
+    return ("+" if value > 0 else "") + text
+
+
+def _ratio(value: float) -> str:
+    return "inf" if value == float("inf") else f"{value:.2f}x"
+
+
+def group_table(runs: Sequence[Run], group: Group) -> Table:
+    """One latency: a row per run, and under each later run its difference and ratio to run A."""
+    table = Table(title=f"{group.key}  [dim]{group.measure}[/dim]", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, title_style="bold")
+    table.add_column("run", no_wrap=True)
+    for stat in STATS:
+        table.add_column("n" if stat == "count" else stat, justify="right", no_wrap=True)
+    base = group.stats[0]
+    for index, (run, stats) in enumerate(zip(runs, group.stats, strict=True)):
+        if stats is None:
+            table.add_row(run.letter, *(["-"] * len(STATS)), style="dim")
+            continue
+        table.add_row(run.letter, count(stats.get("count")), *(ms(stats.get(s)) for s in STATS[1:]))
+        if index == 0 or base is None:
+            continue
+        pairs = [difference(base, stats, s) for s in STATS]
+        table.add_row(f"  {run.letter}-A", *(_signed(p[0], s) if p else "-" for p, s in zip(pairs, STATS, strict=True)),
+                      style="cyan")
+        table.add_row(f"  {run.letter}/A", *(_ratio(p[1]) if p else "-" for p in pairs), style="cyan")
+    return table
+
+
+def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Group]) -> None:
+    for run in runs:
+        console.print(Text.assemble((f"{run.letter} ", "bold"), f"= {run.path}  ({run.name})"))
+    console.print(Text("A-B rows: the later run minus A, in ms; X/A rows: the later run divided by A.", style="dim"))
+    kind = None
+    for group in groups:
+        if group.kind != kind:
+            kind = group.kind
+            console.print()
+            console.print(Text(_KIND_TITLES[kind], style="bold underline"))
+        console.print(group_table(runs, group))
+
+
+def compare_command(paths: Sequence[str], out: str | None) -> int:
+    from pathlib import Path
+
+    from kafkasim.report.compare import (
+        check_compare_dir,
+        compare_groups,
+        default_compare_dir,
+        load_runs,
+        write_comparison,
+    )
+
+    error = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        runs = load_runs(paths)
+        target = Path(out) if out is not None else default_compare_dir(runs)
+        check_compare_dir(target, label=f"--out {out}" if out is not None else str(target))
+        groups = compare_groups(runs)
+        console = Console(highlight=False, width=min(Console().width, 80))
+        print_comparison(console, runs, groups)
+        written = write_comparison(runs, groups, target)
+    except CompareError as exc:
+        error.print(f"kafkasim compare: {exc}", markup=False)
+        return 2
+    console.print()
+    console.print(f"figure: {written / 'compare.png'}  (tables as JSON: {written / 'compare.json'})",
+                  markup=False)
+    return 0

@@ -1,0 +1,90 @@
+"""`kafkasim trace`: one request's story in the terminal (80 columns) and its swimlane in a directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from kafkasim.record.output_dir import Layout
+    from kafkasim.report.trace import Trace
+
+FIGURE_FILE = "trace.png"
+STORY_FILE = "trace.json"  # also the marker of a trace directory kafkasim wrote
+
+
+def _layout() -> Layout:
+    from kafkasim.record.output_dir import Layout
+
+    def foreign(directory: Path) -> list[str]:
+        return [p.name for p in directory.iterdir()
+                if p.name not in (FIGURE_FILE, STORY_FILE) or p.is_symlink() or not p.is_file()]
+
+    return Layout("a kafkasim trace", STORY_FILE, lambda d: (d / STORY_FILE).is_file(), foreign)
+
+
+def print_trace(console: Console, trace: Trace) -> None:
+    row = trace.request
+    console.print(Text(f"{row['api']} #{int(row['request_id'])} from {row['client']} ({trace.how_picked})",
+                       style="bold"))
+    error = str(row.get("error_name", "NONE"))
+    total = row.get("TotalTimeMs")
+    console.print(f"response {error}, {int(row['request_bytes']):,} bytes out, {int(row['response_bytes']):,} "
+                  f"bytes back; TotalTimeMs {total:.3f} ms" if total == total else f"response {error}", markup=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("t (ms)", justify="right", no_wrap=True)
+    table.add_column("stage: what happens", ratio=1)
+    table.add_column("since previous", no_wrap=False, max_width=24)
+    for step in trace.steps:
+        table.add_row(f"{step.at_ms:.3f}", Text.assemble((step.name, "bold"), "\n", (step.meaning, "dim")),
+                      step.since_previous)
+    console.print(table)
+    for line in trace.waited:
+        console.print(line, markup=False)
+
+
+def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, client: str | None,
+                  at_ms: float | None, out: str | None) -> int:
+    from kafkasim.record.output_dir import OutputDirError, check_output_dir, make_temp_dir, replace_dir
+    from kafkasim.record.result import ResultDirectoryError, RunResult
+    from kafkasim.report.trace import TraceError, trace_figure, trace_json, trace_request
+
+    error = Console(stderr=True, highlight=False, soft_wrap=True)
+    layout = _layout()
+    try:
+        result = RunResult.load(run_dir)
+        trace = trace_request(result, request_id=request_id, slowest=slowest, client=client, at_ms=at_ms)
+        rid = int(trace.request["request_id"])
+        target_text = out if out is not None else str(Path("runs") / f"trace-{Path(run_dir).resolve().name}-{rid}")
+        target = check_output_dir(target_text, layout, label=f"--out {out}" if out is not None else target_text)
+    except (ResultDirectoryError, TraceError, OutputDirError) as exc:
+        error.print(f"kafkasim trace: {exc}", markup=False)
+        return 2
+    console = Console(highlight=False, width=min(Console().width, 80))
+    print_trace(console, trace)
+    figure = trace_figure(trace)
+    tmp = make_temp_dir(target)
+    try:
+        if figure is not None:
+            figure.savefig(tmp / FIGURE_FILE, dpi=100)
+        (tmp / STORY_FILE).write_text(json.dumps(trace_json(trace), indent=2) + "\n", encoding="utf-8")
+        replace_dir(tmp, target, layout, label=target_text)
+    except OutputDirError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        error.print(f"kafkasim trace: {exc}", markup=False)
+        return 2
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    console.print()
+    where = target / (FIGURE_FILE if figure is not None else STORY_FILE)
+    console.print(f"swimlane: {where}" if figure is not None else f"no swimlane (never completed); story: {where}",
+                  markup=False)
+    return 0

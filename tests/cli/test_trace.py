@@ -1,0 +1,113 @@
+"""`kafkasim trace`: picking a request, its RequestMetrics story, why a DelayedFetch waited, its swimlane."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kafkasim.record.result import RunResult
+from kafkasim.report.trace import TraceError, explain_wait, pick_request, segment_rolls, trace_request
+
+from .support import QUICKSTART, REPO, SHORT, assert_no_traceback, call, kafkasim
+
+SEGMENT_ROLL = REPO / "scenarios" / "segment_roll_wakes_fetches.yaml"
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("trace") / "quick"
+    assert call("run", QUICKSTART, *SHORT, "--out", out, "--no-figures", "--no-progress") == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def rolls(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Tiny segments rolling every ~2.5 s, min bytes 1 MiB that never arrive, max wait 500 ms."""
+    out = tmp_path_factory.mktemp("trace") / "rolls"
+    assert call("run", SEGMENT_ROLL, "--set", "duration=6s", "--out", out, "--no-figures", "--no-progress") == 0
+    return out
+
+
+def test_slowest_produce_prints_every_stage_and_writes_the_swimlane(quick: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    result = kafkasim("trace", quick, "--slowest", "produce", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    for stage in ("client send", "arrival (startTimeNanos)", "dequeue (requestDequeueTimeNanos)",
+                  "local complete (apiLocalCompleteTimeNanos)", "response complete", "response dequeue",
+                  "end (send complete)", "client receive", "RemoteTimeMs", "DelayedProduce"):
+        assert stage in result.stdout, stage
+    run = RunResult.load(quick)
+    kept = run.requests[(run.requests["api"] == "Produce") & (run.requests["client_send_ms"] >= 500)]
+    slowest = int(kept.loc[kept["TotalTimeMs"].idxmax(), "request_id"])
+    assert f"Produce #{slowest} " in result.stdout
+    assert (out / "trace.png").stat().st_size > 10_000
+    assert json.loads((out / "trace.json").read_text())["request_id"] == slowest
+
+
+def test_a_clients_request_at_a_time(quick: Path) -> None:
+    run = RunResult.load(quick)
+    row, how = pick_request(run, client="consumer-1", at_ms=1000.0)
+    assert row["client"] == "consumer-1" and "in flight" in how
+    assert row["client_send_ms"] <= 1000.0 <= row["client_receive_ms"]
+    # A moment when the producer has nothing in flight: just after a response, before its next send.
+    mine = run.requests[run.requests["client"] == "producer-1"].sort_values("client_send_ms")
+    running_end = mine["client_receive_ms"].cummax()
+    gap = mine[running_end < mine["client_send_ms"].shift(-1)]
+    moment = float(running_end[gap.index[0]]) + 1e-6
+    after, how = pick_request(run, client="producer-1", at_ms=moment)
+    assert "first request sent after" in how and after["client_send_ms"] >= moment
+    assert float(after["client_send_ms"]) == float(mine[mine["client_send_ms"] >= moment]["client_send_ms"].min())
+
+
+def test_a_fetch_woken_by_an_append_says_min_bytes_and_who_woke_it(quick: Path) -> None:
+    run = RunResult.load(quick)
+    requests = run.requests
+    parked = requests[(requests["api"] == "FetchFollower") & (requests["RemoteTimeMs"] > 0.5)
+                      & (requests["RemoteTimeMs"] < 400)].iloc[0]
+    story = "\n".join(explain_wait(run, parked))
+    assert "min bytes was reached" in story and "case G" in story
+    assert "Produce #" in story and "appendRecords" in story
+
+
+def test_delayed_fetch_max_wait_and_segment_roll_are_told_apart(rolls: Path, tmp_path: Path) -> None:
+    run = RunResult.load(rolls)
+    requests = run.requests
+    fetches = requests[(requests["api"] == "FetchFollower") & (requests["client_send_ms"] >= 2000)]
+    expired = fetches[fetches["RemoteTimeMs"] >= 499].iloc[0]
+    assert "max wait expired" in "\n".join(explain_wait(run, expired))
+    early = fetches[fetches["RemoteTimeMs"] < 450]
+    assert not early.empty  # the scenario's claim: a roll wakes the parked follower fetches
+    story = "\n".join(explain_wait(run, early.iloc[0]))
+    assert "segment roll" in story and "case F" in story
+    traced = trace_request(run, request_id=int(early.iloc[0]["request_id"]))
+    assert traced.story is not None and traced.story.hw_text == "DelayedFetch: a segment roll (case F)"
+    traced = trace_request(run, request_id=int(expired["request_id"]))
+    assert traced.story is not None and traced.story.hw_text == "DelayedFetch: max wait expired"
+    # The reconstructed roll is one the log really made: its offset starts a batch the leader appended.
+    found = segment_rolls(run)
+    assert found is not None and not found.empty
+    appended = set(run.records["offset"].to_numpy(dtype=np.int64).tolist())
+    assert set(found["offset"].tolist()) <= appended
+    result = kafkasim("trace", rolls, "--request", int(early.iloc[0]["request_id"]), "--out", tmp_path / "r")
+    assert result.returncode == 0 and "segment roll" in " ".join(result.stdout.split())
+
+
+def test_bad_choices_are_one_line_and_exit_2(quick: Path, tmp_path: Path) -> None:
+    for args, expected in ((["--request", "99999999"], "no such request"),
+                           (["--slowest", "metadata"], "allowed produce, fetch-consumer, fetch-follower"),
+                           (["--client", "nobody", "--at", "10"], "no such client"),
+                           (["--client", "consumer-1"], "go together"),
+                           ([], "pick one request")):
+        result = kafkasim("trace", quick, *args, "--out", tmp_path / "x")
+        assert result.returncode == 2, (args, result.stderr)
+        assert expected in result.stderr, (args, result.stderr)
+        assert_no_traceback(result)
+    not_a_run = kafkasim("trace", tmp_path, "--request", "1")
+    assert not_a_run.returncode == 2 and "not a complete kafkasim result" in not_a_run.stderr
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(TraceError):
+        trace_request(RunResult.load(quick), slowest="produce", request_id=1)

@@ -1,0 +1,106 @@
+"""`kafkasim compare` and kafkasim.report.compare on two short quickstart runs (linger.ms 5 vs 0)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from kafkasim.console.compare import group_table
+from kafkasim.record.result import RunResult
+from kafkasim.record.summary import percentiles
+from kafkasim.report.compare import CompareError, Group, Run, compare_groups, difference, load_runs
+from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("compare")
+    a, b = base / "linger5", base / "linger0"
+    assert call("run", QUICKSTART, *SHORT, "--out", a, "--no-figures", "--no-progress") == 0
+    assert call("run", QUICKSTART, *SHORT, "--set", "producers[0].linger.ms=0", "--out", b, "--no-figures",
+                "--no-progress") == 0
+    return a, b
+
+
+def test_the_first_runs_numbers_are_the_ones_its_summary_holds(two_runs: tuple[Path, Path]) -> None:
+    runs = load_runs(two_runs)
+    groups = {(g.kind, g.key): g for g in compare_groups(runs)}
+    summary = RunResult.load(two_runs[0]).summary
+    for api, data in summary["apis"].items():
+        assert groups[("api", api)].stats[0] == data["TotalTimeMs"]
+    # One producer (acks=all) and one consumer: their rows are the summary's per-acks and end-to-end rows.
+    assert groups[("producer", "producer-1")].stats[0] == summary["produce_latency"]["acks=all"]["from_intended"]
+    assert groups[("consumer", "consumer-1")].stats[0] == summary["e2e_latency"]
+    assert {k for k, _ in groups} == {"api", "client", "producer", "consumer"}
+    assert {key for kind, key in groups if kind == "client"} == {"producer-1", "consumer-1", "follower-1",
+                                                                  "follower-2"}
+
+
+def test_differences_are_the_later_run_against_the_first(two_runs: tuple[Path, Path]) -> None:
+    runs = load_runs(two_runs)
+    produce = next(g for g in compare_groups(runs) if g.kind == "api" and g.key == "Produce")
+    a, b = produce.stats
+    assert a is not None and b is not None
+    delta, ratio = difference(a, b, "p99") or (0.0, 0.0)
+    assert delta == pytest.approx(b["p99"] - a["p99"])
+    assert ratio == pytest.approx(b["p99"] / a["p99"])
+    # linger.ms=0 sends a batch per record or so: many more produce requests in the same time.
+    assert b["count"] > 2 * a["count"]
+
+
+def test_the_cli_prints_80_column_tables_and_writes_the_figure(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    result = kafkasim("compare", *two_runs, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert_no_traceback(result)
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for expected in ("A = ", "B = ", "Produce", "FetchFollower", "producer-1", "consumer-1", "B-A", "B/A"):
+        assert expected in result.stdout
+    assert (out / "compare.png").stat().st_size > 10_000
+    saved = json.loads((out / "compare.json").read_text())
+    assert [r["letter"] for r in saved["runs"]] == ["A", "B"]
+    assert str(out / "compare.png") in result.stdout
+    # An earlier comparison is replaced; a directory holding a user's file is not.
+    assert kafkasim("compare", *two_runs, "--out", out).returncode == 0
+    (out / "notes.txt").write_text("mine")
+    refused = kafkasim("compare", *two_runs, "--out", out)
+    assert refused.returncode == 2 and "notes.txt" in refused.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_bad_input_is_a_message_and_exit_2(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    one = kafkasim("compare", two_runs[0], "--out", tmp_path / "x")
+    assert one.returncode == 2 and "at least two" in one.stderr
+    assert_no_traceback(one)
+    not_a_run = kafkasim("compare", two_runs[0], tmp_path, "--out", tmp_path / "y")
+    assert not_a_run.returncode == 2 and "not a complete kafkasim result" in not_a_run.stderr
+    broken = tmp_path / "broken"
+    shutil.copytree(two_runs[1], broken)
+    (broken / "records.parquet").unlink()
+    missing = kafkasim("compare", two_runs[0], broken, "--out", tmp_path / "z")
+    assert missing.returncode == 2 and "missing records.parquet" in missing.stderr
+    assert_no_traceback(missing)
+    absent = kafkasim("compare", two_runs[0], tmp_path / "nowhere", "--out", tmp_path / "w")
+    assert absent.returncode == 2 and "not a directory" in absent.stderr
+    assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "w"))
+    with pytest.raises(CompareError, match="at least two"):
+        load_runs([two_runs[0]])
+
+
+def test_a_count_difference_is_a_whole_number() -> None:
+
+    a, b = np.linspace(1.0, 2.0, 500), np.linspace(1.0, 2.0, 409)
+    group = Group("api", "Produce", "TotalTimeMs", (percentiles(a), percentiles(b)), (a, b))
+    empty = RunResult(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    runs = [Run("A", Path("a"), empty), Run("B", Path("b"), empty)]
+    console = Console(width=80, record=True)
+    console.print(group_table(runs, group))
+    row = next(line for line in console.export_text().splitlines() if "B-A" in line)
+    assert row.split()[1] == "-91"
