@@ -82,6 +82,7 @@ def plot_command(run_dir: Path) -> int:
     from kafkasim.record.output_dir import OutputDirError, refusal, replace_dir
     from kafkasim.record.result import FIGURES_DIR, FIGURES_LAYOUT, ResultDirectoryError, RunResult
     from kafkasim.report import write_figures
+    from kafkasim.report.run_events import scenario_from_yaml
 
     try:
         result = RunResult.load(run_dir)
@@ -99,7 +100,8 @@ def plot_command(run_dir: Path) -> int:
               f"{figures}, so the result directory must be writable")
         return EXIT_USAGE
     try:
-        written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging)
+        written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging,
+                                scenario=scenario_from_yaml(result.scenario_yaml))
         replace_dir(staging / FIGURES_DIR, figures, FIGURES_LAYOUT)
     except OutputDirError as exc:
         error(str(exc))
