@@ -311,5 +311,8 @@ def _save(result: RunResult, out: Path, figures: bool) -> Path:
         def writer(directory: Path) -> None:
             write_figures(result.requests, result.records, result.timeseries, result.summary, directory,
                           scenario=scenario_from_yaml(result.scenario_yaml))
+            from kafkasim.report.html import write_report
+
+            write_report(result, directory)  # embeds the figures just written
 
     return result.save(out, extra_writer=writer)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 DPI = 130
 
 
-def _builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
+def figure_builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
               summary: Mapping[str, Any] | None, swimlane_request_id: Any, scenario: Scenario | None = None,
               ) -> list[tuple[str, Callable[[], Figure | None]]]:
     return [
@@ -58,7 +58,7 @@ def write_figures(requests: pd.DataFrame | None, records: pd.DataFrame | None, t
     folder = Path(out_dir) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for name, build in _builders(requests, records, timeseries, summary, swimlane_request_id, scenario):
+    for name, build in figure_builders(requests, records, timeseries, summary, swimlane_request_id, scenario):
         figure = build()
         if figure is None:
             continue
