@@ -84,6 +84,7 @@ table { border-collapse: collapse; margin: 0.6em 0 1.4em; font-size: 0.92em; }
 caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
 th, td { padding: 0.2em 0.7em; border-bottom: 1px solid #eee; text-align: right; }
 table.events th, table.events td { text-align: left; }
+.wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 thead th { border-bottom: 2px solid #ccc; }
 figure { margin: 1.2em 0 2em; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -248,7 +249,10 @@ def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str
 
 
 def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
-    parts = [timeline_svg(events, duration_ms, warmup_ms)]
+    parts = [timeline_svg(events, duration_ms, warmup_ms),
+             "<p><small>Grey: warm-up. Orange bands: fault windows. Ticks: ISR shrinks (pink) and expands "
+             "(green), at the first IsrSize sample showing the change (every sample_interval; the counters "
+             "count each replica leaving or joining). Hover for details.</small></p>"]
     rows: list[tuple[float, str]] = []
     for fault in events.faults:
         until = "the end of the run" if fault.end_ms is None else f"{fault.end_ms / 1000:g} s"
@@ -301,16 +305,17 @@ def _slowest_table(requests: pd.DataFrame, warmup_ms: float) -> str:
                           "ResponseSendTimeMs") if c in rows.columns]
     for api, group in rows.groupby(rows["api"].astype(str), sort=True):
         top = group.sort_values(["TotalTimeMs", "request_id"], ascending=[False, True]).head(SLOWEST_ROWS)
-        head = "".join(f"<th>{escape(c)}</th>" for c in ("request", "client", "sent at (ms)", "TotalTimeMs",
-                                                         *phases, "error"))
+        head = "".join(f"<th>{escape(c)}</th>" for c in ("request", "client", "sent at", "TotalTimeMs",
+                                                         *(p.removesuffix("TimeMs") for p in phases), "error"))
         body = "".join(
             "<tr>" + f"<td>{escape(str(r['request_id']))}</td><td>{escape(str(r['client']))}</td>"
             f"<td>{_number(float(r['client_send_ms']))}</td><td>{_number(float(r['TotalTimeMs']))}</td>"
             + "".join(f"<td>{_number(float(r[c]))}</td>" for c in phases)
             + f"<td>{escape(str(r.get('error_name', r.get('error', ''))))}</td></tr>"
             for _, r in top.iterrows())
-        parts.append(f"<table><caption>{escape(str(api))}: the {len(top)} slowest by TotalTimeMs</caption>"
-                     f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        parts.append(f'<div class="wide"><table><caption>{escape(str(api))}: the {len(top)} slowest by '
+                     f"TotalTimeMs (ms; the phases are Kafka's RequestMetrics)</caption>"
+                     f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
     return "\n".join(parts)
 
 
@@ -338,15 +343,22 @@ def _slowest_section(result: RunResult, warmup_ms: float) -> str:
     ids = slowest_produce_ids(result.requests, warmup_ms)
     if ids:
         parts.append(f"<h3>The {len(ids)} slowest acks=all produces as swimlanes</h3>"
-                     "<p>Read each like the swimlane figure above: the orange Remote bar is the wait in the "
-                     "produce purgatory for the followers; whatever is longest is why this request was slow.</p>")
+                     "<p>The slowest of those whose every timestamp was recorded (a produce the client gave up "
+                     "on has no response to draw). Read each like the swimlane figure above: the orange Remote "
+                     "bar is the wait in the produce purgatory for the followers; whatever is longest is why "
+                     "this request was slow.</p>")
+    rows = result.requests.set_index("request_id", drop=False) if ids else result.requests
     for request_id in ids:
         figure = produce_swimlane_figure(result.requests, result.records, result.timeseries, result.summary,
                                          request_id)
         if figure is None:
             continue
+        row = rows.loc[request_id]
+        outcome = str(row.get("error_name", "")) if "error_name" in row.index else ""
         parts.append(f'<figure class="swimlane">{_png(_figure_png(figure, SWIMLANE_DPI), f"request {request_id}")}'
-                     f"<figcaption><b>Request {escape(str(request_id))}.</b></figcaption></figure>")
+                     f"<figcaption><b>Request {escape(str(request_id))}</b> from {escape(str(row['client']))}: "
+                     f"TotalTimeMs {_number(float(row['TotalTimeMs']))} ms"
+                     f"{', ' + escape(outcome) if outcome else ''}.</figcaption></figure>")
     return "\n".join(parts)
 
 

@@ -149,7 +149,7 @@ def test_the_slowest_acks_all_produces_are_drawn_as_swimlanes(tables: Tables) ->
     slowest = page[page.index('id="slowest"'):]
     assert slowest.count('class="swimlane"') == 3
     for request_id in ids:
-        assert f"<b>Request {request_id}.</b>" in slowest
+        assert f"<b>Request {request_id}</b> from producer-1: TotalTimeMs" in slowest
     assert "FetchFollower: the 10 slowest by TotalTimeMs" in slowest
 
 
