@@ -86,19 +86,20 @@ def _gap_note(size: pd.DataFrame, delayed: pd.DataFrame) -> str:
 
 
 def _panel(ax: Axes, purgatory: str, size: pd.DataFrame, delayed: pd.DataFrame, unit: TimeUnit,
-           width: float, slices: int, colour: str) -> None:
+           width: float, slices: int, colour: str, run_end: float) -> None:
     end = width * slices
     per = f"per {short_ms(width / unit.per_ms)} {'s' if unit.per_ms > 1 else 'ms'}"
     if not delayed.empty:
         edges, mean, high = _sliced(delayed, 0.0, end, slices)
-        x = edges / unit.per_ms
+        x = np.minimum(edges, run_end) / unit.per_ms  # the last slice stops where the run did
         ax.fill_between(x, np.append(high, high[-1]), step="post", color=colour, alpha=0.3, lw=0,
                         label=f"NumDelayedOperations, max {per}")
         ax.step(x, np.append(mean, mean[-1]), where="post", color=colour, lw=1.4,
                 label=f"NumDelayedOperations, mean {per}")
     if not size.empty:
         edges, _mean, high = _sliced(size, 0.0, end, slices)
-        ax.step(edges / unit.per_ms, np.append(high, high[-1]), where="post", color=BLACK, lw=1.1,
+        ax.step(np.minimum(edges, run_end) / unit.per_ms, np.append(high, high[-1]), where="post", color=BLACK,
+                lw=1.1,
                 label=f"PurgatorySize, max {per}")
     note = _gap_note(size, delayed)
     ax.set_title(f"{purgatory} purgatory" + (f"\n{note}" if note else ""), loc="left", fontsize="medium")
@@ -133,7 +134,7 @@ def purgatory_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any]
         mark_events(ax, events, unit, end, label=first)
         colour = PURGATORY_COLOURS.get(purgatory, replica_colour(index + 3))
         _panel(ax, purgatory, size_all[size_all["entity"] == purgatory],
-               delayed_all[delayed_all["entity"] == purgatory], unit, width, slices, colour)
+               delayed_all[delayed_all["entity"] == purgatory], unit, width, slices, colour, end)
         legend_outside(ax)
     axes[-1].set_xlabel(unit.label)
     figure.suptitle("Purgatory sizes over time", fontsize="x-large")
