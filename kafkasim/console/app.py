@@ -197,7 +197,8 @@ def run(
                      help="Progress bar on stderr for runs over a second (default: when stderr is a terminal).",
                      show_default=False),
     ] = None,
-    figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write figures/*.png.")] = True,
+    figures: Annotated[bool, typer.Option("--figures/--no-figures",
+                                          help="Write figures/*.png and report.html.")] = True,
 ) -> None:
     """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml, figures)
     and print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
@@ -307,6 +308,20 @@ def trace(
     from kafkasim.console.trace import trace_command
 
     raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out))
+
+
+@app.command(short_help="Write the HTML report (report.html) of a saved run.")
+def report(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
+                                            show_default=False)],
+) -> None:
+    """(Re)write RUN_DIR/report.html: one self-contained page (figures embedded, no network needed) with the
+    scenario and what it teaches, the summary tables, every figure, faults and ISR changes on a timeline,
+    and the slowest requests as swimlanes."""
+    from kafkasim.console.commands import report_command
+
+    raise typer.Exit(report_command(run_dir))
+
 
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(

@@ -1,4 +1,4 @@
-"""`kafkasim validate`, `schema` and `plot`: small verbs, each returning its exit code (0 ok, 2 bad input)."""
+"""`kafkasim validate`, `schema`, `plot` and `report`: small verbs, each returning its exit code (0 ok, 2 bad input)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ def plot_command(run_dir: Path) -> int:
     from kafkasim.record.output_dir import OutputDirError, refusal, replace_dir
     from kafkasim.record.result import FIGURES_DIR, FIGURES_LAYOUT, ResultDirectoryError, RunResult
     from kafkasim.report import write_figures
+    from kafkasim.report.run_events import scenario_from_yaml
 
     try:
         result = RunResult.load(run_dir)
@@ -99,7 +100,8 @@ def plot_command(run_dir: Path) -> int:
               f"{figures}, so the result directory must be writable")
         return EXIT_USAGE
     try:
-        written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging)
+        written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging,
+                                scenario=scenario_from_yaml(result.scenario_yaml))
         replace_dir(staging / FIGURES_DIR, figures, FIGURES_LAYOUT)
     except OutputDirError as exc:
         error(str(exc))
@@ -109,4 +111,25 @@ def plot_command(run_dir: Path) -> int:
     for path in written:
         print(figures / path.name)
     print(f"kafkasim: wrote {len(written)} figure(s) to {figures}", file=sys.stderr)
+    return EXIT_OK
+
+
+def report_command(run_dir: Path) -> int:
+    """(Re)write RUN_DIR/report.html from a saved run, embedding RUN_DIR/figures (drawn in memory when the
+    run was saved without them); the page replaces the old one only once it is whole."""
+    from kafkasim.record.result import ResultDirectoryError, RunResult
+    from kafkasim.report.html import write_report
+
+    try:
+        result = RunResult.load(run_dir)
+    except ResultDirectoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    try:
+        written = write_report(result, run_dir)
+    except OSError as exc:
+        error(f"{run_dir}: cannot write the report there ({exc.strerror or exc}); the result directory must be "
+              "writable")
+        return EXIT_USAGE
+    print(written)
     return EXIT_OK

@@ -306,8 +306,13 @@ def _save(result: RunResult, out: Path, figures: bool) -> Path:
     writer = None
     if figures:
         from kafkasim.report import write_figures
+        from kafkasim.report.run_events import scenario_from_yaml
 
         def writer(directory: Path) -> None:
-            write_figures(result.requests, result.records, result.timeseries, result.summary, directory)
+            write_figures(result.requests, result.records, result.timeseries, result.summary, directory,
+                          scenario=scenario_from_yaml(result.scenario_yaml))
+            from kafkasim.report.html import write_report
+
+            write_report(result, directory)  # embeds the figures just written
 
     return result.save(out, extra_writer=writer)

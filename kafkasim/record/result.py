@@ -1,7 +1,8 @@
 """`RunResult`: the tables and summary of one run, saved to and loaded from a result directory.
 
 A result directory holds `requests.parquet`, `records.parquet`, `timeseries.parquet`, `summary.json`,
-`scenario.yaml` (when the run had a scenario), whatever the report layer adds (`figures/`) and, written
+`scenario.yaml` (when the run had a scenario), whatever the report layer adds (`figures/`, `report.html`)
+and, written
 last, `run-info.json`: the facts of this particular run that a replay cannot reproduce (wall seconds, the
 kafkasim version, when it was written, whether the run was cut short). Every other file is a function of
 the scenario and the seed alone, byte for byte. `run-info.json` is also how kafkasim recognises a
@@ -33,11 +34,13 @@ SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.yaml"
 RUN_INFO_FILE = "run-info.json"
 FIGURES_DIR = "figures"
+# The HTML report kafkasim.report.html writes next to the figures (and its name while being written).
+REPORT_FILE = "report.html"
 REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
 # Every figure kafkasim.report.write_figures can draw (its builders use these names; a test keeps them equal).
 FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
                 "produce_swimlane")
-_RESULT_FILES = frozenset((*REQUIRED_FILES, SCENARIO_FILE, RUN_INFO_FILE))
+_RESULT_FILES = frozenset((*REQUIRED_FILES, SCENARIO_FILE, RUN_INFO_FILE, REPORT_FILE, f".{REPORT_FILE}.partial"))
 _FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
 _PLOT_STAGING_PREFIX = ".figures.tmp-"  # kafkasim plot's staging directory (inside the result)
 

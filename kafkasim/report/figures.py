@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -17,19 +17,22 @@ from kafkasim.report.replication import isr_size_figure, log_offsets_figure
 from kafkasim.report.skip import logger
 from kafkasim.report.swimlane import produce_swimlane_figure
 
+if TYPE_CHECKING:
+    from kafkasim.scenario import Scenario
+
 DPI = 130
 
 
-def _builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
-              summary: Mapping[str, Any] | None, swimlane_request_id: Any
+def figure_builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
+              summary: Mapping[str, Any] | None, swimlane_request_id: Any, scenario: Scenario | None = None,
               ) -> list[tuple[str, Callable[[], Figure | None]]]:
     return [
         ("latency_cdf", lambda: latency_cdf_figure(requests, records, summary)),
         ("latency_histogram", lambda: latency_histogram_figure(requests, summary)),
         ("request_breakdown", lambda: request_breakdown_figure(requests, summary)),
-        ("log_offsets", lambda: log_offsets_figure(timeseries, summary)),
-        ("isr_size", lambda: isr_size_figure(timeseries, summary)),
-        ("purgatory", lambda: purgatory_figure(timeseries, summary)),
+        ("log_offsets", lambda: log_offsets_figure(timeseries, summary, scenario=scenario)),
+        ("isr_size", lambda: isr_size_figure(timeseries, summary, scenario=scenario)),
+        ("purgatory", lambda: purgatory_figure(timeseries, summary, scenario=scenario)),
         ("produce_swimlane",
          lambda: produce_swimlane_figure(requests, records, timeseries, summary, swimlane_request_id)),
     ]
@@ -45,16 +48,17 @@ def save_png(figure: Figure, path: Path, dpi: int = DPI) -> Path:
 
 def write_figures(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
                   summary: Mapping[str, Any] | None, out_dir: str | Path, *,
-                  swimlane_request_id: Any = None, dpi: int = DPI) -> list[Path]:
+                  swimlane_request_id: Any = None, dpi: int = DPI, scenario: Scenario | None = None) -> list[Path]:
     """Write every figure the data supports to `out_dir`/figures/<name>.png and return their paths.
 
     A figure the data cannot support (no consumers, acks=0 only, ...) is skipped with its reason logged on
-    the "kafkasim.report" logger; `swimlane_request_id` picks the produce the swimlane follows.
+    the "kafkasim.report" logger; `swimlane_request_id` picks the produce the swimlane follows; `scenario`
+    (the run's, optional) adds its fault windows and min.insync.replicas to the time-axis figures.
     """
     folder = Path(out_dir) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for name, build in _builders(requests, records, timeseries, summary, swimlane_request_id):
+    for name, build in figure_builders(requests, records, timeseries, summary, swimlane_request_id, scenario):
         figure = build()
         if figure is None:
             continue

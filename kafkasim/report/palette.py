@@ -54,6 +54,12 @@ HIGH_WATERMARK_COLOUR: Final = BLACK
 REPLICA_COLOURS: Final = (BLUE, ORANGE, GREEN, VERMILLION, SKY_BLUE, PURPLE, YELLOW, GREY)
 PURGATORY_COLOURS: Final = {"Produce": BLUE, "Fetch": GREEN}
 WARMUP_COLOUR: Final = GREY
+# Marks on every time axis: a fault's window, and the moments the ISR shrank or grew.
+FAULT_COLOUR: Final = VERMILLION
+ISR_SHRINK_COLOUR: Final = PURPLE
+ISR_EXPAND_COLOUR: Final = GREEN
+# The min.insync.replicas level on the ISR figure.
+MIN_ISR_COLOUR: Final = VERMILLION
 
 
 def api_colour(api: str) -> str:

@@ -1,15 +1,16 @@
 """Replication over time: the high watermark against every replica's log end offset, and ISR size.
 
-Kafka's ``Partition.maybeIncrementLeaderHW``: the leader's HW is the minimum LEO over the ISR, so the HW line
-can only step up once the slowest in-sync replica's LEO line has. The lower panel shows each replica's LEO −
-HW: how many offsets are written but not yet committed (not yet visible to consumers, not yet acknowledged to
-acks=all).
+Kafka's `Partition.maybeIncrementLeaderHW`: the leader's HW is the minimum LEO over the ISR, so the HW
+line can only step up once the slowest in-sync replica's LEO line has. The lower panel shows each
+replica's LEO − HW: how many offsets are written but not yet committed (not yet visible to consumers, not
+yet acknowledged to acks=all). The leader's line is drawn on top of the followers' and named in the
+legend; fault windows and ISR changes are marked on both panels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,8 @@ from matplotlib.ticker import MaxNLocator
 
 from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import metric, natural_key, require_columns, warmup_ms
-from kafkasim.report.palette import HIGH_WATERMARK_COLOUR, replica_colour
+from kafkasim.report.palette import HIGH_WATERMARK_COLOUR, MIN_ISR_COLOUR, replica_colour
+from kafkasim.report.run_events import RunEvents, mark_events, run_events
 from kafkasim.report.skip import SkipFigure, skippable
 from kafkasim.report.time_axis import (
     MAX_STEP_POINTS,
@@ -31,6 +33,9 @@ from kafkasim.report.time_axis import (
     step_gauge,
     time_unit,
 )
+
+if TYPE_CHECKING:
+    from kafkasim.scenario import Scenario
 
 MAX_PARTITIONS = 8
 TIMESERIES_COLUMNS = ("time_ms", "metric", "entity", "value")
@@ -44,6 +49,17 @@ def replica_entities(leo: pd.DataFrame, partition: str) -> list[str]:
     """The partition's "<partition>/replica-<id>" entities in broker-id order."""
     prefix = f"{partition}/"
     return sorted({e for e in leo["entity"] if e.startswith(prefix)}, key=natural_key)
+
+
+def leader_entity(replicas: list[str], frame: pd.DataFrame, partition: str) -> str | None:
+    """The leader's "<partition>/replica-<id>": the one replica the leader does not track as a follower
+    (no ReplicaLogEndOffsetAtLeader gauge), else replica-0 (the leader of a one-broker run)."""
+    followers = set(metric(frame, "ReplicaLogEndOffsetAtLeader")["entity"])
+    candidates = [r for r in replicas if r not in followers]
+    if len(candidates) == 1:
+        return candidates[0]
+    fallback = f"{partition}/replica-0"
+    return fallback if fallback in replicas else None
 
 
 def partitions_of(hw: pd.DataFrame, leo: pd.DataFrame) -> list[str]:
@@ -62,8 +78,10 @@ def _lag_behind(replica: pd.DataFrame, hw: pd.DataFrame) -> pd.DataFrame:
 
 
 @skippable("log_offsets")
-def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None) -> Figure:
-    """Per partition: HighWatermark and each replica's LogEndOffset (step lines), and LEO − HW below."""
+def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None, *,
+                       scenario: Scenario | None = None) -> Figure:
+    """Per partition: HighWatermark and each replica's LogEndOffset (step lines), and LEO − HW below;
+    `scenario` (optional) adds its fault windows."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     hw_all, leo_all = metric(frame, "HighWatermark"), metric(frame, "LogEndOffset")
     partitions = partitions_of(hw_all, leo_all)
@@ -72,6 +90,7 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
     shown = partitions[:MAX_PARTITIONS]
     end = last_time_ms(frame)
     unit, warmup = time_unit(end), warmup_ms(summary)
+    events = run_events(frame, scenario)
     figure = new_figure(11.0, 1.2 + 4.2 * len(shown))
     grid = figure.subfigures(len(shown), 1, squeeze=False)[:, 0]
     for sub, partition in zip(grid, shown, strict=True):
@@ -82,24 +101,37 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
             replicas = [partition]  # only the leader's LEO was recorded
         shade_warmup(top, warmup, unit)
         shade_warmup(bottom, warmup, unit, label=False)
+        mine = RunEvents(events.faults, tuple(c for c in events.isr_changes if c.partition == partition))
+        mark_events(top, mine, unit, end)
+        mark_events(bottom, mine, unit, end, label=False)
         if not hw.empty:
             # Wide and translucent under the replicas' lines: where they coincide, both stay visible.
             _step(top, hw, unit, end, color=HIGH_WATERMARK_COLOUR, lw=5, alpha=0.3, label="HighWatermark")
+        leader = leader_entity(replicas, frame, partition) if replicas != [partition] else partition
+        # The leader first in the legend, and on top of the followers (zorder): its line is the one the
+        # followers' fetches chase, and a follower that caught up would otherwise hide it.
+        ordered = sorted(replicas, key=lambda e: e != leader)
         summarised = False
-        for index, entity in enumerate(replicas):
+        for entity in ordered:
+            index = replicas.index(entity)
+            is_leader = entity == leader
             rows = leo_all[leo_all["entity"] == entity]
             name = entity.split("/", 1)[1] if "/" in entity else "leader"
-            _step(top, rows, unit, end, color=replica_colour(index), lw=1.5, label=f"LogEndOffset {name}")
+            style: dict[str, Any] = ({"lw": 1.6, "zorder": 4} if is_leader
+                                     else {"lw": 3.2, "alpha": 0.75, "zorder": 3})
+            suffix = " (leader)" if is_leader and name != "leader" else ""
+            _step(top, rows, unit, end, color=replica_colour(index), label=f"LogEndOffset {name}{suffix}", **style)
             if not hw.empty:
                 lag = _lag_behind(rows, hw)
-                if index == 0 and len(lag) <= MAX_STEP_POINTS:
-                    # The first replica (the leader, replica-0, unless leadership moved) as a shaded area:
-                    # the uncommitted tail. The followers' thin lines on top show how much of it each holds.
+                if is_leader and len(lag) <= MAX_STEP_POINTS:
+                    # The leader's uncommitted tail as a shaded area; the followers' lines over it show how
+                    # much of it each holds.
                     times = np.append(lag["time_ms"].to_numpy(float), end) / unit.per_ms
                     values = lag["value"].to_numpy(float)
                     bottom.fill_between(times, np.append(values, values[-1:]), step="post",
-                                        color=replica_colour(0), alpha=0.3, lw=0)
-                summarised |= _step(bottom, lag, unit, end, color=replica_colour(index), lw=1.2)
+                                        color=replica_colour(index), alpha=0.3, lw=0)
+                summarised |= _step(bottom, lag, unit, end, color=replica_colour(index),
+                                    lw=1.6 if is_leader else 1.2, zorder=4 if is_leader else 3)
         sub.suptitle(f"Partition {partition}", fontweight="bold")
         top.set_ylabel("offset")
         top.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -120,9 +152,11 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
 
 
 @skippable("isr_size")
-def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None) -> Figure:
-    """ISR size per partition over time (Kafka's ``Partition.maybeExpandIsr`` / ``maybeShrinkIsr``: shrinks
-    after replica.lag.time.max.ms)."""
+def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None, *,
+                    scenario: Scenario | None = None) -> Figure:
+    """ISR size per partition over time (Kafka's `Partition.maybeShrinkIsr`: a follower leaves after
+    replica.lag.time.max.ms without catching up), with min.insync.replicas drawn as a level when
+    `scenario` gives it, and its fault windows shaded."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     isr = metric(frame, "IsrSize")
     partitions = sorted(set(isr["entity"]), key=natural_key)
@@ -133,6 +167,13 @@ def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] 
     figure = new_figure(11.0, 4.5)
     ax = figure.subplots()
     shade_warmup(ax, warmup_ms(summary), unit)
+    events = run_events(frame, scenario)
+    mark_events(ax, events, unit, end)
+    levels = sorted({level for p in partitions if (level := events.min_isr_of(p)) is not None})
+    for level in levels:
+        # Below this line acks=all produces fail with NOT_ENOUGH_REPLICAS (Partition.appendRecordsToLeader).
+        ax.axhline(level, color=MIN_ISR_COLOUR, lw=1.4, ls=(0, (6, 3)), zorder=2,
+                   label="min.insync.replicas" if len(levels) == 1 else f"min.insync.replicas = {level}")
     for index, partition in enumerate(partitions):
         # Partitions usually agree; the first is drawn widest so later ones show as stripes on top of it.
         width = 1.6 + 1.8 * max(0, min(len(partitions), 5) - 1 - index)

@@ -38,6 +38,7 @@ LANE_IN = 0.95
 LEFT_IN, RIGHT_IN, TOP_IN, BOTTOM_IN = 1.9, 0.3, 1.25, 1.25
 BAR = 0.34
 FETCH_BAR = 0.24
+BRACKET_Y = 0.225
 KIND_COLOURS = {**PHASE_COLOURS, "network": NETWORK_COLOUR, "client_wait": CLIENT_WAIT_COLOUR,
                 "follower_append": "#BBD7EA"}
 
@@ -69,6 +70,19 @@ def _draw_lane(ax: Axes, lane: Lane, y: float, window: tuple[float, float], orig
         if span.start_ms < x_hi + origin < span.end_ms and span.kind in PHASES:
             labels.append(LaneLabel(y, x_hi, f"until t = +{duration(span.end_ms - origin)} \u25b6"))
     return labels
+
+
+def _intended_bracket(ax: Axes, producer: Lane, y: float, origin: float) -> list[LaneLabel]:
+    """When the batch waited in the producer before it was sent, a bracket over both of the producer's
+    bars: the produce latency from the intended send (what summary.json's "intended" percentiles count),
+    so that each number in the lane labels exactly the span it measures."""
+    if len(producer.spans) < 2:
+        return []
+    start, end = producer.spans[0].start_ms - origin, producer.spans[-1].end_ms - origin
+    ax.annotate("", (start, y + BRACKET_Y), xytext=(end, y + BRACKET_Y),
+                arrowprops={"arrowstyle": "|-|,widthA=0.25,widthB=0.25", "color": "#555555", "lw": 0.9,
+                            "shrinkA": 0, "shrinkB": 0}, zorder=4)
+    return [LaneLabel(y, (start + end) / 2, f"produce latency from the intended send {duration(end - start)}")]
 
 
 def _legend(figure: Figure, story: Story) -> None:
@@ -118,6 +132,7 @@ def _draw(story: Story) -> Figure:
     labels: list[LaneLabel] = []
     for lane, y in zip(lanes, ys, strict=True):
         labels.extend(_draw_lane(ax, lane, y, window, origin))
+    labels.extend(_intended_bracket(ax, lanes[0], ys[0], origin))
     figure.suptitle(story.title, fontsize="large", y=1 - 0.1 / height, va="top")
     subtitle = story.subtitle + ("; " + "; ".join(story.late_consumers) if story.late_consumers else "")
     figure.text(0.5, 1 - 0.68 / height, subtitle, ha="center", va="top", fontsize="medium", color="#333333")

@@ -242,8 +242,10 @@ def _produce_lanes(produce: pd.Series, origin: float) -> list[Lane]:
     producer = Lane(f"{produce.get('client', 'producer')}\n(producer)", api_colour("Produce"))
     if send - intended > EPSILON_MS:
         producer.spans.append(Span(intended, send, "client_wait", f"waits to send {duration(send - intended)}"))
+    # Each label names the span under it: this bar is client_latency_ms (send -> receive); the produce
+    # latency from the intended send (intended -> receive) is the bracket the figure draws over both bars.
     producer.spans.append(Span(send, receive, "client_wait",
-                               f"waits for the ack: client latency {duration(receive - intended)}"))
+                               f"waits for the ack: client send \u2192 receive {duration(receive - send)}"))
     start, end = _t(produce, "start_ms"), _t(produce, "end_ms")
     network = Lane("network\n(processor)", "black",
                    [Span(send, start, "network", f"request {duration(start - send)}")])

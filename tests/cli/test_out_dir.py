@@ -285,6 +285,6 @@ def test_hostile_out_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap
 
 def test_the_figures_a_result_may_hold_are_the_ones_the_report_draws() -> None:
     from kafkasim.record.result import FIGURE_NAMES
-    from kafkasim.report.figures import _builders
+    from kafkasim.report.figures import figure_builders
 
-    assert tuple(name for name, _ in _builders(None, None, None, None, None)) == FIGURE_NAMES
+    assert tuple(name for name, _ in figure_builders(None, None, None, None, None)) == FIGURE_NAMES

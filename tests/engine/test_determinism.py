@@ -94,7 +94,7 @@ def test_every_file_of_a_run_is_byte_identical_in_a_fresh_process_except_run_inf
     a, b = _files(first), _files(second)
     assert a.keys() == b.keys()
     assert {"requests.parquet", "records.parquet", "timeseries.parquet", "summary.json", "scenario.yaml",
-            "run-info.json", "figures/latency_cdf.png", "figures/produce_swimlane.png"} <= a.keys()
+            "run-info.json", "figures/latency_cdf.png", "figures/produce_swimlane.png", "report.html"} <= a.keys()
     differ = sorted(name for name in a if a[name] != b[name] and name != "run-info.json")
     assert differ == []
     # Replaying the saved, resolved scenario.yaml gives the same bytes again.

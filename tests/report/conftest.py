@@ -19,8 +19,12 @@ class Tables:
     summary: dict[str, Any]
 
 
-@pytest.fixture()
-def tables() -> Tables:
+def build_tables() -> Tables:
     run = build_run()
     return Tables(requests_frame(run.requests), records_frame(run.records), timeseries_frame(run),
                   {"warmup_ms": WARMUP_MS})
+
+
+@pytest.fixture()
+def tables() -> Tables:
+    return build_tables()

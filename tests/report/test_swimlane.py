@@ -56,7 +56,34 @@ def test_every_produce_phase_is_labelled_with_its_duration(tables: Tables) -> No
     assert f"RequestQueue {produce['RequestQueueTimeMs']:.3g} ms" in texts
     assert f"Local: append to leader log {produce['LocalTimeMs']:.3g} ms" in texts
     assert "ResponseQueue" in texts and "ResponseSend" in texts
-    assert f"client latency {produce['client_latency_ms']:.3g} ms" in texts
+    send_to_receive = produce["client_receive_ms"] - produce["client_send_ms"]
+    assert f"waits for the ack: client send \u2192 receive {send_to_receive:.3g} ms" in texts
+
+
+def test_each_producer_label_measures_the_span_it_sits_on(tables: Tables) -> None:
+    # The batch was due 4 ms before it was sent (linger.ms): the wait-for-the-ack bar is send -> receive,
+    # the produce latency from the intended send spans both bars.
+    produce = _median_acks_all(tables)
+    requests = tables.requests.copy()
+    row = requests.index[requests["request_id"] == produce["request_id"]]
+    requests.loc[row, "intended_ms"] = produce["client_send_ms"] - 4.0
+    figure = produce_swimlane_figure(requests, tables.records, tables.timeseries, tables.summary,
+                                     request_id=produce["request_id"])
+    assert figure is not None
+    ax = figure.axes[0]
+    send_to_receive = produce["client_receive_ms"] - produce["client_send_ms"]
+    texts = {t.get_text(): t for t in ax.texts if t.get_text()}
+    assert "waits to send 4 ms" in texts
+    ack = f"waits for the ack: client send \u2192 receive {send_to_receive:.3g} ms"
+    assert ack in texts
+    bracket = f"produce latency from the intended send {send_to_receive + 4.0:.3g} ms"
+    assert bracket in texts
+    # The bracket's ends are the intended send (x = 0) and the response's arrival.
+    arrows = [t for t in ax.texts if not t.get_text() and getattr(t, "arrow_patch", None) is not None]
+    assert len(arrows) == 1
+    ends = sorted([arrows[0].xy[0], arrows[0].xyann[0]])  # type: ignore[attr-defined]
+    assert ends == pytest.approx([0.0, send_to_receive + 4.0])
+    assert not any("client latency" in text for text in texts)
 
 
 def test_follower_roles_are_read_off_the_timestamps(tables: Tables) -> None:

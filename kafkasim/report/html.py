@@ -1,0 +1,447 @@
+"""One self-contained HTML page per run: `report.html` in the result directory.
+
+Everything is inside the file: figures as base64 PNGs, the timeline as inline SVG, the style sheet inline;
+no script, no font, nothing fetched from a network, so it opens the same from a mail attachment, an
+archive or a machine without a connection. Every piece of text that comes from the user (the scenario's
+name and description, client names, the YAML) is HTML-escaped.
+
+Sections (each an element with a fixed id, which tests look for): `scenario` (what it is and what it
+teaches), `summary` (every table of summary.json), `timeline` (faults and ISR changes), `figures` (every
+figure with a sentence on how to read it), `slowest` (the slowest requests, and swimlanes of the slowest
+acks=all produces).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from collections.abc import Iterable, Mapping
+from html import escape
+from pathlib import Path
+from string import Template
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from kafkasim.report.run_events import RunEvents, run_events, scenario_from_yaml
+from kafkasim.report.skip import logger
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from kafkasim.record.result import RunResult
+    from kafkasim.scenario import Scenario
+
+SLOWEST_SWIMLANES = 3
+SLOWEST_ROWS = 10
+SWIMLANE_DPI = 80
+STATS = ("p50", "p95", "p99", "p99.9", "max")
+
+# One sentence per figure on how to read it (the figure names of kafkasim.report.write_figures).
+FIGURE_CAPTIONS: dict[str, tuple[str, str]] = {
+    "latency_cdf": ("Latency by percentile",
+                    "Left, the broker's TotalTimeMs per API; right, what the clients saw (produce per acks, from "
+                    "the intended send, and end to end): read a percentile on the x axis and its latency on the "
+                    "y axis; where a line turns up, its tail begins."),
+    "latency_histogram": ("Latency histograms",
+                          "How often each TotalTimeMs occurred, per API, in log-spaced bins with p50 and p99 "
+                          "marked: two humps are two ways requests are served, e.g. answered at once or parked "
+                          "in a purgatory."),
+    "request_breakdown": ("Request breakdown (Kafka's RequestMetrics)",
+                          "Per API, a bar for the mean and one for the p99 of each phase of TotalTimeMs, "
+                          "stacked: the tallest colour is where that API's requests spend their time."),
+    "log_offsets": ("High watermark and log end offsets",
+                    "The HW (wide grey) follows the slowest in-sync replica's LEO; the lower panel is each "
+                    "replica's LEO minus the HW, the offsets written but not yet committed."),
+    "isr_size": ("ISR size",
+                 "In-sync replicas per partition over time; below the min.insync.replicas line acks=all "
+                 "produces fail with NOT_ENOUGH_REPLICAS."),
+    "purgatory": ("Purgatory sizes",
+                  "Operations waiting per purgatory: where PurgatorySize (black) runs above "
+                  "NumDelayedOperations (area), completed operations are still on watch lists until a purge."),
+    "produce_swimlane": ("One acks=all produce, step by step",
+                         "Lanes top to bottom follow one produce from the producer through the broker's "
+                         "threads and the purgatory to the followers' and the consumer's fetches; colours are "
+                         "RequestMetrics phases, the dashed line is the moment the HW passes the batch."),
+}
+
+_PAGE = Template("""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kafkasim report: $title</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 0 1.2em 3em;
+       color: #1a1a1a; line-height: 1.45; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+nav a { margin-right: 1em; }
+.facts { color: #444; } .partial { background: #fff3cd; padding: 0.5em 1em; border-left: 4px solid #e69f00; }
+.description { white-space: pre-wrap; background: #f7f7f7; padding: 0.8em 1em; border-radius: 4px; }
+table { border-collapse: collapse; margin: 0.6em 0 1.4em; font-size: 0.92em; }
+caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+th, td { padding: 0.2em 0.7em; border-bottom: 1px solid #eee; text-align: right; }
+table.events th, table.events td { text-align: left; }
+.wide { overflow-x: auto; } .wide td, .wide th { white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+thead th { border-bottom: 2px solid #ccc; }
+figure { margin: 1.2em 0 2em; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #333; margin-top: 0.3em; } figcaption b { color: #000; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
+svg text { font-family: system-ui, sans-serif; }
+</style>
+</head>
+<body>
+<header>
+<h1>$title</h1>
+<p class="facts">$facts</p>
+$partial
+<nav><a href="#scenario">Scenario</a><a href="#summary">Summary</a><a href="#timeline">Timeline</a>
+<a href="#figures">Figures</a><a href="#slowest">Slowest requests</a></nav>
+</header>
+<section id="scenario">
+<h2>The scenario and what it teaches</h2>
+$scenario
+</section>
+<section id="summary">
+<h2>Summary</h2>
+<p>Times in milliseconds; requests sent during the warm-up are left out. TotalTimeMs and its parts are
+Kafka's RequestMetrics; "intended" latencies count from the intended send time (no coordinated omission).</p>
+$summary
+</section>
+<section id="timeline">
+<h2>Timeline: faults and ISR changes</h2>
+$timeline
+</section>
+<section id="figures">
+<h2>Figures</h2>
+$figures
+</section>
+<section id="slowest">
+<h2>Slowest requests</h2>
+$slowest
+</section>
+<footer><p class="facts">Written by kafkasim $version. Every figure and table is computed from the
+run's files next to this page (requests.parquet, records.parquet, timeseries.parquet, summary.json).</p>
+</footer>
+</body>
+</html>
+""")
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return escape(str(value))
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            return escape(str(value))
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return escape(str(value))
+
+
+def _is_stats(value: Any) -> bool:
+    return isinstance(value, Mapping) and "p50" in value
+
+
+def _stats_table(title: str, rows: list[tuple[str, Mapping[str, Any]]], notes: list[tuple[str, Any]]) -> str:
+    note = ", ".join(f"{escape(str(k))} {_number(v)}" for k, v in notes)
+    head = "".join(f"<th>{s}</th>" for s in ("", "n", *STATS))
+    body = "".join(
+        f"<tr><td>{escape(name)}</td><td>{_number(stats.get('count'))}</td>"
+        + "".join(f"<td>{_number(stats.get(s))}</td>" for s in STATS) + "</tr>"
+        for name, stats in rows)
+    caption = escape(title) + (f" <small>({note})</small>" if note else "")
+    return f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _facts_table(title: str, facts: list[tuple[str, Any]]) -> str:
+    body = "".join(f"<tr><td>{escape(str(k))}</td><td>{_number(v)}</td></tr>" for k, v in facts)
+    return f"<table><caption>{escape(title)}</caption><tbody>{body}</tbody></table>"
+
+
+def summary_tables(summary: Mapping[str, Any]) -> str:
+    """Every table of summary.json, whatever its nesting: a mapping whose values include percentile stats
+    becomes a table (one row per stats entry, its plain values in the caption); a mapping of plain values
+    (counters) becomes a two-column table."""
+    parts: list[str] = []
+    facts = [(k, v) for k, v in summary.items() if not isinstance(v, Mapping | list)]
+    if facts:
+        parts.append(_facts_table("Run", facts))
+
+    def walk(node: Mapping[str, Any], path: list[str]) -> None:
+        rows = [(str(k), v) for k, v in node.items() if _is_stats(v)]
+        plain = [(str(k), v) for k, v in node.items() if not isinstance(v, Mapping | list)]
+        title = " / ".join(path) or "latency"
+        if rows:
+            parts.append(_stats_table(title, rows, plain))
+        elif plain and path:
+            parts.append(_facts_table(title, plain))
+        for key, value in node.items():
+            if isinstance(value, Mapping) and not _is_stats(value):
+                walk(value, [*path, str(key)])
+
+    walk({k: v for k, v in summary.items() if isinstance(v, Mapping)}, [])
+    return "\n".join(parts)
+
+
+def _scenario_section(scenario: Scenario | None, scenario_yaml: str | None) -> str:
+    if scenario is None and scenario_yaml is None:
+        return "<p>This run was built in code and saved without a scenario.</p>"
+    parts = []
+    if scenario is not None:
+        parts.append(f"<p><b>{escape(scenario.name)}</b>: seed {scenario.seed}, "
+                     f"{scenario.duration / 1000:g} s simulated, warm-up {scenario.warmup / 1000:g} s, "
+                     f"{len(scenario.topics)} topic(s), {len(scenario.producers)} producer(s), "
+                     f"{len(scenario.consumers)} consumer(s), {len(scenario.faults)} fault(s).</p>")
+        parts.append(f'<div class="description">{escape(scenario.description.strip())}</div>')
+    if scenario_yaml is not None:
+        parts.append("<details><summary>The resolved scenario (scenario.yaml: rerun it for the same "
+                     f"result)</summary><pre>{escape(scenario_yaml)}</pre></details>")
+    return "\n".join(parts)
+
+
+def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
+    """Faults as bands (one row each) and ISR changes as ticks on one time axis, as inline SVG."""
+    width, left, right, row_h = 1000, 170, 20, 26
+    rows = len(events.faults) + 1
+    height = 40 + rows * row_h + 30
+    span = max(duration_ms, 1.0)
+    seconds = span >= 10_000
+
+    def x(t: float) -> float:
+        return left + (width - left - right) * min(max(t, 0.0), span) / span
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {width} {height}" '
+           f'width="100%" aria-label="timeline of faults and ISR changes">']
+    axis_y = 30 + rows * row_h
+    if warmup_ms > 0:
+        out.append(f'<rect x="{x(0):.1f}" y="20" width="{x(warmup_ms) - x(0):.1f}" height="{axis_y - 20}" '
+                   'fill="#7f7f7f" fill-opacity="0.15"><title>warm-up</title></rect>')
+    for i, fault in enumerate(events.faults):
+        y = 24 + i * row_h
+        end = fault.end_ms if fault.end_ms is not None else span
+        label = escape(fault.text)
+        until = "the end of the run" if fault.end_ms is None else f"{fault.end_ms / 1000:g} s"
+        out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="13">{label}</text>')
+        out.append(f'<rect class="fault" x="{x(fault.start_ms):.1f}" y="{y}" '
+                   f'width="{max(x(end) - x(fault.start_ms), 2):.1f}" height="{row_h - 6}" fill="#D55E00" '
+                   f'fill-opacity="0.35"><title>{label}: {fault.start_ms / 1000:g} s to {until}</title></rect>')
+    isr_y = 24 + len(events.faults) * row_h
+    out.append(f'<text x="{left - 8}" y="{isr_y + 15}" text-anchor="end" font-size="13">ISR changes</text>')
+    for change in events.isr_changes:
+        colour = "#CC79A7" if change.shrink else "#009E73"
+        what = escape(f"{change.partition}: ISR {change.before} \u2192 {change.after} at "
+                      f"{change.time_ms / 1000:g} s")
+        out.append(f'<line class="isr-change" x1="{x(change.time_ms):.1f}" x2="{x(change.time_ms):.1f}" '
+                   f'y1="{isr_y}" y2="{isr_y + row_h - 6}" stroke="{colour}" stroke-width="3">'
+                   f'<title>{what}</title></line>')
+    out.append(f'<line x1="{left}" x2="{width - right}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
+    for tick in np.linspace(0, span, 7):
+        text = f"{tick / 1000:g} s" if seconds else f"{tick:g} ms"
+        out.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{axis_y}" y2="{axis_y + 5}" stroke="#333"/>'
+                   f'<text x="{x(tick):.1f}" y="{axis_y + 19}" text-anchor="middle" font-size="12">{text}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
+    parts = [timeline_svg(events, duration_ms, warmup_ms),
+             "<p><small>Grey: warm-up. Orange bands: fault windows. Ticks: ISR shrinks (pink) and expands "
+             "(green), at the first IsrSize sample showing the change (every sample_interval; the counters "
+             "count each replica leaving or joining). Hover for details.</small></p>"]
+    rows: list[tuple[float, str]] = []
+    for fault in events.faults:
+        until = "the end of the run" if fault.end_ms is None else f"{fault.end_ms / 1000:g} s"
+        rows.append((fault.start_ms, f"fault: {fault.text}, until {until}"))
+    for change in events.isr_changes:
+        verb = "shrinks" if change.shrink else "expands"
+        rows.append((change.time_ms, f"ISR of {change.partition} {verb}: {change.before} \u2192 {change.after} "
+                                     "replicas (first gauge sample showing it)"))
+    if not rows:
+        parts.append("<p>No faults and no ISR changes in this run.</p>")
+    else:
+        body = "".join(f"<tr><td>{t / 1000:.3f} s</td><td>{escape(text)}</td></tr>"
+                       for t, text in sorted(rows, key=lambda r: r[0]))
+        parts.append(f"<table class=\"events\"><thead><tr><th>simulated time</th><th>event</th></tr></thead><tbody>{body}"
+                     "</tbody></table>")
+    return "\n".join(parts)
+
+
+def _png(data: bytes, alt: str) -> str:
+    encoded = base64.b64encode(data).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{encoded}">'
+
+
+def _figure_png(figure: Figure, dpi: int) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def _figures_section(figures: Mapping[str, bytes]) -> str:
+    if not figures:
+        return "<p>This run's data supports no figure.</p>"
+    parts = []
+    for name, (title, sentence) in FIGURE_CAPTIONS.items():
+        if name not in figures:
+            continue
+        parts.append(f'<figure id="figure-{name}">{_png(figures[name], title)}'
+                     f"<figcaption><b>{escape(title)}.</b> {escape(sentence)}</figcaption></figure>")
+    return "\n".join(parts)
+
+
+def _slowest_table(requests: pd.DataFrame, warmup_ms: float) -> str:
+    needed = {"request_id", "api", "client", "TotalTimeMs", "client_send_ms"}
+    if requests is None or requests.empty or not needed <= set(requests.columns):
+        return "<p>No requests recorded.</p>"
+    rows = requests[requests["client_send_ms"].astype(float) >= warmup_ms]
+    rows = rows[np.isfinite(rows["TotalTimeMs"].to_numpy(dtype=float, na_value=np.nan))]
+    parts = []
+    phases = [c for c in ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
+                          "ResponseSendTimeMs") if c in rows.columns]
+    for api, group in rows.groupby(rows["api"].astype(str), sort=True):
+        top = group.sort_values(["TotalTimeMs", "request_id"], ascending=[False, True]).head(SLOWEST_ROWS)
+        head = "".join(f"<th>{escape(c)}</th>" for c in ("request", "client", "sent at", "TotalTimeMs",
+                                                         *(p.removesuffix("TimeMs") for p in phases), "error"))
+        body = "".join(
+            "<tr>" + f"<td>{escape(str(r['request_id']))}</td><td>{escape(str(r['client']))}</td>"
+            f"<td>{_number(float(r['client_send_ms']))}</td><td>{_number(float(r['TotalTimeMs']))}</td>"
+            + "".join(f"<td>{_number(float(r[c]))}</td>" for c in phases)
+            + f"<td>{escape(str(r.get('error_name', r.get('error', ''))))}</td></tr>"
+            for _, r in top.iterrows())
+        parts.append(f'<div class="wide"><table><caption>{escape(str(api))}: the {len(top)} slowest by '
+                     f"TotalTimeMs (ms; the phases are Kafka's RequestMetrics)</caption>"
+                     f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+    return "\n".join(parts)
+
+
+def slowest_produce_ids(requests: pd.DataFrame | None, warmup_ms: float, n: int = SLOWEST_SWIMLANES) -> list[Any]:
+    """The `n` acks=all produces with the largest TotalTimeMs sent after warm-up whose every timestamp was
+    recorded (a swimlane needs them all); slowest first, earliest request on ties."""
+    from kafkasim.report.frames import acks_column
+    from kafkasim.report.swimlane_story import TIMESTAMPS
+
+    if requests is None or requests.empty or not {"api", "acks", "request_id", *TIMESTAMPS} <= set(requests):
+        return []
+    produce = requests[requests["api"].astype(str) == "Produce"]
+    produce = produce[(acks_column(produce) == -1).fillna(False)]
+    stamps = produce[list(TIMESTAMPS)].to_numpy(dtype=float, na_value=np.nan)
+    produce = produce[np.isfinite(stamps).all(axis=1)]
+    produce = produce[produce["client_send_ms"].astype(float) >= warmup_ms]
+    ordered = produce.sort_values(["TotalTimeMs", "request_id"], ascending=[False, True])
+    return list(ordered["request_id"].head(n))
+
+
+def _slowest_section(result: RunResult, warmup_ms: float) -> str:
+    from kafkasim.report.swimlane import produce_swimlane_figure
+
+    parts = [_slowest_table(result.requests, warmup_ms)]
+    ids = slowest_produce_ids(result.requests, warmup_ms)
+    if ids:
+        parts.append(f"<h3>The {len(ids)} slowest acks=all produces as swimlanes</h3>"
+                     "<p>The slowest of those whose every timestamp was recorded (a produce the client gave up "
+                     "on has no response to draw). Read each like the swimlane figure above: the orange Remote "
+                     "bar is the wait in the produce purgatory for the followers; whatever is longest is why "
+                     "this request was slow.</p>")
+    rows = result.requests.set_index("request_id", drop=False) if ids else result.requests
+    for request_id in ids:
+        figure = produce_swimlane_figure(result.requests, result.records, result.timeseries, result.summary,
+                                         request_id)
+        if figure is None:
+            continue
+        row = rows.loc[request_id]
+        outcome = str(row.get("error_name", "")) if "error_name" in row.index else ""
+        parts.append(f'<figure class="swimlane">{_png(_figure_png(figure, SWIMLANE_DPI), f"request {request_id}")}'
+                     f"<figcaption><b>Request {escape(str(request_id))}</b> from {escape(str(row['client']))}: "
+                     f"TotalTimeMs {_number(float(row['TotalTimeMs']))} ms"
+                     f"{', ' + escape(outcome) if outcome else ''}.</figcaption></figure>")
+    return "\n".join(parts)
+
+
+def _facts(result: RunResult, scenario: Scenario | None) -> str:
+    bits = []
+    if scenario is not None:
+        bits.append(f"scenario {escape(scenario.name)}, seed {scenario.seed}")
+    elif "seed" in result.summary:
+        bits.append(f"seed {_number(result.summary['seed'])}")
+    if "simulated_duration_ms" in result.summary:
+        bits.append(f"{_number(float(result.summary['simulated_duration_ms']) / 1000)} simulated s")
+    bits.append(f"{len(result.requests):,} requests")
+    # Nothing from run-info.json (wall seconds, date): the page is a function of the scenario and the seed,
+    # byte for byte, like every other file of a result.
+    return "; ".join(bits)
+
+
+def render_report(result: RunResult, figures: Mapping[str, bytes]) -> str:
+    """The report page of `result` with `figures` (name -> PNG bytes) embedded."""
+    from kafkasim import __version__
+
+    scenario = scenario_from_yaml(result.scenario_yaml)
+    warmup = float(result.summary.get("warmup_ms") or 0.0)
+    duration = float(result.summary.get("simulated_duration_ms")
+                     or (scenario.duration if scenario is not None else 0.0) or 0.0)
+    events = run_events(result.timeseries, scenario)
+    stopped = result.summary.get("interrupted_at_ms")
+    partial = (f"the run stopped at simulated time {float(stopped) / 1000:g} s"
+               f" ({result.summary.get('interrupted_by', 'interrupted')}); everything here covers the time up "
+               "to then" if stopped is not None else "")
+    return _PAGE.substitute(
+        title=escape(scenario.name if scenario is not None else "a kafkasim run"),
+        facts=_facts(result, scenario),
+        partial=f'<p class="partial">Partial result: {escape(str(partial))}</p>' if partial else "",
+        scenario=_scenario_section(scenario, result.scenario_yaml),
+        summary=summary_tables(result.summary),
+        timeline=_timeline_section(events, duration, warmup),
+        figures=_figures_section(figures),
+        slowest=_slowest_section(result, warmup),
+        version=escape(__version__),
+    )
+
+
+def figure_pngs(result: RunResult, figures_dir: Path | None) -> dict[str, bytes]:
+    """The run's figures as PNG bytes: read from `figures_dir` when it holds them (what kafkasim run or
+    kafkasim plot wrote), else drawn now in memory (a run saved with --no-figures)."""
+    from kafkasim.record.result import FIGURE_NAMES
+
+    if figures_dir is not None and figures_dir.is_dir():
+        found = {name: (figures_dir / f"{name}.png").read_bytes() for name in FIGURE_NAMES
+                 if (figures_dir / f"{name}.png").is_file()}
+        if found:
+            return found
+    from kafkasim.report.figures import DPI, figure_builders
+
+    drawn: dict[str, bytes] = {}
+    scenario = scenario_from_yaml(result.scenario_yaml)
+    for name, build in figure_builders(result.requests, result.records, result.timeseries, result.summary, None,
+                                 scenario):
+        figure = build()
+        if figure is not None:
+            drawn[name] = _figure_png(figure, DPI)
+    return drawn
+
+
+def write_report(result: RunResult, directory: str | os.PathLike[str]) -> Path:
+    """Write `directory`/report.html for `result` (figures from `directory`/figures, or drawn now): to a
+    hidden partial name first, then renamed, so a crash never leaves half a report under its name."""
+    from kafkasim.record.result import FIGURES_DIR, REPORT_FILE
+
+    folder = Path(directory)
+    page = render_report(result, figure_pngs(result, folder / FIGURES_DIR))
+    target = folder / REPORT_FILE
+    partial = folder / f".{REPORT_FILE}.partial"
+    with open(partial, "w", encoding="utf-8") as handle:
+        handle.write(page)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, target)
+    logger.debug("wrote %s", target)
+    return target
+
+
+def section_ids() -> Iterable[str]:
+    """The ids of the report's sections, in page order."""
+    return ("scenario", "summary", "timeline", "figures", "slowest")
