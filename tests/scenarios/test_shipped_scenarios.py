@@ -168,9 +168,11 @@ def test_quickstart_acks_all_waits_for_the_followers_not_the_handler() -> None:
     # Parked consumer fetches return as soon as the HW moves: far sooner than fetch.max.wait.ms.
     fetches = requests(result, "FetchConsumer")
     assert np.percentile(finite(fetches, "RemoteTimeMs"), 99) < 50.0
-    # End to end = produce latency + the consumer noticing the HW move.
+    # End to end is about the produce latency: the HW move that completes the produce completes the
+    # consumer's parked fetch too.
     summary = result.summary
-    assert summary["e2e_latency"]["p50"] > summary["produce_latency"]["acks=all"]["from_intended"]["p50"]
+    assert summary["e2e_latency"]["p50"] == pytest.approx(summary["produce_latency"]["acks=all"]["from_intended"]["p50"],
+                                                          abs=0.5)
 
 
 def test_acks_compared_latency_is_ordered_acks_0_1_all() -> None:
