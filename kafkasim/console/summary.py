@@ -1,4 +1,4 @@
-"""The tables printed at the end of `kafkasim run`: what RunResult.summary holds, readable in 100 columns.
+"""The tables printed at the end of `kafkasim run`: what RunResult.summary holds, readable in 80 columns.
 
 Every number comes from the summary (kafkasim.record.summary computed it); nothing is recomputed here.
 """
@@ -75,6 +75,60 @@ def client_latency_table(summary: Mapping[str, Any]) -> Table | None:
     return table
 
 
+def per_client_tables(summary: Mapping[str, Any]) -> list[Table]:
+    """Each producer's and each consumer's own latency rows (summary per_client): a table for the
+    producers when there is more than one, one for the consumers likewise (with one, the tables above
+    already show the same numbers)."""
+    per_client = summary.get("per_client") or {}
+    producers: Mapping[str, Any] = per_client.get("producers") or {}
+    consumers: Mapping[str, Any] = per_client.get("consumers") or {}
+    tables: list[Table] = []
+    if len(producers) > 1:
+        table = _latency_table(
+            "Per producer (ms): its batches from the intended send time, from the send, and until the first "
+            "consumer received them",
+            "producer",
+        )
+        for name, data in producers.items():
+            acks = data.get("acks")
+            table.add_row(Text(f"{name}, {acks}" if acks else name, style="bold"), *[""] * (len(STATS) + 1))
+            table.add_row("  intended", *_stat_cells(data.get("from_intended")))
+            table.add_row("  sent", *_stat_cells(data.get("from_send")))
+            table.add_row("  end to end", *_stat_cells(data.get("e2e")))
+        tables.append(table)
+    if len(consumers) > 1:
+        table = _latency_table(
+            "Per consumer (ms): the batches it received, from their intended send time; its fetches' "
+            "RemoteTimeMs (parked in the fetch purgatory)",
+            "consumer",
+        )
+        for name, data in consumers.items():
+            table.add_row(Text(name, style="bold"), *[""] * (len(STATS) + 1))
+            table.add_row("  end to end", *_stat_cells(data.get("e2e")))
+            table.add_row("  fetch RemoteTimeMs", *_stat_cells((data.get("broker") or {}).get("RemoteTimeMs")))
+        tables.append(table)
+    return tables
+
+
+def client_errors_table(summary: Mapping[str, Any]) -> Table | None:
+    """The clients whose requests failed, with the count of each Kafka error (summary per_client)."""
+    per_client = summary.get("per_client") or {}
+    table = Table(title="Failed requests per client", title_justify="left", title_style="bold", box=None,
+                  show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for kind in ("producers", "consumers"):
+        for name, data in (per_client.get(kind) or {}).items():
+            errors = data.get("errors") or {}
+            if errors:
+                listed = [f"{count(n)} {error}" for error, n in errors.items()]
+                timeouts = data.get("client_timeouts") or 0
+                if timeouts:
+                    listed.append(f"{count(timeouts)} client timeouts")
+                table.add_row(name, ", ".join(listed))
+    return table if table.row_count else None
+
+
 def counters_table(counters: Mapping[str, Any]) -> Table:
     """ISR changes and expirations per purgatory (Kafka's ExpiresPerSec meters, as totals)."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
@@ -128,6 +182,10 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     latency = client_latency_table(summary)
     if latency is not None:
         items.append(latency)
+    items.extend(per_client_tables(summary))
+    errors = client_errors_table(summary)
+    if errors is not None:
+        items.extend((errors, Text("")))
     items.append(counters_table(summary.get("counters") or {}))
     return Group(*items)
 

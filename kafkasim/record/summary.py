@@ -9,14 +9,14 @@ ends are left out (by `client_send_ms` / `send_ms`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from kafkasim.record.recorder import APIS, BREAKDOWN
+from kafkasim.record.recorder import APIS, BREAKDOWN, CONSUMED_PREFIX
 
 PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
 # One hour in microseconds; longer values are clamped to it (a run's latencies are far below).
@@ -68,15 +68,20 @@ def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+def _breakdown(rows: pd.DataFrame) -> dict[str, Any]:
+    """Kafka's RequestMetrics breakdown of these requests, and the client's send -> receive."""
+    out = {name: percentiles(_floats(rows, name)) for name, _, _ in BREAKDOWN}
+    out["client_latency_ms"] = percentiles(_floats(rows, "client_latency_ms"))
+    return out
+
+
 def _api_summary(rows: pd.DataFrame) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "count": int(len(rows)),
         "errors": int((rows["error"].to_numpy() != 0).sum()),
         "client_timeouts": int(rows["client_timeout"].to_numpy(dtype=bool).sum()),
     }
-    for name, _, _ in BREAKDOWN:
-        summary[name] = percentiles(_floats(rows, name))
-    summary["client_latency_ms"] = percentiles(_floats(rows, "client_latency_ms"))
+    summary.update(_breakdown(rows))
     return summary
 
 
@@ -94,6 +99,87 @@ def _produce_latency(records: pd.DataFrame) -> dict[str, Any]:
             "from_send": percentiles(_floats(rows, "ack_ms") - _floats(rows, "send_ms")),
         }
     return out
+
+
+def _error_counts(rows: pd.DataFrame) -> dict[str, int]:
+    """The requests' errors by Kafka's error name, most frequent first (ties by name); {} when none."""
+    failed = rows.loc[rows["error"].to_numpy() != 0, "error_name"].astype(str)
+    counts = failed.value_counts()
+    return {str(name): int(n) for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
+
+
+def _client_requests(rows: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "requests": int(len(rows)),
+        "errors": _error_counts(rows),
+        "client_timeouts": int(rows["client_timeout"].to_numpy(dtype=bool).sum()),
+    }
+
+
+def _producer_summary(requests: pd.DataFrame, batches: pd.DataFrame) -> dict[str, Any]:
+    """One producer: its batches' latency from the intended send and from the send (acknowledged batches),
+    end to end (until the first consumer received the batch), its requests' errors and their breakdown."""
+    acks = batches["acks"].to_numpy(dtype=np.float64, na_value=np.nan)
+    settings = sorted({int(a) for a in acks[np.isfinite(acks)]})
+    ok = batches[(batches["error"].to_numpy() == 0) & np.isfinite(_floats(batches, "ack_ms"))]
+    return {
+        "acks": acks_label(settings[0]) if len(settings) == 1 else None,
+        **_client_requests(requests),
+        "batches": int(len(batches)),
+        "records": int(batches["record_count"].sum()),
+        "from_intended": percentiles(_floats(ok, "ack_ms") - _floats(ok, "first_intended_ms")),
+        "from_send": percentiles(_floats(ok, "ack_ms") - _floats(ok, "send_ms")),
+        "e2e": percentiles(_floats(batches, "e2e_latency_ms")),
+        "broker": _breakdown(requests),
+    }
+
+
+def _consumer_summary(requests: pd.DataFrame, batches: pd.DataFrame, consumer: str) -> dict[str, Any]:
+    """One consumer: the batches it received, from their intended send (end to end) and from their send
+    until it received them, and its fetches' errors and breakdown (RemoteTimeMs: parked in the purgatory)."""
+    column = CONSUMED_PREFIX + consumer
+    received = _floats(batches, column) if column in batches.columns else np.full(len(batches), np.nan)
+    return {
+        **_client_requests(requests),
+        "batches": int(np.isfinite(received).sum()),
+        "e2e": percentiles(received - _floats(batches, "first_intended_ms")),
+        "from_send": percentiles(received - _floats(batches, "send_ms")),
+        "broker": _breakdown(requests),
+    }
+
+
+def _per_client(
+    requests: pd.DataFrame,
+    kept: pd.DataFrame,
+    records: pd.DataFrame,
+    batches: pd.DataFrame,
+    producers: Sequence[str] | None,
+    consumers: Sequence[str] | None,
+) -> dict[str, Any]:
+    """Every producer's and consumer's own rows, in the given order; by default every client the tables
+    name (producers sorted, consumers in the records table's order). `requests`/`records` are the whole
+    tables (a client idle after the warm-up still gets its row), `kept`/`batches` the rows after it."""
+    api = requests["api"].astype(str).to_numpy()
+    client = requests["client"].astype(str).to_numpy()
+    if producers is None:
+        producers = sorted(set(records["producer"].astype(str)) | set(client[api == "Produce"].tolist()))
+    if consumers is None:
+        columns = [c[len(CONSUMED_PREFIX):] for c in records.columns if c.startswith(CONSUMED_PREFIX)]
+        consumers = columns + sorted(set(client[api == "FetchConsumer"].tolist()) - set(columns))
+    kept_api = kept["api"].astype(str).to_numpy()
+    kept_client = kept["client"].astype(str).to_numpy()
+    producer_column = batches["producer"].astype(str).to_numpy()
+    return {
+        "producers": {
+            name: _producer_summary(kept[(kept_api == "Produce") & (kept_client == name)],
+                                    batches[producer_column == name])
+            for name in producers
+        },
+        "consumers": {
+            name: _consumer_summary(kept[(kept_api == "FetchConsumer") & (kept_client == name)], batches, name)
+            for name in consumers
+        },
+    }
 
 
 def _json_value(value: Any) -> Any:
@@ -117,10 +203,13 @@ def summarize(
     warmup_ms: float = 0.0,
     events: int | None = None,
     counters: Mapping[str, Any] | None = None,
+    producers: Sequence[str] | None = None,
+    consumers: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A JSON-able summary of a run: a function of the run's rows alone, so a replay writes the same bytes
     (wall-clock facts go to the result's run-info, never here). `counters` (ISR shrinks/expands, expirations per purgatory, dropped
-    messages, ...) are copied as given."""
+    messages, ...) are copied as given. `producers` and `consumers` name the clients of `per_client`, in
+    the order it lists them (the scenario's); by default, every client the tables name."""
     kept = requests[_floats(requests, "client_send_ms") >= warmup_ms] if warmup_ms > 0 else requests
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
     summary: dict[str, Any] = {
@@ -133,6 +222,7 @@ def summarize(
         "apis": {},
         "produce_latency": _produce_latency(batches),
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
+        "per_client": _per_client(requests, kept, records, batches, producers, consumers),
         "counters": dict(counters or {}),
     }
     api_column = kept["api"].astype(str).to_numpy()

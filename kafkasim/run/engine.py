@@ -253,6 +253,8 @@ class Engine:
             simulated_duration_ms=duration,
             warmup_ms=float(self.scenario.warmup),
             counters=self._counters() if counters is None else counters,
+            producers=[p.name for p in self.scenario.producers],
+            consumers=[c.name for c in self.scenario.consumers],
         )
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()

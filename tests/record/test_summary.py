@@ -73,3 +73,81 @@ def test_summary_without_warmup_counts_everything():
     s = summarize(t.requests, t.records, seed=None, simulated_duration_ms=2000.0)
     assert s["apis"]["Produce"]["count"] == 100 and s["apis"]["Produce"]["TotalTimeMs"]["max"] == 19.0
     assert "wall_seconds" not in s and not math.isnan(s["apis"]["Produce"]["TotalTimeMs"]["p50"])
+
+
+def _two_producers_two_consumers():
+    """Producer "fast" (acks=1) is acknowledged 2 ms after the send, "slow" (acks=all) 10 ms after; consumer
+    "near" receives every batch 1 ms after its ack, "far" 50 ms after. One of "slow"'s requests fails."""
+    rec = Recorder(["near", "far"])
+    for i in range(100):
+        send = 1000.0 + i * 10
+        name, acks, ack_delay = ("fast", 1, 2.0) if i % 2 == 0 else ("slow", -1, 10.0)
+        row = Row(i, "Produce", name, 1, 100, acks=acks, intended_ms=send - 3, client_send_ms=send)
+        row.start_ms = row.dequeue_ms = row.local_complete_ms = send + 0.5
+        row.response_complete_ms = row.response_dequeue_ms = row.end_ms = send + ack_delay - 0.5
+        row.client_receive_ms = send + ack_delay
+        failed = i == 99
+        row.error = 7 if failed else 0
+        row.client_timeout = failed
+        rec.finish_request(row)
+        batch = BatchTrace(i, name, "t", 0, 2, 100, acks=acks, first_intended_ms=send - 3, created_ms=send - 3,
+                           send_ms=send, ack_ms=send + ack_delay, offset=-1 if failed else i, request_id=i,
+                           error=7 if failed else 0)
+        rec.finish_batch(batch)
+        if not failed:
+            rec.batch_consumed(i, "near", send + ack_delay + 1)
+            rec.batch_consumed(i, "far", send + ack_delay + 50)
+    for j, (consumer, remote) in enumerate([("near", 1.0), ("far", 500.0)] * 20):
+        row = Row(1000 + j, "FetchConsumer", consumer, 1, 50, intended_ms=1000.0 + j, client_send_ms=1000.0 + j)
+        row.start_ms = row.dequeue_ms = row.local_complete_ms = 1000.0 + j
+        row.response_complete_ms = row.response_dequeue_ms = row.end_ms = 1000.0 + j + remote
+        row.client_receive_ms = row.end_ms
+        rec.finish_request(row)
+    return rec.tables()
+
+
+def test_per_client_rows_keep_each_producer_and_consumer_apart():
+    t = _two_producers_two_consumers()
+    s = summarize(t.requests, t.records, seed=1, simulated_duration_ms=3000.0, warmup_ms=500.0)
+    json.dumps(s, allow_nan=False)
+    producers, consumers = s["per_client"]["producers"], s["per_client"]["consumers"]
+    assert list(producers) == ["fast", "slow"] and list(consumers) == ["near", "far"]
+    fast, slow = producers["fast"], producers["slow"]
+    assert (fast["acks"], slow["acks"]) == ("acks=1", "acks=all")
+    assert (fast["requests"], slow["requests"]) == (50, 50)
+    assert (fast["batches"], fast["records"]) == (50, 100)
+    # From the intended send (3 ms earlier) and from the send, acknowledged batches only.
+    assert fast["from_intended"]["max"] == 5.0 and fast["from_send"]["max"] == 2.0
+    assert slow["from_intended"]["p50"] == pytest.approx(13.0, rel=1e-3) and slow["from_send"]["count"] == 49
+    # End to end: until the first consumer received it ("near", 1 ms after the ack).
+    assert fast["e2e"]["max"] == 6.0 and slow["e2e"]["max"] == 14.0
+    assert fast["errors"] == {} and slow["errors"] == {"REQUEST_TIMED_OUT": 1}
+    assert (fast["client_timeouts"], slow["client_timeouts"]) == (0, 1)
+    assert slow["broker"]["TotalTimeMs"]["max"] == 9.0 and fast["broker"]["client_latency_ms"]["max"] == 2.0
+    near, far = consumers["near"], consumers["far"]
+    # Each consumer's own receive time: from either producer's intended send / send until it got the batch.
+    assert near["batches"] == far["batches"] == 99
+    assert near["e2e"]["max"] == 14.0 and far["e2e"]["max"] == 63.0 and far["e2e"]["p50"] == pytest.approx(55.0, rel=1e-3)
+    assert near["from_send"]["max"] == 11.0 and far["from_send"]["p50"] == pytest.approx(52.0, rel=1e-3)
+    assert near["requests"] == far["requests"] == 20 and near["errors"] == far["errors"] == {}
+    assert near["broker"]["RemoteTimeMs"]["max"] == 1.0 and far["broker"]["RemoteTimeMs"]["p50"] == pytest.approx(500.0, rel=1e-3)
+    # The per-api view still merges the clients.
+    assert s["apis"]["Produce"]["count"] == 100 and s["apis"]["FetchConsumer"]["count"] == 40
+
+
+def test_per_client_rows_follow_the_given_order_and_list_idle_clients():
+    t = _two_producers_two_consumers()
+    s = summarize(t.requests, t.records, seed=1, simulated_duration_ms=3000.0, warmup_ms=500.0,
+                  producers=["slow", "fast", "idle"], consumers=["far", "near"])
+    assert list(s["per_client"]["producers"]) == ["slow", "fast", "idle"]
+    assert list(s["per_client"]["consumers"]) == ["far", "near"]
+    idle = s["per_client"]["producers"]["idle"]
+    assert idle["requests"] == 0 and idle["batches"] == 0 and idle["from_intended"]["count"] == 0
+
+
+def test_per_client_rows_leave_out_the_warmup():
+    t = _two_producers_two_consumers()
+    s = summarize(t.requests, t.records, seed=1, simulated_duration_ms=3000.0, warmup_ms=1500.0)
+    fast = s["per_client"]["producers"]["fast"]
+    assert fast["requests"] == fast["batches"] == 25  # sent at 1500, 1520, ... 1980
+    assert s["per_client"]["consumers"]["near"]["requests"] == 0  # every fetch was sent before 1040
