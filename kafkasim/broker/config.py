@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkasim.purgatory import PURGATORY_TIMER_KINDS, PurgatoryTimerKind
+
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
@@ -78,8 +80,15 @@ class BrokerConfig:
     fetch_max_bytes: int = 55 * MIB  # fetch.max.bytes (caps a fetch request's max_bytes)
     producer_purgatory_purge_interval_requests: int = 1000
     fetch_purgatory_purge_interval_requests: int = 1000
+    # Simulator-only: the purgatories' timer, Kafka's timing wheel or Kafka 0.8's delay queue.
+    purgatory_timer: PurgatoryTimerKind = "timing_wheel"
 
     def __post_init__(self) -> None:
+        if self.purgatory_timer not in PURGATORY_TIMER_KINDS:
+            raise ValueError(
+                f"BrokerConfig.purgatory_timer must be one of {', '.join(PURGATORY_TIMER_KINDS)},"
+                f" got {self.purgatory_timer!r}"
+            )
         _require_positive(
             "BrokerConfig",
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,

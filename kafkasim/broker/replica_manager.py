@@ -22,7 +22,7 @@ from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from kafkasim.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey, new_purgatory_timer
 
 if TYPE_CHECKING:
     from kafkasim.timer import Time
@@ -75,12 +75,15 @@ class ReplicaManager:
         self.alter_partition_manager = alter_partition_manager
         self.produce_purgatory = produce_purgatory or DelayedOperationPurgatory(
             "Produce",
-            time=time,
+            new_purgatory_timer(config.purgatory_timer, "Produce", time),
             broker_id=broker_id,
             purge_interval=config.producer_purgatory_purge_interval_requests,
         )
         self.fetch_purgatory = fetch_purgatory or DelayedOperationPurgatory(
-            "Fetch", time=time, broker_id=broker_id, purge_interval=config.fetch_purgatory_purge_interval_requests
+            "Fetch",
+            new_purgatory_timer(config.purgatory_timer, "Fetch", time),
+            broker_id=broker_id,
+            purge_interval=config.fetch_purgatory_purge_interval_requests,
         )
         self.metrics = BrokerMetrics()
         self.action_queue = ActionQueue()

@@ -210,13 +210,14 @@ def run(
     raise typer.Exit(run_command(options))
 
 
-@app.command(short_help="Check scenario files without running them.")
+@app.command(short_help="Check scenario and sweep files without running them.")
 def validate(
-    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="Scenario YAML files.",
+    scenarios: Annotated[list[str], typer.Argument(metavar="FILE...", help="Scenario or sweep YAML files.",
                                                    show_default=False)],
 ) -> None:
-    """Check scenario files without running them: exit 0 if every one is valid, 2 otherwise (each problem
-    as file:line: key.path: message)."""
+    """Check scenario and sweep files without running them: exit 0 if every one is valid, 2 otherwise (each
+    problem as file:line: key.path: message). A sweep file (one with `base:`) is checked as `kafkasim sweep`
+    checks it before starting Spark: the file, then every variant against its base scenario."""
     from kafkasim.console.commands import validate_command
 
     raise typer.Exit(validate_command(scenarios))

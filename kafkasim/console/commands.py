@@ -20,12 +20,17 @@ from kafkasim.console.run_command import (
 
 
 def validate_command(paths: list[str]) -> int:
-    """Check each scenario file; one `ok` line per valid file on stdout, its problems on stderr otherwise."""
+    """Check each scenario or sweep file; one `ok` line per valid file on stdout, its problems on stderr
+    otherwise."""
     from kafkasim.scenario import ScenarioError
+    from kafkasim.sweep.model import is_sweep_file
 
     failed = 0
     for path in paths:
         try:
+            if is_sweep_file(Path(path)):
+                print(f"ok {path}: {_validate_sweep(Path(path))}")
+                continue
             s = load_with_overrides(path, [])
         except (ScenarioError, UsageProblem) as exc:
             failed += 1
@@ -40,6 +45,20 @@ def validate_command(paths: list[str]) -> int:
         print(f"kafkasim: {failed} of {len(paths)} scenario file(s) invalid", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _validate_sweep(path: Path) -> str:
+    """What `kafkasim sweep` checks before Spark starts (the file, then every variant against its base
+    scenario), without Spark; ScenarioError on any problem. Returns the summary of a valid sweep."""
+    from kafkasim.sweep.model import load_sweep
+    from kafkasim.sweep.plan import plan_sweep
+
+    loaded = load_sweep(path)
+    plan = plan_sweep(loaded)
+    base = loaded.sweep.base
+    on = base if isinstance(base, str) else "an inline base scenario"
+    return (f"sweep of {len(plan.variants)} variant(s) x {len(plan.seeds)} seed(s) = {len(plan.runs)} runs "
+            f"on {on}")
 
 
 def schema_command(out: Path | None) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from kafkasim.purgatory.delay_queue_timer import DelayQueueTimer
 from kafkasim.purgatory.delayed_operation import DelayedOperation
+from kafkasim.purgatory.purgatory_timer import PurgatoryTimer
 from kafkasim.purgatory.watchers import Watchers
 from kafkasim.timer import SystemTimer, Time
 
@@ -23,6 +25,11 @@ class DelayedOperationPurgatory:
     (insertion ordered, so iteration is deterministic), and no locks are taken. The expiration reaper thread
     (`advance_clock` every 200 ms) is a SimPy process in `kafkasim.run`, and there are no metric gauges to
     register: `watched` and `num_delayed` are read by whoever samples them.
+
+    The timer is Kafka's timing wheel (`SystemTimer`) unless a `DelayQueueTimer` is passed: then the
+    purgatory behaves as Kafka 0.8's `RequestPurgatory` did, completed operations staying in the timer
+    (and in `num_delayed`) until their timeout, and the watch lists purged every `purge_interval` watched
+    operations. Which operations complete or expire, and when, is the same with either timer.
     """
 
     __slots__ = (
@@ -31,6 +38,7 @@ class DelayedOperationPurgatory:
         "_broker_id",
         "_purge_interval",
         "_timer_enabled",
+        "_purge_every_interval",
         "_watchers_for_key",
         "_estimated_total_operations",
     )
@@ -38,7 +46,7 @@ class DelayedOperationPurgatory:
     def __init__(
         self,
         name: str,
-        timer: SystemTimer | None = None,
+        timer: PurgatoryTimer | None = None,
         *,
         time: Time | None = None,
         broker_id: int = 0,
@@ -56,6 +64,9 @@ class DelayedOperationPurgatory:
         self._broker_id = broker_id
         self._purge_interval = purge_interval
         self._timer_enabled = timer_enabled
+        # Kafka 0.8.1's purge rule goes with its timer: completed operations stay in the delay queue, so
+        # "estimated total - num_delayed" would not count the completed operations left in the watch lists.
+        self._purge_every_interval = isinstance(timer, DelayQueueTimer)
         self._watchers_for_key: dict[Hashable, Watchers] = {}
         self._estimated_total_operations = 0
 
@@ -64,7 +75,7 @@ class DelayedOperationPurgatory:
         return self._name
 
     @property
-    def timer(self) -> SystemTimer:
+    def timer(self) -> PurgatoryTimer:
         return self._timer
 
     @property
@@ -77,7 +88,8 @@ class DelayedOperationPurgatory:
 
     @property
     def estimated_total_operations(self) -> int:
-        """Operations that entered the watch phase since the last purge (Kafka's estimate)."""
+        """Operations that entered the watch phase since the last purge (Kafka's estimate; with a
+        `DelayQueueTimer`, Kafka 0.8.1's `requestCounter`)."""
         return self._estimated_total_operations
 
     @property
@@ -88,7 +100,8 @@ class DelayedOperationPurgatory:
 
     @property
     def num_delayed(self) -> int:
-        """NumDelayedOperations: operations waiting in the timer (each once)."""
+        """NumDelayedOperations: operations waiting in the timer (each once; with a `DelayQueueTimer`,
+        completed operations too, until their timeout)."""
         return self._timer.size
 
     def try_complete_else_watch(self, operation: DelayedOperation, keys: Sequence[Hashable]) -> bool:
@@ -149,9 +162,16 @@ class DelayedOperationPurgatory:
         """One reaper pass: run expired operations, then purge if enough completed ones may linger.
 
         Kafka's `advanceClock`: purge when `estimated total - num_delayed > purge_interval`; the estimate is
-        then reset to `num_delayed`. Returns whether the timer flushed any bucket.
+        then reset to `num_delayed`. With a `DelayQueueTimer`, Kafka 0.8.1's rule instead: purge once
+        `purge_interval` operations were watched since the last purge (`RequestPurgatory`'s
+        `requestCounter`). Returns whether the timer flushed any bucket (popped any entry).
         """
         advanced = self._timer.advance_clock()
+        if self._purge_every_interval:
+            if self._estimated_total_operations >= self._purge_interval:
+                self._estimated_total_operations = 0
+                self.purge_completed()
+            return advanced
         num_delayed = self._timer.size
         if self._estimated_total_operations - num_delayed > self._purge_interval:
             self._estimated_total_operations = num_delayed

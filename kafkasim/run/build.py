@@ -78,6 +78,7 @@ def broker_state_config(scenario: Scenario) -> BrokerStateConfig:
         fetch_max_bytes=b.fetch_max_bytes,
         producer_purgatory_purge_interval_requests=b.producer_purgatory_purge_interval_requests,
         fetch_purgatory_purge_interval_requests=b.fetch_purgatory_purge_interval_requests,
+        purgatory_timer=b.purgatory,
     )
 
 

@@ -91,6 +91,14 @@ class BrokerConfig(ScenarioModel):
     )
     """Fetch purgatory purgeInterval (DelayedOperationPurgatory)."""
 
+    purgatory: Literal["timing_wheel", "delay_queue"] = "timing_wheel"
+    """Simulator-only: the purgatories' timer. `timing_wheel`: Kafka's hierarchical timing wheel
+    (SystemTimer, Kafka 0.9+), which a completed operation leaves at once. `delay_queue`: Kafka 0.8's
+    RequestPurgatory, one priority queue (java.util.DelayQueue) in which a completed operation stays until
+    its timeout, with the watch lists purged after every purge interval (*.purgatory.purge.interval.requests)
+    of watched operations. Requests complete and expire at the same times with either; what differs is
+    NumDelayedOperations (the entries the timer holds) and how often the expiration reaper wakes
+    (`reaper_passes` in summary.json)."""
     costs: HandlerCosts = Field(default_factory=HandlerCosts)
     """Simulator-only: service times of the request pipeline."""
     alter_partition_latency: DurationDistribution = Field(default_factory=lambda: constant_ms(10.0))

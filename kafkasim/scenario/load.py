@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -136,6 +136,15 @@ class _SchemaGenerator(GenerateJsonSchema):
 
     def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
         js = super().default_schema(schema)
+        factory = schema.get("default_factory")
+        if factory is not None and "default" not in js and not schema.get("default_factory_takes_data"):
+            # A default built by a factory (a cost distribution, an empty list) is shown when it is one value
+            # an author could write; whole sections (`costs`) list the defaults of their own keys instead.
+            value = factory()  # type: ignore[call-arg]
+            if isinstance(value, BaseModel):
+                value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if isinstance(value, str | int | float) or value == []:
+                js["default"] = value
         formatter = _DEFAULT_FORMATTERS.get(js.get("pattern", ""))
         if formatter is not None and isinstance(js.get("default"), int | float):
             js["default"] = formatter(js["default"])

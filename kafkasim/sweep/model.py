@@ -211,6 +211,17 @@ class LoadedSweep(BaseModel):
     source: Source
 
 
+def is_sweep_file(path: Path) -> bool:
+    """True for a readable YAML file whose top-level mapping has `base:`: a sweep file must have it, and a
+    scenario cannot (the key is not in the scenario format). Anything else is left to the scenario loader,
+    whose messages then say what is wrong."""
+    try:
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)).data
+    except (OSError, UnicodeDecodeError, ScenarioError):
+        return False
+    return isinstance(data, dict) and "base" in data
+
+
 def load_sweep(path_or_text: str | Path) -> LoadedSweep:
     """Parse and validate a sweep file (a path, or YAML text); raises ScenarioError listing every problem."""
     if isinstance(path_or_text, Path) or ("\n" not in path_or_text and Path(path_or_text).is_file()):

