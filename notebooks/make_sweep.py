@@ -1,8 +1,9 @@
-"""Writes notebooks/sweep.ipynb (run `uv run python notebooks/make_sweep.py` after editing).
+"""Writes notebooks/sweep.ipynb (run `uv run --all-extras python notebooks/make_sweep.py` after editing).
 
-The notebook is kept as this script so that its text can be reviewed and diffed as Python; the saved
-notebook has no outputs. tests/notebooks/test_sweep_notebook.py executes it headless (it needs pyspark,
-the `spark` extra, and Java 17+).
+The notebook is kept as this script so that its text can be reviewed and diffed as Python; the script runs
+it (a sweep on Spark: it needs pyspark, the `spark` extra, and Java 17+) and saves it with its outputs, so
+that it reads well where it is viewed without running it. tests/notebooks/test_sweep_notebook.py executes
+it headless.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from notebook_builder import build_notebook, write_notebook
+from notebook_builder import build_notebook, execute_notebook, write_notebook
 
 NOTEBOOK = Path(__file__).resolve().parent / "sweep.ipynb"
 
@@ -160,7 +161,8 @@ def build() -> nbformat.NotebookNode:
 
 
 def main() -> None:
-    write_notebook(NOTEBOOK, build())
+    # Stored with its outputs, so that it reads well where it is viewed without running it.
+    write_notebook(NOTEBOOK, execute_notebook(build(), NOTEBOOK.parent, timeout=300))
 
 
 if __name__ == "__main__":
