@@ -52,8 +52,11 @@ def _run_tables():
 def test_summary_excludes_warmup_and_breaks_down_per_api():
     t = _run_tables()
     s = summarize(t.requests, t.records, seed=5, simulated_duration_ms=2000.0, warmup_ms=1000.0,
-                  events=1234, counters={"isr_shrinks": 2, "expirations": {"Produce": 1}})
+                  counters={"isr_shrinks": 2, "expirations": {"Produce": 1}})
     json.dumps(s, allow_nan=False)  # JSON-able, no NaN
+    # No key that is always null: SimPy's event count depends on how the run was sliced (progress), so a
+    # summary, which is a function of the run's rows alone, does not carry it (the benchmark reports it).
+    assert None not in (s["seed"], s["simulated_duration_ms"], s["warmup_ms"]) and "events" not in s
     assert s["seed"] == 5 and s["warmup_ms"] == 1000.0 and s["simulated_requests"] == 200
     produce = s["apis"]["Produce"]
     assert produce["count"] == 50 and produce["errors"] == 1
