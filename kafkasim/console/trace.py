@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,7 +51,7 @@ def print_trace(console: Console, trace: Trace) -> None:
 
 def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, client: str | None,
                   at_ms: float | None, out: str | None) -> int:
-    from kafkasim.record.output_dir import OutputDirError, check_output_dir, make_temp_dir, replace_dir
+    from kafkasim.record.output_dir import OutputDirError, check_output_dir, write_dir
     from kafkasim.record.result import ResultDirectoryError, RunResult
     from kafkasim.report.trace import TraceError, trace_figure, trace_json, trace_request
 
@@ -70,19 +69,17 @@ def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, 
     console = Console(highlight=False, width=min(Console().width, 80))
     print_trace(console, trace)
     figure = trace_figure(trace)
-    tmp = make_temp_dir(target)
-    try:
+
+    def write(tmp: Path) -> None:
         if figure is not None:
             figure.savefig(tmp / FIGURE_FILE, dpi=100)
         (tmp / STORY_FILE).write_text(json.dumps(trace_json(trace), indent=2) + "\n", encoding="utf-8")
-        replace_dir(tmp, target, layout, label=target_text)
+
+    try:
+        write_dir(target, layout, write, label=target_text)
     except OutputDirError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         error.print(f"kafkasim trace: {exc}", markup=False)
         return 2
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     console.print()
     where = target / (FIGURE_FILE if figure is not None else STORY_FILE)
     console.print(f"swimlane: {where}" if figure is not None else f"no swimlane (never completed); story: {where}",

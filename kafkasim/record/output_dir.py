@@ -164,6 +164,24 @@ def make_temp_dir(target: Path, kind: str = "tmp") -> Path:
     return tmp
 
 
+def write_dir(target: Path, layout: Layout, write: Callable[[Path], None], *, label: str | None = None) -> None:
+    """Write a directory atomically: ``write(tmp)`` fills a hidden sibling of `target`, which then replaces
+    it (`replace_dir`). If anything fails -- the temporary directory cannot be made, `write` raises, the
+    target is not kafkasim's to replace -- the temporary directory is removed and `target` is unchanged;
+    OutputDirError says what is wrong, other exceptions propagate."""
+    prefix = label if label is not None else str(target)
+    try:
+        tmp = make_temp_dir(target)
+    except OSError as exc:
+        raise OutputDirError(f"{prefix}: cannot create a directory in {target.parent} ({exc.strerror})") from None
+    try:
+        write(tmp)
+        replace_dir(tmp, target, layout, label=prefix)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, make_temp_dir, replace_dir
+from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 
 TABLES = ("requests", "records", "timeseries")
 SUMMARY_FILE = "summary.json"
@@ -137,24 +136,18 @@ class RunResult:
         raises ResultDirectoryError saying what is wrong and what is allowed.
         """
         target = check_result_dir(directory)
-        try:
-            tmp = make_temp_dir(target)
-        except OSError as exc:
-            raise ResultDirectoryError(f"{directory}: cannot create a directory in {target.parent} "
-                                       f"({exc.strerror})") from None
-        try:
+
+        def write(tmp: Path) -> None:
             self._write_files(tmp)
             if extra_writer is not None:
                 extra_writer(tmp)
             self._write_run_info(tmp)
             _fsync_dir_files(tmp)
-            replace_dir(tmp, target, RESULT_LAYOUT, label=str(directory))
+
+        try:
+            write_dir(target, RESULT_LAYOUT, write, label=str(directory))
         except OutputDirError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
             raise ResultDirectoryError(str(exc)) from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return target
 
     def _write_run_info(self, directory: Path) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, make_temp_dir, replace_dir
+from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 from kafkasim.record.result import ResultDirectoryError, RunResult
 from kafkasim.record.summary import percentiles
 from kafkasim.report.canvas import new_figure
@@ -263,20 +263,14 @@ def write_comparison(runs: Sequence[Run], groups: Sequence[Group], out: str | Pa
     comparison holding only those two files); returns the directory."""
     target = check_compare_dir(out)
     figure = compare_figure(runs, groups)
-    tmp = make_temp_dir(target)
-    try:
+
+    def write(tmp: Path) -> None:
         figure.savefig(tmp / FIGURE_FILE, dpi=110)
         text = json.dumps(comparison_json(runs, groups), indent=2, allow_nan=False) + "\n"
         (tmp / TABLE_FILE).write_text(text, encoding="utf-8")
-        replace_dir(tmp, target, COMPARE_LAYOUT, label=str(out))
+
+    try:
+        write_dir(target, COMPARE_LAYOUT, write, label=str(out))
     except OutputDirError as exc:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
         raise CompareError(str(exc)) from None
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target

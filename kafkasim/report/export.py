@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
-from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, make_temp_dir, replace_dir
+from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 from kafkasim.record.result import RunResult
 from kafkasim.record.summary import percentiles
 from kafkasim.report.compare import latency_samples
@@ -165,18 +164,15 @@ def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
 
 
 def _write_dir(target: Path, label: str, source: Path, write: Callable[[Path], list[str]]) -> Path:
-    tmp = make_temp_dir(target)
-    try:
+    def write_with_marker(tmp: Path) -> None:
         files = write(tmp)
         marker = {"from": str(source.resolve()), "files": files}
         (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        replace_dir(tmp, target, EXPORT_LAYOUT, label=label)
+
+    try:
+        write_dir(target, EXPORT_LAYOUT, write_with_marker, label=label)
     except OutputDirError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise ExportError(str(exc)) from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 
