@@ -24,24 +24,11 @@ from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 
+from .support import ScriptedConnection
+
 TP = TopicPartition("t", 0)
 RECORD = 100  # bytes per record
 GAP_MS = 1.0  # constant arrivals at 1000/s: records intended at 1, 2, 3, ... ms
-
-
-class ScriptedConnection:
-    """Keeps what the producer sends on it; the test answers with ``respond``."""
-
-    def __init__(self, sent: list[RequestEnvelope]) -> None:
-        self.sent = sent
-        self.closed = False
-
-    def send(self, envelope: RequestEnvelope) -> None:
-        envelope.connection = self
-        self.sent.append(envelope)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class Reports(Observer):

@@ -36,22 +36,9 @@ from kafkasim.server.replica_fetcher_thread import (
     ReplicaFetcherThread,
 )
 
+from .support import ScriptedConnection
+
 TP = TopicPartition("t", 0)
-
-
-class ScriptedConnection:
-    """Keeps what the client sends; the test answers with ``respond``."""
-
-    def __init__(self, sent: list[RequestEnvelope]) -> None:
-        self.sent = sent
-        self.closed = False
-
-    def send(self, envelope: RequestEnvelope) -> None:
-        envelope.connection = self
-        self.sent.append(envelope)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class Recorder(Observer):
