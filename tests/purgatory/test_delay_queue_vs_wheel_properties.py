@@ -14,8 +14,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory, DelayQueueTimer
+from kafkasim.purgatory import DelayedOperationPurgatory, DelayQueueTimer
 from kafkasim.timer import ManualTime, SystemTimer, TimerTask
+
+from .support import Op
 
 N_TASKS = 8
 
@@ -91,24 +93,6 @@ def test_both_timers_run_the_same_tasks_at_the_same_advance(
     time.sleep(10_000)
     advance()
     assert not pending and wheel.size == queue.size == 0
-
-
-class Op(DelayedOperation):
-    def __init__(self, ident: int, delay_ms: int, time: ManualTime, log: list[tuple[int, str, int]]) -> None:
-        super().__init__(delay_ms)
-        self.ident = ident
-        self.completable = False
-        self.time = time
-        self.log = log
-
-    def try_complete(self) -> bool:
-        return self.force_complete() if self.completable else False
-
-    def on_complete(self) -> None:
-        self.log.append((self.ident, "complete", self.time.milliseconds()))
-
-    def on_expiration(self) -> None:
-        self.log.append((self.ident, "expire", self.time.milliseconds()))
 
 
 KEYS = ("a", "b", "c")

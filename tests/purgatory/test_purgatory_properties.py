@@ -10,28 +10,12 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkasim.purgatory import DelayedOperationPurgatory
 from kafkasim.timer import ManualTime
 
+from .support import Op
+
 KEYS = ("a", "b", "c", "d")
-
-
-class Op(DelayedOperation):
-    def __init__(self, ident: int, delay_ms: int, time: ManualTime, log: list[tuple[int, str, int]]) -> None:
-        super().__init__(delay_ms)
-        self.ident = ident
-        self.completable = False
-        self.time = time
-        self.log = log
-
-    def try_complete(self) -> bool:
-        return self.force_complete() if self.completable else False
-
-    def on_complete(self) -> None:
-        self.log.append((self.ident, "complete", self.time.milliseconds()))
-
-    def on_expiration(self) -> None:
-        self.log.append((self.ident, "expire", self.time.milliseconds()))
 
 
 @dataclass
