@@ -15,7 +15,7 @@ import math
 import shutil
 import tempfile
 import weakref
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol
@@ -271,7 +271,9 @@ class _Spool:
         self.row_groups = 0
 
     def write(self, frame: pd.DataFrame) -> None:
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+        # One thread: a chunk is small, and each thread Arrow starts maps its stack and a malloc arena
+        # (~72 MB of address space), which a run near an address-space limit may not have.
+        table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.path, table.schema)
         else:
@@ -287,7 +289,8 @@ class _Spool:
             self.write(tail)
         self._writer.close()
         self._writer = None
-        return pq.read_table(self.path).to_pandas()
+        # pre_buffer=False: Arrow's read-ahead cache starts an I/O thread (see write()).
+        return pq.ParquetFile(self.path, pre_buffer=False).read(use_threads=False).to_pandas(use_threads=False)
 
 
 class RecordedTables:
@@ -307,6 +310,10 @@ class Recorder:
     `consumers`: the consumer names (one `consumed_ms:<name>` column each), optionally with the topics each
     one reads: a batch leaves memory once every consumer that reads its topic has received it (or it was
     never appended); batches still waiting for a consumer are written at the end.
+
+    `before_spool`, when given, is called before each chunk goes to the spool (a Parquet write through
+    Arrow's C++). It raises MemoryError to stop a run that has no room left for the write: Arrow's C++ may
+    end the process (std::bad_alloc) where Python would have raised MemoryError.
     """
 
     def __init__(
@@ -315,6 +322,7 @@ class Recorder:
         *,
         max_rows_in_memory: int | None = DEFAULT_MAX_ROWS_IN_MEMORY,
         spool_dir: str | Path | None = None,
+        before_spool: Callable[[], None] | None = None,
     ) -> None:
         if max_rows_in_memory is not None and max_rows_in_memory < 1:
             raise ValueError(f"max_rows_in_memory must be >= 1 or None, got {max_rows_in_memory}")
@@ -328,6 +336,7 @@ class Recorder:
             self._subscriptions = None
         self._max_rows = max_rows_in_memory
         self._spool_parent = Path(spool_dir) if spool_dir is not None else None
+        self._before_spool = before_spool
         self._spool_dir: Path | None = None
         self._spools: dict[str, _Spool] = {}
         self._cleanup: weakref.finalize | None = None
@@ -419,6 +428,9 @@ class Recorder:
     # --- spooling and the end of the run -----------------------------------------------------------
 
     def _spool(self, table: str) -> _Spool:
+        """The spool to write `table`'s next chunk to (only writers call this)."""
+        if self._before_spool is not None:
+            self._before_spool()
         spool = self._spools.get(table)
         if spool is None:
             if self._spool_dir is None:

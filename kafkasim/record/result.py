@@ -163,9 +163,15 @@ class RunResult:
         (directory / RUN_INFO_FILE).write_text(json.dumps(info, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
     def _write_files(self, directory: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         for name in TABLES:
             frame: pd.DataFrame = getattr(self, name)
-            frame.to_parquet(directory / f"{name}.parquet", engine="pyarrow", index=False)
+            # One conversion thread (each Arrow thread maps ~72 MB of address space, and a run that ran out
+            # of memory still writes its partial results); the tables are a few columns wide.
+            table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
+            pq.write_table(table, directory / f"{name}.parquet")
         if self.scenario_yaml is not None:
             (directory / SCENARIO_FILE).write_text(self.scenario_yaml, encoding="utf-8")
         (directory / SUMMARY_FILE).write_text(

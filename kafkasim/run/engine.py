@@ -103,7 +103,11 @@ class Engine:
         self.env = clock.env
         self.progress = progress
         consumers = {c.name: [c.topic] for c in scenario.consumers}
-        self.recorder = Recorder(consumers, max_rows_in_memory=MAX_ROWS_IN_MEMORY)
+        # Under an address-space limit, the guard ends the run before the limit is reached (_run_until), and
+        # before a spool write that would not fit (see AddressSpaceGuard.before_spool).
+        self._guard = AddressSpaceGuard.from_process_limit()
+        self.recorder = Recorder(consumers, max_rows_in_memory=MAX_ROWS_IN_MEMORY,
+                                 before_spool=self._guard.before_spool if self._guard is not None else None)
         consumers_by_topic: dict[str, int] = {}
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
@@ -198,7 +202,7 @@ class Engine:
 
     def _run_until(self, duration: float) -> None:
         env = self.env
-        guard = AddressSpaceGuard.from_process_limit()
+        guard = self._guard
         if self.progress is None and guard is None:
             env.run(until=duration)
             return

@@ -19,6 +19,11 @@ import resource
 # A slice of simulated time is ~0.1 s of wall time; a run allocates a few MB in that (a 200 000 records/s
 # producer's backlog, measured: ~2 MB). The margin leaves room for several such slices.
 MIN_ADDRESS_SPACE_LEFT_BYTES = 24 * 1024 * 1024
+# What a spool write (a chunk of rows converted by Arrow and written as a Parquet row group) may map, on top
+# of the margin. Measured with Arrow's system allocator and one thread (kafkasim's CLI and the recorder's
+# spool): a 50 000-row chunk maps under 8 MB. Arrow's default allocator (mimalloc) reserves 1 GiB on first
+# use and each Arrow thread ~72 MB (stack and malloc arena), which is why the CLI and the spool avoid both.
+SPOOL_WRITE_BYTES = 32 * 1024 * 1024
 _STATM = "/proc/self/statm"
 
 
@@ -45,4 +50,14 @@ class AddressSpaceGuard:
             return int(f.read().split()[0]) * self._page
 
     def exhausted(self) -> bool:
-        return self.mapped_bytes() > self.limit_bytes - self.margin_bytes
+        return not self.has_room(0)
+
+    def has_room(self, extra_bytes: int) -> bool:
+        """True while `extra_bytes` more can be mapped and the margin still be left."""
+        return self.mapped_bytes() + extra_bytes <= self.limit_bytes - self.margin_bytes
+
+    def before_spool(self) -> None:
+        """For `Recorder(before_spool=...)`: MemoryError, in Python, rather than a spool write that could
+        run out of address space inside Arrow's C++ (which ends the process with std::bad_alloc)."""
+        if not self.has_room(SPOOL_WRITE_BYTES):
+            raise MemoryError("address space nearly exhausted (no room for a spool write)")

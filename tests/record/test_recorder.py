@@ -140,3 +140,23 @@ def test_empty_run_has_typed_empty_tables():
     t = Recorder(["c"]).tables()
     assert len(t.requests) == 0 and "TotalTimeMs" in t.requests and "consumed_ms:c" in t.records
     assert isinstance(t.timeseries, pd.DataFrame)
+
+
+def test_before_spool_is_asked_before_each_spool_write_and_can_stop_it():
+    asked = []
+
+    def before_spool():
+        asked.append(len(asked))
+        if len(asked) == 2:
+            raise MemoryError("no room for a spool write")
+
+    rec = Recorder(max_rows_in_memory=2, before_spool=before_spool)
+    _finish_produce(rec, 0, 10.0)
+    assert asked == []
+    _finish_produce(rec, 1, 20.0)  # the first chunk is spooled
+    assert asked == [0] and rec.spooled_rows == {"requests": 2}
+    _finish_produce(rec, 2, 30.0)
+    with pytest.raises(MemoryError):
+        _finish_produce(rec, 3, 40.0)  # refused: nothing written, the rows are kept
+    assert rec.spooled_rows == {"requests": 2}
+    assert list(rec.tables().requests["request_id"]) == [0, 1, 2, 3]

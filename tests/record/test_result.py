@@ -71,7 +71,9 @@ def test_crash_during_write_never_leaves_a_result_under_the_name(tmp_path, monke
     def crash(self, *args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", crash)
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(pq, "write_table", crash)
     with pytest.raises(KeyboardInterrupt):
         _result().save(tmp_path / "run")
     assert list(tmp_path.iterdir()) == []
