@@ -638,3 +638,21 @@ def test_maybe_update_response_data_includes_a_partition_iff_something_a_fetcher
     assert partition.high_watermark == cached_hw_after
     if result.error == Errors.NONE and not result.info.size_in_bytes and result.diverging_epoch is None:
         assert partition.maybe_update_response_data(result, True) is False  # answered once, then quiet
+
+
+def test_a_partition_whose_error_clears_is_sent_again_though_its_hw_did_not_move():
+    """The cached HW becomes -1 on an error (``maybeUpdateResponseData``), so the first good response after
+    it is sent even if its HW equals the one sent before the error."""
+    fetch_manager = manager(shard(10, 1000))
+    _, response = _full_session(fetch_manager, True)  # FOO0 sent with HW 100
+    session_id = response.session_id
+    context = fetch_manager.new_context(FetchMetadata(session_id, 1), True, [])
+    errored = context.update_and_generate_response_data(
+        [(FOO0, resp(100, 100, error=Errors.NOT_LEADER_OR_FOLLOWER)), (FOO1, resp(10, 10))]
+    )
+    assert response_keys(errored) == [FOO0]
+    context = fetch_manager.new_context(FetchMetadata(session_id, 2), True, [])
+    cleared = context.update_and_generate_response_data([(FOO0, resp(100, 100)), (FOO1, resp(10, 10))])
+    assert response_keys(cleared) == [FOO0]
+    context = fetch_manager.new_context(FetchMetadata(session_id, 3), True, [])
+    assert context.update_and_generate_response_data([(FOO0, resp(100, 100)), (FOO1, resp(10, 10))]).responses == []
