@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata
+from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata, FetchResponse
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
 if TYPE_CHECKING:
@@ -231,6 +231,14 @@ def fetch_request_bytes(partitions: int, forgotten_partitions: int = 0) -> int:
 def fetch_request_data_bytes(body: FetchRequestData) -> int:
     """The size of the request ``body`` as sent."""
     return fetch_request_bytes(len(body.fetch_infos), len(body.to_forget))
+
+
+def fetch_response_data_bytes(response: FetchResponse) -> int:
+    """The size of a fetch session context's response as sent: the partitions it carries and their records."""
+    record_bytes = 0
+    for _tp, result in response.responses:
+        record_bytes += result.info.size_in_bytes
+    return fetch_response_bytes(len(response.responses), record_bytes)
 
 
 def fetch_response_bytes(partitions: int, record_bytes: int) -> int:

@@ -36,6 +36,7 @@ from kafkasim.network.messages import (
     fetch_request_bytes,
     fetch_request_data_bytes,
     fetch_response_bytes,
+    fetch_response_data_bytes,
 )
 from kafkasim.timer import ManualTime
 from tests.broker.support import Broker, batch
@@ -349,7 +350,7 @@ def test_an_idle_follower_sends_zero_partition_incremental_requests_and_gets_emp
         assert [tp for tp, _ in context.fetch_infos()] == list(partitions)  # the fetch covers the session
         answer = context.update_and_generate_response_data([(tp, resp_entry(50)) for tp, _ in context.fetch_infos()])
         assert answer.responses == []
-        assert fetch_response_bytes(len(answer.responses), 0) == FETCH_RESPONSE_OVERHEAD_BYTES
+        assert fetch_response_data_bytes(answer) == FETCH_RESPONSE_OVERHEAD_BYTES
         assert follower.receive(answer)
 
 
@@ -451,5 +452,7 @@ def test_an_idle_followers_empty_incremental_request_is_parked_on_every_partitio
     answer = answers.pop()
     assert [tp for tp, _ in answer.responses] == [tp1]
     assert answer.responses[0][1].info.size_in_bytes == 300
+    # One partition and its records on the wire, where a sessionless response would carry both partitions.
+    assert fetch_response_data_bytes(answer) == fetch_response_bytes(1, 300) < fetch_response_bytes(2, 300)
     assert follower.receive(answer)
     assert follower.offsets == {tp0: 0, tp1: 3}
