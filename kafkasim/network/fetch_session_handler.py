@@ -203,17 +203,18 @@ class Builder:
             return FetchSessionRequestData(to_send, [], to_send, metadata)
         session = handler.session_partitions
         removed: list[TopicPartition] = []
-        for tp in list(session):
-            prev_data = session[tp]
+        for tp, prev_data in session.items():
             next_data = nxt.pop(tp, None)
             if next_data is not None:
                 if next_data is not prev_data and next_data != prev_data:
-                    # Altered: re-add it at the end of `next`, and remember the new data.
+                    # Altered: re-add it at the end of `next`, and remember the new data (a value
+                    # change, safe while iterating).
                     nxt[tp] = next_data
                     session[tp] = next_data
             else:
-                del session[tp]
                 removed.append(tp)
+        for tp in removed:
+            del session[tp]
         # New partitions join the session. The partitions seen in the loop above were moved to the end of
         # `next` (or dropped from it), so the first one already in the session ends the new ones.
         for tp, next_data in nxt.items():
