@@ -117,7 +117,11 @@ class CachedPartition:
     __slots__ = ("tp", "req_data", "high_watermark", "local_log_start_offset")
 
     def __init__(
-        self, tp: TopicPartition, req_data: PartitionData, high_watermark: int = -1, local_log_start_offset: int = -1
+        self,
+        tp: TopicPartition,
+        req_data: PartitionData,
+        high_watermark: int = -1,
+        local_log_start_offset: int = -1,
     ) -> None:
         self.tp = tp
         self.req_data = req_data
@@ -484,7 +488,8 @@ class FetchSessionCacheShard:
 
     @property
     def total_partitions(self) -> int:
-        """Partitions cached over all sessions, as of their last touch (``NumIncrementalFetchPartitionsCached``)."""
+        """Partitions cached over all sessions, as of their last touch
+        (``NumIncrementalFetchPartitionsCached``)."""
         return self.num_partitions
 
     def new_session_id(self) -> int:
@@ -615,7 +620,8 @@ class FetchSessionCache:
         return self.cache_shards[shard]
 
     def get_next_cache_shard(self) -> FetchSessionCacheShard:
-        """``getNextCacheShard``: round robin; ``Utils.toPositive`` keeps it right when the int counter wraps."""
+        """``getNextCacheShard``: round robin; ``Utils.toPositive`` keeps it right when the int counter
+        wraps."""
         shard_num = (self._counter & INT_MAX) % len(self.cache_shards)
         self._counter = (self._counter + 1) & 0xFFFFFFFF
         return self.cache_shards[shard_num]

@@ -167,7 +167,10 @@ class FetchSessionHandler:
         self.next_metadata = self.next_metadata.next_close_existing_attempt_new()
 
     def __repr__(self) -> str:
-        return f"FetchSessionHandler(node={self.node}, next={self.next_metadata}, partitions={len(self.session_partitions)})"
+        return (
+            f"FetchSessionHandler(node={self.node}, next={self.next_metadata}, "
+            f"partitions={len(self.session_partitions)})"
+        )
 
 
 class Builder:
@@ -225,6 +228,8 @@ class Builder:
         return FetchSessionRequestData(nxt, removed, session_partitions, metadata)
 
 
-def find_missing(to_find: Iterable[TopicPartition], to_search: Collection[TopicPartition]) -> list[TopicPartition]:
+def find_missing(
+    to_find: Iterable[TopicPartition], to_search: Collection[TopicPartition]
+) -> list[TopicPartition]:
     """``FetchSessionHandler.findMissing``: the items of ``to_find`` not in ``to_search``, in order."""
     return [tp for tp in to_find if tp not in to_search]

@@ -79,7 +79,14 @@ class FetchRequestData:
     """
 
     __slots__ = (
-        "replica_id", "max_wait_ms", "min_bytes", "max_bytes", "fetch_infos", "replica_epoch", "metadata", "to_forget"
+        "replica_id",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "fetch_infos",
+        "replica_epoch",
+        "metadata",
+        "to_forget",
     )
 
     def __init__(
