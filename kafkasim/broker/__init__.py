@@ -19,6 +19,7 @@ Plain Python driven by a ``kafkasim.timer.Time``; no SimPy here (Kafka's ``Delay
                             ``LogReadResult``, ``PartitionResponse``, ...
 ``delayed_produce``         ``DelayedProduce`` (acks=all waiting for the HW)
 ``delayed_fetch``           ``DelayedFetch`` (cases A-H, 3.8+ segment-roll rule)
+``fetch_session``           ``FetchManager``, ``FetchSessionCache``: incremental fetch sessions (KIP-227)
 ``action_queue``            ``ActionQueue`` (post-append purgatory checks, end of request)
 ``replica_manager``         ``ReplicaManager``: produce and fetch paths, partitions, purgatories
 ``metrics``                 ``BrokerMetrics``: ISR expands/shrinks, expirations by purgatory/fetcher

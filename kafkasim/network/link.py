@@ -11,6 +11,10 @@ Every message draws its latency, dropped or not, so a fault never shifts the dra
 
 Delivery is one scheduled event per message whose callback calls `deliver()` -- no process per message,
 which is several times cheaper (figures: benchmarks/README.md, "Link delivery: one event per message").
+
+A link can cross host NICs (`kafkasim.network.nic`): `egress`, the sending host's outbound direction, and
+`ingress`, the receiving host's inbound direction, each shared with the host's other connections. Without
+them a link behaves exactly as described above.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Protocol
 from simpy import Environment
 from simpy.events import Event
 
+from kafkasim.network.nic import Nic, NicDirection
 from kafkasim.sim.calls import Delivery
 
 
@@ -37,7 +42,7 @@ class NetworkLink:
 
     __slots__ = ("env", "name", "latency_sampler", "rng", "bandwidth_bytes_per_ms", "tx_free_at_ms",
                  "last_delivery_ms", "_extra_ms", "_delay_until_ms", "_drop_until_ms", "sent", "dropped",
-                 "bytes_sent")
+                 "bytes_sent", "egress", "ingress", "_first_byte_ms")
 
     def __init__(
         self,
@@ -46,6 +51,9 @@ class NetworkLink:
         latency_sampler: LatencySampler,
         rng: random.Random,
         bandwidth_bytes_per_ms: float,
+        *,
+        egress: NicDirection | None = None,
+        ingress: NicDirection | None = None,
     ) -> None:
         if not bandwidth_bytes_per_ms > 0:  # also rejects NaN; inf means no serialisation time
             raise ValueError(f"link {name!r}: bandwidth must be > 0 bytes/ms, got {bandwidth_bytes_per_ms!r}")
@@ -64,6 +72,11 @@ class NetworkLink:
         """Messages handed to the link, including dropped ones."""
         self.dropped = 0
         self.bytes_sent = 0
+        self.egress = egress
+        """The sending host's NIC, outbound direction (None: not modelled)."""
+        self.ingress = ingress
+        """The receiving host's NIC, inbound direction (None: not modelled)."""
+        self._first_byte_ms = 0.0  # the last message's first byte at the far end (for `ingress`)
 
     # --- faults -----------------------------------------------------------------------------------
 
@@ -93,8 +106,18 @@ class NetworkLink:
         now = self.env.now
         self.sent += 1
         self.bytes_sent += size_bytes
-        start = self.tx_free_at_ms if self.tx_free_at_ms > now else now
-        tx_end = start + size_bytes / self.bandwidth_bytes_per_ms
+        egress = self.egress
+        if egress is None:
+            start = self.tx_free_at_ms if self.tx_free_at_ms > now else now
+            tx_end = start + size_bytes / self.bandwidth_bytes_per_ms
+        else:
+            # Pipelined with the host's NIC: the link starts once the NIC starts on the message and is done
+            # no sooner than the NIC is.
+            nic_start, nic_end = egress.reserve(now, size_bytes)
+            start = self.tx_free_at_ms if self.tx_free_at_ms > nic_start else nic_start
+            tx_end = start + size_bytes / self.bandwidth_bytes_per_ms
+            if nic_end > tx_end:
+                tx_end = nic_end
         self.tx_free_at_ms = tx_end
         latency = self.latency_sampler.sample(self.rng)
         if now < self._drop_until_ms:
@@ -108,6 +131,9 @@ class NetworkLink:
         if at < self.last_delivery_ms:
             at = self.last_delivery_ms  # TCP: in order on one connection
         self.last_delivery_ms = at
+        if self.ingress is not None:
+            # The first byte reached the far end as long before the last as the message took to transmit.
+            self._first_byte_ms = at - (tx_end - start)
         return at - now
 
     def send(self, size_bytes: int, deliver: Callable[[], None]) -> bool:
@@ -115,12 +141,25 @@ class NetworkLink:
         delay = self._delivery_delay(size_bytes)
         if delay < 0:
             return False
-        Delivery(self.env, delay, deliver)
+        ingress = self.ingress
+        if ingress is None:
+            Delivery(self.env, delay, deliver)
+        else:
+            first_byte_ms = self._first_byte_ms
+            Delivery(self.env, delay, lambda: ingress.receive(first_byte_ms, size_bytes, deliver))
         return True
 
     def transfer(self, size_bytes: int) -> Event:
         """Send a message; the returned event triggers on arrival (never, if the link dropped it), for
         processes that `yield` it."""
+        if self.ingress is not None:
+            arrived = Event(self.env)
+
+            def arrive() -> None:
+                arrived.succeed()
+
+            self.send(size_bytes, arrive)
+            return arrived
         delay = self._delivery_delay(size_bytes)
         if delay < 0:
             return Event(self.env)
@@ -152,11 +191,22 @@ class NetworkPath:
         *,
         from_broker_latency: LatencySampler | None = None,
         from_broker_bandwidth_bytes_per_ms: float | None = None,
+        client_nic: Nic | None = None,
+        broker_nic: Nic | None = None,
     ) -> NetworkPath:
         """Both links of client `name`, each with its own random stream `rng_for("<name>/to_broker")` /
-        `rng_for("<name>/from_broker")` (pass `RandomStreams.stream`)."""
-        to_broker = NetworkLink(env, f"{name}/to_broker", latency_sampler, rng_for(f"{name}/to_broker"),
-                                bandwidth_bytes_per_ms)
+        `rng_for("<name>/from_broker")` (pass `RandomStreams.stream`). With NICs, requests leave through
+        `client_nic.outbound` and enter through `broker_nic.inbound`, responses the other way round (a
+        follower's fetcher is a client whose NIC is its own broker's)."""
+        to_broker = NetworkLink(
+            env,
+            f"{name}/to_broker",
+            latency_sampler,
+            rng_for(f"{name}/to_broker"),
+            bandwidth_bytes_per_ms,
+            egress=client_nic.outbound if client_nic is not None else None,
+            ingress=broker_nic.inbound if broker_nic is not None else None,
+        )
         from_broker = NetworkLink(
             env,
             f"{name}/from_broker",
@@ -164,6 +214,8 @@ class NetworkPath:
             rng_for(f"{name}/from_broker"),
             from_broker_bandwidth_bytes_per_ms if from_broker_bandwidth_bytes_per_ms is not None
             else bandwidth_bytes_per_ms,
+            egress=broker_nic.outbound if broker_nic is not None else None,
+            ingress=client_nic.inbound if client_nic is not None else None,
         )
         return cls(name, to_broker, from_broker)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata, FetchResponse
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
 if TYPE_CHECKING:
@@ -44,8 +45,13 @@ PRODUCE_REQUEST_OVERHEAD_BYTES = 100
 PRODUCE_PARTITION_OVERHEAD_BYTES = 60
 PRODUCE_RESPONSE_OVERHEAD_BYTES = 40
 PRODUCE_RESPONSE_PARTITION_BYTES = 40
+# The fetch request overhead includes the session fields (session id, epoch: 8 bytes), which every request
+# since v7 carries whether or not it uses a session. A partition entry is 32 bytes of fields (partition,
+# current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, partition_max_bytes) plus 8 of
+# topic framing; a forgotten partition (forgotten_topics_data) is its partition index plus the same framing.
 FETCH_REQUEST_OVERHEAD_BYTES = 100
 FETCH_REQUEST_PARTITION_BYTES = 40
+FETCH_FORGOTTEN_PARTITION_BYTES = 8
 FETCH_RESPONSE_OVERHEAD_BYTES = 40
 FETCH_RESPONSE_PARTITION_BYTES = 60
 
@@ -67,10 +73,21 @@ class FetchRequestData:
 
     The broker turns the request fields into ``FetchParams`` (capping ``max_bytes`` by its own
     ``fetch.max.bytes``, ``KafkaApis.handleFetchRequest``) when a handler takes the request. ``replica_id`` >=
-    0 is a follower.
+    0 is a follower. ``metadata`` is the fetch session's (session id, epoch) -- sessionless by default
+    (``FetchMetadata.LEGACY``) -- and ``to_forget`` the partitions an incremental request drops from its
+    session (``forgottenTopicsData``); ``fetch_infos`` then holds only the partitions the request sends.
     """
 
-    __slots__ = ("replica_id", "max_wait_ms", "min_bytes", "max_bytes", "fetch_infos", "replica_epoch")
+    __slots__ = (
+        "replica_id",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "fetch_infos",
+        "replica_epoch",
+        "metadata",
+        "to_forget",
+    )
 
     def __init__(
         self,
@@ -80,6 +97,9 @@ class FetchRequestData:
         max_bytes: int,
         fetch_infos: Sequence[tuple[TopicPartition, Any]],
         replica_epoch: int = -1,
+        *,
+        metadata: FetchMetadata = LEGACY_METADATA,
+        to_forget: Sequence[TopicPartition] = (),
     ) -> None:
         self.replica_id = replica_id
         self.max_wait_ms = max_wait_ms
@@ -89,6 +109,8 @@ class FetchRequestData:
         # ReplicaManager.readFromLog).
         self.fetch_infos = fetch_infos
         self.replica_epoch = replica_epoch
+        self.metadata = metadata
+        self.to_forget = to_forget
 
 
 class RequestEnvelope:
@@ -202,9 +224,32 @@ def produce_response_bytes(partitions: int) -> int:
     return PRODUCE_RESPONSE_OVERHEAD_BYTES + PRODUCE_RESPONSE_PARTITION_BYTES * partitions
 
 
-def fetch_request_bytes(partitions: int) -> int:
-    return FETCH_REQUEST_OVERHEAD_BYTES + FETCH_REQUEST_PARTITION_BYTES * partitions
+def fetch_request_bytes(partitions: int, forgotten_partitions: int = 0) -> int:
+    """A FetchRequest sending ``partitions`` partitions and forgetting ``forgotten_partitions``: a full request
+    sends every partition, an incremental one only the new and altered ones
+    (``FetchSessionHandler.Builder.build``); an idle follower's is the bare overhead."""
+    return (
+        FETCH_REQUEST_OVERHEAD_BYTES
+        + FETCH_REQUEST_PARTITION_BYTES * partitions
+        + FETCH_FORGOTTEN_PARTITION_BYTES * forgotten_partitions
+    )
+
+
+def fetch_request_data_bytes(body: FetchRequestData) -> int:
+    """The size of the request ``body`` as sent."""
+    return fetch_request_bytes(len(body.fetch_infos), len(body.to_forget))
+
+
+def fetch_response_data_bytes(response: FetchResponse) -> int:
+    """The size of a fetch session context's response as sent: the partitions it carries and their records."""
+    record_bytes = 0
+    for _tp, result in response.responses:
+        record_bytes += result.info.size_in_bytes
+    return fetch_response_bytes(len(response.responses), record_bytes)
 
 
 def fetch_response_bytes(partitions: int, record_bytes: int) -> int:
+    """A FetchResponse carrying ``partitions`` partitions and ``record_bytes`` of records. An incremental
+    response carries only the partitions ``CachedPartition.maybeUpdateResponseData`` keeps (records, HW or
+    log start changes, errors); the others cost nothing. A session error carries no partition."""
     return FETCH_RESPONSE_OVERHEAD_BYTES + FETCH_RESPONSE_PARTITION_BYTES * partitions + record_bytes
