@@ -19,17 +19,20 @@ from typing import Any
 
 import simpy
 
-from kafkasim.broker.config import LogConfig
+from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
+from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
+from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import (
     FOLLOWER_REQUEST_TIMEOUT_MS,
     ReplicaFetcherConfig,
@@ -93,18 +96,24 @@ def _respond(env: simpy.Environment, t: float, envelope_of: Any, response: Any) 
 
 
 def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, append_ms: float) -> ReplicaFetcherThread:
+    # Broker 1 follows TP (led by broker 0) in its ReplicaManager; the thread fetches it.
+    rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
+    rm.create_partition(TP, log_config=LogConfig())
+    rm.make_follower(TP, leader=0, replicas=[0, 1], leader_epoch=0, partition_epoch=0)
     follower = ReplicaFetcherThread(
         env,
+        "follower-1",
         1,
+        0,
         ReplicaFetcherConfig(),
-        [(TP, LogConfig(), 0)],
-        SimTime(env),
+        rm,
         lambda: ScriptedConnection(sent),
         lambda: append_ms,
         lambda: 0.0,
         IdSource(),
         recorder,
     )
+    follower.add_partitions({TP: InitialFetchState(0, 0)})
     follower.start()
     return follower
 
