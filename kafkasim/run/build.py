@@ -9,8 +9,9 @@ built does not matter; the order in which they *start* does (``Engine._start``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
@@ -313,31 +314,34 @@ def build(
             replicas = layout.replicas[tp]
             broker.make_follower(tp, replicas[0], replicas, log_configs[tp.topic])
 
-    leaders = {tp: replicas[0] for tp, replicas in layout.replicas.items()}
-    leader_of_all = LEADER_ID if all(b == LEADER_ID for b in leaders.values()) else None
+    # Clients route by leadership: a connection per broker they talk to, all over the client's one path.
+    leaders: Mapping[TopicPartition, int] = MappingProxyType({tp: r[0] for tp, r in layout.replicas.items()})
+
+    def client_connector(name: str, path: NetworkPath) -> Callable[[int], Connection]:
+        return lambda broker_id: connect_to(broker_id, name, path)
+
     for p_cfg in scenario.producers:
         assert p_cfg.link is not None
         links = c.links[p_cfg.name] = _network_path(env, p_cfg.name, p_cfg.link, streams)
-        assert leader_of_all is not None, "client routing by leadership: not yet"
         c.producers.append(
             Producer(
                 env,
                 producer_config_of(p_cfg),
                 partitions_by_topic[p_cfg.topic],
-                connector(leader_of_all, p_cfg.name, links),
+                client_connector(p_cfg.name, links),
                 zero_arg_sampler(p_cfg.record_size, streams.stream(f"{p_cfg.name}/record_size")),
                 streams.stream(f"{p_cfg.name}/arrivals"),
                 streams.stream(f"{p_cfg.name}/partitioner"),
                 ids,
                 observer,
+                leaders=leaders,
             )
         )
     for c_cfg in scenario.consumers:
         assert c_cfg.link is not None
         links = c.links[c_cfg.name] = _network_path(env, c_cfg.name, c_cfg.link, streams)
-        assert leader_of_all is not None, "client routing by leadership: not yet"
         c.consumers.append(
             Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic],
-                     connector(leader_of_all, c_cfg.name, links), ids, observer)
+                     client_connector(c_cfg.name, links), ids, observer, leaders=leaders)
         )
     return c

@@ -329,7 +329,7 @@ class ReplicaFetcherThread(FetchClient):
             fp.delayed_until = -math.inf
             if self._checks:
                 self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
-        self.connection = self._connect()
+        self._reconnect()
         self._maybe_fetch()
 
     def on_resume(self) -> None:

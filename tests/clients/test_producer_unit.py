@@ -70,7 +70,7 @@ class Harness:
         )
         self.producer.start()
 
-    def _connect(self) -> ScriptedConnection:
+    def _connect(self, _broker_id: int) -> ScriptedConnection:
         connection = ScriptedConnection(self.sent)
         self.connections.append(connection)
         return connection
@@ -135,7 +135,7 @@ def test_request_timeout_disconnects_and_fails_every_request_in_flight() -> None
     assert [e.client_timeout for e in h.reports.finished] == [True, False, False]
     assert [e.error for e in h.sent] == [Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION, Errors.NETWORK_EXCEPTION]
     assert h.connections[0].closed and len(h.connections) == 2 and not h.connections[1].closed
-    assert h.producer.connection is h.connections[1] and h.producer.in_flight == 0
+    assert h.producer.connections == {0: h.connections[1]} and h.producer.in_flight == 0
     # A late response on the old connection is never delivered to the application.
     h.respond(h.sent[1], base_offset=1)
     assert len(h.reports.batches) == 3

@@ -121,7 +121,7 @@ def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Rec
 def _consumer(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, timeout_ms: int) -> Consumer:
     # Kafka's consumer defaults but for request.timeout.ms.
     config = ConsumerClientConfig("c1", 1, 500, 1024 * 1024, 50 * 1024 * 1024, request_timeout_ms=timeout_ms)
-    consumer = Consumer(env, config, [TP], lambda: ScriptedConnection(sent), IdSource(), recorder)
+    consumer = Consumer(env, config, [TP], lambda _broker: ScriptedConnection(sent), IdSource(), recorder)
     consumer.start()
     return consumer
 
