@@ -332,8 +332,10 @@ def run_scenario(
     seed: int | None = None,
     clock: SimClock | None = None,
     progress: ProgressCallback | None = None,
+    layout: ClusterLayout | None = None,
 ) -> RunResult:
     """Build and run ``scenario`` (the validated model); ``seed`` overrides the scenario's seed,
     ``clock`` lets the caller switch wall-clock pacing during the run, ``progress(sim_ms, duration_ms)``
-    is called at most ~10 times per wall second."""
-    return Engine(scenario, seed=seed, clock=clock, progress=progress).run()
+    is called at most ~10 times per wall second; ``layout`` replaces the scenario's brokers and replicas
+    (``cluster_layout(scenario)``)."""
+    return Engine(scenario, seed=seed, clock=clock, progress=progress, layout=layout).run()
