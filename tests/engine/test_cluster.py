@@ -48,7 +48,7 @@ def _broker_of(c: Components, channel: Any) -> int:
     for broker in c.brokers:
         if channel.processor.request_channel is broker.request_channel:
             return broker.broker_id
-    raise AssertionError(f"request {envelope.request_id} reached no broker")
+    raise AssertionError(f"channel {channel.name} is on no broker")
 
 
 class Seen:
