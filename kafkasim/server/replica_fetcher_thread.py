@@ -275,6 +275,8 @@ class ReplicaFetcherThread(FetchClient):
             log.maybe_update_high_watermark(leader_hw)
         if leader_log_start > log.log_start_offset:
             log.maybe_increment_log_start_offset(leader_log_start)
+        if self._checks:
+            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _handle_out_of_range(self, fp: FollowerPartition, result: Any) -> None:
         # Our LEO is outside the leader's log: behind its start -> start over at it; ahead -> truncate.
@@ -289,6 +291,7 @@ class ReplicaFetcherThread(FetchClient):
             return
         if self._checks:
             self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
+            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off
@@ -329,6 +332,9 @@ class ReplicaFetcherThread(FetchClient):
             fp.delayed_until = -math.inf
             if self._checks:
                 self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
+                self._observer.replica_high_watermark(
+                    fp.tp, self.broker_id, fp.log.high_watermark, fp.log.log_end_offset
+                )
         self._reconnect()
         self._maybe_fetch()
 
