@@ -20,6 +20,7 @@ from kafkasim.run.cluster_layout import ClusterLayout
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario
 from kafkasim.server.replica_fetcher_manager import get_fetcher_id
+from kafkasim.sim.calls import Call
 
 from .support import consumer, producer, scenario
 
@@ -187,3 +188,27 @@ def test_two_replica_fetchers_split_partitions_as_get_fetcher_id_says() -> None:
         if envelope.api == API_FETCH_FOLLOWER:
             assert {tp for tp, _ in envelope.body.fetch_infos} == threads[envelope.client]  # type: ignore[union-attr]
     assert {e.client for e in seen.requests if e.api == API_FETCH_FOLLOWER} == set(threads)
+
+
+def test_a_crashed_fetcher_thread_truncates_to_its_hw_and_catches_up_in_a_cluster() -> None:
+    # Broker 2's thread toward broker 0 crashes for 700 ms (replica.lag.time.max.ms 300: it leaves the ISR
+    # of partitions 0 and 3), then restarts: truncates to its HW, fetches again, rejoins. The other threads
+    # of broker 2 and every other broker carry on.
+    s = _scenario(broker={"replica.lag.time.max.ms": 300}, followers={"replica.fetch.wait.max.ms": 100})
+    seen = Seen()
+    engine = Engine(s, layout=_layout(), check_invariants=True, on_request=seen)
+    thread = next(f for f in engine.components.broker(2).fetchers if f.source_broker == 0)
+    Call(engine.env, 500.0, lambda _e: thread.crash())
+    Call(engine.env, 1200.0, lambda _e: thread.restart())
+    result = engine.run()
+    assert result.summary["counters"]["isr_shrinks"] >= 2 and result.summary["counters"]["isr_expands"] >= 2
+    c = engine.components
+    for tp in (TPS[0], TPS[3]):
+        leader = c.broker(0).replica_manager.partitions[tp]
+        assert leader.isr == frozenset({0, 1, 2})  # back in the ISR
+        assert c.broker(2).replica_manager.partitions[tp].log_end_offset >= leader.high_watermark - 30
+    during = [e for e in seen.requests if e.client == thread.name and 500.0 < e.client_send_ms < 1200.0]
+    assert during == []  # nothing sent while crashed
+    others = [e for e in seen.requests if e.api == API_FETCH_FOLLOWER and e.client != thread.name
+              and 500.0 < e.client_send_ms < 1200.0]
+    assert {e.client for e in others} == {f.name for b in c.brokers for f in b.fetchers} - {thread.name}
