@@ -5,6 +5,12 @@ Every component gets, at construction, its configuration from the validated ``Sc
 units), its own named random stream (``RandomStreams``, so adding a producer never changes a follower's
 draws) and the run's one observer. Nothing is wired afterwards, so the order in which components are
 built does not matter; the order in which they *start* does (``Engine._start``).
+
+The brokers and replicas come from the ``ClusterLayout``, never from "broker 0 is the leader": every
+broker is a ``BrokerServer``; a partition's preferred replica leads it, the others follow it through their
+broker's ``ReplicaFetcherManager``. Simplifications: every broker has the same configuration and costs;
+a fetcher thread's path to its source broker uses the followers' link config (``followers.link``); a
+client's connections to several brokers share its one network path; leadership is fixed for the run.
 """
 
 from __future__ import annotations
@@ -149,7 +155,8 @@ class Components:
 
     @property
     def leader(self) -> BrokerServer:
-        """The broker that leads every partition (broker 0) in a scenario without a cluster."""
+        """The broker that leads every partition (broker 0) in a scenario without a cluster; in a cluster,
+        broker 0 (the gauges still read it alone)."""
         return self.brokers[LEADER_ID]
 
     def broker(self, broker_id: int) -> BrokerServer:
