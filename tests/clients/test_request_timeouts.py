@@ -240,3 +240,41 @@ def test_consumer_pause_leaves_one_request_timer() -> None:
     env.run(until=4_001.0)
     assert [e.client_timeout for e in recorder.finished] == [False, True]
     assert recorder.finished[1] is sent[1] and sent[1].error == Errors.REQUEST_TIMED_OUT
+
+
+def test_consumer_fetches_each_leader_independently() -> None:
+    # AbstractFetch.prepareFetchRequests: one fetch per broker leading a fetchable partition, none to a
+    # broker with a request pending; a timeout disconnects from that broker only.
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    opened: dict[int, list[ScriptedConnection]] = {0: [], 1: []}
+
+    def connect(broker_id: int) -> ScriptedConnection:
+        connection = ScriptedConnection(sent)
+        opened[broker_id].append(connection)
+        return connection
+
+    config = ConsumerClientConfig("c1", 1, 500, 1024 * 1024, 50 * 1024 * 1024, request_timeout_ms=1000)
+    consumer = Consumer(env, config, [a, b], connect, IdSource(), recorder, leaders={a: 0, b: 1})
+    consumer.start()
+    env.run(until=1.0)
+    assert [[tp for tp, _ in e.body.fetch_infos] for e in sent] == [[a], [b]]
+    assert [e.connection for e in sent] == [opened[0][0], opened[1][0]]
+    batch = _batch(0)
+    info = FetchDataInfo(LogOffsetMetadata(0), [batch], batch.size_in_bytes)
+    _respond(env, 5.0, lambda: sent[0], [(a, LogReadResult(info, Errors.NONE, None, 10, 0, 10))])
+    env.run(until=6.0)
+    # Broker 0 answered: the next fetch goes to it alone, from the new position.
+    assert len(sent) == 3 and [tp for tp, _ in sent[2].body.fetch_infos] == [a]
+    assert sent[2].body.fetch_infos[0][1].fetch_offset == 10
+    env.run(until=1003.0)
+    # Broker 1's fetch (sent at 0) timed out at 1000: that connection only (broker 0's is due at 1005).
+    assert sent[1].error == Errors.REQUEST_TIMED_OUT and sent[2].error is None
+    assert opened[1][0].closed and len(opened[1]) == 2 and len(opened[0]) == 1 and not opened[0][0].closed
+    env.run(until=1101.0)
+    # A new fetch to broker 1 after the backoff, on the new connection.
+    last_b = [e for e in sent if [tp for tp, _ in e.body.fetch_infos] == [b]][-1]
+    assert last_b.client_send_ms == 1100.0 and last_b.connection is opened[1][1]
+    assert consumer.batches_consumed == 1
