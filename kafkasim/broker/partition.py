@@ -370,6 +370,16 @@ class Partition:
         info.leader_hw_change = LeaderHwChange.INCREASED if hw_increased else LeaderHwChange.SAME
         return info
 
+    def append_records_to_follower_or_future_replica(self, records: Sequence[RecordBatch]) -> LogAppendInfo:
+        """Follower append of the leader's batches, offsets and epochs unchanged (Kafka's
+        ``Partition.appendRecordsToFollowerOrFutureReplica`` -> ``UnifiedLog.appendAsFollower``)."""
+        if self.is_leader:
+            raise KafkaError(
+                Errors.NOT_LEADER_OR_FOLLOWER,
+                f"partition {self.topic_partition} is led by broker {self.local_broker_id}: no follower append",
+            )
+        return self.log.append_as_follower(records)
+
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, Errors]:
         """DelayedProduce's question (Kafka's ``Partition.checkEnoughReplicasReachOffset``): has the HW
         reached ``required_offset``? The min-ISR check here is on the *maximal* ISR."""

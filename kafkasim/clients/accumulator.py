@@ -7,9 +7,11 @@ Plain synchronous logic (no SimPy); the producer process drives it with the simu
   that batch is closed and a new one is started (a record larger than batch.size gets a batch of its own).
 * The first batch of a deque is *sendable* when it is full (closed, or another batch queued behind it) or
   has waited ``linger.ms`` since it was created.
-* When any batch is sendable and the connection accepts another request, ``drain`` takes the first batch
-  of *every* partition of that broker - ready or not - in round-robin order, up to ``max.request.size``.
-  (So one full partition drags the lingering batches of the others along, as in Kafka.)
+* Per broker (node): a node is ready when a batch of a partition it leads is sendable (``ready``); when its
+  connection accepts another request, ``drain(node)`` takes the first batch of *every* partition that
+  node leads - ready or not - in round-robin order from that node's drain index, up to
+  ``max.request.size`` (``drainBatchesForOneNode``). So one full partition drags the lingering batches of
+  the node's other partitions along, as in Kafka, and a produce request goes to one broker only.
 * A record without a key gets its partition inside the append (``append_record``, Kafka's ``append`` with
   ``UNKNOWN_PARTITION``): the sticky partitioner switches only at a batch boundary (see ``Partitioner``).
 * ``first_waking_record``: which of the records the producer has not appended yet would wake the Sender
@@ -25,7 +27,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -76,9 +78,11 @@ class ProducerBatch:
 
 
 class RecordAccumulator:
-    """Per-partition deques of batches (Kafka's ``RecordAccumulator``) for a producer talking to one broker."""
+    """Per-partition deques of batches (Kafka's ``RecordAccumulator``), drained per broker: ``leaders`` maps
+    each partition to the broker that leads it (default: one broker, 0, leads them all)."""
 
-    __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index", "drains")
+    __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index", "drains",
+                 "_node_partitions", "nodes")
 
     def __init__(
         self,
@@ -87,6 +91,7 @@ class RecordAccumulator:
         linger_ms: float,
         *,
         max_request_size: int = MAX_REQUEST_SIZE,
+        leaders: Mapping[TopicPartition, int] | None = None,
     ) -> None:
         # batch.size = 0 disables batching in Kafka (one record per batch); has_room_for gives exactly that.
         self.batch_size = batch_size
@@ -94,7 +99,13 @@ class RecordAccumulator:
         self.max_request_size = max_request_size
         self._partitions = list(partitions)
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {tp: deque() for tp in self._partitions}
-        self._drain_index = 0
+        # The partitions each node leads, in partition order; the nodes in order of their first partition.
+        self._node_partitions: dict[int, list[TopicPartition]] = {}
+        for tp in self._partitions:
+            self._node_partitions.setdefault(leaders[tp] if leaders is not None else 0, []).append(tp)
+        self.nodes: tuple[int, ...] = tuple(self._node_partitions)
+        # Kafka's nodesDrainIndex: where the next drain of each node starts.
+        self._drain_index: dict[int, int] = {node: 0 for node in self.nodes}
         self.drains = 0  # how many times drain() ran: a change tells the producer its plan is stale
 
     def append(self, tp: TopicPartition, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int) -> tuple[bool, bool]:
@@ -147,12 +158,20 @@ class RecordAccumulator:
         if dq:
             dq[-1].closed = True
 
-    def ready_delay_ms(self, now_ms: float) -> float | None:
-        """0 if some batch is sendable now; else the time until the earliest linger expiry; None if empty."""
+    def _only_node(self) -> int:
+        if len(self.nodes) != 1:
+            raise ValueError(f"the partitions have {len(self.nodes)} leaders: name the node")
+        return self.nodes[0]
+
+    def ready_delay_ms(self, now_ms: float, node: int | None = None) -> float | None:
+        """``RecordAccumulator.ready`` for one node (the only one if None): 0 if a batch of a partition it
+        leads is sendable now; else the time until the earliest linger expiry; None if it has nothing."""
         best: float | None = None
         batch_size = self.batch_size
         linger = self.linger_ms
-        for dq in self._deques.values():
+        deques = self._deques
+        for tp in self._node_partitions[self._only_node() if node is None else node]:
+            dq = deques[tp]
             if not dq:
                 continue
             first = dq[0]
@@ -165,20 +184,23 @@ class RecordAccumulator:
                 best = left
         return best
 
-    def drain(self) -> list[ProducerBatch]:
-        """Kafka's ``drainBatchesForOneNode``: the first batch of every partition, round robin, up to
-        ``max.request.size`` (the first batch is always taken, even if larger)."""
+    def drain(self, node: int | None = None) -> list[ProducerBatch]:
+        """Kafka's ``drainBatchesForOneNode`` for ``node`` (the only one if None): the first batch of every
+        partition it leads, round robin from its drain index, up to ``max.request.size`` (the first batch
+        is always taken, even if larger)."""
         self.drains += 1
-        parts = self._partitions
+        if node is None:
+            node = self._only_node()
+        parts = self._node_partitions[node]
         n = len(parts)
-        start = self._drain_index
+        start = self._drain_index[node]
         drained: list[ProducerBatch] = []
         size = 0
         for k in range(n):
             i = (start + k) % n
             # updateDrainIndex for every partition visited: the next drain starts where this one stopped
             # (the partition that did not fit), or after a full pass at the last partition visited.
-            self._drain_index = i
+            self._drain_index[node] = i
             dq = self._deques[parts[i]]
             if not dq:
                 continue

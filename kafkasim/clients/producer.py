@@ -5,18 +5,21 @@
   (no coordinated omission). Latency is measured per record from its intended time and from the send
   of the request that carried it.
 * ``send()`` appends to the accumulator (see ``accumulator.py``); the Sender wakes when a batch fills or is
-  created, when a response frees an in-flight slot, and when the earliest linger expires, and sends one
-  ProduceRequest with the drained batches while fewer than ``max.in.flight.requests.per.connection``
-  requests are in flight.
+  created, when a response frees an in-flight slot, and when the earliest linger expires. It routes by
+  leadership (``Sender.sendProducerData``): one connection per broker that leads a partition of the
+  topic; for each ready broker whose connection has fewer than ``max.in.flight.requests.per.connection``
+  requests in flight, one ProduceRequest with the batches drained for that broker
+  (``RecordAccumulator.drain``), round after round while any broker still has a sendable batch and room.
 * acks=0: the request completes when it is sent (no response: ``KafkaApis.handleProduceRequest``).
-* ``request.timeout.ms`` client-side: when the oldest in-flight request is that old, Kafka's NetworkClient
-  disconnects ("Disconnecting from node due to request timeout"): that request fails with
-  REQUEST_TIMED_OUT, every other request in flight on the connection with NETWORK_EXCEPTION, and a new
-  connection is opened. Late responses on the old connection are never delivered (the broker still
+* ``request.timeout.ms`` client-side, per connection: when the oldest in-flight request on a connection is
+  that old, Kafka's NetworkClient disconnects from that node ("Disconnecting from node due to request
+  timeout"): that request fails with REQUEST_TIMED_OUT, every other request in flight on the connection
+  with NETWORK_EXCEPTION, and a new connection to that broker is opened. Late responses on the old connection are never delivered (the broker still
   handles the requests; their broker-side timing stays in the request table).
 * No retries (``retries`` would re-enqueue failed batches; kafkasim reports the failure instead), no
   idempotence, no compression; ``buffer.memory`` / ``max.block.ms`` are not modelled (``send()`` never
-  blocks); one broker leads every partition, so there is one connection. The client's own CPU is free.
+  blocks); leadership is fixed for the run (no metadata refresh). Every connection of a producer shares
+  its one network path (its host's link). The client's own CPU is free.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
@@ -92,39 +96,60 @@ class ArrivalProcess:
         return -math.log(1.0 - self._rng.random()) * self._mean_gap_ms
 
 
+class NodeConnection:
+    """The producer's connection to one broker and the requests in flight on it, in send order."""
+
+    __slots__ = ("node_id", "connection", "in_flight", "timeout_check", "on_response")
+
+    def __init__(self, node_id: int, connection: Any, on_response: Callable[[RequestEnvelope], None]) -> None:
+        self.node_id = node_id
+        self.connection = connection
+        self.in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
+        self.timeout_check: Call | None = None
+        self.on_response = on_response
+
+
 class Producer(NetworkClient):
-    """One producer client (``KafkaProducer`` + ``Sender`` + ``NetworkClient``) on one connection."""
+    """One producer client (``KafkaProducer`` + ``Sender`` + ``NetworkClient``), one connection per broker
+    it writes to: ``connect(broker_id)`` opens one, ``leaders`` maps each partition to its leader (default:
+    broker 0 leads them all)."""
 
     def __init__(
         self,
         env: Environment,
         config: ProducerClientConfig,
         partitions: Sequence[TopicPartition],
-        connect: Callable[[], Any],
+        connect: Callable[[int], Any],
         record_size: Callable[[], float],
         arrival_rng: random.Random,
         partitioner_rng: random.Random,
         ids: IdSource,
         observer: Observer,
         *,
+        leaders: Mapping[TopicPartition, int] | None = None,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__(env, config.name, connect, ids, observer, stop_ms)
+        super().__init__(env, config.name, None, ids, observer, stop_ms)
         self.acks = config.acks
         self.timeout_ms = config.request_timeout_ms
         self.max_in_flight = config.max_in_flight_requests_per_connection
-        self.accumulator = RecordAccumulator(partitions, config.batch_size, float(config.linger_ms))
+        self.accumulator = RecordAccumulator(partitions, config.batch_size, float(config.linger_ms), leaders=leaders)
+        self._connect_to = connect
+        # One connection per leader, opened in partition order (NetworkClient connects to each node it
+        # has a ready batch for; every node here is one).
+        self._nodes: list[NodeConnection] = []
+        for node_id in self.accumulator.nodes:
+            node = NodeConnection(node_id, connect(node_id), lambda _e: None)
+            node.on_response = partial(self._on_response, node)
+            self._nodes.append(node)
         self.partitioner = Partitioner(config.partitioner, partitions, config.batch_size, partitioner_rng)
         self._arrivals = ArrivalProcess(config.rate_per_s, config.arrival, arrival_rng)
         self._record_size = record_size
         # A constant record size (the usual case) skips the draw; 0 = draw each time.
         constant = getattr(record_size, "constant", None)
         self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
-        # In-flight requests in send order: (envelope, batches).
-        self._in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
         self._wakeup: Call | None = None
         self._wakeup_at = math.inf
-        self._timeout_check: Call | None = None
         self.records_sent = 0
         # Records drawn but not yet appended, in arrival order: (intended ms, size). The partition is chosen
         # at the append: the sticky partitioner decides on the deques as they are then.
@@ -195,7 +220,8 @@ class Producer(NetworkClient):
             return  # resume() plans again
         # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
         # in-flight room can change which record wakes the Sender.
-        can_send = len(self._in_flight) < self.max_in_flight
+        max_in_flight = self.max_in_flight
+        can_send = any(len(node.in_flight) < max_in_flight for node in self._nodes)
         key = (self.accumulator.drains, can_send)
         if key == self._plan_key and self._arrival_at >= self.env.now:
             return
@@ -229,21 +255,29 @@ class Producer(NetworkClient):
     # --- sender thread -----------------------------------------------------------------------------
 
     def _run_sender(self) -> None:
-        """``Sender.runOnce``: send while a batch is sendable and the connection takes another request."""
+        """``Sender.runOnce``, repeated while it sends: for every broker with a sendable batch
+        (``RecordAccumulator.ready``) whose connection takes another request (``NetworkClient.ready``), one
+        request with the batches drained for it; otherwise wake at the earliest linger expiry."""
         if self.paused:
             return
         now = self.env.now
         self._catch_up(now)
         acc = self.accumulator
-        while len(self._in_flight) < self.max_in_flight:
-            delay = acc.ready_delay_ms(now)
-            if delay is None:
-                break
-            if delay > 0:
-                self._wake_at(now + delay)
-                break
-            self._send_request(acc.drain(), now)
-        # At max in flight the next response wakes us.
+        max_in_flight = self.max_in_flight
+        sending = True
+        while sending:
+            sending = False
+            for node in self._nodes:
+                if len(node.in_flight) >= max_in_flight:
+                    continue  # at max in flight the next response on this connection wakes us
+                delay = acc.ready_delay_ms(now, node.node_id)
+                if delay is None:
+                    continue
+                if delay > 0:
+                    self._wake_at(now + delay)
+                    continue
+                self._send_request(node, acc.drain(node.node_id), now)
+                sending = True
         self._plan()
 
     def _wake_at(self, t: float) -> None:
@@ -259,7 +293,7 @@ class Producer(NetworkClient):
         self._wakeup_at = math.inf
         self._run_sender()
 
-    def _send_request(self, batches: list[ProducerBatch], now: float) -> None:
+    def _send_request(self, node: NodeConnection, batches: list[ProducerBatch], now: float) -> None:
         name = self.name
         entries: dict[TopicPartition, list[RecordBatch]] = {b.tp: [b.to_record_batch(name)] for b in batches}
         request_id = self._ids.request_id()
@@ -273,28 +307,28 @@ class Producer(NetworkClient):
             intended,
             now,
             expects_response=self.acks != 0,
-            on_response=self._on_response,
+            on_response=node.on_response,
         )
         for b in batches:
             b.send_ms = now
             b.request_id = request_id
-        self.connection.send(envelope)
+        node.connection.send(envelope)
         if self.acks == 0:
             # Completed once written to the socket; the offsets are unknown to an acks=0 producer.
             self._complete(envelope, batches, Errors.NONE, now)
             return
-        self._in_flight.append((envelope, batches))
-        if self._timeout_check is None:
-            self._arm_timeout_check()
+        node.in_flight.append((envelope, batches))
+        if node.timeout_check is None:
+            self._arm_timeout_check(node)
 
     # --- responses and timeouts --------------------------------------------------------------------
 
-    def _on_response(self, envelope: RequestEnvelope) -> None:
+    def _on_response(self, node: NodeConnection, envelope: RequestEnvelope) -> None:
         if self.paused:
-            self._deferred.append(lambda: self._on_response(envelope))
+            self._deferred.append(lambda: self._on_response(node, envelope))
             return
         # Responses come back in order on one connection (the broker mutes it while one is processed).
-        in_flight = self._in_flight
+        in_flight = node.in_flight
         index = next((i for i, (sent, _) in enumerate(in_flight) if sent is envelope), -1)
         if index < 0:
             return  # request already failed (timeout / disconnect); the late response is ignored
@@ -315,51 +349,61 @@ class Producer(NetworkClient):
             self._observer.batch_finished(self.name, self.acks, b, now, error, -1)
         self._observer.request_finished(envelope)
 
-    def _arm_timeout_check(self) -> None:
-        # One timer for the oldest in-flight request rather than one per request.
-        if not self._in_flight:
-            self._timeout_check = None
+    def _arm_timeout_check(self, node: NodeConnection) -> None:
+        # One timer per connection for its oldest in-flight request rather than one per request.
+        if not node.in_flight:
+            node.timeout_check = None
             return
-        deadline = self._in_flight[0][0].client_send_ms + self.timeout_ms
-        self._timeout_check = Call(self.env, max(0.0, deadline - self.env.now), self._on_timeout_check)
+        deadline = node.in_flight[0][0].client_send_ms + self.timeout_ms
+        node.timeout_check = Call(
+            self.env, max(0.0, deadline - self.env.now), lambda _e: self._on_timeout_check(node)
+        )
 
-    def _on_timeout_check(self, _event: Any) -> None:
-        self._timeout_check = None
+    def _on_timeout_check(self, node: NodeConnection) -> None:
+        node.timeout_check = None
         if self.paused:
             return  # on_resume checks again
-        self._check_timeouts()
+        self._check_timeouts(node)
 
-    def _check_timeouts(self) -> None:
+    def _check_timeouts(self, node: NodeConnection) -> None:
         now = self.env.now
         # The check was armed for `client_send_ms + timeout_ms`, but `now` (start + that delay, in float) can
         # land one ulp short of it; without the tolerance the check re-arms with delay 0 forever.
-        deadline = self._in_flight[0][0].client_send_ms + self.timeout_ms if self._in_flight else math.inf
+        deadline = node.in_flight[0][0].client_send_ms + self.timeout_ms if node.in_flight else math.inf
         if now + _DEADLINE_TOLERANCE_MS >= deadline:
-            self._disconnect(now)
+            self._disconnect(node, now)
             self._run_sender()
-        if self._timeout_check is None:
-            self._arm_timeout_check()
+        if node.timeout_check is None:
+            self._arm_timeout_check(node)
 
-    def _disconnect(self, now: float) -> None:
-        failed, self._in_flight = self._in_flight, deque()
+    def _disconnect(self, node: NodeConnection, now: float) -> None:
+        """``NetworkClient.disconnect(node)``: every request in flight on it fails; a new connection."""
+        failed, node.in_flight = node.in_flight, deque()
         for i, (envelope, batches) in enumerate(failed):
             error = Errors.REQUEST_TIMED_OUT if i == 0 else Errors.NETWORK_EXCEPTION
             envelope.client_timeout = i == 0
             envelope.error = error
             self._complete(envelope, batches, error, now)
-        self._reconnect()
+        node.connection.close()
+        node.connection = self._connect_to(node.node_id)
 
     def on_resume(self) -> None:
         self._append_floor = self.env.now
         self._plan_key = None
         self._run_sender()
-        self._check_timeouts()
+        for node in self._nodes:
+            self._check_timeouts(node)
 
     # --- state for gauges and the end of a run -----------------------------------------------------
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        return sum(len(node.in_flight) for node in self._nodes)
+
+    @property
+    def connections(self) -> dict[int, Any]:
+        """The open connection to each broker, by broker id."""
+        return {node.node_id: node.connection for node in self._nodes}
 
     def catch_up(self) -> None:
         """Append the records intended up to now (the end of a run reads the accumulator)."""
@@ -367,4 +411,4 @@ class Producer(NetworkClient):
             self._catch_up(self.env.now)
 
     def unfinished(self) -> list[tuple[RequestEnvelope, list[ProducerBatch]]]:
-        return list(self._in_flight)
+        return [entry for node in self._nodes for entry in node.in_flight]

@@ -30,13 +30,14 @@ if TYPE_CHECKING:
 
 
 class NetworkClient(Pausable):
-    """A client on one connection to the broker (``connect()`` opens it, and a new one after a disconnect)."""
+    """A client on one connection to a broker (``connect()`` opens it, and a new one after a disconnect);
+    a client with a connection per broker (the producer) passes None and keeps its own."""
 
     def __init__(
         self,
         env: Environment,
         name: str,
-        connect: Callable[[], Any],
+        connect: Callable[[], Any] | None,
         ids: IdSource,
         observer: Observer,
         stop_ms: float = math.inf,
@@ -45,7 +46,7 @@ class NetworkClient(Pausable):
         self.env = env
         self.name = name
         self._connect = connect
-        self.connection = connect()
+        self.connection: Any = connect() if connect is not None else None
         self._ids = ids
         self._observer = observer
         self._checks = observer.checks
@@ -53,6 +54,7 @@ class NetworkClient(Pausable):
 
     def _reconnect(self) -> None:
         """``NetworkClient.disconnect`` then a new connection over the same network path."""
+        assert self._connect is not None
         self.connection.close()
         self.connection = self._connect()
 
@@ -90,15 +92,8 @@ class FetchClient(NetworkClient):
         now: float,
     ) -> None:
         """Send one Fetch request (``FetchRequest.Builder``) and arm its request timeout."""
-        envelope = RequestEnvelope(
-            self._ids.request_id(),
-            api,
-            self.name,
-            FetchRequestData(replica_id, max_wait_ms, min_bytes, max_bytes, infos),
-            fetch_request_bytes(len(infos)),
-            now,
-            now,
-            on_response=self._on_response,
+        envelope = fetch_request(
+            self._ids, api, self.name, replica_id, max_wait_ms, min_bytes, max_bytes, infos, now, self._on_response
         )
         self._in_flight = envelope
         self.connection.send(envelope)
@@ -108,9 +103,7 @@ class FetchClient(NetworkClient):
         """``NetworkClient.handleTimedOutRequests``: the request fails with REQUEST_TIMED_OUT and the client
         disconnects ("Disconnecting from node due to request timeout"), then opens a new connection."""
         self._in_flight = None
-        envelope.client_timeout = True
-        envelope.error = Errors.REQUEST_TIMED_OUT
-        self._observer.request_finished(envelope)
+        fail_timed_out(envelope, self._observer)
         self._reconnect()
 
     def _on_response(self, envelope: RequestEnvelope) -> None:
@@ -121,3 +114,36 @@ class FetchClient(NetworkClient):
 
     def unfinished(self) -> list[RequestEnvelope]:
         return [self._in_flight] if self._in_flight is not None else []
+
+
+def fetch_request(
+    ids: IdSource,
+    api: Api,
+    client: str,
+    replica_id: int,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    infos: Sequence[tuple[TopicPartition, Any]],
+    now: float,
+    on_response: Callable[[RequestEnvelope], None],
+) -> RequestEnvelope:
+    """One Fetch request (``FetchRequest.Builder``) of ``client``, sent now."""
+    return RequestEnvelope(
+        ids.request_id(),
+        api,
+        client,
+        FetchRequestData(replica_id, max_wait_ms, min_bytes, max_bytes, infos),
+        fetch_request_bytes(len(infos)),
+        now,
+        now,
+        on_response=on_response,
+    )
+
+
+def fail_timed_out(envelope: RequestEnvelope, observer: Observer) -> None:
+    """``NetworkClient.handleTimedOutRequests``: the request's outcome is REQUEST_TIMED_OUT (the caller
+    then disconnects and opens a new connection)."""
+    envelope.client_timeout = True
+    envelope.error = Errors.REQUEST_TIMED_OUT
+    observer.request_finished(envelope)

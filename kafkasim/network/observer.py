@@ -61,6 +61,10 @@ class Observer(BrokerObserver):
     def replica_log_end(self, tp: TopicPartition, broker_id: int, log_end_offset: int) -> None:
         """Check event. A follower's local log end changed (append, truncation)."""
 
+    def replica_high_watermark(self, tp: TopicPartition, broker_id: int, high_watermark: int,
+                               log_end_offset: int) -> None:
+        """Check event. A follower's local HW after a fetch response or a truncation."""
+
     def broker_crashed(self, broker_id: int, partitions: Sequence[TopicPartition]) -> None:
         """Broker ``broker_id`` stopped; the logs of ``partitions`` it replicated may lose unflushed data."""
 

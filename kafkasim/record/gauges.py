@@ -52,6 +52,8 @@ class GaugeSampler:
         sink = self._sink
         rm = self.replica_manager
         for tp, partition in rm.partitions.items():
+            if not partition.is_leader:
+                continue  # a replica this broker follows: its LEO comes with its fetcher's partitions below
             name = self._partition_names.get(tp) or str(tp)
             sink(t, "HighWatermark", name, float(partition.high_watermark))
             sink(t, "IsrSize", name, float(len(partition.isr)))

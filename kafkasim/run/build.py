@@ -1,15 +1,23 @@
-"""Scenario -> components: the brokers (the leader and its followers), producers, consumers, links.
+"""Scenario -> components: the brokers (each leading some partitions and following others), producers,
+consumers, links.
 
 Every component gets, at construction, its configuration from the validated ``Scenario`` (canonical
 units), its own named random stream (``RandomStreams``, so adding a producer never changes a follower's
 draws) and the run's one observer. Nothing is wired afterwards, so the order in which components are
 built does not matter; the order in which they *start* does (``Engine._start``).
+
+The brokers and replicas come from the ``ClusterLayout``, never from "broker 0 is the leader": every
+broker is a ``BrokerServer``; a partition's preferred replica leads it, the others follow it through their
+broker's ``ReplicaFetcherManager``. Simplifications: every broker has the same configuration and costs;
+a fetcher thread's path to its source broker uses the followers' link config (``followers.link``); a
+client's connections to several brokers share its one network path; leadership is fixed for the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
@@ -23,9 +31,11 @@ from kafkasim.network.connection import Connection, NetworkPath
 from kafkasim.network.ids import IdSource
 from kafkasim.network.observer import Observer
 from kafkasim.network.socket_server import ProcessorCosts
+from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
+from kafkasim.server.replica_fetcher_manager import fetcher_thread_name, get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
@@ -41,12 +51,14 @@ if TYPE_CHECKING:
 LEADER_ID = 0
 
 
-def client_deadlines(scenario: Scenario) -> dict[str, float]:
+def client_deadlines(scenario: Scenario, layout: ClusterLayout | None = None) -> dict[str, float]:
     """How long each client may take to give a request an outcome: its request timeout, plus the time it
     spends paused (a paused client notices its timeouts only when it resumes)."""
     from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS
 
-    deadlines: dict[str, float] = {f"follower-{k}": FOLLOWER_REQUEST_TIMEOUT_MS for k in scenario.follower_ids}
+    layout = layout if layout is not None else cluster_layout(scenario)
+    num_fetchers = broker_server_config(scenario).num_replica_fetchers
+    deadlines: dict[str, float] = {name: FOLLOWER_REQUEST_TIMEOUT_MS for name in fetcher_names(layout, num_fetchers)}
     for p in scenario.producers:
         deadlines[p.name] = float(p.request_timeout_ms)
     for c in scenario.consumers:
@@ -139,11 +151,19 @@ class Components:
     producers: list[Producer] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
     links: dict[str, NetworkPath] = field(default_factory=dict)
+    layout: ClusterLayout | None = None
 
     @property
     def leader(self) -> BrokerServer:
-        """The broker that leads every partition (broker 0) in a scenario without a cluster."""
+        """The broker that leads every partition (broker 0) in a scenario without a cluster; in a cluster,
+        broker 0 (the gauges still read it alone)."""
         return self.brokers[LEADER_ID]
+
+    def broker(self, broker_id: int) -> BrokerServer:
+        for broker in self.brokers:
+            if broker.broker_id == broker_id:
+                return broker
+        raise KeyError(f"no broker {broker_id} in this run")
 
     @property
     def replica_manager(self) -> ReplicaManager:
@@ -198,85 +218,115 @@ def broker_server_config(scenario: Scenario) -> BrokerServerConfig:
         num_io_threads=b.num_io_threads,
         queued_max_requests=b.queued_max_requests,
         log_retention_check_interval_ms=float(b.log_retention_check_interval_ms),
+        # broker.num.replica.fetchers arrives with the cluster: section; Kafka's default until then.
+        num_replica_fetchers=int(getattr(b, "num_replica_fetchers", 1)),
     )
 
 
-def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) -> Components:
-    """The run's components; ``observer`` (recording, and the invariant checks if enabled) reaches every
-    one of them at construction."""
+def fetcher_name(layout: ClusterLayout, num_fetchers: int, broker_id: int, fetcher_id: int, source: int) -> str:
+    """A fetcher thread's client name: ``follower-<k>`` in a scenario without a cluster (one thread per
+    follower broker, the names its faults and results have always used), else Kafka's thread name
+    ``ReplicaFetcherThread-<fetcherId>-<sourceBrokerId>`` on ``broker-<k>``."""
+    if not layout.clustered and num_fetchers == 1:
+        return f"follower-{broker_id}"
+    return fetcher_thread_name(broker_id, fetcher_id, source)
+
+
+def fetcher_names(layout: ClusterLayout, num_fetchers: int) -> list[str]:
+    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys)."""
+    names: dict[str, None] = {}
+    for broker_id in layout.broker_ids:
+        for tp in layout.partitions_followed_by(broker_id):
+            fid = get_fetcher_id(tp.topic, tp.partition, num_fetchers)
+            names[fetcher_name(layout, num_fetchers, broker_id, fid, layout.leader_of(tp))] = None
+    return list(names)
+
+
+def build(
+    scenario: Scenario, clock: SimClock, seed: int, observer: Observer, layout: ClusterLayout | None = None
+) -> Components:
+    """The run's components, one ``BrokerServer`` per broker of ``layout`` (default: the scenario's,
+    ``cluster_layout``); ``observer`` (recording, and the invariant checks if enabled) reaches every one of
+    them at construction.
+
+    Each partition's preferred replica leads it with every replica in the ISR; every other replica's broker
+    makes it a follower, and that broker's ``ReplicaFetcherManager`` gives it to a fetcher thread toward the
+    leader. A fetcher thread talks to its source broker's ``SocketServer`` over a network path of its own
+    (the followers' link config, its own random streams)."""
     env = clock.env
     streams = RandomStreams(seed)
+    layout = layout if layout is not None else cluster_layout(scenario)
     server_config = broker_server_config(scenario)
     config = server_config.broker
+    num_fetchers = server_config.num_replica_fetchers
     alter_partition = DelayedAlterPartitionManager(
         env,
         zero_arg_sampler(scenario.broker.alter_partition_latency, streams.stream("controller/alter_partition")),
         observer,
     )
-    leader = BrokerServer(
-        env,
-        clock.time,
-        LEADER_ID,
-        server_config,
-        broker_costs(scenario, LEADER_ID, streams),
-        log_rng=streams.stream(f"broker-{LEADER_ID}/log"),
-        alter_partition_manager=alter_partition,
-        observer=observer,
-    )
-    replica_manager = leader.replica_manager
-    partitions_by_topic: dict[str, list[TopicPartition]] = {}
-    follower_partitions: dict[int, list[tuple[TopicPartition, LogConfig, int]]] = {k: [] for k in scenario.follower_ids}
-    for topic in scenario.topics:
-        log_config = log_config_of(topic)
-        tps = [TopicPartition(topic.name, p) for p in range(topic.partitions)]
-        partitions_by_topic[topic.name] = tps
-        replicas = list(range(topic.replication_factor))
-        for tp in tps:
-            replica_manager.create_partition(tp, log_config=log_config)
-            replica_manager.make_leader(tp, replicas=replicas, leader_epoch=0, partition_epoch=0)
-            for k in replicas[1:]:
-                follower_partitions[k].append((tp, log_config, 0))
-
     ids = IdSource()
-    c = Components(env, clock, streams, config, alter_partition, ids, partitions_by_topic, observer)
-    c.brokers.append(leader)
-    socket_server = leader.socket_server
+    partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
+    c = Components(env, clock, streams, config, alter_partition, ids, partitions_by_topic, observer, layout=layout)
+    brokers_by_id: dict[int, BrokerServer] = {}
 
-    def connector(name: str, path: NetworkPath) -> Callable[[], Connection]:
-        return lambda: Connection(env, name, path, socket_server, observer)
+    def connect_to(broker_id: int, name: str, path: NetworkPath) -> Connection:
+        return Connection(env, name, path, brokers_by_id[broker_id].socket_server, observer)
+
+    def connector(broker_id: int, name: str, path: NetworkPath) -> Callable[[], Connection]:
+        return lambda: connect_to(broker_id, name, path)
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
+    follower_link = f_cfg.link
     fetcher_config = replica_fetcher_config_of(f_cfg)
-    for k in scenario.follower_ids:
-        name = f"follower-{k}"
-        links = c.links[name] = _network_path(env, name, f_cfg.link, streams)
-        fetcher = ReplicaFetcherThread(
+
+    def create_fetcher_thread(broker: BrokerServer, fetcher_id: int, source: int) -> ReplicaFetcherThread:
+        name = fetcher_name(layout, num_fetchers, broker.broker_id, fetcher_id, source)
+        links = c.links[name] = _network_path(env, name, follower_link, streams)
+        return ReplicaFetcherThread(
             env,
-            k,
+            name,
+            broker.broker_id,
+            source,
             fetcher_config,
-            follower_partitions[k],
-            clock.time,
-            connector(name, links),
+            broker.replica_manager,
+            connector(source, name, links),
             zero_arg_sampler(f_cfg.costs.append, streams.stream(f"{name}/append")),
             zero_arg_sampler(f_cfg.costs.append_per_kib, streams.stream(f"{name}/append_per_kib")),
             ids,
             observer,
         )
-        # Follower broker k: it leads nothing here; its replica fetcher copies the leader's partitions.
-        c.brokers.append(
-            BrokerServer(
-                env,
-                clock.time,
-                k,
-                server_config,
-                broker_costs(scenario, k, streams),
-                log_rng=streams.stream(f"broker-{k}/log"),
-                alter_partition_manager=alter_partition,
-                observer=observer,
-                fetchers=[fetcher],
-            )
+
+    for broker_id in layout.broker_ids:
+        broker = BrokerServer(
+            env,
+            clock.time,
+            broker_id,
+            server_config,
+            broker_costs(scenario, broker_id, streams),
+            log_rng=streams.stream(f"broker-{broker_id}/log"),
+            alter_partition_manager=alter_partition,
+            observer=observer,
+            fetcher_factory=create_fetcher_thread,
         )
+        brokers_by_id[broker_id] = broker
+        c.brokers.append(broker)
+    log_configs = {topic.name: log_config_of(topic) for topic in scenario.topics}
+    # Leaders first (every broker), then followers: a follower's fetcher thread, and so its connection,
+    # is created in partition order, broker by broker.
+    for tp, replicas in layout.replicas.items():
+        brokers_by_id[replicas[0]].make_leader(tp, replicas, log_configs[tp.topic])
+    for broker in c.brokers:
+        for tp in layout.partitions_followed_by(broker.broker_id):
+            replicas = layout.replicas[tp]
+            broker.make_follower(tp, replicas[0], replicas, log_configs[tp.topic])
+
+    # Clients route by leadership: a connection per broker they talk to, all over the client's one path.
+    leaders: Mapping[TopicPartition, int] = MappingProxyType({tp: r[0] for tp, r in layout.replicas.items()})
+
+    def client_connector(name: str, path: NetworkPath) -> Callable[[int], Connection]:
+        return lambda broker_id: connect_to(broker_id, name, path)
+
     for p_cfg in scenario.producers:
         assert p_cfg.link is not None
         links = c.links[p_cfg.name] = _network_path(env, p_cfg.name, p_cfg.link, streams)
@@ -285,18 +335,20 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
                 env,
                 producer_config_of(p_cfg),
                 partitions_by_topic[p_cfg.topic],
-                connector(p_cfg.name, links),
+                client_connector(p_cfg.name, links),
                 zero_arg_sampler(p_cfg.record_size, streams.stream(f"{p_cfg.name}/record_size")),
                 streams.stream(f"{p_cfg.name}/arrivals"),
                 streams.stream(f"{p_cfg.name}/partitioner"),
                 ids,
                 observer,
+                leaders=leaders,
             )
         )
     for c_cfg in scenario.consumers:
         assert c_cfg.link is not None
         links = c.links[c_cfg.name] = _network_path(env, c_cfg.name, c_cfg.link, streams)
         c.consumers.append(
-            Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic], connector(c_cfg.name, links), ids, observer)
+            Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic],
+                     client_connector(c_cfg.name, links), ids, observer, leaders=leaders)
         )
     return c

@@ -39,6 +39,7 @@ from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
+from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.observer import CheckedRunObserver
@@ -92,8 +93,11 @@ class Engine:
         progress: ProgressCallback | None = None,
         check_invariants: bool | None = None,
         on_request: Callable[[RequestEnvelope], None] | None = None,
+        layout: ClusterLayout | None = None,
     ) -> None:
         self.scenario = scenario
+        # Which brokers lead and follow which partitions (default: the scenario's).
+        self.layout = layout if layout is not None else cluster_layout(scenario)
         self._stop_requested = False
         self.seed = scenario.seed if seed is None else seed
         if clock is None:
@@ -115,7 +119,7 @@ class Engine:
         checking = scenario.invariants if check_invariants is None else check_invariants
         # The run's one observer: it records every row and, when checking, checks Kafka's invariants.
         self.invariants: CheckedRunObserver | None = (
-            CheckedRunObserver(self.env, client_deadlines(scenario), self.recorder, consumers_by_topic, on_request)
+            CheckedRunObserver(self.env, client_deadlines(scenario, self.layout), self.recorder, consumers_by_topic, on_request)
             if checking
             else None
         )
@@ -125,7 +129,7 @@ class Engine:
             else RunRecorder(self.recorder, consumers_by_topic, on_request)
         )
         self.observer = self.run_recorder
-        self.components: Components = build(scenario, clock, self.seed, self.observer)
+        self.components: Components = build(scenario, clock, self.seed, self.observer, self.layout)
         self.gauges = GaugeSampler(
             self.components.replica_manager,
             self.components.leader,
@@ -293,17 +297,19 @@ class Engine:
 
     def _counters(self) -> dict[str, Any]:
         c = self.components
-        m = c.replica_manager.metrics
+        # Summed over the brokers (in a scenario without a cluster only broker 0 leads, so the sums are its
+        # own counts).
+        metrics = [broker.replica_manager.metrics for broker in c.brokers]
         invariants = self.invariants
         return {
-            "isr_shrinks": m.isr_shrinks,
-            "isr_expands": m.isr_expands,
-            "failed_isr_updates": m.failed_isr_updates,
-            "produce_expires": m.produce_expires,
-            "fetch_expires_follower": m.fetch_expires_follower,
-            "fetch_expires_consumer": m.fetch_expires_consumer,
+            "isr_shrinks": sum(m.isr_shrinks for m in metrics),
+            "isr_expands": sum(m.isr_expands for m in metrics),
+            "failed_isr_updates": sum(m.failed_isr_updates for m in metrics),
+            "produce_expires": sum(m.produce_expires for m in metrics),
+            "fetch_expires_follower": sum(m.fetch_expires_follower for m in metrics),
+            "fetch_expires_consumer": sum(m.fetch_expires_consumer for m in metrics),
             "alter_partition_requests": c.alter_partition.submitted,
-            "requests_handled": c.leader.handlers.requests_handled,
+            "requests_handled": sum(broker.handlers.requests_handled for broker in c.brokers),
             "messages_dropped": sum(path.dropped for path in c.links.values()),
             "reaper_passes": sum(broker.reaper_passes for broker in c.brokers),
             "invariant_checks": invariants.checker.checks if invariants is not None else 0,
@@ -326,8 +332,10 @@ def run_scenario(
     seed: int | None = None,
     clock: SimClock | None = None,
     progress: ProgressCallback | None = None,
+    layout: ClusterLayout | None = None,
 ) -> RunResult:
     """Build and run ``scenario`` (the validated model); ``seed`` overrides the scenario's seed,
     ``clock`` lets the caller switch wall-clock pacing during the run, ``progress(sim_ms, duration_ms)``
-    is called at most ~10 times per wall second."""
-    return Engine(scenario, seed=seed, clock=clock, progress=progress).run()
+    is called at most ~10 times per wall second; ``layout`` replaces the scenario's brokers and replicas
+    (``cluster_layout(scenario)``)."""
+    return Engine(scenario, seed=seed, clock=clock, progress=progress, layout=layout).run()

@@ -1,5 +1,8 @@
 """The fault schedule: each scenario fault starts at ``at`` and (unless it lasts forever) ends later.
 
+A follower target is a replica fetcher thread by its client name (``follower-<k>`` in a scenario without
+a cluster, where broker k has one thread).
+
 * ``pause`` (follower, producer, consumer): the component does nothing for ``duration``; work that
   arrives meanwhile waits (a GC pause / SIGSTOP). Overlapping pauses nest.
 * ``slow_disk`` (follower): appends cost ``factor`` times more; overlapping factors multiply.

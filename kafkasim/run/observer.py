@@ -2,7 +2,8 @@
 ``RunRecorder`` does, and feeds ``InvariantChecker`` at the moments each rule can break, and nothing more.
 
 * HW monotone and <= LEO: after every handled request (its partitions), after every AlterPartition answer
-  and at every gauge sample (all partitions) -- the only places the leader's HW can move.
+  and at every gauge sample (all partitions) -- the only places the leader's HW can move; and on every
+  follower replica, whenever its fetcher changes its HW (a response, a truncation).
 * Exactly one broker answer per request: every response callback of the ReplicaManager (a delayed
   operation completing twice would answer twice).
 * Exactly one client outcome per request (response or client-side failure) and none overdue at the end.
@@ -63,6 +64,7 @@ class CheckedRunObserver(RunRecorder):
         self._partitions: dict[TopicPartition, Partition] = {}
         self._leader_of: dict[TopicPartition, int] = {}
         self._last_hw: dict[TopicPartition, int] = {}
+        self._replica_hw: dict[tuple[TopicPartition, int], int] = {}
         self._excluded: set[int] = set()
 
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
@@ -167,6 +169,15 @@ class CheckedRunObserver(RunRecorder):
 
     def replica_log_end(self, tp: TopicPartition, broker_id: int, log_end_offset: int) -> None:
         self.checker.on_log_end(tp, broker_id, log_end_offset, self.env.now)
+
+    def replica_high_watermark(self, tp: TopicPartition, broker_id: int, high_watermark: int,
+                               log_end_offset: int) -> None:
+        key = (tp, broker_id)
+        old = self._replica_hw.get(key, 0)
+        if high_watermark != old:
+            self.checker.on_high_watermark(f"{tp} on broker {broker_id}", old, high_watermark, log_end_offset,
+                                           self.env.now)
+            self._replica_hw[key] = high_watermark
 
     def broker_crashed(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
         self._excluded.add(broker_id)

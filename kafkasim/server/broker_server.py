@@ -9,7 +9,9 @@ its configuration.
   Kafka's ``ReplicaManager.startup``) and ``kafka-log-retention`` every
   ``log.retention.check.interval.ms`` (first run ``log.initial.task.delay.ms`` = 30 s after start,
   Kafka's ``LogManager.startup``);
-* the replica fetcher threads that run on it, copying the partitions it follows from their leaders.
+* its ``ReplicaFetcherManager`` and the replica fetcher threads it creates, copying the partitions the
+  broker follows from their leaders (``make_follower``, as Kafka's ``ReplicaManager.makeFollowers``:
+  ``Partition.makeFollower`` then ``addFetcherForPartitions``).
 
 Nothing here assumes it is the only broker or that it leads every partition. Simplification: a broker
 that leads no partition when the run starts runs no expiration reaper and no isr-expiration task (its
@@ -21,11 +23,13 @@ order (simulated ties are broken by scheduling order, and the golden runs pin it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.partition import Partition
+from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
@@ -33,6 +37,7 @@ from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
+from kafkasim.server.replica_fetcher_manager import InitialFetchState, ReplicaFetcherManager
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
 
@@ -43,6 +48,9 @@ if TYPE_CHECKING:
 
     from kafkasim.broker.alter_partition import AlterPartitionManager
     from kafkasim.timer import Time
+
+# build.py's way of creating a fetcher thread for broker ``broker`` toward ``source_broker``.
+FetcherFactory = Callable[["BrokerServer", int, int], ReplicaFetcherThread]
 
 # Kafka's LogManager.InitialTaskDelayMs (log.initial.task.delay.ms): the retention task's first run.
 RETENTION_INITIAL_DELAY_MS = 30_000.0
@@ -57,6 +65,7 @@ class BrokerServerConfig:
     num_io_threads: int = 8  # num.io.threads
     queued_max_requests: int = 500  # queued.max.requests
     log_retention_check_interval_ms: float = 300_000.0  # log.retention.check.interval.ms
+    num_replica_fetchers: int = 1  # num.replica.fetchers: fetcher threads per source broker
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +90,7 @@ class BrokerServer:
         log_rng: random.Random,
         alter_partition_manager: AlterPartitionManager,
         observer: Observer,
-        fetchers: Sequence[ReplicaFetcherThread] = (),
+        fetcher_factory: FetcherFactory | None = None,
     ) -> None:
         self.env = env
         self.broker_id = broker_id
@@ -111,7 +120,42 @@ class BrokerServer:
             observer=observer,
             reapers=self.reapers,
         )
-        self.fetchers = tuple(fetchers)
+        factory = fetcher_factory
+
+        def create_fetcher_thread(fetcher_id: int, source_broker: int) -> ReplicaFetcherThread:
+            if factory is None:
+                raise ValueError(f"broker {broker_id} cannot follow partitions: it was built without fetchers")
+            return factory(self, fetcher_id, source_broker)
+
+        self.replica_fetcher_manager: ReplicaFetcherManager[ReplicaFetcherThread] = ReplicaFetcherManager(
+            broker_id, config.num_replica_fetchers, create_fetcher_thread
+        )
+
+    # --- partitions --------------------------------------------------------------------------------
+
+    def make_leader(self, tp: TopicPartition, replicas: Sequence[int], log_config: LogConfig) -> Partition:
+        """Host ``tp`` and lead it with every replica in the ISR (leader epoch 0)."""
+        rm = self.replica_manager
+        rm.create_partition(tp, log_config=log_config)
+        return rm.make_leader(tp, replicas=replicas, leader_epoch=0, partition_epoch=0)
+
+    def make_follower(self, tp: TopicPartition, leader: int, replicas: Sequence[int], log_config: LogConfig) -> Partition:
+        """Host ``tp`` as a follower of ``leader`` and fetch it (Kafka's ``ReplicaManager.makeFollowers``:
+        ``Partition.makeFollower``, then ``ReplicaFetcherManager.addFetcherForPartitions``)."""
+        rm = self.replica_manager
+        rm.create_partition(tp, log_config=log_config)
+        partition = rm.make_follower(tp, leader=leader, replicas=replicas, leader_epoch=0, partition_epoch=0)
+        self.replica_fetcher_manager.add_fetcher_for_partitions({tp: InitialFetchState(leader, partition.leader_epoch)})
+        return partition
+
+    @property
+    def fetchers(self) -> list[ReplicaFetcherThread]:
+        """This broker's replica fetcher threads, in creation order."""
+        return self.replica_fetcher_manager.threads
+
+    @property
+    def leads_partitions(self) -> bool:
+        return any(p.is_leader for p in self.replica_manager.partitions.values())
 
     # --- start -------------------------------------------------------------------------------------
 
@@ -121,7 +165,7 @@ class BrokerServer:
 
     def start_purgatory_tasks(self) -> None:
         """The expiration reapers, then the isr-expiration task (first run now)."""
-        if not self.replica_manager.partitions:
+        if not self.leads_partitions:
             return
         for reaper in self.reapers:
             reaper.start()
@@ -142,7 +186,8 @@ class BrokerServer:
         # LogManager.cleanupLogs over the logs this broker hosts: the partitions it leads, and those its
         # fetchers replicate. A paused fetcher (a stalled JVM) runs it when it resumes; a crashed one not.
         for partition in self.replica_manager.partitions.values():
-            partition.log.delete_old_segments()
+            if partition.is_leader:
+                partition.log.delete_old_segments()
         for fetcher in self.fetchers:
             if not fetcher.crashed:
                 fetcher.run_or_defer(fetcher.delete_old_segments)

@@ -1,43 +1,48 @@
-"""A follower broker's replica fetcher (Kafka's ``ReplicaFetcherThread`` and ``AbstractFetcherThread``): one
-``ReplicaFetcherThread`` copying the leader's logs.
+"""A broker's replica fetcher thread (Kafka's ``ReplicaFetcherThread`` and ``AbstractFetcherThread``):
+it copies the partitions its broker follows from one source broker (their leader).
 
-Follower broker ``k`` keeps its own ``Log`` per partition it replicates. Its fetcher loop:
+Broker ``k`` hosts every replica in its ``ReplicaManager``: a partition it follows is a ``Partition``
+made follower (``Partition.makeFollower``) whose log the fetcher appends to. Its broker's
+``ReplicaFetcherManager`` hands each thread its partitions (``getFetcherId``). The fetcher loop:
 
-* ``maybeFetch``: one Fetch request with every partition that is not delayed: ``replica_id = k``,
-  ``max_wait = replica.fetch.wait.max.ms``, ``min_bytes = replica.fetch.min.bytes``, ``max_bytes =
-  replica.fetch.response.max.bytes``; per partition ``fetch_offset`` = the local LEO, the local log start,
-  ``max_bytes = replica.fetch.max.bytes``, the leader epoch and the last fetched epoch. The leader reads
-  up to its LEO (LOG_END) and parks the request up to 500 ms when there is nothing new, so the fetcher
+* ``maybeFetch``: one Fetch request with every partition of the thread that is not delayed:
+  ``replica_id = k``, ``max_wait = replica.fetch.wait.max.ms``, ``min_bytes = replica.fetch.min.bytes``,
+  ``max_bytes = replica.fetch.response.max.bytes``; per partition ``fetch_offset`` = the local LEO, the
+  local log start, ``max_bytes = replica.fetch.max.bytes``, the leader epoch and the last fetched epoch.
+  The leader reads up to its LEO (LOG_END) and parks the request up to 500 ms when there is nothing new
+  (its DelayedFetch watches every partition of the request, min bytes summed over them), so the fetcher
   needs no sleep between fetches: pacing comes from the leader's long poll.
-* On a response, per partition: NONE -> append the complete batches as follower (a trailing partial
-  batch is dropped) after the append cost, ``HW := clamp(response HW, log start, LEO)`` -- the leader's HW
-  from *before* this fetch, so the follower learns an HW advance one round later (Kafka's
-  ``Partition.readRecords``); OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate;
-  other errors -> that partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole
-  (no response within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition.
+* On a response, per partition: NONE -> append the complete batches as follower
+  (``Partition.appendRecordsToFollowerOrFutureReplica``; a trailing partial batch is dropped) after the
+  append cost, ``HW := clamp(response HW, log start, LEO)`` -- the leader's HW from *before* this fetch,
+  so the follower learns an HW advance one round later (Kafka's ``Partition.readRecords``);
+  OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate; other errors -> that
+  partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole (no response
+  within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition.
 * Then the next fetch, at once.
 
-Faults: ``pause`` freezes the thread (responses wait, nothing is sent); ``slow_disk`` multiplies the
-append cost; ``crash`` drops the connection and everything in flight, keeps the log on disk, and on
-restart truncates each log to its HW (an unclean-restart follower in Kafka truncates to its checkpointed
-HW, or via OffsetsForLeaderEpoch to the same point here: the leader never changes) and fetches again.
-Simplifications: KRaft fencing of a crashed broker by the controller (which would drop it from the ISR
-after ``broker.session.timeout.ms``) is not modelled, so a stopped follower leaves the ISR through the
-leader's lag check only; diverging epochs cannot happen (the leader never changes); the follower has no
-consumers, so its HW changes complete nothing.
+Faults (a fault on a fetcher thread stands for its broker's replication): ``pause`` freezes the thread
+(responses wait, nothing is sent); ``slow_disk`` multiplies the append cost; ``crash`` drops the
+connection and everything in flight, keeps the logs on disk, and on restart truncates each log to its HW
+(an unclean-restart follower in Kafka truncates to its checkpointed HW, or via OffsetsForLeaderEpoch to
+the same point here: the leader never changes) and fetches again. Simplifications: KRaft fencing of a
+crashed broker by the controller (which would drop it from the ISR after ``broker.session.timeout.ms``) is
+not modelled, so a stopped follower leaves the ISR through the leader's lag check only; diverging epochs
+cannot happen (the leader never changes); a follower's HW changes complete nothing (consumers fetch from
+leaders only).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkasim.broker.config import LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, PartitionData
 from kafkasim.broker.log import Log
+from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import FetchClient
@@ -47,8 +52,9 @@ from kafkasim.sim.calls import Call
 if TYPE_CHECKING:
     from simpy import Environment
 
+    from kafkasim.broker.replica_manager import ReplicaManager
     from kafkasim.network.ids import IdSource
-    from kafkasim.timer import Time
+    from kafkasim.server.replica_fetcher_manager import InitialFetchState
 
 # The follower's own client (ReplicaFetcherBlockingSend) times out after the broker's request timeout.
 FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0
@@ -59,7 +65,7 @@ MIB = 1024 * 1024
 @dataclass(frozen=True, slots=True)
 class ReplicaFetcherConfig:
     """What a replica fetcher reads: Kafka's ``replica.fetch.*`` broker configs (``ReplicationConfigs``),
-    with Kafka's defaults. ``num.replica.fetchers`` is fixed at Kafka's default of 1."""
+    with Kafka's defaults. ``num.replica.fetchers`` is the broker's (``BrokerServerConfig``)."""
 
     wait_max_ms: int = 500  # replica.fetch.wait.max.ms: the fetch's max_wait (long poll in the leader)
     min_bytes: int = 1  # replica.fetch.min.bytes
@@ -77,27 +83,31 @@ class ReplicaFetcherConfig:
 
 
 class FollowerPartition:
-    """A partition replicated by this follower: its local log and fetch state."""
+    """A partition this thread replicates (Kafka's ``PartitionFetchState``): the broker's ``Partition``
+    (a follower), its log, and the fetch state."""
 
-    __slots__ = ("tp", "log", "delayed_until", "leader_epoch")
+    __slots__ = ("tp", "partition", "log", "delayed_until", "leader_epoch")
 
-    def __init__(self, tp: TopicPartition, log: Log, leader_epoch: int) -> None:
+    def __init__(self, tp: TopicPartition, partition: Partition, leader_epoch: int) -> None:
         self.tp = tp
-        self.log = log
+        self.partition = partition
+        self.log: Log = partition.log
         self.delayed_until = -math.inf
         self.leader_epoch = leader_epoch
 
 
 class ReplicaFetcherThread(FetchClient):
-    """The replica fetcher thread of follower broker ``broker_id``, toward the leader (broker 0)."""
+    """A replica fetcher thread of broker ``broker_id`` toward ``source_broker`` (the leader of its
+    partitions), named ``name`` (its client name in the request rows)."""
 
     def __init__(
         self,
         env: Environment,
+        name: str,
         broker_id: int,
+        source_broker: int,
         config: ReplicaFetcherConfig,
-        partitions: Sequence[tuple[TopicPartition, LogConfig, int]],
-        time: Time,
+        replica_manager: ReplicaManager,
         connect: Callable[[], Any],
         append_cost: Callable[[], float],
         append_cost_per_kib: Callable[[], float],
@@ -106,15 +116,12 @@ class ReplicaFetcherThread(FetchClient):
         *,
         stop_ms: float = math.inf,
     ) -> None:
-        super().__init__(
-            env, f"follower-{broker_id}", connect, ids, observer, FOLLOWER_REQUEST_TIMEOUT_MS, stop_ms=stop_ms
-        )
+        super().__init__(env, name, connect, ids, observer, FOLLOWER_REQUEST_TIMEOUT_MS, stop_ms=stop_ms)
         self.broker_id = broker_id
+        self._source_broker = source_broker
         self.config = config
-        self.partitions: dict[TopicPartition, FollowerPartition] = {
-            tp: FollowerPartition(tp, Log(log_config, time, name=f"{tp}@{broker_id}"), leader_epoch)
-            for tp, log_config, leader_epoch in partitions
-        }
+        self._replica_manager = replica_manager
+        self.partitions: dict[TopicPartition, FollowerPartition] = {}
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
         # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
@@ -125,6 +132,26 @@ class ReplicaFetcherThread(FetchClient):
         self.disk_factor = 1.0
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
+
+    # --- partitions (AbstractFetcherThread.addPartitions / removePartitions) -------------------------
+
+    @property
+    def source_broker(self) -> int:
+        return self._source_broker
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+    def add_partitions(self, partitions: Mapping[TopicPartition, InitialFetchState]) -> None:
+        """Fetch these partitions too: each is a follower ``Partition`` of this broker's ReplicaManager."""
+        rm = self._replica_manager
+        for tp, state in partitions.items():
+            self.partitions[tp] = FollowerPartition(tp, rm.get_partition_or_exception(tp), state.current_leader_epoch)
+
+    def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.partitions.pop(tp, None)
 
     def start(self) -> None:
         Call(self.env, 0.0, lambda _e: self._maybe_fetch())
@@ -241,13 +268,15 @@ class ReplicaFetcherThread(FetchClient):
             leo = log.log_end_offset
             fresh = [b for b in records if b.base_offset >= leo]
             if fresh:
-                log.append_as_follower(fresh)
+                fp.partition.append_records_to_follower_or_future_replica(fresh)
                 if self._checks:
                     self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
         if leader_hw >= 0:
             log.maybe_update_high_watermark(leader_hw)
         if leader_log_start > log.log_start_offset:
             log.maybe_increment_log_start_offset(leader_log_start)
+        if self._checks:
+            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _handle_out_of_range(self, fp: FollowerPartition, result: Any) -> None:
         # Our LEO is outside the leader's log: behind its start -> start over at it; ahead -> truncate.
@@ -262,6 +291,7 @@ class ReplicaFetcherThread(FetchClient):
             return
         if self._checks:
             self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
+            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, every partition backs off
@@ -302,7 +332,10 @@ class ReplicaFetcherThread(FetchClient):
             fp.delayed_until = -math.inf
             if self._checks:
                 self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
-        self.connection = self._connect()
+                self._observer.replica_high_watermark(
+                    fp.tp, self.broker_id, fp.log.high_watermark, fp.log.log_end_offset
+                )
+        self._reconnect()
         self._maybe_fetch()
 
     def on_resume(self) -> None:

@@ -11,6 +11,8 @@ import itertools
 import math
 import random
 
+import pytest
+
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES, Partitioner, RecordAccumulator
 
@@ -278,3 +280,35 @@ def test_first_waking_record_draws_more_records_and_stops_when_they_end() -> Non
     assert upcoming == [(1.0, 100), (2.0, 100)]
     # After `limit` records without a wake-up: the last record drawn so far (the producer acts then anyway).
     assert acc.first_waking_record(partitioner, upcoming, _no_more, 1) == 2.0
+
+
+def test_drain_batches_per_node_with_a_drain_index_per_node() -> None:
+    # RecordAccumulatorTest.testDrainBatches: node1 leads tp1, tp2 and node2 leads tp3, tp4; the max
+    # request size is one batch. Each node drains only the partitions it leads, from its own drain index
+    # (RecordAccumulator.drain -> drainBatchesForOneNode, nodesDrainIndex).
+    tp4 = TopicPartition(TOPIC, 3)
+    record_size = 50
+    batch_size = RECORD_BATCH_OVERHEAD_BYTES + record_size
+    leaders = {TP1: 1, TP2: 1, TP3: 2, tp4: 2}
+    acc = RecordAccumulator([TP1, TP2, TP3, tp4], batch_size, 10, max_request_size=batch_size, leaders=leaders)
+    assert acc.nodes == (1, 2)
+
+    def append(*tps: TopicPartition) -> None:
+        for tp in tps:
+            acc.append(tp, record_size, 0.0, 0.0, next(_batch_ids))
+
+    append(TP1, TP2, TP3, tp4)
+    assert [b.tp for n in (1, 2) for b in acc.drain(n)] == [TP1, TP3]
+    append(TP1, TP3)
+    assert [b.tp for n in (1, 2) for b in acc.drain(n)] == [TP2, tp4]  # each node's index moved on
+    assert [b.tp for n in (1, 2) for b in acc.drain(n)] == [TP1, TP3]  # and wraps around
+    # A node is ready only for the partitions it leads.
+    append(TP2)
+    assert acc.ready_delay_ms(0.0, 1) == 0.0 and acc.ready_delay_ms(0.0, 2) is None
+    assert acc.ready_delay_ms(5.0, 1) == 0.0
+
+
+def test_with_several_leaders_the_node_must_be_named() -> None:
+    acc = RecordAccumulator([TP1, TP2], 1024, 10, leaders={TP1: 0, TP2: 1})
+    with pytest.raises(ValueError, match="2 leaders"):
+        acc.drain()

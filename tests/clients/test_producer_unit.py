@@ -70,7 +70,7 @@ class Harness:
         )
         self.producer.start()
 
-    def _connect(self) -> ScriptedConnection:
+    def _connect(self, _broker_id: int) -> ScriptedConnection:
         connection = ScriptedConnection(self.sent)
         self.connections.append(connection)
         return connection
@@ -135,7 +135,7 @@ def test_request_timeout_disconnects_and_fails_every_request_in_flight() -> None
     assert [e.client_timeout for e in h.reports.finished] == [True, False, False]
     assert [e.error for e in h.sent] == [Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION, Errors.NETWORK_EXCEPTION]
     assert h.connections[0].closed and len(h.connections) == 2 and not h.connections[1].closed
-    assert h.producer.connection is h.connections[1] and h.producer.in_flight == 0
+    assert h.producer.connections == {0: h.connections[1]} and h.producer.in_flight == 0
     # A late response on the old connection is never delivered to the application.
     h.respond(h.sent[1], base_offset=1)
     assert len(h.reports.batches) == 3
@@ -178,3 +178,43 @@ def test_a_full_batch_goes_at_once_without_waiting_for_linger() -> None:
     h.run(until=10.0)
     assert [e.client_send_ms for e in h.sent] == [2.0]
     assert _records(h.sent[0]) == [2]
+
+
+def test_one_connection_per_leader_with_its_own_in_flight_limit_and_timeout() -> None:
+    # Sender.sendProducerData routes by leadership: partition a is led by broker 0, b by broker 1. Each
+    # broker gets its own connection, its own max.in.flight.requests.per.connection (1 here) and its own
+    # request timeout (NetworkClient disconnects from one node only).
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    opened: dict[int, list[ScriptedConnection]] = {0: [], 1: []}
+    reports = Reports()
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+
+    def connect(broker_id: int) -> ScriptedConnection:
+        connection = ScriptedConnection(sent)
+        opened[broker_id].append(connection)
+        return connection
+
+    config = ProducerClientConfig(
+        name="p1", acks=-1, linger_ms=0.0, batch_size=RECORD, max_in_flight_requests_per_connection=1,
+        request_timeout_ms=100, partitioner="round_robin", rate_per_s=1000.0 / GAP_MS,
+        arrival=ArrivalConfig("constant"),
+    )
+    producer = Producer(env, config, [a, b], connect, lambda: float(RECORD), random.Random(1), random.Random(2),
+                        IdSource(), reports, leaders={a: 0, b: 1}, stop_ms=4.5)
+    producer.start()
+    env.run(until=10.0)
+    # Records at 1 (a), 2 (b), 3 (a), 4 (b): one request per broker, then each connection is full.
+    assert [(e.client_send_ms, list(e.body.entries)) for e in sent] == [(1.0, [a]), (2.0, [b])]
+    assert [e.connection for e in sent] == [opened[0][0], opened[1][0]]
+    # Broker 0 answers: its next batch goes at once; broker 1's connection is still full.
+    sent[0].response = {a: PartitionResponse(Errors.NONE, 0)}
+    sent[0].client_receive_ms = env.now
+    sent[0].on_response(sent[0])
+    assert [(e.client_send_ms, list(e.body.entries)) for e in sent[2:]] == [(10.0, [a])]
+    env.run(until=103.0)
+    # Broker 1's request timed out at 102 (sent at 2): only its connection was closed and reopened.
+    assert sent[1].error == Errors.REQUEST_TIMED_OUT and sent[2].error is None
+    assert opened[1][0].closed and len(opened[1]) == 2 and len(opened[0]) == 1 and not opened[0][0].closed
+    assert [(e.client_send_ms, list(e.body.entries)) for e in sent[3:]] == [(102.0, [b])]
+    assert producer.connections == {0: opened[0][0], 1: opened[1][1]}

@@ -19,17 +19,20 @@ from typing import Any
 
 import simpy
 
-from kafkasim.broker.config import LogConfig
+from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
+from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
+from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import (
     FOLLOWER_REQUEST_TIMEOUT_MS,
     ReplicaFetcherConfig,
@@ -93,18 +96,24 @@ def _respond(env: simpy.Environment, t: float, envelope_of: Any, response: Any) 
 
 
 def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, append_ms: float) -> ReplicaFetcherThread:
+    # Broker 1 follows TP (led by broker 0) in its ReplicaManager; the thread fetches it.
+    rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
+    rm.create_partition(TP, log_config=LogConfig())
+    rm.make_follower(TP, leader=0, replicas=[0, 1], leader_epoch=0, partition_epoch=0)
     follower = ReplicaFetcherThread(
         env,
+        "follower-1",
         1,
+        0,
         ReplicaFetcherConfig(),
-        [(TP, LogConfig(), 0)],
-        SimTime(env),
+        rm,
         lambda: ScriptedConnection(sent),
         lambda: append_ms,
         lambda: 0.0,
         IdSource(),
         recorder,
     )
+    follower.add_partitions({TP: InitialFetchState(0, 0)})
     follower.start()
     return follower
 
@@ -112,7 +121,7 @@ def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Rec
 def _consumer(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, timeout_ms: int) -> Consumer:
     # Kafka's consumer defaults but for request.timeout.ms.
     config = ConsumerClientConfig("c1", 1, 500, 1024 * 1024, 50 * 1024 * 1024, request_timeout_ms=timeout_ms)
-    consumer = Consumer(env, config, [TP], lambda: ScriptedConnection(sent), IdSource(), recorder)
+    consumer = Consumer(env, config, [TP], lambda _broker: ScriptedConnection(sent), IdSource(), recorder)
     consumer.start()
     return consumer
 
@@ -231,3 +240,41 @@ def test_consumer_pause_leaves_one_request_timer() -> None:
     env.run(until=4_001.0)
     assert [e.client_timeout for e in recorder.finished] == [False, True]
     assert recorder.finished[1] is sent[1] and sent[1].error == Errors.REQUEST_TIMED_OUT
+
+
+def test_consumer_fetches_each_leader_independently() -> None:
+    # AbstractFetch.prepareFetchRequests: one fetch per broker leading a fetchable partition, none to a
+    # broker with a request pending; a timeout disconnects from that broker only.
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    opened: dict[int, list[ScriptedConnection]] = {0: [], 1: []}
+
+    def connect(broker_id: int) -> ScriptedConnection:
+        connection = ScriptedConnection(sent)
+        opened[broker_id].append(connection)
+        return connection
+
+    config = ConsumerClientConfig("c1", 1, 500, 1024 * 1024, 50 * 1024 * 1024, request_timeout_ms=1000)
+    consumer = Consumer(env, config, [a, b], connect, IdSource(), recorder, leaders={a: 0, b: 1})
+    consumer.start()
+    env.run(until=1.0)
+    assert [[tp for tp, _ in e.body.fetch_infos] for e in sent] == [[a], [b]]
+    assert [e.connection for e in sent] == [opened[0][0], opened[1][0]]
+    batch = _batch(0)
+    info = FetchDataInfo(LogOffsetMetadata(0), [batch], batch.size_in_bytes)
+    _respond(env, 5.0, lambda: sent[0], [(a, LogReadResult(info, Errors.NONE, None, 10, 0, 10))])
+    env.run(until=6.0)
+    # Broker 0 answered: the next fetch goes to it alone, from the new position.
+    assert len(sent) == 3 and [tp for tp, _ in sent[2].body.fetch_infos] == [a]
+    assert sent[2].body.fetch_infos[0][1].fetch_offset == 10
+    env.run(until=1003.0)
+    # Broker 1's fetch (sent at 0) timed out at 1000: that connection only (broker 0's is due at 1005).
+    assert sent[1].error == Errors.REQUEST_TIMED_OUT and sent[2].error is None
+    assert opened[1][0].closed and len(opened[1]) == 2 and len(opened[0]) == 1 and not opened[0][0].closed
+    env.run(until=1101.0)
+    # A new fetch to broker 1 after the backoff, on the new connection.
+    last_b = [e for e in sent if [tp for tp, _ in e.body.fetch_infos] == [b]][-1]
+    assert last_b.client_send_ms == 1100.0 and last_b.connection is opened[1][1]
+    assert consumer.batches_consumed == 1

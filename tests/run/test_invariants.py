@@ -124,3 +124,23 @@ def test_disabled_checker_checks_nothing():
     c.on_response(5, 0.0)
     c.at_end(1e9)
     assert c.checks == 0
+
+
+def test_a_follower_replicas_high_watermark_is_checked_too():
+    # CheckedRunObserver.replica_high_watermark: a follower's HW (set by its fetcher from the leader's)
+    # must not decrease nor pass its own log end offset.
+    import simpy
+
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.record.recorder import Recorder
+    from kafkasim.run.observer import CheckedRunObserver
+
+    observer = CheckedRunObserver(simpy.Environment(), {}, Recorder(), {})
+    tp = TopicPartition("t", 0)
+    observer.replica_high_watermark(tp, 1, 10, 12)
+    observer.replica_high_watermark(tp, 2, 5, 5)  # another replica: its own history
+    observer.replica_high_watermark(tp, 1, 10, 10)  # unchanged: nothing to check
+    with pytest.raises(InvariantViolation, match="exceeds the log end offset 11"):
+        observer.replica_high_watermark(tp, 1, 12, 11)
+    with pytest.raises(InvariantViolation, match="decreased from 10 to 9"):
+        observer.replica_high_watermark(tp, 1, 9, 12)
