@@ -70,6 +70,10 @@ def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
     scenario = load_scenario(Path(path))
     if overrides:
         scenario = scenario.with_overrides(list(overrides))
+    if scenario.cluster is not None:  # what only the replica placement can tell (a crash of a leader)
+        from kafkasim.run.cluster_layout import check_layout
+
+        check_layout(scenario, path, Path(path).read_text(encoding="utf-8"))
     return scenario
 
 

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from simpy import Environment
 
     from kafkasim.scenario import Scenario
-    from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
+    from kafkasim.scenario.broker import BrokerConfig as ScenarioBrokerConfig
+    from kafkasim.scenario.clients import ConsumerConfig, ProducerConfig
     from kafkasim.scenario.network import Link
     from kafkasim.sim.clock import SimClock
 
@@ -113,13 +114,14 @@ def consumer_config_of(c: ConsumerConfig) -> ConsumerClientConfig:
     )
 
 
-def replica_fetcher_config_of(f: FollowerConfig) -> ReplicaFetcherConfig:
+def replica_fetcher_config_of(b: ScenarioBrokerConfig) -> ReplicaFetcherConfig:
+    """The fetching broker's replica.fetch.* configs (broker configs in Kafka, ReplicationConfigs)."""
     return ReplicaFetcherConfig(
-        wait_max_ms=f.replica_fetch_wait_max_ms,
-        min_bytes=f.replica_fetch_min_bytes,
-        max_bytes=f.replica_fetch_max_bytes,
-        response_max_bytes=f.replica_fetch_response_max_bytes,
-        backoff_ms=f.replica_fetch_backoff_ms,
+        wait_max_ms=b.replica_fetch_wait_max_ms,
+        min_bytes=b.replica_fetch_min_bytes,
+        max_bytes=b.replica_fetch_max_bytes,
+        response_max_bytes=b.replica_fetch_response_max_bytes,
+        backoff_ms=b.replica_fetch_backoff_ms,
     )
 
 
@@ -247,8 +249,8 @@ def build(scenario: Scenario, clock: SimClock, seed: int, observer: Observer) ->
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
-    fetcher_config = replica_fetcher_config_of(f_cfg)
     for k in scenario.follower_ids:
+        fetcher_config = replica_fetcher_config_of(scenario.broker_for(k))
         name = f"follower-{k}"
         links = c.links[name] = _network_path(env, name, f_cfg.link, streams)
         fetcher = ReplicaFetcherThread(
