@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.broker import (
@@ -43,11 +43,19 @@ _WHY_CLUSTER_WIDE = {
 }
 
 
+def _defaults_come_from_the_broker(schema: dict[str, Any]) -> None:
+    # A key left out takes `broker:`'s value, not the Kafka default PerBrokerConfig declares.
+    for prop in schema.get("properties", {}).values():
+        prop.pop("default", None)
+
+
 class BrokerOverride(PerBrokerConfig):
     """Broker configs of one broker that differ from `broker:` (e.g. one broker with fewer io threads).
 
     Keys left out take `broker:`'s value; after validation every key holds the broker's effective value.
     """
+
+    model_config = ConfigDict(json_schema_extra=_defaults_come_from_the_broker)
 
     broker: int = Field(ge=0, le=MAX_BROKERS - 1)
     """The broker's id (0..cluster.brokers-1)."""

@@ -20,7 +20,7 @@ from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration, format_duration
 
 FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
-BROKER_NAME = re.compile(r"^broker-(\d+)$")
+BROKER_NAME = re.compile(r"^broker-(0|[1-9]\d*)$")
 # Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
 MIN_SPEED = 0.001
 MAX_SPEED = 1e6
@@ -137,7 +137,7 @@ class Scenario(ScenarioModel):
         if m and int(m.group(1)) in self.follower_ids:
             return "follower"
         m = BROKER_NAME.match(target)
-        if m and self.cluster is not None and int(m.group(1)) < self.cluster.brokers and m.group(1) == str(int(m.group(1))):
+        if m and self.cluster is not None and int(m.group(1)) < self.cluster.brokers:
             return "broker"
         if any(p.name == target for p in self.producers):
             return "producer"
