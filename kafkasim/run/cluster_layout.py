@@ -64,19 +64,20 @@ def single_leader_layout(scenario: Scenario) -> ClusterLayout:
 PLACEMENT_STREAM = "controller/placement"
 
 
-def placed_layout(scenario: Scenario) -> ClusterLayout:
+def placed_layout(scenario: Scenario, seed: int | None = None) -> ClusterLayout:
     """Every broker of ``cluster:``; each topic's replicas from its ``replica_assignment`` or Kafka's placer.
 
     One placer with one ``java.util.Random`` serves every topic, in the scenario's order, as the controller's
     one ``StripedReplicaPlacer`` does (``ReplicationControlManager.createTopic``); the ``Random`` is seeded
     from the run's named stream ``controller/placement``, so the same seed gives the same layout. A topic
     with an explicit assignment draws nothing (Kafka does not call the placer for it). All brokers are
-    registered and unfenced when the topics are created.
+    registered and unfenced when the topics are created. ``seed`` is the run's (``scenario.seed`` unless a
+    run overrides it).
     """
     cluster = scenario.cluster
     assert cluster is not None
-    seed = RandomStreams(scenario.seed).stream(PLACEMENT_STREAM).getrandbits(64)
-    placer = StripedReplicaPlacer(JavaRandom(seed))
+    stream = RandomStreams(scenario.seed if seed is None else seed).stream(PLACEMENT_STREAM)
+    placer = StripedReplicaPlacer(JavaRandom(stream.getrandbits(64)))
     brokers = [UsableBroker(b, cluster.rack_of(b), fenced=False) for b in cluster.broker_ids]
     replicas: dict[TopicPartition, tuple[int, ...]] = {}
     by_topic: dict[str, tuple[TopicPartition, ...]] = {}
@@ -91,26 +92,27 @@ def placed_layout(scenario: Scenario) -> ClusterLayout:
     return ClusterLayout(tuple(cluster.broker_ids), racks, replicas, by_topic, clustered=True)
 
 
-def cluster_layout(scenario: Scenario) -> ClusterLayout:
-    """The layout a run of ``scenario`` is built from: placed for a ``cluster:``, the single leader otherwise.
+def cluster_layout(scenario: Scenario, seed: int | None = None) -> ClusterLayout:
+    """The layout a run of ``scenario`` (with the run's ``seed``, by default the scenario's) is built from:
+    placed for a ``cluster:``, the single leader otherwise.
 
     Raises ScenarioError (located by key path, without a file) for what only the layout can tell; see
     ``layout_problems``.
     """
     if scenario.cluster is None:
         return single_leader_layout(scenario)
-    layout = placed_layout(scenario)
+    layout = placed_layout(scenario, seed)
     problems = layout_problems(scenario, layout)
     if problems:
         raise ScenarioError([Problem("<scenario>", None, format_path(loc), message) for loc, message in problems])
     return layout
 
 
-def check_layout(scenario: Scenario, file: str, text: str | None = None) -> None:
+def check_layout(scenario: Scenario, file: str, text: str | None = None, seed: int | None = None) -> None:
     """``layout_problems`` as a ScenarioError naming ``file`` and, from the file's ``text``, each line."""
     if scenario.cluster is None:
         return
-    problems = layout_problems(scenario, placed_layout(scenario))
+    problems = layout_problems(scenario, placed_layout(scenario, seed))
     if not problems:
         return
     source = load_yaml(text, file) if text is not None else None

@@ -110,3 +110,10 @@ def test_a_crash_of_a_broker_that_leads_nothing_is_accepted() -> None:
         "faults: [{type: crash, target: broker-1, at: 1s, restart_after: 1s}]\n"
     )
     assert cluster_layout(s).partitions_followed_by(1) == [TopicPartition("t", 0)]
+
+
+def test_a_run_seed_places_as_that_seed_does() -> None:
+    # `kafkasim run --seed 7` (Engine's seed) places replicas as the scenario with seed 7 would.
+    topics = "[{name: t, partitions: 8, replication.factor: 2}]"
+    assert cluster_layout(cluster(4, topics, seed=1), seed=7) == cluster_layout(cluster(4, topics, seed=7))
+    assert cluster_layout(cluster(4, topics, seed=1), seed=None) == cluster_layout(cluster(4, topics, seed=1))
