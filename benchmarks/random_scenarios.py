@@ -282,15 +282,18 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
     names = [t["name"] for t in topics]
     max_rf = max(t["replication.factor"] for t in topics)
     waits = [100, min(500, lag)] if long_run else [0, 10, 100, min(500, lag)]
-    followers: dict[str, Any] = {"replica.fetch.wait.max.ms": rng.choice(waits)}
+    # replica.fetch.* are broker configs (Kafka's ReplicationConfigs); drawn here, in the same order as
+    # always, so a seed still generates the scenario it always did.
+    followers: dict[str, Any] = {}
+    broker["replica.fetch.wait.max.ms"] = rng.choice(waits)
     if rng.random() < 0.5:
-        followers["replica.fetch.min.bytes"] = rng.choice([1, 1024, 64 * 1024])
+        broker["replica.fetch.min.bytes"] = rng.choice([1, 1024, 64 * 1024])
     if rng.random() < 0.5:
-        followers["replica.fetch.max.bytes"] = rng.choice([100, 4096, 16 * 1024, 1024 * 1024])
+        broker["replica.fetch.max.bytes"] = rng.choice([100, 4096, 16 * 1024, 1024 * 1024])
     if rng.random() < 0.3:
-        followers["replica.fetch.response.max.bytes"] = rng.choice([1000, 64 * 1024])
+        broker["replica.fetch.response.max.bytes"] = rng.choice([1000, 64 * 1024])
     if rng.random() < 0.5:
-        followers["replica.fetch.backoff.ms"] = rng.choice([10, 100, 1000])
+        broker["replica.fetch.backoff.ms"] = rng.choice([10, 100, 1000])
     if rng.random() < 0.6:
         followers["link"] = _link(rng)
     if rng.random() < 0.15:

@@ -60,8 +60,9 @@ def scenario_error_message(exc: Exception) -> str:
     return f"{len(problems)} problems in the scenario:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
-    """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem."""
+def load_with_overrides(path: str, overrides: list[str], seed: int | None = None) -> Scenario:
+    """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem
+    (for a cluster, also what its replica placement under the run's `seed` refuses)."""
     from kafkasim.scenario import load_scenario
 
     if not Path(path).is_file():
@@ -70,6 +71,10 @@ def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
     scenario = load_scenario(Path(path))
     if overrides:
         scenario = scenario.with_overrides(list(overrides))
+    if scenario.cluster is not None:  # what only the replica placement can tell (a crash of a leader)
+        from kafkasim.run.cluster_layout import check_layout
+
+        check_layout(scenario, path, Path(path).read_text(encoding="utf-8"), seed)
     return scenario
 
 
@@ -168,7 +173,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     console = console or Console()
     err_console = err_console or Console(stderr=True)
     try:
-        scenario = load_with_overrides(options.scenario, options.overrides)
+        scenario = load_with_overrides(options.scenario, options.overrides, options.seed)
         seed = scenario.seed if options.seed is None else options.seed
         if options.out is not None:
             out = check_out_dir(options.out, f"--out {describe(str(options.out))}")

@@ -181,8 +181,12 @@ def fetch_limits(result: RunResult, row: pd.Series) -> tuple[float, float] | Non
     if scenario is None:
         return None
     if str(row["api"]) == "FetchFollower":
-        followers = scenario.followers
-        return float(followers.replica_fetch_wait_max_ms), float(followers.replica_fetch_min_bytes)
+        # replica.fetch.* are broker configs: the fetching broker's own (follower-<id> / broker-<id>).
+        _, _, digits = str(row["client"]).rpartition("-")
+        broker = scenario.broker
+        if digits.isdigit() and int(digits) in scenario.broker_ids:
+            broker = scenario.broker_for(int(digits))
+        return float(broker.replica_fetch_wait_max_ms), float(broker.replica_fetch_min_bytes)
     for consumer in scenario.consumers:
         if consumer.name == str(row["client"]):
             return float(consumer.fetch_max_wait_ms), float(consumer.fetch_min_bytes)

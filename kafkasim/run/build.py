@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from simpy import Environment
 
     from kafkasim.scenario import Scenario
-    from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
+    from kafkasim.scenario.broker import BrokerConfig as ScenarioBrokerConfig
+    from kafkasim.scenario.clients import ConsumerConfig, ProducerConfig
     from kafkasim.scenario.network import Link
     from kafkasim.sim.clock import SimClock
 
@@ -57,8 +58,9 @@ def client_deadlines(scenario: Scenario, layout: ClusterLayout | None = None) ->
     from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS
 
     layout = layout if layout is not None else cluster_layout(scenario)
-    num_fetchers = broker_server_config(scenario).num_replica_fetchers
-    deadlines: dict[str, float] = {name: FOLLOWER_REQUEST_TIMEOUT_MS for name in fetcher_names(layout, num_fetchers)}
+    deadlines: dict[str, float] = {
+        name: FOLLOWER_REQUEST_TIMEOUT_MS for name in fetcher_names(layout, fetcher_counts(scenario, layout))
+    }
     for p in scenario.producers:
         deadlines[p.name] = float(p.request_timeout_ms)
     for c in scenario.consumers:
@@ -83,8 +85,8 @@ def log_config_of(topic: Any) -> LogConfig:
     )
 
 
-def broker_state_config(scenario: Scenario) -> BrokerStateConfig:
-    b = scenario.broker
+def broker_state_config(scenario: Scenario, broker_id: int = LEADER_ID) -> BrokerStateConfig:
+    b = scenario.broker_for(broker_id)
     return BrokerStateConfig(
         replica_lag_time_max_ms=int(b.replica_lag_time_max_ms),
         fetch_max_bytes=b.fetch_max_bytes,
@@ -125,13 +127,14 @@ def consumer_config_of(c: ConsumerConfig) -> ConsumerClientConfig:
     )
 
 
-def replica_fetcher_config_of(f: FollowerConfig) -> ReplicaFetcherConfig:
+def replica_fetcher_config_of(b: ScenarioBrokerConfig) -> ReplicaFetcherConfig:
+    """The fetching broker's replica.fetch.* configs (broker configs in Kafka, ReplicationConfigs)."""
     return ReplicaFetcherConfig(
-        wait_max_ms=f.replica_fetch_wait_max_ms,
-        min_bytes=f.replica_fetch_min_bytes,
-        max_bytes=f.replica_fetch_max_bytes,
-        response_max_bytes=f.replica_fetch_response_max_bytes,
-        backoff_ms=f.replica_fetch_backoff_ms,
+        wait_max_ms=b.replica_fetch_wait_max_ms,
+        min_bytes=b.replica_fetch_min_bytes,
+        max_bytes=b.replica_fetch_max_bytes,
+        response_max_bytes=b.replica_fetch_response_max_bytes,
+        backoff_ms=b.replica_fetch_backoff_ms,
     )
 
 
@@ -190,7 +193,7 @@ def _network_path(env: Environment, name: str, link: Link, streams: RandomStream
 
 def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> BrokerServerCosts:
     """The broker's service-time samplers, each on its own stream ``broker-<id>/costs/<name>``."""
-    costs_cfg = scenario.broker.costs
+    costs_cfg = scenario.broker_for(broker_id).costs
 
     def cost(name: str, spec: Any) -> Callable[[], float]:
         return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/costs/{name}"))
@@ -210,16 +213,16 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
     )
 
 
-def broker_server_config(scenario: Scenario) -> BrokerServerConfig:
-    b = scenario.broker
+def broker_server_config(scenario: Scenario, broker_id: int = LEADER_ID) -> BrokerServerConfig:
+    """Broker ``broker_id``'s configuration: ``broker:`` with its ``cluster.overrides`` entry applied."""
+    b = scenario.broker_for(broker_id)
     return BrokerServerConfig(
-        broker=broker_state_config(scenario),
+        broker=broker_state_config(scenario, broker_id),
         num_network_threads=b.num_network_threads,
         num_io_threads=b.num_io_threads,
         queued_max_requests=b.queued_max_requests,
         log_retention_check_interval_ms=float(b.log_retention_check_interval_ms),
-        # broker.num.replica.fetchers arrives with the cluster: section; Kafka's default until then.
-        num_replica_fetchers=int(getattr(b, "num_replica_fetchers", 1)),
+        num_replica_fetchers=b.num_replica_fetchers,
     )
 
 
@@ -232,13 +235,20 @@ def fetcher_name(layout: ClusterLayout, num_fetchers: int, broker_id: int, fetch
     return fetcher_thread_name(broker_id, fetcher_id, source)
 
 
-def fetcher_names(layout: ClusterLayout, num_fetchers: int) -> list[str]:
-    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys)."""
+def fetcher_counts(scenario: Scenario, layout: ClusterLayout) -> dict[int, int]:
+    """Each broker's ``num.replica.fetchers`` (a per-broker config: overrides may differ)."""
+    return {b: scenario.broker_for(b).num_replica_fetchers for b in layout.broker_ids}
+
+
+def fetcher_names(layout: ClusterLayout, num_fetchers: Mapping[int, int]) -> list[str]:
+    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys);
+    ``num_fetchers``: each broker's ``num.replica.fetchers``."""
     names: dict[str, None] = {}
     for broker_id in layout.broker_ids:
+        count = num_fetchers[broker_id]
         for tp in layout.partitions_followed_by(broker_id):
-            fid = get_fetcher_id(tp.topic, tp.partition, num_fetchers)
-            names[fetcher_name(layout, num_fetchers, broker_id, fid, layout.leader_of(tp))] = None
+            fid = get_fetcher_id(tp.topic, tp.partition, count)
+            names[fetcher_name(layout, count, broker_id, fid, layout.leader_of(tp))] = None
     return list(names)
 
 
@@ -255,10 +265,9 @@ def build(
     (the followers' link config, its own random streams)."""
     env = clock.env
     streams = RandomStreams(seed)
-    layout = layout if layout is not None else cluster_layout(scenario)
-    server_config = broker_server_config(scenario)
-    config = server_config.broker
-    num_fetchers = server_config.num_replica_fetchers
+    layout = layout if layout is not None else cluster_layout(scenario, seed=seed)
+    server_configs = {b: broker_server_config(scenario, b) for b in layout.broker_ids}
+    config = server_configs[layout.broker_ids[0]].broker
     alter_partition = DelayedAlterPartitionManager(
         env,
         zero_arg_sampler(scenario.broker.alter_partition_latency, streams.stream("controller/alter_partition")),
@@ -278,10 +287,10 @@ def build(
     f_cfg = scenario.followers
     assert f_cfg.link is not None
     follower_link = f_cfg.link
-    fetcher_config = replica_fetcher_config_of(f_cfg)
 
     def create_fetcher_thread(broker: BrokerServer, fetcher_id: int, source: int) -> ReplicaFetcherThread:
-        name = fetcher_name(layout, num_fetchers, broker.broker_id, fetcher_id, source)
+        fetcher_config = replica_fetcher_config_of(scenario.broker_for(broker.broker_id))
+        name = fetcher_name(layout, broker.config.num_replica_fetchers, broker.broker_id, fetcher_id, source)
         links = c.links[name] = _network_path(env, name, follower_link, streams)
         return ReplicaFetcherThread(
             env,
@@ -302,7 +311,7 @@ def build(
             env,
             clock.time,
             broker_id,
-            server_config,
+            server_configs[broker_id],
             broker_costs(scenario, broker_id, streams),
             log_rng=streams.stream(f"broker-{broker_id}/log"),
             alter_partition_manager=alter_partition,

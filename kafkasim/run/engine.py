@@ -96,10 +96,10 @@ class Engine:
         layout: ClusterLayout | None = None,
     ) -> None:
         self.scenario = scenario
-        # Which brokers lead and follow which partitions (default: the scenario's).
-        self.layout = layout if layout is not None else cluster_layout(scenario)
         self._stop_requested = False
         self.seed = scenario.seed if seed is None else seed
+        # Which brokers lead and follow which partitions (default: the scenario's, placed with the run's seed).
+        self.layout = layout if layout is not None else cluster_layout(scenario, seed=self.seed)
         if clock is None:
             wallclock = scenario.clock.mode == "wallclock"
             clock = SimClock(wallclock=wallclock, speed=getattr(scenario.clock, "speed", 1.0))

@@ -18,6 +18,7 @@ from kafkasim.scenario.clients import (
     PoissonArrival,
     ProducerConfig,
 )
+from kafkasim.scenario.cluster import BrokerOverride, ClusterConfig, NicConfig
 from kafkasim.scenario.distributions import (
     Constant,
     Distribution,
@@ -50,6 +51,8 @@ from kafkasim.scenario.topics import TopicConfig
 __all__ = [
     "SCHEMA_FILE",
     "BrokerConfig",
+    "BrokerOverride",
+    "ClusterConfig",
     "Constant",
     "ConstantArrival",
     "ConsumerConfig",
@@ -67,6 +70,7 @@ __all__ = [
     "LinkDropFault",
     "LogNormal",
     "NetworkConfig",
+    "NicConfig",
     "OnOffArrival",
     "PauseFault",
     "PoissonArrival",

@@ -1,4 +1,4 @@
-"""The simulated broker (broker 0, leader of every partition): Kafka's broker configs and handler costs."""
+"""Kafka's broker configs (ServerConfigs, ReplicationConfigs, LogConfig defaults) and the simulator's handler costs."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ MAX_REPLICATION_FACTOR = 32  # one leader and up to 31 simulated followers: plen
 # Every follower and consumer fetch lists every partition it follows: 300 partitions already make a 2 s run
 # take half a minute, 10 000 used 3.4 GB and ran for minutes.
 MAX_PARTITIONS = 1000
+# Kafka does not bound num.replica.fetchers; each thread is a fetch request in flight per source broker.
+MAX_REPLICA_FETCHERS = 64
+# Each broker of a `cluster:` is a whole node (threads, purgatories, one replica fetcher per source broker and
+# fetcher id: up to N*(N-1) fetcher threads), sampled every sample_interval. The clusters published
+# measurements use have 3 to 12 brokers; 64 leaves room for "what does a bigger cluster change" without
+# runs that never end.
+MAX_BROKERS = 64
 
 
 class HandlerCosts(ScenarioModel):
@@ -41,8 +48,10 @@ class HandlerCosts(ScenarioModel):
     """Processor-thread cost per KiB of response sent."""
 
 
-class BrokerConfig(ScenarioModel):
-    """Kafka broker configs of the simulated leader (Kafka 4.0's defaults), plus its simulator costs."""
+class PerBrokerConfig(ScenarioModel):
+    """The broker configs a `cluster.overrides` entry may set for one broker: its threads, queues,
+    purgatories, replica fetchers and costs. The others are cluster-wide here (topic defaults, the
+    purgatory kind, the controller's AlterPartition latency)."""
 
     num_network_threads: int = Field(default=3, alias="num.network.threads", ge=1, le=1000)
     """Processor threads per listener; each owns its connections' response queues (SocketServer's Processor)."""
@@ -52,6 +61,47 @@ class BrokerConfig(ScenarioModel):
     """Capacity of the request queue; a full queue blocks the processors (back-pressure)."""
     replica_lag_time_max_ms: KafkaMs = Field(default=30_000, alias="replica.lag.time.max.ms", ge=1)
     """A follower not caught up for this long leaves the ISR (Partition.maybeShrinkIsr)."""
+    fetch_max_bytes: KafkaBytes = Field(default=55 * 1024 * 1024, alias="fetch.max.bytes", ge=1024, le=INT32_MAX)
+    """Caps the maxBytes of every fetch request (KafkaApis.handleFetchRequest)."""
+    producer_purgatory_purge_interval_requests: int = Field(
+        default=1000, alias="producer.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
+    )
+    """Produce purgatory purgeInterval (DelayedOperationPurgatory)."""
+    fetch_purgatory_purge_interval_requests: int = Field(
+        default=1000, alias="fetch.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
+    )
+    """Fetch purgatory purgeInterval (DelayedOperationPurgatory)."""
+    num_replica_fetchers: int = Field(default=1, alias="num.replica.fetchers", ge=1, le=MAX_REPLICA_FETCHERS)
+    """Replica fetcher threads this broker runs per source broker; a partition goes to the thread
+    AbstractFetcherManager.getFetcherId picks (ReplicationConfigs)."""
+    replica_fetch_wait_max_ms: KafkaMs = Field(default=500, alias="replica.fetch.wait.max.ms", ge=0, le=INT32_MAX)
+    """Long-poll time of a follower fetch in the leader's fetch purgatory (ReplicationConfigs); must be <=
+    replica.lag.time.max.ms, as KafkaConfig requires."""
+    replica_fetch_min_bytes: KafkaBytes = Field(default=1, alias="replica.fetch.min.bytes", ge=0, le=INT32_MAX)
+    """Bytes a follower fetch waits for in the leader's purgatory (ReplicationConfigs)."""
+    replica_fetch_max_bytes: KafkaBytes = Field(default=1024 * 1024, alias="replica.fetch.max.bytes", ge=0, le=INT32_MAX)
+    """Bytes a follower fetch asks for per partition (ReplicationConfigs)."""
+    replica_fetch_response_max_bytes: KafkaBytes = Field(
+        default=10 * 1024 * 1024, alias="replica.fetch.response.max.bytes", ge=0, le=INT32_MAX
+    )
+    """Bytes a follower fetch asks for in all (ReplicationConfigs)."""
+    replica_fetch_backoff_ms: KafkaMs = Field(default=1000, alias="replica.fetch.backoff.ms", ge=0, le=INT32_MAX)
+    """A follower's wait after an error or when no partition is ready to fetch (ReplicationConfigs)."""
+    costs: HandlerCosts = Field(default_factory=HandlerCosts)
+    """Simulator-only: service times of the request pipeline."""
+
+
+OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConfig.model_fields.items())
+"""The keys a `cluster.overrides` entry may set."""
+
+
+class BrokerConfig(PerBrokerConfig):
+    """Kafka broker configs (Kafka 4.0's defaults) of every broker, plus their simulator costs.
+
+    In a scenario with `cluster:` they apply to every broker, and `cluster.overrides` sets the ones that
+    differ; without it they configure broker 0 (the leader) and the follower brokers 1..RF-1.
+    """
+
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
     """Default for topics that do not set their own."""
     default_replication_factor: int = Field(
@@ -60,8 +110,6 @@ class BrokerConfig(ScenarioModel):
     """Replication factor of topics that do not set `replication.factor`."""
     num_partitions: int = Field(default=1, alias="num.partitions", ge=1, le=MAX_PARTITIONS)
     """Partition count of topics that do not set `partitions`."""
-    fetch_max_bytes: KafkaBytes = Field(default=55 * 1024 * 1024, alias="fetch.max.bytes", ge=1024, le=INT32_MAX)
-    """Caps the maxBytes of every fetch request (KafkaApis.handleFetchRequest)."""
     message_max_bytes: KafkaBytes = Field(default=1_048_588, alias="message.max.bytes", ge=0, le=INT32_MAX)
     """Largest record batch accepted; topics inherit it as `max.message.bytes`."""
     log_segment_bytes: KafkaBytes = Field(default=1024**3, alias="log.segment.bytes", ge=14, le=INT32_MAX)
@@ -82,14 +130,6 @@ class BrokerConfig(ScenarioModel):
     log_retention_check_interval_ms: KafkaMs = Field(default=300_000, alias="log.retention.check.interval.ms", ge=1)
     """How often the retention task deletes old segments of every log, leader's and followers' alike
     (Kafka's LogManager `kafka-log-retention` task, first run 30 s after start)."""
-    producer_purgatory_purge_interval_requests: int = Field(
-        default=1000, alias="producer.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
-    )
-    """Produce purgatory purgeInterval (DelayedOperationPurgatory)."""
-    fetch_purgatory_purge_interval_requests: int = Field(
-        default=1000, alias="fetch.purgatory.purge.interval.requests", ge=1, le=INT32_MAX
-    )
-    """Fetch purgatory purgeInterval (DelayedOperationPurgatory)."""
 
     purgatory: Literal["timing_wheel", "delay_queue"] = "timing_wheel"
     """Simulator-only: the purgatories' timer. `timing_wheel`: Kafka's hierarchical timing wheel
@@ -99,7 +139,5 @@ class BrokerConfig(ScenarioModel):
     of watched operations. Requests complete and expire at the same times with either; what differs is
     NumDelayedOperations (the entries the timer holds) and how often the expiration reaper wakes
     (`reaper_passes` in summary.json)."""
-    costs: HandlerCosts = Field(default_factory=HandlerCosts)
-    """Simulator-only: service times of the request pipeline."""
     alter_partition_latency: DurationDistribution = Field(default_factory=lambda: constant_ms(10.0))
     """Simulator-only: time until the controller commits an AlterPartition (an ISR change, AlterPartitionManager)."""

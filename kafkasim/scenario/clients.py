@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, model_validator
 
@@ -142,22 +142,40 @@ class FollowerCosts(ScenarioModel):
     """Per KiB appended."""
 
 
-class FollowerConfig(ScenarioModel):
-    """The follower brokers 1..RF-1 (RF = the largest replication factor), one replica fetcher each.
+# Kafka's replica fetcher configs are broker configs (ReplicationConfigs); they once lived in `followers:`.
+MOVED_TO_BROKER = (
+    "num.replica.fetchers",
+    "replica.fetch.wait.max.ms",
+    "replica.fetch.min.bytes",
+    "replica.fetch.max.bytes",
+    "replica.fetch.response.max.bytes",
+    "replica.fetch.backoff.ms",
+)
 
-    Kafka's replica fetcher configs (ReplicaFetcherThread); `num.replica.fetchers` is fixed at Kafka's default of 1.
+
+def moved_message(key: str) -> str:
+    return f"moved to broker.{key} (a broker config in Kafka)"
+
+
+class FollowerConfig(ScenarioModel):
+    """The followers' simulator costs and their link to the leader.
+
+    Kafka's replica fetcher configs (`replica.fetch.*`, `num.replica.fetchers`) are broker configs: they sit
+    in `broker:` (and `cluster.overrides`). Without `cluster:` the followers are brokers 1..RF-1 (RF = the
+    largest replication factor), one replica fetcher each; with it, every broker follows some partitions.
     """
 
-    replica_fetch_wait_max_ms: KafkaMs = Field(default=500, alias="replica.fetch.wait.max.ms", ge=0, le=INT32_MAX)
-    """Long-poll time of a follower fetch in the leader's purgatory."""
-    replica_fetch_min_bytes: KafkaBytes = Field(default=1, alias="replica.fetch.min.bytes", ge=0, le=INT32_MAX)
-    replica_fetch_max_bytes: KafkaBytes = Field(default=1024 * 1024, alias="replica.fetch.max.bytes", ge=0, le=INT32_MAX)
-    """Per partition."""
-    replica_fetch_response_max_bytes: KafkaBytes = Field(
-        default=10 * 1024 * 1024, alias="replica.fetch.response.max.bytes", ge=0, le=INT32_MAX
-    )
-    replica_fetch_backoff_ms: KafkaMs = Field(default=1000, alias="replica.fetch.backoff.ms", ge=0, le=INT32_MAX)
-    """Wait after an error or when no partition is ready to fetch."""
+    moved_keys: ClassVar[dict[str, str]] = {key: f"broker.{key}" for key in MOVED_TO_BROKER}
+
     costs: FollowerCosts = Field(default_factory=FollowerCosts)
     link: Link | None = None
     """The followers' link; keys left out come from network.default_link. Resolved after validation."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            moved = [((key,), moved_message(key)) for key in MOVED_TO_BROKER if key in data]
+            if moved:
+                fail_at(moved)
+        return data

@@ -1,7 +1,8 @@
 """Faults injected at a simulated time into one follower, producer or consumer.
 
 Every fault has a `type` (the discriminator), `at` (when it starts, from the beginning of the run) and a
-`target`: "follower-<id>" for follower broker <id> (1..RF-1), or the name of a producer or consumer.
+`target`: "broker-<id>" for a broker of a `cluster:` (0..brokers-1), "follower-<id>" for follower broker <id>
+(1..RF-1) of a scenario without `cluster:`, or the name of a producer or consumer.
 """
 
 from __future__ import annotations
@@ -14,19 +15,19 @@ from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.distributions import DurationDistribution
 from kafkasim.scenario.units import Duration
 
-TargetKind = Literal["follower", "producer", "consumer"]
+TargetKind = Literal["broker", "follower", "producer", "consumer"]
 
 
 class FaultBase(ScenarioModel):
     type: str
     """The kind of fault; each subclass narrows it to its own tag."""
     target: str
-    """"follower-<id>", or a producer's or consumer's name."""
+    """"broker-<id>" (with `cluster:`), "follower-<id>" (without), or a producer's or consumer's name."""
     at: Duration
     """Start time, from the beginning of the run (warm-up included)."""
 
     # Which kinds of component the fault makes sense for.
-    targets: ClassVar[tuple[TargetKind, ...]] = ("follower", "producer", "consumer")
+    targets: ClassVar[tuple[TargetKind, ...]] = ("broker", "follower", "producer", "consumer")
 
     @property
     def end(self) -> float | None:
@@ -36,28 +37,30 @@ class FaultBase(ScenarioModel):
 
 
 class PauseFault(FaultBase):
-    """The target stops doing anything (a long GC pause, SIGSTOP) and resumes where it was."""
+    """The target stops doing anything (a long GC pause, SIGSTOP) and resumes where it was; a paused broker
+    stops all of it, the partitions it leads included."""
 
     type: Literal["pause"] = "pause"
     duration: Duration = Field(gt=0)
 
 
 class SlowDiskFault(FaultBase):
-    """A follower's appends take `factor` times their normal cost."""
+    """A follower's (or a cluster broker's) appends take `factor` times their normal cost."""
 
     type: Literal["slow_disk"] = "slow_disk"
     duration: Duration = Field(gt=0)
     factor: float = Field(gt=0, le=1e6)
-    targets: ClassVar[tuple[TargetKind, ...]] = ("follower",)
+    targets: ClassVar[tuple[TargetKind, ...]] = ("broker", "follower")
 
 
 class CrashFault(FaultBase):
-    """A follower stops; on restart it truncates its log to its high watermark and fetches again."""
+    """A follower stops; on restart it truncates its log to its high watermark and fetches again. In a
+    `cluster:` only a broker that leads no partition may crash (leader failover comes with the controller)."""
 
     type: Literal["crash"] = "crash"
     restart_after: Duration | None = Field(default=None, gt=0)
     """Down time; absent = it stays down until the end of the run."""
-    targets: ClassVar[tuple[TargetKind, ...]] = ("follower",)
+    targets: ClassVar[tuple[TargetKind, ...]] = ("broker", "follower")
 
     @property
     def end(self) -> float | None:

@@ -125,6 +125,9 @@ def _assign(data: dict[str, Any], root: Any, key_path: str, value: Any) -> list[
                 break
         else:
             rest = ".".join(t for t, _ in tokens[i:])
+            moved = next((m.moved_keys[rest] for m in models if rest in getattr(m, "moved_keys", {})), None)
+            if moved is not None:
+                raise _OverrideError(f"moved to {moved} (a broker config in Kafka)", [*path, rest])
             raise _OverrideError(unknown_message("key", _shown(rest), valid), [*path, rest])
         path.append(key)
         i += n

@@ -11,14 +11,16 @@ from pydantic import BeforeValidator, Field, model_validator
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.broker import MAX_PARTITIONS, BrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, OnOffArrival, ProducerConfig
+from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.distributions import typical_value
-from kafkasim.scenario.errors import Loc, fail_at, unknown_message
+from kafkasim.scenario.errors import Loc, allowed_list, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, TargetKind
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration, format_duration
 
 FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
+BROKER_NAME = re.compile(r"^broker-(0|[1-9]\d*)$")
 # Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
 MIN_SPEED = 0.001
 MAX_SPEED = 1e6
@@ -82,6 +84,10 @@ class Scenario(ScenarioModel):
     invariants: bool = True
     """Check Kafka's invariants (HW <= LEO, ...) during the run; a violation stops it."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
+    """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
+    cluster: ClusterConfig | None = None
+    """N brokers, each leading some partitions and following others (Kafka's replica placement). Absent:
+    broker 0 leads every partition and brokers 1..RF-1 follow it."""
     topics: list[TopicConfig] = Field(min_length=1, max_length=100)
     """1 to 100 topics, with at most 1000 partitions in all."""
     followers: FollowerConfig = Field(default_factory=lambda: FollowerConfig())
@@ -101,8 +107,23 @@ class Scenario(ScenarioModel):
 
     @property
     def follower_ids(self) -> list[int]:
-        """Broker ids of the simulated followers: 1..RF-1 of the largest replication factor."""
-        return list(range(1, self.max_replication_factor))
+        """Without `cluster:`, broker ids of the simulated followers: 1..RF-1 of the largest replication factor.
+        Empty with `cluster:`, where every broker leads and follows (`broker_ids`)."""
+        return [] if self.cluster is not None else list(range(1, self.max_replication_factor))
+
+    @property
+    def broker_ids(self) -> list[int]:
+        """Every broker: 0..cluster.brokers-1, or without `cluster:` the leader 0 and its followers."""
+        return self.cluster.broker_ids if self.cluster is not None else [0, *self.follower_ids]
+
+    def broker_for(self, broker_id: int) -> BrokerConfig:
+        """The effective broker configs of `broker_id`: `broker:` with its `cluster.overrides` entry applied."""
+        if broker_id not in self.broker_ids:
+            raise KeyError(broker_id)
+        for override in self.cluster.overrides if self.cluster is not None else []:
+            if override.broker == broker_id:
+                return override.applied_to(self.broker)
+        return self.broker
 
     def topic(self, name: str) -> TopicConfig:
         for t in self.topics:
@@ -115,6 +136,9 @@ class Scenario(ScenarioModel):
         m = FOLLOWER_NAME.match(target)
         if m and int(m.group(1)) in self.follower_ids:
             return "follower"
+        m = BROKER_NAME.match(target)
+        if m and self.cluster is not None and int(m.group(1)) < self.cluster.brokers:
+            return "broker"
         if any(p.name == target for p in self.producers):
             return "producer"
         if any(c.name == target for c in self.consumers):
@@ -133,6 +157,8 @@ class Scenario(ScenarioModel):
     def _resolve_and_check(self) -> Scenario:
         for topic in self.topics:
             topic.inherit(self.broker)
+        for override in self.cluster.overrides if self.cluster is not None else []:
+            override.inherit(self.broker)
         default = self.network.default_link
         endpoints: list[ProducerConfig | ConsumerConfig | FollowerConfig] = [
             *self.producers,
@@ -174,12 +200,17 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
                 f"(allowed: 1..{t.replication_factor})",
             )
 
-    if s.followers.replica_fetch_wait_max_ms > s.broker.replica_lag_time_max_ms:
-        # KafkaConfig refuses it: a follower parked longer than the lag limit would keep leaving the ISR.
-        add(
-            ("followers", "replica.fetch.wait.max.ms"),
-            f"must be <= broker replica.lag.time.max.ms ({s.broker.replica_lag_time_max_ms}), as Kafka requires",
-        )
+    per_broker: list[tuple[Loc, Any]] = [(("broker",), s.broker)]
+    per_broker += [(("cluster", "overrides", i), o) for i, o in enumerate(s.cluster.overrides if s.cluster else [])]
+    for loc, b in per_broker:
+        if b.replica_fetch_wait_max_ms > b.replica_lag_time_max_ms:
+            # KafkaConfig refuses it: a follower parked longer than the lag limit would keep leaving the ISR.
+            add(
+                (*loc, "replica.fetch.wait.max.ms"),
+                f"must be <= replica.lag.time.max.ms ({b.replica_lag_time_max_ms}), as Kafka requires",
+            )
+
+    _cluster_checks(s, add)
 
     _busy_fetch_checks(s, add)
     _work_checks(s, add)
@@ -195,23 +226,77 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             add((section, i, "name"), f"name {c.name!r} is already used by another producer or consumer")
         elif FOLLOWER_NAME.match(c.name):
             add((section, i, "name"), "names 'follower-<id>' are reserved for the followers")
+        elif BROKER_NAME.match(c.name):
+            add((section, i, "name"), "names 'broker-<id>' are reserved for the brokers")
         client_names.add(c.name)
         if c.topic not in topic_names:
             add((section, i, "topic"), unknown_message("topic", c.topic, topic_names))
 
-    valid_targets = [f"follower-{i}" for i in s.follower_ids] + [c.name for _, _, c in clients]
+    brokers = [f"broker-{i}" for i in s.cluster.broker_ids] if s.cluster is not None else []
+    valid_targets = brokers + [f"follower-{i}" for i in s.follower_ids] + [c.name for _, _, c in clients]
     for i, f in enumerate(s.faults):
         kind = s.target_kind(f.target)
-        if kind is None:
+        if kind is None and s.cluster is not None and FOLLOWER_NAME.match(f.target):
+            add(("faults", i, "target"), f"a cluster's brokers are named broker-<id>, not follower-<id> (allowed: "
+                                         f"{allowed_list(valid_targets)})")
+        elif kind is None and s.cluster is None and BROKER_NAME.match(f.target):
+            add(("faults", i, "target"), "broker-<id> targets need a cluster: section; without one the brokers are "
+                                         f"the leader and its followers (allowed: {allowed_list(valid_targets)})")
+        elif kind is None:
             if not valid_targets:
                 add(("faults", i, "target"), f"unknown target {f.target!r}: the scenario has no followers or clients")
             else:
                 add(("faults", i, "target"), unknown_message("target", f.target, valid_targets))
         elif kind not in f.targets:
-            add(("faults", i, "target"), f"a {f.type} fault applies to {' or '.join(f.targets)}s only, not a {kind}")
+            # A cluster's brokers are broker-<id>; a scenario without one has follower-<id>.
+            kinds = [k for k in f.targets if k != ("follower" if s.cluster is not None else "broker")]
+            add(("faults", i, "target"), f"a {f.type} fault applies to {'s or '.join(kinds)}s only, not a {kind}")
         if f.at >= s.duration:
             add(("faults", i, "at"), "must be before the end of the run (duration)")
     return problems
+
+
+def _cluster_checks(s: Scenario, add: Any) -> None:
+    """Replication factors the cluster can hold, and explicit replica assignments Kafka would accept."""
+    for i, t in enumerate(s.topics):
+        assignment = t.replica_assignment
+        if s.cluster is None:
+            if assignment is not None:
+                add(("topics", i, "replica_assignment"), "needs a cluster: section (without one broker 0 leads "
+                    "every partition and brokers 1..RF-1 follow it; allowed: add cluster: {brokers: N})")
+            continue
+        n = s.cluster.brokers
+        if assignment is None:
+            if t.replication_factor > n:
+                explicit = "replication_factor" in t.model_fields_set
+                loc: Loc = ("topics", i, "replication.factor") if explicit else ("broker", "default.replication.factor")
+                add(loc, f"{t.replication_factor} > cluster.brokers {n} for topic {t.name!r}: Kafka's placer refuses "
+                         f"it (INVALID_REPLICATION_FACTOR; allowed: 1 to {n})")
+            continue
+        _assignment_checks(("topics", i), t, n, add)
+
+
+def _assignment_checks(loc: Loc, t: Any, brokers: int, add: Any) -> None:
+    # ReplicationControlManager.createTopic's checks of a manual assignment (InvalidReplicaAssignmentException).
+    assignment: list[list[int]] = t.replica_assignment
+    rf = len(assignment[0])
+    if "partitions" in t.model_fields_set and t.partitions != len(assignment):
+        add((*loc, "partitions"), f"{t.partitions}, but replica_assignment lists {len(assignment)} partition(s) "
+                                  "(allowed: leave partitions out, or make them agree)")
+    if "replication_factor" in t.model_fields_set and t.replication_factor != rf:
+        add((*loc, "replication.factor"), f"{t.replication_factor}, but replica_assignment gives partition 0 {rf} "
+                                          "replica(s) (allowed: leave replication.factor out, or make them agree)")
+    for p, replicas in enumerate(assignment):
+        where = (*loc, "replica_assignment", p)
+        if len(replicas) != rf:
+            add(where, f"{len(replicas)} replica(s), but partition 0 has {rf}: every partition of a topic has the "
+                       "same replication factor, as Kafka requires")
+        for k, broker in enumerate(replicas):
+            if not 0 <= broker < brokers:
+                add((*where, k), f"broker {broker} does not exist (allowed: 0 to {brokers - 1}, the cluster's brokers)")
+            elif broker in replicas[:k]:
+                add((*where, k), f"broker {broker} appears twice; a partition's replicas are distinct brokers, as "
+                                 "Kafka requires")
 
 
 def _busy_fetch_checks(s: Scenario, add: Any) -> None:
@@ -223,18 +308,11 @@ def _busy_fetch_checks(s: Scenario, add: Any) -> None:
         (("consumers", i), c, "fetch.max.wait.ms", c.fetch_max_wait_ms, "fetch.min.bytes", c.fetch_min_bytes)
         for i, c in enumerate(s.consumers)
     ]
-    if s.follower_ids:
-        f = s.followers
-        fetchers.append(
-            (
-                ("followers",),
-                f,
-                "replica.fetch.wait.max.ms",
-                f.replica_fetch_wait_max_ms,
-                "replica.fetch.min.bytes",
-                f.replica_fetch_min_bytes,
-            )
-        )
+    if s.max_replication_factor > 1:
+        for loc, b in [(("broker",), s.broker),
+                       *((("cluster", "overrides", i), o) for i, o in enumerate(s.cluster.overrides if s.cluster else []))]:
+            fetchers.append((loc, s.followers, "replica.fetch.wait.max.ms", b.replica_fetch_wait_max_ms,
+                             "replica.fetch.min.bytes", b.replica_fetch_min_bytes))
     for loc, endpoint, wait_key, wait, min_key, min_bytes in fetchers:
         if wait > 0 and min_bytes > 0:
             continue

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from kafkasim.scenario.base import ScenarioModel
-from kafkasim.scenario.broker import INT32_MAX, MAX_PARTITIONS, MAX_REPLICATION_FACTOR, BrokerConfig
+from kafkasim.scenario.broker import (
+    INT32_MAX,
+    MAX_BROKERS,
+    MAX_PARTITIONS,
+    MAX_REPLICATION_FACTOR,
+    BrokerConfig,
+)
 from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 # Kafka's legal topic names (Topic.validate): at most 249 of these characters.
@@ -28,9 +34,14 @@ INHERITED_FROM_BROKER: dict[str, str] = {
     "retention_bytes": "log_retention_bytes",
 }
 
+# One partition's replicas in a replica_assignment: broker ids, preferred leader first.
+# Broker ids are checked against cluster.brokers (Scenario validation), with the cluster's range in the message.
+Replicas = Annotated[list[int], Field(min_length=1, max_length=MAX_BROKERS)]
+
 
 class TopicConfig(ScenarioModel):
-    """A topic led by the simulated broker (id 0); its followers are brokers 1..replication.factor-1.
+    """A topic. Without `cluster:` broker 0 leads every partition and brokers 1..replication.factor-1 follow;
+    with it, Kafka's placer (StripedReplicaPlacer) or `replica_assignment` says which brokers hold each one.
 
     Keys left out take the broker's value (`num.partitions`, `default.replication.factor`,
     `min.insync.replicas`, `log.segment.bytes`, ...), as a topic created without overrides does in Kafka.
@@ -40,7 +51,7 @@ class TopicConfig(ScenarioModel):
     name: str = Field(pattern=TOPIC_NAME_PATTERN)
     """Kafka topic name: letters, digits, '.', '_', '-'."""
     partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
-    """Partitions of the topic, all led by the simulated broker (at most 1000 over all topics)."""
+    """Partitions of the topic (at most 1000 over all topics)."""
     replication_factor: int = Field(default=1, alias="replication.factor", ge=1, le=MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
     """Must be <= replication.factor here (Kafka would silently cap it, KAFKA-15583)."""
@@ -60,12 +71,22 @@ class TopicConfig(ScenarioModel):
     """Delete the oldest segments while the partition's log stays at least this big without them;
     -1 = no size limit. Per partition, as in Kafka."""
 
+    replica_assignment: list[Replicas] | None = Field(default=None, min_length=1, max_length=MAX_PARTITIONS)
+    """Only with `cluster:`: each partition's replicas (broker ids, preferred leader first), as CreateTopics'
+    manual assignment (`[[1, 2, 0], [2, 0, 1]]`): one list per partition, every list the same length (the
+    replication factor), distinct ids of existing brokers. Absent: Kafka's placer decides."""
+
     def inherit(self, broker: BrokerConfig) -> None:
         """Fill the keys the author left out with the broker's values, without marking them as set.
 
         Called once by Scenario validation. Unset keys stay unset (`model_fields_set`), so an override of
         a broker default (`--set broker.min.insync.replicas=2`) still reaches every topic that inherits it.
         """
+        assignment = self.replica_assignment
         for key, broker_key in INHERITED_FROM_BROKER.items():
-            if key not in self.model_fields_set:
+            if assignment and key == "partitions" and key not in self.model_fields_set:
+                object.__setattr__(self, key, len(assignment))
+            elif assignment and key == "replication_factor" and key not in self.model_fields_set:
+                object.__setattr__(self, key, len(assignment[0]))
+            elif key not in self.model_fields_set:
                 object.__setattr__(self, key, getattr(broker, broker_key))

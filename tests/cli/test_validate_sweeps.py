@@ -18,7 +18,7 @@ base: {QUICKSTART}
 duration: 3s
 grid:
   producers[0].acks: [1, most]
-  followers.replica.fetch.wait.max.msx: [0, 10]
+  broker.replica.fetch.wait.max.msx: [0, 10]
 replications: 0
 """
 
@@ -49,7 +49,7 @@ def test_a_bad_sweep_names_file_line_and_key_and_exits_2(tmp_path: Path) -> None
     assert result.returncode == 2
     assert_no_traceback(result)
     assert f"{path}:5: grid.producers[0].acks: value 'most': " in result.stderr
-    assert f"{path}:6: grid.followers.replica.fetch.wait.max.msx: unknown key" in result.stderr
+    assert f"{path}:6: grid.broker.replica.fetch.wait.max.msx: unknown key" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -168,8 +168,7 @@ def test_acks_all_produce_completes_on_each_leader_and_the_consumer_gets_every_p
 
 
 def test_two_replica_fetchers_split_partitions_as_get_fetcher_id_says() -> None:
-    s = _scenario(duration="600ms", warmup="100ms")
-    s = s.model_copy(update={"broker": s.broker.model_copy(update={"num_replica_fetchers": 2})})
+    s = _scenario(duration="600ms", warmup="100ms", broker={"num.replica.fetchers": 2})
     engine, seen, _ = _run(s)
     c = engine.components
     for broker in c.brokers:
@@ -194,7 +193,7 @@ def test_a_crashed_fetcher_thread_truncates_to_its_hw_and_catches_up_in_a_cluste
     # Broker 2's thread toward broker 0 crashes for 700 ms (replica.lag.time.max.ms 300: it leaves the ISR
     # of partitions 0 and 3), then restarts: truncates to its HW, fetches again, rejoins. The other threads
     # of broker 2 and every other broker carry on.
-    s = _scenario(broker={"replica.lag.time.max.ms": 300}, followers={"replica.fetch.wait.max.ms": 100})
+    s = _scenario(broker={"replica.lag.time.max.ms": 300, "replica.fetch.wait.max.ms": 100})
     seen = Seen()
     engine = Engine(s, layout=_layout(), check_invariants=True, on_request=seen)
     thread = next(f for f in engine.components.broker(2).fetchers if f.source_broker == 0)

@@ -71,8 +71,7 @@ def _crash_and_pause() -> Scenario:
         consumers=[consumer("c1")],
         # A short lag time: the crashed follower leaves the ISR and rejoins after its restart
         # (Partition.maybeShrinkIsr / maybeExpandIsr).
-        broker={"replica.lag.time.max.ms": 300},
-        followers={"replica.fetch.wait.max.ms": 100},
+        broker={"replica.lag.time.max.ms": 300, "replica.fetch.wait.max.ms": 100},
         faults=[
             {"type": "crash", "target": "follower-2", "at": "600ms", "restart_after": "400ms"},
             {"type": "pause", "target": "follower-1", "at": "1500ms", "duration": "500ms"},
@@ -86,7 +85,7 @@ def _small_segments() -> Scenario:
         seed=13,
         duration="2000ms",
         topic={"segment.bytes": "16KiB"},
-        followers={"replica.fetch.min.bytes": 65536, "replica.fetch.wait.max.ms": 100},
+        broker={"replica.fetch.min.bytes": 65536, "replica.fetch.wait.max.ms": 100},
         producers=[producer("one", acks=1, rate="1500/s", arrival="poisson", record_size="300B",
                             **{"linger.ms": 3})],
         consumers=[consumer("c1", **{"fetch.min.bytes": 32768, "fetch.max.wait.ms": 200})],

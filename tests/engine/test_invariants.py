@@ -95,13 +95,11 @@ description: RF 4, min ISR 4; follower 3 paused for 1.92 s, follower 1 crashes d
 seed: 862314
 duration: 5s
 warmup: 0s
-broker: {num.io.threads: 1, num.network.threads: 3, replica.lag.time.max.ms: 2000}
+broker: {num.io.threads: 1, num.network.threads: 3, replica.lag.time.max.ms: 2000, replica.fetch.wait.max.ms: 0,
+         replica.fetch.max.bytes: 16KiB, replica.fetch.min.bytes: 1}
 topics: [{name: t0, partitions: 1, replication.factor: 4, min.insync.replicas: 4}]
 followers:
   link: {latency: {type: uniform, low: 0.1ms, high: 5ms}}
-  replica.fetch.wait.max.ms: 0
-  replica.fetch.max.bytes: 16KiB
-  replica.fetch.min.bytes: 1
 producers:
   - {name: p1, topic: t0, acks: all, rate: 2000/s, linger.ms: 0, record_size: 100B, request.timeout.ms: 500,
      max.in.flight.requests.per.connection: 1, partitioner: round_robin, delivery.timeout.ms: 1000}

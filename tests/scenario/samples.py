@@ -39,6 +39,8 @@ broker:
   min.insync.replicas: 2
   fetch.max.bytes: 55MiB
   log.segment.bytes: 64MiB
+  replica.fetch.wait.max.ms: 250
+  replica.fetch.max.bytes: 512KiB
   costs:
     request: 50us
     append_per_kib: {type: exponential, mean: 5us}
@@ -55,8 +57,6 @@ topics:
     min.insync.replicas: 1
     segment.bytes: 1MiB
 followers:
-  replica.fetch.wait.max.ms: 250
-  replica.fetch.max.bytes: 512KiB
   costs:
     append: 30us
   link:

@@ -3,7 +3,7 @@ values are resolved."""
 
 from __future__ import annotations
 
-from kafkasim.scenario import ConsumerConfig, FollowerConfig, ProducerConfig, load_scenario
+from kafkasim.scenario import ConsumerConfig, ProducerConfig, load_scenario
 from kafkasim.scenario.broker import BrokerConfig
 from kafkasim.sim.distributions import sampler_from_spec
 
@@ -36,13 +36,14 @@ def test_topic_defaults_come_from_the_broker_defaults() -> None:
     assert (t.segment_index_bytes, t.index_interval_bytes, t.max_message_bytes) == (10 * MIB, 4096, 1_048_588)
 
 
-def test_follower_defaults_are_kafkas() -> None:
-    f = FollowerConfig()
-    assert f.replica_fetch_wait_max_ms == 500
-    assert f.replica_fetch_min_bytes == 1
-    assert f.replica_fetch_max_bytes == MIB
-    assert f.replica_fetch_response_max_bytes == 10 * MIB
-    assert f.replica_fetch_backoff_ms == 1000
+def test_replica_fetcher_defaults_are_kafkas() -> None:
+    b = BrokerConfig()
+    assert b.num_replica_fetchers == 1
+    assert b.replica_fetch_wait_max_ms == 500
+    assert b.replica_fetch_min_bytes == 1
+    assert b.replica_fetch_max_bytes == MIB
+    assert b.replica_fetch_response_max_bytes == 10 * MIB
+    assert b.replica_fetch_backoff_ms == 1000
 
 
 def test_producer_defaults_are_kafkas() -> None:

@@ -76,8 +76,8 @@ def test_duplicate_keys_in_nested_mappings() -> None:
 
 
 def test_unknown_key_suggests_the_nearest_valid_key() -> None:
-    p = only(MINIMAL + "followers:\n  replica.fetch.wait.ms: 500\n")
-    assert p.path == "followers.replica.fetch.wait.ms"
+    p = only(MINIMAL + "broker:\n  replica.fetch.wait.ms: 500\n")
+    assert p.path == "broker.replica.fetch.wait.ms"
     assert p.message == "unknown key 'replica.fetch.wait.ms', did you mean 'replica.fetch.wait.max.ms'?"
 
 

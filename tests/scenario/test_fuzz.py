@@ -202,8 +202,8 @@ def gen_cross_field(rng: random.Random) -> Case:
         i = rng.randrange(len(data["faults"]))
         data["faults"][i]["at"] = rng.choice(["2m", "10m"])
         return _data_case("fault after the end", data, ("faults", i, "at"))
-    data["followers"]["replica.fetch.wait.max.ms"] = rng.choice([10_001, 20_000, "1m"])
-    return _data_case("fetch wait > lag time", data, ("followers", "replica.fetch.wait.max.ms"))
+    data["broker"]["replica.fetch.wait.max.ms"] = rng.choice([10_001, 20_000, "1m"])
+    return _data_case("fetch wait > lag time", data, ("broker", "replica.fetch.wait.max.ms"))
 
 
 KEY_LINE = re.compile(r"^(\s*)([A-Za-z_.]+): \S")

@@ -227,7 +227,7 @@ SET_VALUES = ["0", "0B", "0bit/s", "true", "042", "1:30", "yes", "!!str 5", "!fo
               "1e400", "-1", "99999999999999999999", ".inf", "~", "", "'", "[", "1e9/s", "0ms", "1us", "2d", "\t",
               "\x07", "&a [*a]", "*nope", "%YAML 1.1", "--- 3", "a: b: c"]
 SET_KEYS = ["seed", "duration", "sample_interval", "topics[0].partitions", "producers[0].rate", "broker.message.max.bytes",
-            "followers.replica.fetch.max.bytes", "network.default_link.bandwidth", "clock", "clock.speed", "invariants",
+            "broker.replica.fetch.max.bytes", "network.default_link.bandwidth", "clock", "clock.speed", "invariants",
             "producers[producer-1].batch.size", "topics[orders].max.message.bytes", "consumers[0].fetch.max.bytes",
             "topics[9].partitions", "topics[-1].partitions", "nope", "broker..x", "topics[", "=", "a.b.c.d.e.f"]
 

@@ -65,7 +65,7 @@ def test_a_bad_value_names_the_override(quickstart) -> None:
 
 
 def test_an_unknown_key_suggests(quickstart) -> None:
-    p = _problem(quickstart, "followers.replica.fetch.wait.ms=100")
+    p = _problem(quickstart, "broker.replica.fetch.wait.ms=100")
     assert p.message == "unknown key 'replica.fetch.wait.ms', did you mean 'replica.fetch.wait.max.ms'?"
 
 

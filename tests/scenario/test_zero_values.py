@@ -31,7 +31,7 @@ def test_a_zero_replica_fetch_max_bytes_replicates_one_batch_per_fetch_after_the
     # ReplicaManager.readFromLog: minOneMessage lets the first partition return one batch past a 0 limit, but
     # DelayedFetch.tryComplete counts min(bytes available, partition maxBytes) = 0, so a parked follower fetch
     # only returns when replica.fetch.wait.max.ms (500 ms) expires -- with that batch.
-    result = _run("duration=3s", "followers.replica.fetch.max.bytes=0")
+    result = _run("duration=3s", "broker.replica.fetch.max.bytes=0")
     follower_fetches = result.requests[result.requests["api"] == "FetchFollower"].dropna(subset=["end_ms"])
     assert len(follower_fetches) >= 8
     assert (follower_fetches["RemoteTimeMs"] > 490).all()
@@ -43,7 +43,7 @@ def test_a_zero_replica_fetch_max_bytes_replicates_one_batch_per_fetch_after_the
 def test_a_zero_replica_fetch_response_max_bytes_still_replicates() -> None:
     # The response limit is only a total: the first partition still gets one batch (minOneMessage), and
     # DelayedFetch counts the partition's own maxBytes (1 MiB), so fetches return as data arrives.
-    result = _run("followers.replica.fetch.response.max.bytes=0")
+    result = _run("broker.replica.fetch.response.max.bytes=0")
     records = result.records
     acked = records.dropna(subset=["ack_ms"])
     assert len(records) > 100 and len(acked) > 0.95 * len(records)
@@ -82,7 +82,7 @@ def test_a_one_millisecond_replica_lag_time_runs_the_isr_check_once(tmp_path: Pa
     # runs a task whose period is not > 0 once, instead of rescheduling it at the same instant forever (the
     # run never finished). A subprocess, so that a hang fails the test instead of stalling the suite.
     out = tmp_path / "out"
-    sets = ["duration=1s", "warmup=0s", "broker.replica.lag.time.max.ms=1", "followers.replica.fetch.wait.max.ms=0"]
+    sets = ["duration=1s", "warmup=0s", "broker.replica.lag.time.max.ms=1", "broker.replica.fetch.wait.max.ms=0"]
     args = [sys.executable, "-m", "kafkasim", "run", str(QUICKSTART), "--no-figures", "--out", str(out)]
     for s in sets:
         args += ["--set", s]
@@ -102,7 +102,7 @@ ZERO_COSTS = (
     [
         (["consumers[0].fetch.max.wait.ms=0"], "consumers[0].fetch.max.wait.ms"),
         (["consumers[0].fetch.min.bytes=0"], "consumers[0].fetch.min.bytes"),
-        (["followers.replica.fetch.wait.max.ms=0"], "followers.replica.fetch.wait.max.ms"),
+        (["broker.replica.fetch.wait.max.ms=0"], "broker.replica.fetch.wait.max.ms"),
     ],
 )
 def test_a_fetch_that_returns_at_once_with_a_zero_time_round_trip_is_refused(overrides: list[str], path: str) -> None:

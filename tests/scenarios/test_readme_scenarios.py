@@ -26,6 +26,14 @@ def test_readme_example_scenario_is_valid() -> None:
     assert scenario.faults and scenario.faults[0].target == "follower-2"
 
 
+def test_readme_cluster_example_is_valid() -> None:
+    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
+    cluster = next(b for b in blocks if b.startswith("cluster:"))
+    scenario = load_scenario("name: c\ndescription: README cluster example\nduration: 10s\n" + cluster)
+    assert scenario.cluster is not None and scenario.broker_for(2).num_io_threads == 2
+    assert scenario.topics[1].replication_factor == 2
+
+
 def test_readme_images_exist() -> None:
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
     assert images

@@ -36,7 +36,7 @@ TRIED = {
         "producers[0].acks=all": "test_segment_roll_with_acks_all_the_producer_falls_behind",
     },
     "slow_follower_isr_shrink": {
-        "followers.replica.fetch.max.bytes=1MiB": "test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s",
+        "broker.replica.fetch.max.bytes=1MiB": "test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s",
     },
 }
 SET_ARGUMENT = re.compile(r"--set\s+([^\s=]+=[A-Za-z0-9.]+)")
@@ -425,7 +425,7 @@ def test_slow_follower_acks_all_latencies_up_to_40_s() -> None:
 
 
 def test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s() -> None:
-    result = shipped("slow_follower_isr_shrink", "followers.replica.fetch.max.bytes=1MiB")
+    result = shipped("slow_follower_isr_shrink", "broker.replica.fetch.max.bytes=1MiB")
     isr = gauge(result, "IsrSize", "orders-0")
     assert 60_000 <= first_time(isr, 2.0) <= 60_500  # the 60 s check, not the 45 s one
     assert result.summary["counters"]["isr_shrinks"] == 1

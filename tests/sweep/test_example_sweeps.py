@@ -60,12 +60,12 @@ def test_example_sweep_plans_with_a_described_two_axis_grid(path: Path) -> None:
 
 def test_fetch_wait_sweep_sets_follower_wait_and_acks() -> None:
     plan = plan_sweep(load_sweep(FETCH_WAIT))
-    waits = {v.params["followers.replica.fetch.wait.max.ms"] for v in plan.variants}
+    waits = {v.params["broker.replica.fetch.wait.max.ms"] for v in plan.variants}
     assert 0 in waits and len(waits) >= 4  # busy polling, and waits on both sides of the batch gap
     seen = set()
     for run in plan.runs:
         scenario = load_scenario(run.scenario_yaml)
-        assert scenario.followers.replica_fetch_wait_max_ms == run.params["followers.replica.fetch.wait.max.ms"]
+        assert scenario.broker.replica_fetch_wait_max_ms == run.params["broker.replica.fetch.wait.max.ms"]
         seen.add(scenario.producers[0].acks)
     assert seen == {1, -1}  # acks=1 and acks=all (-1)
 
