@@ -200,11 +200,8 @@ def test_check_events_reach_only_an_observer_that_wants_them() -> None:
     recording observer (checks off) costs no call there."""
     import random
 
-    import random
-
     from kafkasim.network.connection import Connection
     from kafkasim.network.link import NetworkPath
-    from kafkasim.sim.distributions import Constant
     from kafkasim.sim.distributions import Constant
 
     class Sent(Observer):
