@@ -126,13 +126,7 @@ class Engine:
         )
         self.observer = self.run_recorder
         self.components: Components = build(scenario, clock, self.seed, self.observer)
-        self.gauges = GaugeSampler(
-            self.components.replica_manager,
-            self.components.leader,
-            self.components.followers,
-            self.components.producers,
-            self.recorder.sample,
-        )
+        self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample)
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.
