@@ -253,6 +253,7 @@ class Engine:
             counters=self._counters() if counters is None else counters,
             producers=[p.name for p in self.scenario.producers],
             consumers=[c.name for c in self.scenario.consumers],
+            timeseries=tables.timeseries,
         )
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
