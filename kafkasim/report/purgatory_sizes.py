@@ -80,7 +80,9 @@ def _per_broker_or_summed(size_all: pd.DataFrame, delayed_all: pd.DataFrame
     titles = {}
     for entity in set(size_all["entity"]) | set(delayed_all["entity"]):
         broker, kind = split_entity(entity)
-        titles[entity] = f"{kind} purgatory" + (f", {broker}" if broker is not None and len(brokers) > 1 else "")
+        # Named unless the one broker shown is broker 0 (a run without a cluster: the leader of everything).
+        named = broker is not None and (len(shown) > 1 or broker != "broker-0")
+        titles[entity] = f"{kind} purgatory" + (f", {broker}" if named else "")
     return size_all, delayed_all, titles, 0
 
 

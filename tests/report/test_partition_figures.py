@@ -80,6 +80,8 @@ def test_purgatory_panels_per_busy_broker_summed_beyond_three(busy: int, panels:
     if busy > 3:
         assert titles == ["Fetch purgatory, summed over 6 brokers", "Produce purgatory, summed over 6 brokers"]
         assert max(figure.axes[0].get_lines()[0].get_ydata()) == busy  # the mean line reaches the sum
+    elif busy == 1:  # a run without a cluster: broker 0 leads everything and goes unnamed
+        assert titles == ["Fetch purgatory", "Produce purgatory"]
     elif busy == 2:
         assert titles == ["Fetch purgatory, broker-0", "Produce purgatory, broker-0",
                           "Fetch purgatory, broker-1", "Produce purgatory, broker-1"]
