@@ -95,7 +95,7 @@ def isr_changes(timeseries: pd.DataFrame | None) -> tuple[IsrChange, ...]:
     isr = metric(timeseries, "IsrSize")
     changes: list[IsrChange] = []
     # groupby, not a filter per partition: a run may have a thousand partitions.
-    by_partition = dict(tuple(isr.groupby("entity", sort=False)))
+    by_partition: dict[str, pd.DataFrame] = {str(k): g for k, g in isr.groupby("entity", sort=False)}
     for partition in sorted(by_partition, key=natural_key):
         rows = by_partition[partition]
         values = rows["value"].to_numpy(float)
