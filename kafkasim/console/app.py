@@ -241,11 +241,14 @@ def schema(
 def plot(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
                                             show_default=False)],
+    per_partition: Annotated[bool, typer.Option(
+        "--per-partition", help="Draw the replication figures (log offsets, ISR size) partition by partition "
+        "(the first 24) even when the run has more than 8 partitions, which are otherwise aggregated.")] = False,
 ) -> None:
     """Regenerate RUN_DIR/figures from a saved run (the old figures are replaced once the new are written)."""
     from kafkasim.console.commands import plot_command
 
-    raise typer.Exit(plot_command(run_dir))
+    raise typer.Exit(plot_command(run_dir, per_partition=per_partition))
 
 
 

@@ -95,9 +95,10 @@ def write_file_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def plot_command(run_dir: Path) -> int:
+def plot_command(run_dir: Path, *, per_partition: bool = False) -> int:
     """Regenerate RUN_DIR/figures from a saved run; the old figures are replaced only once all new ones
-    are written, and only if figures/ holds nothing but kafkasim's figures (a user's file is never deleted)."""
+    are written, and only if figures/ holds nothing but kafkasim's figures (a user's file is never deleted).
+    `per_partition`: the replication figures partition by partition even for a run with many."""
     from kafkasim.record.output_dir import OutputDirError, refusal, replace_dir
     from kafkasim.record.result import FIGURES_DIR, FIGURES_LAYOUT, ResultDirectoryError, RunResult
     from kafkasim.report import write_figures
@@ -120,7 +121,8 @@ def plot_command(run_dir: Path) -> int:
         return EXIT_USAGE
     try:
         written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging,
-                                scenario=scenario_from_yaml(result.scenario_yaml))
+                                scenario=scenario_from_yaml(result.scenario_yaml),
+                                per_partition=True if per_partition else None)
         replace_dir(staging / FIGURES_DIR, figures, FIGURES_LAYOUT)
     except OutputDirError as exc:
         error(str(exc))

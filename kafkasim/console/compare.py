@@ -14,6 +14,7 @@ from kafkasim.report.compare import STATS, CompareError, Group, Run, difference
 
 _KIND_TITLES = {
     "api": "Broker TotalTimeMs per API (ms)",
+    "broker": "Per broker: TotalTimeMs of the requests it handled, per API (ms)",
     "client": "Per client: client send -> receive of one request (ms)",
     "producer": "Per producer: intended send -> ack, no coordinated omission (ms)",
     "consumer": "Per consumer: end to end, intended send -> first seen (ms)",

@@ -110,6 +110,41 @@ def per_client_tables(summary: Mapping[str, Any]) -> list[Table]:
     return tables
 
 
+def brokers_with_requests(summary: Mapping[str, Any]) -> int:
+    return sum(1 for data in (summary.get("per_broker") or {}).values() if data.get("requests"))
+
+
+def per_broker_tables(summary: Mapping[str, Any]) -> list[Table]:
+    """Each broker's TotalTimeMs per API, and its load: requests, errors, the mean idle ratio of its
+    request handlers and network threads, its longest request queue (summary per_broker). Only when more
+    than one broker handled requests: with one, the api tables above show the same numbers."""
+    per_broker: Mapping[str, Any] = summary.get("per_broker") or {}
+    if brokers_with_requests(summary) < 2:
+        return []
+    latency = _latency_table("Per broker: TotalTimeMs of the requests it handled (ms)", "broker")
+    load = Table(title="Per broker: load", title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                 pad_edge=False)
+    load.add_column("broker", no_wrap=True)
+    for column in ("requests", "errors", "handlers idle", "network idle", "queue max"):
+        load.add_column(column, justify="right", no_wrap=True)
+
+    def percent(data: Mapping[str, Any], name: str) -> str:
+        mean = (data.get(name) or {}).get("mean")
+        return "-" if mean is None else f"{mean * 100:.0f}%"
+
+    for name, data in per_broker.items():
+        apis: Mapping[str, Any] = data.get("apis") or {}
+        if apis:
+            latency.add_row(Text(name, style="bold"), *[""] * (len(STATS) + 1))
+        for api, stats in apis.items():
+            latency.add_row(f"  {api}", *_stat_cells(stats.get("TotalTimeMs")))
+        queue = (data.get("RequestQueueSize") or {}).get("max")
+        load.add_row(name, count(data.get("requests")), count(sum((data.get("errors") or {}).values())),
+                     percent(data, "RequestHandlerAvgIdlePercent"), percent(data, "NetworkProcessorAvgIdlePercent"),
+                     count(queue))
+    return [latency, load]
+
+
 def client_errors_table(summary: Mapping[str, Any]) -> Table | None:
     """The clients whose requests failed, with the count of each Kafka error (summary per_client)."""
     per_client = summary.get("per_client") or {}
@@ -183,6 +218,7 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     if latency is not None:
         items.append(latency)
     items.extend(per_client_tables(summary))
+    items.extend(per_broker_tables(summary))
     errors = client_errors_table(summary)
     if errors is not None:
         items.extend((errors, Text("")))

@@ -50,6 +50,7 @@ class Connection:
             self.observer.request_sent(envelope)
         channel = self.channel
         socket_server = self.socket_server
+        envelope.broker = socket_server.broker_id  # the destination, for a request that never arrives
         self.path.to_broker.send(envelope.request_bytes, lambda: socket_server.receive(channel, envelope))
 
     def _send_response(self, envelope: RequestEnvelope) -> None:

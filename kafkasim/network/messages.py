@@ -118,8 +118,12 @@ class RequestEnvelope:
     response queue -> processor -> link -> client.
 
     It is also the request's row: it has every attribute ``kafkasim.record.recorder.RequestRow`` lists
-    (request_id, api, client, partitions, request_bytes, response_bytes, acks, error, client_timeout and
-    the timestamps), so the recorder takes it as is -- one object per request, not two.
+    (request_id, api, client, broker, partitions, request_bytes, response_bytes, acks, error, client_timeout
+    and the timestamps), so the recorder takes it as is -- one object per request, not two.
+
+    ``broker``: the id of the broker the request went to; the connection sets it when the client sends,
+    and the broker's network thread sets it again when it reads the request (its own id), so a request
+    that never arrived (dropped, timed out on the way) still names its destination. -1: never sent.
 
     Timestamps (Kafka's names, ``RequestChannel.Request``): ``start_ms`` (processor finished reading),
     ``dequeue_ms`` (handler took it), ``local_complete_ms`` (end of KafkaApis.handle, or a synchronous
@@ -133,6 +137,7 @@ class RequestEnvelope:
         "request_id",
         "api",
         "client",
+        "broker",
         "connection",
         "body",
         "request_bytes",
@@ -165,6 +170,7 @@ class RequestEnvelope:
         self.request_id = request_id
         self.api = api
         self.client = client
+        self.broker = -1
         # The broker-side KafkaChannel, set when a processor reads the request; the response goes back on it.
         self.connection: Any = None
         self.body = body

@@ -76,13 +76,15 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms",
+        "busy_ms", "broker_id",
     )
 
     def __init__(
-        self, index: int, env: Environment, request_channel: RequestChannel, costs: ProcessorCosts, observer: Observer
+        self, index: int, env: Environment, request_channel: RequestChannel, costs: ProcessorCosts, observer: Observer,
+        broker_id: int = 0,
     ) -> None:
         self.index = index
+        self.broker_id = broker_id
         self.env = env
         self.request_channel = request_channel
         self.costs = costs
@@ -132,6 +134,7 @@ class Processor:
             envelope = channel.pending.popleft()
             channel.muted = True
             envelope.connection = channel
+            envelope.broker = self.broker_id  # the broker that handles it (the requests table's `broker`)
             cost = costs.network_read() + costs.network_read_per_kib() * (envelope.request_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
@@ -166,7 +169,8 @@ class Processor:
 
 
 class SocketServer:
-    """``num.network.threads`` processors feeding one ``RequestChannel``; connections come and go here."""
+    """``num.network.threads`` processors of broker ``broker_id`` feeding one ``RequestChannel``; connections
+    come and go here."""
 
     def __init__(
         self,
@@ -176,10 +180,13 @@ class SocketServer:
         *,
         num_network_threads: int = 3,
         observer: Observer,
+        broker_id: int = 0,
     ) -> None:
         self.env = env
+        self.broker_id = broker_id
         self.request_channel = request_channel
-        self.processors = [Processor(i, env, request_channel, costs, observer) for i in range(num_network_threads)]
+        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id)
+                           for i in range(num_network_threads)]
         for processor in self.processors:
             request_channel.add_processor(processor)
         self._next_processor = 0

@@ -54,7 +54,8 @@ class RequestRow(Protocol):
     """What the recorder reads of a finished request: ids, sizes, outcome and every timestamp (NaN = not
     reached). The engine hands over its `kafkasim.network.messages.RequestEnvelope`, which has them all.
 
-    `error` is a Kafka error code (an int or `Errors`, None read as 0); `acks` is None for fetches. Read-only
+    `broker` is the id of the broker that handled the request (or that it was sent to, if it never
+    arrived). `error` is a Kafka error code (an int or `Errors`, None read as 0); `acks` is None for fetches. Read-only
     here because the recorder never writes a row.
     """
 
@@ -64,6 +65,8 @@ class RequestRow(Protocol):
     def api(self) -> str: ...
     @property
     def client(self) -> str: ...
+    @property
+    def broker(self) -> int: ...
     @property
     def partitions(self) -> int: ...
     @property
@@ -203,6 +206,7 @@ def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
         "request_id": _column(traces, "request_id", np.int64),
         "api": _strings(traces, "api"),
         "client": _strings(traces, "client"),
+        "broker": _column(traces, "broker", np.int32),
         "partitions": _column(traces, "partitions", np.int32),
         "request_bytes": _column(traces, "request_bytes", np.int64),
         "response_bytes": _column(traces, "response_bytes", np.int64),

@@ -4,6 +4,12 @@ model code).
 Percentiles come from an HdrHistogram recording microseconds with 3 significant digits, as Kafka's and
 most latency tools report them; `max` and `mean` are exact. Requests and batches sent before the warm-up
 ends are left out (by `client_send_ms` / `send_ms`).
+
+`per_broker` (one entry per broker, `broker-<id>`, sorted by id): the requests each broker handled (the
+requests table's `broker`), their errors by Kafka's name, and per API count, errors, client timeouts and
+TotalTimeMs -- and, from the
+gauges sampled after the warm-up, its request queue (mean, max) and the idle ratios of its request
+handlers and network threads (mean, min).
 """
 
 from __future__ import annotations
@@ -182,6 +188,59 @@ def _per_client(
     }
 
 
+BROKER_GAUGES = (("RequestQueueSize", "max"), ("RequestHandlerAvgIdlePercent", "min"),
+                 ("NetworkProcessorAvgIdlePercent", "min"))
+BROKER_PREFIX = "broker-"
+
+
+def _broker_id(entity: str) -> int | None:
+    rest = entity[len(BROKER_PREFIX):] if entity.startswith(BROKER_PREFIX) else ""
+    return int(rest) if rest.isdigit() else None
+
+
+def _per_broker(kept: pd.DataFrame, timeseries: pd.DataFrame | None, warmup_ms: float) -> dict[str, Any]:
+    """Per broker: the requests it handled per API (count, errors, client timeouts, TotalTimeMs), and its
+    queue and idle gauges after the warm-up. Brokers named by a request row or by a broker gauge."""
+    broker_column = kept["broker"].to_numpy() if "broker" in kept.columns else np.full(len(kept), -1)
+    brokers = {int(b) for b in np.unique(broker_column) if b >= 0}
+    gauges: dict[str, pd.DataFrame] = {}
+    if timeseries is not None and len(timeseries) and {"time_ms", "metric", "entity", "value"} <= set(timeseries):
+        ts = timeseries[_floats(timeseries, "time_ms") >= warmup_ms]
+        metric_column = ts["metric"].astype(str)
+        for name, _ in BROKER_GAUGES:
+            rows = ts[metric_column == name]
+            gauges[name] = rows
+            brokers |= {b for e in set(rows["entity"].astype(str)) if (b := _broker_id(e)) is not None}
+    api_column = kept["api"].astype(str).to_numpy()
+    out: dict[str, Any] = {}
+    for broker in sorted(brokers):
+        mine = broker_column == broker
+        rows = kept[mine]
+        entry: dict[str, Any] = {
+            **_client_requests(rows),  # requests, errors by Kafka's name, client timeouts
+            "apis": {},
+        }
+        for api in APIS:
+            api_rows = kept[mine & (api_column == api)]
+            if len(api_rows):
+                entry["apis"][api] = {
+                    "count": int(len(api_rows)),
+                    "errors": int((api_rows["error"].to_numpy() != 0).sum()),
+                    "client_timeouts": int(api_rows["client_timeout"].to_numpy(dtype=bool).sum()),
+                    "TotalTimeMs": percentiles(_floats(api_rows, "TotalTimeMs")),
+                }
+        entity = f"{BROKER_PREFIX}{broker}"
+        for name, extreme in BROKER_GAUGES:
+            frame = gauges.get(name)
+            values = (frame.loc[frame["entity"].astype(str) == entity, "value"].to_numpy(dtype=np.float64)
+                      if frame is not None else np.empty(0))
+            if values.size:
+                entry[name] = {"mean": float(values.mean()),
+                               extreme: float(values.max() if extreme == "max" else values.min())}
+        out[entity] = entry
+    return out
+
+
 def _json_value(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _json_value(v) for k, v in value.items()}
@@ -204,11 +263,13 @@ def summarize(
     counters: Mapping[str, Any] | None = None,
     producers: Sequence[str] | None = None,
     consumers: Sequence[str] | None = None,
+    timeseries: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """A JSON-able summary of a run: a function of the run's rows alone, so a replay writes the same bytes
     (wall-clock facts go to the result's run-info, never here). `counters` (ISR shrinks/expands, expirations per purgatory, dropped
     messages, ...) are copied as given. `producers` and `consumers` name the clients of `per_client`, in
-    the order it lists them (the scenario's); by default, every client the tables name."""
+    the order it lists them (the scenario's); by default, every client the tables name. `timeseries` (the
+    sampled gauges) adds each broker's queue and idle figures to `per_broker`."""
     kept = requests[_floats(requests, "client_send_ms") >= warmup_ms] if warmup_ms > 0 else requests
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
     summary: dict[str, Any] = {
@@ -221,6 +282,7 @@ def summarize(
         "produce_latency": _produce_latency(batches),
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
         "per_client": _per_client(requests, kept, records, batches, producers, consumers),
+        "per_broker": _per_broker(kept, timeseries, warmup_ms),
         "counters": dict(counters or {}),
     }
     api_column = kept["api"].astype(str).to_numpy()

@@ -8,6 +8,8 @@ what `kafkasim run` printed for it.
 
 Groups compared, each one latency per row set:
 - per API: the broker's TotalTimeMs (Kafka's RequestMetrics), all clients of that API together;
+- per broker and API, when a run had more than one broker handling requests: TotalTimeMs of the requests
+  that broker handled (the requests table's `broker`);
 - per client: client send -> receive of that client's requests (what the client waited for one request);
 - per producer: latency from the intended send time to the ack (open-loop load, no coordinated omission);
 - per consumer: end to end, from the intended send time to the moment that consumer first saw the batch.
@@ -64,7 +66,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Group:
-    """One latency compared across runs: `kind` (api, client, producer, consumer), `key` and what it measures."""
+    """One latency compared across runs: `kind` (api, broker, client, producer, consumer), `key` and what it
+    measures."""
 
     kind: str
     key: str
@@ -133,6 +136,14 @@ def latency_samples(result: RunResult) -> dict[tuple[str, str, str], np.ndarray]
     api = requests["api"].astype(str)
     for name in _ordered(set(api), API_ORDER):
         out[("api", name, "TotalTimeMs")] = finite(requests.loc[api == name, "TotalTimeMs"])
+    if "broker" in requests.columns:
+        broker = requests["broker"].to_numpy()
+        handled = sorted({int(b) for b in np.unique(broker) if b >= 0})
+        if len(handled) > 1:
+            for b in handled:
+                for name in _ordered(set(api[broker == b]), API_ORDER):
+                    rows = requests[(broker == b) & (api == name).to_numpy()]
+                    out[("broker", f"broker-{b} {name}", "TotalTimeMs")] = finite(rows["TotalTimeMs"])
     client = requests["client"].astype(str)
     for name in _ordered(set(client)):
         out[("client", name, "client send -> receive")] = finite(requests.loc[client == name, "client_latency_ms"])
@@ -159,7 +170,7 @@ def compare_groups(runs: Sequence[Run]) -> list[Group]:
     keys: list[tuple[str, str, str]] = []
     for samples in per_run:
         keys.extend(k for k in samples if k not in keys)
-    order = {"api": 0, "client": 1, "producer": 2, "consumer": 3}
+    order = {"api": 0, "broker": 1, "client": 2, "producer": 3, "consumer": 4}
     keys.sort(key=lambda k: order[k[0]])  # stable: each kind keeps the first run's order
     groups = []
     for kind, key, measure in keys:

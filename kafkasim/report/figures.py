@@ -25,13 +25,14 @@ DPI = 130
 
 def figure_builders(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
               summary: Mapping[str, Any] | None, swimlane_request_id: Any, scenario: Scenario | None = None,
-              ) -> list[tuple[str, Callable[[], Figure | None]]]:
+              per_partition: bool | None = None) -> list[tuple[str, Callable[[], Figure | None]]]:
     return [
         ("latency_cdf", lambda: latency_cdf_figure(requests, records, summary)),
         ("latency_histogram", lambda: latency_histogram_figure(requests, summary)),
         ("request_breakdown", lambda: request_breakdown_figure(requests, summary)),
-        ("log_offsets", lambda: log_offsets_figure(timeseries, summary, scenario=scenario)),
-        ("isr_size", lambda: isr_size_figure(timeseries, summary, scenario=scenario)),
+        ("log_offsets", lambda: log_offsets_figure(timeseries, summary, scenario=scenario,
+                                                   per_partition=per_partition)),
+        ("isr_size", lambda: isr_size_figure(timeseries, summary, scenario=scenario, per_partition=per_partition)),
         ("purgatory", lambda: purgatory_figure(timeseries, summary, scenario=scenario)),
         ("produce_swimlane",
          lambda: produce_swimlane_figure(requests, records, timeseries, summary, swimlane_request_id)),
@@ -48,17 +49,21 @@ def save_png(figure: Figure, path: Path, dpi: int = DPI) -> Path:
 
 def write_figures(requests: pd.DataFrame | None, records: pd.DataFrame | None, timeseries: pd.DataFrame | None,
                   summary: Mapping[str, Any] | None, out_dir: str | Path, *,
-                  swimlane_request_id: Any = None, dpi: int = DPI, scenario: Scenario | None = None) -> list[Path]:
+                  swimlane_request_id: Any = None, dpi: int = DPI, scenario: Scenario | None = None,
+                  per_partition: bool | None = None) -> list[Path]:
     """Write every figure the data supports to `out_dir`/figures/<name>.png and return their paths.
 
     A figure the data cannot support (no consumers, acks=0 only, ...) is skipped with its reason logged on
     the "kafkasim.report" logger; `swimlane_request_id` picks the produce the swimlane follows; `scenario`
-    (the run's, optional) adds its fault windows and min.insync.replicas to the time-axis figures.
+    (the run's, optional) adds its fault windows and min.insync.replicas to the time-axis figures;
+    `per_partition` (None: only up to 8 partitions) draws the replication figures partition by partition
+    rather than aggregated across partitions.
     """
     folder = Path(out_dir) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for name, build in figure_builders(requests, records, timeseries, summary, swimlane_request_id, scenario):
+    for name, build in figure_builders(requests, records, timeseries, summary, swimlane_request_id, scenario,
+                                       per_partition):
         figure = build()
         if figure is None:
             continue

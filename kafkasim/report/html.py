@@ -184,8 +184,45 @@ def summary_tables(summary: Mapping[str, Any]) -> str:
             if isinstance(value, Mapping) and not _is_stats(value):
                 walk(value, [*path, str(key)])
 
-    walk({k: v for k, v in summary.items() if isinstance(v, Mapping)}, [])
+    walk({k: v for k, v in summary.items() if isinstance(v, Mapping) and k != "per_broker"}, [])
+    parts.extend(per_broker_tables(summary.get("per_broker") or {}))
     return "\n".join(parts)
+
+
+def per_broker_tables(per_broker: Mapping[str, Any]) -> list[str]:
+    """summary.json's per_broker as two tables: TotalTimeMs per broker and API, and each broker's load
+    (requests, errors, idle ratios of its request handlers and network threads, request queue)."""
+    if not per_broker:
+        return []
+    head = "".join(f"<th>{s}</th>" for s in ("broker", "api", "n", "errors", *STATS))
+    rows = []
+    for broker, data in per_broker.items():
+        for api, stats in (data.get("apis") or {}).items():
+            total = stats.get("TotalTimeMs") or {}
+            rows.append(f"<tr><td>{escape(str(broker))}</td><td>{escape(str(api))}</td>"
+                        f"<td>{_number(stats.get('count'))}</td><td>{_number(stats.get('errors'))}</td>"
+                        + "".join(f"<td>{_number(total.get(s))}</td>" for s in STATS) + "</tr>")
+    latency = (f"<table><caption>per_broker: TotalTimeMs (ms) of the requests each broker handled</caption>"
+               f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>") if rows else ""
+
+    def gauge(data: Mapping[str, Any], name: str, stat: str, scale: float = 1.0) -> str:
+        value = (data.get(name) or {}).get(stat)
+        return _number(None if value is None else float(value) * scale)
+
+    load_head = "".join(f"<th>{escape(s)}</th>" for s in (
+        "broker", "requests", "errors", "handlers idle % (mean)", "handlers idle % (min)",
+        "network idle % (mean)", "request queue (mean)", "request queue (max)"))
+    load_rows = "".join(
+        f"<tr><td>{escape(str(broker))}</td><td>{_number(data.get('requests'))}</td>"
+        f"<td>{_number(sum((data.get('errors') or {}).values()))}</td>"
+        f"<td>{gauge(data, 'RequestHandlerAvgIdlePercent', 'mean', 100.0)}</td>"
+        f"<td>{gauge(data, 'RequestHandlerAvgIdlePercent', 'min', 100.0)}</td>"
+        f"<td>{gauge(data, 'NetworkProcessorAvgIdlePercent', 'mean', 100.0)}</td>"
+        f"<td>{gauge(data, 'RequestQueueSize', 'mean')}</td><td>{gauge(data, 'RequestQueueSize', 'max')}</td></tr>"
+        for broker, data in per_broker.items())
+    load = (f"<table><caption>per_broker: load after the warm-up</caption><thead><tr>{load_head}</tr></thead>"
+            f"<tbody>{load_rows}</tbody></table>")
+    return [t for t in (latency, load) if t]
 
 
 def _scenario_section(scenario: Scenario | None, scenario_yaml: str | None) -> str:

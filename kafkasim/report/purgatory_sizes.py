@@ -10,6 +10,10 @@ next, which drawn sample by sample prints as a barcode. Each panel therefore sho
 NumDelayedOperations as a shaded area up to its maximum in the slice with its time-weighted mean as a
 line, and PurgatorySize's maximum as a black step line. Where the black line runs along the top of the
 area, completed operations left their watch lists at once; above it, entries were held until a purge.
+
+Every broker has both purgatories (entities `broker-<id>/Produce`, `broker-<id>/Fetch`). The figure shows
+the purgatories of the brokers whose purgatories ever held an operation, one panel each, up to
+`MAX_BROKERS` brokers; beyond that, one panel per purgatory with the gauges summed over the brokers.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from kafkasim.report.canvas import new_figure
-from kafkasim.report.frames import metric, require_columns, warmup_ms
+from kafkasim.report.frames import metric, natural_key, require_columns, warmup_ms
 from kafkasim.report.latency_scale import short_ms
 from kafkasim.report.palette import BLACK, PURGATORY_COLOURS, replica_colour
 from kafkasim.report.run_events import mark_events, run_events
@@ -43,6 +47,43 @@ if TYPE_CHECKING:
     from kafkasim.scenario import Scenario
 
 SLICES = 60
+MAX_BROKERS = 3  # brokers drawn panel by panel; more are summed per purgatory
+
+
+def split_entity(entity: str) -> tuple[str | None, str]:
+    """("broker-1", "Fetch") from "broker-1/Fetch"; (None, "Fetch") from a result that had one broker."""
+    broker, _, kind = entity.rpartition("/")
+    return (broker or None), kind
+
+
+def _per_broker_or_summed(size_all: pd.DataFrame, delayed_all: pd.DataFrame
+                          ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str], int]:
+    """The rows to draw, each panel's title by entity, and how many brokers were summed (0: none)."""
+    both = pd.concat([size_all, delayed_all])
+    active = sorted({b for e in both.loc[both["value"] > 0, "entity"] if (b := split_entity(e)[0]) is not None},
+                    key=natural_key)
+    brokers = sorted({b for e in both["entity"] if (b := split_entity(e)[0]) is not None}, key=natural_key)
+    if len(active) > MAX_BROKERS:
+        def summed(rows: pd.DataFrame) -> pd.DataFrame:
+            kinds = rows["entity"].map(lambda e: split_entity(e)[1])
+            out = rows.assign(entity=kinds).groupby(["entity", "time_ms"])["value"].sum().reset_index()
+            return out.sort_values(["entity", "time_ms"], kind="stable")
+
+        size_all, delayed_all = summed(size_all), summed(delayed_all)
+        titles = {k: f"{k} purgatory, summed over {len(brokers)} brokers"
+                  for k in set(size_all["entity"]) | set(delayed_all["entity"])}
+        return size_all, delayed_all, titles, len(brokers)
+    shown = set(active or brokers[:1])
+    keep_size = size_all["entity"].map(lambda e: split_entity(e)[0] in shown or split_entity(e)[0] is None)
+    keep_delayed = delayed_all["entity"].map(lambda e: split_entity(e)[0] in shown or split_entity(e)[0] is None)
+    size_all, delayed_all = size_all[keep_size], delayed_all[keep_delayed]
+    titles = {}
+    for entity in set(size_all["entity"]) | set(delayed_all["entity"]):
+        broker, kind = split_entity(entity)
+        # Named unless the one broker shown is broker 0 (a run without a cluster: the leader of everything).
+        named = broker is not None and (len(shown) > 1 or broker != "broker-0")
+        titles[entity] = f"{kind} purgatory" + (f", {broker}" if named else "")
+    return size_all, delayed_all, titles, 0
 
 
 def nice_width(span_ms: float, slices: int) -> float:
@@ -85,7 +126,7 @@ def _gap_note(size: pd.DataFrame, delayed: pd.DataFrame) -> str:
     return f"PurgatorySize up to {gap:.0f} above NumDelayedOperations: completed operations held until a purge"
 
 
-def _panel(ax: Axes, purgatory: str, size: pd.DataFrame, delayed: pd.DataFrame, unit: TimeUnit,
+def _panel(ax: Axes, title: str, size: pd.DataFrame, delayed: pd.DataFrame, unit: TimeUnit,
            width: float, slices: int, colour: str, run_end: float) -> None:
     end = width * slices
     per = f"per {short_ms(width / unit.per_ms)} {'s' if unit.per_ms > 1 else 'ms'}"
@@ -102,7 +143,7 @@ def _panel(ax: Axes, purgatory: str, size: pd.DataFrame, delayed: pd.DataFrame, 
                 lw=1.1,
                 label=f"PurgatorySize, max {per}")
     note = _gap_note(size, delayed)
-    ax.set_title(f"{purgatory} purgatory" + (f"\n{note}" if note else ""), loc="left", fontsize="medium")
+    ax.set_title(title + (f"\n{note}" if note else ""), loc="left", fontsize="medium")
     ax.set_ylabel("operations")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -118,10 +159,15 @@ def purgatory_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any]
     size_all, delayed_all = metric(frame, "PurgatorySize"), metric(frame, "NumDelayedOperations")
     if size_all.empty and delayed_all.empty:
         raise SkipFigure("no PurgatorySize or NumDelayedOperations samples")
+    size_all, delayed_all, titles, _summed = _per_broker_or_summed(size_all, delayed_all)
     end = last_time_ms(frame)
     unit = time_unit(end)
-    purgatories = sorted(set(size_all["entity"]) | set(delayed_all["entity"]),
-                         key=lambda e: (e not in PURGATORY_COLOURS, e))
+
+    def order(entity: str) -> tuple[Any, ...]:
+        broker, kind = split_entity(entity)
+        return (natural_key(broker or ""), kind not in PURGATORY_COLOURS, kind)
+
+    purgatories = sorted(set(size_all["entity"]) | set(delayed_all["entity"]), key=order)
     samples = max(len(size_all), len(delayed_all)) // max(len(purgatories), 1)
     width = nice_width(max(end, 1e-3), max(1, min(SLICES, samples)))
     slices = max(1, int(np.ceil(end / width - 1e-9)))
@@ -132,8 +178,8 @@ def purgatory_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any]
         first = index == 0
         shade_warmup(ax, warmup_ms(summary), unit, label=first)
         mark_events(ax, events, unit, end, label=first)
-        colour = PURGATORY_COLOURS.get(purgatory, replica_colour(index + 3))
-        _panel(ax, purgatory, size_all[size_all["entity"] == purgatory],
+        colour = PURGATORY_COLOURS.get(split_entity(purgatory)[1], replica_colour(index + 3))
+        _panel(ax, titles[purgatory], size_all[size_all["entity"] == purgatory],
                delayed_all[delayed_all["entity"] == purgatory], unit, width, slices, colour, end)
         legend_outside(ax)
     axes[-1].set_xlabel(unit.label)

@@ -5,6 +5,10 @@ line can only step up once the slowest in-sync replica's LEO line has. The lower
 replica's LEO − HW: how many offsets are written but not yet committed (not yet visible to consumers, not
 yet acknowledged to acks=all). The leader's line is drawn on top of the followers' and named in the
 legend; fault windows and ISR changes are marked on both panels.
+
+With more than `MAX_PARTITIONS` partitions both figures aggregate across partitions instead
+(`kafkasim.report.partition_aggregate`); `per_partition=True` (`kafkasim plot --per-partition`) draws
+partitions one by one (up to `MAX_PARTITIONS_ON_REQUEST`), `per_partition=False` always aggregates.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from matplotlib.ticker import MaxNLocator
 
 from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import metric, natural_key, require_columns, warmup_ms
-from kafkasim.report.palette import HIGH_WATERMARK_COLOUR, MIN_ISR_COLOUR, replica_colour
+from kafkasim.report.palette import BLUE, HIGH_WATERMARK_COLOUR, MIN_ISR_COLOUR, ORANGE, replica_colour
+from kafkasim.report.partition_aggregate import draw_isr_counts, draw_spread, isr_counts, offset_spreads
 from kafkasim.report.run_events import RunEvents, mark_events, run_events
 from kafkasim.report.skip import SkipFigure, skippable
 from kafkasim.report.time_axis import (
@@ -37,7 +42,8 @@ from kafkasim.report.time_axis import (
 if TYPE_CHECKING:
     from kafkasim.scenario import Scenario
 
-MAX_PARTITIONS = 8
+MAX_PARTITIONS = 8  # drawn one by one by default; more are aggregated
+MAX_PARTITIONS_ON_REQUEST = 24  # drawn one by one with per_partition=True (the first ones)
 TIMESERIES_COLUMNS = ("time_ms", "metric", "entity", "value")
 
 
@@ -77,17 +83,30 @@ def _lag_behind(replica: pd.DataFrame, hw: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"time_ms": merged["time_ms"], "value": merged["leo"] - merged["hw"]})
 
 
+def one_by_one(partitions: int, per_partition: bool | None) -> bool:
+    """Whether the replication figures draw partitions one by one (else aggregated across them)."""
+    return partitions <= MAX_PARTITIONS if per_partition is None else per_partition
+
+
+def _faults_only(events: RunEvents) -> RunEvents:
+    # Across many partitions one line per ISR change would cover the axes; the ISR figure counts them.
+    return RunEvents(events.faults, (), events.min_insync_replicas)
+
+
 @skippable("log_offsets")
 def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None, *,
-                       scenario: Scenario | None = None) -> Figure:
+                       scenario: Scenario | None = None, per_partition: bool | None = None) -> Figure:
     """Per partition: HighWatermark and each replica's LogEndOffset (step lines), and LEO − HW below;
-    `scenario` (optional) adds its fault windows."""
+    `scenario` (optional) adds its fault windows. Aggregated across partitions when there are more than
+    `MAX_PARTITIONS` (see `per_partition`)."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     hw_all, leo_all = metric(frame, "HighWatermark"), metric(frame, "LogEndOffset")
     partitions = partitions_of(hw_all, leo_all)
     if not partitions:
         raise SkipFigure("no HighWatermark or LogEndOffset samples")
-    shown = partitions[:MAX_PARTITIONS]
+    if not one_by_one(len(partitions), per_partition):
+        return _aggregate_offsets_figure(frame, summary, scenario, len(partitions))
+    shown = partitions[:MAX_PARTITIONS_ON_REQUEST if per_partition else MAX_PARTITIONS]
     end = last_time_ms(frame)
     unit, warmup = time_unit(end), warmup_ms(summary)
     events = run_events(frame, scenario)
@@ -151,17 +170,49 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
     return figure
 
 
+def _aggregate_offsets_figure(frame: pd.DataFrame, summary: Mapping[str, Any] | None, scenario: Scenario | None,
+                              partitions: int) -> Figure:
+    end = last_time_ms(frame)
+    unit, warmup = time_unit(end), warmup_ms(summary)
+    events = _faults_only(run_events(frame, scenario))
+    tail, lag = offset_spreads(frame)
+    figure = new_figure(11.0, 7.5)
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    for ax, spread, colour, what, title in (
+        (top, tail, BLUE, "partitions", "Uncommitted offsets per partition: leader LogEndOffset − HighWatermark"),
+        (bottom, lag, ORANGE, "follower replicas", "Follower lag: leader LogEndOffset − follower LogEndOffset"),
+    ):
+        shade_warmup(ax, warmup, unit, label=ax is top)
+        mark_events(ax, events, unit, end, label=ax is top)
+        draw_spread(ax, spread, unit, end, colour, what)
+        ax.set_title(title, loc="left", fontsize="medium")
+        ax.set_ylabel("offsets")
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(True, alpha=0.3)
+        legend_outside(ax)
+    bottom.set_xlabel(unit.label)
+    figure.suptitle(f"Replication across {partitions} partitions (kafkasim plot --per-partition draws each)",
+                    fontsize="x-large")
+    return figure
+
+
 @skippable("isr_size")
 def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None, *,
-                    scenario: Scenario | None = None) -> Figure:
+                    scenario: Scenario | None = None, per_partition: bool | None = None) -> Figure:
     """ISR size per partition over time (Kafka's `Partition.maybeShrinkIsr`: a follower leaves after
     replica.lag.time.max.ms without catching up), with min.insync.replicas drawn as a level when
-    `scenario` gives it, and its fault windows shaded."""
+    `scenario` gives it, and its fault windows shaded. With more than `MAX_PARTITIONS` partitions (see
+    `per_partition`): how many partitions have each ISR size, and how many are under min ISR."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     isr = metric(frame, "IsrSize")
     partitions = sorted(set(isr["entity"]), key=natural_key)
     if not partitions:
         raise SkipFigure("no IsrSize samples")
+    if not one_by_one(len(partitions), per_partition):
+        return _aggregate_isr_figure(frame, summary, scenario, len(partitions))
+    partitions = partitions[:MAX_PARTITIONS_ON_REQUEST] if len(partitions) > MAX_PARTITIONS else partitions
+    isr = isr[isr["entity"].isin(partitions)]
     end = last_time_ms(frame)
     unit = time_unit(end)
     figure = new_figure(11.0, 4.5)
@@ -186,4 +237,25 @@ def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] 
     ax.grid(True, alpha=0.3)
     legend_outside(ax, ncol=1 if len(partitions) <= 12 else 2)
     ax.set_title("ISR size per partition", fontsize="x-large")
+    return figure
+
+
+def _aggregate_isr_figure(frame: pd.DataFrame, summary: Mapping[str, Any] | None, scenario: Scenario | None,
+                          partitions: int) -> Figure:
+    end = last_time_ms(frame)
+    unit = time_unit(end)
+    figure = new_figure(11.0, 4.5)
+    ax = figure.subplots()
+    shade_warmup(ax, warmup_ms(summary), unit)
+    mark_events(ax, _faults_only(run_events(frame, scenario)), unit, end)
+    counts, under = isr_counts(frame)
+    draw_isr_counts(ax, counts, under, unit, end)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, partitions * 1.05 + 0.5)
+    ax.set_ylabel("partitions")
+    ax.set_xlabel(unit.label)
+    ax.grid(True, alpha=0.3)
+    legend_outside(ax)
+    ax.set_title(f"Partitions by ISR size ({partitions} partitions; kafkasim plot --per-partition draws each)",
+                 fontsize="x-large")
     return figure

@@ -94,8 +94,10 @@ def isr_changes(timeseries: pd.DataFrame | None) -> tuple[IsrChange, ...]:
         return ()
     isr = metric(timeseries, "IsrSize")
     changes: list[IsrChange] = []
-    for partition in sorted(set(isr["entity"]), key=natural_key):
-        rows = isr[isr["entity"] == partition]
+    # groupby, not a filter per partition: a run may have a thousand partitions.
+    by_partition: dict[str, pd.DataFrame] = {str(k): g for k, g in isr.groupby("entity", sort=False)}
+    for partition in sorted(by_partition, key=natural_key):
+        rows = by_partition[partition]
         values = rows["value"].to_numpy(float)
         times = rows["time_ms"].to_numpy(float)
         for i in np.flatnonzero(np.diff(values) != 0) + 1:

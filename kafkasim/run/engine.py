@@ -130,13 +130,7 @@ class Engine:
         )
         self.observer = self.run_recorder
         self.components: Components = build(scenario, clock, self.seed, self.observer, self.layout)
-        self.gauges = GaugeSampler(
-            self.components.replica_manager,
-            self.components.leader,
-            self.components.followers,
-            self.components.producers,
-            self.recorder.sample,
-        )
+        self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample)
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.
@@ -263,6 +257,7 @@ class Engine:
             counters=self._counters() if counters is None else counters,
             producers=[p.name for p in self.scenario.producers],
             consumers=[c.name for c in self.scenario.consumers],
+            timeseries=tables.timeseries,
         )
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()

@@ -108,7 +108,7 @@ class BrokerServer:
         self.request_channel = RequestChannel(env, config.queued_max_requests)
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
-            observer=observer,
+            observer=observer, broker_id=broker_id,
         )
         self.apis = KafkaApis(rm, config.broker, self.request_channel, observer=observer)
         self.handlers = KafkaRequestHandlerPool(

@@ -39,7 +39,7 @@ def test_a_run_on_the_delay_queue_has_the_same_requests_but_holds_more_entries()
 
     def held(result: pd.DataFrame, purgatory: str) -> float:
         ts = result.timeseries
-        return float(ts[(ts["metric"] == "NumDelayedOperations") & (ts["entity"] == purgatory)]["value"].max())
+        return float(ts[(ts["metric"] == "NumDelayedOperations") & (ts["entity"] == f"broker-0/{purgatory}")]["value"].max())
 
     # acks=all produces complete within milliseconds but wait 30 s (request.timeout.ms) in the heap:
     # the whole run's produces are still held at the end. The wheel holds the few pending ones.

@@ -169,7 +169,7 @@ def test_one_handler_thread_under_load_makes_request_queue_time_dominate() -> No
     queue = median(produce, "RequestQueueTimeMs")
     assert queue > 5 * median(produce, "LocalTimeMs")
     assert queue > 0.5 * median(produce, "TotalTimeMs")
-    idle = gauge(result, "RequestHandlerAvgIdlePercent", "broker")
+    idle = gauge(result, "RequestHandlerAvgIdlePercent", "broker-0")
     assert idle[idle["time_ms"] > 500]["value"].mean() < 0.05
 
 

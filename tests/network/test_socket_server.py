@@ -220,3 +220,38 @@ def test_check_events_reach_only_an_observer_that_wants_them() -> None:
         envelope = RequestEnvelope(1, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
         connection.send(envelope)
         assert observer.sent == ([1] if checks else [])
+
+
+def test_the_broker_that_reads_a_request_names_itself_on_it() -> None:
+    """The requests table's `broker`: set by the broker's network thread when it reads the request."""
+    b = Broker()
+    env = b.env
+    channel = RequestChannel(env, 500)
+    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
+    server = SocketServer(env, channel, costs, num_network_threads=2, observer=b.observer, broker_id=4)
+    conn = server.connect("producer", lambda e: None)
+    envelope = RequestEnvelope(1, API_PRODUCE, "producer", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
+    assert envelope.broker == -1  # not sent yet
+    server.receive(conn, envelope)
+    env.run()
+    assert envelope.broker == 4 and envelope.start_ms == READ_MS
+
+
+def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to() -> None:
+    import random
+
+    from kafkasim.network.connection import Connection
+    from kafkasim.network.link import NetworkPath
+    from kafkasim.sim.distributions import Constant
+
+    b = Broker()
+    env = b.env
+    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
+    server = SocketServer(env, RequestChannel(env, 500), costs, observer=b.observer, broker_id=7)
+    path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e6)
+    path.drop_until(1_000.0)
+    connection = Connection(env, "c", path, server, b.observer)
+    envelope = RequestEnvelope(1, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
+    connection.send(envelope)
+    env.run()
+    assert envelope.broker == 7 and envelope.start_ms != envelope.start_ms  # never read: start_ms is NaN

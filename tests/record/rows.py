@@ -23,12 +23,14 @@ class Row:
         request_bytes: int,
         *,
         acks: int | None = None,
+        broker: int = 0,
         intended_ms: float = NAN,
         client_send_ms: float = NAN,
     ) -> None:
         self.request_id = request_id
         self.api = api
         self.client = client
+        self.broker = broker
         self.partitions = partitions
         self.request_bytes = request_bytes
         self.response_bytes = 0

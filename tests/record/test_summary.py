@@ -154,3 +154,74 @@ def test_per_client_rows_leave_out_the_warmup():
     fast = s["per_client"]["producers"]["fast"]
     assert fast["requests"] == fast["batches"] == 25  # sent at 1500, 1520, ... 1980
     assert s["per_client"]["consumers"]["near"]["requests"] == 0  # every fetch was sent before 1040
+
+
+def _two_broker_tables():
+    """Broker 0 answers in 2 ms, broker 1 in 9 ms; one request to broker 1 fails, one never reaches it."""
+    import pandas as pd
+
+    rec = Recorder([])
+    for i in range(40):
+        send = float(i * 10)
+        broker = i % 2
+        api = "Produce" if i % 4 < 2 else "FetchFollower"
+        row = Row(i, api, "x", 1, 100, acks=-1 if api == "Produce" else None, broker=broker,
+                  intended_ms=send, client_send_ms=send)
+        if i != 39:  # the last one is lost on the way to broker 1
+            row.start_ms = row.dequeue_ms = row.local_complete_ms = row.response_complete_ms = send + 1
+            row.response_dequeue_ms = row.end_ms = send + 1 + (2.0 if broker == 0 else 9.0)
+            row.client_receive_ms = row.end_ms + 1
+        else:
+            row.client_timeout = True
+            row.error = 7
+        row.error = 19 if i == 5 else row.error
+        rec.finish_request(row)
+    t = rec.tables()
+    ts = pd.DataFrame({"time_ms": [0.0, 100.0, 200.0] * 2,
+                       "metric": ["RequestQueueSize"] * 3 + ["RequestHandlerAvgIdlePercent"] * 3,
+                       "entity": ["broker-1"] * 6, "value": [9.0, 1.0, 3.0, 0.1, 0.5, 0.7]})
+    return t, ts
+
+
+def test_per_broker_summary_splits_requests_by_the_broker_that_handled_them():
+    t, ts = _two_broker_tables()
+    s = summarize(t.requests, t.records, seed=1, simulated_duration_ms=400.0, warmup_ms=50.0, timeseries=ts)
+    per_broker = s["per_broker"]
+    assert list(per_broker) == ["broker-0", "broker-1"]
+    zero, one = per_broker["broker-0"], per_broker["broker-1"]
+    assert zero["requests"] == 17 and one["requests"] == 18  # sent at or after 50 ms
+    assert one["errors"] == {"NOT_ENOUGH_REPLICAS": 1, "REQUEST_TIMED_OUT": 1} and zero["errors"] == {}
+    assert one["client_timeouts"] == 1
+    assert zero["apis"]["Produce"]["TotalTimeMs"]["max"] == 2.0
+    assert one["apis"]["Produce"]["TotalTimeMs"]["p50"] == 9.0
+    assert one["apis"]["FetchFollower"]["count"] == 9 and one["apis"]["FetchFollower"]["TotalTimeMs"]["count"] == 8
+    # Gauges after the warm-up only (the 0 ms sample is left out).
+    assert one["RequestQueueSize"] == {"mean": 2.0, "max": 3.0}
+    assert one["RequestHandlerAvgIdlePercent"] == pytest.approx({"mean": 0.6, "min": 0.5})
+    assert "RequestQueueSize" not in zero
+
+
+def test_per_broker_tables_print_only_when_several_brokers_handled_requests():
+    from rich.console import Console
+
+    from kafkasim.console.summary import per_broker_tables
+
+    t, ts = _two_broker_tables()
+    s = summarize(t.requests, t.records, seed=1, simulated_duration_ms=400.0, timeseries=ts)
+    console = Console(width=80, record=True)
+    for table in per_broker_tables(s):
+        console.print(table)
+    text = console.export_text()
+    assert "broker-1" in text and "FetchFollower" in text and max(len(line) for line in text.splitlines()) <= 80
+    one = summarize(t.requests[t.requests["broker"] == 0], t.records, seed=1, simulated_duration_ms=400.0,
+                    timeseries=ts)
+    assert per_broker_tables(one) == []  # broker-1 has gauges but handled nothing
+
+
+def test_html_report_has_the_per_broker_tables():
+    from kafkasim.report.html import summary_tables
+
+    t, ts = _two_broker_tables()
+    html = summary_tables(summarize(t.requests, t.records, seed=1, simulated_duration_ms=400.0, timeseries=ts))
+    assert "per_broker: TotalTimeMs" in html and "per_broker: load" in html
+    assert html.count("<td>broker-1</td>") == 3  # two APIs and the load row

@@ -104,3 +104,19 @@ def test_a_count_difference_is_a_whole_number() -> None:
     console.print(group_table(runs, group))
     row = next(line for line in console.export_text().splitlines() if "B-A" in line)
     assert row.split()[1] == "-91"
+
+
+def test_runs_with_several_brokers_handling_requests_are_compared_per_broker() -> None:
+    from kafkasim.report.compare import latency_samples
+
+    requests = pd.DataFrame({
+        "api": ["Produce", "Produce", "Produce", "FetchFollower"], "client": ["p", "p", "p", "f"],
+        "broker": np.array([0, 1, 1, 0], dtype=np.int32), "TotalTimeMs": [1.0, 5.0, 7.0, 3.0],
+        "client_latency_ms": [2.0, 6.0, 8.0, 4.0], "client_send_ms": [10.0, 20.0, 30.0, 40.0]})
+    records = pd.DataFrame({"producer": pd.Series([], dtype=str)})
+    empty = pd.DataFrame(columns=["time_ms", "metric", "entity", "value"])
+    samples = latency_samples(RunResult(requests, records, empty, {"warmup_ms": 0.0}, None))
+    assert list(samples["broker", "broker-1 Produce", "TotalTimeMs"]) == [5.0, 7.0]
+    assert list(samples["broker", "broker-0 FetchFollower", "TotalTimeMs"]) == [3.0]
+    one = latency_samples(RunResult(requests[requests["broker"] == 0], records, empty, {"warmup_ms": 0.0}, None))
+    assert not [k for k in one if k[0] == "broker"]  # one broker: the per-API groups say it all

@@ -305,7 +305,7 @@ def test_overloaded_handlers_queue_time_dominates_and_is_bounded_by_the_connecti
     for api in ("Produce", "FetchFollower", "FetchConsumer"):
         assert result.summary["apis"][api]["RequestQueueTimeMs"]["max"] < connections * 0.5
     assert queue["p99"] == pytest.approx(8.6, abs=0.2)
-    size = gauge(result, "RequestQueueSize", "broker")
+    size = gauge(result, "RequestQueueSize", "broker-0")
     size = size[size["time_ms"] > 1_000]["value"]
     assert 9.0 < size.mean() < 15.0 and size.max() <= connections
 
@@ -315,7 +315,7 @@ def test_overloaded_handlers_produces_fill_80_percent_and_fetches_the_rest() -> 
     measured_ms = result.summary["simulated_duration_ms"] - result.summary["warmup_ms"]
     produce_busy = float(requests(result, "Produce")["LocalTimeMs"].sum()) / measured_ms
     assert produce_busy == pytest.approx(0.8, abs=0.03)
-    idle = gauge(result, "RequestHandlerAvgIdlePercent", "broker")
+    idle = gauge(result, "RequestHandlerAvgIdlePercent", "broker-0")
     assert idle[idle["time_ms"] > 1_000]["value"].mean() < 0.01
     # Fetches wait in the same queue as long as the produces.
     queue = [result.summary["apis"][api]["RequestQueueTimeMs"]["p50"] for api in ("Produce", "FetchFollower",

@@ -315,7 +315,7 @@ def test_one_handler_thread_makes_request_queue_time_dominate() -> None:
     assert queue > 0.5 * median(produce, "TotalTimeMs")
     # Fetches queue behind the produces in the same request queue.
     assert median(requests(result, "FetchFollower"), "RequestQueueTimeMs") > 1.0
-    idle = gauge(result, "RequestHandlerAvgIdlePercent", "broker")
+    idle = gauge(result, "RequestHandlerAvgIdlePercent", "broker-0")
     assert idle[idle["time_ms"] > 1_000]["value"].mean() < 0.05
     # Kafka's default of 8 handler threads: no queueing.
     relieved = run(load("overloaded_handlers", *overrides, "broker.num.io.threads=8"))

@@ -1,0 +1,74 @@
+"""Results per broker: the requests table's `broker` column, the gauges of every broker and partition, the
+summary's `per_broker` view."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kafkasim.run.engine import run_scenario
+
+from .support import consumer, producer, scenario
+
+
+def test_every_request_row_names_its_broker_including_those_that_never_arrived() -> None:
+    result = run_scenario(
+        scenario(
+            duration="3s",
+            producers=[producer("p1", acks="all"), producer("p0", acks=0)],
+            consumers=[consumer("c1", **{"request.timeout.ms": 1000})],
+            faults=[{"type": "link_drop", "target": "c1", "at": "1s", "duration": "300ms", "direction": "to_broker"}],
+        )
+    )
+    rows = result.requests
+    assert rows["broker"].dtype == np.int32
+    assert set(rows["api"]) == {"Produce", "FetchConsumer", "FetchFollower"}
+    # Without a cluster section broker 0 leads every partition and handles every request.
+    assert (rows["broker"] == 0).all()
+    lost = rows[rows["client_timeout"]]
+    assert len(lost) == 1 and np.isnan(lost["start_ms"].iloc[0]) and lost["broker"].iloc[0] == 0
+
+
+def _pairs(result) -> set[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    ts = result.timeseries
+    return set(zip(ts["metric"], ts["entity"], strict=True))
+
+
+def test_every_broker_has_its_request_plane_and_purgatory_gauges_and_every_replica_its_leo() -> None:
+    result = run_scenario(scenario(duration="1s", topic={"partitions": 2}))
+    pairs = _pairs(result)
+    for broker in ("broker-0", "broker-1", "broker-2"):  # the leader and its two followers
+        for metric in ("RequestQueueSize", "RequestHandlerAvgIdlePercent", "NetworkProcessorAvgIdlePercent",
+                       "LeaderCount", "UnderReplicatedPartitions", "UnderMinIsrPartitionCount"):
+            assert (metric, broker) in pairs, (metric, broker)
+        for purgatory in ("Produce", "Fetch"):
+            assert ("PurgatorySize", f"{broker}/{purgatory}") in pairs
+            assert ("NumDelayedOperations", f"{broker}/{purgatory}") in pairs
+        assert ("ResponseQueueSize", f"{broker}/processor-0") in pairs
+    for partition in ("t-0", "t-1"):
+        for metric in ("HighWatermark", "IsrSize", "UnderMinIsr", "LeaderId"):
+            assert (metric, partition) in pairs
+        for replica in (0, 1, 2):
+            assert ("LogEndOffset", f"{partition}/replica-{replica}") in pairs
+    ts = result.timeseries
+    last = ts[ts["time_ms"] == ts["time_ms"].max()].set_index(["metric", "entity"])["value"]
+    assert last[("LeaderCount", "broker-0")] == 2 and last[("LeaderCount", "broker-1")] == 0
+    assert last[("LeaderId", "t-1")] == 0
+    # Only the leader handles requests and parks fetches today; the followers' purgatories stay empty.
+    assert ts[ts["entity"] == "broker-0/Fetch"]["value"].max() > 0
+    assert ts[ts["entity"].isin(["broker-1/Fetch", "broker-2/Produce"])]["value"].max() == 0
+    assert ts[(ts["metric"] == "RequestHandlerAvgIdlePercent") & (ts["entity"] == "broker-1")]["value"].min() == 1.0
+
+
+def test_many_partitions_are_sampled_every_few_samples_all_at_the_same_instants() -> None:
+    from kafkasim.record.gauges import PARTITIONS_PER_SAMPLE, partition_sample_stride
+
+    assert [partition_sample_stride(n) for n in (1, PARTITIONS_PER_SAMPLE, PARTITIONS_PER_SAMPLE + 1, 1000)] == [
+        1, 1, 2, 10]
+    result = run_scenario(scenario(duration="600ms", warmup="0ms", topic={"partitions": 250},
+                                   sample_interval="50ms", producers=[producer("p1", rate="50/s")]))
+    ts = result.timeseries
+    queue_times = sorted(set(ts[ts["metric"] == "RequestQueueSize"]["time_ms"]))
+    hw = ts[ts["metric"] == "HighWatermark"]
+    assert queue_times == [50.0 * k for k in range(12)]
+    assert sorted(set(hw["time_ms"])) == [150.0 * k for k in range(4)]  # every third sample: ceil(250/100)
+    assert (hw.groupby("time_ms").size() == 250).all()
