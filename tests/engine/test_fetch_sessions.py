@@ -253,3 +253,37 @@ def test_a_restarted_fetcher_starts_a_new_session_and_the_old_one_stays_cached()
     assert all(not e.body.metadata.is_full for e, _ in after[1:])  # type: ignore[union-attr]
     cache = engine.components.broker(0).fetch_manager.cache
     assert cache.size == 2 and cache.get_cache_shard(old_session).get(old_session) is not None
+
+
+def test_a_full_cache_a_follower_evicts_a_consumer_session_never_the_reverse() -> None:
+    # 8 slots = one session per shard. Nine fetchers of broker 0 (follower-1, follower-2, c1..c7) ask for a
+    # session; the followers' are created first, and the ninth asker, c7, finds its shard held by a
+    # follower: a consumer cannot evict a follower's session (FetchSessionCacheShard.tryEvict), so c7 stays
+    # sessionless -- full requests, session id 0. Then follower-1 restarts: its new (privileged) session
+    # evicts a consumer's, whose next incremental fetch gets FETCH_SESSION_ID_NOT_FOUND and is followed at
+    # once by a full one.
+    s = scenario(duration="1000ms", warmup="0ms", topic={"partitions": 2},
+                 broker={"max.incremental.fetch.session.cache.slots": 8},
+                 producers=[producer("p1")], consumers=[consumer(f"c{i}") for i in range(1, 8)])
+    seen = Seen()
+    engine = Engine(s, on_request=seen, check_invariants=True)
+    follower = engine.components.followers[0]
+    Call(engine.env, 400.0, lambda _e: follower.crash())
+    Call(engine.env, 500.0, lambda _e: follower.restart())
+    engine.run()
+    cache = engine.components.broker(0).fetch_manager.cache
+    assert cache.size == 8 and cache.evictions == 1
+
+    c7 = seen.of("c7")
+    assert len(c7) > 10 and all(e.body.metadata == INITIAL_METADATA for e, _ in c7)  # type: ignore[union-attr]
+    assert all(r.session_id == 0 and _answered(r) == [0, 1] for _, r in c7 if r is not None)
+
+    lost = [(e, r) for e, r in seen.requests if e.error == Errors.FETCH_SESSION_ID_NOT_FOUND]
+    assert len(lost) == 1
+    envelope, response = lost[0]
+    assert envelope.api == API_FETCH_CONSUMER and envelope.client_send_ms > 500.0
+    assert response.responses == [] and envelope.response_partitions == 0
+    nxt = [e for e, _ in seen.of(envelope.client) if e.client_send_ms >= envelope.client_receive_ms][0]
+    assert nxt.client_send_ms == envelope.client_receive_ms and nxt.body.metadata == INITIAL_METADATA  # type: ignore[union-attr]
+    # follower-2 kept its session all along: one full request, then incremental ones.
+    assert [e.body.metadata.is_full for e, _ in seen.of("follower-2")].count(True) == 1  # type: ignore[union-attr]
