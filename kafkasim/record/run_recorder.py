@@ -56,8 +56,14 @@ class RunRecorder(Observer):
     def _write(self, envelope: RequestEnvelope) -> None:
         if self._on_request is not None:
             self._on_request(envelope)
-        # Drop the references a row does not need before it waits in the recorder's buffer (the body
-        # stays: an acks=0 request can be done on both sides while its handler is still finishing).
+        # The recorder keeps only the fields it writes: drop what a row does not need before it waits in the
+        # recorder's buffer (up to max_rows_in_memory rows), above all the per-partition request and response
+        # bodies (a fetch of N partitions carries N PartitionData and N results). A request that expects a
+        # response is written after its handler finished with it (the response is sent after KafkaApis.handle,
+        # or the broker never read it); an acks=0 produce can be done on both sides while a handler has yet to
+        # take it, so its body stays.
+        if envelope.expects_response:
+            envelope.body = None
         envelope.response = None
         envelope.on_response = None
         envelope.connection = None
