@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -20,6 +20,7 @@ from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.metrics import BrokerMetrics
 from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
+from kafkasim.broker.partition_changes import PartitionChanges
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey, new_purgatory_timer
@@ -50,6 +51,7 @@ class ReplicaManager:
         "action_queue",
         "fenced_brokers",
         "observer",
+        "partition_changes",
         "_partitions",
         "_offline_partitions",
         "_known_partitions",
@@ -66,6 +68,7 @@ class ReplicaManager:
         alter_partition_manager: AlterPartitionManager,
         produce_purgatory: DelayedOperationPurgatory | None = None,
         fetch_purgatory: DelayedOperationPurgatory | None = None,
+        partition_changes: PartitionChanges | None = None,
         rng: random.Random | None = None,
         observer: BrokerObserver | None = None,
     ) -> None:
@@ -96,6 +99,8 @@ class ReplicaManager:
         # The metadata cache's view: partitions that exist in the cluster, hosted here or not.
         self._known_partitions: set[TopicPartition] = set()
         self._operation_keys: dict[TopicPartition, TopicPartitionOperationKey] = {}
+        # Every change of a hosted partition a parked DelayedFetch's verdict depends on, as it happens.
+        self.partition_changes = partition_changes if partition_changes is not None else PartitionChanges()
         # One draw, then per-partition streams named after the partition: adding a partition does not
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
@@ -108,12 +113,14 @@ class ReplicaManager:
         """Host ``topic_partition`` here with an empty log (not leader until ``make_leader``)."""
         if topic_partition in self._partitions:
             raise ValueError(f"broker {self.broker_id} already hosts partition {topic_partition}")
+        on_change = self._change_recorder(topic_partition)
         log = Log(
             log_config or self.config.log,
             self.time,
             log_start_offset=log_start_offset,
             rng=random.Random(f"{self._seed}:{topic_partition}"),
             name=str(topic_partition),
+            on_change=on_change,
         )
         partition = Partition(
             topic_partition,
@@ -127,11 +134,21 @@ class ReplicaManager:
             ),
             metrics=self.metrics,
             is_replica_isr_eligible=self._is_replica_isr_eligible,
+            on_change=on_change,
         )
         self._partitions[topic_partition] = partition
         self._offline_partitions.discard(topic_partition)
         self._known_partitions.add(topic_partition)
+        on_change()
         return partition
+
+    def _change_recorder(self, topic_partition: TopicPartition) -> Callable[[], None]:
+        record = self.partition_changes.record
+
+        def changed() -> None:
+            record(topic_partition)
+
+        return changed
 
     def make_leader(
         self,
@@ -170,12 +187,14 @@ class ReplicaManager:
         self._partitions.pop(topic_partition, None)
         if delete:
             self._known_partitions.discard(topic_partition)
+        self.partition_changes.record(topic_partition)
         self.complete_delayed_operations_when_not_partition_leader(topic_partition)
 
     def mark_partition_offline(self, topic_partition: TopicPartition) -> None:
         """Its log directory failed: requests get KAFKA_STORAGE_ERROR; parked operations complete."""
         if self._partitions.pop(topic_partition, None) is not None:
             self._offline_partitions.add(topic_partition)
+        self.partition_changes.record(topic_partition)
         self.complete_delayed_operations_when_not_partition_leader(topic_partition)
 
     def complete_delayed_operations_when_not_partition_leader(self, topic_partition: TopicPartition) -> None:
