@@ -133,6 +133,7 @@ class Log:
         "_high_watermark_metadata",
         "_log_start_offset",
         "_on_change",
+        "_empty_read",
     )
 
     def __init__(
@@ -151,6 +152,8 @@ class Log:
         # Told of every change of the end offset, high watermark, segments, log start or leader epochs, when
         # it happens (ReplicaManager records it in its PartitionChanges, for parked DelayedFetches).
         self._on_change = on_change
+        # The answer of the commonest read, nothing past the end: one shared object per end metadata.
+        self._empty_read: FetchDataInfo | None = None
         self.leader_epoch_cache = LeaderEpochFileCache()
         self._rng = rng
         self._log_start_offset = log_start_offset
@@ -345,6 +348,14 @@ class Log:
             max_offset_metadata = self.fetch_high_watermark_metadata()
         else:
             max_offset_metadata = self.fetch_last_stable_offset_metadata()
+        if start_offset == max_offset_metadata.message_offset and start_offset >= self._log_start_offset:
+            # _local_read's answer at the end (the log start is never below the first segment's base, so its
+            # range checks pass), without them: most partitions of a fetch have nothing new. FetchDataInfo is
+            # never modified, so one object serves every read at this end.
+            empty = self._empty_read
+            if empty is None or empty.fetch_offset_metadata is not max_offset_metadata:
+                empty = self._empty_read = FetchDataInfo(max_offset_metadata)
+            return empty
         return self._local_read(start_offset, max_length, max_offset_metadata, min_one_message)
 
     def _local_read(

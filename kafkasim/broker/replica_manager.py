@@ -347,10 +347,18 @@ class ReplicaManager:
         message). A follower read (not from purgatory) updates the follower's fetch state, which may raise the
         HW and complete parked operations right here."""
         limit_bytes = params.max_bytes
-        min_one_message = not params.hard_max_bytes_limit
+        hard_max_bytes_limit = params.hard_max_bytes_limit
+        min_one_message = not hard_max_bytes_limit
+        # Simulated time does not move during the call: one fetch time for every partition.
+        fetch_time_ms = self.time.milliseconds()
+        update_fetch_state = not read_from_purgatory
+        read = self._read
         results = []
         for tp, fetch_info in fetch_infos:
-            result = self._read(params, tp, fetch_info, limit_bytes, min_one_message, read_from_purgatory)
+            result = read(
+                params, tp, fetch_info, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
+                hard_max_bytes_limit,
+            )
             size = result.info.size_in_bytes
             if size > 0:
                 min_one_message = False
@@ -365,17 +373,20 @@ class ReplicaManager:
         fetch_info: PartitionData,
         limit_bytes: int,
         min_one_message: bool,
-        read_from_purgatory: bool,
+        update_fetch_state: bool,
+        fetch_time_ms: int,
+        hard_max_bytes_limit: bool,
     ) -> LogReadResult:
         adjusted_max_bytes = min(fetch_info.max_bytes, limit_bytes)
         try:
-            partition = self.get_partition_or_exception(tp)
-            fetch_time_ms = self.time.milliseconds()
+            partition = self._partitions.get(tp)
+            if partition is None:
+                partition = self.get_partition_or_exception(tp)
             read_info = partition.fetch_records(
-                params, fetch_info, fetch_time_ms, adjusted_max_bytes, min_one_message, not read_from_purgatory
+                params, fetch_info, fetch_time_ms, adjusted_max_bytes, min_one_message, update_fetch_state
             )
             fetched = read_info.fetched_data
-            if not params.hard_max_bytes_limit and fetched.first_entry_incomplete:
+            if not hard_max_bytes_limit and fetched.first_entry_incomplete:
                 # A batch larger than the limit and min-one-message not allowed any more: empty, so the
                 # client moves on instead of failing with RecordTooLarge.
                 fetched = FetchDataInfo(fetched.fetch_offset_metadata)
