@@ -60,6 +60,8 @@ class DelayedFetch(DelayedOperation):
         "_positions",
         "_partition_bytes",
         "_accumulated_size",
+        "_read_results",
+        "_read_at",
     )
 
     def __init__(
@@ -68,6 +70,9 @@ class DelayedFetch(DelayedOperation):
         fetch_partition_status: Sequence[tuple[TopicPartition, FetchPartitionStatus]],
         replica_manager: ReplicaManager,
         response_callback: FetchResponseCallback,
+        *,
+        read_results: Sequence[tuple[TopicPartition, LogReadResult]] | None = None,
+        read_at: int = -1,
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
@@ -83,6 +88,10 @@ class DelayedFetch(DelayedOperation):
         # Each partition's bytes towards min_bytes at its last evaluation, and their sum (Case G).
         self._partition_bytes: list[int] = []
         self._accumulated_size = 0
+        # The read that parked this fetch, begun at PartitionChanges sequence read_at: on completion, the
+        # partitions that had nothing to read then and did not change since are not read again.
+        self._read_results = read_results
+        self._read_at = read_at
 
     def try_complete(self) -> bool:
         """Kafka's ``DelayedFetch.tryComplete``, in request order; its cases (Kafka's own letters, which label
@@ -220,7 +229,11 @@ class DelayedFetch(DelayedOperation):
         what was appended while parked and the offsets current now; a follower's fetch state is not updated a
         second time."""
         fetch_infos = [(tp, status.fetch_info) for tp, status in self.fetch_partition_status]
-        results = self.replica_manager.read_from_log(self.params, fetch_infos, read_from_purgatory=True)
+        previous = self._read_results
+        self._read_results = None
+        results = self.replica_manager.read_from_log(
+            self.params, fetch_infos, read_from_purgatory=True, previous=previous, previous_at=self._read_at
+        )
         self.response_callback(results)
 
     def __repr__(self) -> str:

@@ -176,6 +176,20 @@ class LogReadResult:
         self.follower_log_start_offset = follower_log_start_offset
         self.fetch_time_ms = fetch_time_ms
 
+    def at_fetch_time(self, fetch_time_ms: int) -> LogReadResult:
+        """The same result, read at ``fetch_time_ms``."""
+        return LogReadResult(
+            self.info,
+            self.error,
+            self.diverging_epoch,
+            self.high_watermark,
+            self.log_start_offset,
+            self.log_end_offset,
+            self.last_stable_offset,
+            self.follower_log_start_offset,
+            fetch_time_ms,
+        )
+
     @property
     def records(self) -> Sequence[RecordBatch]:
         return self.info.records

@@ -14,7 +14,7 @@ from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult, PartitionData
-from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
+from kafkasim.broker.log import FetchIsolation, LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.metrics import BrokerMetrics
@@ -317,6 +317,7 @@ class ReplicaManager:
         """Kafka's ``ReplicaManager.fetchMessages``: answer now if there is no wait, nothing asked,
         ``min_bytes`` already readable, or an error / diverging epoch; otherwise park a DelayedFetch watched
         on every partition."""
+        read_at = self.partition_changes.sequence
         results = self.read_from_log(params, fetch_infos, read_from_purgatory=False)
         bytes_readable = 0
         error_or_diverging = False
@@ -333,7 +334,7 @@ class ReplicaManager:
             (tp, FetchPartitionStatus(result.info.fetch_offset_metadata, fetch_info))
             for (tp, fetch_info), (_, result) in zip(fetch_infos, results, strict=True)
         ]
-        operation = DelayedFetch(params, statuses, self, response_callback)
+        operation = DelayedFetch(params, statuses, self, response_callback, read_results=results, read_at=read_at)
         self.fetch_purgatory.try_complete_else_watch(operation, [self.operation_key(tp) for tp, _ in statuses])
 
     def read_from_log(
@@ -341,11 +342,24 @@ class ReplicaManager:
         params: FetchParams,
         fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         read_from_purgatory: bool,
+        *,
+        previous: Sequence[tuple[TopicPartition, LogReadResult]] | None = None,
+        previous_at: int = -1,
     ) -> list[tuple[TopicPartition, LogReadResult]]:
         """Kafka's ``ReplicaManager.readFromLog``: read each partition in request order within
         ``params.max_bytes`` overall; only the first non-empty partition may exceed the limits (min one
         message). A follower read (not from purgatory) updates the follower's fetch state, which may raise the
-        HW and complete parked operations right here."""
+        HW and complete parked operations right here.
+
+        ``previous``: the results of an earlier read of the same ``fetch_infos``, which began at
+        ``PartitionChanges`` sequence ``previous_at`` (DelayedFetch's re-read on completion). A partition
+        that found nothing past the end then and has not changed since gets the same answer again, at this
+        fetch time, without being read: an empty read depends neither on the byte limits nor on min one
+        message, and a purgatory read changes nothing."""
+        if previous is not None and read_from_purgatory:
+            changed = self.partition_changes.since(previous_at)
+            if changed is not None:
+                return self._read_changed_from_log(params, fetch_infos, previous, frozenset(changed))
         limit_bytes = params.max_bytes
         hard_max_bytes_limit = params.hard_max_bytes_limit
         min_one_message = not hard_max_bytes_limit
@@ -358,6 +372,46 @@ class ReplicaManager:
             result = read(
                 params, tp, fetch_info, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
                 hard_max_bytes_limit,
+            )
+            size = result.info.size_in_bytes
+            if size > 0:
+                min_one_message = False
+            limit_bytes = max(0, limit_bytes - size)
+            results.append((tp, result))
+        return results
+
+    def _read_changed_from_log(
+        self,
+        params: FetchParams,
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
+        previous: Sequence[tuple[TopicPartition, LogReadResult]],
+        changed: frozenset[TopicPartition],
+    ) -> list[tuple[TopicPartition, LogReadResult]]:
+        """``read_from_log`` from purgatory, reading only the partitions that changed or had something to read
+        (see there)."""
+        limit_bytes = params.max_bytes
+        hard_max_bytes_limit = params.hard_max_bytes_limit
+        min_one_message = not hard_max_bytes_limit
+        fetch_time_ms = self.time.milliseconds()
+        isolation = params.isolation
+        read = self._read
+        results = []
+        for (tp, fetch_info), (_, prior) in zip(fetch_infos, previous, strict=True):
+            if tp not in changed and prior.info.size_in_bytes == 0 and prior.error is Errors.NONE:
+                if isolation is FetchIsolation.LOG_END:
+                    end = prior.log_end_offset
+                elif isolation is FetchIsolation.HIGH_WATERMARK:
+                    end = prior.high_watermark
+                else:
+                    end = prior.last_stable_offset
+                if fetch_info.fetch_offset >= end and prior.diverging_epoch is None:
+                    # Nothing past the end then, nothing changed since: Log.read answers the same.
+                    if prior.fetch_time_ms != fetch_time_ms:
+                        prior = prior.at_fetch_time(fetch_time_ms)
+                    results.append((tp, prior))
+                    continue  # size 0: the limits stay as they are
+            result = read(
+                params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
             )
             size = result.info.size_in_bytes
             if size > 0:

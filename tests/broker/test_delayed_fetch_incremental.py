@@ -1,11 +1,12 @@
-"""DelayedFetch re-evaluates only the partitions that changed since its last check; Kafka's
-``DelayedFetch.tryComplete`` walks them all. Property: on random histories (appends with and without the
+"""DelayedFetch re-evaluates only the partitions that changed since its last check, and its completion
+re-reads only the partitions that changed or had something to read; Kafka's ``DelayedFetch.tryComplete`` and
+``onComplete`` walk and read them all. Property: on random histories (appends with and without the
 action queue's deferred checks, HW moves, rolls, truncations, log start moves, leader epoch changes,
 leadership moving away and back, partitions stopped, deleted, marked offline and re-created; follower and
 consumer fetches over several partitions, with and without leader epochs, with min_bytes above one
 partition's bytes) every check -- a direct ``try_complete``, a purgatory ``check_and_complete`` for any key,
 the action queue -- completes exactly the fetches that Kafka's walk, written out below from Kafka's source,
-says are complete at that moment.
+says are complete at that moment, and answers what Kafka's full re-read answers at that moment.
 
 The generator is ``random_history``: ``uv run python -m tests.broker.test_delayed_fetch_incremental SEED``
 prints one history's steps.
@@ -20,7 +21,7 @@ import pytest
 
 from kafkasim.broker.delayed_fetch import DelayedFetch
 from kafkasim.broker.errors import Errors, KafkaError
-from kafkasim.broker.fetch import FetchParams, PartitionData
+from kafkasim.broker.fetch import FetchParams, LogReadResult, PartitionData
 from kafkasim.broker.log import UNKNOWN_OFFSET_METADATA, FetchIsolation
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.partition_changes import PartitionChanges
@@ -86,12 +87,29 @@ class Checked:
 
     def __call__(self, op: DelayedFetch) -> bool:
         was_completed = op.is_completed
-        expected = kafka_try_complete(op.replica_manager, op) and not was_completed
+        rm = op.replica_manager
+        expected = kafka_try_complete(rm, op) and not was_completed
+        # Kafka's onComplete reads every partition again (a purgatory read changes nothing).
+        infos = [(tp, status.fetch_info) for tp, status in op.fetch_partition_status]
+        expected_response = _fields(rm.read_from_log(op.params, infos, read_from_purgatory=True))
         answer = self.original(op)
         assert answer is expected, f"Kafka's walk answers {expected} for {op!r}"
+        if answer:
+            reply = op.response_callback
+            assert isinstance(reply, Reply)
+            assert _fields(reply.value) == expected_response
         self.checks += 1
         self.completed += answer
         return answer
+
+
+def _fields(results: list[tuple[TopicPartition, LogReadResult]]) -> list[tuple]:
+    return [
+        (tp, r.error, r.diverging_epoch, r.high_watermark, r.log_start_offset, r.log_end_offset,
+         r.last_stable_offset, r.follower_log_start_offset, r.fetch_time_ms, r.info.fetch_offset_metadata,
+         tuple(r.info.records), r.info.size_in_bytes, r.info.partial_batch)
+        for tp, r in results
+    ]
 
 
 @pytest.fixture
@@ -215,6 +233,7 @@ class History:
 
     def check(self) -> None:
         rng = self.rng
+        self.broker.time.sleep(rng.choice([0, 0, 1]))  # a completion's re-read happens at its own time
         how = rng.choice(["direct", "key", "key", "actions"])
         self.say("check", how)
         live = self.live()
@@ -281,3 +300,21 @@ def test_partition_changes_window_falls_back_to_the_full_walk():
 
 if __name__ == "__main__":
     random_history(int(sys.argv[1]), verbose=True)
+
+
+def test_a_partition_left_empty_by_the_byte_limits_is_read_again_on_completion():
+    # Only a partition that had nothing past its end may keep its earlier (empty) answer: one that was empty
+    # because min one message no longer applied is read again, and the limits may differ by then.
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    broker = Broker(replicas=(0,), partitions=(tp0, tp1))
+    broker.produce(batch(size=100), tp=tp0, acks=1)
+    broker.produce(batch(size=100), tp=tp1, acks=1)
+    reply = Reply()
+    infos = [(tp0, PartitionData(0, 0, 1 << 20)), (tp1, PartitionData(0, 0, 50))]
+    broker.rm.fetch_messages(FetchParams(-1, 500, 1000, 1 << 20), infos, reply)
+    assert not reply.done  # 100 bytes from tp0; tp1's batch does not fit its 50 bytes after the first one
+    broker.rm.partitions[tp0].log.truncate_to(0)
+    broker.advance(500)  # expires: Kafka's onComplete reads both again
+    results = dict(reply.value)
+    assert results[tp0].size_in_bytes == 0
+    assert [b.size_in_bytes for b in results[tp1].records] == [100]  # now the first non-empty partition
