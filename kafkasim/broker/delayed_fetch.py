@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.errors import Errors, KafkaError
-from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult
+from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult, nothing_past_end
 from kafkasim.broker.log import FetchIsolation
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.records import TopicPartition
@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from kafkasim.broker.replica_manager import ReplicaManager
 
 FetchResponseCallback = Callable[[list[tuple[TopicPartition, LogReadResult]]], None]
+
+_NOT_CHECKED = -1
+_ALWAYS_WALK = -2
 
 # The errors DelayedFetch turns into an immediate completion (cases A-E); others escape, as in Kafka.
 _COMPLETING_ERRORS = frozenset(
@@ -60,6 +63,7 @@ class DelayedFetch(DelayedOperation):
         "_positions",
         "_partition_bytes",
         "_accumulated_size",
+        "_pending",
         "_read_results",
         "_read_at",
     )
@@ -80,14 +84,17 @@ class DelayedFetch(DelayedOperation):
         self.replica_manager = replica_manager
         self.response_callback = response_callback
         self._changes = replica_manager.partition_changes
-        # The PartitionChanges sequence number at the last check that ran to its end; -1: walk them all.
-        self._checked_at = -1
+        # The PartitionChanges sequence number at the last check that ran to its end, or _NOT_CHECKED, or
+        # _ALWAYS_WALK (a partition appears twice in the request).
+        self._checked_at = _NOT_CHECKED
         # Request position of each partition (built on the first check that needs it); None: a partition
         # appears twice, so every check walks them all.
         self._positions: dict[TopicPartition, int] | None = None
         # Each partition's bytes towards min_bytes at its last evaluation, and their sum (Case G).
         self._partition_bytes: list[int] = []
         self._accumulated_size = 0
+        # Request positions to evaluate at the next check whatever changed (see _begin_at_read).
+        self._pending: list[int] = []
         # The read that parked this fetch, begun at PartitionChanges sequence read_at: on completion, the
         # partitions that had nothing to read then and did not change since are not read again.
         self._read_results = read_results
@@ -104,14 +111,44 @@ class DelayedFetch(DelayedOperation):
         This runs for every parked fetch on every append and HW move (several times per request), so only the
         partitions changed since the last check are evaluated again (see the class comment)."""
         checked_at = self._checked_at
+        if checked_at == _NOT_CHECKED and self._read_results is not None:
+            checked_at = self._begin_at_read()
         if checked_at >= 0:
             changes = self._changes
-            if changes.sequence == checked_at:
+            pending = self._pending
+            if changes.sequence == checked_at and not pending:
                 return False  # nothing changed since a check that did not complete
             changed = changes.since(checked_at)
             if changed is not None:
-                return self._try_complete_changed(changed, changes.sequence)
+                return self._try_complete_changed(changed, pending, changes.sequence)
         return self._try_complete_all()
+
+    def _begin_at_read(self) -> int:
+        """Take the read that parked this fetch as its first check. A partition whose read found nothing past
+        the end (fetch offset = end offset, no error, no diverging epoch) has Kafka's verdict "no bytes, not
+        complete" while it does not change: equal offsets count nothing (not Case F); the read validated it as
+        Cases A-E do (the same partition lookup and ``localLogWithEpochOrThrow``) and checked the follower's
+        last fetched epoch as Case H does (``last_fetched_epoch_end``: an error, an undefined or a diverging
+        epoch would have answered the fetch at once). Every other partition is evaluated at the first check,
+        with those changed since the read."""
+        results = self._read_results
+        assert results is not None
+        statuses = self.fetch_partition_status
+        positions = {tp: position for position, (tp, _) in enumerate(statuses)}
+        if len(positions) != len(statuses):
+            self._checked_at = _ALWAYS_WALK
+            return _ALWAYS_WALK
+        isolation = self.params.isolation
+        self._positions = positions
+        self._partition_bytes = [0] * len(statuses)
+        self._accumulated_size = 0
+        self._pending = [
+            position
+            for position, ((_, status), (_, result)) in enumerate(zip(statuses, results, strict=True))
+            if not nothing_past_end(result, status.fetch_info.fetch_offset, isolation, exactly=True)
+        ]
+        self._checked_at = self._read_at
+        return self._read_at
 
     def _try_complete_all(self) -> bool:
         """Kafka's walk over every partition."""
@@ -128,22 +165,24 @@ class DelayedFetch(DelayedOperation):
             accumulated_size += size
         self._partition_bytes = partition_bytes
         self._accumulated_size = accumulated_size
+        self._pending = []
         if accumulated_size >= self.params.min_bytes:
             return self.force_complete()  # Case G
-        if self._positions is None:
-            positions = {tp: position for position, (tp, _) in enumerate(statuses)}
-            if len(positions) == len(statuses):
+        if self._checked_at != _ALWAYS_WALK:
+            if self._positions is None:
+                positions = {tp: position for position, (tp, _) in enumerate(statuses)}
+                if len(positions) != len(statuses):
+                    self._checked_at = _ALWAYS_WALK
+                    return False
                 self._positions = positions
-                self._checked_at = sequence
-        else:
             self._checked_at = sequence
         return False
 
-    def _try_complete_changed(self, changed: Sequence[TopicPartition], sequence: int) -> bool:
-        """The walk over the partitions in ``changed`` only, in request order."""
+    def _try_complete_changed(self, changed: Sequence[TopicPartition], pending: list[int], sequence: int) -> bool:
+        """The walk over the partitions in ``changed`` and ``pending`` only, in request order."""
         positions = self._positions
         assert positions is not None  # set whenever _checked_at is
-        changed_positions = []
+        changed_positions = list(pending)
         for key in changed:
             position = positions.get(key)
             if position is not None:
@@ -159,10 +198,11 @@ class DelayedFetch(DelayedOperation):
                 size = bytes_or_complete(topic_partition, status)
                 if size < 0:
                     return self.force_complete()
-                # Kept consistent partition by partition: an escaping error leaves _checked_at where it was,
-                # and the next check evaluates these partitions again.
+                # Kept consistent partition by partition: an escaping error leaves _checked_at and _pending
+                # where they were, and the next check evaluates these partitions again.
                 self._accumulated_size += size - partition_bytes[position]
                 partition_bytes[position] = size
+            self._pending = []
             if self._accumulated_size >= self.params.min_bytes:
                 return self.force_complete()  # Case G
         self._checked_at = sequence

@@ -213,6 +213,21 @@ class LogReadResult:
         )
 
 
+def nothing_past_end(result: LogReadResult, fetch_offset: int, isolation: FetchIsolation, *, exactly: bool) -> bool:
+    """Did this read find nothing past the end it may read to (the LEO, HW or LSO it captured before the
+    read), so that its empty answer depended neither on the byte limits nor on min one message? ``exactly``:
+    at the end, not beyond it (beyond the HW is DelayedFetch's Case F)."""
+    if result.info.size_in_bytes != 0 or result.error is not Errors.NONE or result.diverging_epoch is not None:
+        return False
+    if isolation is FetchIsolation.LOG_END:
+        end = result.log_end_offset
+    elif isolation is FetchIsolation.HIGH_WATERMARK:
+        end = result.high_watermark
+    else:
+        end = result.last_stable_offset
+    return fetch_offset == end if exactly else fetch_offset >= end
+
+
 class FetchPartitionStatus:
     """A parked fetch's partition: the fetch offset metadata frozen at arrival (Kafka's
     ``FetchPartitionStatus``) and the request's partition data."""

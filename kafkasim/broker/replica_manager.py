@@ -13,8 +13,14 @@ from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
 from kafkasim.broker.errors import Errors, KafkaError
-from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult, PartitionData
-from kafkasim.broker.log import FetchIsolation, LeaderHwChange, Log, LogAppendInfo
+from kafkasim.broker.fetch import (
+    FetchParams,
+    FetchPartitionStatus,
+    LogReadResult,
+    PartitionData,
+    nothing_past_end,
+)
+from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.metrics import BrokerMetrics
@@ -397,19 +403,12 @@ class ReplicaManager:
         read = self._read
         results = []
         for (tp, fetch_info), (_, prior) in zip(fetch_infos, previous, strict=True):
-            if tp not in changed and prior.info.size_in_bytes == 0 and prior.error is Errors.NONE:
-                if isolation is FetchIsolation.LOG_END:
-                    end = prior.log_end_offset
-                elif isolation is FetchIsolation.HIGH_WATERMARK:
-                    end = prior.high_watermark
-                else:
-                    end = prior.last_stable_offset
-                if fetch_info.fetch_offset >= end and prior.diverging_epoch is None:
-                    # Nothing past the end then, nothing changed since: Log.read answers the same.
-                    if prior.fetch_time_ms != fetch_time_ms:
-                        prior = prior.at_fetch_time(fetch_time_ms)
-                    results.append((tp, prior))
-                    continue  # size 0: the limits stay as they are
+            if tp not in changed and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False):
+                # Nothing past the end then, nothing changed since: Log.read answers the same.
+                if prior.fetch_time_ms != fetch_time_ms:
+                    prior = prior.at_fetch_time(fetch_time_ms)
+                results.append((tp, prior))
+                continue  # size 0: the limits stay as they are
             result = read(
                 params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
             )
