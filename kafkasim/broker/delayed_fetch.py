@@ -110,6 +110,8 @@ class DelayedFetch(DelayedOperation):
 
         This runs for every parked fetch on every append and HW move (several times per request), so only the
         partitions changed since the last check are evaluated again (see the class comment)."""
+        if self._completed:
+            return False  # what forceComplete answers; its partitions are released (on_complete)
         checked_at = self._checked_at
         if checked_at == _NOT_CHECKED and self._read_results is not None:
             checked_at = self._begin_at_read()
@@ -274,6 +276,12 @@ class DelayedFetch(DelayedOperation):
         results = self.replica_manager.read_from_log(
             self.params, fetch_infos, read_from_purgatory=True, previous=previous, previous_at=self._read_at
         )
+        # A completed fetch stays in the watch lists of its other partitions until they are checked or purged
+        # (up to fetch.purgatory.purge.interval.requests of them): it keeps nothing per partition meanwhile.
+        self.fetch_partition_status = ()
+        self._positions = None
+        self._partition_bytes = []
+        self._pending = []
         self.response_callback(results)
 
     def __repr__(self) -> str:
