@@ -417,6 +417,8 @@ class Log:
         """The HW with full segment metadata, materialised (and cached) when stored message-only."""
         metadata = self._high_watermark_metadata
         if metadata.message_offset_only:
+            # A cache, not a change (nothing is recorded): the full metadata of the same offset, which only a
+            # recorded change (append, roll, truncation, log start move) could make different.
             metadata = self.maybe_convert_to_offset_metadata(metadata.message_offset)
             self._high_watermark_metadata = metadata
         return metadata
