@@ -34,16 +34,29 @@ from .test_cluster import _scenario as cluster_scenario
 TPS = tuple(TopicPartition("t", p) for p in range(4))
 
 
+class Finished:
+    """A finished request: its envelope, with the request body as it was when it finished (the recorder
+    drops the body afterwards)."""
+
+    def __init__(self, envelope: RequestEnvelope) -> None:
+        self.envelope = envelope
+        self.body = envelope.body
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.envelope, name)
+
+
 class Seen:
-    """Every finished request with its response as it was when it finished (the recorder drops it)."""
+    """Every finished request with its body and response as they were when it finished (the recorder drops
+    them)."""
 
     def __init__(self) -> None:
-        self.requests: list[tuple[RequestEnvelope, Any]] = []
+        self.requests: list[tuple[Any, Any]] = []
 
     def __call__(self, envelope: RequestEnvelope) -> None:
-        self.requests.append((envelope, envelope.response))
+        self.requests.append((Finished(envelope), envelope.response))
 
-    def of(self, client: str) -> list[tuple[RequestEnvelope, Any]]:
+    def of(self, client: str) -> list[tuple[Any, Any]]:
         return sorted(((e, r) for e, r in self.requests if e.client == client), key=lambda er: er[0].client_send_ms)
 
 
@@ -58,8 +71,8 @@ def _single_leader(**sections: Any) -> Scenario:
     return scenario(**{**base, **sections})
 
 
-def _sent(envelope: RequestEnvelope) -> list[int]:
-    return [tp.partition for tp, _ in envelope.body.fetch_infos]  # type: ignore[union-attr]
+def _sent(envelope: Any) -> list[int]:
+    return [tp.partition for tp, _ in envelope.body.fetch_infos]
 
 
 def _answered(response: Any) -> list[int]:
@@ -106,7 +119,7 @@ def test_an_idle_follower_sends_no_partition_and_waits_on_all_of_them_until_a_pr
     # At 950 ms the third idle request (sent at ~901) is parked: one DelayedFetch of replica 1 watches all
     # four partitions of the session although the request named none (IncrementalFetchContext.foreachPartition).
     (in_flight, watchers), = parked
-    assert in_flight is idle[2][0]
+    assert in_flight is idle[2][0].envelope
     (op,) = watchers[0]
     assert all(ws == [op] for ws in watchers)
 
