@@ -25,9 +25,14 @@ Spark needs Java 17+ (java.py checks it first and says how to install it); singl
 
 from __future__ import annotations
 
-from kafkasim.sweep.model import SweepFile, load_sweep
-from kafkasim.sweep.output import IncompleteSweepError, read_manifest
-from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
+from typing import TYPE_CHECKING
+
+from kafkasim._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from kafkasim.sweep.model import SweepFile, load_sweep
+    from kafkasim.sweep.output import IncompleteSweepError, read_manifest
+    from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
 
 __all__ = [
     "IncompleteSweepError",
@@ -38,3 +43,17 @@ __all__ = [
     "read_manifest",
     "run_sweep",
 ]
+
+# Lazy (PEP 562): a Spark task imports kafkasim.sweep.task, and with it this package; it must not pay for
+# pandas, Spark SQL and figures, which only the driver uses.
+_LAZY = {
+    "SweepFile": "kafkasim.sweep.model",
+    "load_sweep": "kafkasim.sweep.model",
+    "IncompleteSweepError": "kafkasim.sweep.output",
+    "read_manifest": "kafkasim.sweep.output",
+    "SweepAbortedError": "kafkasim.sweep.sweep",
+    "SweepResult": "kafkasim.sweep.sweep",
+    "run_sweep": "kafkasim.sweep.sweep",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY)
