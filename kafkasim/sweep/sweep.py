@@ -10,6 +10,7 @@ SweepAbortedError says where it is and where Spark's log is.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, w
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
 from kafkasim.sweep.session import (
+    EXECUTOR_DEPENDENCIES,
     build_spark_session,
     is_local_master,
     resolve_master,
@@ -275,6 +277,9 @@ def run_sweep(
 
 
 _WORKER_FAILURE = "An exception was thrown from the Python worker"
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+_EXECUTOR_NEEDS = {"simpy", "pydantic", "yaml", "hdrh", "pyarrow", "pandas", "numpy"}
+"""Top-level import names of EXECUTOR_DEPENDENCIES."""
 
 
 def spark_failure_cause(exc: BaseException) -> str:
@@ -289,9 +294,14 @@ def spark_failure_cause(exc: BaseException) -> str:
     cause = next((line for line in lines[starts[-1] + 1:] if line.strip() and not line[0].isspace()), lines[0])
     if _WORKER_FAILURE in str(exc):
         cause = f"a Python worker failed: {cause}"
+    missing = _MISSING_MODULE.search(cause)
+    if missing is not None and missing.group(1).split(".")[0] in _EXECUTOR_NEEDS:
+        cause += (f" (the executors' Python lacks {missing.group(1).split('.')[0]!r}: it must have kafkasim's "
+                  f"dependencies installed: {', '.join(EXECUTOR_DEPENDENCIES)}; PYSPARK_PYTHON names it)")
     if "No module named 'kafkasim'" in cause:
-        cause += (" (the workers' Python cannot import kafkasim: on a cluster, install kafkasim on every executor "
-                  "and point PYSPARK_PYTHON at that interpreter)")
+        cause += (" (the workers' Python cannot import kafkasim: a sweep ships kafkasim to a cluster's executors "
+                  "itself, but a session of your own must be given to run_sweep or have ship_kafkasim(spark) "
+                  "called; for a local master, run kafkasim with the interpreter it is installed in)")
     return cause[:500]
 
 
