@@ -20,7 +20,7 @@ Every measurement is a fresh Python process:
 Repeats alternate the configurations, in a rotated order each repeat, so a neighbour's load on a shared
 machine falls on all of them alike. The 1-minute load average is printed around each measurement.
 
-    uv run --extra spark python benchmarks/sweep_bench.py --before 5d40574~1          # README tables
+    uv run --extra spark python benchmarks/sweep_bench.py --before eb1ec5d --after HEAD   # README tables
     uv run --extra spark python benchmarks/sweep_bench.py --quick                     # smoke: 8 runs of 1 s
 """
 
@@ -104,6 +104,7 @@ def child_sweep(runs: int, duration: str) -> dict[str, Any]:
 def _export(rev: str, directory: Path) -> Path:
     """The kafkasim package of git revision `rev`, extracted under `directory`; returns its parent."""
     archive = subprocess.run(["git", "archive", rev, "kafkasim"], cwd=ROOT, check=True, capture_output=True)
+    directory.mkdir(parents=True)
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
     return directory
 
@@ -128,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=32)
     parser.add_argument("--duration", default="3s")
     parser.add_argument("--before", metavar="REV", help="git revision to compare with (default: none)")
+    parser.add_argument("--after", metavar="REV", help="git revision measured as 'after' (default: this checkout)")
     parser.add_argument("--workloads", default="3s:2,30s:1,fixed:2",
                         help="DURATION:REPEATS,... ('fixed' = the fixed-cost sweep); default 3s:2,30s:1,fixed:2")
     parser.add_argument("--quick", action="store_true", help="8 runs of 1 s and the fixed cost, once each")
@@ -145,10 +147,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         workloads, runs = [("1s", 1), ("fixed", 1)], 8
     with tempfile.TemporaryDirectory(prefix="kafkasim-before-") as tmp:
-        before = _export(args.before, Path(tmp)) if args.before else None
-        versions: list[tuple[str, Path | None]] = [("after", None)] + ([("before", before)] if before else [])
-        lines = [f"Machine: {os.cpu_count()} CPUs; master {MASTER}; before = {args.before or '-'}, after = this "
-                 "checkout. Wall seconds, median of the repeats; ratio = loop wall / sweep wall.", ""]
+        before = _export(args.before, Path(tmp) / "before") if args.before else None
+        after = _export(args.after, Path(tmp) / "after") if args.after else None
+        versions: list[tuple[str, Path | None]] = [("after", after)] + ([("before", before)] if before else [])
+        lines = [f"Machine: {os.cpu_count()} CPUs; master {MASTER}; before = {args.before or '-'}, after = "
+                 f"{args.after or 'this checkout'}. Wall seconds, median of the repeats; ratio = loop wall / sweep "
+                 "wall.", ""]
         raw: dict[str, Any] = {}
         loads: list[float] = []
         for workload, repeats in workloads:

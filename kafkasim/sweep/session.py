@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "kafkasim-sweep"
 
+LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""JVM options of a local master's Spark (driver and executor in one JVM, on the cores the simulations
+run on): the C1 JIT only and the serial collector. A sweep's JVM runs short-lived query plans that C2
+would spend more CPU compiling than they run; measured in benchmarks/README.md ("Sweeps on Spark"): the
+fixed cost of a sweep in a new session about halves, mostly the JVM's own CPU."""
+
 _LOCAL_MASTER_RE = re.compile(r"^local(\[(\*|\d+)(,\s*\d+)?\])?$")
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -121,8 +127,11 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
         # Sweeps aggregate a few thousand groups at most; Spark's default of 200 shuffle partitions
         # makes each tiny aggregation schedule 200 tasks. The job sets a size-based value per run.
         .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}")
     )
+    java_options = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"
+    if local:
+        java_options += f" {LOCAL_JVM_OPTIONS}"
+    builder = builder.config("spark.driver.extraJavaOptions", java_options)
     # A Python worker serves task after task (Spark's default, made explicit: a sweep relies on it, since a
     # worker's first task pays the imports).
     builder = builder.config("spark.python.worker.reuse", "true")
