@@ -15,7 +15,8 @@ Every measurement is a fresh Python process:
 - after:  `run_sweep(sweep, master="local[2]")` of this checkout, timed from before the SparkSession starts
           to the result (what `kafkasim sweep` costs, less the CLI's imports);
 - before: the same with the kafkasim of git revision REV (`--before REV`, extracted with `git archive` and
-          put first on PYTHONPATH, which Spark's local Python workers inherit).
+          put first on PYTHONPATH, for the driver and, through spark.executorEnv.PYTHONPATH, its workers);
+          `--after REV` measures a revision the same way instead of this checkout.
 
 Repeats alternate the configurations, in a rotated order each repeat, so a neighbour's load on a shared
 machine falls on all of them alike. The 1-minute load average is printed around each measurement.
@@ -113,9 +114,13 @@ def _child(kind: str, runs: int, duration: str, pythonpath: Path | None) -> dict
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
+        # Spark's local Python workers do not inherit the driver's PYTHONPATH; executorEnv reaches them.
+        env["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.executorEnv.PYTHONPATH={env['PYTHONPATH']} pyspark-shell"
     load = os.getloadavg()[0]
     cmd = [sys.executable, __file__, "--child", kind, "--runs", str(runs), "--duration", duration]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    # Not in the checkout: `python -m pyspark.daemon` puts its working directory first on sys.path, and the
+    # checkout's kafkasim would shadow the revision on PYTHONPATH.
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(), env=env)
     if done.returncode != 0:
         raise SystemExit(f"{kind} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     data: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
