@@ -12,6 +12,8 @@ Every measurement is a fresh Python process:
 
 - loop:   `run_scenario(scenario, seed=s)` for the 32 seeds, one after the other, after the imports and an
           untimed warm-up run (nothing written: the simulator's work alone, the strictest yardstick);
+- pool of 2: the same runs on a `multiprocessing` pool of 2 processes forked after the same warm-up, no
+          Spark: what the two cores deliver at that moment, the ceiling of any sweep on a shared machine;
 - after:  `run_sweep(sweep, master="local[2]")` of this checkout, timed from before the SparkSession starts
           to the result (what `kafkasim sweep` costs, less the CLI's imports);
 - before: the same with the kafkasim of git revision REV (`--before REV`, extracted with `git archive` and
@@ -81,6 +83,30 @@ def child_loop(runs: int, duration: str) -> dict[str, Any]:
     return {"wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0, "warm_up_s": warm}
 
 
+_POOL_SCENARIO: Any = None  # set before the pool forks, so the workers inherit it parsed
+
+
+def _pool_run(seed: int) -> None:
+    from kafkasim.run import run_scenario
+
+    run_scenario(_POOL_SCENARIO, seed=seed)
+
+
+def child_pool(runs: int, duration: str) -> dict[str, Any]:
+    """The loop's runs on a multiprocessing pool of 2 forked processes: what two cores deliver right now."""
+    import multiprocessing
+
+    from kafkasim.run import run_scenario
+
+    global _POOL_SCENARIO
+    run_scenario(_scenario("1s"), seed=0)  # the same untimed warm-up as the loop, before forking
+    _POOL_SCENARIO = _scenario(duration)
+    wall0 = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pool.map(_pool_run, range(1, runs + 1), chunksize=1)
+    return {"wall_s": time.perf_counter() - wall0}
+
+
 def child_sweep(runs: int, duration: str) -> dict[str, Any]:
     import kafkasim
     from kafkasim.sweep.sweep import run_sweep
@@ -130,7 +156,7 @@ def _child(kind: str, runs: int, duration: str, pythonpath: Path | None) -> dict
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--child", choices=["loop", "sweep"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["loop", "pool", "sweep"], help=argparse.SUPPRESS)
     parser.add_argument("--runs", type=int, default=32)
     parser.add_argument("--duration", default="3s")
     parser.add_argument("--before", metavar="REV", help="git revision to compare with (default: none)")
@@ -142,6 +168,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.child == "loop":
         print(json.dumps(child_loop(args.runs, args.duration)))
+        return
+    if args.child == "pool":
+        print(json.dumps(child_pool(args.runs, args.duration)))
         return
     if args.child == "sweep":
         print(json.dumps(child_sweep(args.runs, args.duration)))
@@ -163,12 +192,13 @@ def main(argv: list[str] | None = None) -> None:
         for workload, repeats in workloads:
             fixed = workload == "fixed"
             n, duration = (2, "0.1s") if fixed else (runs, workload)
-            configs = ([] if fixed else [("loop", None)]) + [(f"sweep {v}", p) for v, p in versions]
+            configs = ([] if fixed else [("loop", None), ("pool of 2", None)]) + [
+                (f"sweep {v}", p) for v, p in versions]
             results: dict[str, list[dict[str, Any]]] = {c: [] for c, _ in configs}
             for i in range(repeats):
                 order = configs[i % len(configs):] + configs[:i % len(configs)]  # rotate: no fixed first place
                 for name, path in order:
-                    kind = "loop" if name == "loop" else "sweep"
+                    kind = name.split()[0]
                     print(f"[{workload} {i + 1}/{repeats}] {name} ...", file=sys.stderr, flush=True)
                     data = _child(kind, n, duration, path)
                     results[name].append(data)
