@@ -140,7 +140,7 @@ def _child(kind: str, runs: int, duration: str, pythonpath: Path | None) -> dict
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
-        # Spark's local Python workers do not inherit the driver's PYTHONPATH; executorEnv reaches them.
+        # And on the Python workers' path (spark.executorEnv reaches them whatever the JVM's environment).
         env["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.executorEnv.PYTHONPATH={env['PYTHONPATH']} pyspark-shell"
     load = os.getloadavg()[0]
     cmd = [sys.executable, __file__, "--child", kind, "--runs", str(runs), "--duration", duration]

@@ -168,7 +168,7 @@ def kafkasim_zip(directory: Path | None = None) -> Path:
     """
     import kafkasim
 
-    package = Path(kafkasim.__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # kafkasim/, this file being kafkasim/sweep/session.py
     files = sorted(
         p for p in package.rglob("*")
         if p.is_file() and p.suffix in _SHIPPED_SUFFIXES and "__pycache__" not in p.parts

@@ -157,3 +157,16 @@ def test_a_sweep_on_a_standalone_cluster_equals_a_local_sweep(cluster: str, spar
                                       check_exact=True)
     for table in ("requests", "records"):
         pd.testing.assert_frame_equal(_rows(on_cluster, table), _rows(tmp_path / "local", table), check_exact=True)
+
+
+def test_the_shipped_zip_holds_the_package_sources_and_is_reused(tmp_path: Path) -> None:
+    import zipfile
+
+    from kafkasim.sweep.session import kafkasim_zip
+
+    first = kafkasim_zip(tmp_path)
+    names = zipfile.ZipFile(first).namelist()
+    assert "kafkasim/__init__.py" in names and "kafkasim/sweep/task.py" in names
+    assert "kafkasim/sweep/log4j2.properties" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
+    assert kafkasim_zip(tmp_path) == first and len(list(tmp_path.iterdir())) == 1
