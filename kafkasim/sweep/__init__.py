@@ -10,7 +10,8 @@ Command line: `kafkasim sweep SWEEP.yaml [--master URL] [--out DIR] [--paralleli
 exit codes). The sweep file format is documented in model.py, the output layout in output.py.
 
 How numbers are computed:
-- Each (variant, seed) is one Spark task running the simulator in the executor's Python worker.
+- Each (variant, seed) is one Spark task running the simulator in the executor's Python worker and writing
+  the run's rows as Parquet itself (task.py); Spark aggregates from the files (aggregate.py).
 - Rows sent during the scenario's warm-up are stored but excluded, as in a single run's summary.
 - Percentiles (p50, p95, p99, p99.9) come from Spark SQL's `percentile_approx` with accuracy 100,000:
   the value returned for quantile q has a rank within q·n ± n/100,000 of the n sorted values (relative
