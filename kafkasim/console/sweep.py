@@ -81,6 +81,26 @@ def result_table(result: SweepResult, stat: str = "p99") -> Table:
     return table
 
 
+_PHASES = (("spark_start", "Spark start"), ("runs", "runs"), ("reconcile", "schemas"),
+           ("aggregate", "aggregation"), ("write", "tables"), ("figures", "figures"))
+
+
+def phase_times(result: SweepResult) -> str:
+    """Where the sweep's wall time went, e.g. "Spark start 6.1 s, runs 12.0 s (…), aggregation 3.2 s, …"."""
+    parts = []
+    for key, label in _PHASES:
+        seconds = result.timings.get(key)
+        if seconds is None or (key == "spark_start" and seconds < 0.05):
+            continue
+        text = f"{label} {seconds:.1f} s"
+        if key == "runs":
+            run_s = [r.timings["run_s"] for r in result.runs if "run_s" in r.timings]
+            if run_s:
+                text += f" (simulation {sum(run_s):.1f} s over {len(run_s)} runs)"
+        parts.append(text)
+    return ", ".join(parts)
+
+
 def sweep_command(
     sweep_file: str | Path,
     *,
@@ -153,4 +173,6 @@ def sweep_command(
         highlight=False,
     )
     console.print(f"results: {escape(str(result.output_dir))}", highlight=False)
+    if result.timings:
+        console.print(f"time: {phase_times(result)}", highlight=False)
     return EXIT_OK if result.ok else EXIT_RUNS_FAILED

@@ -10,7 +10,8 @@ Command line: `kafkasim sweep SWEEP.yaml [--master URL] [--out DIR] [--paralleli
 exit codes). The sweep file format is documented in model.py, the output layout in output.py.
 
 How numbers are computed:
-- Each (variant, seed) is one Spark task running the simulator in the executor's Python worker.
+- Each (variant, seed) is one Spark task running the simulator in the executor's Python worker and writing
+  the run's rows as Parquet itself (task.py); Spark aggregates from the files (aggregate.py).
 - Rows sent during the scenario's warm-up are stored but excluded, as in a single run's summary.
 - Percentiles (p50, p95, p99, p99.9) come from Spark SQL's `percentile_approx` with accuracy 100,000:
   the value returned for quantile q has a rank within q·n ± n/100,000 of the n sorted values (relative
@@ -25,9 +26,14 @@ Spark needs Java 17+ (java.py checks it first and says how to install it); singl
 
 from __future__ import annotations
 
-from kafkasim.sweep.model import SweepFile, load_sweep
-from kafkasim.sweep.output import IncompleteSweepError, read_manifest
-from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
+from typing import TYPE_CHECKING
+
+from kafkasim._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from kafkasim.sweep.model import SweepFile, load_sweep
+    from kafkasim.sweep.output import IncompleteSweepError, read_manifest
+    from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
 
 __all__ = [
     "IncompleteSweepError",
@@ -38,3 +44,17 @@ __all__ = [
     "read_manifest",
     "run_sweep",
 ]
+
+# Lazy (PEP 562): a Spark task imports kafkasim.sweep.task, and with it this package; it must not pay for
+# pandas, Spark SQL and figures, which only the driver uses.
+_LAZY = {
+    "SweepFile": "kafkasim.sweep.model",
+    "load_sweep": "kafkasim.sweep.model",
+    "IncompleteSweepError": "kafkasim.sweep.output",
+    "read_manifest": "kafkasim.sweep.output",
+    "SweepAbortedError": "kafkasim.sweep.sweep",
+    "SweepResult": "kafkasim.sweep.sweep",
+    "run_sweep": "kafkasim.sweep.sweep",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -37,7 +37,8 @@ from kafkasim.record.output_dir import OutputDirError as _OutputDirError
 MANIFEST = "_MANIFEST.json"
 _FILES = frozenset((MANIFEST, "sweep.yaml", "base_scenario.yaml", "variants.json", "runs.parquet",
                     "per_seed.parquet", "per_variant.parquet", "per_variant.csv"))
-_TABLE_DIRS = ("requests", "records")  # written by Spark: _SUCCESS, variant_id=…/part-….parquet, .crc files
+_TABLE_DIRS = ("requests", "records")  # variant_id=…/part-….parquet, one per run (sweep/task.py); Spark-written
+# directories of earlier versions also hold _SUCCESS and .crc files
 
 
 class IncompleteSweepError(Exception):

@@ -10,6 +10,8 @@ SweepAbortedError says where it is and where Spark's log is.
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +34,14 @@ from kafkasim.sweep.model import LoadedSweep, load_sweep
 from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, write_manifest
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
-from kafkasim.sweep.session import build_spark_session, resolve_master, spark_log_path
+from kafkasim.sweep.session import (
+    EXECUTOR_DEPENDENCIES,
+    build_spark_session,
+    is_local_master,
+    resolve_master,
+    ship_kafkasim,
+    spark_log_path,
+)
 from kafkasim.sweep.spark_job import (
     DEFAULT_RUNNER,
     STATUS_FAILED,
@@ -70,6 +79,10 @@ class SweepResult:
     notes: list[str] = field(default_factory=list)
     """Default metrics skipped because the runs do not have their columns."""
     figures: list[Path] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per phase, in order: `spark_start` (0 with a session given), `runs` (the Spark job:
+    every run, each writing its Parquet), `reconcile` (schemas), `aggregate`, `write` (result tables),
+    `figures`."""
 
     @property
     def ok(self) -> bool:
@@ -207,15 +220,23 @@ def run_sweep(
         own_session = spark is None
     else:
         own_session = False
+    t_start = time.perf_counter()
     session = spark if spark is not None else build_spark_session(master, parallelism=parallelism)
+    timings = {"spark_start": time.perf_counter() - t_start}
     job: JobOutput | None = None
     try:
         session.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(len(plan.variants))))
         session.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+        session_master = getattr(getattr(session, "sparkContext", None), "master", None)
+        if isinstance(session_master, str) and not is_local_master(session_master):
+            ship_kafkasim(session)  # executors import kafkasim from the zip; no install on the cluster
         job = run_job(session, plan.runs, runner or DEFAULT_RUNNER, partial.resolve().as_uri(), progress=progress)
+        timings.update(job.timings)
+        t_aggregate = time.perf_counter()
         aggregates = aggregate(
             session, job.table_paths, job.table_columns, loaded.sweep.metric_specs, len(plan.seeds)
         )
+        timings["aggregate"] = time.perf_counter() - t_aggregate
     except Exception as exc:
         first = spark_failure_cause(exc)
         write_manifest(partial, _manifest(plan, loaded, resolved_master, job, complete=False, error=first))
@@ -230,8 +251,11 @@ def run_sweep(
     explicit = loaded.sweep.metrics is not None
     problems = aggregates.problems if explicit else []
     notes = [] if explicit else [f"skipped default {p}" for p in aggregates.problems]
+    t_write = time.perf_counter()
     _write_results(partial, job, aggregates, plan)
+    t_figures = time.perf_counter()
     figures = plot_sweep(aggregates.per_variant, plan.dimensions, plan.variant_coords, partial / "figures")
+    timings.update(write=t_figures - t_write, figures=time.perf_counter() - t_figures)
     manifest = _manifest(plan, loaded, resolved_master, job, complete=True, problems=problems, notes=notes)
     write_manifest(partial, manifest)
     publish(partial, final)
@@ -248,10 +272,14 @@ def run_sweep(
         problems=problems,
         notes=notes,
         figures=[final / p.relative_to(partial) for p in figures],
+        timings=timings,
     )
 
 
 _WORKER_FAILURE = "An exception was thrown from the Python worker"
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+_EXECUTOR_NEEDS = {"simpy", "pydantic", "yaml", "hdrh", "pyarrow", "pandas", "numpy"}
+"""Top-level import names of EXECUTOR_DEPENDENCIES."""
 
 
 def spark_failure_cause(exc: BaseException) -> str:
@@ -266,9 +294,14 @@ def spark_failure_cause(exc: BaseException) -> str:
     cause = next((line for line in lines[starts[-1] + 1:] if line.strip() and not line[0].isspace()), lines[0])
     if _WORKER_FAILURE in str(exc):
         cause = f"a Python worker failed: {cause}"
+    missing = _MISSING_MODULE.search(cause)
+    if missing is not None and missing.group(1).split(".")[0] in _EXECUTOR_NEEDS:
+        cause += (f" (the executors' Python lacks {missing.group(1).split('.')[0]!r}: it must have kafkasim's "
+                  f"dependencies installed: {', '.join(EXECUTOR_DEPENDENCIES)}; PYSPARK_PYTHON names it)")
     if "No module named 'kafkasim'" in cause:
-        cause += (" (the workers' Python cannot import kafkasim: on a cluster, install kafkasim on every executor "
-                  "and point PYSPARK_PYTHON at that interpreter)")
+        cause += (" (the workers' Python cannot import kafkasim: a sweep ships kafkasim to a cluster's executors "
+                  "itself, but a session of your own must be given to run_sweep or have ship_kafkasim(spark) "
+                  "called; for a local master, run kafkasim with the interpreter it is installed in)")
     return cause[:500]
 
 

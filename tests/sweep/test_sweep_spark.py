@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,6 +207,9 @@ def test_failed_variant_is_reported_while_others_complete(spark: SparkSession, s
     assert code == 1
     assert "planned 8, succeeded 6, failed 2" in text
     assert "failed v000 seed 3: RuntimeError: simulated engine crash for io=1, acks=1" in text
+    # Where the time went, phase by phase (no "Spark start": the session was given).
+    assert re.search(r"time: runs \d+\.\d s \(simulation \d+\.\d s over 6 runs\), schemas \d+\.\d s, "
+                     r"aggregation \d+\.\d s, tables \d+\.\d s, figures \d+\.\d s", text), text
     out = sweep_dir / "results" / "failing"
     manifest = read_manifest(out)
     failed = [r for r in manifest["runs"] if r["status"] == "failed"]

@@ -1,0 +1,28 @@
+"""Spark's Python worker daemon for sweeps, with the engine imported once, before it forks any worker.
+
+Spark starts one daemon per executor (`python -m <spark.python.daemon.module>`), and the daemon forks a
+Python worker for each concurrent task slot. With PySpark's own daemon every worker imports the
+simulator (pandas, pyarrow, pydantic, SimPy, the engine: ~1.5 s of CPU each) on its first task. This one
+imports them first and then runs PySpark's daemon unchanged, so the forked workers inherit the imported
+modules. Used for local masters only, where the driver's interpreter (whose kafkasim this imports) runs
+the workers; a cluster's executors use PySpark's daemon and import kafkasim from the shipped archive.
+"""
+
+from __future__ import annotations
+
+
+def preload() -> None:
+    """Import what every sweep task imports. Never fails: a worker reports its own import errors."""
+    try:
+        import kafkasim.run.engine  # noqa: F401
+        import kafkasim.scenario.load  # noqa: F401
+        import kafkasim.sweep.task  # noqa: F401
+    except Exception:  # noqa: BLE001, S110 - the task's own import raises the same error, with context
+        pass
+
+
+if __name__ == "__main__":
+    preload()
+    from pyspark import daemon
+
+    daemon.manager()

@@ -1,0 +1,172 @@
+"""A sweep on a real Spark standalone cluster: a master and a worker on 127.0.0.1, started here from PySpark's
+own launch classes, run `kafkasim sweep --master spark://127.0.0.1:PORT`; its results equal a local sweep's.
+
+The executors' Python cannot import this checkout's kafkasim (it runs with `-S`, so the editable install's
+.pth file is not read; the dependencies come from site-packages on PYTHONPATH): the sweep works only
+because kafkasim ships itself to the executors (kafkasim.sweep.session.ship_kafkasim).
+
+Both JVMs are always stopped, even when the test fails; ports are chosen free at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pyarrow.dataset as ds
+import pytest
+
+from kafkasim.sweep.session import _LOG4J_CONFIG
+from kafkasim.sweep.sweep import run_sweep
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+SWEEP = "base: base.yaml\ngrid:\n  broker.num.io.threads: [1, 4]\nseeds: [1, 2]\nduration: 2s\n"
+
+
+def _free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _wait_for_worker(master_ui: int, processes: list[subprocess.Popen[bytes]], logs: list[Path],
+                     timeout: float) -> None:
+    """Until the master's status page (its web UI's /json) lists one alive worker."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and all(p.poll() is None for p in processes):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json/", timeout=2) as response:
+                if json.load(response).get("aliveworkers", 0) >= 1:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    tails = "\n".join(f"{log}:\n{log.read_text(errors='replace')[-2000:]}" for log in logs)
+    raise AssertionError(f"no worker registered with the master after {timeout} s\n{tails}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group this test started (the worker's executors are in it), then SIGKILL."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[str]:
+    """A standalone master and one worker (1 core, 1 GiB) on 127.0.0.1; yields the master URL."""
+    import shutil
+
+    import pyspark
+
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java")
+    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
+    spark_home = Path(pyspark.__file__).parent
+    master_port, master_ui, worker_port, worker_ui = _free_ports(4)
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
+           # What bin/load-spark-env.sh sets: the worker's launcher needs it to build the executors' command.
+           "SPARK_SCALA_VERSION": "2.13"}
+    base = [java, "-Xmx256m", "-cp", f"{spark_home / 'jars'}/*", f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"]
+    master_url = f"spark://127.0.0.1:{master_port}"
+    master_log, worker_log = tmp_path / "master.log", tmp_path / "worker.log"
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        with master_log.open("wb") as out:
+            processes.append(subprocess.Popen(
+                [*base, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port),
+                 "--webui-port", str(master_ui)],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        with worker_log.open("wb") as out:
+            processes.append(subprocess.Popen(
+                [*base, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1",
+                 "--port", str(worker_port), "--webui-port", str(worker_ui), "--cores", "1", "--memory", "1g",
+                 "--work-dir", str(tmp_path / "work")],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for_worker(master_ui, processes, [master_log, worker_log], timeout=90)
+        yield master_url
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+def _python_without_kafkasim(directory: Path) -> Path:
+    """An interpreter for the executors: this venv's Python with its packages but without kafkasim."""
+    wrapper = directory / "python-without-kafkasim"
+    site_packages = sysconfig.get_paths()["purelib"]
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" exec "{sys.executable}" -S "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    probe = subprocess.run([str(wrapper), "-c", "import pyarrow, pandas, simpy, pydantic, yaml; import kafkasim"],
+                           capture_output=True, text=True, cwd=directory, env={"PATH": os.environ["PATH"]})
+    assert "No module named 'kafkasim'" in probe.stderr, probe.stderr  # and every dependency imported
+    return wrapper
+
+
+def _rows(out: Path, table: str) -> pd.DataFrame:
+    frame = ds.dataset(out / table, format="parquet", partitioning="hive").to_table().to_pandas()
+    frame["variant_id"] = frame["variant_id"].astype(str)
+    return frame.sort_values(list(frame.columns), ignore_index=True)
+
+
+def test_a_sweep_on_a_standalone_cluster_equals_a_local_sweep(cluster: str, spark: SparkSession,
+                                                               tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text(Path(__file__).with_name("base.yaml").read_text())
+    (tmp_path / "sweep.yaml").write_text(SWEEP)
+    python = _python_without_kafkasim(tmp_path)
+    script = Path(sys.executable).with_name("kafkasim")
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "kafkasim"]
+    env = {**os.environ, "PYSPARK_PYTHON": str(python), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    done = subprocess.run([*command, "sweep", "sweep.yaml", "--master", cluster, "--out", "on-cluster"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"4 runs on {cluster}" in done.stdout and "planned 4, succeeded 4, failed 0" in done.stdout
+
+    local = run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "local", spark=spark)
+    assert local.failed == 0
+    on_cluster = tmp_path / "on-cluster"
+    for name in ("per_seed.parquet", "per_variant.parquet", "runs.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(on_cluster / name), pd.read_parquet(tmp_path / "local" / name),
+                                      check_exact=True)
+    for table in ("requests", "records"):
+        pd.testing.assert_frame_equal(_rows(on_cluster, table), _rows(tmp_path / "local", table), check_exact=True)
+
+
+def test_the_shipped_zip_holds_the_package_sources_and_is_reused(tmp_path: Path) -> None:
+    import zipfile
+
+    from kafkasim.sweep.session import kafkasim_zip
+
+    first = kafkasim_zip(tmp_path)
+    names = zipfile.ZipFile(first).namelist()
+    assert "kafkasim/__init__.py" in names and "kafkasim/sweep/task.py" in names
+    assert "kafkasim/sweep/log4j2.properties" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
+    assert kafkasim_zip(tmp_path) == first and len(list(tmp_path.iterdir())) == 1
