@@ -65,9 +65,17 @@ def client_deadlines(scenario: Scenario, layout: ClusterLayout | None = None) ->
         deadlines[p.name] = float(p.request_timeout_ms)
     for c in scenario.consumers:
         deadlines[c.name] = float(c.request_timeout_ms)
+    counts = fetcher_counts(scenario, layout)
     for fault in scenario.faults:
-        if fault.type == "pause" and fault.target in deadlines:
+        if fault.type != "pause":
+            continue
+        if fault.target in deadlines:
             deadlines[fault.target] += float(fault.duration)
+        elif layout.clustered and scenario.target_kind(fault.target) == "broker":
+            # A paused broker's fetcher threads are paused with it.
+            broker_id = int(fault.target.removeprefix("broker-"))
+            for name in fetcher_names(layout, counts, only_broker=broker_id):
+                deadlines[name] += float(fault.duration)
     return deadlines
 
 
@@ -240,11 +248,13 @@ def fetcher_counts(scenario: Scenario, layout: ClusterLayout) -> dict[int, int]:
     return {b: scenario.broker_for(b).num_replica_fetchers for b in layout.broker_ids}
 
 
-def fetcher_names(layout: ClusterLayout, num_fetchers: Mapping[int, int]) -> list[str]:
-    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys);
-    ``num_fetchers``: each broker's ``num.replica.fetchers``."""
+def fetcher_names(layout: ClusterLayout, num_fetchers: Mapping[int, int], only_broker: int | None = None) -> list[str]:
+    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys), or
+    broker ``only_broker``'s; ``num_fetchers``: each broker's ``num.replica.fetchers``."""
     names: dict[str, None] = {}
     for broker_id in layout.broker_ids:
+        if only_broker is not None and broker_id != only_broker:
+            continue
         count = num_fetchers[broker_id]
         for tp in layout.partitions_followed_by(broker_id):
             fid = get_fetcher_id(tp.topic, tp.partition, count)
