@@ -12,6 +12,8 @@ a cluster, where broker k has one thread). A ``broker-<k>`` target (a ``cluster:
   follows (``to_broker``: its fetch requests to the leaders; ``from_broker``: the leaders' responses,
   i.e. the replicated data). Not the paths of other brokers' fetchers toward it, nor clients' paths.
 
+A client's link faults act on its path to every broker (in a cluster it has one per broker).
+
 * ``pause`` (follower, producer, consumer): the component does nothing for ``duration``; work that
   arrives meanwhile waits (a GC pause / SIGSTOP). Overlapping pauses nest.
 * ``slow_disk`` (follower): appends cost ``factor`` times more; overlapping factors multiply.
@@ -63,7 +65,10 @@ def _broker(c: Components, target: str) -> BrokerServer | None:
 
 def _links(c: Components, target: str, direction: str) -> list[NetworkLink]:
     broker = _broker(c, target)
-    paths = [c.links[f.name] for f in broker.fetchers] if broker is not None else [c.links[target]]
+    if broker is not None:
+        paths = [c.links[f.name] for f in broker.fetchers]
+    else:  # a client: in a cluster, its path to every broker it talks to
+        paths = c.client_paths.get(target) or [c.links[target]]
     if direction == "to_broker":
         return [p.to_broker for p in paths]
     if direction == "from_broker":

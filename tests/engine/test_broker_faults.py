@@ -144,3 +144,12 @@ def test_link_drop_on_a_broker_drops_its_fetchers_responses_only() -> None:
     # answered before the run ends. Broker 2's partition is unaffected.
     assert _produce(result, 1, AT_MS, 2000.0).isna().all()
     assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
+
+
+def test_a_clients_link_fault_in_a_cluster_acts_on_its_path_to_every_broker() -> None:
+    # In a cluster a client has one path per broker (through that broker's NIC): the fault covers them all.
+    fault = [{"type": "link_delay", "target": "p1", "at": "1s", "duration": "300ms", "extra": "50ms",
+              "direction": "to_broker"}]
+    _, result = _run([[0, 1], [1, 2]], fault)
+    for broker in (0, 1):
+        assert _produce(result, broker).median() > _baseline(result, broker) + 45
