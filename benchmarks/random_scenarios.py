@@ -7,7 +7,9 @@ segment.bytes / segment.ms, retention.bytes / retention.ms), 0-3 producers (acks
 record sizes, linger, batch size, in-flight limit, timeouts, partitioner), 0-3 consumers, broker threads and
 lag time, follower fetch settings, link latencies and bandwidths, and 0-6 faults of every type (pause of a
 follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop) at random
-times, overlapping or not, some lasting past the end. Total load is bounded so a run of a few simulated
+times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
+brokers, Kafka's placer or an explicit replica_assignment, racks, per-broker overrides, several fetcher
+threads per source broker). Total load is bounded so a run of a few simulated
 seconds takes well under a second of CPU; one scenario in ten runs 31-40 s at a tenth of the load.
 
     uv run python benchmarks/random_scenarios.py --count 500 --seed 1          # the big run
@@ -310,7 +312,43 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
     for client in [*data["producers"], *data["consumers"]]:
         timeouts[client["name"]] = float(client.get("request.timeout.ms", 30_000))
     data["faults"] = _faults(rng, duration_ms, float(lag), timeouts)
+    # Clusters come from a stream of their own, drawn after everything above: a seed that draws no
+    # cluster generates exactly the scenario it always did.
+    cluster_rng = random.Random(f"{seed}/cluster")
+    if cluster_rng.random() < CLUSTER_SHARE:
+        _make_cluster(cluster_rng, data, duration_ms, float(lag))
     return data
+
+
+def _make_cluster(rng: random.Random, data: dict[str, Any], duration_ms: float, lag_ms: float) -> None:
+    """Turn the scenario into a ``cluster:`` one: N brokers (at least the largest replication factor), each
+    leading some partitions and following others, placed by Kafka's placer or an explicit
+    ``replica_assignment``; sometimes racks, per-broker overrides and several fetcher threads per source.
+    Faults on follower-<k> (a single-leader name) are dropped; client faults stay."""
+    topics = data["topics"]
+    max_rf = max(t["replication.factor"] for t in topics)
+    brokers = max(max_rf, rng.choice([2, 3, 3, 4, 6]))
+    cluster: dict[str, Any] = {"brokers": brokers}
+    if rng.random() < 0.3:
+        cluster["racks"] = [f"rack-{b % rng.choice([2, 3])}" for b in range(brokers)]
+    if rng.random() < 0.3:
+        override: dict[str, Any] = {"broker": rng.randrange(brokers)}
+        override[rng.choice(["num.io.threads", "num.network.threads"])] = 1
+        if rng.random() < 0.5:
+            override["replica.fetch.wait.max.ms"] = rng.choice([10, 100])
+        cluster["overrides"] = [override]
+    data["cluster"] = cluster
+    if rng.random() < 0.4:
+        data["broker"]["num.replica.fetchers"] = rng.choice([2, 3])
+    for topic in topics:
+        if rng.random() < 0.3:
+            rf = topic["replication.factor"]
+            topic["replica_assignment"] = [rng.sample(range(brokers), rf) for _ in range(topic["partitions"])]
+    data["faults"] = [f for f in data["faults"] if not f["target"].startswith("follower-")]
+
+
+# The share of generated scenarios that are clusters.
+CLUSTER_SHARE = 0.35
 
 
 def _duration_ms(text: str) -> float:

@@ -66,10 +66,20 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
             seen["tiny-segments"] += t.get("segment.bytes", 1 << 30) <= 1000
             seen["retention"] += "retention.bytes" in t or "retention.ms" in t
         seen["long-run"] += float(data["duration"].removesuffix("ms")) > 30_000
+        cluster = data.get("cluster")
+        if cluster is not None:
+            seen["cluster"] += 1
+            seen["cluster-racks"] += "racks" in cluster
+            seen["cluster-overrides"] += "overrides" in cluster
+            seen["replica_assignment"] += any("replica_assignment" in t for t in data["topics"])
+            seen["num.replica.fetchers>1"] += data["broker"].get("num.replica.fetchers", 1) > 1
+            seen["cluster-client-faults"] += len(data["faults"]) > 0
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
         "rf=1", "rf=2", "rf=3", "rf=4", "rf=5", "partitions>1", "tiny-segments", "retention", "long-run",
+        "cluster", "cluster-racks", "cluster-overrides", "replica_assignment", "num.replica.fetchers>1",
+        "cluster-client-faults",
     ]
     assert [w for w in wanted if not seen[w]] == []
 
