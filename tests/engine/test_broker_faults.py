@@ -28,7 +28,7 @@ def _run(assignment: list[list[int]], faults: list[dict[str, Any]], **extra: Any
         duration="2s",
         cluster={"brokers": 3, **extra.pop("cluster", {})},
         topics=[topic],
-        producers=[producer("p1", rate="200/s", partitioner="round_robin", **extra.pop("producer", {}))],
+        producers=[producer("p1", **{"rate": "200/s", "partitioner": "round_robin", **extra.pop("producer", {})})],
         faults=faults,
         **extra,
     )
@@ -153,3 +153,4 @@ def test_a_clients_link_fault_in_a_cluster_acts_on_its_path_to_every_broker() ->
     _, result = _run([[0, 1], [1, 2]], fault)
     for broker in (0, 1):
         assert _produce(result, broker).median() > _baseline(result, broker) + 45
+

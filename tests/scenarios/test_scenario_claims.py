@@ -465,7 +465,8 @@ def test_cluster_slow_broker_stalls_only_the_partitions_with_a_replica_on_it() -
         assert 200.0 < p99[partition] < 320.0, partition
         assert 390.0 < worst[partition] < 410.0, partition
     for partition in (2, 5):  # replicas on brokers 2 and 1 only
-        assert p99[partition] < 12.0, partition
+        assert p99[partition] < 11.0, partition
+        assert worst[partition] < 13.0, partition  # ~11 ms: their batches do not wait behind broker 0's
 
 
 def test_cluster_slow_broker_two_pauses_make_the_producers_tail() -> None:
