@@ -176,6 +176,20 @@ class LogReadResult:
         self.follower_log_start_offset = follower_log_start_offset
         self.fetch_time_ms = fetch_time_ms
 
+    def at_fetch_time(self, fetch_time_ms: int) -> LogReadResult:
+        """The same result, read at ``fetch_time_ms``."""
+        return LogReadResult(
+            self.info,
+            self.error,
+            self.diverging_epoch,
+            self.high_watermark,
+            self.log_start_offset,
+            self.log_end_offset,
+            self.last_stable_offset,
+            self.follower_log_start_offset,
+            fetch_time_ms,
+        )
+
     @property
     def records(self) -> Sequence[RecordBatch]:
         return self.info.records
@@ -197,6 +211,21 @@ class LogReadResult:
             f"LogReadResult({self.error.name}, hw={self.high_watermark}, leo={self.log_end_offset}, "
             f"logStart={self.log_start_offset}, {self.info!r})"
         )
+
+
+def nothing_past_end(result: LogReadResult, fetch_offset: int, isolation: FetchIsolation, *, exactly: bool) -> bool:
+    """Did this read find nothing past the end it may read to (the LEO, HW or LSO it captured before the
+    read), so that its empty answer depended neither on the byte limits nor on min one message? ``exactly``:
+    at the end, not beyond it (beyond the HW is DelayedFetch's Case F)."""
+    if result.info.size_in_bytes != 0 or result.error is not Errors.NONE or result.diverging_epoch is not None:
+        return False
+    if isolation is FetchIsolation.LOG_END:
+        end = result.log_end_offset
+    elif isolation is FetchIsolation.HIGH_WATERMARK:
+        end = result.high_watermark
+    else:
+        end = result.last_stable_offset
+    return fetch_offset == end if exactly else fetch_offset >= end
 
 
 class FetchPartitionStatus:

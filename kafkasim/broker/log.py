@@ -132,6 +132,8 @@ class Log:
         "_log_end_offset_metadata",
         "_high_watermark_metadata",
         "_log_start_offset",
+        "_on_change",
+        "_empty_read",
     )
 
     def __init__(
@@ -142,10 +144,16 @@ class Log:
         log_start_offset: int = 0,
         rng: random.Random | None = None,
         name: str = "",
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.time = time
         self.name = name
+        # Told of every change of the end offset, high watermark, segments, log start or leader epochs, when
+        # it happens (ReplicaManager records it in its PartitionChanges, for parked DelayedFetches).
+        self._on_change = on_change
+        # The answer of the commonest read, nothing past the end: one shared object per end metadata.
+        self._empty_read: FetchDataInfo | None = None
         self.leader_epoch_cache = LeaderEpochFileCache()
         self._rng = rng
         self._log_start_offset = log_start_offset
@@ -260,6 +268,7 @@ class Log:
             if epoch >= 0 and (epoch != cache.latest_epoch):
                 cache.assign(epoch, batch.base_offset)
         self._update_high_watermark_with_log_end_offset()
+        self._changed()
         return LogAppendInfo(
             first_offset, last_offset, max_timestamp, NO_TIMESTAMP, self._log_start_offset, valid_bytes
         )
@@ -314,7 +323,13 @@ class Log:
         # Kafka's UnifiedLog.roll (updateHighWatermarkWithLogEndOffset): a roll silently moves the HW metadata
         # to the new segment when HW == LEO.
         self._update_high_watermark_with_log_end_offset()
+        self._changed()
         return new_segment
+
+    def _changed(self) -> None:
+        on_change = self._on_change
+        if on_change is not None:
+            on_change()
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
@@ -333,6 +348,14 @@ class Log:
             max_offset_metadata = self.fetch_high_watermark_metadata()
         else:
             max_offset_metadata = self.fetch_last_stable_offset_metadata()
+        if start_offset == max_offset_metadata.message_offset and start_offset >= self._log_start_offset:
+            # _local_read's answer at the end (the log start is never below the first segment's base, so its
+            # range checks pass), without them: most partitions of a fetch have nothing new. FetchDataInfo is
+            # never modified, so one object serves every read at this end.
+            empty = self._empty_read
+            if empty is None or empty.fetch_offset_metadata is not max_offset_metadata:
+                empty = self._empty_read = FetchDataInfo(max_offset_metadata)
+            return empty
         return self._local_read(start_offset, max_length, max_offset_metadata, min_one_message)
 
     def _local_read(
@@ -394,6 +417,8 @@ class Log:
         """The HW with full segment metadata, materialised (and cached) when stored message-only."""
         metadata = self._high_watermark_metadata
         if metadata.message_offset_only:
+            # A cache, not a change (nothing is recorded): the full metadata of the same offset, which only a
+            # recorded change (append, roll, truncation, log start move) could make different.
             metadata = self.maybe_convert_to_offset_metadata(metadata.message_offset)
             self._high_watermark_metadata = metadata
         return metadata
@@ -423,6 +448,7 @@ class Log:
             old.message_offset == new_high_watermark.message_offset and old.on_older_segment(new_high_watermark)
         ):
             self._high_watermark_metadata = new_high_watermark
+            self._changed()
             return old
         return None
 
@@ -436,7 +462,9 @@ class Log:
             metadata = LogOffsetMetadata(self._log_start_offset)
         elif metadata.message_offset >= end.message_offset:
             metadata = end
-        self._high_watermark_metadata = metadata
+        if metadata is not self._high_watermark_metadata:
+            self._high_watermark_metadata = metadata
+            self._changed()
         return metadata.message_offset
 
     def maybe_update_high_watermark(self, high_watermark: int) -> int | None:
@@ -466,6 +494,7 @@ class Log:
             )
         self._log_start_offset = new_log_start_offset
         self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+        self._changed()
         return True
 
     def delete_old_segments(self) -> int:
@@ -538,6 +567,7 @@ class Log:
         del segments[:deletable]
         del self._segment_bases[:deletable]
         self.maybe_increment_log_start_offset(segments[0].base_offset)
+        self._changed()
         return deletable
 
     def truncate_to(self, target_offset: int) -> bool:
@@ -563,6 +593,7 @@ class Log:
         self._log_start_offset = min(new_end, self._log_start_offset)
         if self.high_watermark >= new_end:
             self._high_watermark_metadata = self._log_end_offset_metadata
+        self._changed()
         return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -574,12 +605,14 @@ class Log:
         self._high_watermark_metadata = self._log_end_offset_metadata
         self._log_start_offset = new_offset
         self.leader_epoch_cache.clear()
+        self._changed()
 
     # ------------------------------------------------------------------------------------ leader epochs
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """A new leader epoch starts at ``start_offset`` (called by ``Partition.make_leader``)."""
         self.leader_epoch_cache.assign(leader_epoch, start_offset)
+        self._changed()
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
         """``(epoch, end offset)`` of the largest epoch <= ``leader_epoch``, or None if unknown."""

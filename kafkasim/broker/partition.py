@@ -165,6 +165,7 @@ class Partition:
         "delayed_operations",
         "metrics",
         "is_replica_isr_eligible",
+        "_on_change",
         "_replica_lag_time_max_ms",
         "_min_insync_replicas",
         "_leader_replica_id",
@@ -188,6 +189,7 @@ class Partition:
         delayed_operations: DelayedOperations | None = None,
         metrics: BrokerMetrics | None = None,
         is_replica_isr_eligible: Callable[[int], bool] | None = None,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self.topic_partition = topic_partition
         self.local_broker_id = local_broker_id
@@ -199,6 +201,9 @@ class Partition:
         self.metrics = metrics if metrics is not None else BrokerMetrics()
         # KRaft: replica known, broker not fenced nor shutting down (the engine decides; default: all).
         self.is_replica_isr_eligible = is_replica_isr_eligible or _always_eligible
+        # Told when the leader or leader epoch changes (ReplicaManager's PartitionChanges; the log reports its
+        # own changes).
+        self._on_change = on_change
         self._replica_lag_time_max_ms = config.replica_lag_time_max_ms
         self._min_insync_replicas = log.config.min_insync_replicas
         self._leader_replica_id: int | None = None
@@ -318,6 +323,8 @@ class Partition:
             self._leader_epoch = leader_epoch
         self._leader_replica_id = self.local_broker_id
         self._partition_epoch = partition_epoch
+        if self._on_change is not None:
+            self._on_change()
         # The ISR may be down to the leader alone: the HW can move now.
         if self.maybe_increment_leader_hw(now):
             self.try_complete_delayed_requests()
@@ -336,6 +343,8 @@ class Partition:
         self._leader_epoch_start_offset = None
         self._partition_epoch = partition_epoch
         self._update_assignment_and_isr(replicas, is_leader=False, isr=frozenset())
+        if self._on_change is not None:
+            self._on_change()
         return is_new_leader_epoch
 
     def _update_assignment_and_isr(self, replicas: Sequence[int], is_leader: bool, isr: frozenset[int]) -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -13,13 +13,20 @@ from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
 from kafkasim.broker.errors import Errors, KafkaError
-from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult, PartitionData
+from kafkasim.broker.fetch import (
+    FetchParams,
+    FetchPartitionStatus,
+    LogReadResult,
+    PartitionData,
+    nothing_past_end,
+)
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.metrics import BrokerMetrics
 from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
+from kafkasim.broker.partition_changes import PartitionChanges
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey, new_purgatory_timer
@@ -50,6 +57,7 @@ class ReplicaManager:
         "action_queue",
         "fenced_brokers",
         "observer",
+        "partition_changes",
         "_partitions",
         "_offline_partitions",
         "_known_partitions",
@@ -66,6 +74,7 @@ class ReplicaManager:
         alter_partition_manager: AlterPartitionManager,
         produce_purgatory: DelayedOperationPurgatory | None = None,
         fetch_purgatory: DelayedOperationPurgatory | None = None,
+        partition_changes: PartitionChanges | None = None,
         rng: random.Random | None = None,
         observer: BrokerObserver | None = None,
     ) -> None:
@@ -96,6 +105,8 @@ class ReplicaManager:
         # The metadata cache's view: partitions that exist in the cluster, hosted here or not.
         self._known_partitions: set[TopicPartition] = set()
         self._operation_keys: dict[TopicPartition, TopicPartitionOperationKey] = {}
+        # Every change of a hosted partition a parked DelayedFetch's verdict depends on, as it happens.
+        self.partition_changes = partition_changes if partition_changes is not None else PartitionChanges()
         # One draw, then per-partition streams named after the partition: adding a partition does not
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
@@ -108,12 +119,14 @@ class ReplicaManager:
         """Host ``topic_partition`` here with an empty log (not leader until ``make_leader``)."""
         if topic_partition in self._partitions:
             raise ValueError(f"broker {self.broker_id} already hosts partition {topic_partition}")
+        on_change = self._change_recorder(topic_partition)
         log = Log(
             log_config or self.config.log,
             self.time,
             log_start_offset=log_start_offset,
             rng=random.Random(f"{self._seed}:{topic_partition}"),
             name=str(topic_partition),
+            on_change=on_change,
         )
         partition = Partition(
             topic_partition,
@@ -127,11 +140,21 @@ class ReplicaManager:
             ),
             metrics=self.metrics,
             is_replica_isr_eligible=self._is_replica_isr_eligible,
+            on_change=on_change,
         )
         self._partitions[topic_partition] = partition
         self._offline_partitions.discard(topic_partition)
         self._known_partitions.add(topic_partition)
+        on_change()
         return partition
+
+    def _change_recorder(self, topic_partition: TopicPartition) -> Callable[[], None]:
+        record = self.partition_changes.record
+
+        def changed() -> None:
+            record(topic_partition)
+
+        return changed
 
     def make_leader(
         self,
@@ -170,12 +193,14 @@ class ReplicaManager:
         self._partitions.pop(topic_partition, None)
         if delete:
             self._known_partitions.discard(topic_partition)
+        self.partition_changes.record(topic_partition)
         self.complete_delayed_operations_when_not_partition_leader(topic_partition)
 
     def mark_partition_offline(self, topic_partition: TopicPartition) -> None:
         """Its log directory failed: requests get KAFKA_STORAGE_ERROR; parked operations complete."""
         if self._partitions.pop(topic_partition, None) is not None:
             self._offline_partitions.add(topic_partition)
+        self.partition_changes.record(topic_partition)
         self.complete_delayed_operations_when_not_partition_leader(topic_partition)
 
     def complete_delayed_operations_when_not_partition_leader(self, topic_partition: TopicPartition) -> None:
@@ -298,6 +323,7 @@ class ReplicaManager:
         """Kafka's ``ReplicaManager.fetchMessages``: answer now if there is no wait, nothing asked,
         ``min_bytes`` already readable, or an error / diverging epoch; otherwise park a DelayedFetch watched
         on every partition."""
+        read_at = self.partition_changes.sequence
         results = self.read_from_log(params, fetch_infos, read_from_purgatory=False)
         bytes_readable = 0
         error_or_diverging = False
@@ -314,7 +340,7 @@ class ReplicaManager:
             (tp, FetchPartitionStatus(result.info.fetch_offset_metadata, fetch_info))
             for (tp, fetch_info), (_, result) in zip(fetch_infos, results, strict=True)
         ]
-        operation = DelayedFetch(params, statuses, self, response_callback)
+        operation = DelayedFetch(params, statuses, self, response_callback, read_results=results, read_at=read_at)
         self.fetch_purgatory.try_complete_else_watch(operation, [self.operation_key(tp) for tp, _ in statuses])
 
     def read_from_log(
@@ -322,16 +348,70 @@ class ReplicaManager:
         params: FetchParams,
         fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         read_from_purgatory: bool,
+        *,
+        previous: Sequence[tuple[TopicPartition, LogReadResult]] | None = None,
+        previous_at: int = -1,
     ) -> list[tuple[TopicPartition, LogReadResult]]:
         """Kafka's ``ReplicaManager.readFromLog``: read each partition in request order within
         ``params.max_bytes`` overall; only the first non-empty partition may exceed the limits (min one
         message). A follower read (not from purgatory) updates the follower's fetch state, which may raise the
-        HW and complete parked operations right here."""
+        HW and complete parked operations right here.
+
+        ``previous``: the results of an earlier read of the same ``fetch_infos``, which began at
+        ``PartitionChanges`` sequence ``previous_at`` (DelayedFetch's re-read on completion). A partition
+        that found nothing past the end then and has not changed since gets the same answer again, at this
+        fetch time, without being read: an empty read depends neither on the byte limits nor on min one
+        message, and a purgatory read changes nothing."""
+        if previous is not None and read_from_purgatory:
+            changed = self.partition_changes.since(previous_at)
+            if changed is not None:
+                return self._read_changed_from_log(params, fetch_infos, previous, frozenset(changed))
         limit_bytes = params.max_bytes
-        min_one_message = not params.hard_max_bytes_limit
+        hard_max_bytes_limit = params.hard_max_bytes_limit
+        min_one_message = not hard_max_bytes_limit
+        # Simulated time does not move during the call: one fetch time for every partition.
+        fetch_time_ms = self.time.milliseconds()
+        update_fetch_state = not read_from_purgatory
+        read = self._read
         results = []
         for tp, fetch_info in fetch_infos:
-            result = self._read(params, tp, fetch_info, limit_bytes, min_one_message, read_from_purgatory)
+            result = read(
+                params, tp, fetch_info, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
+                hard_max_bytes_limit,
+            )
+            size = result.info.size_in_bytes
+            if size > 0:
+                min_one_message = False
+            limit_bytes = max(0, limit_bytes - size)
+            results.append((tp, result))
+        return results
+
+    def _read_changed_from_log(
+        self,
+        params: FetchParams,
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
+        previous: Sequence[tuple[TopicPartition, LogReadResult]],
+        changed: frozenset[TopicPartition],
+    ) -> list[tuple[TopicPartition, LogReadResult]]:
+        """``read_from_log`` from purgatory, reading only the partitions that changed or had something to read
+        (see there)."""
+        limit_bytes = params.max_bytes
+        hard_max_bytes_limit = params.hard_max_bytes_limit
+        min_one_message = not hard_max_bytes_limit
+        fetch_time_ms = self.time.milliseconds()
+        isolation = params.isolation
+        read = self._read
+        results = []
+        for (tp, fetch_info), (_, prior) in zip(fetch_infos, previous, strict=True):
+            if tp not in changed and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False):
+                # Nothing past the end then, nothing changed since: Log.read answers the same.
+                if prior.fetch_time_ms != fetch_time_ms:
+                    prior = prior.at_fetch_time(fetch_time_ms)
+                results.append((tp, prior))
+                continue  # size 0: the limits stay as they are
+            result = read(
+                params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
+            )
             size = result.info.size_in_bytes
             if size > 0:
                 min_one_message = False
@@ -346,17 +426,20 @@ class ReplicaManager:
         fetch_info: PartitionData,
         limit_bytes: int,
         min_one_message: bool,
-        read_from_purgatory: bool,
+        update_fetch_state: bool,
+        fetch_time_ms: int,
+        hard_max_bytes_limit: bool,
     ) -> LogReadResult:
         adjusted_max_bytes = min(fetch_info.max_bytes, limit_bytes)
         try:
-            partition = self.get_partition_or_exception(tp)
-            fetch_time_ms = self.time.milliseconds()
+            partition = self._partitions.get(tp)
+            if partition is None:
+                partition = self.get_partition_or_exception(tp)
             read_info = partition.fetch_records(
-                params, fetch_info, fetch_time_ms, adjusted_max_bytes, min_one_message, not read_from_purgatory
+                params, fetch_info, fetch_time_ms, adjusted_max_bytes, min_one_message, update_fetch_state
             )
             fetched = read_info.fetched_data
-            if not params.hard_max_bytes_limit and fetched.first_entry_incomplete:
+            if not hard_max_bytes_limit and fetched.first_entry_incomplete:
                 # A batch larger than the limit and min-one-message not allowed any more: empty, so the
                 # client moves on instead of failing with RecordTooLarge.
                 fetched = FetchDataInfo(fetched.fetch_offset_metadata)

@@ -82,7 +82,7 @@ class RecordAccumulator:
     each partition to the broker that leads it (default: one broker, 0, leads them all)."""
 
     __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index", "drains",
-                 "_node_partitions", "nodes", "_node_of")
+                 "_node_partitions", "nodes", "_position", "_nonempty", "_queued")
 
     def __init__(
         self,
@@ -101,13 +101,20 @@ class RecordAccumulator:
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {tp: deque() for tp in self._partitions}
         # The partitions each node leads, in partition order; the nodes in order of their first partition.
         self._node_partitions: dict[int, list[TopicPartition]] = {}
-        self._node_of: dict[TopicPartition, int] = {}
         for tp in self._partitions:
-            node = self._node_of[tp] = leaders[tp] if leaders is not None else 0
-            self._node_partitions.setdefault(node, []).append(tp)
+            self._node_partitions.setdefault(leaders[tp] if leaders is not None else 0, []).append(tp)
         self.nodes: tuple[int, ...] = tuple(self._node_partitions)
         # Kafka's nodesDrainIndex: where the next drain of each node starts.
         self._drain_index: dict[int, int] = {node: 0 for node in self.nodes}
+        # Kafka's ready and drain walk every partition of a node; here only the partitions with a batch
+        # queued are walked (same answers: an empty deque is skipped by both), so the cost does not grow
+        # with partitions a sticky partitioner is not writing to. Each partition's (node, index in the
+        # node's partitions), each node's indices with a non-empty deque, and the batches queued in all.
+        self._position: dict[TopicPartition, tuple[int, int]] = {
+            tp: (node, i) for node, tps in self._node_partitions.items() for i, tp in enumerate(tps)
+        }
+        self._nonempty: dict[int, set[int]] = {node: set() for node in self.nodes}
+        self._queued = 0
         self.drains = 0  # how many times drain() ran: a change tells the producer its plan is stale
 
     def append(self, tp: TopicPartition, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int) -> tuple[bool, bool]:
@@ -123,7 +130,11 @@ class RecordAccumulator:
             if last is not None:
                 last.closed = True  # closeForRecordAppends: it will never take another record
             last = ProducerBatch(tp, new_batch_id, now_ms)
+            if not dq:
+                node, index = self._position[tp]
+                self._nonempty[node].add(index)
             dq.append(last)
+            self._queued += 1
             new_batch = True
         last.record_count += 1
         last.size_in_bytes += record_size
@@ -172,10 +183,11 @@ class RecordAccumulator:
         batch_size = self.batch_size
         linger = self.linger_ms
         deques = self._deques
-        for tp in self._node_partitions[self._only_node() if node is None else node]:
-            dq = deques[tp]
-            if not dq:
-                continue
+        if node is None:
+            node = self._only_node()
+        parts = self._node_partitions[node]
+        for index in self._nonempty[node]:  # the answer does not depend on the order
+            dq = deques[parts[index]]
             first = dq[0]
             if len(dq) > 1 or first.is_full(batch_size):
                 return 0.0
@@ -196,23 +208,28 @@ class RecordAccumulator:
         parts = self._node_partitions[node]
         n = len(parts)
         start = self._drain_index[node]
+        nonempty = self._nonempty[node]
         drained: list[ProducerBatch] = []
         size = 0
-        for k in range(n):
-            i = (start + k) % n
-            # updateDrainIndex for every partition visited: the next drain starts where this one stopped
-            # (the partition that did not fit), or after a full pass at the last partition visited.
-            self._drain_index[node] = i
+        # The partitions with a batch, in Kafka's visiting order (from the drain index, wrapping round).
+        visit = sorted(nonempty, key=lambda i: i - start if i >= start else i - start + n)
+        for i in visit:
             dq = self._deques[parts[i]]
-            if not dq:
-                continue
             first = dq[0]
             if drained and size + first.size_in_bytes > self.max_request_size:
+                # updateDrainIndex for every partition visited: the next drain starts at the partition
+                # that did not fit...
+                self._drain_index[node] = i
                 return drained
             dq.popleft()
+            self._queued -= 1
+            if not dq:
+                nonempty.discard(i)
             first.closed = True
             size += first.size_in_bytes
             drained.append(first)
+        # ...or, after a full pass, at the last partition a pass visits (empty ones included).
+        self._drain_index[node] = (start + n - 1) % n
         return drained
 
     def first_waking_record(
@@ -235,9 +252,8 @@ class RecordAccumulator:
         state = partitioner.state.copy()
         # A node with a batch queued has a wake-up armed: its linger timer, or (at max in flight) its next
         # response. A node with nothing queued has none, whatever the other nodes have.
-        deques = self._deques
-        node_of = self._node_of
-        armed = {node for node, parts in self._node_partitions.items() if any(deques[tp] for tp in parts)}
+        position = self._position
+        armed = {node for node, nonempty in self._nonempty.items() if nonempty}
         for k in range(limit):
             if k < len(upcoming):
                 intended, size = upcoming[k]
@@ -253,7 +269,7 @@ class RecordAccumulator:
             # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
             # if it is sendable at once, needs its node's first linger timer, or comes with the old
             # partition's batch closed by a sticky switch (that one is sendable now).
-            if new_batch and (linger_zero or node_of[tp] not in armed or tails.closed_batches != closed):
+            if new_batch and (linger_zero or position[tp][0] not in armed or tails.closed_batches != closed):
                 return intended
         return upcoming[-1][0]
 
@@ -267,7 +283,7 @@ class RecordAccumulator:
 
     @property
     def queued_batches(self) -> int:
-        return sum(len(dq) for dq in self._deques.values())
+        return self._queued
 
     def all_batches(self) -> list[ProducerBatch]:
         return [b for tp in self._partitions for b in self._deques[tp]]

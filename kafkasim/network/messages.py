@@ -173,7 +173,8 @@ class RequestEnvelope:
         self.broker = -1
         # The broker-side KafkaChannel, set when a processor reads the request; the response goes back on it.
         self.connection: Any = None
-        self.body = body
+        # None once the row is recorded (RunRecorder drops what the requests table does not need).
+        self.body: ProduceRequestData | FetchRequestData | None = body
         self.request_bytes = request_bytes
         self.intended_ms = intended_ms
         self.client_send_ms = client_send_ms

@@ -56,13 +56,23 @@ class RunRecorder(Observer):
     def _write(self, envelope: RequestEnvelope) -> None:
         if self._on_request is not None:
             self._on_request(envelope)
-        # Drop the references a row does not need before it waits in the recorder's buffer (the body
-        # stays: an acks=0 request can be done on both sides while its handler is still finishing).
+        # The recorder keeps only the fields it writes: drop what a row does not need before it waits in the
+        # recorder's buffer (up to max_rows_in_memory rows), above all the per-partition request and response
+        # bodies (a fetch of N partitions carries N PartitionData and N results).
+        if self._body_unused(envelope):
+            envelope.body = None
         envelope.response = None
         envelope.on_response = None
         envelope.connection = None
         self.recorder.finish_request(envelope)
         self.requests_recorded += 1
+
+    def _body_unused(self, envelope: RequestEnvelope) -> bool:
+        """May a written row drop its request body? A request that expects a response reaches its row once the
+        broker read it, so ``KafkaApis.handle`` has taken what it needs from the body (or never will: the
+        broker never read it); nothing here reads it afterwards. An acks=0 produce can be done on both sides
+        before a handler takes it: its body stays."""
+        return envelope.expects_response
 
     # --- batches -----------------------------------------------------------------------------------
 

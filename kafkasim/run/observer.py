@@ -66,6 +66,8 @@ class CheckedRunObserver(RunRecorder):
         self._last_hw: dict[TopicPartition, int] = {}
         self._replica_hw: dict[tuple[TopicPartition, int], int] = {}
         self._excluded: set[int] = set()
+        # Requests request_handled has seen whose rows are not written yet (their bodies may go then).
+        self._handled: set[int] = set()
 
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
         self._partitions[tp] = partition
@@ -140,6 +142,19 @@ class CheckedRunObserver(RunRecorder):
         else:
             for tp, _ in body.fetch_infos:  # type: ignore[union-attr]
                 self.check_hw(tp)
+        # The last reader of the body: a written row (or one waiting for the broker) drops it now.
+        if envelope.client_done:
+            envelope.body = None
+        else:
+            self._handled.add(envelope.request_id)
+
+    def _body_unused(self, envelope: RequestEnvelope) -> bool:
+        # request_handled reads the body when the handler is done, which can be after the client got its
+        # response (a parked fetch completed during the handler's read time).
+        if envelope.request_id in self._handled:
+            self._handled.discard(envelope.request_id)
+            return True
+        return False
 
     # --- ISR and replicas --------------------------------------------------------------------------
 

@@ -216,3 +216,19 @@ def test_expiration_counts_by_fetcher_type():
     assert broker.rm.metrics.fetch_expires_follower == 1
     assert broker.rm.metrics.fetch_expires_consumer == 2
     assert broker.rm.fetch_purgatory.num_delayed == 0
+
+
+def test_a_completed_fetch_waiting_for_the_purge_keeps_nothing_per_partition():
+    # With 1000 partitions, the completed fetches that wait in the watch lists for the next purge (up to
+    # fetch.purgatory.purge.interval.requests of them) held 1000 statuses each: most of a run's memory.
+    broker = Broker(partitions=(TP, TP1))
+    reply = Reply()
+    infos = [(TP, PartitionData(0, 0, BIG)), (TP1, PartitionData(0, 0, BIG))]
+    broker.rm.fetch_messages(FetchParams(1, 500, 1, BIG, FetchIsolation.LOG_END), infos, reply)
+    assert not reply.done
+    broker.produce(batch(), tp=TP, acks=1)
+    assert reply.done
+    (operation,) = broker.rm.fetch_purgatory.watchers(broker.rm.operation_key(TP1))
+    assert isinstance(operation, DelayedFetch) and operation.is_completed
+    assert len(operation.fetch_partition_status) == 0
+    assert not operation.try_complete()

@@ -331,3 +331,75 @@ def test_first_waking_record_a_new_batch_for_a_broker_with_nothing_queued_wakes_
     send(acc2, p2, 100, 0.0)
     send(acc2, p2, 100, 0.5)
     assert acc2.first_waking_record(p2, _upcoming([1.0, 2.0], 100), _no_more, 100) == math.inf
+
+
+class _KafkaWalk:
+    """Kafka's ``RecordAccumulator.ready`` and ``drainBatchesForOneNode`` as Kafka writes them: every
+    partition of the node visited, empty or not. The accumulator walks only non-empty deques; this is the
+    reference it must agree with."""
+
+    def __init__(self, acc: RecordAccumulator, parts: dict[int, list[TopicPartition]]) -> None:
+        self.acc = acc
+        self.parts = parts
+        self.drain_index = {node: 0 for node in parts}
+
+    def ready_delay_ms(self, now: float, node: int) -> float | None:
+        best = None
+        for tp in self.parts[node]:
+            dq = self.acc._deques[tp]
+            if not dq:
+                continue
+            first = dq[0]
+            if len(dq) > 1 or first.is_full(self.acc.batch_size):
+                return 0.0
+            left = first.created_ms + self.acc.linger_ms - now
+            if left <= 0:
+                return 0.0
+            best = left if best is None else min(best, left)
+        return best
+
+    def drain_ids(self, node: int) -> list[int]:
+        """The batch ids a drain takes (without taking them), and Kafka's drain index after it."""
+        parts = self.parts[node]
+        n, start, size, ids = len(parts), self.drain_index[node], 0, []
+        for k in range(n):
+            i = (start + k) % n
+            self.drain_index[node] = i
+            dq = self.acc._deques[parts[i]]
+            if not dq:
+                continue
+            if ids and size + dq[0].size_in_bytes > self.acc.max_request_size:
+                return ids
+            size += dq[0].size_in_bytes
+            ids.append(dq[0].batch_id)
+        return ids
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ready_and_drain_walking_only_queued_partitions_give_kafkas_answers(seed: int) -> None:
+    # Random appends, drains and ready checks over 2-3 leaders and up to 40 partitions: the ready delay,
+    # the drained batches and the drain index equal Kafka's walk over every partition.
+    rng = random.Random(seed)
+    tps = [TopicPartition("t", p) for p in range(rng.randint(1, 40))]
+    leaders = {tp: rng.randrange(rng.randint(1, 3)) for tp in tps}
+    acc = RecordAccumulator(tps, rng.choice([100, 1000, 16384]), rng.choice([0.0, 5.0]),
+                            max_request_size=rng.choice([200, 3000, 1_048_576]), leaders=leaders)
+    parts: dict[int, list[TopicPartition]] = {}
+    for tp in tps:
+        parts.setdefault(leaders[tp], []).append(tp)
+    kafka = _KafkaWalk(acc, parts)
+    ids = itertools.count()
+    now = 0.0
+    for _ in range(400):
+        now += rng.uniform(0, 3)
+        action = rng.random()
+        if action < 0.6:
+            acc.append(rng.choice(tps), rng.randint(1, 400), now, now, next(ids))
+        else:
+            node = rng.choice(list(parts))
+            assert acc.ready_delay_ms(now, node) == kafka.ready_delay_ms(now, node)
+            if action < 0.85:
+                expected = kafka.drain_ids(node)
+                assert [b.batch_id for b in acc.drain(node)] == expected
+                assert acc._drain_index[node] == kafka.drain_index[node]
+        assert acc.queued_batches == sum(len(dq) for dq in acc._deques.values())

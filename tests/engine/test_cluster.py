@@ -53,17 +53,19 @@ def _broker_of(c: Components, channel: Any) -> int:
 
 
 class Seen:
-    """Every finished request, with the broker-side channel and the response as they were when it
-    finished (the recorder drops both afterwards)."""
+    """Every finished request, with the broker-side channel, the request body and the response as they
+    were when it finished (the recorder drops them afterwards)."""
 
     def __init__(self) -> None:
         self.requests: list[RequestEnvelope] = []
         self.channels: list[Any] = []
+        self.bodies: list[Any] = []
         self.responses: list[Any] = []
 
     def __call__(self, envelope: RequestEnvelope) -> None:
         self.requests.append(envelope)
         self.channels.append(envelope.connection)
+        self.bodies.append(envelope.body)
         self.responses.append(envelope.response)
 
 
@@ -128,18 +130,19 @@ def test_requests_go_to_the_leaders_and_fetch_follower_flows_between_every_pair(
     produce_brokers: Counter[int] = Counter()
     consumer_brokers: Counter[int] = Counter()
     pairs: set[tuple[int, int]] = set()
-    for envelope, channel, response in zip(seen.requests, seen.channels, seen.responses, strict=True):
+    for envelope, channel, body, response in zip(seen.requests, seen.channels, seen.bodies, seen.responses,
+                                                 strict=True):
         if channel is None:
             continue  # never reached a broker
         broker = _broker_of(c, channel)
         if envelope.api == API_PRODUCE:
-            entries = envelope.body.entries  # type: ignore[union-attr]
+            entries = body.entries
             assert {leaders[tp] for tp in entries} == {broker}, "a produce request goes to one leader"
             produce_brokers[broker] += 1
             if envelope.error is None and response is not None:
                 assert all(status.error == 0 for status in response.values())
         elif envelope.api == API_FETCH_CONSUMER:
-            tps = [tp for tp, _ in envelope.body.fetch_infos]  # type: ignore[union-attr]
+            tps = [tp for tp, _ in body.fetch_infos]
             assert {leaders[tp] for tp in tps} == {broker}
             assert sorted(tp.partition for tp in tps) == [broker, broker + 3]
             consumer_brokers[broker] += 1
@@ -148,7 +151,7 @@ def test_requests_go_to_the_leaders_and_fetch_follower_flows_between_every_pair(
             follower = int(envelope.client.split("/")[0].removeprefix("broker-"))
             source = int(envelope.client.rsplit("-", 1)[1])
             assert source == broker and follower != broker
-            assert {leaders[tp] for tp, _ in envelope.body.fetch_infos} == {broker}  # type: ignore[union-attr]
+            assert {leaders[tp] for tp, _ in body.fetch_infos} == {broker}
             pairs.add((follower, broker))
     assert set(produce_brokers) == set(BROKERS) and min(produce_brokers.values()) > 50
     assert set(consumer_brokers) == set(BROKERS)
@@ -183,9 +186,9 @@ def test_two_replica_fetchers_split_partitions_as_get_fetcher_id_says() -> None:
             assert thread.name == f"broker-{broker.broker_id}/ReplicaFetcherThread-{fid}-{replicas[0]}"
     # Every thread's fetches carry exactly its partitions.
     threads = {f.name: set(f.partitions) for b in c.brokers for f in b.fetchers}
-    for envelope in seen.requests:
+    for envelope, body in zip(seen.requests, seen.bodies, strict=True):
         if envelope.api == API_FETCH_FOLLOWER:
-            assert {tp for tp, _ in envelope.body.fetch_infos} == threads[envelope.client]  # type: ignore[union-attr]
+            assert {tp for tp, _ in body.fetch_infos} == threads[envelope.client]
     assert {e.client for e in seen.requests if e.api == API_FETCH_FOLLOWER} == set(threads)
 
 
