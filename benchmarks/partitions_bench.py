@@ -77,6 +77,8 @@ def measure(partitions: int, duration: str) -> dict[str, Any]:
         "requests": len(requests),
         "by_api": {str(k): int(v) for k, v in counts.items()},
         "mean_partitions_per_request": float(requests["partitions"].mean()) if len(requests) else 0.0,
+        # A fetcher's first (full) fetch names every partition; its incremental ones only those that moved.
+        "max_partitions_per_request": int(requests["partitions"].max()) if len(requests) else 0,
         "events": _events_scheduled(engine.env),
         "cpu_s": cpu,
         "wall_s": wall,

@@ -5,15 +5,19 @@ node that leads a fetchable partition and has no request pending; the next one t
 the previous response from it arrived), each on its own connection to that broker and independent of the
 others. Each fetch asks for every assigned partition the broker leads, at its position, with
 ``fetch.min.bytes``, ``fetch.max.wait.ms`` (the DelayedFetch delay, ``ReplicaManager.fetchMessages``),
-``fetch.max.bytes`` and ``max.partition.fetch.bytes``. The broker reads up to the HW (isolation
+``fetch.max.bytes`` and ``max.partition.fetch.bytes``, through the node's fetch session (KIP-227): the
+first request lists every partition, the next ones only those whose position moved, and a response
+carries only the partitions with news (a partition left out keeps its position). The broker reads up to the HW (isolation
 HIGH_WATERMARK). On a response the complete batches are consumed -- the first time a consumer sees a batch is
 recorded -- a trailing partial batch is discarded, and the position moves to the end of the last complete
 batch.
 
 Errors: OFFSET_OUT_OF_RANGE resets the partition to the log start (``auto.offset.reset=earliest``, which
 is where the consumer starts too); other errors retry that broker's fetch after ``retry.backoff.ms``
-(100). A fetch without a response after ``request.timeout.ms`` disconnects from that broker and fetches
-from it again after the backoff.
+(100). A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) answers no partition;
+the next fetch, a full one, goes at once. A fetch without a response after ``request.timeout.ms``
+disconnects from that broker and fetches from it again after the backoff, a full request that closes
+the session and asks for a new one.
 Not modelled: group membership and rebalances (a consumer owns all partitions of its topic), commits,
 the application's poll loop and processing time; leadership is fixed for the run (no metadata refresh);
 every connection of a consumer shares its one network path (its host's link).
@@ -28,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
+from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.config import ConsumerClientConfig
+from kafkasim.network.fetch_session_handler import FetchSessionHandler
 from kafkasim.network.messages import API_FETCH_CONSUMER, RequestEnvelope
 from kafkasim.network.network_client import NetworkClient, fail_timed_out, fetch_request
 from kafkasim.network.observer import Observer
@@ -45,15 +51,17 @@ RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
 
 
 class NodeFetch:
-    """The consumer's fetch toward one broker: the partitions it leads, the connection, the request in
-    flight (at most one) and its request timeout."""
+    """The consumer's fetch toward one broker: the partitions it leads, the connection, the fetch session
+    (``AbstractFetch.sessionHandlers``: one ``FetchSessionHandler`` per node), the request in flight (at
+    most one) and its request timeout."""
 
-    __slots__ = ("node_id", "partitions", "connection", "in_flight", "request_timer")
+    __slots__ = ("node_id", "partitions", "connection", "session", "in_flight", "request_timer")
 
     def __init__(self, node_id: int, partitions: list[TopicPartition], connection: Any) -> None:
         self.node_id = node_id
         self.partitions = partitions
         self.connection = connection
+        self.session = FetchSessionHandler(node_id)
         self.in_flight: RequestEnvelope | None = None
         self.request_timer: RequestTimer | None = None
 
@@ -116,10 +124,14 @@ class Consumer(NetworkClient):
             return
         cfg = self.config
         positions = self.positions
-        infos = [(tp, PartitionData(positions[tp], -1, cfg.max_partition_fetch_bytes)) for tp in node.partitions]
+        # AbstractFetch.prepareFetchRequests: every partition goes to the node's session builder, which
+        # sends only the new and moved ones once the session exists.
+        builder = node.session.new_builder()
+        for tp in node.partitions:
+            builder.add(tp, PartitionData(positions[tp], -1, cfg.max_partition_fetch_bytes))
         envelope = fetch_request(
             self._ids, API_FETCH_CONSUMER, self.name, CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms,
-            cfg.fetch_min_bytes, cfg.fetch_max_bytes, infos, now, partial(self._on_response, node),
+            cfg.fetch_min_bytes, cfg.fetch_max_bytes, builder.build(), now, partial(self._on_response, node),
         )
         node.in_flight = envelope
         node.connection.send(envelope)
@@ -133,10 +145,18 @@ class Consumer(NetworkClient):
         if envelope is not node.in_flight:
             return  # timed out earlier; ignored
         node.in_flight = None
+        response: FetchResponse = envelope.response
+        if not node.session.handle_response(response):
+            # AbstractFetch.handleFetchSuccess: a session error -- the partitions are ignored and the next
+            # fetch to the node (a full one) goes out at once.
+            self._observer.request_finished(envelope)
+            self._fetch_from(node)
+            return
         now = self.env.now
         positions = self.positions
         retry = False
-        for tp, result in envelope.response:
+        # An incremental response carries only the partitions with news; the others keep their position.
+        for tp, result in response.responses:
             error = result.error
             if error == Errors.NONE:
                 records = result.info.records
@@ -163,6 +183,7 @@ class Consumer(NetworkClient):
         disconnects from that broker, opens a new connection and fetches again after the backoff."""
         node.in_flight = None
         fail_timed_out(envelope, self._observer)
+        node.session.handle_error()  # AbstractFetch.handleFetchFailure
         node.connection.close()
         node.connection = self._connect_to(node.node_id)
         Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch_from(node))

@@ -118,8 +118,9 @@ class RequestEnvelope:
     response queue -> processor -> link -> client.
 
     It is also the request's row: it has every attribute ``kafkasim.record.recorder.RequestRow`` lists
-    (request_id, api, client, broker, partitions, request_bytes, response_bytes, acks, error, client_timeout
-    and the timestamps), so the recorder takes it as is -- one object per request, not two.
+    (request_id, api, client, broker, partitions, response_partitions, request_bytes, response_bytes, acks,
+    error, client_timeout and the timestamps), so the recorder takes it as is -- one object per request, not
+    two.
 
     ``broker``: the id of the broker the request went to; the connection sets it when the client sends,
     and the broker's network thread sets it again when it reads the request (its own id), so a request
@@ -150,6 +151,7 @@ class RequestEnvelope:
         "on_response",
         "read_bytes",
         "partitions",
+        "response_partitions",
         "acks",
         "client_done",
     )
@@ -185,7 +187,8 @@ class RequestEnvelope:
         self.response_dequeue_ms = NAN
         self.end_ms = NAN
         self.client_receive_ms = NAN
-        # Produce: {tp: PartitionResponse}; fetch: [(tp, FetchPartitionData)] in request order.
+        # Produce: {tp: PartitionResponse}; fetch: a fetch session context's FetchResponse (session error,
+        # session id, and the [(tp, LogReadResult)] it sends, in read order).
         self.response: Any = None
         self.response_bytes = 0
         self.error: Errors | None = None
@@ -195,7 +198,12 @@ class RequestEnvelope:
         self.on_response = on_response
         # Bytes the handler read from the log for a fetch (drives the read cost).
         self.read_bytes = 0
-        # Columns of the requests table (the recorder reads the envelope as its RequestRow).
+        # Columns of the requests table (the recorder reads the envelope as its RequestRow). `partitions`:
+        # the partitions the request carries as sent -- a produce's, a full fetch's every partition, an
+        # incremental fetch's new and altered ones only (0 for an idle follower), like `request_bytes`;
+        # `response_partitions`: those its response carries (an incremental response omits partitions with
+        # no news; 0 without a response), like `response_bytes`.
+        self.response_partitions = 0
         if isinstance(body, ProduceRequestData):
             self.partitions = len(body.entries)
             self.acks: int | None = body.acks

@@ -5,26 +5,27 @@ connection to the broker and the way to open a new one, the run's id source and 
 producer, the consumer and the follower's replica fetcher are each one.
 
 ``FetchClient`` is a client with one fetch in flight at a time (Kafka's consumer ``Fetcher`` toward one
-broker, and ``ReplicaFetcherThread`` through ``ReplicaFetcherBlockingSend``): it builds and sends the Fetch
-request, arms the request timeout (``NetworkClient.handleTimedOutRequests``) and, when that fires, fails
-the request with REQUEST_TIMED_OUT and reconnects.
+broker, and ``ReplicaFetcherThread`` through ``ReplicaFetcherBlockingSend``): it sends the Fetch request its
+fetch session built (``FetchSessionHandler``, KIP-227: full, then incremental), arms the request timeout
+(``NetworkClient.handleTimedOutRequests``) and, when that fires, fails the request with REQUEST_TIMED_OUT
+and reconnects.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
-from kafkasim.network.messages import Api, FetchRequestData, RequestEnvelope, fetch_request_bytes
+from kafkasim.network.messages import Api, FetchRequestData, RequestEnvelope, fetch_request_data_bytes
 from kafkasim.network.request_timer import RequestTimer
 from kafkasim.sim.calls import Pausable
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.broker.records import TopicPartition
+    from kafkasim.network.fetch_session_handler import FetchSessionRequestData
     from kafkasim.network.ids import IdSource
     from kafkasim.network.observer import Observer
 
@@ -88,12 +89,14 @@ class FetchClient(NetworkClient):
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
-        infos: Sequence[tuple[TopicPartition, Any]],
+        fetch_data: FetchSessionRequestData,
         now: float,
     ) -> None:
-        """Send one Fetch request (``FetchRequest.Builder``) and arm its request timeout."""
+        """Send one Fetch request (``FetchRequest.Builder``) as the fetch session decided it
+        (``FetchSessionHandler.Builder.build``) and arm its request timeout."""
         envelope = fetch_request(
-            self._ids, api, self.name, replica_id, max_wait_ms, min_bytes, max_bytes, infos, now, self._on_response
+            self._ids, api, self.name, replica_id, max_wait_ms, min_bytes, max_bytes, fetch_data, now,
+            self._on_response,
         )
         self._in_flight = envelope
         self.connection.send(envelope)
@@ -124,20 +127,19 @@ def fetch_request(
     max_wait_ms: int,
     min_bytes: int,
     max_bytes: int,
-    infos: Sequence[tuple[TopicPartition, Any]],
+    fetch_data: FetchSessionRequestData,
     now: float,
     on_response: Callable[[RequestEnvelope], None],
 ) -> RequestEnvelope:
-    """One Fetch request (``FetchRequest.Builder``) of ``client``, sent now."""
+    """One Fetch request (``FetchRequest.Builder``) of ``client``, sent now: the partitions, forgotten
+    partitions and session metadata ``fetch_data`` holds (``FetchSessionHandler.Builder.build``), sized as
+    sent."""
+    body = FetchRequestData(
+        replica_id, max_wait_ms, min_bytes, max_bytes, fetch_data.fetch_infos,
+        metadata=fetch_data.metadata, to_forget=fetch_data.to_forget,
+    )
     return RequestEnvelope(
-        ids.request_id(),
-        api,
-        client,
-        FetchRequestData(replica_id, max_wait_ms, min_bytes, max_bytes, infos),
-        fetch_request_bytes(len(infos)),
-        now,
-        now,
-        on_response=on_response,
+        ids.request_id(), api, client, body, fetch_request_data_bytes(body), now, now, on_response=on_response
     )
 
 

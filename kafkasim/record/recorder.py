@@ -70,6 +70,8 @@ class RequestRow(Protocol):
     @property
     def partitions(self) -> int: ...
     @property
+    def response_partitions(self) -> int: ...
+    @property
     def request_bytes(self) -> int: ...
     @property
     def response_bytes(self) -> int: ...
@@ -208,6 +210,7 @@ def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
         "client": _strings(traces, "client"),
         "broker": _column(traces, "broker", np.int32),
         "partitions": _column(traces, "partitions", np.int32),
+        "response_partitions": _column(traces, "response_partitions", np.int32),
         "request_bytes": _column(traces, "request_bytes", np.int64),
         "response_bytes": _column(traces, "response_bytes", np.int64),
         "acks": _nullable_int8(_strings(traces, "acks")),

@@ -194,8 +194,13 @@ def fetch_limits(result: RunResult, row: pd.Series) -> tuple[float, float] | Non
 
 
 def record_bytes(row: pd.Series) -> int:
-    """Bytes of records a fetch response carried (kafkasim.network.messages.fetch_response_bytes inverted)."""
-    partitions = int(row.get("partitions", 1) or 1)
+    """Bytes of records a fetch response carried (kafkasim.network.messages.fetch_response_bytes inverted).
+    An incremental fetch's response carries other partitions than its request (``response_partitions``;
+    results saved before that column had full fetches, whose responses carry the request's ``partitions``)."""
+    if "response_partitions" in row.index:
+        partitions = int(row["response_partitions"])
+    else:
+        partitions = int(row.get("partitions", 1) or 1)
     return int(row["response_bytes"]) - FETCH_RESPONSE_OVERHEAD_BYTES - FETCH_RESPONSE_PARTITION_BYTES * partitions
 
 

@@ -256,6 +256,7 @@ def broker_server_config(scenario: Scenario, broker_id: int = LEADER_ID) -> Brok
         queued_max_requests=b.queued_max_requests,
         log_retention_check_interval_ms=float(b.log_retention_check_interval_ms),
         num_replica_fetchers=b.num_replica_fetchers,
+        max_incremental_fetch_session_cache_slots=b.max_incremental_fetch_session_cache_slots,
     )
 
 
@@ -352,6 +353,7 @@ def build(
             server_configs[broker_id],
             broker_costs(scenario, broker_id, streams),
             log_rng=streams.stream(f"broker-{broker_id}/log"),
+            fetch_session_rng=streams.stream(f"broker-{broker_id}/fetch_sessions"),
             alter_partition_manager=alter_partition,
             observer=observer,
             fetcher_factory=create_fetcher_thread,

@@ -87,6 +87,15 @@ class PerBrokerConfig(ScenarioModel):
     """Bytes a follower fetch asks for in all (ReplicationConfigs)."""
     replica_fetch_backoff_ms: KafkaMs = Field(default=1000, alias="replica.fetch.backoff.ms", ge=0, le=INT32_MAX)
     """A follower's wait after an error or when no partition is ready to fetch (ReplicationConfigs)."""
+    max_incremental_fetch_session_cache_slots: int = Field(
+        default=1000, alias="max.incremental.fetch.session.cache.slots", ge=0, le=INT32_MAX
+    )
+    """Incremental fetch sessions (KIP-227) this broker caches, split into 8 shards of slots / 8 each
+    (KafkaBroker.NumFetchSessionCacheShards). A fetcher (a follower's replica fetcher thread, or a consumer)
+    with a session sends only the partitions whose fetch position changed and gets back only the partitions
+    with news; without one, every request and response lists every partition. A full shard evicts a
+    session by FetchSessionCacheShard.tryEvict's rules (a consumer never evicts a follower's session unless
+    it sat unused 120 s); below 8 slots no session is ever created (ServerConfigs)."""
     costs: HandlerCosts = Field(default_factory=HandlerCosts)
     """Simulator-only: service times of the request pipeline."""
 

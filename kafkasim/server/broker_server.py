@@ -3,7 +3,8 @@ its configuration.
 
 * the request plane: ``SocketServer`` processors, the ``RequestChannel`` queues and the
   ``KafkaRequestHandler`` threads running ``KafkaApis``;
-* its ``ReplicaManager`` (partitions it leads or follows, the Produce and Fetch purgatories);
+* its ``ReplicaManager`` (partitions it leads or follows, the Produce and Fetch purgatories) and its
+  ``FetchManager`` (the incremental fetch sessions of the fetchers reading from it, KIP-227);
 * one ``ExpirationReaper`` per purgatory, poked after every handled request;
 * its periodic tasks: ``isr-expiration`` every ``replica.lag.time.max.ms / 2`` (first run at start,
   Kafka's ``ReplicaManager.startup``) and ``kafka-log-retention`` every
@@ -40,6 +41,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.fetch_session import (
+    MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
+    FetchManager,
+    FetchSessionCache,
+)
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
@@ -78,6 +84,8 @@ class BrokerServerConfig:
     queued_max_requests: int = 500  # queued.max.requests
     log_retention_check_interval_ms: float = 300_000.0  # log.retention.check.interval.ms
     num_replica_fetchers: int = 1  # num.replica.fetchers: fetcher threads per source broker
+    # max.incremental.fetch.session.cache.slots: the fetch session cache's size (8 shards)
+    max_incremental_fetch_session_cache_slots: int = MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,7 @@ class BrokerServer:
         costs: BrokerServerCosts,
         *,
         log_rng: random.Random,
+        fetch_session_rng: random.Random,
         alter_partition_manager: AlterPartitionManager,
         observer: Observer,
         fetcher_factory: FetcherFactory | None = None,
@@ -128,7 +137,14 @@ class BrokerServer:
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
             observer=observer, broker_id=broker_id, stw=self.stw,
         )
-        self.apis = KafkaApis(rm, config.broker, self.request_channel, observer=observer)
+        # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
+        # come from the broker's own stream.
+        self.fetch_manager = FetchManager(
+            time, FetchSessionCache.create(fetch_session_rng, config.max_incremental_fetch_session_cache_slots)
+        )
+        self.apis = KafkaApis(
+            rm, config.broker, self.request_channel, fetch_manager=self.fetch_manager, observer=observer
+        )
         self.handlers = KafkaRequestHandlerPool(
             env,
             self.request_channel,

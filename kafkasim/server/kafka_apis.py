@@ -4,7 +4,9 @@
   callback that builds the response (the first partition error, the response size) and sends it through
   ``RequestChannel.sendResponse`` -- at once (acks 0/1) or when the ``DelayedProduce`` completes or expires.
 * ``handle_fetch`` is ``KafkaApis.handleFetchRequest``: the request fields become ``FetchParams``
-  (``max_bytes`` capped by the broker's ``fetch.max.bytes``), then ``ReplicaManager.fetchMessages``.
+  (``max_bytes`` capped by the broker's ``fetch.max.bytes``), its session fields a ``FetchContext``
+  (``FetchManager.newContext``, KIP-227), then ``ReplicaManager.fetchMessages`` over the context's
+  partitions; the context decides which partitions the response carries.
 
 When is a response sent? ``fetch_messages`` reads the log, and for a follower updates its fetch state,
 which can advance the high watermark and complete parked produce requests on the spot
@@ -19,17 +21,19 @@ the ``RequestChannel`` at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.fetch import FetchParams, fetch_params_from_request
+from kafkasim.broker.fetch import FetchParams, LogReadResult, fetch_params_from_request
+from kafkasim.broker.fetch_session import FetchManager, FetchResponse
+from kafkasim.broker.records import TopicPartition
 from kafkasim.network.messages import (
     FetchRequestData,
     ProduceRequestData,
     RequestEnvelope,
-    fetch_response_bytes,
+    fetch_response_data_bytes,
     produce_response_bytes,
 )
 from kafkasim.network.observer import Observer
@@ -40,9 +44,16 @@ class KafkaApis:
     """Produce and fetch handling on top of a ``ReplicaManager``; responses go to ``request_channel``."""
 
     def __init__(
-        self, replica_manager: Any, config: BrokerConfig, request_channel: RequestChannel, *, observer: Observer
+        self,
+        replica_manager: Any,
+        config: BrokerConfig,
+        request_channel: RequestChannel,
+        *,
+        fetch_manager: FetchManager,
+        observer: Observer,
     ) -> None:
         self.replica_manager = replica_manager
+        self.fetch_manager = fetch_manager
         self.config = config
         self.request_channel = request_channel
         self._observer = observer
@@ -66,7 +77,13 @@ class KafkaApis:
     def handle_fetch(self, envelope: RequestEnvelope) -> list[RequestEnvelope]:
         """``handleFetchRequest``; returns the responses completed during the call, for the handler to send
         after the read's service time (its own if answered at once; produce requests the HW advance of a
-        follower fetch completed)."""
+        follower fetch completed).
+
+        The request's session fields make its ``FetchContext`` (``FetchManager.newContext``, KIP-227): an
+        incremental request reads every partition of its session, not only those it names
+        (``IncrementalFetchContext.foreachPartition``), so the DelayedFetch of an idle follower that sent
+        none watches them all; the response carries what the context keeps
+        (``updateAndGenerateResponseData``). A session error reads nothing and is answered at once."""
         body = envelope.body
         assert isinstance(body, FetchRequestData)
         key = (body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, body.replica_epoch)
@@ -76,12 +93,22 @@ class KafkaApis:
                 self.config, body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
                 replica_epoch=body.replica_epoch,
             )
+        context = self.fetch_manager.new_context(
+            body.metadata, body.replica_id >= 0, body.fetch_infos, body.to_forget
+        )
+        fetch_infos = context.fetch_infos()
+
+        def respond(results: Sequence[tuple[TopicPartition, LogReadResult]]) -> None:
+            self._fetch_response(envelope, context.update_and_generate_response_data(results))
+
         completed: list[RequestEnvelope] = []
         self._fetched = completed
         try:
-            self.replica_manager.fetch_messages(
-                params, body.fetch_infos, lambda results: self._fetch_response(envelope, results)
-            )
+            if not fetch_infos:
+                # handleFetchRequest: `if (interesting.isEmpty) processResponseCallback(Seq.empty)`.
+                respond(())
+            else:
+                self.replica_manager.fetch_messages(params, fetch_infos, respond)
         finally:
             self._fetched = None
         return completed
@@ -96,6 +123,7 @@ class KafkaApis:
                 error = status.error
         if not envelope.client_done:  # a client that already gave up keeps its own outcome in the row
             envelope.error = error
+        envelope.response_partitions = len(statuses)
         envelope.response_bytes = produce_response_bytes(len(statuses))
         if self._checks:
             self._observer.response_built(envelope)
@@ -105,18 +133,20 @@ class KafkaApis:
         else:
             self.request_channel.send_response(envelope)
 
-    def _fetch_response(self, envelope: RequestEnvelope, results: Any) -> None:
-        envelope.response = results
-        error = Errors.NONE
+    def _fetch_response(self, envelope: RequestEnvelope, response: FetchResponse) -> None:
+        envelope.response = response
+        # A session error is the response's own; else the first partition error.
+        error = response.error
         read = 0
-        for _tp, result in results:
+        for _tp, result in response.responses:
             read += result.info.size_in_bytes
             if result.error != Errors.NONE and error == Errors.NONE:
                 error = result.error
         if not envelope.client_done:
             envelope.error = error
         envelope.read_bytes = read
-        envelope.response_bytes = fetch_response_bytes(len(results), read)
+        envelope.response_partitions = len(response.responses)
+        envelope.response_bytes = fetch_response_data_bytes(response)
         if self._checks:
             self._observer.response_built(envelope)
         fetched = self._fetched

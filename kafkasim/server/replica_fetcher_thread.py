@@ -5,25 +5,33 @@ Broker ``k`` hosts every replica in its ``ReplicaManager``: a partition it follo
 made follower (``Partition.makeFollower``) whose log the fetcher appends to. Its broker's
 ``ReplicaFetcherManager`` hands each thread its partitions (``getFetcherId``). The fetcher loop:
 
-* ``maybeFetch``: one Fetch request with every partition of the thread that is not delayed:
+* ``maybeFetch``: one Fetch request for every partition of the thread that is not delayed:
   ``replica_id = k``, ``max_wait = replica.fetch.wait.max.ms``, ``min_bytes = replica.fetch.min.bytes``,
   ``max_bytes = replica.fetch.response.max.bytes``; per partition ``fetch_offset`` = the local LEO, the
   local log start, ``max_bytes = replica.fetch.max.bytes``, the leader epoch and the last fetched epoch.
-  The leader reads up to its LEO (LOG_END) and parks the request up to 500 ms when there is nothing new
-  (its DelayedFetch watches every partition of the request, min bytes summed over them), so the fetcher
-  needs no sleep between fetches: pacing comes from the leader's long poll.
+  The thread's fetch session (``FetchSessionHandler``, KIP-227) decides what is sent: the first request is
+  full (every partition); the next ones are incremental and carry only the partitions whose data changed
+  (a caught-up idle follower sends none), plus the delayed ones to forget.
+  The leader reads every partition of the session up to its LEO (LOG_END) and parks the request up to
+  500 ms when there is nothing new (its DelayedFetch watches every partition of the session, min bytes
+  summed over them), so the fetcher needs no sleep between fetches: pacing comes from the leader's long
+  poll. The response carries only the partitions with news (records, a new HW or log start, an error);
+  the others keep their state. A session error is answered with no partitions and the thread fetches
+  again at once, with a full request (``RemoteLeaderEndPoint.fetch``).
 * On a response, per partition: NONE -> append the complete batches as follower
   (``Partition.appendRecordsToFollowerOrFutureReplica``; a trailing partial batch is dropped) after the
   append cost, ``HW := clamp(response HW, log start, LEO)`` -- the leader's HW from *before* this fetch,
   so the follower learns an HW advance one round later (Kafka's ``Partition.readRecords``);
   OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate; other errors -> that
   partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole (no response
-  within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition.
+  within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition, and the
+  next request is a full one that closes the session and asks for a new one.
 * Then the next fetch, at once.
 
 Faults (a fault on a fetcher thread stands for its broker's replication): ``pause`` freezes the thread
 (responses wait, nothing is sent); ``slow_disk`` multiplies the append cost; ``crash`` drops the
-connection and everything in flight, keeps the logs on disk, and on restart truncates each log to its HW
+connection and everything in flight, keeps the logs on disk, and on restart (a new thread with a new fetch
+session) truncates each log to its HW
 (an unclean-restart follower in Kafka truncates to its checkpointed HW, or via OffsetsForLeaderEpoch to
 the same point here: the leader never changes) and fetches again. Simplifications: KRaft fencing of a
 crashed broker by the controller (which would drop it from the ISR after ``broker.session.timeout.ms``) is
@@ -41,9 +49,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, PartitionData
+from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.log import Log
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.network.fetch_session_handler import FetchSessionHandler
 from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import FetchClient
 from kafkasim.network.observer import Observer
@@ -122,6 +132,8 @@ class ReplicaFetcherThread(FetchClient):
         self.config = config
         self._replica_manager = replica_manager
         self.partitions: dict[TopicPartition, FollowerPartition] = {}
+        # The fetch session toward the source broker (ReplicaFetcherThread's fetchSessionHandler, KIP-227).
+        self.fetch_session = FetchSessionHandler(source_broker)
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
         # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
@@ -168,7 +180,9 @@ class ReplicaFetcherThread(FetchClient):
         if now >= self._stop_ms:
             return
         cfg = self.config
-        infos: list[tuple[TopicPartition, PartitionData]] = []
+        # ReplicaFetcherThread.buildFetch: every partition ready to fetch goes to the session's builder; a
+        # delayed one is left out, so the session forgets it until it is ready again.
+        builder = self.fetch_session.new_builder(copy_session_partitions=False)
         next_ready = math.inf
         for tp, fp in self.partitions.items():
             if fp.delayed_until > now:
@@ -176,25 +190,25 @@ class ReplicaFetcherThread(FetchClient):
                 continue
             log = fp.log
             last_epoch = log.latest_epoch
-            infos.append(
-                (
-                    tp,
-                    PartitionData(
-                        log.log_end_offset,
-                        log.log_start_offset,
-                        cfg.max_bytes,
-                        fp.leader_epoch,
-                        last_epoch if last_epoch >= 0 else NO_EPOCH,
-                    ),
-                )
+            builder.add(
+                tp,
+                PartitionData(
+                    log.log_end_offset,
+                    log.log_start_offset,
+                    cfg.max_bytes,
+                    fp.leader_epoch,
+                    last_epoch if last_epoch >= 0 else NO_EPOCH,
+                ),
             )
-        if not infos:
+        fetch_data = builder.build()
+        if not fetch_data.session_partitions and not fetch_data.to_forget:
             # No partition ready: wait for the first delayed one (Kafka waits on a condition, backoff).
             if next_ready < math.inf:
                 self._schedule_fetch(next_ready - now)
             return
         self._send_fetch(
-            API_FETCH_FOLLOWER, self.broker_id, cfg.wait_max_ms, cfg.min_bytes, cfg.response_max_bytes, infos, now
+            API_FETCH_FOLLOWER, self.broker_id, cfg.wait_max_ms, cfg.min_bytes, cfg.response_max_bytes,
+            fetch_data, now,
         )
 
     def _schedule_fetch(self, delay: float) -> None:
@@ -221,9 +235,16 @@ class ReplicaFetcherThread(FetchClient):
         # (NetworkClient completes a request when it reads the response). The append is the fetcher
         # thread's own work after that; the next fetch goes out when it is done.
         self._in_flight = None
-        self._appending = True
-        response: list[tuple[TopicPartition, Any]] = envelope.response
+        fetch_response: FetchResponse = envelope.response
         self._observer.request_finished(envelope)  # may drop envelope.response: keep our reference
+        if not self.fetch_session.handle_response(fetch_response):
+            # RemoteLeaderEndPoint.fetch: a session error (or partitions the session does not hold) yields no
+            # partition data; the fetcher loop fetches again at once, a full request this time.
+            self._maybe_fetch()
+            return
+        # An incremental response carries only the partitions with news; the others keep their state.
+        response = fetch_response.responses
+        self._appending = True
         cost = 0.0
         for _tp, result in response:
             if result.error == Errors.NONE and result.info.records:
@@ -237,7 +258,7 @@ class ReplicaFetcherThread(FetchClient):
         else:
             self._process(response, self._generation)
 
-    def _process(self, response: list[tuple[TopicPartition, Any]], generation: int) -> None:
+    def _process(self, response: Sequence[tuple[TopicPartition, Any]], generation: int) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         if self.paused:
@@ -294,9 +315,11 @@ class ReplicaFetcherThread(FetchClient):
             self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
-        # The whole request failed: reconnect, every partition backs off
+        # The whole request failed: reconnect, the session's next request is a full one
+        # (FetchSessionHandler.handleError), every partition backs off
         # (AbstractFetcherThread.handlePartitionsWithErrors).
         self._fail_timed_out(envelope)
+        self.fetch_session.handle_error()
         backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
             fp.delayed_until = self.env.now + backoff
@@ -327,6 +350,9 @@ class ReplicaFetcherThread(FetchClient):
         if not self.crashed:
             return
         self.crashed = False
+        # A new fetcher thread, a new session handler: its first request is full and asks for a new session
+        # (the old session stays in the leader's cache until evicted).
+        self.fetch_session = FetchSessionHandler(self._source_broker)
         for fp in self.partitions.values():
             fp.log.truncate_to(fp.log.high_watermark)
             fp.delayed_until = -math.inf

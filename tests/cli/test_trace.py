@@ -6,10 +6,19 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from kafkasim.network.messages import fetch_response_bytes
 from kafkasim.record.result import RunResult
-from kafkasim.report.trace import TraceError, explain_wait, pick_request, segment_rolls, trace_request
+from kafkasim.report.trace import (
+    TraceError,
+    explain_wait,
+    pick_request,
+    record_bytes,
+    segment_rolls,
+    trace_request,
+)
 
 from .support import QUICKSTART, REPO, SHORT, assert_no_traceback, call, kafkasim
 
@@ -111,3 +120,14 @@ def test_bad_choices_are_one_line_and_exit_2(quick: Path, tmp_path: Path) -> Non
     assert not (tmp_path / "x").exists()
     with pytest.raises(TraceError):
         trace_request(RunResult.load(quick), slowest="produce", request_id=1)
+
+
+def test_record_bytes_of_an_incremental_fetch_count_the_partitions_its_response_carried() -> None:
+    # A follower's incremental fetch named 2 partitions (their offsets moved); its response carried 1 (the
+    # other had no news): 500 bytes of records. Results saved before response_partitions existed had only
+    # full fetches, whose responses carried the request's partitions.
+    row = pd.Series({"api": "FetchFollower", "partitions": 2, "response_partitions": 1,
+                     "response_bytes": fetch_response_bytes(1, 500)})
+    assert record_bytes(row) == 500
+    old = pd.Series({"api": "FetchFollower", "partitions": 2, "response_bytes": fetch_response_bytes(2, 500)})
+    assert record_bytes(old) == 500

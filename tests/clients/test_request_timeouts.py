@@ -23,6 +23,7 @@ from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult
+from kafkasim.broker.fetch_session import INVALID_SESSION_ID, FetchResponse
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -74,10 +75,11 @@ def _batch(base_offset: int, records: int = 10) -> RecordBatch:
     return RecordBatch(records, 1000, 0, base_offset, "p", base_offset, 0)
 
 
-def _data(base_offset: int, hw: int) -> list[tuple[TopicPartition, LogReadResult]]:
+def _data(base_offset: int, hw: int) -> FetchResponse:
+    """A sessionless answer (session id 0) carrying one batch of TP."""
     batch = _batch(base_offset)
     info = FetchDataInfo(LogOffsetMetadata(base_offset), [batch], batch.size_in_bytes)
-    return [(TP, LogReadResult(info, Errors.NONE, None, hw, 0, batch.next_offset))]
+    return FetchResponse(Errors.NONE, INVALID_SESSION_ID, [(TP, LogReadResult(info, Errors.NONE, None, hw, 0, batch.next_offset))])
 
 
 def _at(env: simpy.Environment, t: float, fn: Any) -> None:
@@ -264,7 +266,8 @@ def test_consumer_fetches_each_leader_independently() -> None:
     assert [e.connection for e in sent] == [opened[0][0], opened[1][0]]
     batch = _batch(0)
     info = FetchDataInfo(LogOffsetMetadata(0), [batch], batch.size_in_bytes)
-    _respond(env, 5.0, lambda: sent[0], [(a, LogReadResult(info, Errors.NONE, None, 10, 0, 10))])
+    _respond(env, 5.0, lambda: sent[0],
+             FetchResponse(Errors.NONE, INVALID_SESSION_ID, [(a, LogReadResult(info, Errors.NONE, None, 10, 0, 10))]))
     env.run(until=6.0)
     # Broker 0 answered: the next fetch goes to it alone, from the new position.
     assert len(sent) == 3 and [tp for tp, _ in sent[2].body.fetch_infos] == [a]

@@ -142,16 +142,19 @@ def test_requests_go_to_the_leaders_and_fetch_follower_flows_between_every_pair(
             if envelope.error is None and response is not None:
                 assert all(status.error == 0 for status in response.values())
         elif envelope.api == API_FETCH_CONSUMER:
+            # A full request names both partitions the broker leads; an incremental one those that moved.
             tps = [tp for tp, _ in body.fetch_infos]
-            assert {leaders[tp] for tp in tps} == {broker}
-            assert sorted(tp.partition for tp in tps) == [broker, broker + 3]
+            assert {leaders[tp] for tp in tps} <= {broker}
+            assert set(tp.partition for tp in tps) <= {broker, broker + 3}
+            if body.metadata.is_full:
+                assert sorted(tp.partition for tp in tps) == [broker, broker + 3]
             consumer_brokers[broker] += 1
         elif envelope.api == API_FETCH_FOLLOWER:
             # broker-<k>/ReplicaFetcherThread-<fid>-<src> fetches from <src>: the client name says who.
             follower = int(envelope.client.split("/")[0].removeprefix("broker-"))
             source = int(envelope.client.rsplit("-", 1)[1])
             assert source == broker and follower != broker
-            assert {leaders[tp] for tp, _ in body.fetch_infos} == {broker}
+            assert {leaders[tp] for tp, _ in body.fetch_infos} <= {broker}
             pairs.add((follower, broker))
     assert set(produce_brokers) == set(BROKERS) and min(produce_brokers.values()) > 50
     assert set(consumer_brokers) == set(BROKERS)
@@ -184,11 +187,15 @@ def test_two_replica_fetchers_split_partitions_as_get_fetcher_id_says() -> None:
             thread = manager.fetcher_for(tp, replicas[0])
             assert thread is not None and tp in thread.partitions
             assert thread.name == f"broker-{broker.broker_id}/ReplicaFetcherThread-{fid}-{replicas[0]}"
-    # Every thread's fetches carry exactly its partitions.
+    # Every thread's full fetches carry exactly its partitions, its incremental ones some of them.
     threads = {f.name: set(f.partitions) for b in c.brokers for f in b.fetchers}
     for envelope, body in zip(seen.requests, seen.bodies, strict=True):
         if envelope.api == API_FETCH_FOLLOWER:
-            assert {tp for tp, _ in body.fetch_infos} == threads[envelope.client]
+            sent = {tp for tp, _ in body.fetch_infos}
+            if body.metadata.is_full:
+                assert sent == threads[envelope.client]
+            else:
+                assert sent <= threads[envelope.client]
     assert {e.client for e in seen.requests if e.api == API_FETCH_FOLLOWER} == set(threads)
 
 

@@ -34,6 +34,7 @@ class Row:
         self.partitions = partitions
         self.request_bytes = request_bytes
         self.response_bytes = 0
+        self.response_partitions = 0
         self.acks = acks
         self.error = 0
         self.client_timeout = False

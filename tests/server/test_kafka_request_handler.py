@@ -9,6 +9,7 @@ Costs are constants, so every RequestMetrics timestamp is exact.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import PartitionData
+from kafkasim.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.network.messages import (
@@ -140,7 +142,8 @@ class Plane:
             observer=self.observer,
         )
         rm = self.replica_manager if real_replica_manager else self.rm
-        self.apis = KafkaApis(rm, BrokerConfig(), self.channel, observer=self.observer)
+        fetch_manager = FetchManager(SimTime(self.env), FetchSessionCache.create(random.Random(0)))
+        self.apis = KafkaApis(rm, BrokerConfig(), self.channel, fetch_manager=fetch_manager, observer=self.observer)
         self.after = 0
         self.handlers = KafkaRequestHandlerPool(
             self.env,
@@ -173,7 +176,8 @@ class Plane:
 
     def fetch(self, channel: KafkaChannel, at: float = 0.0, *, replica_id: int = -1) -> RequestEnvelope:
         self._ids += 1
-        body = FetchRequestData(replica_id, 500, 1, 1 << 20, [])
+        # A sessionless fetch of one partition (the scripted ReplicaManager answers "t-0" whatever it names).
+        body = FetchRequestData(replica_id, 500, 1, 1 << 20, [(TopicPartition("t", 0), PartitionData(0, 0, 1 << 20))])
         api = API_FETCH_FOLLOWER if replica_id >= 0 else API_FETCH_CONSUMER
         envelope = RequestEnvelope(self._ids, api, channel.name, body, 100, at, at)
         return self._send(channel, envelope, at)
