@@ -250,7 +250,10 @@ class RecordAccumulator:
         linger_zero = self.linger_ms <= 0
         tails = VirtualTails(self)
         state = partitioner.state.copy()
-        wake_armed = self.queued_batches > 0
+        # A node with a batch queued has a wake-up armed: its linger timer, or (at max in flight) its next
+        # response. A node with nothing queued has none, whatever the other nodes have.
+        position = self._position
+        armed = {node for node, nonempty in self._nonempty.items() if nonempty}
         for k in range(limit):
             if k < len(upcoming):
                 intended, size = upcoming[k]
@@ -260,13 +263,13 @@ class RecordAccumulator:
                     return math.inf
                 intended, size = record
             closed = tails.closed_batches
-            full, new_batch = tails.append_record(partitioner, state, size)
+            tp, full, new_batch = tails.append_record(partitioner, state, size)
             if full:
                 return intended  # a batch becomes sendable
             # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
-            # if it is sendable at once, needs the first linger timer, or comes with the old partition's
-            # batch closed by a sticky switch (that one is sendable now).
-            if new_batch and (linger_zero or not wake_armed or tails.closed_batches != closed):
+            # if it is sendable at once, needs its node's first linger timer, or comes with the old
+            # partition's batch closed by a sticky switch (that one is sendable now).
+            if new_batch and (linger_zero or position[tp][0] not in armed or tails.closed_batches != closed):
                 return intended
         return upcoming[-1][0]
 
@@ -345,12 +348,15 @@ class VirtualTails:
         st[0], st[1], st[2], st[3] = count, size, records, False
         return count > 1 or size >= self._batch_size, new_batch
 
-    def append_record(self, partitioner: Partitioner, state: PartitionerState, record_size: int) -> tuple[bool, bool]:
-        """``RecordAccumulator.append_record`` on the copy, with a copy of the partitioner's state."""
+    def append_record(
+        self, partitioner: Partitioner, state: PartitionerState, record_size: int
+    ) -> tuple[TopicPartition, bool, bool]:
+        """``RecordAccumulator.append_record`` on the copy, with a copy of the partitioner's state:
+        (partition, batch_is_full, new_batch_created)."""
         tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size)
         partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
-        return full, new_batch
+        return tp, full, new_batch
 
 
 class PartitionerState:

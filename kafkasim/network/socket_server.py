@@ -18,6 +18,10 @@ no generator processes on the hot path).
   send cost, connection unmuted, nothing travels back.
 
 Simplification: the processors' read and send costs are their only CPU modelled.
+
+A stop-the-world pause of the broker (``stw``, a ``Pausable`` shared with its request handlers and
+reapers) stops the processors: a request arriving meanwhile stays in its socket, a response in its
+queue, and a read or send in progress completes only when the pause ends.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -76,15 +80,16 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms", "broker_id",
+        "busy_ms", "broker_id", "stw",
     )
 
     def __init__(
         self, index: int, env: Environment, request_channel: RequestChannel, costs: ProcessorCosts, observer: Observer,
-        broker_id: int = 0,
+        broker_id: int = 0, stw: Pausable | None = None,
     ) -> None:
         self.index = index
         self.broker_id = broker_id
+        self.stw = stw if stw is not None else Pausable()
         self.env = env
         self.request_channel = request_channel
         self.costs = costs
@@ -98,6 +103,9 @@ class Processor:
 
     def enqueue_response(self, envelope: RequestEnvelope) -> None:
         """``Processor.enqueueResponse`` (called by ``RequestChannel.sendResponse``), then ``wakeup``."""
+        if self.stw.paused:
+            self.stw.defer(partial(self.enqueue_response, envelope))
+            return
         self.responses.append(envelope)
         if not self.busy and self.blocked is None:
             self.run()
@@ -142,6 +150,9 @@ class Processor:
             return
 
     def _read_done(self, envelope: RequestEnvelope, _event: Any) -> None:
+        if self.stw.paused:
+            self.stw.defer(partial(self._read_done, envelope, _event))
+            return
         self.busy = False
         envelope.start_ms = self.env.now
         # ArrayBlockingQueue.put blocks the thread when the queue is full: back-pressure on every connection
@@ -150,6 +161,9 @@ class Processor:
             self.run()
 
     def _send_done(self, envelope: RequestEnvelope) -> None:
+        if self.stw.paused:
+            self.stw.defer(partial(self._send_done, envelope))
+            return
         self.busy = False
         envelope.end_ms = self.env.now
         channel = envelope.connection
@@ -181,11 +195,13 @@ class SocketServer:
         num_network_threads: int = 3,
         observer: Observer,
         broker_id: int = 0,
+        stw: Pausable | None = None,
     ) -> None:
         self.env = env
         self.broker_id = broker_id
+        self.stw = stw if stw is not None else Pausable()
         self.request_channel = request_channel
-        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id)
+        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw)
                            for i in range(num_network_threads)]
         for processor in self.processors:
             request_channel.add_processor(processor)
@@ -200,6 +216,9 @@ class SocketServer:
     def receive(self, channel: KafkaChannel, envelope: RequestEnvelope) -> None:
         """A request fully arrived on ``channel``'s socket."""
         if channel.closed:
+            return
+        if self.stw.paused:  # read (and its arrival noticed) when the broker's pause ends
+            self.stw.defer(partial(self.receive, channel, envelope))
             return
         channel.pending.append(envelope)
         if not channel.muted and not channel.readable:

@@ -17,6 +17,10 @@ Per broker, every broker of the run (entity ``broker-<id>``):
   ``ReplicaManager`` gauges): partitions it leads, and of those, with an ISR smaller than the replica set
   or than ``min.insync.replicas``. Sampled with the partition gauges (below).
 
+Per broker host of a ``cluster:`` (entity ``broker-<id>``): ``NicBytesInPerSec`` and ``NicBytesOutPerSec``,
+the bytes its NIC (``cluster.nic``) took on for receiving and sending over the last interval, per second
+(simulator-only: compare them with ``cluster.nic``'s bandwidth; a NIC at its bandwidth queues).
+
 Per partition, read from its leader (entity ``<topic>-<p>``): ``HighWatermark``, ``IsrSize``,
 ``UnderMinIsr`` (0/1) and ``LeaderId`` (the leader's broker id). Per replica (entity
 ``<topic>-<p>/replica-<broker id>``): ``LogEndOffset``, each broker's own LEO (the leader's included);
@@ -35,12 +39,13 @@ request-plane gauges keep every sample. Up to ``PARTITIONS_PER_SAMPLE`` partitio
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kafkasim.broker.records import TopicPartition
     from kafkasim.clients.producer import Producer
+    from kafkasim.network.nic import Nic
     from kafkasim.server.broker_server import BrokerServer
 
 Sink = Callable[[float, str, str, float], None]
@@ -78,13 +83,26 @@ class _BrokerGauges:
         self.last_processor_busy = 0.0
 
 
+class _NicGauges:
+    """One broker host's NIC and its byte counts at the previous sample."""
+
+    __slots__ = ("entity", "nic", "last_in", "last_out")
+
+    def __init__(self, entity: str, nic: Nic) -> None:
+        self.entity = entity
+        self.nic = nic
+        self.last_in = 0
+        self.last_out = 0
+
+
 class GaugeSampler:
     """Reads every broker (request plane, purgatories, the partitions it leads or follows) and the producers,
     and writes one row per gauge to ``sink(t, metric, entity, value)``."""
 
     def __init__(self, brokers: Sequence[BrokerServer], producers: Sequence[Producer], sink: Sink, *,
-                 partition_stride: int | None = None) -> None:
+                 partition_stride: int | None = None, nics: Mapping[int, Nic] | None = None) -> None:
         self.brokers = [_BrokerGauges(b) for b in brokers]
+        self._nics = [_NicGauges(broker_entity(b), nic) for b, nic in sorted((nics or {}).items())]
         self.producers = list(producers)
         self._sink = sink
         self._last_t: float | None = None
@@ -117,6 +135,12 @@ class GaugeSampler:
         sink = self._sink
         for producer in self.producers:
             sink(t, "InFlightRequests", producer.name, float(producer.in_flight))
+        for g in self._nics:
+            now_in, now_out = g.nic.inbound.bytes, g.nic.outbound.bytes
+            if span is not None:
+                sink(t, "NicBytesInPerSec", g.entity, (now_in - g.last_in) * 1000.0 / span)
+                sink(t, "NicBytesOutPerSec", g.entity, (now_out - g.last_out) * 1000.0 / span)
+            g.last_in, g.last_out = now_in, now_out
 
     def _sample_partitions(self, t: float, gauges: _BrokerGauges) -> None:
         sink = self._sink

@@ -9,8 +9,9 @@ built does not matter; the order in which they *start* does (``Engine._start``).
 The brokers and replicas come from the ``ClusterLayout``, never from "broker 0 is the leader": every
 broker is a ``BrokerServer``; a partition's preferred replica leads it, the others follow it through their
 broker's ``ReplicaFetcherManager``. Simplifications: every broker has the same configuration and costs;
-a fetcher thread's path to its source broker uses the followers' link config (``followers.link``); a
-client's connections to several brokers share its one network path; leadership is fixed for the run.
+a fetcher thread's path to its source broker uses the followers' link config (``followers.link``);
+without a cluster a client's connections share its one network path (in a cluster it has one per broker,
+through that broker's NIC); leadership is fixed for the run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
 from kafkasim.network.connection import Connection, NetworkPath
 from kafkasim.network.ids import IdSource
+from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
 from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
@@ -65,9 +67,17 @@ def client_deadlines(scenario: Scenario, layout: ClusterLayout | None = None) ->
         deadlines[p.name] = float(p.request_timeout_ms)
     for c in scenario.consumers:
         deadlines[c.name] = float(c.request_timeout_ms)
+    counts = fetcher_counts(scenario, layout)
     for fault in scenario.faults:
-        if fault.type == "pause" and fault.target in deadlines:
+        if fault.type != "pause":
+            continue
+        if fault.target in deadlines:
             deadlines[fault.target] += float(fault.duration)
+        elif layout.clustered and scenario.target_kind(fault.target) == "broker":
+            # A paused broker's fetcher threads are paused with it.
+            broker_id = int(fault.target.removeprefix("broker-"))
+            for name in fetcher_names(layout, counts, only_broker=broker_id):
+                deadlines[name] += float(fault.duration)
     return deadlines
 
 
@@ -155,6 +165,10 @@ class Components:
     consumers: list[Consumer] = field(default_factory=list)
     links: dict[str, NetworkPath] = field(default_factory=dict)
     layout: ClusterLayout | None = None
+    nics: dict[int, Nic] = field(default_factory=dict)
+    """Each broker host's NIC (cluster runs only)."""
+    client_paths: dict[str, list[NetworkPath]] = field(default_factory=dict)
+    """A cluster client's paths, one per broker it talks to (a client's link faults act on all of them)."""
 
     @property
     def leader(self) -> BrokerServer:
@@ -178,8 +192,12 @@ class Components:
         return [f for broker in self.brokers for f in broker.fetchers]
 
 
-def _network_path(env: Environment, name: str, link: Link, streams: RandomStreams) -> NetworkPath:
-    """The client's two links, each with its own latency distribution, bandwidth and random stream."""
+def _network_path(
+    env: Environment, name: str, link: Link, streams: RandomStreams, *, client_nic: Nic | None = None,
+    broker_nic: Nic | None = None,
+) -> NetworkPath:
+    """The client's two links, each with its own latency distribution, bandwidth and random stream, through
+    the hosts' NICs if given (requests out of ``client_nic`` into ``broker_nic``, responses back)."""
     return NetworkPath.create(
         env,
         name,
@@ -188,7 +206,22 @@ def _network_path(env: Environment, name: str, link: Link, streams: RandomStream
         link.bandwidth_for("to_broker") / 1000.0,  # bytes per second -> bytes per ms
         from_broker_latency=sampler_from_spec(link.latency_for("from_broker")),
         from_broker_bandwidth_bytes_per_ms=link.bandwidth_for("from_broker") / 1000.0,
+        client_nic=client_nic,
+        broker_nic=broker_nic,
     )
+
+
+def broker_nics(scenario: Scenario, layout: ClusterLayout, env: Environment) -> dict[int, Nic]:
+    """One NIC per broker host of a ``cluster:`` (``cluster.nic``); none without a cluster."""
+    if scenario.cluster is None or not layout.clustered:
+        return {}
+    nic = scenario.cluster.nic
+    return {b: Nic(env, f"broker-{b}", nic.bandwidth_in / 1000.0, nic.bandwidth_out / 1000.0) for b in layout.broker_ids}
+
+
+def client_path_name(client: str, broker_id: int) -> str:
+    """A cluster client's network path to one broker (its links' and random streams' name)."""
+    return f"{client}/broker-{broker_id}"
 
 
 def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> BrokerServerCosts:
@@ -241,11 +274,13 @@ def fetcher_counts(scenario: Scenario, layout: ClusterLayout) -> dict[int, int]:
     return {b: scenario.broker_for(b).num_replica_fetchers for b in layout.broker_ids}
 
 
-def fetcher_names(layout: ClusterLayout, num_fetchers: Mapping[int, int]) -> list[str]:
-    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys);
-    ``num_fetchers``: each broker's ``num.replica.fetchers``."""
+def fetcher_names(layout: ClusterLayout, num_fetchers: Mapping[int, int], only_broker: int | None = None) -> list[str]:
+    """Every fetcher thread the run will have (``ReplicaFetcherManager.addFetcherForPartitions``' keys), or
+    broker ``only_broker``'s; ``num_fetchers``: each broker's ``num.replica.fetchers``."""
     names: dict[str, None] = {}
     for broker_id in layout.broker_ids:
+        if only_broker is not None and broker_id != only_broker:
+            continue
         count = num_fetchers[broker_id]
         for tp in layout.partitions_followed_by(broker_id):
             fid = get_fetcher_id(tp.topic, tp.partition, count)
@@ -278,6 +313,7 @@ def build(
     partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
     c = Components(env, clock, streams, config, alter_partition, ids, partitions_by_topic, observer, layout=layout)
     brokers_by_id: dict[int, BrokerServer] = {}
+    nics = c.nics = broker_nics(scenario, layout, env)
 
     def connect_to(broker_id: int, name: str, path: NetworkPath) -> Connection:
         return Connection(env, name, path, brokers_by_id[broker_id].socket_server, observer)
@@ -292,7 +328,9 @@ def build(
     def create_fetcher_thread(broker: BrokerServer, fetcher_id: int, source: int) -> ReplicaFetcherThread:
         fetcher_config = replica_fetcher_config_of(scenario.broker_for(broker.broker_id))
         name = fetcher_name(layout, broker.config.num_replica_fetchers, broker.broker_id, fetcher_id, source)
-        links = c.links[name] = _network_path(env, name, follower_link, streams)
+        # Replication leaves the leader's host (its NIC's outbound) and enters the follower's (inbound).
+        links = c.links[name] = _network_path(env, name, follower_link, streams, client_nic=nics.get(broker.broker_id),
+                                              broker_nic=nics.get(source))
         return ReplicaFetcherThread(
             env,
             name,
@@ -338,15 +376,29 @@ def build(
     def client_connector(name: str, path: NetworkPath) -> Callable[[int], Connection]:
         return lambda broker_id: connect_to(broker_id, name, path)
 
+    def client_paths(name: str, link: Link, topic: str) -> Callable[[int], Connection]:
+        """Without a cluster, the client's one path. In a cluster, one path per broker it talks to (the
+        leaders of its topic), through that broker's NIC: a NIC belongs to the destination host, so one
+        shared path cannot carry it. Each path has its own named streams (``link/<client>/broker-<id>/...``)."""
+        if not nics:
+            path = c.links[name] = _network_path(env, name, link, streams)
+            return client_connector(name, path)
+        paths: dict[int, NetworkPath] = {}
+        for b in sorted({leaders[tp] for tp in partitions_by_topic[topic]}):
+            path_name = client_path_name(name, b)
+            paths[b] = c.links[path_name] = _network_path(env, path_name, link, streams, broker_nic=nics[b])
+        c.client_paths[name] = list(paths.values())
+        return lambda broker_id: connect_to(broker_id, name, paths[broker_id])
+
     for p_cfg in scenario.producers:
         assert p_cfg.link is not None
-        links = c.links[p_cfg.name] = _network_path(env, p_cfg.name, p_cfg.link, streams)
+        connect = client_paths(p_cfg.name, p_cfg.link, p_cfg.topic)
         c.producers.append(
             Producer(
                 env,
                 producer_config_of(p_cfg),
                 partitions_by_topic[p_cfg.topic],
-                client_connector(p_cfg.name, links),
+                connect,
                 zero_arg_sampler(p_cfg.record_size, streams.stream(f"{p_cfg.name}/record_size")),
                 streams.stream(f"{p_cfg.name}/arrivals"),
                 streams.stream(f"{p_cfg.name}/partitioner"),
@@ -357,9 +409,9 @@ def build(
         )
     for c_cfg in scenario.consumers:
         assert c_cfg.link is not None
-        links = c.links[c_cfg.name] = _network_path(env, c_cfg.name, c_cfg.link, streams)
+        connect = client_paths(c_cfg.name, c_cfg.link, c_cfg.topic)
         c.consumers.append(
             Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic],
-                     client_connector(c_cfg.name, links), ids, observer, leaders=leaders)
+                     connect, ids, observer, leaders=leaders)
         )
     return c

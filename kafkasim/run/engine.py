@@ -130,7 +130,8 @@ class Engine:
         )
         self.observer = self.run_recorder
         self.components: Components = build(scenario, clock, self.seed, self.observer, self.layout)
-        self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample)
+        self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample,
+                                   nics=self.components.nics)
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.

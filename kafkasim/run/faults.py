@@ -1,7 +1,18 @@
 """The fault schedule: each scenario fault starts at ``at`` and (unless it lasts forever) ends later.
 
 A follower target is a replica fetcher thread by its client name (``follower-<k>`` in a scenario without
-a cluster, where broker k has one thread).
+a cluster, where broker k has one thread). A ``broker-<k>`` target (a ``cluster:`` scenario) is the whole
+``BrokerServer`` k:
+
+* ``pause``: a stop-the-world pause of the broker, the partitions it leads included (its processors,
+  request handlers, reapers, periodic tasks and fetcher threads; see ``BrokerServer.pause``).
+* ``slow_disk``: its request handlers' produce appends and its fetcher threads' appends.
+* ``crash``: a broker that leads nothing (the scenario refuses any other): its fetcher threads.
+* ``link_delay`` / ``link_drop``: the network paths of its replica fetcher threads toward the brokers it
+  follows (``to_broker``: its fetch requests to the leaders; ``from_broker``: the leaders' responses,
+  i.e. the replicated data). Not the paths of other brokers' fetchers toward it, nor clients' paths.
+
+A client's link faults act on its path to every broker (in a cluster it has one per broker).
 
 * ``pause`` (follower, producer, consumer): the component does nothing for ``duration``; work that
   arrives meanwhile waits (a GC pause / SIGSTOP). Overlapping pauses nest.
@@ -22,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.network.link import NetworkLink
 from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
+from kafkasim.server.broker_server import BrokerServer
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import sampler_from_spec
@@ -32,6 +44,9 @@ if TYPE_CHECKING:
 
 
 def _component(c: Components, target: str) -> Any:
+    broker = _broker(c, target)
+    if broker is not None:
+        return broker
     for group in (c.followers, c.producers, c.consumers):
         for component in group:
             if component.name == target:
@@ -39,13 +54,26 @@ def _component(c: Components, target: str) -> Any:
     raise ValueError(f"fault target {target!r} is not a follower, producer or consumer of this run")
 
 
+def _broker(c: Components, target: str) -> BrokerServer | None:
+    if c.layout is None or not c.layout.clustered:
+        return None
+    for broker in c.brokers:
+        if broker.name == target:
+            return broker
+    return None
+
+
 def _links(c: Components, target: str, direction: str) -> list[NetworkLink]:
-    links = c.links[target]
+    broker = _broker(c, target)
+    if broker is not None:
+        paths = [c.links[f.name] for f in broker.fetchers]
+    else:  # a client: in a cluster, its path to every broker it talks to
+        paths = c.client_paths.get(target) or [c.links[target]]
     if direction == "to_broker":
-        return [links.to_broker]
+        return [p.to_broker for p in paths]
     if direction == "from_broker":
-        return [links.from_broker]
-    return [links.to_broker, links.from_broker]
+        return [p.from_broker for p in paths]
+    return [link for p in paths for link in (p.to_broker, p.from_broker)]
 
 
 class _PauseCount:
@@ -83,12 +111,12 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             if end is not None:
                 _at(c, end, partial(pauses.resume, component))
         elif isinstance(fault, SlowDiskFault):
-            follower: ReplicaFetcherThread = _component(c, fault.target)
+            follower: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
             _at(c, start, partial(_scale_disk, follower, float(fault.factor)))
             if end is not None:
                 _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
         elif isinstance(fault, CrashFault):
-            crashed: ReplicaFetcherThread = _component(c, fault.target)
+            crashed: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
             _at(c, start, crashed.crash)
             if end is not None:
                 _at(c, end, crashed.restart)
@@ -107,9 +135,12 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             raise ValueError(f"unknown fault type {fault.type!r}")
 
 
-def _scale_disk(follower: ReplicaFetcherThread, factor: float) -> None:
+def _scale_disk(target: ReplicaFetcherThread | BrokerServer, factor: float) -> None:
     # Overlapping slow_disk faults multiply; each one's end divides its own factor out again.
-    follower.disk_factor *= factor
+    if isinstance(target, BrokerServer):
+        target.scale_disk(factor)
+    else:
+        target.disk_factor *= factor
 
 
 class _DelayedLatency:

@@ -68,7 +68,10 @@ class CrashFault(FaultBase):
 
 
 class LinkDelayFault(FaultBase):
-    """Every message on the target's link takes `extra` longer (on top of the link latency)."""
+    """Every message on the target's link takes `extra` longer (on top of the link latency). A client's link
+    is its path to every broker it talks to; a `broker-<id>`'s links are the paths of its replica fetcher
+    threads to the leaders it follows (`to_broker`: its fetch requests; `from_broker`: the replicated data
+    coming back), not other brokers' fetches from it nor clients' paths to it."""
 
     type: Literal["link_delay"] = "link_delay"
     duration: Duration = Field(gt=0)
@@ -77,7 +80,8 @@ class LinkDelayFault(FaultBase):
 
 
 class LinkDropFault(FaultBase):
-    """The target's link delivers nothing: messages sent during the window are lost."""
+    """The target's link delivers nothing: messages sent during the window are lost (the target's links as
+    for `link_delay`)."""
 
     type: Literal["link_drop"] = "link_drop"
     duration: Duration = Field(gt=0)

@@ -18,6 +18,18 @@ Nothing here assumes it is the only broker or that it leads every partition. Sim
 that leads no partition when the run starts runs no expiration reaper and no isr-expiration task (its
 purgatories stay empty and it has no ISR to shrink; leadership never moves in a run today).
 
+Faults on the whole broker (``broker-<id>`` targets):
+
+* ``pause()`` / ``resume()``: a stop-the-world pause (a long GC pause, SIGSTOP of the JVM), leaders
+  included. Its network processors, request handlers, expiration reapers, isr-expiration and retention
+  tasks share one ``Pausable`` (``stw``): work that falls in the pause waits for its end (requests in their
+  sockets, responses in their queues, a read, send or service time in progress completes late, periodic
+  tasks run late), and its replica fetcher threads pause. Other brokers keep running.
+* ``scale_disk(factor)``: its appends cost ``factor`` times more: a produce's append in its request
+  handlers, and its fetcher threads' appends of replicated data.
+* ``crash()`` / ``restart()``: only for a broker that leads nothing (leader failover needs the
+  controller): its fetcher threads stop, and on restart truncate to their HW and fetch again.
+
 ``start`` is split in three so that the engine can start every component's first events in a fixed
 order (simulated ties are broken by scheduling order, and the golden runs pin it).
 """
@@ -45,7 +57,7 @@ from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
 from kafkasim.server.replica_fetcher_manager import InitialFetchState, ReplicaFetcherManager
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 
 if TYPE_CHECKING:
     import random
@@ -104,6 +116,9 @@ class BrokerServer:
         self.env = env
         self.broker_id = broker_id
         self.config = config
+        self.name = f"broker-{broker_id}"
+        # The broker's JVM: a stop-the-world pause defers the work of everything that shares it.
+        self.stw = Pausable()
         self.replica_manager = ReplicaManager(
             broker_id,
             config.broker,
@@ -113,11 +128,14 @@ class BrokerServer:
             observer=observer,
         )
         rm = self.replica_manager
-        self.reapers = (ExpirationReaper(env, rm.produce_purgatory), ExpirationReaper(env, rm.fetch_purgatory))
+        self.reapers = (
+            ExpirationReaper(env, rm.produce_purgatory, stw=self.stw),
+            ExpirationReaper(env, rm.fetch_purgatory, stw=self.stw),
+        )
         self.request_channel = RequestChannel(env, config.queued_max_requests)
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
-            observer=observer, broker_id=broker_id,
+            observer=observer, broker_id=broker_id, stw=self.stw,
         )
         # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
         # come from the broker's own stream.
@@ -135,6 +153,7 @@ class BrokerServer:
             num_io_threads=config.num_io_threads,
             observer=observer,
             reapers=self.reapers,
+            stw=self.stw,
         )
         factory = fetcher_factory
 
@@ -193,12 +212,18 @@ class BrokerServer:
     # --- tasks -------------------------------------------------------------------------------------
 
     def _isr_expiration(self, _event: Any) -> None:
+        if self.stw.paused:
+            self.stw.defer(lambda: self._isr_expiration(_event))
+            return
         self.replica_manager.maybe_shrink_isr()
         period = self.config.broker.isr_expiration_interval_ms
         if period > 0:  # KafkaScheduler.schedule runs a task whose period is not > 0 once only
             Call(self.env, float(period), self._isr_expiration)
 
     def _log_retention(self, _event: Any) -> None:
+        if self.stw.paused:
+            self.stw.defer(lambda: self._log_retention(_event))
+            return
         # LogManager.cleanupLogs over the logs this broker hosts: the partitions it leads, and those its
         # fetchers replicate. A paused fetcher (a stalled JVM) runs it when it resumes; a crashed one not.
         for partition in self.replica_manager.partitions.values():
@@ -208,6 +233,39 @@ class BrokerServer:
             if not fetcher.crashed:
                 fetcher.run_or_defer(fetcher.delete_old_segments)
         Call(self.env, self.config.log_retention_check_interval_ms, self._log_retention)
+
+    # --- faults ------------------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Stop the world (the fault schedule nests overlapping pauses: one pause() per resume())."""
+        self.stw.pause()
+        for fetcher in self.fetchers:
+            if not fetcher.crashed:
+                fetcher.pause()
+
+    def resume(self) -> None:
+        """The work deferred during the pause runs, in the order it fell due; then the fetchers resume."""
+        self.stw.resume()
+        for fetcher in self.fetchers:
+            if fetcher.paused:
+                fetcher.resume()
+
+    def scale_disk(self, factor: float) -> None:
+        """Multiply the cost of every append on this broker by ``factor`` (overlapping faults multiply)."""
+        self.handlers.disk_factor *= factor
+        for fetcher in self.fetchers:
+            fetcher.disk_factor *= factor
+
+    def crash(self) -> None:
+        """Stop the fetcher threads of a broker that leads nothing (the scenario refuses any other crash)."""
+        if self.leads_partitions:
+            raise ValueError(f"{self.name} leads partitions: it cannot crash before leaders can move")
+        for fetcher in self.fetchers:
+            fetcher.crash()
+
+    def restart(self) -> None:
+        for fetcher in self.fetchers:
+            fetcher.restart()
 
     # --- state -------------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from simpy import Environment
 
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 
 # Kafka: DelayedOperationPurgatory.ExpiredOperationReaper calls advanceClock(200L).
 WORK_TIMEOUT_MS = 200.0
@@ -50,10 +50,14 @@ class ExpirationReaper:
     """Drives one purgatory's timer on the simulated clock. `start()` once, `poke()` after adds."""
 
     __slots__ = ("env", "purgatory", "work_timeout_ms", "_wake", "_wake_at", "_deadline", "_running",
-                 "passes", "expirations")
+                 "passes", "expirations", "stw")
 
-    def __init__(self, env: Environment, purgatory: Reapable, work_timeout_ms: float = WORK_TIMEOUT_MS) -> None:
+    def __init__(
+        self, env: Environment, purgatory: Reapable, work_timeout_ms: float = WORK_TIMEOUT_MS,
+        stw: Pausable | None = None,
+    ) -> None:
         self.env = env
+        self.stw = stw if stw is not None else Pausable()
         self.purgatory = purgatory
         self.work_timeout_ms = work_timeout_ms
         self._wake: Call | None = None
@@ -108,6 +112,9 @@ class ExpirationReaper:
         self._wake = Call(self.env, target - now, self._on_wake)
 
     def _on_wake(self, _event: Any) -> None:
+        if self.stw.paused:
+            self.stw.defer(lambda: self._on_wake(_event))
+            return
         self._wake = None
         now = self.env.now
         nxt = self.purgatory.timer.next_expiration_ms

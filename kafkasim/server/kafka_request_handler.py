@@ -16,6 +16,10 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   expiration), and the handler
   asks the ``RequestChannel`` for the next request.
 
+A stop-the-world pause of the broker (``stw``) stops the handlers: a request taken meanwhile starts, and a
+service time that ends meanwhile completes, only when the pause ends. ``disk_factor`` (a ``slow_disk``
+fault) multiplies the append part of a produce's service time (``append_per_kib``).
+
 Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
 queue and timer work take no simulated time.
 """
@@ -31,7 +35,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -65,8 +69,11 @@ class KafkaRequestHandlerPool:
         num_io_threads: int = 8,
         observer: Observer,
         reapers: Sequence[ExpirationReaper] = (),
+        stw: Pausable | None = None,
     ) -> None:
         self.env = env
+        self.stw = stw if stw is not None else Pausable()
+        self.disk_factor = 1.0
         self.request_channel = request_channel
         self.apis = apis
         self.costs = costs
@@ -87,11 +94,14 @@ class KafkaRequestHandlerPool:
 
     def _handle(self, envelope: RequestEnvelope) -> None:
         """A handler takes ``envelope`` (``KafkaRequestHandler.run`` -> ``KafkaApis.handle``)."""
+        if self.stw.paused:
+            self.stw.defer(lambda: self._handle(envelope))
+            return
         env = self.env
         envelope.dequeue_ms = env.now
         costs = self.costs
         if envelope.api == API_PRODUCE:
-            cost = costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB)
+            cost = costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
             self.handler_busy_ms += cost
             Call(env, cost, lambda _e: self._produce_done(envelope))
             return
@@ -101,10 +111,16 @@ class KafkaRequestHandlerPool:
         Call(env, cost, lambda _e: self._fetch_done(envelope, responses))
 
     def _produce_done(self, envelope: RequestEnvelope) -> None:
+        if self.stw.paused:
+            self.stw.defer(lambda: self._produce_done(envelope))
+            return
         self.apis.handle_produce(envelope)
         self._finish(envelope)
 
     def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> None:
+        if self.stw.paused:
+            self.stw.defer(lambda: self._fetch_done(envelope, responses))
+            return
         send_response = self.request_channel.send_response
         for response in responses:
             send_response(response)

@@ -81,6 +81,11 @@ class Pausable:
         else:
             fn()
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` when the pause ends (the caller has checked ``paused``: the hot path's way, no closure
+        unless paused)."""
+        self._deferred.append(fn)
+
     def pause(self) -> None:
         self.paused = True
 

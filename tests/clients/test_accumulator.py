@@ -314,6 +314,25 @@ def test_with_several_leaders_the_node_must_be_named() -> None:
         acc.drain()
 
 
+def test_first_waking_record_a_new_batch_for_a_broker_with_nothing_queued_wakes_the_sender() -> None:
+    # Two leaders: TP1 on broker 0, TP2 on broker 1. A batch is queued for broker 0 only (say its
+    # connection is at max.in.flight: no linger timer is armed for it, only its response will wake the
+    # Sender). The first record for TP2 creates a batch on broker 1, which has nothing queued and so no
+    # wake-up of its own: KafkaProducer.doSend wakes the Sender on newBatchCreated, so that the Sender arms
+    # broker 1's linger. Waking only on full batches left broker 1's records waiting for broker 0.
+    acc = RecordAccumulator([TP1, TP2], 1_000_000, 5, leaders={TP1: 0, TP2: 1})
+    partitioner = Partitioner("round_robin", [TP1, TP2], 1_000_000, random.Random(0))
+    assert send(acc, partitioner, 100, 0.0) == TP1
+    upcoming = _upcoming([1.0, 2.0, 3.0], 100)  # round robin: TP2, TP1, TP2
+    assert acc.first_waking_record(partitioner, upcoming, _no_more, 100) == 1.0
+    # A second record for broker 0's queued batch alone wakes nobody, as before.
+    acc2 = RecordAccumulator([TP1, TP2], 1_000_000, 5, leaders={TP1: 0, TP2: 0})
+    p2 = Partitioner("round_robin", [TP1, TP2], 1_000_000, random.Random(0))
+    send(acc2, p2, 100, 0.0)
+    send(acc2, p2, 100, 0.5)
+    assert acc2.first_waking_record(p2, _upcoming([1.0, 2.0], 100), _no_more, 100) == math.inf
+
+
 class _KafkaWalk:
     """Kafka's ``RecordAccumulator.ready`` and ``drainBatchesForOneNode`` as Kafka writes them: every
     partition of the node visited, empty or not. The accumulator walks only non-empty deques; this is the

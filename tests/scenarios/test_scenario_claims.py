@@ -35,11 +35,20 @@ TRIED = {
         "topics[0].segment.bytes=1GiB": "test_segment_roll_without_rolls_every_fetch_waits_the_full_max_wait",
         "producers[0].acks=all": "test_segment_roll_with_acks_all_the_producer_falls_behind",
     },
+    "more_partitions_same_bytes": {
+        "topics[0].partitions=10": "test_more_partitions_same_bytes_ten_partitions_linger_and_three_leaders",
+        "topics[0].partitions=100": "test_more_partitions_same_bytes_hundred_partitions_ride_out_early",
+        "topics[0].partitions=1000": "test_more_partitions_same_bytes_thousand_partitions_one_record_per_batch",
+    },
+    "nic_bound_cluster": {
+        "cluster.nic.out=1Gbit/s": "test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops",
+        "topics[0].replication.factor=1": "test_nic_bound_cluster_without_replication_each_nic_sends_half",
+    },
     "slow_follower_isr_shrink": {
         "broker.replica.fetch.max.bytes=1MiB": "test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s",
     },
 }
-SET_ARGUMENT = re.compile(r"--set\s+([^\s=]+=[A-Za-z0-9.]+)")
+SET_ARGUMENT = re.compile(r"--set\s+([^\s=]+=[A-Za-z0-9](?:[A-Za-z0-9./]*[A-Za-z0-9])?)")
 
 
 @functools.cache
@@ -437,3 +446,165 @@ def test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s() -> None:
     # The acks=all produces wait for it until then.
     stuck = batches(result, "orders-acks-all", 6_000, 45_000)
     assert set(stuck["error"]) == {0} and stuck["ack_ms"].min() >= 60_000
+
+
+# --- cluster_slow_broker -----------------------------------------------------------------------------
+
+
+def _after_warmup_batches(result: RunResult) -> pd.DataFrame:
+    records = result.records
+    return records[records["created_ms"].to_numpy(dtype=float) >= float(result.summary["warmup_ms"])]
+
+
+def test_cluster_slow_broker_stalls_only_the_partitions_with_a_replica_on_it() -> None:
+    result = shipped("cluster_slow_broker")
+    latency = _after_warmup_batches(result).groupby("partition")["produce_latency_ms"]
+    p99 = latency.quantile(0.99)
+    worst = latency.max()
+    for partition in (0, 1, 3, 4):  # led or followed by broker 0
+        assert 200.0 < p99[partition] < 320.0, partition
+        assert 390.0 < worst[partition] < 410.0, partition
+    for partition in (2, 5):  # replicas on brokers 2 and 1 only
+        assert p99[partition] < 11.0, partition
+        assert worst[partition] < 13.0, partition  # ~11 ms: their batches do not wait behind broker 0's
+
+
+def test_cluster_slow_broker_two_pauses_make_the_producers_tail() -> None:
+    result = shipped("cluster_slow_broker")
+    latency = per_producer(result, "producer-1")["from_intended"]
+    assert 5.0 < latency["p50"] < 9.0
+    assert 380.0 < latency["p99.9"] < 410.0
+    assert result.summary["counters"]["isr_shrinks"] == 0
+
+
+def test_cluster_slow_broker_the_paused_brokers_own_metrics_hide_its_pause() -> None:
+    per_broker = shipped("cluster_slow_broker").summary["per_broker"]
+    produce = {b: per_broker[f"broker-{b}"]["apis"]["Produce"]["TotalTimeMs"] for b in (0, 1, 2)}
+    assert 380.0 < produce[1]["p99.9"] < 410.0  # waiting in the purgatory for paused follower 0
+    assert produce[2]["max"] < 6.0
+    assert produce[0]["p99.9"] < 7.0  # the paused broker: its requests waited before startTimeNanos
+    follower = {b: per_broker[f"broker-{b}"]["apis"]["FetchFollower"]["TotalTimeMs"] for b in (0, 1)}
+    assert 380.0 < follower[0]["max"] < 420.0  # broker 1's fetcher waits on paused leader 0
+    assert follower[1]["max"] < 15.0  # paused broker 0's fetcher sends nothing while paused
+
+
+# --- nic_bound_cluster -------------------------------------------------------------------------------
+
+
+def _nic_rate(result: RunResult, metric: str) -> dict[str, float]:
+    ts = result.timeseries
+    rows = ts[(ts["metric"] == metric) & (ts["time_ms"] > float(result.summary["warmup_ms"]))]
+    return {str(k): float(v) / 1e6 for k, v in rows.groupby("entity")["value"].mean().items()}
+
+
+def test_nic_bound_cluster_each_nic_sends_four_copies_and_receives_three() -> None:
+    result = shipped("nic_bound_cluster")
+    out = _nic_rate(result, "NicBytesOutPerSec")
+    into = _nic_rate(result, "NicBytesInPerSec")
+    assert set(out) == {"broker-0", "broker-1", "broker-2"}
+    for broker in out:
+        assert 40.0 < out[broker] < 44.0  # ~42 MB/s
+        assert 30.0 < into[broker] < 33.5  # ~32 MB/s
+
+
+def test_nic_bound_cluster_latency_and_where_it_is_spent() -> None:
+    result = shipped("nic_bound_cluster")
+    producer = per_producer(result, "producer-1")
+    assert 35.0 < producer["from_intended"]["p50"] < 47.0  # ~41 ms
+    assert 35.0 < producer["e2e"]["p50"] < 48.0  # ~42 ms
+    for name in ("analytics", "archiver"):
+        assert 35.0 < per_consumer(result, name)["e2e"]["p50"] < 48.0
+    produce = result.summary["apis"]["Produce"]
+    assert 5.0 < produce["TotalTimeMs"]["p50"] < 8.5  # ~6.7 ms
+    assert 5.0 < produce["RemoteTimeMs"]["p50"] < 8.0  # ~6.3 ms
+    assert 20.0 < _connection_wait(result) < 32.0  # ~26 ms
+
+
+def _connection_wait(result: RunResult) -> float:
+    produce = requests(result, "Produce")
+    return median(produce.assign(wait=produce["start_ms"] - produce["client_send_ms"]), "wait")
+
+
+def test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops() -> None:
+    result = shipped("nic_bound_cluster", "cluster.nic.out=1Gbit/s")
+    producer = per_producer(result, "producer-1")
+    assert 8.0 < producer["from_intended"]["p50"] < 11.0  # ~9.5 ms
+    assert 8.5 < producer["e2e"]["p50"] < 11.5  # ~10 ms
+    assert 2.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 4.0  # ~2.9 ms
+    assert _connection_wait(result) < 1.5  # ~0.6 ms
+    out = _nic_rate(result, "NicBytesOutPerSec")
+    assert all(40.0 < v < 44.0 for v in out.values())  # the same bytes
+
+
+def test_nic_bound_cluster_without_replication_each_nic_sends_half() -> None:
+    result = shipped("nic_bound_cluster", "topics[0].replication.factor=1")
+    out = _nic_rate(result, "NicBytesOutPerSec")
+    into = _nic_rate(result, "NicBytesInPerSec")
+    assert all(19.5 < v < 22.5 for v in out.values())  # ~21 MB/s
+    assert all(9.5 < v < 11.5 for v in into.values())  # ~10.6 MB/s
+    assert 6.0 < per_producer(result, "producer-1")["e2e"]["p50"] < 9.0  # ~7.4 ms
+
+
+# --- more_partitions_same_bytes ----------------------------------------------------------------------
+
+
+def _spread(partitions: int) -> tuple[RunResult, dict, dict[str, int], pd.DataFrame]:
+    overrides = () if partitions == 1 else (f"topics[0].partitions={partitions}",)
+    result = shipped("more_partitions_same_bytes", *overrides)
+    producer = per_producer(result, "producer-1")
+    counts = {api: int(result.summary["apis"][api]["TotalTimeMs"]["count"])
+              for api in ("Produce", "FetchFollower", "FetchConsumer")}
+    return result, producer, counts, requests(result, "FetchFollower")
+
+
+def test_more_partitions_same_bytes_one_partition_fills_its_batches() -> None:
+    result, producer, counts, follower = _spread(1)
+    assert 640 < producer["batches"] < 690 and 14.5 < producer["records"] / producer["batches"] <= 15.0
+    assert 640 < counts["Produce"] < 690
+    assert 5.6 < producer["from_intended"]["p50"] < 6.6  # ~6.1 ms
+    assert 1_280 < counts["FetchFollower"] < 1_380
+    assert median(follower, "request_bytes") == 140
+    sent = result.records[np.isfinite(result.records["send_ms"].to_numpy(dtype=float))]
+    # Full batches leave before the linger: ~3 ms after their first record.
+    assert median(sent.assign(wait=sent["send_ms"] - sent["created_ms"]), "wait") < 4.0
+
+
+def test_more_partitions_same_bytes_ten_partitions_linger_and_three_leaders() -> None:
+    result, producer, counts, _ = _spread(10)
+    assert 3_200 < producer["batches"] < 3_500  # ~3 records per batch
+    assert 1_020 < counts["Produce"] < 1_110
+    assert 2_050 < counts["FetchFollower"] < 2_200
+    assert 6.7 < producer["from_intended"]["p50"] < 7.7  # ~7.2 ms: a full linger
+    assert median(requests(result, "Produce"), "partitions") == 3
+
+
+def test_more_partitions_same_bytes_hundred_partitions_ride_out_early() -> None:
+    result, producer, counts, follower = _spread(100)
+    assert 8_300 < producer["batches"] < 9_000  # ~1.15 records per batch
+    assert 1_020 < counts["Produce"] < 1_120
+    assert 5.7 < producer["from_intended"]["p50"] < 6.7  # ~6.2 ms
+    first = _first_fetches(result)
+    assert first["partitions"].max() == pytest.approx(34, abs=1)
+    assert first["request_bytes"].max() == pytest.approx(1_460, rel=0.05)
+    assert median(follower, "partitions") == pytest.approx(8, abs=1)
+    assert median(follower, "request_bytes") == pytest.approx(420, rel=0.1)
+
+
+def test_more_partitions_same_bytes_thousand_partitions_one_record_per_batch() -> None:
+    result, producer, counts, follower = _spread(1000)
+    assert 9_500 < producer["batches"] < 10_000 and producer["records"] / producer["batches"] < 1.05
+    assert 1_020 < counts["Produce"] < 1_120
+    assert 5.4 < producer["from_intended"]["p50"] < 6.4  # ~5.9 ms
+    first = _first_fetches(result)
+    every = result.requests[result.requests["api"] == "FetchFollower"]
+    assert first["partitions"].max() == pytest.approx(334, abs=1)
+    assert first["request_bytes"].max() == every["request_bytes"].max() == pytest.approx(13_460, rel=0.05)
+    assert median(follower, "partitions") == pytest.approx(9, abs=1)
+    assert median(follower, "request_bytes") == pytest.approx(460, rel=0.1)
+    assert median(follower, "response_partitions") == pytest.approx(18, abs=3)
+
+
+def _first_fetches(result: RunResult) -> pd.DataFrame:
+    """Each fetcher thread's first FetchFollower request (the full fetch that opens its session)."""
+    rows = result.requests[result.requests["api"] == "FetchFollower"].sort_values("client_send_ms")
+    return rows.groupby("client").head(1)

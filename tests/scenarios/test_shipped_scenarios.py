@@ -34,6 +34,9 @@ TEACHING = {
     "segment_roll_wakes_fetches",
     "overloaded_handlers",
     "gc_paused_follower",
+    "cluster_slow_broker",
+    "more_partitions_same_bytes",
+    "nic_bound_cluster",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
 # every run is watched, and fails if simulated time has not moved for this long.

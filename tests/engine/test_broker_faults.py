@@ -1,0 +1,156 @@
+"""Faults on a whole broker of a cluster (``broker-<id>`` targets) at run time.
+
+Every scenario here spells its replicas out (``replica_assignment``) so that which broker leads and which
+follows each partition is plain, and a producer writes round robin to every partition (acks=all). A
+produce request goes to one leader, so the requests table's ``broker`` column says which partitions it
+carried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from kafkasim.record.result import RunResult
+from kafkasim.run.engine import Engine
+
+from .support import producer, scenario
+
+AT_MS = 1000.0
+PAUSE_MS = 300.0
+
+
+def _run(assignment: list[list[int]], faults: list[dict[str, Any]], **extra: Any) -> tuple[Engine, RunResult]:
+    topic = {"name": "t", "replica_assignment": assignment, "min.insync.replicas": 1}
+    topic.update(extra.pop("topic", {}))
+    s = scenario(
+        duration="2s",
+        cluster={"brokers": 3, **extra.pop("cluster", {})},
+        topics=[topic],
+        producers=[producer("p1", **{"rate": "200/s", "partitioner": "round_robin", **extra.pop("producer", {})})],
+        faults=faults,
+        **extra,
+    )
+    engine = Engine(s, check_invariants=True)
+    return engine, engine.run()
+
+
+def _produce(result: RunResult, broker: int, start: float = AT_MS, end: float = AT_MS + PAUSE_MS) -> pd.Series:
+    """Client latency of the produce requests to ``broker`` sent in [start, end)."""
+    rows = result.requests
+    rows = rows[(rows["api"] == "Produce") & (rows["broker"] == broker)]
+    rows = rows[(rows["client_send_ms"] >= start) & (rows["client_send_ms"] < end)]
+    assert len(rows) > 0, f"no produce to broker {broker} in [{start}, {end})"
+    return rows["client_latency_ms"]
+
+
+def _baseline(result: RunResult, broker: int) -> float:
+    return float(_produce(result, broker, 500.0, AT_MS).median())
+
+
+def test_a_paused_leader_broker_stalls_its_partitions_produces_but_not_the_others() -> None:
+    # Broker 0 leads partition 0; partition 1 (leader 1, follower 2) does not involve it.
+    _, result = _run([[0, 1], [1, 2]], [{"type": "pause", "target": "broker-0", "at": "1s", "duration": "300ms"}])
+    stalled = _produce(result, 0)
+    # The first request sent in the pause waits for all of it (stop the world: nothing is read).
+    assert PAUSE_MS - 10 < stalled.max() <= PAUSE_MS + 10
+    assert stalled.min() > 5 * _baseline(result, 0)
+    # Partition 1's produces do not notice.
+    others = _produce(result, 1)
+    assert others.max() <= 1.01 * _baseline(result, 1)
+    # After the pause, broker 0 is back to normal.
+    assert _produce(result, 0, 1500.0, 2000.0).median() <= 1.01 * _baseline(result, 0)
+
+
+def test_a_paused_broker_runs_its_reapers_and_tasks_late_and_requests_wait_in_its_socket() -> None:
+    engine, result = _run([[0, 1], [1, 2]], [{"type": "pause", "target": "broker-0", "at": "1s", "duration": "300ms"}])
+    rows = result.requests
+    to_0 = rows[(rows["broker"] == 0) & (rows["client_send_ms"] >= AT_MS) & (rows["client_send_ms"] < AT_MS + PAUSE_MS)]
+    # No request sent to broker 0 during the pause is read (start) before the pause ends.
+    assert (to_0["start_ms"] >= AT_MS + PAUSE_MS).all()
+    # Broker 1's fetcher of partition 0 waits on its fetch to broker 0 (a FetchFollower handled late).
+    follower = rows[(rows["api"] == "FetchFollower") & (rows["broker"] == 0)]
+    assert (follower["end_ms"] - follower["start_ms"]).max() < 600  # no fetch was lost
+    spanning = follower[(follower["client_send_ms"] < AT_MS + PAUSE_MS) & (follower["client_receive_ms"] > AT_MS + PAUSE_MS)]
+    assert len(spanning) >= 1
+    assert not engine.components.broker(0).stw.paused
+
+
+def test_a_paused_follower_broker_delays_acks_all_for_the_partitions_it_follows_only() -> None:
+    # Broker 0 follows partition 0 (leader 1) and nothing else; partition 1 (leader 2, follower 1) does not
+    # involve it.
+    _, result = _run([[1, 0], [2, 1]], [{"type": "pause", "target": "broker-0", "at": "1s", "duration": "300ms"}])
+    waiting = _produce(result, 1)
+    # acks=all waits for the paused follower's fetch: up to the pause (plus a fetch round trip).
+    assert PAUSE_MS - 20 < waiting.max() <= PAUSE_MS + 20
+    assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
+
+
+def test_slow_disk_on_a_broker_slows_its_leader_appends_and_its_follower_appends() -> None:
+    # Broker 0 leads partition 0 and follows partition 1 (leader 1); partition 2 does not involve it.
+    big = {"record_size": "64KiB"}
+    fault = [{"type": "slow_disk", "target": "broker-0", "at": "1s", "duration": "300ms", "factor": 200}]
+    assignment = [[0, 2], [1, 0], [2, 1]]
+    _, result = _run(assignment, fault, producer=big)
+    _, clean = _run(assignment, [], producer=big)
+    # Leader appends: the produce's LocalTimeMs on broker 0 is factor times the append cost (0.005 ms/KiB).
+    rows = result.requests
+    local = rows[(rows["api"] == "Produce") & (rows["broker"] == 0) & (rows["client_send_ms"] >= AT_MS)
+                 & (rows["client_send_ms"] < AT_MS + PAUSE_MS)]["LocalTimeMs"]
+    assert local.median() > 50 * 0.005 * 64  # 200 x 0.32 ms = 64 ms, minus nothing
+    # Follower appends: acks=all on broker 1 (partition 1, followed by 0) rises; broker 2's does not.
+    assert _produce(result, 1).median() > 10 * _produce(clean, 1).median()
+    assert _produce(result, 2).median() <= 1.05 * _produce(clean, 2).median()
+
+
+def test_a_crashed_broker_that_leads_nothing_stops_fetching_and_acks_all_waits_until_it_restarts() -> None:
+    # Broker 0 leads nothing and follows partition 0 (leader 1).
+    fault = [{"type": "crash", "target": "broker-0", "at": "1s", "restart_after": "300ms"}]
+    engine, result = _run([[1, 0], [2, 1]], fault)
+    waiting = _produce(result, 1)
+    assert PAUSE_MS - 20 < waiting.max() <= PAUSE_MS + 30
+    assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
+    broker = engine.components.broker(0)
+    assert broker.fetchers and not broker.crashed  # restarted
+    follower = broker.replica_manager.partitions[next(iter(broker.replica_manager.partitions))]
+    leader = engine.components.broker(1).replica_manager.partitions[follower.topic_partition]
+    assert follower.log_end_offset >= leader.high_watermark - 5  # caught up again
+
+
+def test_link_delay_on_a_broker_delays_its_replication_traffic_only() -> None:
+    # Broker 0 follows partition 0 (leader 1); its fetcher's path to broker 1 gets 50 ms more each way.
+    fault = [{"type": "link_delay", "target": "broker-0", "at": "1s", "duration": "300ms", "extra": "50ms"}]
+    _, result = _run([[1, 0], [2, 1]], fault)
+    # acks=all on partition 0 needs a fetch round trip on the delayed path: >= 2 x 50 ms more.
+    assert _produce(result, 1).median() > _baseline(result, 1) + 90
+    assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
+    # Only the direction asked for: to_broker delays the fetch requests (one way, 50 ms).
+    fault[0]["direction"] = "to_broker"
+    _, one_way = _run([[1, 0], [2, 1]], fault)
+    assert _baseline(one_way, 1) + 40 < _produce(one_way, 1).median() < _produce(result, 1).median() - 30
+
+
+def test_link_drop_on_a_broker_drops_its_fetchers_responses_only() -> None:
+    fault = [{"type": "link_drop", "target": "broker-0", "at": "1s", "duration": "300ms", "direction": "from_broker"}]
+    engine, result = _run([[1, 0], [2, 1]], fault)
+    c = engine.components
+    fetcher = c.broker(0).fetchers[0]
+    assert c.links[fetcher.name].from_broker.dropped >= 1 and c.links[fetcher.name].to_broker.dropped == 0
+    # Nobody else's path lost anything.
+    assert all(path.dropped == 0 for name, path in c.links.items() if name != fetcher.name)
+    # The dropped fetch response leaves acks=all on partition 0 waiting (the fetcher's request timeout,
+    # replica.socket.timeout.ms = 30 s, is longer than the run): no produce to broker 1 sent from then on is
+    # answered before the run ends. Broker 2's partition is unaffected.
+    assert _produce(result, 1, AT_MS, 2000.0).isna().all()
+    assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
+
+
+def test_a_clients_link_fault_in_a_cluster_acts_on_its_path_to_every_broker() -> None:
+    # In a cluster a client has one path per broker (through that broker's NIC): the fault covers them all.
+    fault = [{"type": "link_delay", "target": "p1", "at": "1s", "duration": "300ms", "extra": "50ms",
+              "direction": "to_broker"}]
+    _, result = _run([[0, 1], [1, 2]], fault)
+    for broker in (0, 1):
+        assert _produce(result, broker).median() > _baseline(result, broker) + 45
+
