@@ -150,6 +150,7 @@ class RequestEnvelope:
         "expects_response",
         "on_response",
         "read_bytes",
+        "read_partitions",
         "partitions",
         "response_partitions",
         "acks",
@@ -196,8 +197,10 @@ class RequestEnvelope:
         # acks=0 produce: the broker sends nothing back (KafkaApis.handleProduceRequest, NoOpResponse).
         self.expects_response = expects_response
         self.on_response = on_response
-        # Bytes the handler read from the log for a fetch (drives the read cost).
+        # Bytes the handler read from the log for a fetch (drives the read cost), and the partitions it read
+        # (a session's every partition for an incremental fetch: IncrementalFetchContext.foreachPartition).
         self.read_bytes = 0
+        self.read_partitions = 0
         # Columns of the requests table (the recorder reads the envelope as its RequestRow). `partitions`:
         # the partitions the request carries as sent -- a produce's, a full fetch's every partition, an
         # incremental fetch's new and altered ones only (0 for an idle follower), like `request_bytes`;

@@ -242,6 +242,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
             request=cost("request", costs_cfg.request),
             append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
             read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
+            per_partition=cost("per_partition", costs_cfg.per_partition),
         ),
     )
 

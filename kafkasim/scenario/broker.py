@@ -38,6 +38,12 @@ class HandlerCosts(ScenarioModel):
     """Handler-thread cost of appending produce data to the leader's log, per KiB."""
     read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.002))
     """Handler-thread cost of reading fetch data from the log, per KiB."""
+    per_partition: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Handler-thread cost per partition of a produce request, and per partition a fetch reads (an
+    incremental fetch reads every partition of its session: Kafka's IncrementalFetchContext.foreachPartition,
+    with ReplicaManager.readFromLog and, for a follower, Partition.updateFollowerFetchState for each). 0 by
+    default: kafkasim has no measurement to calibrate it, and a non-zero default would change every
+    result; set it to see why more partitions cost latency (scenarios/more_partitions_same_bytes.yaml)."""
     network_read: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
     """Processor-thread cost of reading one request off the socket."""
     network_read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))

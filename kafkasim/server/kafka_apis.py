@@ -97,6 +97,7 @@ class KafkaApis:
             body.metadata, body.replica_id >= 0, body.fetch_infos, body.to_forget
         )
         fetch_infos = context.fetch_infos()
+        envelope.read_partitions = len(fetch_infos)
 
         def respond(results: Sequence[tuple[TopicPartition, LogReadResult]]) -> None:
             self._fetch_response(envelope, context.update_and_generate_response_data(results))

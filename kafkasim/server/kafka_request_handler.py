@@ -5,10 +5,11 @@ event-driven state machines on the SimPy clock (one heap event per service time)
 ``KafkaRequestHandler.run`` for one request:
 
 * The handler takes it (``requestDequeueTimeNanos``): at once if it was waiting in ``receiveRequest``.
-* Produce: service time ``request + append_per_kib * KiB`` first, then ``KafkaApis.handleProduceRequest``
+* Produce: service time ``request + append_per_kib * KiB + per_partition * partitions`` first, then ``KafkaApis.handleProduceRequest``
   (the data becomes visible when the write is done; an acks 0/1 response is sent then).
 * Fetch: ``KafkaApis.handleFetchRequest`` at once (the read sees the log as it is when the handler
-  starts), then service time ``request + read_per_kib * KiB read``; the responses the call completed (its
+  starts), then service time ``request + read_per_kib * KiB read + per_partition * partitions read`` (an
+  incremental fetch reads every partition of its session); the responses the call completed (its
   own, produce requests completed by a follower's HW advance) are sent when it has elapsed.
 * Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
@@ -44,6 +45,10 @@ Sampler = Callable[[], float]
 KIB = 1024.0
 
 
+def _no_cost() -> float:
+    return 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class RequestHandlerCosts:
     """A handler's service-time samplers (zero-argument callables returning ms), from the scenario.
@@ -54,6 +59,8 @@ class RequestHandlerCosts:
     request: Sampler
     append_per_kib: Sampler
     read_per_kib: Sampler
+    # Per partition of a produce, and per partition a fetch reads (a session's every partition).
+    per_partition: Sampler = _no_cost
 
 
 class KafkaRequestHandlerPool:
@@ -101,12 +108,14 @@ class KafkaRequestHandlerPool:
         envelope.dequeue_ms = env.now
         costs = self.costs
         if envelope.api == API_PRODUCE:
-            cost = costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
+            cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
+                    + costs.per_partition() * envelope.partitions)
             self.handler_busy_ms += cost
             Call(env, cost, lambda _e: self._produce_done(envelope))
             return
         responses = self.apis.handle_fetch(envelope)
-        cost = costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
+        cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
+                + costs.per_partition() * envelope.read_partitions)
         self.handler_busy_ms += cost
         Call(env, cost, lambda _e: self._fetch_done(envelope, responses))
 
