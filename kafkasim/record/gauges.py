@@ -38,9 +38,12 @@ request-plane gauges keep every sample. Up to ``PARTITIONS_PER_SAMPLE`` partitio
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+# Partitions sampled at every sample; more every ceil(n / PARTITIONS_PER_SAMPLE) samples (see the module
+# doc). Defined with the scenario's limits, which estimate a run's gauge rows with the same rule.
+from kafkasim.scenario.limits import partition_sample_stride
 
 if TYPE_CHECKING:
     from kafkasim.broker.records import TopicPartition
@@ -50,13 +53,6 @@ if TYPE_CHECKING:
 
 Sink = Callable[[float, str, str, float], None]
 
-# Partitions sampled at every sample; more are sampled every ceil(n / this) samples (see the module doc).
-PARTITIONS_PER_SAMPLE = 100
-
-
-def partition_sample_stride(partitions: int) -> int:
-    """Every how many samples the partition gauges are taken, for a run with `partitions` partitions."""
-    return max(1, math.ceil(partitions / PARTITIONS_PER_SAMPLE))
 
 
 def broker_entity(broker_id: int) -> str:

@@ -8,8 +8,8 @@ built does not matter; the order in which they *start* does (``Engine._start``).
 
 The brokers and replicas come from the ``ClusterLayout``, never from "broker 0 is the leader": every
 broker is a ``BrokerServer``; a partition's preferred replica leads it, the others follow it through their
-broker's ``ReplicaFetcherManager``. Simplifications: every broker has the same configuration and costs;
-a fetcher thread's path to its source broker uses the followers' link config (``followers.link``);
+broker's ``ReplicaFetcherManager``. Each broker's configs and costs are ``broker:`` with its
+``cluster.overrides`` entry applied (``Scenario.broker_for``). Simplifications: a fetcher thread's path to its source broker uses the followers' link config (``followers.link``);
 without a cluster a client's connections share its one network path (in a cluster it has one per broker,
 through that broker's NIC); leadership is fixed for the run.
 """

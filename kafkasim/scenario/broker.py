@@ -12,8 +12,8 @@ from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 INT32_MAX = 2**31 - 1  # Kafka's INT configs; larger values fail Kafka's own parsing
 MAX_REPLICATION_FACTOR = 32  # one leader and up to 31 simulated followers: plenty for teaching
-# Every follower and consumer fetch lists every partition it follows: 300 partitions already make a 2 s run
-# take half a minute, 10 000 used 3.4 GB and ran for minutes.
+# The broker reads every partition of a fetch's session on every fetch (Kafka's IncrementalFetchContext;
+# benchmarks/README.md, "Partitions"): 1,000 partitions cost ~40x one partition per request.
 MAX_PARTITIONS = 1000
 # Kafka does not bound num.replica.fetchers; each thread is a fetch request in flight per source broker.
 MAX_REPLICA_FETCHERS = 64

@@ -15,6 +15,7 @@ from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, allowed_list, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, TargetKind
+from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration, format_duration
@@ -346,9 +347,7 @@ def _work_checks(s: Scenario, add: Any) -> None:
             f"the producers would send about {total:,.0f} records in {format_duration(s.duration)}; a run keeps every "
             f"record, and at most {MAX_RECORDS:,} fit (allowed: lower the rates or the duration)",
         )
-    # GaugeSampler: per partition HW, ISR size, under-min-ISR and the leader's LEO, two rows per follower;
-    # about ten broker-wide rows; one per producer.
-    per_sample = sum(t.partitions * (2 + 2 * t.replication_factor) for t in s.topics) + 10 + len(s.producers)
+    per_sample = gauge_rows_per_sample(s)
     samples = s.duration / s.sample_interval
     if samples * per_sample > MAX_GAUGE_ROWS:
         shortest = s.duration * per_sample / MAX_GAUGE_ROWS
@@ -358,6 +357,17 @@ def _work_checks(s: Scenario, add: Any) -> None:
             f"{per_sample} gauges, more than the {MAX_GAUGE_ROWS:,} rows a run keeps (allowed: at least "
             f"{format_duration(float(math.ceil(shortest)))} for this duration and these partitions)",
         )
+
+
+def gauge_rows_per_sample(s: Scenario) -> int:
+    """About how many gauge rows a run of `s` writes per sample (an upper bound): GaugeSampler's per
+    partition HW, ISR size, under-min-ISR, leader id and the leader's LEO, two rows per follower, every
+    partition_sample_stride samples; per broker up to twelve rows (queues, idle ratios, leader and
+    under-replicated counts, purgatories, NIC) and one per network thread; one per producer."""
+    partitions = sum(t.partitions for t in s.topics)
+    partition_rows = sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
+    per_broker = sum(12 + s.broker_for(b).num_network_threads for b in s.broker_ids)
+    return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + len(s.producers)
 
 
 def _active_fraction(p: ProducerConfig) -> float:

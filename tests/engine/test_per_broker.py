@@ -3,7 +3,10 @@ summary's `per_broker` view."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 
 from kafkasim.run.engine import run_scenario
 
@@ -60,7 +63,7 @@ def test_every_broker_has_its_request_plane_and_purgatory_gauges_and_every_repli
 
 
 def test_many_partitions_are_sampled_every_few_samples_all_at_the_same_instants() -> None:
-    from kafkasim.record.gauges import PARTITIONS_PER_SAMPLE, partition_sample_stride
+    from kafkasim.scenario.limits import PARTITIONS_PER_SAMPLE, partition_sample_stride
 
     assert [partition_sample_stride(n) for n in (1, PARTITIONS_PER_SAMPLE, PARTITIONS_PER_SAMPLE + 1, 1000)] == [
         1, 1, 2, 10]
@@ -72,3 +75,20 @@ def test_many_partitions_are_sampled_every_few_samples_all_at_the_same_instants(
     assert queue_times == [50.0 * k for k in range(12)]
     assert sorted(set(hw["time_ms"])) == [150.0 * k for k in range(4)]  # every third sample: ceil(250/100)
     assert (hw.groupby("time_ms").size() == 250).all()
+
+
+@pytest.mark.parametrize(("brokers", "partitions"), [(None, 4), (3, 6), (3, 150)])
+def test_the_scenario_check_estimates_the_gauge_rows_a_run_writes(brokers: int | None, partitions: int) -> None:
+    # The check that refuses runs with more than MAX_GAUGE_ROWS gauge rows estimates them per sample; it
+    # must not undercount (it counted 2 + 2 * RF rows per partition every sample and ten per run before the
+    # per-broker and per-partition gauges, and ignored the partition stride).
+    from kafkasim.scenario.scenario import gauge_rows_per_sample
+
+    sections: dict[str, Any] = {"duration": "1s", "sample_interval": "100ms", "topic": {"partitions": partitions}}
+    if brokers is not None:
+        sections["cluster"] = {"brokers": brokers}
+    s = scenario(**sections)
+    rows = run_scenario(s).timeseries
+    samples = rows["time_ms"].nunique()
+    estimate = gauge_rows_per_sample(s) * samples
+    assert len(rows) <= estimate <= 1.3 * len(rows)
