@@ -9,7 +9,7 @@ lag time, follower fetch settings, link latencies and bandwidths, and 0-6 faults
 follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop) at random
 times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
 brokers, Kafka's placer or an explicit replica_assignment, racks, per-broker overrides, several fetcher
-threads per source broker). Total load is bounded so a run of a few simulated
+threads per source broker, faults on brokers: pause, slow_disk, link faults, crash of one that leads nothing). Total load is bounded so a run of a few simulated
 seconds takes well under a second of CPU; one scenario in ten runs 31-40 s at a tenth of the load.
 
     uv run python benchmarks/random_scenarios.py --count 500 --seed 1          # the big run
@@ -340,11 +340,41 @@ def _make_cluster(rng: random.Random, data: dict[str, Any], duration_ms: float, 
     data["cluster"] = cluster
     if rng.random() < 0.4:
         data["broker"]["num.replica.fetchers"] = rng.choice([2, 3])
+    # Sometimes every topic gets an explicit assignment in which the last broker leads nothing, so that
+    # it may crash (a crash of a broker that leads partitions needs the controller: refused).
+    spare = brokers > max_rf and rng.random() < 0.4
     for topic in topics:
-        if rng.random() < 0.3:
-            rf = topic["replication.factor"]
+        rf = topic["replication.factor"]
+        if spare:
+            assignment = []
+            for _ in range(topic["partitions"]):
+                leader = rng.randrange(brokers - 1)
+                others = [b for b in range(brokers) if b != leader]
+                assignment.append([leader, *rng.sample(others, rf - 1)])
+            topic["replica_assignment"] = assignment
+        elif rng.random() < 0.3:
             topic["replica_assignment"] = [rng.sample(range(brokers), rf) for _ in range(topic["partitions"])]
-    data["faults"] = [f for f in data["faults"] if not f["target"].startswith("follower-")]
+    faults = [f for f in data["faults"] if not f["target"].startswith("follower-")]
+    # Faults on brokers: a stop-the-world pause (leaders included), a slow disk, link faults on its
+    # fetchers' paths, and a crash of the broker that leads nothing.
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+        kind = rng.choice(["pause", "pause", "slow_disk", "link_delay", "link_drop"] + (["crash"] if spare else []))
+        target = brokers - 1 if kind == "crash" else rng.randrange(brokers)
+        at, length = _fault_window(rng, duration_ms, [FOLLOWER_REQUEST_TIMEOUT_MS, lag_ms, 500.0])
+        fault: dict[str, Any] = {"type": kind, "target": f"broker-{target}", "at": _ms(at)}
+        if kind == "crash":
+            if rng.random() < 0.7:
+                fault["restart_after"] = _ms(length)
+        else:
+            fault["duration"] = _ms(length)
+        if kind == "slow_disk":
+            fault["factor"] = rng.choice([0.5, 2, 10, 100])
+        if kind == "link_delay":
+            fault["extra"] = _latency(rng, 0.1, rng.choice([5.0, 100.0, 1000.0]))
+        if kind in ("link_delay", "link_drop") and rng.random() < 0.6:
+            fault["direction"] = rng.choice(["both", "to_broker", "from_broker"])
+        faults.append(fault)
+    data["faults"] = faults
 
 
 # The share of generated scenarios that are clusters.

@@ -73,13 +73,17 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
             seen["cluster-overrides"] += "overrides" in cluster
             seen["replica_assignment"] += any("replica_assignment" in t for t in data["topics"])
             seen["num.replica.fetchers>1"] += data["broker"].get("num.replica.fetchers", 1) > 1
-            seen["cluster-client-faults"] += len(data["faults"]) > 0
+            seen["cluster-client-faults"] += any(not f["target"].startswith("broker-") for f in data["faults"])
+            for f in data["faults"]:
+                if f["target"].startswith("broker-"):
+                    seen[f"broker-{f['type']}"] += 1
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
         "rf=1", "rf=2", "rf=3", "rf=4", "rf=5", "partitions>1", "tiny-segments", "retention", "long-run",
         "cluster", "cluster-racks", "cluster-overrides", "replica_assignment", "num.replica.fetchers>1",
-        "cluster-client-faults",
+        "cluster-client-faults", "broker-pause", "broker-slow_disk", "broker-crash", "broker-link_delay",
+        "broker-link_drop",
     ]
     assert [w for w in wanted if not seen[w]] == []
 
