@@ -41,7 +41,7 @@ class PartitionSnapshot:
     high_watermark: int
     isr: tuple[int, ...]
     under_min_isr: bool
-    replicas: tuple[ReplicaSnapshot, ...]  # leader (broker 0) first
+    replicas: tuple[ReplicaSnapshot, ...]  # the leader first
 
 
 @dataclass(frozen=True)
@@ -109,29 +109,36 @@ def take_snapshot(engine: Engine, recent: RecentLatencies | None = None) -> Engi
     """The engine's state now: per partition HW, every replica's LEO and the ISR, purgatory sizes, the
     request and response queues, and (with ``recent``) the recent latency percentiles."""
     c = engine.components
-    rm = c.replica_manager
-    own_leo: dict[tuple[Any, int], int] = {}
-    down: dict[int, bool] = {}
-    for follower in c.followers:
-        down[follower.broker_id] = bool(follower.crashed or follower.paused)
-        for tp, fp in follower.partitions.items():
-            own_leo[(tp, follower.broker_id)] = fp.log.log_end_offset
+    brokers = {b.broker_id: b for b in c.brokers}
+    # A broker is down for its partitions while its fetchers are crashed or paused (a stop-the-world pause
+    # pauses them too).
+    down = {b.broker_id: any(f.crashed or f.paused for f in b.fetchers) for b in c.brokers}
+    leading = [b for b in c.brokers if any(p.is_leader for p in b.replica_manager.partitions.values())]
     partitions = []
-    for tp, partition in rm.partitions.items():
-        isr = partition.isr
-        replicas = [ReplicaSnapshot(rm.broker_id, partition.log_end_offset, None, rm.broker_id in isr, False)]
-        for replica in partition.remote_replicas:
-            k = replica.broker_id
-            replicas.append(
-                ReplicaSnapshot(k, own_leo.get((tp, k), -1), replica.log_end_offset, k in isr, down.get(k, False))
+    for broker in leading:
+        rm = broker.replica_manager
+        for tp, partition in rm.partitions.items():
+            if not partition.is_leader:
+                continue
+            isr = partition.isr
+            replicas = [ReplicaSnapshot(rm.broker_id, partition.log_end_offset, None, rm.broker_id in isr, False)]
+            for replica in partition.remote_replicas:
+                k = replica.broker_id
+                hosted = brokers[k].replica_manager.partitions.get(tp) if k in brokers else None
+                own = hosted.log_end_offset if hosted is not None else -1
+                replicas.append(ReplicaSnapshot(k, own, replica.log_end_offset, k in isr, down.get(k, False)))
+            partitions.append(
+                PartitionSnapshot(
+                    str(tp), partition.high_watermark, tuple(sorted(isr)), partition.is_under_min_isr,
+                    tuple(replicas),
+                )
             )
-        partitions.append(
-            PartitionSnapshot(
-                str(tp), partition.high_watermark, tuple(sorted(isr)), partition.is_under_min_isr, tuple(replicas)
-            )
-        )
+    # The purgatories and queues of the brokers that lead partitions (named by broker when there are several).
+    several = len(leading) > 1
     purgatories = tuple(
-        PurgatorySnapshot(p.name, p.watched, p.num_delayed) for p in (rm.produce_purgatory, rm.fetch_purgatory)
+        PurgatorySnapshot(f"broker-{b.broker_id}/{p.name}" if several else p.name, p.watched, p.num_delayed)
+        for b in leading
+        for p in (b.replica_manager.produce_purgatory, b.replica_manager.fetch_purgatory)
     )
     now = engine.env.now
     return EngineSnapshot(
@@ -141,8 +148,8 @@ def take_snapshot(engine: Engine, recent: RecentLatencies | None = None) -> Engi
         speed=engine.clock.speed,
         partitions=tuple(partitions),
         purgatories=purgatories,
-        request_queue_size=c.leader.request_channel.request_queue_size,
-        response_queue_sizes=tuple(c.leader.request_channel.response_queue_sizes()),
+        request_queue_size=sum(b.request_channel.request_queue_size for b in leading),
+        response_queue_sizes=tuple(n for b in leading for n in b.request_channel.response_queue_sizes()),
         latency_window_ms=recent.window_ms if recent is not None else 0.0,
         latencies=recent.latencies(now) if recent is not None else (),
     )

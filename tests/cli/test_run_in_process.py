@@ -184,3 +184,24 @@ def test_an_ignored_sigint_stays_ignored() -> None:
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_cluster_snapshot_shows_every_leaders_partitions_and_purgatories() -> None:
+    # The live view read broker 0 only: in a cluster it showed a third of the partitions, and followers'
+    # own log ends as -1 (they are in their brokers' ReplicaManagers, not in fetcher-owned logs).
+    from tests.engine.support import consumer
+    from tests.engine.support import scenario as small_scenario
+
+    scenario = small_scenario(duration="1s", cluster={"brokers": 3}, topic={"partitions": 6},
+                              consumers=[consumer("c1")])
+    engine = Engine(scenario)
+    engine.run()
+    snapshot = take_snapshot(engine)
+    leaders = {p.replicas[0].broker_id for p in snapshot.partitions}
+    assert len(snapshot.partitions) == sum(t.partitions for t in scenario.topics) and leaders == {0, 1, 2}
+    for partition in snapshot.partitions:
+        for replica in partition.replicas[1:]:
+            assert replica.log_end_offset_at_leader is not None
+            assert 0 <= replica.log_end_offset_at_leader <= replica.log_end_offset
+    assert {p.name for p in snapshot.purgatories} == {f"broker-{b}/{kind}" for b in (0, 1, 2)
+                                                      for kind in ("Produce", "Fetch")}
