@@ -69,6 +69,16 @@ def assert_generated(notebook: Path, generator: Path, *, outputs_stored: bool = 
     )
 
 
+def assert_stored_with_outputs(notebook: Path) -> None:
+    """Viewed without running it (on a code host, in a file browser), it shows what it computes: every
+    code cell that prints or draws has its output stored (make_*.py runs it before saving)."""
+    stored = nbformat.read(notebook, as_version=4)
+    code = [cell for cell in stored.cells if cell.cell_type == "code"]
+    with_output = [cell for cell in code if cell.outputs]
+    assert len(with_output) >= len(code) - 2, f"{len(with_output)} of {len(code)} code cells have outputs"
+    assert not [o for cell in code for o in cell.outputs if o.output_type == "error"]
+
+
 def execute(notebook_path: Path, kernels_dir: Path, *, timeout: int) -> list[Any]:
     """Run the notebook headless from the notebooks folder; return every code cell's outputs.
 

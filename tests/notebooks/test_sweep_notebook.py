@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import NOTEBOOK_DIR, assert_generated, execute
+from .support import NOTEBOOK_DIR, assert_generated, assert_stored_with_outputs, execute
 
 NOTEBOOK = NOTEBOOK_DIR / "sweep.ipynb"
 GENERATOR = NOTEBOOK_DIR / "make_sweep.py"
@@ -23,15 +23,7 @@ def test_notebook_is_what_the_generator_writes() -> None:
 
 
 def test_notebook_is_stored_with_its_outputs() -> None:
-    """Viewed without running it (on a code host, in a file browser), it shows what it computes: every
-    code cell that prints or draws has its output stored (make_*.py runs it before saving)."""
-    import nbformat
-
-    stored = nbformat.read(NOTEBOOK, as_version=4)
-    code = [cell for cell in stored.cells if cell.cell_type == "code"]
-    with_output = [cell for cell in code if cell.outputs]
-    assert len(with_output) >= len(code) - 2, f"{len(with_output)} of {len(code)} code cells have outputs"
-    assert not [o for cell in code for o in cell.outputs if o.output_type == "error"]
+    assert_stored_with_outputs(NOTEBOOK)
 
 
 @pytest.mark.spark
