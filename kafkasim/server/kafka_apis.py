@@ -126,13 +126,7 @@ class KafkaApis:
             envelope.error = error
         envelope.response_partitions = len(statuses)
         envelope.response_bytes = produce_response_bytes(len(statuses))
-        if self._checks:
-            self._observer.response_built(envelope)
-        fetched = self._fetched
-        if fetched is not None:
-            fetched.append(envelope)
-        else:
-            self.request_channel.send_response(envelope)
+        self._send(envelope)
 
     def _fetch_response(self, envelope: RequestEnvelope, response: FetchResponse) -> None:
         envelope.response = response
@@ -148,6 +142,11 @@ class KafkaApis:
         envelope.read_bytes = read
         envelope.response_partitions = len(response.responses)
         envelope.response_bytes = fetch_response_data_bytes(response)
+        self._send(envelope)
+
+    def _send(self, envelope: RequestEnvelope) -> None:
+        """A built response: returned by ``handle_fetch`` if it completed during its ``fetch_messages`` call
+        (the handler sends it after the read's service time), else to the ``RequestChannel`` at once."""
         if self._checks:
             self._observer.response_built(envelope)
         fetched = self._fetched
