@@ -318,9 +318,10 @@ class SessionErrorContext(FetchContext):
         return FetchResponse(self._error, INVALID_SESSION_ID, [])
 
 
-class SessionlessFetchContext(FetchContext):
-    """A full request that wants no session (``SessionlessFetchContext``): the request's partitions, all
-    answered, session id 0."""
+class _RequestDataContext(FetchContext):
+    """A context that reads exactly the partitions its (full) request carries: Kafka's
+    ``SessionlessFetchContext`` and ``FullFetchContext`` answer ``getFetchOffset`` and ``foreachPartition``
+    alike, from the request's data."""
 
     __slots__ = ("fetch_data",)
 
@@ -336,18 +337,25 @@ class SessionlessFetchContext(FetchContext):
     def fetch_infos(self) -> list[tuple[TopicPartition, PartitionData]]:
         return list(self.fetch_data)
 
+
+class SessionlessFetchContext(_RequestDataContext):
+    """A full request that wants no session (``SessionlessFetchContext``): the request's partitions, all
+    answered, session id 0."""
+
+    __slots__ = ()
+
     def update_and_generate_response_data(
         self, updates: Sequence[tuple[TopicPartition, LogReadResult]]
     ) -> FetchResponse:
         return FetchResponse(Errors.NONE, INVALID_SESSION_ID, list(updates))
 
 
-class FullFetchContext(FetchContext):
+class FullFetchContext(_RequestDataContext):
     """A full request (``FullFetchContext``): the request's partitions, all answered; when the response is
     generated the broker tries to create a session in the next shard (round robin) holding every answered
     partition with the HW and log start offset just sent. ``is_from_follower`` makes it privileged."""
 
-    __slots__ = ("time", "cache", "req_metadata", "fetch_data", "is_from_follower")
+    __slots__ = ("time", "cache", "req_metadata", "is_from_follower")
 
     def __init__(
         self,
@@ -357,20 +365,11 @@ class FullFetchContext(FetchContext):
         fetch_data: Sequence[tuple[TopicPartition, PartitionData]],
         is_from_follower: bool,
     ) -> None:
+        super().__init__(fetch_data)
         self.time = time
         self.cache = cache
         self.req_metadata = req_metadata
-        self.fetch_data = fetch_data
         self.is_from_follower = is_from_follower
-
-    def get_fetch_offset(self, tp: TopicPartition) -> int | None:
-        for part, data in self.fetch_data:
-            if part == tp:
-                return data.fetch_offset
-        return None
-
-    def fetch_infos(self) -> list[tuple[TopicPartition, PartitionData]]:
-        return list(self.fetch_data)
 
     def update_and_generate_response_data(
         self, updates: Sequence[tuple[TopicPartition, LogReadResult]]
