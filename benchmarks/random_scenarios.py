@@ -228,20 +228,31 @@ def _faults(
         if pile_on and previous is not None:
             # A second fault on the previous one's target, starting inside its window.
             at = round(min(duration_ms * 0.95, float(previous["at"].removesuffix("ms")) + rng.uniform(0, 50)), 3)
-        fault: dict[str, Any] = {"type": kind, "target": target, "at": _ms(at)}
-        if kind == "crash":
-            if rng.random() < 0.7:
-                fault["restart_after"] = _ms(length)
-        else:
-            fault["duration"] = _ms(length)
-        if kind == "slow_disk":
-            fault["factor"] = rng.choice([0.5, 2, 10, 100, 1000, 1e5])
-        if kind == "link_delay":
-            fault["extra"] = _latency(rng, 0.1, rng.choice([5.0, 100.0, 1000.0, timeouts[target] / 2]))
-        if kind in ("link_delay", "link_drop") and rng.random() < 0.6:
-            fault["direction"] = rng.choice(["both", "to_broker", "from_broker"])
-        faults.append(fault)
+        faults.append(_fault(rng, kind, target, at, length, [0.5, 2, 10, 100, 1000, 1e5],
+                             [5.0, 100.0, 1000.0, timeouts[target] / 2]))
     return faults
+
+
+def _fault(
+    rng: random.Random, kind: str, target: str, at: float, length: float, factors: list[float],
+    extra_highs: list[float],
+) -> dict[str, Any]:
+    """One fault of ``kind`` on ``target`` at ``at``: a crash restarts after ``length`` (7 times in 10),
+    the others last ``length``; a slow disk's factor is one of ``factors``, a link delay's extra latency
+    reaches up to one of ``extra_highs``; link faults sometimes act in one direction only."""
+    fault: dict[str, Any] = {"type": kind, "target": target, "at": _ms(at)}
+    if kind == "crash":
+        if rng.random() < 0.7:
+            fault["restart_after"] = _ms(length)
+    else:
+        fault["duration"] = _ms(length)
+    if kind == "slow_disk":
+        fault["factor"] = rng.choice(factors)
+    if kind == "link_delay":
+        fault["extra"] = _latency(rng, 0.1, rng.choice(extra_highs))
+    if kind in ("link_delay", "link_drop") and rng.random() < 0.6:
+        fault["direction"] = rng.choice(["both", "to_broker", "from_broker"])
+    return fault
 
 
 def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
@@ -361,19 +372,7 @@ def _make_cluster(rng: random.Random, data: dict[str, Any], duration_ms: float, 
         kind = rng.choice(["pause", "pause", "slow_disk", "link_delay", "link_drop"] + (["crash"] if spare else []))
         target = brokers - 1 if kind == "crash" else rng.randrange(brokers)
         at, length = _fault_window(rng, duration_ms, [FOLLOWER_REQUEST_TIMEOUT_MS, lag_ms, 500.0])
-        fault: dict[str, Any] = {"type": kind, "target": f"broker-{target}", "at": _ms(at)}
-        if kind == "crash":
-            if rng.random() < 0.7:
-                fault["restart_after"] = _ms(length)
-        else:
-            fault["duration"] = _ms(length)
-        if kind == "slow_disk":
-            fault["factor"] = rng.choice([0.5, 2, 10, 100])
-        if kind == "link_delay":
-            fault["extra"] = _latency(rng, 0.1, rng.choice([5.0, 100.0, 1000.0]))
-        if kind in ("link_delay", "link_drop") and rng.random() < 0.6:
-            fault["direction"] = rng.choice(["both", "to_broker", "from_broker"])
-        faults.append(fault)
+        faults.append(_fault(rng, kind, f"broker-{target}", at, length, [0.5, 2, 10, 100], [5.0, 100.0, 1000.0]))
     data["faults"] = faults
 
 
