@@ -60,7 +60,6 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
         "fetcher_threads": sum(len(b.fetchers) for b in engine.components.brokers),
         "requests": len(requests),
         "requests_by_api": {str(k): int(v) for k, v in requests["api"].value_counts().sort_index().items()},
-        "records": int(result.records["records"].sum()) if "records" in result.records else len(result.records),
         "build_cpu_s": build_cpu,
         "cpu_s": cpu,
         "wall_s": wall,
@@ -68,8 +67,6 @@ def measure(duration: str, invariants: bool) -> dict[str, Any]:
         "sim_s_per_wall_s": simulated_s / wall,
         "simpy_events_per_cpu_s": 400_000 / baseline_cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-        "produce_p50_ms": float(result.summary["produce_record_latency"].get("p50", float("nan")))
-        if isinstance(result.summary.get("produce_record_latency"), dict) else float("nan"),
     }
 
 
@@ -98,17 +95,12 @@ def table(duration: str) -> None:
 
 
 def profile(duration: str) -> None:
-    import cProfile
-    import pstats
-
     from kafkasim.run.engine import Engine
 
-    engine = Engine(_scenario(duration, False))
-    profiler = cProfile.Profile(time.process_time)
-    profiler.enable()
-    engine.run()
-    profiler.disable()
-    pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from engine_bench import print_cpu_profile
+
+    print_cpu_profile(Engine(_scenario(duration, False)))
 
 
 def main() -> None:

@@ -191,18 +191,22 @@ def memory(durations: list[str], retention: str | None = None) -> None:
 
 
 def profile(duration: str) -> None:
+    from kafkasim.run.engine import Engine
+
+    print_cpu_profile(Engine(_scenario(duration, False)))
+
+
+def print_cpu_profile(engine: Any, top: int = 40) -> None:
+    """Run ``engine`` under cProfile and print its ``top`` functions by own time. CPU time, not wall time:
+    on a shared machine wall-clock profiles charge waiting to whatever ran."""
     import cProfile
     import pstats
 
-    from kafkasim.run.engine import Engine
-
-    engine = Engine(_scenario(duration, False))
-    # CPU time, not wall time: on a shared machine wall-clock profiles charge waiting to whatever ran.
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     engine.run()
     profiler.disable()
-    pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
 
 
 def split(duration: str) -> None:
