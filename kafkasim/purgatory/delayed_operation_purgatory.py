@@ -178,6 +178,9 @@ class DelayedOperationPurgatory:
             self.purge_completed()
         return advanced
 
+    def release_group(self, group: object) -> None:  # TEMPORARY SHIM
+        pass
+
     def purge_completed(self) -> int:
         """Drop completed operations from every watch list and drop emptied keys; return how many."""
         purged = 0
