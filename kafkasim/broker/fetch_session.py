@@ -34,12 +34,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult, PartitionData
 from kafkasim.broker.records import TopicPartition
+from kafkasim.broker.replica import FetchClock, Replica
 from kafkasim.timer import Time
+
+if TYPE_CHECKING:
+    from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
+    from kafkasim.purgatory import KeyGroup
 
 INT_MAX = 2**31 - 1
 
@@ -114,7 +119,7 @@ class CachedPartition:
     Kafka keeps the request fields one by one; the frozen ``PartitionData`` holds the same fields.
     """
 
-    __slots__ = ("tp", "req_data", "high_watermark", "local_log_start_offset")
+    __slots__ = ("tp", "req_data", "high_watermark", "local_log_start_offset", "pos", "last_read", "rider")
 
     def __init__(
         self,
@@ -127,6 +132,13 @@ class CachedPartition:
         self.req_data = req_data
         self.high_watermark = high_watermark
         self.local_log_start_offset = local_log_start_offset
+        # The simulator's own bookkeeping (not Kafka's), for reads of the changed partitions only
+        # (``ReplicaManager.fetch_session_messages``): the place in the session's order (grows as partitions
+        # join or move to the end), the last read if it found nothing past the end (the partition is then
+        # "quiet" until it changes), and the follower replica riding the session's clock for it.
+        self.pos = 0
+        self.last_read: LogReadResult | None = None
+        self.rider: Replica | None = None
 
     @property
     def fetch_offset(self) -> int:
@@ -134,6 +146,7 @@ class CachedPartition:
 
     def update_request_params(self, req_data: PartitionData) -> None:
         self.req_data = req_data
+        self.last_read = None
 
     def maybe_update_response_data(self, resp: LogReadResult, update_response_data: bool) -> bool:
         """``CachedPartition.maybeUpdateResponseData``: must this partition be in the response? Yes iff it has
@@ -173,7 +186,24 @@ class FetchSession:
     to the end (``IncrementalFetchContext``). ``cached_size`` is the size the cache last saw (-1: not in a
     cache)."""
 
-    __slots__ = ("id", "privileged", "partition_map", "creation_ms", "last_used_ms", "epoch", "cached_size")
+    __slots__ = (
+        "id",
+        "privileged",
+        "partition_map",
+        "creation_ms",
+        "last_used_ms",
+        "epoch",
+        "cached_size",
+        "next_pos",
+        "clock",
+        "read_at",
+        "read_key",
+        "eager",
+        "pending",
+        "parked",
+        "key_group",
+        "release_group",
+    )
 
     def __init__(
         self,
@@ -191,6 +221,54 @@ class FetchSession:
         self.last_used_ms = last_used_ms
         self.epoch = epoch
         self.cached_size = -1
+        # Reads of the changed partitions only (ReplicaManager.fetch_session_messages), not Kafka's: the
+        # next order stamp; the clock quiet followers' replicas ride; the PartitionChanges sequence of the
+        # last read (-1: none yet, the next read walks every partition) and that read's (replica id, broker
+        # epoch, isolation); the partitions to read at the next fetch whatever changed; the partitions the
+        # last read read, until its response is built; the DelayedFetch parked on the session; and the
+        # group of operation keys it watches (with the purgatory's release callback).
+        self.next_pos = 0
+        for cached in partition_map.values():
+            cached.pos = self.next_pos
+            self.next_pos += 1
+        self.clock = FetchClock()
+        self.read_at = -1
+        self.read_key: tuple[int, int, object] | None = None
+        self.eager: set[TopicPartition] = set()
+        self.pending: list[CachedPartition] = []
+        self.parked: SessionDelayedFetch | None = None
+        self.key_group: KeyGroup | None = None
+        self.release_group: Callable[[KeyGroup], None] | None = None
+
+    def move_to_end(self, cached: CachedPartition) -> None:
+        """Move a partition to the end of the session's order (it returned records)."""
+        self.before_change()
+        partition_map = self.partition_map
+        del partition_map[cached.tp]
+        partition_map[cached.tp] = cached
+        cached.pos = self.next_pos
+        self.next_pos += 1
+
+    def before_change(self) -> None:
+        """The session's partitions, their order or their request data are about to change: a fetch parked
+        on the session takes its own copy of what it needs first."""
+        parked = self.parked
+        if parked is not None:
+            self.parked = None
+            parked.detach_from_session()
+
+    def drop_key_group(self) -> None:
+        """The partitions changed: the next parked fetch watches a new group; the purgatory may forget this
+        one once nothing watches it."""
+        group = self.key_group
+        if group is not None:
+            self.key_group = None
+            if self.release_group is not None:
+                self.release_group(group)
+
+    def close(self) -> None:
+        """The session left the cache: nothing will fetch through it again."""
+        self.drop_key_group()
 
     @property
     def size(self) -> int:
@@ -226,18 +304,30 @@ class FetchSession:
         added: list[TopicPartition] = []
         updated: list[TopicPartition] = []
         removed: list[TopicPartition] = []
+        if not fetch_data and not to_forget:
+            return added, updated, removed
+        self.before_change()
         partition_map = self.partition_map
         for tp, req_data in fetch_data:
             cached = partition_map.get(tp)
             if cached is None:
-                partition_map[tp] = CachedPartition(tp, req_data)
+                cached = partition_map[tp] = CachedPartition(tp, req_data)
+                cached.pos = self.next_pos
+                self.next_pos += 1
                 added.append(tp)
             else:
                 cached.update_request_params(req_data)
                 updated.append(tp)
+        clock = self.clock
         for tp in to_forget:
-            if partition_map.pop(tp, None) is not None:
+            cached = partition_map.pop(tp, None)
+            if cached is not None:
                 removed.append(tp)
+                rider = cached.rider
+                if rider is not None and rider.riding is clock:
+                    rider.unride()  # no longer fetched through this session
+        if added or removed:
+            self.drop_key_group()
         return added, updated, removed
 
     def __repr__(self) -> str:
@@ -394,12 +484,20 @@ class IncrementalFetchContext(FetchContext):
     sent, and moves the ones that returned records to the end of the session's order, so the next read's
     byte budget goes to the others first (``testDeprioritizesPartitionsWithRecordsOnly``)."""
 
-    __slots__ = ("time", "req_metadata", "session")
+    __slots__ = ("time", "req_metadata", "session", "named")
 
-    def __init__(self, time: Time, req_metadata: FetchMetadata, session: FetchSession) -> None:
+    def __init__(
+        self,
+        time: Time,
+        req_metadata: FetchMetadata,
+        session: FetchSession,
+        named: Sequence[TopicPartition] = (),
+    ) -> None:
         self.time = time
         self.req_metadata = req_metadata
         self.session = session
+        # The session partitions the request named (added or with new request data).
+        self.named = named
 
     def get_fetch_offset(self, tp: TopicPartition) -> int | None:
         return self.session.get_fetch_offset(tp)
@@ -422,8 +520,16 @@ class IncrementalFetchContext(FetchContext):
             if cached.maybe_update_response_data(resp, True):
                 selected.append((tp, resp))
                 if resp.info.size_in_bytes > 0:
-                    del partition_map[tp]
-                    partition_map[tp] = cached
+                    session.move_to_end(cached)
+        # ReplicaManager.fetch_session_messages: the partitions its read found quiet need no read next
+        # time unless they change (the others stay in ``eager``).
+        pending = session.pending
+        if pending:
+            session.pending = []
+            eager = session.eager
+            for cached in pending:
+                if cached.last_read is not None:
+                    eager.discard(cached.tp)
         return FetchResponse(Errors.NONE, session.id, selected)
 
 
@@ -549,6 +655,7 @@ class FetchSessionCacheShard:
         removed = self.sessions.pop(session.id, None)
         if removed is not None:
             self.num_partitions -= session.cached_size
+            session.close()
         return removed
 
     def touch(self, session: FetchSession, now: int) -> None:
@@ -672,10 +779,10 @@ class FetchManager:
             return SessionErrorContext(Errors.FETCH_SESSION_ID_NOT_FOUND, req_metadata)
         if session.epoch != req_metadata.epoch:
             return SessionErrorContext(Errors.INVALID_FETCH_SESSION_EPOCH, req_metadata)
-        session.update(fetch_data, to_forget)
+        added, updated, _removed = session.update(fetch_data, to_forget)
         if session.is_empty:
             shard.remove(session)
             return SessionlessFetchContext(fetch_data)
         shard.touch(session, self.time.milliseconds())
         session.epoch = next_epoch(session.epoch)
-        return IncrementalFetchContext(self.time, req_metadata, session)
+        return IncrementalFetchContext(self.time, req_metadata, session, added + updated if updated else added)

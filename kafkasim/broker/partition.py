@@ -255,6 +255,10 @@ class Partition:
     def assignment(self) -> tuple[int, ...]:
         return self._assignment
 
+    def remote_replica(self, broker_id: int) -> Replica | None:
+        """The leader's view of follower ``broker_id`` (None if it is not a follower of this leader)."""
+        return self._remote_replicas.get(broker_id)
+
     @property
     def remote_replicas(self) -> tuple[Replica, ...]:
         return tuple(self._remote_replicas.values())
@@ -629,6 +633,7 @@ class Partition:
         )
         proposed = PendingExpandIsr(replica.broker_id, sent, state)
         self._partition_state = proposed
+        self._isr_changed()
         self._submit_alter_partition(proposed)
 
     def get_out_of_sync_replicas(self, max_lag_ms: int) -> list[int]:
@@ -663,7 +668,14 @@ class Partition:
         )
         proposed = PendingShrinkIsr(removed, sent, state)
         self._partition_state = proposed
+        self._isr_changed()
         self._submit_alter_partition(proposed)
+
+    def _isr_changed(self) -> None:
+        # Recorded like a leadership change: a fetch session that let this partition's follower ride its
+        # clock (Replica.ride) must read it again, so Partition.maybeExpandIsr runs on its next fetch.
+        if self._on_change is not None:
+            self._on_change()
 
     def _submit_alter_partition(self, proposed: PendingExpandIsr | PendingShrinkIsr) -> None:
         def on_response(result: LeaderAndIsr | Errors) -> None:
@@ -686,6 +698,7 @@ class Partition:
             self.metrics.failed_isr_updates += 1
             return
         self._partition_state = CommittedPartitionState(frozenset(result.isr))
+        self._isr_changed()
         self._partition_epoch = result.partition_epoch
         if isinstance(proposed, PendingExpandIsr):
             self.metrics.isr_expands += 1
@@ -700,6 +713,7 @@ class Partition:
         self.metrics.failed_isr_updates += 1
         if error in (Errors.OPERATION_NOT_ATTEMPTED, Errors.INELIGIBLE_REPLICA):
             self._partition_state = proposed.last_committed_state
+            self._isr_changed()
             return False
         # Wait for new metadata (a new leader epoch / assignment), no retry.
         return error not in (

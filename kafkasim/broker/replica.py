@@ -8,6 +8,19 @@ from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffs
 UNKNOWN_OFFSET = -1
 
 
+class FetchClock:
+    """The time of a fetch session's latest read (``fetch_time_ms``; -1 before the first), which the
+    replicas riding it take as their last fetch and last caught-up times (see ``Replica.ride``)."""
+
+    __slots__ = ("fetch_time_ms",)
+
+    def __init__(self) -> None:
+        self.fetch_time_ms = -1
+
+    def __repr__(self) -> str:
+        return f"FetchClock({self.fetch_time_ms})"
+
+
 class Replica:
     """What the leader knows about follower ``broker_id``: its LEO, log start and fetch/caught-up times.
 
@@ -28,6 +41,7 @@ class Replica:
         "_last_fetch_time_ms",
         "_last_caught_up_time_ms",
         "_broker_epoch",
+        "_ride",
     )
 
     def __init__(self, broker_id: int) -> None:
@@ -39,6 +53,8 @@ class Replica:
         self._last_fetch_time_ms = 0
         self._last_caught_up_time_ms = 0
         self._broker_epoch: int | None = None
+        # The fetch session this replica rides (see ride), or None.
+        self._ride: FetchClock | None = None
 
     @property
     def log_end_offset(self) -> int:
@@ -54,7 +70,8 @@ class Replica:
 
     @property
     def last_caught_up_time_ms(self) -> int:
-        return self._last_caught_up_time_ms
+        ride = self._ride
+        return ride.fetch_time_ms if ride is not None else self._last_caught_up_time_ms
 
     @property
     def last_fetch_leader_log_end_offset(self) -> int:
@@ -62,7 +79,34 @@ class Replica:
 
     @property
     def last_fetch_time_ms(self) -> int:
-        return self._last_fetch_time_ms
+        ride = self._ride
+        return ride.fetch_time_ms if ride is not None else self._last_fetch_time_ms
+
+    @property
+    def riding(self) -> FetchClock | None:
+        return self._ride
+
+    def ride(self, clock: FetchClock) -> None:
+        """From now on, every read of ``clock``'s session that does not read this partition is, for this
+        replica, a fetch at the leader's end offset: its last fetch and last caught-up times are the
+        session's latest read time.
+
+        Not a Kafka method. In Kafka an incremental fetch reads every partition of its session and, for
+        each, ``Replica.updateFetchStateOrThrow`` runs; for a partition the follower has fully fetched and
+        that has not changed since (same fetch offset = leader's end offset, same log start offset, same
+        broker epoch) the update changes nothing but ``lastFetchTimeMs`` and ``lastCaughtUpTimeMs``, both
+        set to the fetch time. The session (``kafkasim.broker.fetch_session``) reads only the partitions
+        that changed and lets the others ride its clock; the caller guarantees this replica's state is
+        that of a fetch at ``clock.fetch_time_ms`` now (last fetch = last caught up = that time). Any other
+        update first ends the ride (``unride``)."""
+        self._ride = clock
+
+    def unride(self) -> None:
+        """Stop riding: keep the times of the session's latest read as this replica's own."""
+        ride = self._ride
+        if ride is not None:
+            self._last_caught_up_time_ms = self._last_fetch_time_ms = ride.fetch_time_ms
+            self._ride = None
 
     @property
     def broker_epoch(self) -> int | None:
@@ -87,6 +131,8 @@ class Replica:
                 f"replica {self.broker_id} fetched with stale broker epoch {broker_epoch} "
                 f"(known {self._broker_epoch})",
             )
+        if self._ride is not None:
+            self.unride()
         fetch_offset = fetch_offset_metadata.message_offset
         if fetch_offset >= leader_end_offset:
             self._last_caught_up_time_ms = max(self._last_caught_up_time_ms, fetch_time_ms)
@@ -104,7 +150,7 @@ class Replica:
         """At the leader's LEO, or caught up within the last ``replica.lag.time.max.ms``."""
         return (
             leader_end_offset == self._log_end_offset_metadata.message_offset
-            or current_time_ms - self._last_caught_up_time_ms <= replica_max_lag_ms
+            or current_time_ms - self.last_caught_up_time_ms <= replica_max_lag_ms
         )
 
     def reset_replica_state(
@@ -112,6 +158,8 @@ class Replica:
     ) -> None:
         """Reset on a new leader epoch (Kafka's ``Replica.resetReplicaState``): an ISR member counts as caught
         up now; a broker that just became leader forgets everything it knew about the follower."""
+        if self._ride is not None:
+            self.unride()
         self._last_caught_up_time_ms = current_time_ms if is_follower_in_sync else 0
         if is_new_leader:
             self._log_start_offset = UNKNOWN_OFFSET
@@ -126,6 +174,6 @@ class Replica:
     def __repr__(self) -> str:
         return (
             f"Replica(brokerId={self.broker_id}, leo={self.log_end_offset}, logStart={self._log_start_offset}, "
-            f"lastCaughtUp={self._last_caught_up_time_ms}, lastFetchLeaderLeo="
-            f"{self._last_fetch_leader_log_end_offset}, lastFetch={self._last_fetch_time_ms})"
+            f"lastCaughtUp={self.last_caught_up_time_ms}, lastFetchLeaderLeo="
+            f"{self._last_fetch_leader_log_end_offset}, lastFetch={self.last_fetch_time_ms})"
         )

@@ -20,6 +20,7 @@ from kafkasim.broker.fetch import (
     PartitionData,
     nothing_past_end,
 )
+from kafkasim.broker.fetch_session import CachedPartition, FetchSession, IncrementalFetchContext
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
@@ -29,12 +30,28 @@ from kafkasim.broker.partition import DelayedOperations, Partition
 from kafkasim.broker.partition_changes import PartitionChanges
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey, new_purgatory_timer
+from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
+from kafkasim.purgatory import (
+    DelayedOperationPurgatory,
+    KeyGroup,
+    TopicPartitionOperationKey,
+    new_purgatory_timer,
+)
 
 if TYPE_CHECKING:
     from kafkasim.timer import Time
 
 VALID_ACKS = (-1, 0, 1)
+
+
+def _session_order(cached: CachedPartition) -> int:
+    return cached.pos
+
+
+LAZY_FETCH_SESSIONS = True
+"""Whether an incremental session fetch reads only the session partitions that changed
+(``fetch_session_messages``). False: every partition, as Kafka's ``IncrementalFetchContext.foreachPartition``
+hands them to ``fetchMessages`` -- the reference the tests compare the fast path with (same answers)."""
 
 
 class ReplicaManager:
@@ -63,6 +80,7 @@ class ReplicaManager:
         "_known_partitions",
         "_operation_keys",
         "_seed",
+        "lazy_sessions",
     )
 
     def __init__(
@@ -110,6 +128,7 @@ class ReplicaManager:
         # One draw, then per-partition streams named after the partition: adding a partition does not
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
+        self.lazy_sessions = LAZY_FETCH_SESSIONS
 
     # ------------------------------------------------------------------------------------ partitions
 
@@ -409,6 +428,171 @@ class ReplicaManager:
                     prior = prior.at_fetch_time(fetch_time_ms)
                 results.append((tp, prior))
                 continue  # size 0: the limits stay as they are
+            result = read(
+                params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
+            )
+            size = result.info.size_in_bytes
+            if size > 0:
+                min_one_message = False
+            limit_bytes = max(0, limit_bytes - size)
+            results.append((tp, result))
+        return results
+
+    # ------------------------------------------------------------------------- incremental sessions
+
+    def fetch_session_messages(
+        self, params: FetchParams, context: IncrementalFetchContext, response_callback: FetchResponseCallback
+    ) -> None:
+        """``fetchMessages`` over an incremental session's partitions (Kafka's
+        ``IncrementalFetchContext.foreachPartition``), reading only the partitions that may answer
+        differently from the session's previous read: those the request named, those recorded in
+        ``PartitionChanges`` since that read, and those that read was not quiet for. A *quiet* partition --
+        its last read found nothing past the end, without error or diverging epoch, and for a follower its
+        replica is in the ISR (or an ISR change is in flight), so ``Partition.maybeExpandIsr`` has nothing to
+        do -- answers the same as long as it does not change: nothing to send (the session already sent its
+        HW and log start offset), no bytes towards ``min_bytes``, and for a follower a fetch state that only
+        moves its last fetch and caught-up times to now, which its ``Replica`` reads from the session's clock
+        (``Replica.ride``). The read partitions are read in the session's order with the request's byte
+        limits, as Kafka reads them (a quiet partition adds 0 bytes, so the others' limits are the same). A
+        fetch that must wait parks a ``SessionDelayedFetch`` watching the session's partitions as one group.
+
+        The first incremental read of a session, one whose changes are older than ``PartitionChanges`` keeps,
+        or one with other fetch parameters than the previous read, reads every partition.
+        tests/broker/test_session_reads.py compares all of it with Kafka's walk on random histories."""
+        session = context.session
+        session.before_change()  # a fetch still parked on the session (a duplicate request) detaches first
+        partition_map = session.partition_map
+        changes = self.partition_changes
+        read_at = changes.sequence
+        read_key = (params.replica_id, params.replica_epoch, params.isolation)
+        changed = changes.since(session.read_at) if session.read_at >= 0 and session.read_key == read_key else None
+        if changed is None:
+            candidates = list(partition_map.values())
+        else:
+            wanted = session.eager
+            for tp in context.named:
+                wanted.add(tp)
+            for tp in changed:
+                if tp in partition_map:
+                    wanted.add(tp)
+            candidates = [partition_map[tp] for tp in wanted if tp in partition_map]
+            candidates.sort(key=_session_order)
+        is_follower = params.is_from_follower
+        fetch_time_ms = self.time.milliseconds()
+        if is_follower:
+            clock = session.clock
+            for cached in candidates:
+                rider = cached.rider
+                if rider is not None:
+                    if rider.riding is clock:
+                        rider.unride()  # its state as of the session's previous read, before the clock moves
+                    cached.rider = None
+            clock.fetch_time_ms = fetch_time_ms
+        results = self._read_candidates(params, candidates, fetch_time_ms)
+        # Until the response is built, every partition read is read again next time (eager); the response
+        # drops the quiet ones (IncrementalFetchContext.update_and_generate_response_data).
+        session.read_at = read_at
+        session.read_key = read_key
+        session.eager = {cached.tp for cached in candidates}
+        session.pending = candidates
+        bytes_readable = 0
+        error_or_diverging = False
+        isolation = params.isolation
+        for cached, (tp, result) in zip(candidates, results, strict=True):
+            size = result.info.size_in_bytes
+            bytes_readable += size
+            if result.error is not Errors.NONE or result.diverging_epoch is not None:
+                error_or_diverging = True
+                cached.last_read = None
+            elif size == 0 and nothing_past_end(result, cached.req_data.fetch_offset, isolation, exactly=True):
+                cached.last_read = result
+                if is_follower and not self._ride(session, cached, tp, params.replica_id):
+                    cached.last_read = None
+            else:
+                cached.last_read = None
+        if params.max_wait_ms <= 0 or bytes_readable >= params.min_bytes or error_or_diverging:
+            response_callback(results)
+            return
+        operation = SessionDelayedFetch(
+            params, session, candidates, results, self, response_callback, read_at=read_at
+        )
+        self.fetch_purgatory.try_complete_else_watch(operation, self._session_key_group(session))
+
+    def _read_candidates(
+        self, params: FetchParams, candidates: Sequence[CachedPartition], fetch_time_ms: int
+    ) -> list[tuple[TopicPartition, LogReadResult]]:
+        """``readFromLog`` over the partitions to read, in the session's order (see ``read_from_log``)."""
+        limit_bytes = params.max_bytes
+        hard_max_bytes_limit = params.hard_max_bytes_limit
+        min_one_message = not hard_max_bytes_limit
+        update_fetch_state = params.is_from_follower
+        read = self._read
+        results = []
+        for cached in candidates:
+            tp = cached.tp
+            result = read(
+                params, tp, cached.req_data, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
+                hard_max_bytes_limit,
+            )
+            size = result.info.size_in_bytes
+            if size > 0:
+                min_one_message = False
+            limit_bytes = max(0, limit_bytes - size)
+            results.append((tp, result))
+        return results
+
+    def _ride(self, session: FetchSession, cached: CachedPartition, tp: TopicPartition, replica_id: int) -> bool:
+        """Let the follower's replica of a quiet partition ride the session's clock, if its next updates
+        would change nothing else: this broker leads, and the follower is in the ISR or an ISR change is in
+        flight (``Partition.maybeExpandIsr`` does nothing then; an ISR change is recorded as a change)."""
+        partition = self._partitions.get(tp)
+        if partition is None or not partition.is_leader:
+            return False
+        replica = partition.remote_replica(replica_id)
+        if replica is None:
+            return False
+        state = partition.partition_state
+        if replica_id not in state.isr and not state.is_inflight:
+            return False
+        replica.ride(session.clock)
+        cached.rider = replica
+        return True
+
+    def _session_key_group(self, session: FetchSession) -> KeyGroup:
+        group = session.key_group
+        if group is None:
+            operation_key = self.operation_key
+            group = session.key_group = KeyGroup([operation_key(tp) for tp in session.partition_map])
+            session.release_group = self.fetch_purgatory.release_group
+        return group
+
+    def read_session_partitions(
+        self,
+        params: FetchParams,
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
+        priors: Sequence[LogReadResult | None],
+        changed: frozenset[TopicPartition],
+    ) -> list[tuple[TopicPartition, LogReadResult]]:
+        """A ``SessionDelayedFetch``'s re-read on completion (``read_from_log`` from purgatory): a partition
+        whose earlier read found nothing past the end and that has not changed since answers the same at this
+        fetch time; the others are read, in order, within the byte limits."""
+        limit_bytes = params.max_bytes
+        hard_max_bytes_limit = params.hard_max_bytes_limit
+        min_one_message = not hard_max_bytes_limit
+        fetch_time_ms = self.time.milliseconds()
+        isolation = params.isolation
+        read = self._read
+        results = []
+        for (tp, fetch_info), prior in zip(fetch_infos, priors, strict=True):
+            if (
+                prior is not None
+                and tp not in changed
+                and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False)
+            ):
+                if prior.fetch_time_ms != fetch_time_ms:
+                    prior = prior.at_fetch_time(fetch_time_ms)
+                results.append((tp, prior))
+                continue
             result = read(
                 params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
             )

@@ -27,7 +27,7 @@ from typing import Any
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, LogReadResult, fetch_params_from_request
-from kafkasim.broker.fetch_session import FetchManager, FetchResponse
+from kafkasim.broker.fetch_session import FetchManager, FetchResponse, IncrementalFetchContext
 from kafkasim.broker.records import TopicPartition
 from kafkasim.network.messages import (
     FetchRequestData,
@@ -96,14 +96,23 @@ class KafkaApis:
         context = self.fetch_manager.new_context(
             body.metadata, body.replica_id >= 0, body.fetch_infos, body.to_forget
         )
-        fetch_infos = context.fetch_infos()
-        envelope.read_partitions = len(fetch_infos)
 
         def respond(results: Sequence[tuple[TopicPartition, LogReadResult]]) -> None:
             self._fetch_response(envelope, context.update_and_generate_response_data(results))
 
         completed: list[RequestEnvelope] = []
         self._fetched = completed
+        if isinstance(context, IncrementalFetchContext) and self.replica_manager.lazy_sessions:
+            # Kafka reads every partition of the session; the simulator reads the changed ones and gives the
+            # same answers (ReplicaManager.fetch_session_messages). The count is Kafka's.
+            envelope.read_partitions = context.session.size
+            try:
+                self.replica_manager.fetch_session_messages(params, context, respond)
+            finally:
+                self._fetched = None
+            return completed
+        fetch_infos = context.fetch_infos()
+        envelope.read_partitions = len(fetch_infos)
         try:
             if not fetch_infos:
                 # handleFetchRequest: `if (interesting.isEmpty) processResponseCallback(Seq.empty)`.
