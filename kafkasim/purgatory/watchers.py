@@ -27,6 +27,30 @@ class Watchers:
     def watch(self, operation: DelayedOperation) -> None:
         self._operations.append(operation)
 
+    def watch_in_order(self, operations: list[DelayedOperation]) -> None:
+        """Put `operations` (increasing `_watch_seq`, all watched after this list was last reordered by a
+        pass) where appending each at its watch time would have put it: before the operations at the tail
+        that were watched later. O(len(operations) + that tail)."""
+        ops = self._operations
+        first = operations[0]._watch_seq
+        if not ops or ops[-1]._watch_seq < first:
+            ops.extend(operations)
+            return
+        later: list[DelayedOperation] = []
+        while ops and ops[-1]._watch_seq > first:
+            later.append(ops.pop())
+        later.reverse()
+        i = j = 0
+        while i < len(operations) and j < len(later):
+            if operations[i]._watch_seq < later[j]._watch_seq:
+                ops.append(operations[i])
+                i += 1
+            else:
+                ops.append(later[j])
+                j += 1
+        ops.extend(operations[i:])
+        ops.extend(later[j:])
+
     def __len__(self) -> int:
         """Kafka's `countWatched`: includes completed operations not yet removed."""
         return len(self._operations)
