@@ -45,8 +45,7 @@ class DelayedOperationPurgatory:
     Example: group G = [p0, p1], op A watches G, op B watches [p1], op C watches G. Nothing is on p1's
     list but B. Checking p1 first materializes A and C there at their places: p1's list becomes A, B, C
     and the pass tries them in that order, as Kafka's would; p0 still holds nothing until it is looked at.
-    An operation completed before a key's check is not placed on that key (the pass would drop it
-    uncounted); `watched` adds the count of entries not yet materialized, so PurgatorySize stays exact; a
+    `watched` adds the count of entries not yet materialized, so PurgatorySize stays exact; a
     purge drops completed operations from the groups too. Each (operation, key) pair is materialized at
     most once and only when that key is looked at, so the cost follows the checks, not the group sizes.
 
@@ -253,10 +252,13 @@ class DelayedOperationPurgatory:
         self._unmaterialized -= 1
         self._watchers_of(key).watch(watch.operation)
 
-    def _materialize(self, key: Hashable, groups: KeyGroups, for_pass: bool) -> None:
+    def _materialize(self, key: Hashable) -> None:
         """Place in `key`'s Watchers every group watch of `key` not yet there, each at its watch-order place.
-        For a check pass (`for_pass`), an operation already completed is dropped instead: the pass would
-        drop it without counting it or calling anything."""
+        Completed operations too: a check's pass drops them uncounted, but until it reaches them they are
+        on the list (a completion callback's `cancel_for_key(key)` during the pass returns them)."""
+        groups = self._key_groups.get(key)
+        if groups is None or groups.materialized_seq == self._watch_seq:
+            return
         since = groups.materialized_seq
         groups.materialized_seq = self._watch_seq
         pending: list[GroupWatch] = []
@@ -274,10 +276,8 @@ class DelayedOperationPurgatory:
         operations: list[DelayedOperation] = []
         for watch in pending:
             watch.materialized += 1
-            if not (for_pass and watch.operation._completed):
-                operations.append(watch.operation)
-        if operations:
-            self._watchers_of(key).watch_in_order(operations)
+            operations.append(watch.operation)
+        self._watchers_of(key).watch_in_order(operations)
         for group_watchers in touched:
             group_watchers.drop_resolved_head()
             if group_watchers.released and not group_watchers.watches:
@@ -285,9 +285,7 @@ class DelayedOperationPurgatory:
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete the operations watching `key`; return how many this call completed."""
-        groups = self._key_groups.get(key)
-        if groups is not None and groups.materialized_seq != self._watch_seq:
-            self._materialize(key, groups, True)
+        self._materialize(key)
         watchers = self._watchers_for_key.get(key)
         if watchers is None:
             return 0
@@ -309,7 +307,7 @@ class DelayedOperationPurgatory:
     def cancel_for_key(self, key: Hashable) -> list[DelayedOperation]:
         """Stop watching `key`: remove its operations and cancel their timer entries. No completion
         callbacks run (used when a partition leaves this broker). Returns the removed operations."""
-        self._materialize_all(key)
+        self._materialize(key)
         watchers = self._watchers_for_key.pop(key, None)
         if watchers is None:
             return []
@@ -355,14 +353,9 @@ class DelayedOperationPurgatory:
 
     def watchers(self, key: Hashable) -> tuple[DelayedOperation, ...]:
         """The operations watching `key`, completed ones included (for tests and inspection)."""
-        self._materialize_all(key)
+        self._materialize(key)
         watchers = self._watchers_for_key.get(key)
         return () if watchers is None else tuple(watchers)
-
-    def _materialize_all(self, key: Hashable) -> None:
-        groups = self._key_groups.get(key)
-        if groups is not None and groups.materialized_seq != self._watch_seq:
-            self._materialize(key, groups, False)
 
     def shutdown(self) -> None:
         """Close the timer: operations that time out from now on are not run (Kafka stops the reaper and
