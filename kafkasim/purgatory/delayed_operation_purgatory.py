@@ -189,8 +189,6 @@ class DelayedOperationPurgatory:
         group_watchers = self._group_watchers.get(group)
         if group_watchers is None:
             group_watchers = self._index_group(group)
-        # Watched again after its release: the owner broke its word; keep the group indexed until released.
-        group_watchers.released = False
         self._watch_seq += 1
         seq = self._watch_seq
         operation._watch_seq = seq
@@ -228,7 +226,8 @@ class DelayedOperationPurgatory:
     def release_group(self, group: KeyGroup) -> None:
         """The owner of `group` will not watch it again: forget it once no watch of it is left (at once if
         none is; else when its last operation is materialized on every key or purged after completing).
-        Releasing a group this purgatory never watched, or already forgot, does nothing."""
+        Releasing a group this purgatory never watched, or already forgot, does nothing; watching a released
+        group again is correct but pays its indexing again once it was forgotten."""
         group_watchers = self._group_watchers.get(group)
         if group_watchers is None:
             return
