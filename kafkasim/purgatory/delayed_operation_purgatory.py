@@ -6,10 +6,10 @@ from collections.abc import Hashable, Sequence
 
 from kafkasim.purgatory.delay_queue_timer import DelayQueueTimer
 from kafkasim.purgatory.delayed_operation import DelayedOperation
-from kafkasim.purgatory.group_watchers import GroupWatch, GroupWatchers, KeyGroups
+from kafkasim.purgatory.group_watchers import CompletedRun, GroupWatch, GroupWatchers, KeyGroups
 from kafkasim.purgatory.key_group import KeyGroup
 from kafkasim.purgatory.purgatory_timer import PurgatoryTimer
-from kafkasim.purgatory.watchers import Watchers
+from kafkasim.purgatory.watchers import Watchers, merge_in_watch_order
 from kafkasim.timer import SystemTimer, Time
 
 
@@ -45,9 +45,13 @@ class DelayedOperationPurgatory:
     Example: group G = [p0, p1], op A watches G, op B watches [p1], op C watches G. Nothing is on p1's
     list but B. Checking p1 first materializes A and C there at their places: p1's list becomes A, B, C
     and the pass tries them in that order, as Kafka's would; p0 still holds nothing until it is looked at.
-    `watched` adds the count of entries not yet materialized, so PurgatorySize stays exact; a
-    purge drops completed operations from the groups too. Each (operation, key) pair is materialized at
-    most once and only when that key is looked at, so the cost follows the checks, not the group sizes.
+    A group operation found completed when a key's turn comes is not placed one by one: the completed
+    ones between two live operations go in as one `CompletedRun`, counted as that many entries and dropped
+    by the pass in one step (as Kafka's pass drops each, uncounted), expanded only if the list is read or
+    cancelled, and kept in the group's completed list (found by bisection) until the next purge. So a
+    check costs O(live operations placed + runs), not O(completed fetches parked since the key's last
+    check), which Kafka's pass walks. `watched` adds the count of entries not yet materialized, so
+    PurgatorySize stays exact; a purge drops completed operations from the groups too.
 
     The first watch of a group object indexes its keys, O(len(group)) once: each key keeps the list of its
     groups and the sequence number up to which they are materialized on it (`KeyGroups`, about 100 bytes
@@ -233,7 +237,7 @@ class DelayedOperationPurgatory:
             return
         group_watchers.released = True
         group_watchers.drop_resolved_head()
-        if not group_watchers.watches:
+        if group_watchers.idle:
             self._unindex_group(group_watchers)
 
     def _watchers_of(self, key: Hashable) -> Watchers:
@@ -252,34 +256,50 @@ class DelayedOperationPurgatory:
         self._watchers_of(key).watch(watch.operation)
 
     def _materialize(self, key: Hashable) -> None:
-        """Place in `key`'s Watchers every group watch of `key` not yet there, each at its watch-order place.
-        Completed operations too: a check's pass drops them uncounted, but until it reaches them they are
-        on the list (a completion callback's `cancel_for_key(key)` during the pass returns them)."""
+        """Place in `key`'s Watchers every group watch of `key` not yet there, each at its watch-order place:
+        live operations one by one, completed ones as `CompletedRun`s between them (a check's pass drops
+        those uncounted, but until it reaches them they are on the list: a completion callback's
+        `cancel_for_key(key)` during the pass returns them). O(live operations + the explicit watches of
+        `key` since its last materialization + the runs), whatever the number of completed ones."""
         groups = self._key_groups.get(key)
         if groups is None or groups.materialized_seq == self._watch_seq:
             return
         since = groups.materialized_seq
         groups.materialized_seq = self._watch_seq
-        pending: list[GroupWatch] = []
+        live: list[GroupWatch] = []
         touched: list[GroupWatchers] = []
+        with_completed: list[GroupWatchers] = []
+        completed = 0
         for group_watchers in groups.groups:
-            watches = group_watchers.watches
-            if watches and watches[-1].seq > since:
-                pending.extend(group_watchers.watches_after(since))
+            if group_watchers.has_watches_after(since):
+                group_live, group_completed = group_watchers.take_after(since)
+                live.extend(group_live)
                 touched.append(group_watchers)
-        if not pending:
+                if group_completed:
+                    with_completed.append(group_watchers)
+                    completed += group_completed
+        if not touched:
             return
         if len(touched) > 1:
-            pending.sort(key=_watch_seq_of)
-        self._unmaterialized -= len(pending)
-        operations: list[DelayedOperation] = []
-        for watch in pending:
-            watch.materialized += 1
-            operations.append(watch.operation)
-        self._watchers_of(key).watch_in_order(operations)
+            live.sort(key=_watch_seq_of)
+        self._unmaterialized -= len(live) + completed
+        operations = [watch.operation for watch in live]
+        if completed:
+            watchers = self._watchers_of(key)
+            ordered = merge_in_watch_order(operations, watchers.pop_watched_after(since))
+            placed: list[DelayedOperation] = []
+            low = since
+            for operation in ordered:
+                _place_run(placed, with_completed, low, operation._watch_seq)
+                placed.append(operation)
+                low = operation._watch_seq
+            _place_run(placed, with_completed, low, self._watch_seq + 1)
+            watchers.watch_all(placed)
+        elif operations:
+            self._watchers_of(key).watch_in_order(operations)
         for group_watchers in touched:
             group_watchers.drop_resolved_head()
-            if group_watchers.released and not group_watchers.watches:
+            if group_watchers.released and group_watchers.idle:
                 self._unindex_group(group_watchers)
 
     def check_and_complete(self, key: Hashable) -> int:
@@ -342,11 +362,11 @@ class DelayedOperationPurgatory:
             if not watchers:
                 self._remove_key_if_empty(key, watchers)
         for group_watchers in list(self._group_watchers.values()):
-            if group_watchers.watches:
+            if not group_watchers.idle:
                 removed = group_watchers.purge_completed()
                 purged += removed
                 self._unmaterialized -= removed
-                if group_watchers.released and not group_watchers.watches:
+                if group_watchers.released and group_watchers.idle:
                     self._unindex_group(group_watchers)
         return purged
 
@@ -369,3 +389,12 @@ class DelayedOperationPurgatory:
 
 def _watch_seq_of(watch: GroupWatch) -> int:
     return watch.seq
+
+
+def _place_run(placed: list[DelayedOperation], sources: list[GroupWatchers], low: int, high: int) -> None:
+    """Append to `placed` one run of the completed watches of `sources` with `low < seq < high`, if any."""
+    weight = 0
+    for source in sources:
+        weight += source.count_completed_between(low, high)
+    if weight:
+        placed.append(CompletedRun(sources, low, high, weight))

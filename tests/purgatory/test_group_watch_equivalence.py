@@ -26,7 +26,7 @@ from kafkasim.purgatory import (
     PurgatoryTimerKind,
     new_purgatory_timer,
 )
-from kafkasim.purgatory.group_watchers import GroupWatch, GroupWatchers
+from kafkasim.purgatory.group_watchers import CompletedRun, GroupWatch, GroupWatchers
 from kafkasim.purgatory.watchers import Watchers
 from kafkasim.timer import ManualTime
 
@@ -270,12 +270,22 @@ def test_group_watches_behave_as_watching_every_key(timer_kind: PurgatoryTimerKi
 def test_the_histories_reach_the_cases_that_need_care(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each delicate path of the group purgatory runs many times in these seeds: a group operation placed
     before explicit operations watched after it, a group watched during a pass over one of its keys,
-    unmaterialized entries of completed operations purged, released groups forgotten."""
-    seen = {"merged": 0, "placed during a pass": 0, "purged from a group": 0, "forgotten": 0}
+    completed operations placed as runs and runs read back (a nested cancel or an inspection), entries of
+    completed operations purged before they were placed, released groups forgotten."""
+    seen = {
+        "merged": 0,
+        "placed during a pass": 0,
+        "runs placed": 0,
+        "runs read back": 0,
+        "purged from a group": 0,
+        "forgotten": 0,
+    }
     watch_in_order = Watchers.watch_in_order
     materialize_now = DelayedOperationPurgatory._materialize_now
     purge_group = GroupWatchers.purge_completed
     unindex = DelayedOperationPurgatory._unindex_group
+    watch_all = Watchers.watch_all
+    run_operations = CompletedRun.operations
 
     def counting_watch_in_order(self: Watchers, operations: list[DelayedOperation]) -> None:
         if len(self) and max(op._watch_seq for op in self) > operations[0]._watch_seq:
@@ -295,6 +305,16 @@ def test_the_histories_reach_the_cases_that_need_care(monkeypatch: pytest.Monkey
         seen["forgotten"] += 1
         unindex(self, group_watchers)
 
+    def counting_watch_all(self: Watchers, operations: list[DelayedOperation]) -> None:
+        seen["runs placed"] += sum(isinstance(op, CompletedRun) for op in operations)
+        watch_all(self, operations)
+
+    def counting_run_operations(self: CompletedRun) -> list[DelayedOperation]:
+        seen["runs read back"] += 1
+        return run_operations(self)
+
+    monkeypatch.setattr(Watchers, "watch_all", counting_watch_all)
+    monkeypatch.setattr(CompletedRun, "operations", counting_run_operations)
     monkeypatch.setattr(Watchers, "watch_in_order", counting_watch_in_order)
     monkeypatch.setattr(DelayedOperationPurgatory, "_materialize_now", counting_materialize_now)
     monkeypatch.setattr(GroupWatchers, "purge_completed", counting_purge)

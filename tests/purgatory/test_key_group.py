@@ -123,14 +123,31 @@ def test_release_forgets_at_once_a_group_whose_watches_are_all_placed(
     group = KeyGroup(["p0", "p1"])
     op = Op("A")
     purgatory.try_complete_else_watch(op, group)
-    op.completable = True
-    purgatory.check_and_complete("p0")
-    purgatory.check_and_complete("p1")
+    assert names(purgatory.cancel_for_key("p0")) == ["A"]
+    assert names(purgatory.watchers("p1")) == ["A"]  # A is now on every key's list: the group holds nothing
     assert purgatory.indexed_groups == 1  # not released: stays indexed
     purgatory.release_group(group)
     assert purgatory.indexed_groups == 0
     purgatory.release_group(group)  # again, and a group never watched: nothing to do
     purgatory.release_group(KeyGroup(["p9"]))
+    assert purgatory.indexed_groups == 0
+    op.completable = True
+    assert purgatory.check_and_complete("p1") == 1
+
+
+def test_a_released_group_whose_operations_completed_is_forgotten_by_the_purge(
+    purgatory: DelayedOperationPurgatory,
+) -> None:
+    group = KeyGroup(["p0", "p1"])
+    op = Op("A")
+    purgatory.try_complete_else_watch(op, group)
+    op.completable = True
+    purgatory.check_and_complete("p0")
+    purgatory.check_and_complete("p1")
+    assert purgatory.watched == 0
+    purgatory.release_group(group)
+    assert purgatory.indexed_groups == 1  # A's completed watch is kept until the purge
+    assert purgatory.purge_completed() == 0
     assert purgatory.indexed_groups == 0
 
 
