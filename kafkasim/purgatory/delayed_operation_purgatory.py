@@ -304,7 +304,8 @@ class DelayedOperationPurgatory:
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete the operations watching `key`; return how many this call completed."""
-        self._materialize(key)
+        if self._key_groups:
+            self._materialize(key)
         watchers = self._watchers_for_key.get(key)
         if watchers is None:
             return 0

@@ -22,11 +22,12 @@ class Watchers:
     length and expands into them when the list is read or cancelled.
     """
 
-    __slots__ = ("key", "_operations", "_run_extra")
+    __slots__ = ("key", "_operations", "_runs", "_run_extra")
 
     def __init__(self, key: Hashable) -> None:
         self.key = key
         self._operations: deque[DelayedOperation] = deque()
+        self._runs = 0  # CompletedRuns in the deque
         # Sum over the CompletedRuns in the deque of (weight - 1): len(self) counts every operation.
         self._run_extra = 0
 
@@ -38,6 +39,7 @@ class Watchers:
         self._operations.extend(operations)
         for operation in operations:
             if isinstance(operation, CompletedRun):
+                self._runs += 1
                 self._run_extra += operation.weight - 1
 
     def pop_watched_after(self, seq: int) -> list[DelayedOperation]:
@@ -64,11 +66,28 @@ class Watchers:
         return len(self._operations) + self._run_extra
 
     def __iter__(self) -> Iterator[DelayedOperation]:
-        return iter(_expanded(self._operations))
+        return iter(_expanded(self._operations) if self._runs else tuple(self._operations))
 
     def try_complete_watched(self) -> int:
         """Try to complete every watched operation; return how many *this call* completed. Operations that
         were completed elsewhere (another key, expiry) are dropped without being counted."""
+        if self._runs:
+            return self._try_complete_watched_with_runs()
+        operations = self._operations
+        completed = 0
+        for _ in range(len(operations)):
+            if not operations:
+                break
+            operation = operations.popleft()
+            if operation._completed:
+                continue
+            if operation.safe_try_complete():
+                completed += 1
+                continue
+            operations.append(operation)
+        return completed
+
+    def _try_complete_watched_with_runs(self) -> int:
         operations = self._operations
         completed = 0
         # Kafka's pass visits the entries present when it began: a run spends its weight of them.
@@ -77,12 +96,14 @@ class Watchers:
             operation = operations.popleft()
             if operation._completed:
                 if isinstance(operation, CompletedRun):
+                    self._runs -= 1
                     self._run_extra -= operation.weight - 1
                     if operation.weight > budget:
                         # A nested pass took some of this pass's turns: it ends inside the run, whose
                         # remaining entries stay at the head, as Kafka's list would keep them.
                         rest = operation.without_first(budget)
                         operations.appendleft(rest)
+                        self._runs += 1
                         self._run_extra += rest.weight - 1
                         break
                     budget -= operation.weight
@@ -104,7 +125,7 @@ class Watchers:
         live = [operation for operation in operations if not operation._completed]
         operations.clear()
         operations.extend(live)
-        self._run_extra = 0
+        self._runs = self._run_extra = 0
         return before - len(live)
 
     def cancel(self) -> list[DelayedOperation]:
@@ -112,7 +133,7 @@ class Watchers:
         operations = self._operations
         cancelled = _expanded(operations)
         operations.clear()
-        self._run_extra = 0
+        self._runs = self._run_extra = 0
         for operation in cancelled:
             operation.cancel()
         return cancelled
