@@ -20,11 +20,14 @@ class DelayedOperation(TimerTask):
     keep Kafka's names and call order.
     """
 
-    __slots__ = ("_completed",)
+    __slots__ = ("_completed", "_watch_seq")
 
     def __init__(self, delay_ms: int) -> None:
         super().__init__(delay_ms)
         self._completed = False
+        # Set by the purgatory when the operation is watched: its place in every watch list it joins, which
+        # is how a key's list gets a group's operations in watch order (`DelayedOperationPurgatory`).
+        self._watch_seq = 0
 
     @abstractmethod
     def try_complete(self) -> bool:
