@@ -33,18 +33,18 @@ lazy name resolution of ``CachedPartition.maybeResolveUnknownName`` never arise)
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult, PartitionData
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica import FetchClock, Replica
+from kafkasim.purgatory import KeyGroup
 from kafkasim.timer import Time
 
 if TYPE_CHECKING:
     from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
-    from kafkasim.purgatory import KeyGroup
 
 INT_MAX = 2**31 - 1
 
@@ -237,7 +237,7 @@ class FetchSession:
         self.eager: set[TopicPartition] = set()
         self.pending: list[CachedPartition] = []
         self.parked: SessionDelayedFetch | None = None
-        self.key_group: KeyGroup | None = None
+        self.key_group: KeyGroup | tuple[Hashable, ...] | None = None
         self.release_group: Callable[[KeyGroup], None] | None = None
 
     def move_to_end(self, cached: CachedPartition) -> None:
@@ -263,7 +263,7 @@ class FetchSession:
         group = self.key_group
         if group is not None:
             self.key_group = None
-            if self.release_group is not None:
+            if self.release_group is not None and isinstance(group, KeyGroup):
                 self.release_group(group)
 
     def close(self) -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -47,6 +47,9 @@ VALID_ACKS = (-1, 0, 1)
 def _session_order(cached: CachedPartition) -> int:
     return cached.pos
 
+
+SESSION_GROUP_MIN_KEYS = 32
+"""From this many partitions on, a fetch parked on a session watches them as one ``KeyGroup``."""
 
 LAZY_FETCH_SESSIONS = True
 """Whether an incremental session fetch reads only the session partitions that changed
@@ -558,12 +561,19 @@ class ReplicaManager:
         cached.rider = replica
         return True
 
-    def _session_key_group(self, session: FetchSession) -> KeyGroup:
+    def _session_key_group(self, session: FetchSession) -> Sequence[Hashable] | KeyGroup:
+        """What a fetch parked on the session watches: its partitions' keys, as one ``KeyGroup`` (O(1) per
+        park) from ``SESSION_GROUP_MIN_KEYS`` partitions on, a plain list below (cheaper for a few keys:
+        benchmarks/README.md, "Group watches"). The purgatory answers the same either way."""
         group = session.key_group
         if group is None:
             operation_key = self.operation_key
-            group = session.key_group = KeyGroup([operation_key(tp) for tp in session.partition_map])
-            session.release_group = self.fetch_purgatory.release_group
+            keys = [operation_key(tp) for tp in session.partition_map]
+            if len(keys) >= SESSION_GROUP_MIN_KEYS:
+                group = session.key_group = KeyGroup(keys)
+                session.release_group = self.fetch_purgatory.release_group
+            else:
+                group = session.key_group = tuple(keys)
         return group
 
     def read_session_partitions(
