@@ -264,7 +264,7 @@ class Leader:
                     tps.pop()
             else:
                 session = list(self.session_of().session_partitions)
-                tps = rng.sample(session, rng.randrange(len(session) + 1)) if session else []
+                tps = rng.sample(session, rng.randrange(len(session) + 1)) if session and rng.random() < 0.7 else []
                 session_id = metadata.session_id if rng.random() < 0.97 else 0
             if rng.random() < 0.02:
                 tps.append(rng.choice(self.universe))
@@ -287,7 +287,7 @@ def follower_history(seed: int) -> None:
     universe = _universe(rng)
     rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
     for tp in universe:
-        rm.create_partition(tp, log_config=LogConfig(segment_bytes=rng.choice((350, 1 << 20)), retention_bytes=rng.choice((-1, 300))))
+        rm.create_partition(tp, log_config=LogConfig(segment_bytes=rng.choice((350, 1 << 20)), retention_bytes=rng.choice((-1, 300, 300))))
         rm.make_follower(tp, leader=0, replicas=[0, 1], leader_epoch=rng.randrange(3), partition_epoch=0)
     sent: list[RequestEnvelope] = []
     config = ReplicaFetcherConfig(backoff_ms=rng.choice((0, 7, 50, 1000)))
@@ -321,7 +321,7 @@ def follower_history(seed: int) -> None:
             elif op < 0.0506 and not thread.crashed and not thread.paused:
                 thread.pause()
                 env.timeout(rng.choice((1.0, 40_000.0))).callbacks.append(lambda _e: thread.resume())
-            elif op < 0.09 and not thread.crashed:
+            elif op < 0.15 and not thread.crashed:
                 thread.run_or_defer(thread.delete_old_segments)
 
     env.process(driver())
