@@ -242,11 +242,11 @@ class ReplicaFetcherThread(FetchClient):
         partitions = self.partitions
         changes: list[tuple[int, TopicPartition, PartitionData | None]] = []
         for tp in changed:
-            fp = partitions.get(tp)
-            if fp is None or fp.delayed_until > now:
-                changes.append((0, tp, None))
+            wanted = partitions.get(tp)
+            if wanted is None or wanted.delayed_until > now:
+                changes.append((0, tp, None))  # removed or delayed: forgotten if in the session
             else:
-                changes.append((fp.rank, tp, self._partition_data(fp)))
+                changes.append((wanted.rank, tp, self._partition_data(wanted)))
         changed.clear()
         return session.build_incremental(changes)
 

@@ -44,7 +44,7 @@ from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.run import run_scenario
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
-from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread, ReplicaFetcherConfig
+from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
 from tests.clients.support import ScriptedConnection
 
 ROOT = Path(__file__).resolve().parents[2]
