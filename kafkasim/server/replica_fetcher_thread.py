@@ -11,7 +11,10 @@ made follower (``Partition.makeFollower``) whose log the fetcher appends to. Its
   local log start, ``max_bytes = replica.fetch.max.bytes``, the leader epoch and the last fetched epoch.
   The thread's fetch session (``FetchSessionHandler``, KIP-227) decides what is sent: the first request is
   full (every partition); the next ones are incremental and carry only the partitions whose data changed
-  (a caught-up idle follower sends none), plus the delayed ones to forget.
+  (a caught-up idle follower sends none), plus the delayed ones to forget. Building it costs the
+  partitions that changed, not a walk of all: the thread marks a partition where its fetch data or its
+  readiness can change and hands only those to ``FetchSessionHandler.build_incremental`` (a full
+  request still walks every partition).
   The leader reads every partition of the session up to its LEO (LOG_END) and parks the request up to
   500 ms when there is nothing new (its DelayedFetch watches every partition of the session, min bytes
   summed over them), so the fetcher needs no sleep between fetches: pacing comes from the leader's long
