@@ -35,7 +35,7 @@ from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.config import ConsumerClientConfig
-from kafkasim.network.fetch_session_handler import FetchSessionHandler
+from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_CONSUMER, RequestEnvelope
 from kafkasim.network.network_client import NetworkClient, fail_timed_out, fetch_request
 from kafkasim.network.observer import Observer
@@ -53,13 +53,18 @@ RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
 class NodeFetch:
     """The consumer's fetch toward one broker: the partitions it leads, the connection, the fetch session
     (``AbstractFetch.sessionHandlers``: one ``FetchSessionHandler`` per node), the request in flight (at
-    most one) and its request timeout."""
+    most one) and its request timeout; ``changed`` the partitions whose position moved since the last
+    request (all the session needs to build an incremental one: ``FetchSessionHandler.build_incremental``)."""
 
-    __slots__ = ("node_id", "partitions", "connection", "session", "in_flight", "request_timer")
+    __slots__ = ("node_id", "partitions", "rank", "changed", "connection", "session", "in_flight", "request_timer")
 
     def __init__(self, node_id: int, partitions: list[TopicPartition], connection: Any) -> None:
         self.node_id = node_id
         self.partitions = partitions
+        self.rank: dict[TopicPartition, int] = {}
+        for i, tp in enumerate(partitions):
+            self.rank.setdefault(tp, i)  # a dict keeps a repeated key's first place (Builder.add)
+        self.changed: dict[TopicPartition, None] = {}
         self.connection = connection
         self.session = FetchSessionHandler(node_id)
         self.in_flight: RequestEnvelope | None = None
@@ -123,20 +128,36 @@ class Consumer(NetworkClient):
         if now >= self._stop_ms or node.in_flight is not None:
             return
         cfg = self.config
-        positions = self.positions
-        # AbstractFetch.prepareFetchRequests: every partition goes to the node's session builder, which
-        # sends only the new and moved ones once the session exists.
-        builder = node.session.new_builder()
-        for tp in node.partitions:
-            builder.add(tp, PartitionData(positions[tp], -1, cfg.max_partition_fetch_bytes))
         envelope = fetch_request(
             self._ids, API_FETCH_CONSUMER, self.name, CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms,
-            cfg.fetch_min_bytes, cfg.fetch_max_bytes, builder.build(), now, partial(self._on_response, node),
+            cfg.fetch_min_bytes, cfg.fetch_max_bytes, self.build_fetch(node), now, partial(self._on_response, node),
         )
         node.in_flight = envelope
         node.connection.send(envelope)
         assert node.request_timer is not None
         node.request_timer.arm()
+
+    def build_fetch(self, node: NodeFetch) -> FetchSessionRequestData:
+        """AbstractFetch.prepareFetchRequests: every partition goes to the node's session builder, which
+        sends only the new and moved ones once the session exists. A full request walks them all (Kafka's
+        way); an incremental one hands the session only the partitions whose position moved since the last
+        request (``FetchSessionHandler.build_incremental``: the same request, for the cost of those)."""
+        max_bytes = self.config.max_partition_fetch_bytes
+        positions = self.positions
+        session = node.session
+        changed = node.changed
+        if session.next_metadata.is_full:
+            builder = session.new_builder()
+            for tp in node.partitions:
+                builder.add(tp, PartitionData(positions[tp], -1, max_bytes))
+            changed.clear()
+            return builder.build()
+        rank = node.rank
+        changes: list[tuple[int, TopicPartition, PartitionData | None]] = [
+            (rank[tp], tp, PartitionData(positions[tp], -1, max_bytes)) for tp in changed
+        ]
+        changed.clear()
+        return session.build_incremental(changes)
 
     def _on_response(self, node: NodeFetch, envelope: RequestEnvelope) -> None:
         if self.paused:
@@ -154,6 +175,7 @@ class Consumer(NetworkClient):
             return
         now = self.env.now
         positions = self.positions
+        changed = node.changed
         retry = False
         # An incremental response carries only the partitions with news; the others keep their position.
         for tp, result in response.responses:
@@ -168,8 +190,10 @@ class Consumer(NetworkClient):
                             self._observer.batch_consumed(self.name, batch, now)
                             self.batches_consumed += 1
                     positions[tp] = records[-1].next_offset
+                    changed[tp] = None
             elif error == Errors.OFFSET_OUT_OF_RANGE:
                 positions[tp] = max(0, result.log_start_offset)
+                changed[tp] = None
             else:
                 retry = True
         self._observer.request_finished(envelope)

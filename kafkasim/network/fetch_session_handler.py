@@ -9,6 +9,11 @@ with its ``PartitionData`` (``Builder.add``); ``Builder.build()`` decides what t
   ``PartitionData`` changed (fetch offset, log start offset, max bytes, current leader epoch, last
   fetched epoch), plus the partitions to forget. A caught-up, idle follower sends none at all.
 
+A fetcher that knows which partitions changed since its last request (a follower's log appended to or
+truncated, a consumer's position moved, a partition delayed or ready again) calls
+``build_incremental(changes)`` instead of listing every partition: the same request as ``Builder.build``
+for the cost of the partitions that changed (see its docstring for why it is the same).
+
 ``handle_response`` moves the session on from the broker's answer (new session, next epoch, or back to a
 full request); ``handle_error`` (a timeout or a broken connection) makes the next request a full one that
 closes the old session and asks for a new one.
@@ -69,7 +74,7 @@ class FetchSessionRequestData:
 class FetchSessionHandler:
     """The session state toward broker ``node`` (Kafka's ``FetchSessionHandler``)."""
 
-    __slots__ = ("node", "next_metadata", "session_partitions")
+    __slots__ = ("node", "next_metadata", "session_partitions", "_session_order", "_next_order")
 
     def __init__(self, node: int) -> None:
         self.node = node
@@ -77,6 +82,19 @@ class FetchSessionHandler:
         """The metadata of the next request."""
         self.session_partitions: dict[TopicPartition, PartitionData] = {}
         """Every partition of the session with the data last sent for it, in session order."""
+        # Each session partition's rank in session order (increasing along ``session_partitions``; not
+        # contiguous): what ``build_incremental`` sorts the altered and removed partitions by.
+        self._session_order: dict[TopicPartition, int] = {}
+        self._next_order = 0
+
+    def _reset_session_order(self) -> None:
+        """A full request made ``session_partitions`` anew: rank them in their order."""
+        self._session_order = {tp: i for i, tp in enumerate(self.session_partitions)}
+        self._next_order = len(self._session_order)
+
+    def _append_session_order(self, tp: TopicPartition) -> None:
+        self._session_order[tp] = self._next_order
+        self._next_order += 1
 
     @property
     def session_id(self) -> int:
@@ -90,6 +108,68 @@ class FetchSessionHandler:
         """``newBuilder``; the replica fetcher passes ``copy_session_partitions=False`` (``newBuilder(size,
         false)``): the result then shares the handler's map instead of a copy."""
         return Builder(self, copy_session_partitions)
+
+    def build_incremental(
+        self, changes: list[tuple[int, TopicPartition, PartitionData | None]]
+    ) -> FetchSessionRequestData:
+        """The next request, incremental, from the partitions that changed since the previous request:
+        each ``(fetcher rank, tp, data)`` with the data now wanted for ``tp`` or None if it is no longer
+        wanted (delayed, removed); the rank is ``tp``'s place in the fetcher's order (the order it would
+        ``Builder.add`` its partitions in). Gives what ``Builder.build`` gives for the fetcher's every
+        wanted partition, at the cost of ``changes``: sorting it, not walking the session.
+
+        Why it is the same: after every ``build`` the session holds exactly the partitions that request
+        wanted, with data equal to what was wanted (a full request makes them the session; an incremental
+        one adds the added, re-values the altered, drops the removed). So if every partition whose wanted
+        data or wantedness changed since is in ``changes`` (more is harmless: an unchanged entry is neither
+        added, altered nor removed), ``build``'s walk finds added = wanted partitions not in the session, in
+        the fetcher's order; altered = session partitions whose data is not equal, in session order;
+        removed = session partitions not wanted, in session order -- exactly the ones sorted out here.
+        The request: ``to_send`` the added then the altered, ``to_forget`` the removed; the session drops
+        the removed, takes the altered data in place and appends the added (``build``'s order).
+
+        Only for an incremental request (``next_metadata`` not full): a full one lists every partition, use
+        ``new_builder``. ``changes`` names a partition at most once. The result's ``session_partitions`` is
+        the handler's own map (``newBuilder(size, false)``'s sharing).
+        """
+        metadata = self.next_metadata
+        if metadata.is_full:
+            raise RuntimeError("FetchSessionHandler.build_incremental: the next request is a full one")
+        session = self.session_partitions
+        order = self._session_order
+        added: list[tuple[int, TopicPartition, PartitionData]] = []
+        altered: list[tuple[int, TopicPartition, PartitionData]] = []
+        removed: list[tuple[int, TopicPartition]] = []
+        for rank, tp, data in changes:
+            prev = session.get(tp)
+            if prev is None:
+                if data is not None:
+                    added.append((rank, tp, data))
+            elif data is None:
+                removed.append((order[tp], tp))
+            elif data is not prev and data != prev:
+                altered.append((order[tp], tp, data))
+        to_send: dict[TopicPartition, PartitionData] = {}
+        if added:
+            added.sort(key=_rank)
+            for _, tp, data in added:
+                to_send[tp] = data
+        if altered:
+            altered.sort(key=_rank)
+            for _, tp, data in altered:
+                to_send[tp] = data
+                session[tp] = data
+        to_forget: list[TopicPartition] = []
+        if removed:
+            removed.sort(key=_rank)
+            for _, tp in removed:
+                to_forget.append(tp)
+                del session[tp]
+                del order[tp]
+        for _, tp, data in added:
+            session[tp] = data
+            self._append_session_order(tp)
+        return FetchSessionRequestData(to_send, to_forget, session, metadata)
 
     # --- responses ---------------------------------------------------------------------------------
 
@@ -202,6 +282,7 @@ class Builder:
         metadata = handler.next_metadata
         if metadata.is_full:
             handler.session_partitions = nxt
+            handler._reset_session_order()
             to_send = dict(nxt)
             return FetchSessionRequestData(to_send, [], to_send, metadata)
         session = handler.session_partitions
@@ -216,16 +297,23 @@ class Builder:
                     session[tp] = next_data
             else:
                 removed.append(tp)
+        order = handler._session_order
         for tp in removed:
             del session[tp]
+            del order[tp]
         # New partitions join the session. The partitions seen in the loop above were moved to the end of
         # `next` (or dropped from it), so the first one already in the session ends the new ones.
         for tp, next_data in nxt.items():
             if tp in session:
                 break
             session[tp] = next_data
+            handler._append_session_order(tp)
         session_partitions = dict(session) if self.copy_session_partitions else session
         return FetchSessionRequestData(nxt, removed, session_partitions, metadata)
+
+
+def _rank(entry: tuple[int, TopicPartition, PartitionData] | tuple[int, TopicPartition]) -> int:
+    return entry[0]
 
 
 def find_missing(

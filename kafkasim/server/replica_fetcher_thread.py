@@ -11,7 +11,10 @@ made follower (``Partition.makeFollower``) whose log the fetcher appends to. Its
   local log start, ``max_bytes = replica.fetch.max.bytes``, the leader epoch and the last fetched epoch.
   The thread's fetch session (``FetchSessionHandler``, KIP-227) decides what is sent: the first request is
   full (every partition); the next ones are incremental and carry only the partitions whose data changed
-  (a caught-up idle follower sends none), plus the delayed ones to forget.
+  (a caught-up idle follower sends none), plus the delayed ones to forget. Building it costs the
+  partitions that changed, not a walk of all: the thread marks a partition where its fetch data or its
+  readiness can change and hands only those to ``FetchSessionHandler.build_incremental`` (a full
+  request still walks every partition).
   The leader reads every partition of the session up to its LEO (LOG_END) and parks the request up to
   500 ms when there is nothing new (its DelayedFetch watches every partition of the session, min bytes
   summed over them), so the fetcher needs no sleep between fetches: pacing comes from the leader's long
@@ -42,6 +45,7 @@ leaders only).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +57,7 @@ from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.log import Log
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.network.fetch_session_handler import FetchSessionHandler
+from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import FetchClient
 from kafkasim.network.observer import Observer
@@ -94,16 +98,17 @@ class ReplicaFetcherConfig:
 
 class FollowerPartition:
     """A partition this thread replicates (Kafka's ``PartitionFetchState``): the broker's ``Partition``
-    (a follower), its log, and the fetch state."""
+    (a follower), its log, and the fetch state; ``rank`` is its place in the thread's partition order."""
 
-    __slots__ = ("tp", "partition", "log", "delayed_until", "leader_epoch")
+    __slots__ = ("tp", "partition", "log", "delayed_until", "leader_epoch", "rank")
 
-    def __init__(self, tp: TopicPartition, partition: Partition, leader_epoch: int) -> None:
+    def __init__(self, tp: TopicPartition, partition: Partition, leader_epoch: int, rank: int) -> None:
         self.tp = tp
         self.partition = partition
         self.log: Log = partition.log
         self.delayed_until = -math.inf
         self.leader_epoch = leader_epoch
+        self.rank = rank
 
 
 class ReplicaFetcherThread(FetchClient):
@@ -132,6 +137,14 @@ class ReplicaFetcherThread(FetchClient):
         self.config = config
         self._replica_manager = replica_manager
         self.partitions: dict[TopicPartition, FollowerPartition] = {}
+        self._next_rank = 0
+        # What lets a fetch cost O(partitions that changed) (FetchSessionHandler.build_incremental): the
+        # partitions whose fetch data (LEO, log start, latest epoch, leader epoch) or readiness may have
+        # changed since the last request -- marked where that happens -- and a heap of the delays set
+        # (delayed_until, tie-break, partition), so a partition ready again is found without a walk.
+        self._changed: dict[TopicPartition, None] = {}
+        self._delays: list[tuple[float, int, FollowerPartition]] = []
+        self._delay_seq = 0
         # The fetch session toward the source broker (ReplicaFetcherThread's fetchSessionHandler, KIP-227).
         self.fetch_session = FetchSessionHandler(source_broker)
         self._append_cost = append_cost
@@ -158,12 +171,28 @@ class ReplicaFetcherThread(FetchClient):
     def add_partitions(self, partitions: Mapping[TopicPartition, InitialFetchState]) -> None:
         """Fetch these partitions too: each is a follower ``Partition`` of this broker's ReplicaManager."""
         rm = self._replica_manager
+        own = self.partitions
         for tp, state in partitions.items():
-            self.partitions[tp] = FollowerPartition(tp, rm.get_partition_or_exception(tp), state.current_leader_epoch)
+            old = own.get(tp)
+            if old is not None:
+                rank = old.rank  # a dict keeps a replaced key's place
+            else:
+                rank = self._next_rank
+                self._next_rank += 1
+            own[tp] = FollowerPartition(tp, rm.get_partition_or_exception(tp), state.current_leader_epoch, rank)
+            self._changed[tp] = None
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
-            self.partitions.pop(tp, None)
+            if self.partitions.pop(tp, None) is not None:
+                self._changed[tp] = None
+
+    def _delay(self, fp: FollowerPartition, until: float) -> None:
+        """Back ``fp`` off until ``until`` (AbstractFetcherThread's delayed PartitionFetchState)."""
+        fp.delayed_until = until
+        self._changed[fp.tp] = None
+        self._delay_seq += 1
+        heapq.heappush(self._delays, (until, self._delay_seq, fp))
 
     def start(self) -> None:
         Call(self.env, 0.0, lambda _e: self._maybe_fetch())
@@ -180,29 +209,10 @@ class ReplicaFetcherThread(FetchClient):
         if now >= self._stop_ms:
             return
         cfg = self.config
-        # ReplicaFetcherThread.buildFetch: every partition ready to fetch goes to the session's builder; a
-        # delayed one is left out, so the session forgets it until it is ready again.
-        builder = self.fetch_session.new_builder(copy_session_partitions=False)
-        next_ready = math.inf
-        for tp, fp in self.partitions.items():
-            if fp.delayed_until > now:
-                next_ready = min(next_ready, fp.delayed_until)
-                continue
-            log = fp.log
-            last_epoch = log.latest_epoch
-            builder.add(
-                tp,
-                PartitionData(
-                    log.log_end_offset,
-                    log.log_start_offset,
-                    cfg.max_bytes,
-                    fp.leader_epoch,
-                    last_epoch if last_epoch >= 0 else NO_EPOCH,
-                ),
-            )
-        fetch_data = builder.build()
+        fetch_data = self.build_fetch(now)
         if not fetch_data.session_partitions and not fetch_data.to_forget:
             # No partition ready: wait for the first delayed one (Kafka waits on a condition, backoff).
+            next_ready = self._next_ready(now)
             if next_ready < math.inf:
                 self._schedule_fetch(next_ready - now)
             return
@@ -210,6 +220,61 @@ class ReplicaFetcherThread(FetchClient):
             API_FETCH_FOLLOWER, self.broker_id, cfg.wait_max_ms, cfg.min_bytes, cfg.response_max_bytes,
             fetch_data, now,
         )
+
+    def build_fetch(self, now: float) -> FetchSessionRequestData:
+        """ReplicaFetcherThread.buildFetch: every partition ready to fetch goes to the session's builder; a
+        delayed one is left out, so the session forgets it until it is ready again.
+
+        A full request walks every partition (Kafka's way). An incremental one hands the session only the
+        partitions marked changed since the last request (``FetchSessionHandler.build_incremental``) --
+        the same request, for the cost of those: every other partition is ready now and was then, with the
+        same data, so Kafka's walk would find it unchanged in the session.
+        """
+        changed = self._changed
+        delays = self._delays
+        while delays and delays[0][0] <= now:
+            changed[heapq.heappop(delays)[2].tp] = None  # ready again (or a stale entry: harmless)
+        session = self.fetch_session
+        if session.next_metadata.is_full:
+            builder = session.new_builder(copy_session_partitions=False)
+            for tp, fp in self.partitions.items():
+                if fp.delayed_until <= now:
+                    builder.add(tp, self._partition_data(fp))
+            changed.clear()
+            return builder.build()
+        partitions = self.partitions
+        changes: list[tuple[int, TopicPartition, PartitionData | None]] = []
+        for tp in changed:
+            wanted = partitions.get(tp)
+            if wanted is None or wanted.delayed_until > now:
+                changes.append((0, tp, None))  # removed or delayed: forgotten if in the session
+            else:
+                changes.append((wanted.rank, tp, self._partition_data(wanted)))
+        changed.clear()
+        return session.build_incremental(changes)
+
+    def _partition_data(self, fp: FollowerPartition) -> PartitionData:
+        log = fp.log
+        last_epoch = log.latest_epoch
+        return PartitionData(
+            log.log_end_offset,
+            log.log_start_offset,
+            self.config.max_bytes,
+            fp.leader_epoch,
+            last_epoch if last_epoch >= 0 else NO_EPOCH,
+        )
+
+    def _next_ready(self, now: float) -> float:
+        """When the first delayed partition is ready (inf if none is delayed): the top of the delay heap once
+        the entries no longer current (re-delayed, reset by a restart, partition removed) are dropped."""
+        delays = self._delays
+        partitions = self.partitions
+        while delays:
+            until, _, fp = delays[0]
+            if until > now and fp.delayed_until == until and partitions.get(fp.tp) is fp:
+                return until
+            heapq.heappop(delays)
+        return math.inf
 
     def _schedule_fetch(self, delay: float) -> None:
         if self._wakeup is not None:
@@ -271,13 +336,15 @@ class ReplicaFetcherThread(FetchClient):
             fp = self.partitions.get(tp)
             if fp is None:
                 continue
+            # Its log may move (append, log start, truncation) or it may back off: its fetch data may change.
+            self._changed[tp] = None
             error = result.error
             if error == Errors.NONE:
                 self._process_partition_data(fp, result.info.records, result.high_watermark, result.log_start_offset)
             elif error == Errors.OFFSET_OUT_OF_RANGE:
                 self._handle_out_of_range(fp, result)
             else:
-                fp.delayed_until = now + backoff
+                self._delay(fp, now + backoff)
         self._maybe_fetch()
 
     def _process_partition_data(
@@ -308,8 +375,9 @@ class ReplicaFetcherThread(FetchClient):
         elif result.log_start_offset > log.log_end_offset:
             log.truncate_fully_and_start_at(result.log_start_offset)
         else:
-            fp.delayed_until = self.env.now + float(self.config.backoff_ms)
+            self._delay(fp, self.env.now + float(self.config.backoff_ms))
             return
+        self._changed[fp.tp] = None
         if self._checks:
             self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
             self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
@@ -322,7 +390,7 @@ class ReplicaFetcherThread(FetchClient):
         self.fetch_session.handle_error()
         backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
-            fp.delayed_until = self.env.now + backoff
+            self._delay(fp, self.env.now + backoff)
         self._schedule_fetch(backoff)
 
     # --- faults ------------------------------------------------------------------------------------
@@ -356,6 +424,7 @@ class ReplicaFetcherThread(FetchClient):
         for fp in self.partitions.values():
             fp.log.truncate_to(fp.log.high_watermark)
             fp.delayed_until = -math.inf
+            self._changed[fp.tp] = None
             if self._checks:
                 self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
                 self._observer.replica_high_watermark(
@@ -373,4 +442,8 @@ class ReplicaFetcherThread(FetchClient):
         """The retention task's pass over this fetcher's logs (not when crashed)."""
         if not self.crashed:
             for fp in self.partitions.values():
-                fp.log.delete_old_segments()
+                log = fp.log
+                log_start = log.log_start_offset
+                log.delete_old_segments()
+                if log.log_start_offset != log_start:
+                    self._changed[fp.tp] = None
