@@ -24,6 +24,7 @@ import sys
 
 import pytest
 
+from kafkasim.broker import replica_manager
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.errors import Errors
@@ -36,7 +37,6 @@ from kafkasim.broker.fetch_session import (
 )
 from kafkasim.broker.log import FetchIsolation
 from kafkasim.broker.records import TopicPartition
-from kafkasim.broker import replica_manager
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.network.fetch_session_handler import FetchSessionHandler
 from kafkasim.timer import ManualTime
