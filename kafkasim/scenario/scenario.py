@@ -90,7 +90,7 @@ class Scenario(ScenarioModel):
     """N brokers, each leading some partitions and following others (Kafka's replica placement). Absent:
     broker 0 leads every partition and brokers 1..RF-1 follow it."""
     topics: list[TopicConfig] = Field(min_length=1, max_length=100)
-    """1 to 100 topics, with at most 1000 partitions in all."""
+    """1 to 100 topics, with at most 10,000 partitions in all."""
     followers: FollowerConfig = Field(default_factory=lambda: FollowerConfig())
     producers: list[ProducerConfig] = Field(default_factory=list, max_length=100)
     """At most 100."""

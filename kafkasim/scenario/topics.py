@@ -51,7 +51,7 @@ class TopicConfig(ScenarioModel):
     name: str = Field(pattern=TOPIC_NAME_PATTERN)
     """Kafka topic name: letters, digits, '.', '_', '-'."""
     partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
-    """Partitions of the topic (at most 1000 over all topics)."""
+    """Partitions of the topic (at most 10,000 over all topics)."""
     replication_factor: int = Field(default=1, alias="replication.factor", ge=1, le=MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
     """Must be <= replication.factor here (Kafka would silently cap it, KAFKA-15583)."""

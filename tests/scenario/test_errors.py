@@ -165,7 +165,7 @@ def test_simulator_durations_need_a_unit_but_kafka_ms_keys_do_not() -> None:
 
 def test_huge_numbers_are_refused() -> None:
     assert "too large" in only(MINIMAL.replace("10s", "1e30s")).message
-    assert "is out of range (allowed: 1 to 1000)" in only(MINIMAL.replace("- name: t", "- {name: t, partitions: 99999999999999}")).message
+    assert "is out of range (allowed: 1 to 10000)" in only(MINIMAL.replace("- name: t", "- {name: t, partitions: 99999999999999}")).message
     assert only(MINIMAL.replace("10s", "99999999999999999999d")).path == "duration"
 
 

@@ -48,8 +48,8 @@ def test_every_numeric_key_has_a_finite_upper_bound() -> None:
     [
         ("producers[0].rate=1e9/s", "rate '1e9/s' is out of range (allowed: up to 1000000/s per producer)"),
         ("sample_interval=1us", "sample_interval: 1us is out of range (allowed: 1ms to 1d)"),
-        ("topics[0].partitions=10000", "topics[0].partitions: 10000 is out of range (allowed: 1 to 1000)"),
-        ("broker.num.partitions=5000", "broker.num.partitions: 5000 is out of range (allowed: 1 to 1000)"),
+        ("topics[0].partitions=10001", "topics[0].partitions: 10001 is out of range (allowed: 1 to 10000)"),
+        ("broker.num.partitions=50000", "broker.num.partitions: 50000 is out of range (allowed: 1 to 10000)"),
         ("duration=2d", "duration: duration '2d' is out of range (allowed: up to 1d)"),
         ("clock={mode: wallclock, speed: 1e-9}", "clock.speed: 1e-09 is out of range (allowed: 0.001 to 1000000)"),
         ("topics[0].replication.factor=33", "topics[0].replication.factor: 33 is out of range (allowed: 1 to 32)"),
@@ -63,8 +63,8 @@ def test_every_numeric_key_has_a_finite_upper_bound() -> None:
         ("network.default_link.latency=2d", "duration '2d' is out of range (allowed: up to 1d)"),
         ("producers[0].rate=900000/s", "about 27,000,000 records in 30s; a run keeps every record, and at most"),
         (
-            "topics=[{name: orders, partitions: 600}, {name: b, partitions: 600}]",
-            "topics: 1200 partitions in all is out of range (allowed: up to 1000 over all topics)",
+            "topics=[{name: orders, partitions: 6000}, {name: b, partitions: 6000}]",
+            "topics: 12000 partitions in all is out of range (allowed: up to 10000 over all topics)",
         ),
         (
             "sample_interval=1ms",  # with 1000 partitions of RF 3: 8 gauges each
