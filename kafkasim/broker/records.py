@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 NO_PARTITION_LEADER_EPOCH = -1
+# Kafka's RecordBatch.NO_PRODUCER_ID, NO_PRODUCER_EPOCH and NO_SEQUENCE.
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
 
 
@@ -40,6 +44,18 @@ class RecordBatch:
     producer: str = ""
     base_offset: int = -1
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+    # The idempotent producer's fields of Kafka's batch header (RecordBatch.NO_PRODUCER_ID,
+    # NO_PRODUCER_EPOCH and NO_SEQUENCE when not idempotent).
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    base_sequence: int = NO_SEQUENCE
+
+    @property
+    def last_sequence(self) -> int:
+        """``DefaultRecordBatch.lastSequence`` (wrapping at Integer.MAX_VALUE); NO_SEQUENCE if none."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.record_count - 1) % (1 << 31)
 
     @property
     def last_offset(self) -> int:
@@ -66,6 +82,9 @@ class RecordBatch:
         _set_producer(stamped, self.producer)
         _set_base_offset(stamped, base_offset)
         _set_partition_leader_epoch(stamped, partition_leader_epoch)
+        _set_producer_id(stamped, self.producer_id)
+        _set_producer_epoch(stamped, self.producer_epoch)
+        _set_base_sequence(stamped, self.base_sequence)
         return stamped
 
 
@@ -77,3 +96,6 @@ _set_batch_id = RecordBatch.__dict__["batch_id"].__set__
 _set_producer = RecordBatch.__dict__["producer"].__set__
 _set_base_offset = RecordBatch.__dict__["base_offset"].__set__
 _set_partition_leader_epoch = RecordBatch.__dict__["partition_leader_epoch"].__set__
+_set_producer_id = RecordBatch.__dict__["producer_id"].__set__
+_set_producer_epoch = RecordBatch.__dict__["producer_epoch"].__set__
+_set_base_sequence = RecordBatch.__dict__["base_sequence"].__set__
