@@ -1,0 +1,152 @@
+"""BrokerLifecycleManager: registration, heartbeat cadence by state, backoff after failures, controlled
+shutdown, crash and pause (Kafka's ``BrokerLifecycleManager`` and its ``BrokerLifecycleManagerTest``)."""
+
+from __future__ import annotations
+
+import random
+
+import simpy
+
+from kafkasim.server.broker_lifecycle_manager import (
+    BrokerHeartbeatResponse,
+    BrokerLifecycleManager,
+    BrokerRegistrationResponse,
+    BrokerState,
+)
+from kafkasim.sim.backoff import ExponentialBackoff
+from kafkasim.sim.calls import Call
+
+
+class ScriptedController:
+    """Answers after ``latency`` ms: registration epoch 7; caught up from ``caught_up_at``; unfenced once a
+    heartbeat does not want fencing; shutdown allowed from ``shutdown_at``; ``down`` makes every exchange
+    fail (answer None)."""
+
+    def __init__(self, env, latency=1.0, caught_up_at=0.0, shutdown_at=float("inf")):
+        self.env = env
+        self.latency = latency
+        self.caught_up_at = caught_up_at
+        self.shutdown_at = shutdown_at
+        self.down = False
+        self.heartbeats: list = []  # (time, request)
+        self.registrations: list[float] = []
+
+    def register_broker(self, broker_id, rack, callback):
+        self.registrations.append(self.env.now)
+        answer = None if self.down else BrokerRegistrationResponse(7)
+        Call(self.env, self.latency, lambda _e: callback(answer))
+
+    def heartbeat(self, request, callback):
+        self.heartbeats.append((self.env.now, request))
+        if self.down:
+            answer = None
+        else:
+            answer = BrokerHeartbeatResponse(
+                is_caught_up=self.env.now >= self.caught_up_at,
+                is_fenced=request.want_fence,
+                should_shut_down=request.want_shut_down and self.env.now >= self.shutdown_at,
+            )
+        Call(self.env, self.latency, lambda _e: callback(answer))
+
+
+def manager(env, controller, **kwargs):
+    return BrokerLifecycleManager(
+        env, 3, controller, heartbeat_interval_ms=2000, session_timeout_ms=9000,
+        metadata_offset=lambda: 42, rng=random.Random(1), **kwargs,
+    )
+
+
+def test_registration_then_starting_heartbeats_every_10ms_until_caught_up_then_running_every_2s():
+    """BrokerLifecycleManagerTest.testSuccessfulRegistration, with the heartbeat cadence of each state."""
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=1.0, caught_up_at=25.0)
+    m = manager(env, controller)
+    m.start()
+    env.run(until=0.5)
+    assert controller.registrations == [0.0] and m.state is BrokerState.STARTING
+    env.run(until=40)
+    # Registered at 1 -> heartbeat at once (1), answers at 2, next 10 ms later: 12, 23, 34 (caught up).
+    times = [t for t, _ in controller.heartbeats]
+    assert times[:4] == [1.0, 12.0, 23.0, 34.0]
+    assert m.broker_epoch == 7
+    assert all(r.want_fence and r.current_metadata_offset == 42 for _, r in controller.heartbeats)
+    assert m.state is BrokerState.RECOVERY
+    m.set_ready_to_unfence()  # at 40: a heartbeat at once
+    env.run(until=45)
+    assert controller.heartbeats[-1][0] == 40.0 and not controller.heartbeats[-1][1].want_fence
+    assert m.state is BrokerState.RUNNING
+    env.run(until=10_000)
+    running = [t for t, _ in controller.heartbeats if t > 40.0]
+    assert [b - a for a, b in zip(running, running[1:], strict=False)] == [2001.0] * (len(running) - 1)
+
+
+def test_failed_exchanges_back_off_exponentially_up_to_the_session_timeout():
+    """``scheduleNextCommunicationAfterFailure`` with ``ExponentialBackoff(100, 2, session, 0.02)``."""
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=0.0)
+    controller.down = True
+    m = manager(env, controller)
+    m.start()
+    env.run(until=60_000)
+    times = controller.registrations
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    expected = [100 * 2**i for i in range(7)]  # 100 .. 6400, then capped at 9000
+    for gap, nominal in zip(gaps, expected, strict=False):
+        assert nominal * 0.98 - 1 <= gap <= nominal * 1.02
+    assert all(8820 - 1 <= g <= 9000 for g in gaps[7:]) and len(gaps) > 8
+    controller.down = False
+    env.run(until=80_000)
+    assert m.broker_epoch == 7  # registered once the controller answers
+
+
+def test_controlled_shutdown_heartbeats_at_once_then_after_50ms_then_every_interval():
+    """BrokerLifecycleManagerTest.testControlledShutdown: wantShutDown until the controller agrees."""
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=1.0, shutdown_at=3000.0)
+    done = []
+    m = manager(env, controller, on_shutdown=lambda: done.append(env.now))
+    m.on_caught_up = m.set_ready_to_unfence  # what the broker does once caught up (no log recovery work)
+    m.start()
+    env.run(until=100)
+    assert m.state is BrokerState.RUNNING
+    m.begin_controlled_shutdown()  # at 100
+    env.run(until=10_000)
+    asks = [t for t, r in controller.heartbeats if r.want_shut_down]
+    assert asks[:3] == [100.0, 151.0, 2152.0]
+    assert m.state is BrokerState.SHUTTING_DOWN and done == [4154.0]  # the answer to the 4153 heartbeat
+    assert len(asks) == 4  # nothing after the shutdown
+
+
+def test_a_crashed_broker_sends_nothing_and_ignores_late_answers_and_a_paused_one_waits():
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=5.0)
+    m = manager(env, controller)
+    m.on_caught_up = m.set_ready_to_unfence
+    m.start()
+    env.run(until=3000)
+    sent = len(controller.heartbeats)
+    m.crash()
+    env.run(until=20_000)
+    assert len(controller.heartbeats) == sent and m.state is BrokerState.NOT_RUNNING
+    m.start()  # a new incarnation registers again
+    env.run(until=20_100)
+    assert len(controller.registrations) == 2 and m.state is BrokerState.RUNNING
+    m.pause()
+    env.run(until=30_000)
+    paused_count = len(controller.heartbeats)
+    assert controller.heartbeats[-1][0] < 22_200
+    m.resume()  # the heartbeat that fell due goes now
+    env.run(until=30_001)
+    assert len(controller.heartbeats) == paused_count + 1 and controller.heartbeats[-1][0] == 30_000.0
+
+
+def test_exponential_backoff_is_kafkas_formula():
+    """ExponentialBackoffTest.testExponentialBackoff: 100 x2 up to 1000 with jitter 0.2 (KIP-580)."""
+    backoff = ExponentialBackoff(100, 2, 1000, 0.2)
+    rng = random.Random(3)
+    for attempts in range(10):
+        nominal = min(100 * 2**min(attempts, 3.3219280948873626), 1000)
+        value = backoff.backoff(attempts, rng)
+        assert nominal * 0.8 - 1 <= value <= min(1000, nominal * 1.2)
+    assert ExponentialBackoff(100, 2, 100, 0.2).backoff(5, rng) == 100  # max <= initial: constant
+    assert ExponentialBackoff(100, 2, 1000, 0.0).backoff(2, rng) == 400  # no jitter: exact
