@@ -255,6 +255,11 @@ def test_alter_partition_stale_epochs() -> None:
     ctx.unfence_brokers(0)
     (resp,) = ctx.alter_partition("foo", 1, 1, [1, 2], leader_epoch=0, partition_epoch=1).partitions
     assert resp.error is Errors.FENCED_LEADER_EPOCH
+    # The deposed leader 0 (no longer the leader) with its old leader epoch: FENCED_LEADER_EPOCH is checked
+    # before "sender is not the leader" (INVALID_REQUEST).
+    assert ctx.partition("foo", 0).leader == 1
+    (resp,) = ctx.alter_partition("foo", 0, 0, [0, 1], leader_epoch=0, partition_epoch=1).partitions
+    assert resp.error is Errors.FENCED_LEADER_EPOCH
     (resp,) = ctx.alter_partition("bar", 0, 1, [1], leader_epoch=0, partition_epoch=0).partitions
     assert resp.error is Errors.UNKNOWN_TOPIC_OR_PARTITION
 
