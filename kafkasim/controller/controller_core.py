@@ -180,6 +180,12 @@ class ControllerCore:
         more = self.replication_control.maybe_elect_unclean_leaders(records)
         return ControllerResult(more, self._append(records))
 
+    def maybe_balance_partition_leaders(self) -> ControllerResult[bool]:
+        """Kafka's periodic ``maybeBalancePartitionLeaders`` event: True if partitions were left for later."""
+        records: list[MetadataRecord] = []
+        more = self.replication_control.maybe_balance_partition_leaders(records)
+        return ControllerResult(more, self._append(records))
+
     def alter_partition(
         self, broker_id: int, broker_epoch: int, partitions: Sequence[AlterPartitionRequest],
     ) -> ControllerResult[AlterPartitionReply]:

@@ -19,6 +19,10 @@ What the clock adds to the core:
 * **Unclean elections** (``maybeScheduleNextElectUncleanLeaders``): while partitions are leaderless, a
   deferred pass every ``unclean.leader.election.interval.ms`` (300 s) tries an UNCLEAN election for those
   whose topic allows it; a pass that left partitions for later runs again 10 ms later.
+* **Preferred leaders** (``maybeScheduleNextBalancePartitionLeaders``, ``auto.leader.rebalance.enable``):
+  while some partition is not led by its first replica, a pass every
+  ``leader.imbalance.check.interval.seconds`` (300 s) runs a PREFERRED election for them, so leadership
+  returns to a restarted preferred replica once it is back in the ISR.
 
 Example (Kafka's defaults, latency 5 ms): brokers 0-2 bootstrapped at t=0, topic "t" = [(0, 1, 2)]; brokers 1
 and 2 heartbeat every 2000 ms, broker 0 stops after its heartbeat at t=4000. At t=13000 (+1 ns) the controller
@@ -54,6 +58,8 @@ DEFAULT_APPEND_LINGER_MS = 25.0
 """``controller.quorum.append.linger.ms``."""
 DEFAULT_UNCLEAN_LEADER_ELECTION_INTERVAL_MS = 300_000.0
 """``unclean.leader.election.interval.ms``."""
+DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000.0
+"""``leader.imbalance.check.interval.seconds`` (300) in ms."""
 IMMEDIATE_RESCHEDULE_MS = 10.0
 """QuorumController: a deferred task to rerun "immediately" waits 10 ms (fairness with other events)."""
 DEADLINE_RESOLUTION_MS = 1e-6
@@ -81,12 +87,15 @@ class QuorumController:
     __slots__ = ("env", "core", "propagation_latency", "rng", "append_linger_ms",
                  "unclean_leader_election_interval_ms", "_subscribers", "_last_delivery", "_drain",
                  "_pending_replies", "_fence_call", "_fence_at", "_unclean_call", "_unclean_immediately",
-                 "_running", "commits", "deliveries")
+                 "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms", "_balance_call",
+                 "_balance_immediately", "_running", "commits", "deliveries")
 
     def __init__(
         self, env: Environment, propagation_latency: Sampler, rng: random.Random, *,
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS, append_linger_ms: float = DEFAULT_APPEND_LINGER_MS,
         unclean_leader_election_interval_ms: float = DEFAULT_UNCLEAN_LEADER_ELECTION_INTERVAL_MS,
+        auto_leader_rebalance_enable: bool = True,
+        leader_imbalance_check_interval_ms: float = DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS,
     ) -> None:
         self.env = env
         self.core = ControllerCore(_EnvTime(env), session_timeout_ms)
@@ -102,6 +111,10 @@ class QuorumController:
         self._fence_at = -1.0
         self._unclean_call: Call | None = None
         self._unclean_immediately = False
+        self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
+        self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
+        self._balance_call: Call | None = None
+        self._balance_immediately = False
         self._running = True
         self.commits = 0
         """Linger drains that committed at least one batch."""
@@ -162,10 +175,10 @@ class QuorumController:
 
     def stop(self) -> None:
         self._running = False
-        for call in (self._drain, self._fence_call, self._unclean_call):
+        for call in (self._drain, self._fence_call, self._unclean_call, self._balance_call):
             if call is not None:
                 call.cancel()
-        self._drain = self._fence_call = self._unclean_call = None
+        self._drain = self._fence_call = self._unclean_call = self._balance_call = None
 
     # ----- broker requests
     def register_broker(
@@ -243,6 +256,7 @@ class QuorumController:
 
     def _after_event(self) -> None:
         # Kafka: ControllerWriteEvent.run -- after every write event.
+        self._maybe_schedule_next_balance_partition_leaders()
         self._maybe_schedule_next_elect_unclean_leaders()
 
     def _reschedule_maybe_fence_stale_brokers(self) -> None:
@@ -281,4 +295,19 @@ class QuorumController:
         self._unclean_call = None
         result = self.core.maybe_elect_unclean_leaders()
         self._unclean_immediately = result.response
+        self._finish(result, None, reschedule_fencing=False)
+
+    def _maybe_schedule_next_balance_partition_leaders(self) -> None:
+        """Kafka's ``maybeScheduleNextBalancePartitionLeaders``."""
+        if not self._running or not self.auto_leader_rebalance_enable or self._balance_call is not None:
+            return
+        if not self.core.replication_control.are_partition_leaders_imbalanced():
+            return
+        delay = IMMEDIATE_RESCHEDULE_MS if self._balance_immediately else self.leader_imbalance_check_interval_ms
+        self._balance_call = Call(self.env, delay, self._on_balance_partition_leaders)
+
+    def _on_balance_partition_leaders(self, _event: Any) -> None:
+        self._balance_call = None
+        result = self.core.maybe_balance_partition_leaders()
+        self._balance_immediately = result.response
         self._finish(result, None, reschedule_fencing=False)

@@ -99,7 +99,8 @@ class AlterPartitionResponse:
 class ReplicationControlManager:
     """Kafka's ``ReplicationControlManager`` (no reassignment, no ELR)."""
 
-    __slots__ = ("cluster_control", "_partitions", "_topics", "_unclean", "_isr_index", "_leaderships")
+    __slots__ = ("cluster_control", "_partitions", "_topics", "_unclean", "_isr_index", "_leaderships",
+                 "_leaderless", "_imbalanced")
 
     def __init__(self, cluster_control: ClusterControlManager) -> None:
         self.cluster_control = cluster_control
@@ -109,6 +110,8 @@ class ReplicationControlManager:
         # Kafka's BrokersToIsrs: which partitions have a broker in their ISR, and how many it leads.
         self._isr_index: dict[int, set[TopicPartition]] = {}
         self._leaderships: dict[int, int] = {}
+        self._leaderless = 0  # partitions with leader -1 (asked after every controller event)
+        self._imbalanced: set[TopicPartition] = set()  # leader != replicas[0] (Kafka's imbalancedPartitions)
 
     # ----- reads
     def partition(self, topic_partition: TopicPartition) -> PartitionRegistration | None:
@@ -129,7 +132,7 @@ class ReplicationControlManager:
 
     def are_some_partitions_leaderless(self) -> bool:
         """Kafka's ``areSomePartitionsLeaderless``."""
-        return any(p.leader == NO_LEADER for p in self._partitions.values())
+        return self._leaderless > 0
 
     def unclean_leader_election_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for the topic (Kafka's
@@ -147,8 +150,8 @@ class ReplicationControlManager:
     def create_topic(
         self, name: str, assignment: Sequence[tuple[int, ...]], unclean_leader_election_enable: bool = False,
     ) -> list[MetadataRecord]:
-        """Kafka's ``createTopic`` from a placement: partition i gets ``assignment[i]``, leader = its first
-        replica, ISR = all replicas, epochs 0."""
+        """Kafka's ``createTopic`` with a manual assignment (the placement): partition i gets ``assignment[i]``,
+        ISR = its active replicas in replica order, leader = the first of them, epochs 0."""
         if name in self._topics:
             raise KafkaError(Errors.INVALID_REQUEST, f"Topic '{name}' already exists.")
         if not assignment:
@@ -156,11 +159,15 @@ class ReplicationControlManager:
         records: list[MetadataRecord] = [TopicRecord(name)]
         for index, replicas in enumerate(assignment):
             if not replicas or len(set(replicas)) != len(replicas):
-                raise KafkaError(Errors.INVALID_REQUEST,
+                raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                                  f"Topic '{name}' partition {index}: replicas {list(replicas)} must be distinct "
                                  "and non-empty.")
-            records.append(PartitionRecord(TopicPartition(name, index), tuple(replicas), tuple(replicas),
-                                           replicas[0]))
+            isr = tuple(r for r in replicas if self.cluster_control.is_active(r))
+            if not isr:
+                raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                 f"All brokers specified in the manual partition assignment for partition {index} "
+                                 "are fenced or in controlled shutdown.")
+            records.append(PartitionRecord(TopicPartition(name, index), tuple(replicas), isr, isr[0]))
         self._unclean[name] = unclean_leader_election_enable
         return records
 
@@ -243,11 +250,32 @@ class ReplicationControlManager:
 
     def maybe_elect_unclean_leaders(self, records: list[MetadataRecord]) -> bool:
         """Kafka's ``maybeElectUncleanLeaders``: an UNCLEAN election for leaderless partitions of topics that
-        allow it, at most ``MAX_ELECTIONS_PER_IMBALANCE``. Returns True if partitions were left for later."""
-        candidates = [tp for tp in self.partitions_with_no_leader() if self.unclean_leader_election_enabled(tp.topic)]
-        self._generate_leader_and_isr_updates(NO_LEADER, NO_LEADER, candidates[:MAX_ELECTIONS_PER_IMBALANCE], records,
-                                              election=Election.UNCLEAN)
-        return len(candidates) > MAX_ELECTIONS_PER_IMBALANCE
+        allow it, until ``MAX_ELECTIONS_PER_IMBALANCE`` records. True: there may be more to do (rerun soon)."""
+        for tp in self.partitions_with_no_leader():
+            if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
+                break
+            if self.unclean_leader_election_enabled(tp.topic):
+                self._generate_leader_and_isr_updates(NO_LEADER, NO_LEADER, (tp,), records,
+                                                      election=Election.UNCLEAN)
+        return len(records) >= MAX_ELECTIONS_PER_IMBALANCE
+
+    def are_partition_leaders_imbalanced(self) -> bool:
+        """Kafka's ``arePartitionLeadersImbalanced``: some partition is not led by its preferred replica."""
+        return bool(self._imbalanced)
+
+    def maybe_balance_partition_leaders(self, records: list[MetadataRecord]) -> bool:
+        """Kafka's ``maybeBalancePartitionLeaders``: a PREFERRED election (leader := replicas[0] if it is in the
+        ISR and active) for imbalanced partitions, until ``MAX_ELECTIONS_PER_IMBALANCE`` records. True: there
+        may be more to do (rerun soon)."""
+        is_active = self.cluster_control.is_active
+        for tp in sorted(self._imbalanced):
+            if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
+                break
+            builder = PartitionChangeBuilder(self._partitions[tp], tp, is_active).set_election(Election.PREFERRED)
+            record = builder.build()
+            if record is not None:
+                records.append(record)
+        return len(records) >= MAX_ELECTIONS_PER_IMBALANCE
 
     # ----- AlterPartition
     def alter_partition(
@@ -349,8 +377,16 @@ class ReplicationControlManager:
                 self._isr_index[r].discard(tp)
             if old.leader != NO_LEADER:
                 self._leaderships[old.leader] -= 1
+            else:
+                self._leaderless -= 1
         for r in new.isr:
             self._isr_index.setdefault(r, set()).add(tp)
         if new.leader != NO_LEADER:
             self._leaderships[new.leader] = self._leaderships.get(new.leader, 0) + 1
+        else:
+            self._leaderless += 1
+        if new.replicas and new.leader == new.replicas[0]:
+            self._imbalanced.discard(tp)
+        else:
+            self._imbalanced.add(tp)
         self._partitions[tp] = new

@@ -234,3 +234,38 @@ def test_periodic_unclean_election_after_config_enabled() -> None:
     env.run(until=fenced_at + 300_000.0 + LINGER + 1.0)
     p = controller.image.partitions[P0]
     assert (p.leader, p.isr, p.leader_recovery_state) == (1, (1,), LEADER_RECOVERY_RECOVERING)
+
+
+def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() -> None:
+    """Kafka: QuorumController.maybeScheduleNextBalancePartitionLeaders (auto.leader.rebalance.enable,
+    leader.imbalance.check.interval.seconds = 300): the crashed preferred leader 0 restarts, is unfenced and
+    re-added to the ISR by the leader's AlterPartition; leadership moves back to it only at the periodic pass,
+    300 s after the fencing made the partition imbalanced (unfencing alone never moves it)."""
+    env, controller = cluster(latency=0.0)
+    Heartbeater(env, controller, 0, crash_at=1000.0)
+    Heartbeater(env, controller, 1)
+    Heartbeater(env, controller, 2)
+    fenced_at = 0.0 + SESSION_TIMEOUT_MS
+
+    def restart(_event: Any) -> None:
+        reply = controller.register_broker(0, "incarnation-0-b")
+        Heartbeater(env, controller, 0, start_at=LINGER)
+        assert reply.epoch > 0
+
+    def readmit(_event: Any) -> None:
+        p = controller.core.partition(P0)
+        assert p is not None and p.leader == 1
+        controller.alter_partition(1, controller.image.brokers[1].epoch,
+                                   [AlterPartitionRequest(P0, p.leader_epoch, p.partition_epoch,
+                                                          (BrokerState(0), BrokerState(1), BrokerState(2)))])
+
+    Call(env, 20_000.0, restart)
+    Call(env, 30_000.0, readmit)
+    env.run(until=fenced_at + 300_000.0 - 1.0)
+    p = controller.image.partitions[P0]
+    assert (p.leader, p.isr, p.leader_epoch) == (1, (0, 1, 2), 1)
+    assert not controller.image.brokers[0].fenced
+    env.run(until=fenced_at + 300_000.0 + LINGER + 1.0)
+    p = controller.image.partitions[P0]
+    assert (p.leader, p.leader_epoch) == (0, 2)
+    assert controller.image.partitions[P1].leader == 1  # replicas [1, 0, 2]: already preferred

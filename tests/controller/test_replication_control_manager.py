@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from kafkasim.broker.errors import Errors
+import pytest
+
+from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.metadata import (
     LEADER_RECOVERY_RECOVERED,
     LEADER_RECOVERY_RECOVERING,
@@ -387,3 +389,43 @@ def test_committed_image_lags_until_commit() -> None:
     assert fence_batch.delta.partitions[tp].leader == 1
     assert fence_batch.delta.brokers[0].fenced
     assert ctx.core.image.brokers[0].fenced
+
+
+def test_create_topic_isr_is_active_replicas() -> None:
+    """Kafka: ReplicationControlManager.createTopic with a manual assignment (and testCreateTopicsISRInvariants):
+    the ISR holds only active replicas, the leader is the first of them; a partition with none is refused."""
+    ctx = ControllerTestContext()
+    ctx.register_brokers(0, 1, 2, 3)
+    ctx.unfence_brokers(2, 3)
+    ctx.create_topic("foo", [(1, 2, 3)])
+    assert ctx.partition("foo", 0) == PartitionRegistration((1, 2, 3), (2, 3), 2, 0, 0)
+    with pytest.raises(KafkaError) as refused:
+        ctx.create_topic("bar", [(0, 1)])
+    assert refused.value.error is Errors.INVALID_REPLICA_ASSIGNMENT
+
+
+def test_balance_partition_leaders() -> None:
+    """Kafka: ReplicationControlManagerTest.testBalancePartitionLeaders -- a PREFERRED election moves the
+    leadership back to replicas[0] only once it is active and in the ISR."""
+    ctx = ControllerTestContext()
+    ctx.register_brokers(0, 1, 2, 3, 4)
+    ctx.unfence_brokers(2, 3, 4)
+    ctx.create_topic("foo", [(1, 2, 3), (2, 3, 4), (0, 2, 1)])
+    assert ctx.replication.are_partition_leaders_imbalanced()
+    ctx.unfence_brokers(1)
+    (resp,) = ctx.alter_partition("foo", 0, 2, [1, 2, 3]).partitions
+    assert (resp.error, resp.leader, resp.leader_epoch, resp.isr, resp.partition_epoch) == (
+        Errors.NONE, 2, 0, (1, 2, 3), 1)
+    result = ctx.core.maybe_balance_partition_leaders()
+    assert result.batch is not None
+    assert result.batch.records == (PartitionChangeRecord(TopicPartition("foo", 0), leader=1),)
+    assert ctx.replication.are_partition_leaders_imbalanced()
+    assert result.response is False
+    ctx.unfence_brokers(0)
+    (resp,) = ctx.alter_partition("foo", 2, 2, [0, 2, 1]).partitions
+    assert (resp.error, resp.leader, resp.isr, resp.partition_epoch) == (Errors.NONE, 2, (0, 2, 1), 1)
+    result = ctx.core.maybe_balance_partition_leaders()
+    assert result.batch is not None
+    assert result.batch.records == (PartitionChangeRecord(TopicPartition("foo", 2), leader=0),)
+    assert not ctx.replication.are_partition_leaders_imbalanced()
+    assert result.response is False
