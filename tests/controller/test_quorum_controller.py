@@ -269,3 +269,24 @@ def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() 
     p = controller.image.partitions[P0]
     assert (p.leader, p.leader_epoch) == (0, 2)
     assert controller.image.partitions[P1].leader == 1  # replicas [1, 0, 2]: already preferred
+
+
+def test_subscribe_with_catch_up_and_unsubscribe() -> None:
+    """Kafka: a (re)starting broker's metadata loader first loads what is committed, then follows the log; a
+    broker that went away gets nothing that was still in flight to it."""
+    env, controller = cluster(latency=7.0)
+    Heartbeater(env, controller, 1)
+    Heartbeater(env, controller, 2)
+    restarted, gone = Recorder(env), Recorder(env)
+    controller.subscribe(2, gone)
+    Call(env, 100.0, lambda _e: controller.subscribe(0, restarted, catch_up=True))
+    env.run(until=9_020.0)  # broker 0 (never heartbeating) is fenced at 9000; the commit is at 9025
+    controller.unsubscribe(2)
+    env.run(until=9_100.0)
+    at, snapshot = restarted.seen[0]
+    assert at == 107.0
+    assert snapshot.offset == controller.core.log.batches[1].last_offset  # bootstrap + topic, committed
+    assert set(snapshot.partitions) == {P0, P1} and set(snapshot.brokers) == {0, 1, 2}
+    at, delta = restarted.first_with_leader(P0, 1)
+    assert at == pytest.approx(9_000.0 + DEADLINE_RESOLUTION_MS + LINGER + 7.0)
+    assert gone.seen == []
