@@ -1,0 +1,313 @@
+"""Kafka's ``QuorumController`` on SimPy: the ``ControllerCore`` driven by the simulated clock.
+
+What the clock adds to the core:
+
+* **Stale-broker fencing** (``rescheduleMaybeFenceStaleBrokers``): after every event a deferred event is
+  armed at the first unfenced broker's session deadline (``last contact + broker.session.timeout.ms``). It
+  fences one stale broker (``maybeFenceOneStaleBroker``) and re-arms at once, so several dead brokers are
+  fenced in consecutive events, each with its own batch. Kafka's deadlines are in nanoseconds and a session is
+  still valid *at* its deadline (``hasValidSession`` uses >=), so the event runs one nanosecond after it.
+* **Append linger** (``controller.quorum.append.linger.ms``, 25 ms; ``QuorumConfig.DEFAULT_QUORUM_LINGER_MS``):
+  the first batch appended after a commit starts the linger; every batch appended until it ends is
+  committed with it (one controller voter: commit = the linger's end). An event's reply is due when its
+  batch is committed (``on_reply``); an event that wrote nothing replies at once, or with the pending batches
+  if some are not committed yet.
+* **Propagation to brokers** (``subscribe``): each committed batch's ``MetadataDelta`` reaches a subscribed
+  broker after a latency drawn per broker per commit from ``propagation_latency`` (a sampler, with the named
+  random stream ``rng`` the engine passes in; brokers in id order), never before an earlier delta to the
+  same broker. So a controller decision reaches a broker ``linger + latency`` after the event.
+* **Unclean elections** (``maybeScheduleNextElectUncleanLeaders``): while partitions are leaderless, a
+  deferred pass every ``unclean.leader.election.interval.ms`` (300 s) tries an UNCLEAN election for those
+  whose topic allows it; a pass that left partitions for later runs again 10 ms later.
+* **Preferred leaders** (``maybeScheduleNextBalancePartitionLeaders``, ``auto.leader.rebalance.enable``):
+  while some partition is not led by its first replica, a pass every
+  ``leader.imbalance.check.interval.seconds`` (300 s) runs a PREFERRED election for them, so leadership
+  returns to a restarted preferred replica once it is back in the ISR.
+
+Example (Kafka's defaults, latency 5 ms): brokers 0-2 bootstrapped at t=0, topic "t" = [(0, 1, 2)]; brokers 1
+and 2 heartbeat every 2000 ms, broker 0 stops after its heartbeat at t=4000. At t=13000 (+1 ns) the controller
+fences 0: leader 1, ISR [1, 2], leader epoch 1. The batch commits at 13025; broker 1 applies the delta at
+13030.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from simpy import Environment
+
+from kafkasim.broker.metadata import MetadataDelta
+from kafkasim.controller.broker_heartbeat_manager import (
+    DEFAULT_SESSION_TIMEOUT_MS,
+    BrokerHeartbeatRequest,
+)
+from kafkasim.controller.controller_core import (
+    AlterPartitionReply,
+    BrokerRegistrationReply,
+    ControllerCore,
+    ControllerResult,
+)
+from kafkasim.controller.metadata_log import MetadataBatch, MetadataImage
+from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerHeartbeatReply
+from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import Sampler
+
+DEFAULT_APPEND_LINGER_MS = 25.0
+"""``controller.quorum.append.linger.ms``."""
+DEFAULT_UNCLEAN_LEADER_ELECTION_INTERVAL_MS = 300_000.0
+"""``unclean.leader.election.interval.ms``."""
+DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000.0
+"""``leader.imbalance.check.interval.seconds`` (300) in ms."""
+IMMEDIATE_RESCHEDULE_MS = 10.0
+"""QuorumController: a deferred task to rerun "immediately" waits 10 ms (fairness with other events)."""
+DEADLINE_RESOLUTION_MS = 1e-6
+"""Kafka's controller clock resolution (1 ns): a deferred event at a deadline runs just after it."""
+
+R = TypeVar("R")
+DeltaCallback = Callable[[MetadataDelta], None]
+
+
+class _EnvTime:
+    """The controller's clock: SimPy time in (fractional) milliseconds."""
+
+    __slots__ = ("_env",)
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env
+
+    def milliseconds(self) -> float:
+        return float(self._env.now)
+
+
+class QuorumController:
+    """The KRaft controller of one simulated cluster (a single voter)."""
+
+    __slots__ = ("env", "core", "propagation_latency", "rng", "append_linger_ms",
+                 "unclean_leader_election_interval_ms", "_subscribers", "_last_delivery", "_drain",
+                 "_pending_replies", "_fence_call", "_fence_at", "_unclean_call", "_unclean_immediately",
+                 "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms", "_balance_call",
+                 "_balance_immediately", "_running", "commits", "deliveries")
+
+    def __init__(
+        self, env: Environment, propagation_latency: Sampler, rng: random.Random, *,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS, append_linger_ms: float = DEFAULT_APPEND_LINGER_MS,
+        unclean_leader_election_interval_ms: float = DEFAULT_UNCLEAN_LEADER_ELECTION_INTERVAL_MS,
+        auto_leader_rebalance_enable: bool = True,
+        leader_imbalance_check_interval_ms: float = DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS,
+    ) -> None:
+        self.env = env
+        self.core = ControllerCore(_EnvTime(env), session_timeout_ms)
+        self.propagation_latency = propagation_latency
+        self.rng = rng
+        self.append_linger_ms = append_linger_ms
+        self.unclean_leader_election_interval_ms = unclean_leader_election_interval_ms
+        self._subscribers: dict[int, DeltaCallback] = {}
+        self._last_delivery: dict[int, float] = {}
+        self._drain: Call | None = None
+        self._pending_replies: list[Callable[[], None]] = []
+        self._fence_call: Call | None = None
+        self._fence_at = -1.0
+        self._unclean_call: Call | None = None
+        self._unclean_immediately = False
+        self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
+        self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
+        self._balance_call: Call | None = None
+        self._balance_immediately = False
+        self._running = True
+        self.commits = 0
+        """Linger drains that committed at least one batch."""
+        self.deliveries = 0
+        """Deltas handed to subscribers."""
+
+    # ----- reads
+    @property
+    def image(self) -> MetadataImage:
+        """The committed metadata image (Kafka's ``MetadataImage``): ``partitions``, ``brokers``, ``offset``."""
+        return self.core.image
+
+    @property
+    def fence_check_at_ms(self) -> float | None:
+        """When the armed stale-broker check runs (None: not armed)."""
+        return self._fence_at if self._fence_call is not None else None
+
+    # ----- set-up
+    def bootstrap(
+        self, broker_ids: Sequence[int], topics: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
+        unclean_topics: frozenset[str] = frozenset(),
+    ) -> None:
+        """A cluster already running at the start: brokers registered and unfenced, topics created, all
+        committed at once (no linger, nothing delivered: brokers start from the same state)."""
+        self.core.bootstrap(broker_ids)
+        for name in sorted(topics or {}):
+            self.core.create_topic(name, (topics or {})[name], name in unclean_topics)
+        self.core.commit()
+        self._reschedule_maybe_fence_stale_brokers()
+        self._after_event()
+
+    def create_topic(
+        self, name: str, assignment: Sequence[tuple[int, ...]], unclean_leader_election_enable: bool = False,
+    ) -> MetadataBatch:
+        batch = self.core.create_topic(name, assignment, unclean_leader_election_enable)
+        self._appended(batch)
+        self._after_event()
+        return batch
+
+    def set_unclean_leader_election(self, topic: str, enabled: bool) -> None:
+        self.core.set_unclean_leader_election(topic, enabled)
+
+    def subscribe(self, broker_id: int, callback: DeltaCallback, catch_up: bool = False) -> None:
+        """Deliver every delta committed from now on to ``callback`` (replacing an earlier subscription of the
+        broker). ``catch_up``: first, after one propagation latency, a delta holding the whole committed image
+        (a restarted broker loading the metadata log)."""
+        self._subscribers[broker_id] = callback
+        if catch_up:
+            image = self.core.image
+            snapshot = MetadataDelta(image.offset, dict(sorted(image.partitions.items())), frozenset(),
+                                     dict(sorted(image.brokers.items())))
+            self._schedule_delivery(broker_id, [snapshot], self.propagation_latency.sample(self.rng))
+
+    def unsubscribe(self, broker_id: int) -> None:
+        """The broker is gone (crashed): deltas in flight to it are dropped."""
+        self._subscribers.pop(broker_id, None)
+        self._last_delivery.pop(broker_id, None)
+
+    def stop(self) -> None:
+        self._running = False
+        for call in (self._drain, self._fence_call, self._unclean_call, self._balance_call):
+            if call is not None:
+                call.cancel()
+        self._drain = self._fence_call = self._unclean_call = self._balance_call = None
+
+    # ----- broker requests
+    def register_broker(
+        self, broker_id: int, incarnation_id: str, rack: str | None = None,
+        on_reply: Callable[[BrokerRegistrationReply], None] | None = None,
+    ) -> BrokerRegistrationReply:
+        """Kafka's ``registerBroker``: the reply (new epoch, or DUPLICATE_BROKER_REGISTRATION) is decided now
+        and due (``on_reply``) when the registration record is committed."""
+        result = self.core.register_broker(broker_id, incarnation_id, rack)
+        return self._finish(result, on_reply, reschedule_fencing=True)
+
+    def heartbeat(
+        self, request: BrokerHeartbeatRequest, on_reply: Callable[[BrokerHeartbeatReply], None] | None = None,
+    ) -> BrokerHeartbeatReply:
+        """Kafka's ``processBrokerHeartbeat``; the reply is due (``on_reply``) once the event's records commit."""
+        result = self.core.process_broker_heartbeat(request)
+        return self._finish(result, on_reply, reschedule_fencing=True)
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, partitions: Sequence[AlterPartitionRequest],
+        on_reply: Callable[[AlterPartitionReply], None] | None = None,
+    ) -> AlterPartitionReply:
+        """Kafka's ``alterPartition``; the reply is due (``on_reply``) once the new records commit."""
+        result = self.core.alter_partition(broker_id, broker_epoch, partitions)
+        return self._finish(result, on_reply, reschedule_fencing=False)
+
+    # ----- event plumbing
+    def _finish(
+        self, result: ControllerResult[R], on_reply: Callable[[R], None] | None, reschedule_fencing: bool,
+    ) -> R:
+        if result.batch is not None:
+            self._appended(result.batch)
+        if on_reply is not None:
+            response = result.response
+            if self._drain is not None:
+                self._pending_replies.append(lambda: on_reply(response))
+            else:
+                on_reply(response)
+        if reschedule_fencing:
+            self._reschedule_maybe_fence_stale_brokers()
+        self._after_event()
+        return result.response
+
+    def _appended(self, batch: MetadataBatch) -> None:
+        # Kafka: BatchAccumulator -- the first append after a drain starts the linger.
+        if self._drain is None and self._running:
+            self._drain = Call(self.env, self.append_linger_ms, self._on_drain)
+
+    def _on_drain(self, _event: Any) -> None:
+        self._drain = None
+        batches = self.core.commit()
+        replies, self._pending_replies = self._pending_replies, []
+        if batches:
+            self.commits += 1
+            deltas = [b.delta for b in batches]
+            for broker_id in sorted(self._subscribers):
+                self._schedule_delivery(broker_id, deltas, self.propagation_latency.sample(self.rng))
+        for reply in replies:
+            reply()
+
+    def _schedule_delivery(self, broker_id: int, deltas: list[MetadataDelta], latency: float) -> None:
+        now = self.env.now
+        at = max(now + max(latency, 0.0), self._last_delivery.get(broker_id, now))
+        self._last_delivery[broker_id] = at
+        callback = self._subscribers[broker_id]
+
+        def deliver(_event: Any) -> None:
+            if self._subscribers.get(broker_id) is not callback:
+                return  # the broker went away (or re-subscribed) meanwhile
+            for delta in deltas:
+                self.deliveries += 1
+                callback(delta)
+
+        Call(self.env, at - now, deliver)
+
+    def _after_event(self) -> None:
+        # Kafka: ControllerWriteEvent.run -- after every write event.
+        self._maybe_schedule_next_balance_partition_leaders()
+        self._maybe_schedule_next_elect_unclean_leaders()
+
+    def _reschedule_maybe_fence_stale_brokers(self) -> None:
+        """Kafka's ``rescheduleMaybeFenceStaleBrokers``."""
+        if not self._running:
+            return
+        deadline = self.core.heartbeat_manager.next_check_time_ms()
+        if deadline is None:
+            if self._fence_call is not None:
+                self._fence_call.cancel()
+                self._fence_call = None
+            return
+        at = max(deadline + DEADLINE_RESOLUTION_MS, self.env.now)
+        if self._fence_call is not None:
+            if at == self._fence_at:
+                return
+            self._fence_call.cancel()
+        self._fence_at = at
+        self._fence_call = Call(self.env, at - self.env.now, self._on_maybe_fence)
+
+    def _on_maybe_fence(self, _event: Any) -> None:
+        self._fence_call = None
+        result = self.core.maybe_fence_one_stale_broker()
+        self._finish(result, None, reschedule_fencing=True)
+
+    def _maybe_schedule_next_elect_unclean_leaders(self) -> None:
+        """Kafka's ``maybeScheduleNextElectUncleanLeaders``."""
+        if not self._running or self._unclean_call is not None:
+            return
+        if not self.core.replication_control.are_some_partitions_leaderless():
+            return
+        delay = IMMEDIATE_RESCHEDULE_MS if self._unclean_immediately else self.unclean_leader_election_interval_ms
+        self._unclean_call = Call(self.env, delay, self._on_elect_unclean_leaders)
+
+    def _on_elect_unclean_leaders(self, _event: Any) -> None:
+        self._unclean_call = None
+        result = self.core.maybe_elect_unclean_leaders()
+        self._unclean_immediately = result.response
+        self._finish(result, None, reschedule_fencing=False)
+
+    def _maybe_schedule_next_balance_partition_leaders(self) -> None:
+        """Kafka's ``maybeScheduleNextBalancePartitionLeaders``."""
+        if not self._running or not self.auto_leader_rebalance_enable or self._balance_call is not None:
+            return
+        if not self.core.replication_control.are_partition_leaders_imbalanced():
+            return
+        delay = IMMEDIATE_RESCHEDULE_MS if self._balance_immediately else self.leader_imbalance_check_interval_ms
+        self._balance_call = Call(self.env, delay, self._on_balance_partition_leaders)
+
+    def _on_balance_partition_leaders(self, _event: Any) -> None:
+        self._balance_call = None
+        result = self.core.maybe_balance_partition_leaders()
+        self._balance_immediately = result.response
+        self._finish(result, None, reschedule_fencing=False)
