@@ -729,6 +729,12 @@ class Log:
         producer_state_manager.update_map_end_offset(last_offset)
         producer_state_manager.take_snapshot()
 
+    def take_producer_snapshot(self) -> None:
+        """Kafka's ``UnifiedLog.takeProducerSnapshot``: a snapshot at the log end offset."""
+        producer_state_manager = self.producer_state_manager
+        producer_state_manager.update_map_end_offset(self.log_end_offset)
+        producer_state_manager.take_snapshot()
+
     def remove_expired_producers(self, current_time_ms: int) -> int:
         """Kafka's ``UnifiedLog.removeExpiredProducers``: forget producers idle for
         ``producer.id.expiration.ms``; returns how many went."""
