@@ -318,15 +318,17 @@ class Log:
         each producer's batches are validated (raising OUT_OF_ORDER_SEQUENCE_NUMBER or
         INVALID_PRODUCER_EPOCH) into the updates to apply once written."""
         producer_state_manager = self.producer_state_manager
+        producers = producer_state_manager.active_producers
         updated: dict[int, ProducerAppendInfo] = {}
         for batch in batches:
             producer_id = batch.producer_id
             if producer_id < 0:
                 continue
             if origin is AppendOrigin.CLIENT:
-                last_entry = producer_state_manager.last_entry(producer_id)
-                if last_entry is not None:
-                    duplicate = last_entry.find_duplicate_batch(batch)
+                last_entry = producers.get(producer_id)
+                # ProducerStateEntry.findDuplicateBatch: the same epoch, exactly the same sequence range
+                if last_entry is not None and last_entry.producer_epoch == batch.producer_epoch:
+                    duplicate = last_entry.batch_with_sequence_range(batch.base_sequence, batch.last_sequence)
                     if duplicate is not None:
                         return duplicate
             append_info = updated.get(producer_id)

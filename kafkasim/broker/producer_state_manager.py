@@ -142,28 +142,6 @@ class ProducerStateEntry:
     def last_data_offset(self) -> int:
         return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
 
-    def with_batch(
-        self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int
-    ) -> ProducerStateEntry:
-        """Kafka's ``addBatch``: a new epoch forgets the retained batches (``maybeUpdateProducerEpoch``); the
-        oldest of 5 makes room."""
-        batches = self.batch_metadata if producer_epoch == self.producer_epoch else ()
-        if len(batches) >= NUM_BATCHES_TO_RETAIN:
-            batches = batches[len(batches) - NUM_BATCHES_TO_RETAIN + 1 :]
-        return ProducerStateEntry(
-            self.producer_id,
-            producer_epoch,
-            (*batches, BatchMetadata(last_seq, last_offset, offset_delta, timestamp)),
-            timestamp,
-        )
-
-    def updated_with(self, next_entry: ProducerStateEntry) -> ProducerStateEntry:
-        """Kafka's ``update(nextEntry)``: take the next entry's epoch (forgetting the batches of another
-        epoch), then its batches, keeping the last 5."""
-        batches = self.batch_metadata if next_entry.producer_epoch == self.producer_epoch else ()
-        merged = (*batches, *next_entry.batch_metadata)[-NUM_BATCHES_TO_RETAIN:]
-        return ProducerStateEntry(self.producer_id, next_entry.producer_epoch, merged, next_entry.last_timestamp)
-
     def find_duplicate_batch(self, batch: RecordBatch) -> BatchMetadata | None:
         """Kafka's ``findDuplicateBatch``: a retained batch of the same epoch with exactly the batch's
         sequence range."""
@@ -186,20 +164,29 @@ class ProducerStateEntry:
 
 class ProducerAppendInfo:
     """Validates one producer's batches of one append against its state before the append (Kafka's
-    ``ProducerAppendInfo``); ``ProducerStateManager.update`` applies ``updated_entry`` once appended."""
+    ``ProducerAppendInfo``); ``ProducerStateManager.update`` applies them once appended.
 
-    __slots__ = ("name", "producer_id", "current_entry", "origin", "updated_entry")
+    Kafka's ``updatedEntry`` (the current entry's epoch and last timestamp, none of its batches, then the
+    batches of this append) is kept as its fields -- ``producer_epoch``, ``batch_metadata``,
+    ``last_timestamp`` -- and built by ``updated_entry`` only when asked: the idempotent path runs on every
+    append of an idempotent producer, on the leader and on every follower."""
+
+    __slots__ = ("name", "producer_id", "current_entry", "origin", "producer_epoch", "batch_metadata", "last_timestamp")
 
     def __init__(self, name: str, producer_id: int, current_entry: ProducerStateEntry, origin: AppendOrigin) -> None:
         self.name = name
         self.producer_id = producer_id
         self.current_entry = current_entry
         self.origin = origin
-        # currentEntry.withProducerIdAndBatchMetadata(producerId, Optional.empty()): the epoch and last
-        # timestamp, none of the batches.
-        self.updated_entry = ProducerStateEntry(
-            producer_id, current_entry.producer_epoch, (), current_entry.last_timestamp
-        )
+        # currentEntry.withProducerIdAndBatchMetadata(producerId, Optional.empty())
+        self.producer_epoch = current_entry.producer_epoch
+        self.batch_metadata: tuple[BatchMetadata, ...] = ()
+        self.last_timestamp = current_entry.last_timestamp
+
+    @property
+    def updated_entry(self) -> ProducerStateEntry:
+        """Kafka's ``toEntry``."""
+        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.batch_metadata, self.last_timestamp)
 
     def append(self, batch: RecordBatch) -> None:
         """Kafka's ``append`` of a data batch (no control batches here)."""
@@ -207,7 +194,7 @@ class ProducerAppendInfo:
             batch.producer_epoch,
             batch.base_sequence,
             batch.last_sequence,
-            batch.max_timestamp,
+            batch.create_time_ms,  # the batch's max timestamp (one CreateTime per simulated batch)
             batch.base_offset,
             batch.last_offset,
         )
@@ -215,43 +202,47 @@ class ProducerAppendInfo:
     def append_data_batch(
         self, epoch: int, first_seq: int, last_seq: int, last_timestamp: int, first_offset: int, last_offset: int
     ) -> None:
-        """Kafka's ``appendDataBatch``: validate (``maybeValidateDataBatch``), then record the batch."""
-        self._check_producer_epoch(epoch, first_offset)
-        if self.origin is AppendOrigin.CLIENT:
-            self._check_sequence(epoch, first_seq, first_offset)
-        self.updated_entry = self.updated_entry.with_batch(
-            epoch, last_seq, last_offset, last_offset - first_offset, last_timestamp
-        )
-
-    def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
-        # ProducerAppendInfo.checkProducerEpoch for a data batch: an older epoch is fenced (a replicated one is
-        # only logged: the leader already validated it).
-        current = self.updated_entry.producer_epoch
-        if producer_epoch < current and self.origin is not AppendOrigin.REPLICATION:
+        """Kafka's ``appendDataBatch``: validate (``maybeValidateDataBatch``: ``checkProducerEpoch``, then
+        ``checkSequence`` for a client append), then record the batch (``ProducerStateEntry.addBatch``)."""
+        updated_epoch = self.producer_epoch
+        origin = self.origin
+        # checkProducerEpoch for a data batch: an older epoch is fenced (a replicated one is only logged: the
+        # leader already validated it).
+        if epoch < updated_epoch and origin is not AppendOrigin.REPLICATION:
             raise KafkaError(
                 Errors.INVALID_PRODUCER_EPOCH,
-                f"epoch of producer {self.producer_id} at offset {offset} in {self.name} is {producer_epoch}, "
-                f"which is smaller than the last seen epoch {current}",
+                f"epoch of producer {self.producer_id} at offset {first_offset} in {self.name} is {epoch}, "
+                f"which is smaller than the last seen epoch {updated_epoch}",
             )
+        batches = self.batch_metadata
+        if origin is AppendOrigin.CLIENT:
+            self._check_sequence(epoch, first_seq, first_offset)
+        if epoch != updated_epoch:
+            batches = ()  # maybeUpdateProducerEpoch
+        elif len(batches) >= NUM_BATCHES_TO_RETAIN:
+            batches = batches[len(batches) - NUM_BATCHES_TO_RETAIN + 1 :]
+        self.batch_metadata = (*batches, BatchMetadata(last_seq, last_offset, last_offset - first_offset, last_timestamp))
+        self.producer_epoch = epoch
+        self.last_timestamp = last_timestamp
 
     def _check_sequence(self, producer_epoch: int, append_first_seq: int, offset: int) -> None:
         # ProducerAppendInfo.checkSequence (no transaction verification state).
-        updated = self.updated_entry
-        if producer_epoch != updated.producer_epoch:
+        updated_epoch = self.producer_epoch
+        if producer_epoch != updated_epoch:
             # A new epoch must start at sequence 0 -- unless the producer is unknown here (its state expired
             # or was never replicated): Kafka 4.x then accepts any sequence (KIP-360; the broker no longer
             # answers UNKNOWN_PRODUCER_ID).
-            if append_first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
+            if append_first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
                 raise KafkaError(
                     Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"invalid sequence number for new epoch of producer {self.producer_id} at offset {offset} in "
                     f"{self.name}: {producer_epoch} (request epoch), {append_first_seq} (seq. number), "
-                    f"{updated.producer_epoch} (current producer epoch)",
+                    f"{updated_epoch} (current producer epoch)",
                 )
             return
         current = self.current_entry
-        if not updated.is_empty:
-            current_last_seq = updated.last_seq
+        if self.batch_metadata:
+            current_last_seq = self.batch_metadata[-1].last_seq
         elif producer_epoch == current.producer_epoch:
             current_last_seq = current.last_seq
         else:
@@ -327,9 +318,15 @@ class ProducerStateManager:
         producer_id = append_info.producer_id
         if producer_id < 0:
             raise ValueError(f"invalid producer id {producer_id} passed to update for partition {self.name}")
-        updated = append_info.updated_entry
         current = self._producers.get(producer_id)
-        self._producers[producer_id] = updated if current is None else current.updated_with(updated)
+        epoch = append_info.producer_epoch
+        batches = append_info.batch_metadata
+        if current is not None and current.producer_epoch == epoch:
+            # ProducerStateEntry.update(nextEntry): the same epoch keeps the retained batches.
+            batches = (*current.batch_metadata, *batches)
+            if len(batches) > NUM_BATCHES_TO_RETAIN:
+                batches = batches[len(batches) - NUM_BATCHES_TO_RETAIN :]
+        self._producers[producer_id] = ProducerStateEntry(producer_id, epoch, batches, append_info.last_timestamp)
 
     # ------------------------------------------------------------------------------------- expiration
 
