@@ -6,6 +6,7 @@ requiredOffset = info.lastOffset + 1, the original's for a duplicate)."""
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.errors import Errors
+from kafkasim.broker.fetch import FetchParams, PartitionData
 from kafkasim.broker.records import RecordBatch
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.timer import ManualTime
@@ -90,7 +91,9 @@ def test_acks_all_duplicate_of_a_committed_batch_answers_at_once():
 
 def _follower(broker_id: int) -> ReplicaManager:
     config = BrokerConfig(log=LogConfig(min_insync_replicas=1))
-    rm = ReplicaManager(broker_id, config, ManualTime(), alter_partition_manager=ControllerAlterPartitionManager())
+    # Past replica.lag.time.max.ms: the old leader (out of the ISR) does not count as caught up on the new one.
+    time = ManualTime(100_000)
+    rm = ReplicaManager(broker_id, config, time, alter_partition_manager=ControllerAlterPartitionManager())
     rm.create_partition(TP)
     rm.make_follower(TP, leader=0, replicas=[0, 1, 2], leader_epoch=0, partition_epoch=0)
     return rm
@@ -129,3 +132,27 @@ def test_new_leader_without_the_batch_appends_the_retry():
     retry = produce(follower, ibatch(5), acks=1).partition()
     assert (retry.error, retry.base_offset) == (Errors.NONE, 5)
     assert follower.partitions[TP].log.log_end_offset == 10
+
+
+def test_acks_all_retry_on_new_leader_waits_for_its_hw_to_pass_the_original():
+    """A batch replicated to follower 1 but not committed when leadership moved: the acks=all retry on the
+    new leader is a duplicate, parked until the new leader's HW passes the original (follower 2 fetches),
+    then answered with the original offsets -- written once, acknowledged once committed."""
+    leader = Broker(replicas=(0, 1, 2))
+    leader.produce(ibatch(0), acks=-1)
+    follower = _follower(1)
+    follower.partitions[TP].append_records_to_follower_or_future_replica(list(leader.log.segments[0].batches))
+    follower.make_leader(TP, replicas=[0, 1, 2], isr=[1, 2], leader_epoch=1, partition_epoch=1)
+    new_leader = follower.partitions[TP]
+    assert new_leader.log.high_watermark == 0
+
+    retry = produce(follower, ibatch(0), acks=-1)
+    assert not retry.done
+    assert new_leader.log.log_end_offset == 5
+    reply = Reply()
+    follower.fetch_messages(FetchParams(2, 0, 1, 1 << 20), [(TP, PartitionData(5, 0, 1 << 20, 1))], reply)
+    follower.try_complete_actions()
+    assert new_leader.log.high_watermark == 5
+    response = retry.partition()
+    assert response.error is Errors.NONE
+    assert (response.base_offset, response.last_offset) == (0, 4)
