@@ -94,9 +94,21 @@ the leader's log returns it stamped with ``base_offset`` / ``partition_leader_ep
 drives the time-based roll (``LogSegment.shouldRoll``); ``batch_id`` lets the engine match a consumed batch to
 its send.
 
+Idempotent producers: a batch with ``producer_id >= 0`` carries ``producer_epoch`` and ``base_sequence`` (its
+records are ``base_sequence .. last_sequence``, wrapping at Integer.MAX_VALUE). Each log's
+``producer_state_manager`` (Kafka's ``ProducerStateManager``) keeps every producer's epoch and last 5
+batches. On the leader a retry of one of those 5 (same epoch, same sequence range) is not appended and is
+answered NONE with the original offsets (``UnifiedLog.analyzeAndValidateProducerState``); an acks=all
+duplicate waits for the HW to pass the original. Otherwise a known producer's batch must continue its
+sequence (``OUT_OF_ORDER_SEQUENCE_NUMBER``), a new epoch must start at sequence 0, an older epoch is
+``INVALID_PRODUCER_EPOCH``; an unknown producer is accepted at any sequence (Kafka 4.x never answers
+``UNKNOWN_PRODUCER_ID`` nor ``DUPLICATE_SEQUENCE_NUMBER``). Follower appends record the same state unchecked,
+so a new leader deduplicates what it replicated; truncation rebuilds it; producers idle for
+``producer.id.expiration.ms`` are forgotten at the retention check.
+
 Out of scope, with seams: transactions (the LSO is the HW: ``Log.fetch_last_stable_offset_metadata``),
 fetch from follower (``FetchParams.fetch_only_leader``), quotas (no throttling in ``DelayedFetch`` /
-``read_from_log``), tiered storage, idempotence (no duplicate detection in ``Log._append``),
+``read_from_log``), tiered storage,
 DeleteRecords / ShareFetch purgatories (``DelayedOperations``), retention other than the log start offset.
 """
 

@@ -80,6 +80,7 @@ class BrokerConfig:
     fetch_max_bytes: int = 55 * MIB  # fetch.max.bytes (caps a fetch request's max_bytes)
     producer_purgatory_purge_interval_requests: int = 1000
     fetch_purgatory_purge_interval_requests: int = 1000
+    producer_id_expiration_ms: int = 86_400_000  # producer.id.expiration.ms (ProducerStateManagerConfig)
     # Simulator-only: the purgatories' timer, Kafka's timing wheel or Kafka 0.8's delay queue.
     purgatory_timer: PurgatoryTimerKind = "timing_wheel"
 
@@ -95,6 +96,7 @@ class BrokerConfig:
             fetch_max_bytes=self.fetch_max_bytes,
             producer_purgatory_purge_interval_requests=self.producer_purgatory_purge_interval_requests,
             fetch_purgatory_purge_interval_requests=self.fetch_purgatory_purge_interval_requests,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
         )
 
     @property

@@ -6,9 +6,10 @@ and advances the HW with ``maybe_increment_high_watermark``; a follower appends 
 ``append_as_follower`` (offsets kept), clamps the HW it is told with ``maybe_update_high_watermark`` and,
 when it restarts, truncates to its HW with ``truncate_to(log.high_watermark)``.
 
-Kafka's ``UnifiedLog`` and ``LocalLog`` are folded into this one class (no tiered storage, no producer
-state, no transactions: the last stable offset is the HW -- the seam for transactions is
-``fetch_last_stable_offset_metadata``).
+Kafka's ``UnifiedLog`` and ``LocalLog`` are folded into this one class (no tiered storage, no transactions:
+the last stable offset is the HW -- the seam for transactions is ``fetch_last_stable_offset_metadata``). The
+idempotent producers' state is ``producer_state_manager`` (Kafka's ``ProducerStateManager``): a leader append
+deduplicates and checks sequences, a follower append records them, truncation rebuilds them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo, LogSegment
+from kafkasim.broker.producer_state_manager import (
+    PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+    AppendOrigin,
+    BatchMetadata,
+    ProducerAppendInfo,
+    ProducerStateManager,
+)
 from kafkasim.broker.records import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP, RecordBatch
 
 if TYPE_CHECKING:
@@ -126,6 +134,7 @@ class Log:
         "time",
         "name",
         "leader_epoch_cache",
+        "producer_state_manager",
         "_rng",
         "_segments",
         "_segment_bases",
@@ -145,6 +154,7 @@ class Log:
         rng: random.Random | None = None,
         name: str = "",
         on_change: Callable[[], None] | None = None,
+        producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     ) -> None:
         self.config = config
         self.time = time
@@ -155,6 +165,8 @@ class Log:
         # The answer of the commonest read, nothing past the end: one shared object per end metadata.
         self._empty_read: FetchDataInfo | None = None
         self.leader_epoch_cache = LeaderEpochFileCache()
+        self.producer_state_manager = ProducerStateManager(name, producer_id_expiration_ms)
+        self.producer_state_manager.update_map_end_offset(log_start_offset)
         self._rng = rng
         self._log_start_offset = log_start_offset
         self._segments: list[LogSegment] = []
@@ -227,7 +239,10 @@ class Log:
         max_message_bytes = self.config.max_message_bytes
         valid_bytes = 0
         max_timestamp = NO_TIMESTAMP
+        idempotent = False
         for batch in batches:
+            if batch.producer_id >= 0:  # RecordBatch.hasProducerId
+                idempotent = True
             size = batch.size_in_bytes
             if check_size and size > max_message_bytes:
                 raise KafkaError(
@@ -259,8 +274,30 @@ class Log:
                 f"in {self.name}",
             )
         segment = self._maybe_roll(valid_bytes, first_offset, last_offset, max_timestamp)
+        updated_producers: dict[int, ProducerAppendInfo] | None = None
+        if idempotent:
+            # UnifiedLog.append: after the roll (a duplicate may still roll), before the write.
+            origin = AppendOrigin.CLIENT if assign_offsets else AppendOrigin.REPLICATION
+            analyzed = self._analyze_and_validate_producer_state(batches, origin)
+            if isinstance(analyzed, BatchMetadata):
+                # A duplicate is not written: the answer is the original batch's offsets, its timestamp as the
+                # log append time and the current log start offset (UnifiedLog.append's maybeDuplicate case).
+                return LogAppendInfo(
+                    analyzed.first_offset,
+                    analyzed.last_offset,
+                    max_timestamp,
+                    analyzed.timestamp,
+                    self._log_start_offset,
+                    valid_bytes,
+                )
+            updated_producers = analyzed
         segment.append(batches, valid_bytes, max_timestamp, self.config.index_interval_bytes)
         self._log_end_offset_metadata = LogOffsetMetadata(last_offset + 1, segment.base_offset, segment.size)
+        if updated_producers is not None:
+            producer_state_manager = self.producer_state_manager
+            for append_info in updated_producers.values():
+                producer_state_manager.update(append_info)
+            producer_state_manager.update_map_end_offset(last_offset + 1)
 
         cache = self.leader_epoch_cache
         for batch in batches:
@@ -272,6 +309,33 @@ class Log:
         return LogAppendInfo(
             first_offset, last_offset, max_timestamp, NO_TIMESTAMP, self._log_start_offset, valid_bytes
         )
+
+    def _analyze_and_validate_producer_state(
+        self, batches: Sequence[RecordBatch], origin: AppendOrigin
+    ) -> dict[int, ProducerAppendInfo] | BatchMetadata:
+        """Kafka's ``UnifiedLog.analyzeAndValidateProducerState``: a client batch the producer already wrote
+        (same epoch, same sequence range, among its last 5 batches) returns that batch's metadata; otherwise
+        each producer's batches are validated (raising OUT_OF_ORDER_SEQUENCE_NUMBER or
+        INVALID_PRODUCER_EPOCH) into the updates to apply once written."""
+        producer_state_manager = self.producer_state_manager
+        producers = producer_state_manager.active_producers
+        updated: dict[int, ProducerAppendInfo] = {}
+        for batch in batches:
+            producer_id = batch.producer_id
+            if producer_id < 0:
+                continue
+            if origin is AppendOrigin.CLIENT:
+                last_entry = producers.get(producer_id)
+                # ProducerStateEntry.findDuplicateBatch: the same epoch, exactly the same sequence range
+                if last_entry is not None and last_entry.producer_epoch == batch.producer_epoch:
+                    duplicate = last_entry.batch_with_sequence_range(batch.base_sequence, batch.last_sequence)
+                    if duplicate is not None:
+                        return duplicate
+            append_info = updated.get(producer_id)
+            if append_info is None:
+                append_info = updated[producer_id] = producer_state_manager.prepare_update(producer_id, origin)
+            append_info.append(batch)
+        return updated
 
     def _check_follower_offsets(self, batches: Sequence[RecordBatch]) -> None:
         # A fetcher bug, not a Kafka error a client could see: Kafka throws UnexpectedAppendOffset /
@@ -320,6 +384,14 @@ class Log:
         else:
             self._add_segment(new_segment)
         self._log_end_offset_metadata = LogOffsetMetadata(log_end_offset, new_offset, 0)
+        # UnifiedLog.roll: a producer state snapshot at the new segment's base offset. Kafka deletes the older
+        # ones when the recovery point moves past them (deleteSnapshotsAfterRecoveryPointCheckpoint keeps those
+        # from the second-to-last segment on); the recovery point moves when a roll flushes, so here.
+        producer_state_manager = self.producer_state_manager
+        producer_state_manager.update_map_end_offset(new_offset)
+        producer_state_manager.take_snapshot()
+        if len(self._segments) >= 2:
+            producer_state_manager.delete_snapshots_before(self._segments[-2].base_offset)
         # Kafka's UnifiedLog.roll (updateHighWatermarkWithLogEndOffset): a roll silently moves the HW metadata
         # to the new segment when HW == LEO.
         self._update_high_watermark_with_log_end_offset()
@@ -494,6 +566,7 @@ class Log:
             )
         self._log_start_offset = new_log_start_offset
         self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+        self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
         self._changed()
         return True
 
@@ -503,8 +576,14 @@ class Log:
         breaching ``retention.ms``. Returns how many segments went. The caller is the periodic retention
         task (Kafka's ``LogManager.cleanupLogs``), on the leader's and on every follower's log alike.
         Deleting segments drops their batches (the memory they hold) and advances the log start offset to
-        the new first segment's base offset.
+        the new first segment's base offset; it does not drop producer state (Kafka keeps a producer whose
+        batches are all deleted until it expires).
+
+        Producer expiration (``removeExpiredProducers``) runs here too: Kafka runs it on its own schedule,
+        every ``producer.id.expiration.check.interval.ms`` (10 minutes), which the simulator folds into this
+        periodic check so it needs no timer of its own.
         """
+        self.remove_expired_producers(self.time.milliseconds())
         return (
             self._delete_old_segments(self._log_start_offset_breached)
             + self._delete_retention_size_breached_segments()
@@ -564,6 +643,10 @@ class Log:
             return 0
         if deletable == count:
             self.roll()  # at the LEO, above the last deletable (non-empty) segment's base
+        producer_state_manager = self.producer_state_manager
+        for segment in segments[:deletable]:
+            # UnifiedLog.deleteSegments -> deleteProducerSnapshots: the deleted segments' snapshots go
+            producer_state_manager.remove_snapshot(segment.base_offset)
         del segments[:deletable]
         del self._segment_bases[:deletable]
         self.maybe_increment_log_start_offset(segments[0].base_offset)
@@ -580,6 +663,8 @@ class Log:
         if self._segments[0].base_offset > target_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
+        # The producer state ends at the LEO (Kafka's map end offset, moved by every append).
+        self.producer_state_manager.update_map_end_offset(self.log_end_offset)
         # Kafka deletes the segments based strictly above the target; one based at the target stays, empty.
         keep = bisect_right(self._segment_bases, target_offset)
         del self._segments[keep:]
@@ -591,6 +676,7 @@ class Log:
         self._log_end_offset_metadata = LogOffsetMetadata(new_end, active.base_offset, active.size)
         self.leader_epoch_cache.truncate_from_end(new_end)
         self._log_start_offset = min(new_end, self._log_start_offset)
+        self._rebuild_producer_state(new_end)
         if self.high_watermark >= new_end:
             self._high_watermark_metadata = self._log_end_offset_metadata
         self._changed()
@@ -605,7 +691,56 @@ class Log:
         self._high_watermark_metadata = self._log_end_offset_metadata
         self._log_start_offset = new_offset
         self.leader_epoch_cache.clear()
+        self.producer_state_manager.truncate_fully_and_start_at(new_offset)
+        self._rebuild_producer_state(new_offset)
         self._changed()
+
+    # ----------------------------------------------------------------------------------- producer state
+
+    def _rebuild_producer_state(self, last_offset: int) -> None:
+        """Kafka's ``UnifiedLog.rebuildProducerState`` after a truncation: reload the latest snapshot at or
+        below ``last_offset`` (none: from the log start) and replay the batches from it up to ``last_offset``,
+        unchecked (origin REPLICATION); then snapshot at ``last_offset``. A log that had no producers skips the
+        replay (Kafka's ``isEmptyBeforeTruncation``), so a non-idempotent log never scans its segments."""
+        producer_state_manager = self.producer_state_manager
+        is_empty_before_truncation = (
+            producer_state_manager.is_empty and producer_state_manager.map_end_offset >= last_offset
+        )
+        producer_state_manager.truncate_and_reload(self._log_start_offset, last_offset, self.time.milliseconds())
+        map_end_offset = producer_state_manager.map_end_offset
+        if last_offset > map_end_offset and not is_empty_before_truncation:
+            start_offset = max(map_end_offset, self._log_start_offset)
+            loaded: dict[int, ProducerAppendInfo] = {}
+            for segment in self._segments[max(bisect_right(self._segment_bases, start_offset) - 1, 0) :]:
+                if segment.base_offset >= last_offset:
+                    break
+                for batch in segment.batches:
+                    if batch.last_offset < start_offset or batch.producer_id < 0:
+                        continue
+                    if batch.base_offset >= last_offset:
+                        break
+                    # UnifiedLog.loadProducersFromRecords
+                    append_info = loaded.get(batch.producer_id)
+                    if append_info is None:
+                        append_info = loaded[batch.producer_id] = producer_state_manager.prepare_update(
+                            batch.producer_id, AppendOrigin.REPLICATION
+                        )
+                    append_info.append(batch)
+            for append_info in loaded.values():
+                producer_state_manager.update(append_info)
+        producer_state_manager.update_map_end_offset(last_offset)
+        producer_state_manager.take_snapshot()
+
+    def take_producer_snapshot(self) -> None:
+        """Kafka's ``UnifiedLog.takeProducerSnapshot``: a snapshot at the log end offset."""
+        producer_state_manager = self.producer_state_manager
+        producer_state_manager.update_map_end_offset(self.log_end_offset)
+        producer_state_manager.take_snapshot()
+
+    def remove_expired_producers(self, current_time_ms: int) -> int:
+        """Kafka's ``UnifiedLog.removeExpiredProducers``: forget producers idle for
+        ``producer.id.expiration.ms``; returns how many went."""
+        return self.producer_state_manager.remove_expired_producers(current_time_ms)
 
     # ------------------------------------------------------------------------------------ leader epochs
 

@@ -149,6 +149,7 @@ class ReplicaManager:
             rng=random.Random(f"{self._seed}:{topic_partition}"),
             name=str(topic_partition),
             on_change=on_change,
+            producer_id_expiration_ms=self.config.producer_id_expiration_ms,
         )
         partition = Partition(
             topic_partition,
