@@ -7,6 +7,12 @@ from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffs
 
 UNKNOWN_OFFSET = -1
 
+NEVER_MS = -(1 << 62)
+"""A time that never was: Kafka writes 0 for a replica that never fetched or never caught up
+(``ReplicaState.EMPTY``, ``resetReplicaState``), which on its clock (ms since 1970) is decades ago. The simulated
+clock starts at 0, where a literal 0 would be "just now": a replica that never caught up would count as caught
+up (``isCaughtUp``) for the run's first ``replica.lag.time.max.ms``."""
+
 
 class FetchClock:
     """The time of a fetch session's latest read (``fetch_time_ms``; -1 before the first), which the
@@ -50,8 +56,8 @@ class Replica:
         self._log_end_offset_metadata = UNKNOWN_OFFSET_METADATA
         self._log_start_offset = UNKNOWN_OFFSET
         self._last_fetch_leader_log_end_offset = 0
-        self._last_fetch_time_ms = 0
-        self._last_caught_up_time_ms = 0
+        self._last_fetch_time_ms = NEVER_MS  # Kafka's 0 (see NEVER_MS)
+        self._last_caught_up_time_ms = NEVER_MS
         self._broker_epoch: int | None = None
         # The fetch session this replica rides (see ride), or None.
         self._ride: FetchClock | None = None
@@ -160,16 +166,16 @@ class Replica:
         up now; a broker that just became leader forgets everything it knew about the follower."""
         if self._ride is not None:
             self.unride()
-        self._last_caught_up_time_ms = current_time_ms if is_follower_in_sync else 0
+        self._last_caught_up_time_ms = current_time_ms if is_follower_in_sync else NEVER_MS
         if is_new_leader:
             self._log_start_offset = UNKNOWN_OFFSET
             self._log_end_offset_metadata = UNKNOWN_OFFSET_METADATA
             self._last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
-            self._last_fetch_time_ms = 0
+            self._last_fetch_time_ms = NEVER_MS
             self._broker_epoch = None
         else:
             self._last_fetch_leader_log_end_offset = leader_end_offset
-            self._last_fetch_time_ms = current_time_ms if is_follower_in_sync else 0
+            self._last_fetch_time_ms = current_time_ms if is_follower_in_sync else NEVER_MS
 
     def __repr__(self) -> str:
         return (

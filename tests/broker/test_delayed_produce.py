@@ -22,8 +22,12 @@ def test_completes_when_hw_reaches_last_offset_plus_one():
 
 def test_hw_not_isr_leo_is_the_condition():
     # Partition.checkEnoughReplicasReachOffset: follower 1 has the data but follower 2 (non-ISR, caught up by
-    # time) holds the HW.
+    # time) holds the HW. Follower 2 caught up while fenced (so it did not join the ISR), then was unfenced.
     broker = Broker(replicas=(0, 1, 2), isr=(0, 1))
+    broker.rm.fenced_brokers.add(2)
+    broker.fetch(2, 0, max_wait_ms=0)
+    assert 2 not in broker.partition.maximal_isr
+    broker.rm.fenced_brokers.discard(2)
     reply = broker.produce(batch())
     broker.fetch(1, 10, max_wait_ms=0)
     assert broker.log.high_watermark == 0

@@ -16,6 +16,7 @@ from kafkasim.broker.partition import (
     PendingExpandIsr,
     PendingShrinkIsr,
 )
+from kafkasim.broker.replica import NEVER_MS
 from kafkasim.timer import ManualTime
 
 from .support import TP, batch
@@ -136,10 +137,20 @@ def test_pending_shrink_does_not_release_hw():
 def test_caught_up_eligible_non_isr_follower_holds_hw():
     # Partition.maybeIncrementLeaderHW: a caught-up, ISR-eligible follower outside the ISR still holds the HW,
     # so a catching-up follower does not chase a moving HW forever.
-    s = Setup(isr=(0, 1))
+    # Follower 2 caught up at t=0 while fenced (so it did not join the ISR), then was unfenced: caught up "by
+    # time" and eligible. (Right after an election a follower outside the ISR is not caught up: Kafka's
+    # resetReplicaState sets lastCaughtUpTimeMs to 0, i.e. never.)
+    s = Setup(isr=(0, 1), fenced=(2,))
+    s.follower_fetch(2, 0)
+    assert 2 not in s.partition.maximal_isr
+    s.fenced.clear()
     s.append(1)
     s.follower_fetch(1, 10)
-    assert s.log.high_watermark == 0  # follower 2 caught up "by time" since the election (t=0)
+    assert s.log.high_watermark == 0
+    s.time.set(LAG + 1)  # no longer caught up by time: it stops holding the HW
+    s.follower_fetch(1, 10)
+    s.partition.maybe_increment_leader_hw()
+    assert s.log.high_watermark == 10
 
 
 def test_ineligible_or_lagging_non_isr_follower_does_not_hold_hw():
@@ -406,7 +417,7 @@ def test_new_leader_epoch_resets_followers():
     s.partition.make_leader(1, [0, 1], [0, 1, 2], 1)  # re-elected: states kept, times reset
     r1, r2 = s.partition.get_replica(1), s.partition.get_replica(2)
     assert (r1.log_end_offset, r1.last_caught_up_time_ms, r1.last_fetch_leader_log_end_offset) == (10, 1_000, 10)
-    assert (r2.log_end_offset, r2.last_caught_up_time_ms, r2.last_fetch_time_ms) == (5, 0, 0)
+    assert (r2.log_end_offset, r2.last_caught_up_time_ms, r2.last_fetch_time_ms) == (5, NEVER_MS, NEVER_MS)  # Kafka's 0
     s.time.set(2_000)
     s.partition.make_leader(1, [0, 1], [0, 1, 2], 2)  # same epoch: nothing reset
     assert r1.last_caught_up_time_ms == 1_000
