@@ -25,7 +25,11 @@ from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
-from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread, offset_truncation_offset
+from kafkasim.server.replica_fetcher_thread import (
+    ReplicaFetcherConfig,
+    ReplicaFetcherThread,
+    offset_truncation_offset,
+)
 from tests.clients.support import ScriptedConnection
 
 TP = TopicPartition("topic", 0)
