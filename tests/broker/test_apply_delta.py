@@ -251,3 +251,15 @@ def test_controlled_shutdown_stops_followers_out_of_the_isr() -> None:
                                                                       in_controlled_shutdown=True)}))
     assert applied.stopped == [TP] and applied.fetchers_to_remove == [TP] and applied.fetchers_to_add == {}
     assert TP in rm.partitions
+
+
+def test_delta_to_follower_completes_fetch_with_an_older_epoch_as_fenced() -> None:
+    """completeDelayedOperationsWhenNotPartitionLeader -> DelayedFetch.tryComplete case E: a parked fetch
+    that carried the old leader epoch completes and is answered FENCED_LEADER_EPOCH (the epoch check comes
+    before the leadership check, Partition.localLogWithEpochOrThrow)."""
+    rm = manager()
+    rm.apply_delta(delta(registration(LOCAL, 0, 0)))
+    reply = follower_fetch(rm, 0, min_bytes=1 << 30, max_wait_ms=1000, epoch=0)
+    assert not reply.done
+    rm.apply_delta(delta(registration(OTHER, 1, 1), offset=2))
+    assert reply.partition(TP).error is Errors.FENCED_LEADER_EPOCH
