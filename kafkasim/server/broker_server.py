@@ -165,7 +165,10 @@ class BrokerServer:
         def create_fetcher_thread(fetcher_id: int, source_broker: int) -> ReplicaFetcherThread:
             if factory is None:
                 raise ValueError(f"broker {broker_id} cannot follow partitions: it was built without fetchers")
-            return factory(self, fetcher_id, source_broker)
+            thread = factory(self, fetcher_id, source_broker)
+            # A thread created by a metadata delta during a slow_disk fault appends as slowly as the others.
+            thread.disk_factor = self.handlers.disk_factor
+            return thread
 
         self.replica_fetcher_manager: ReplicaFetcherManager[ReplicaFetcherThread] = ReplicaFetcherManager(
             broker_id, config.num_replica_fetchers, create_fetcher_thread
@@ -194,14 +197,29 @@ class BrokerServer:
 
     def apply_delta(
         self, delta: MetadataDelta, *, log_config_for: Callable[[TopicPartition], LogConfig] | None = None
-    ) -> AppliedDelta:
+    ) -> AppliedDelta | None:
         """A committed metadata delta reached this broker (``BrokerMetadataPublisher`` ->
         ``ReplicaManager.applyDelta``): the ReplicaManager makes leaders and followers, then the fetchers
         follow -- partitions leave their threads (``removeFetcherForPartitions``), restarted followers join
         the thread of their new leader (``addFetcherForPartitions``; a new thread starts at once), idle threads
         stop (``shutdownIdleFetcherThreads``). A broker that now leads a partition for the first time starts
         its expiration reapers and isr-expiration task. ``log_config_for`` gives the log config of a
-        partition created by the delta."""
+        partition created by the delta.
+
+        A broker in a stop-the-world pause applies it when the pause ends (its metadata publisher is
+        stopped too): then it returns None, and the delta is applied, in order, at the resume."""
+        if self.stw.paused:
+
+            def apply_later() -> None:
+                self._apply_delta_now(delta, log_config_for)
+
+            self.stw.defer(apply_later)
+            return None
+        return self._apply_delta_now(delta, log_config_for)
+
+    def _apply_delta_now(
+        self, delta: MetadataDelta, log_config_for: Callable[[TopicPartition], LogConfig] | None
+    ) -> AppliedDelta:
         result = self.replica_manager.apply_delta(delta, log_config_for=log_config_for)
         manager = self.replica_fetcher_manager
         if result.fetchers_to_remove:

@@ -102,3 +102,29 @@ def test_a_broker_leading_for_the_first_time_starts_its_tasks_and_the_old_leader
     (thread,) = b0.fetchers
     assert thread.started and thread.source_broker == 1 and tp in thread.partitions
     assert b0.replica_manager.partitions[tp].log_end_offset == b1.replica_manager.partitions[tp].log_end_offset
+
+
+def test_a_paused_broker_applies_a_delta_when_its_pause_ends() -> None:
+    """A stop-the-world pause stops the broker's metadata publisher too: a delta reaching a paused broker
+    is applied when the pause ends (BrokerServer.apply_delta defers it, returning None)."""
+    s = scenario(duration="1000ms", producers=[producer("p1", acks=1, rate="300/s")], consumers=[])
+    engine = Engine(s)
+    c = engine.components
+    b1 = c.broker(1)
+    tp = next(iter(c.broker(0).replica_manager.partitions))
+    seen: list[object] = []
+    delta = MetadataDelta(1, {tp: PartitionRegistration((0, 1, 2), (0, 1, 2), 1, 1, 1)})
+
+    def elect(_e: object) -> None:
+        seen.append(c.broker(0).apply_delta(delta))
+        seen.append(b1.apply_delta(delta))
+        seen.append(b1.replica_manager.partitions[tp].is_leader)
+
+    Call(engine.env, 400.0, lambda _e: b1.pause())
+    Call(engine.env, 500.0, elect)
+    Call(engine.env, 700.0, lambda _e: seen.append(b1.replica_manager.partitions[tp].is_leader))
+    Call(engine.env, 700.0, lambda _e: b1.resume())
+    Call(engine.env, 700.0, lambda _e: seen.append(b1.replica_manager.partitions[tp].is_leader))
+    engine.run()
+    assert seen[0] is not None and seen[1] is None
+    assert seen[2:] == [False, False, True]
