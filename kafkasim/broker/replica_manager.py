@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkasim.broker.action_queue import ActionQueue
 from kafkasim.broker.alter_partition import AlterPartitionManager
@@ -24,6 +24,7 @@ from kafkasim.broker.fetch_session import CachedPartition, FetchSession, Increme
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
+from kafkasim.broker.metadata import NO_LEADER, MetadataDelta, PartitionRegistration
 from kafkasim.broker.metrics import BrokerMetrics
 from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
@@ -57,6 +58,44 @@ LAZY_FETCH_SESSIONS = True
 hands them to ``fetchMessages`` -- the reference the tests compare the fast path with (same answers)."""
 
 
+class FollowerFetchStart(NamedTuple):
+    """Where a follower starts fetching a partition (Kafka's ``InitialFetchState``): from broker ``leader``
+    with ``leader_epoch`` as its current leader epoch, at ``init_offset``
+    (``ReplicaManager.initialFetchOffset``)."""
+
+    leader: int
+    leader_epoch: int
+    init_offset: int
+
+
+class AppliedDelta:
+    """What ``ReplicaManager.apply_delta`` did, for the broker's fetcher manager: the partitions whose
+    fetchers stop (``removeFetcherForPartitions``), in the order Kafka removes them, and those that start
+    fetching from a (new) leader (``addFetcherForPartitions``); plus the partitions that became leader,
+    became (or stayed) follower, and were stopped."""
+
+    __slots__ = ("fetchers_to_remove", "fetchers_to_add", "leaders", "followers", "stopped")
+
+    def __init__(self) -> None:
+        self.fetchers_to_remove: list[TopicPartition] = []
+        self.fetchers_to_add: dict[TopicPartition, FollowerFetchStart] = {}
+        self.leaders: list[TopicPartition] = []
+        self.followers: list[TopicPartition] = []
+        self.stopped: list[TopicPartition] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"AppliedDelta(leaders={self.leaders}, followers={self.followers}, stopped={self.stopped}, "
+            f"remove={self.fetchers_to_remove}, add={self.fetchers_to_add})"
+        )
+
+
+def initial_fetch_offset(log: Log) -> int:
+    """Kafka's ``ReplicaManager.initialFetchOffset``: a log with leader epochs starts fetching at its LEO
+    (divergence is then found by the leader from the last fetched epoch, KIP-595); one without at its HW."""
+    return log.log_end_offset if log.latest_epoch >= 0 else log.high_watermark
+
+
 class ReplicaManager:
     """The partitions this broker hosts, the Produce and Fetch purgatories, and the action queue.
 
@@ -76,6 +115,8 @@ class ReplicaManager:
         "metrics",
         "action_queue",
         "fenced_brokers",
+        "shutting_down_brokers",
+        "in_controlled_shutdown",
         "observer",
         "partition_changes",
         "_partitions",
@@ -121,6 +162,10 @@ class ReplicaManager:
         self.observer = observer
         # Brokers the (simulated) controller has fenced: not ISR-eligible (KRaft's isReplicaIsrEligible).
         self.fenced_brokers: set[int] = set()
+        # Brokers in controlled shutdown (the metadata cache's isBrokerShuttingDown): not ISR-eligible either.
+        self.shutting_down_brokers: set[int] = set()
+        # This broker's own registration says it is in controlled shutdown (applyLocalFollowersDelta).
+        self.in_controlled_shutdown = False
         self._partitions: dict[TopicPartition, Partition] = {}
         self._offline_partitions: set[TopicPartition] = set()
         # The metadata cache's view: partitions that exist in the cluster, hosted here or not.
@@ -232,7 +277,145 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete(key)
 
     def _is_replica_isr_eligible(self, broker_id: int) -> bool:
-        return broker_id not in self.fenced_brokers
+        # KRaft's Partition.isReplicaIsrEligible: not fenced and not shutting down in the metadata cache.
+        return broker_id not in self.fenced_brokers and broker_id not in self.shutting_down_brokers
+
+    # ------------------------------------------------------------------------------------- metadata
+
+    def apply_delta(
+        self, delta: MetadataDelta, *, log_config_for: Callable[[TopicPartition], LogConfig] | None = None
+    ) -> AppliedDelta:
+        """Act on one committed metadata delta (Kafka's ``ReplicaManager.applyDelta``), in Kafka's order:
+        the broker registrations first (the metadata cache is updated before ``applyDelta`` runs, so ISR
+        eligibility reads the new image), then deletions (``stopPartitions``), new leaders
+        (``applyLocalLeadersDelta``), new followers (``applyLocalFollowersDelta``).
+
+        The fetchers are the caller's (the server's ``ReplicaFetcherManager``; this layer runs no thread):
+        the result says which partitions leave their fetcher and which start fetching where. Partitions
+        named in the delta that this broker does not host yet are created (``getOrCreatePartition``) with
+        ``log_config_for(tp)`` (default: the broker's log config)."""
+        result = AppliedDelta()
+        local = self.broker_id
+        for broker_id, broker in delta.brokers.items():
+            if broker.fenced:
+                self.fenced_brokers.add(broker_id)
+            else:
+                self.fenced_brokers.discard(broker_id)
+            if broker.in_controlled_shutdown:
+                self.shutting_down_brokers.add(broker_id)
+            else:
+                self.shutting_down_brokers.discard(broker_id)
+            if broker_id == local:
+                self.in_controlled_shutdown = broker.in_controlled_shutdown
+        # TopicsDelta.localChanges: deleted partitions, and partitions this broker no longer replicates.
+        deletes: dict[TopicPartition, bool] = {tp: True for tp in delta.deleted if tp in self._partitions}
+        leaders: dict[TopicPartition, PartitionRegistration] = {}
+        followers: dict[TopicPartition, PartitionRegistration] = {}
+        for tp, registration in delta.partitions.items():
+            if tp in delta.deleted:
+                continue
+            self._known_partitions.add(tp)
+            if local not in registration.replicas:
+                if tp in self._partitions:
+                    deletes[tp] = False
+            elif registration.leader == local:
+                leaders[tp] = registration
+            else:
+                followers[tp] = registration
+        for tp in delta.deleted:
+            self._known_partitions.discard(tp)
+        if deletes:
+            self._stop_partitions(deletes, result)
+        if leaders:
+            self._apply_local_leaders_delta(leaders, result, log_config_for)
+        if followers:
+            self._apply_local_followers_delta(followers, result, log_config_for)
+        return result
+
+    def _get_or_create_partition(
+        self, tp: TopicPartition, log_config_for: Callable[[TopicPartition], LogConfig] | None
+    ) -> Partition:
+        partition = self._partitions.get(tp)
+        if partition is None:
+            partition = self.create_partition(tp, log_config=log_config_for(tp) if log_config_for else None)
+        return partition
+
+    def _stop_partitions(self, partitions: Mapping[TopicPartition, bool], result: AppliedDelta) -> None:
+        """Kafka's ``ReplicaManager.stopPartitions``: fetchers first, then the partitions leave the map (their
+        logs with them: ``delete`` is True for a deleted topic), then parked operations complete."""
+        result.fetchers_to_remove.extend(partitions)
+        for tp, delete in partitions.items():
+            self._partitions.pop(tp, None)
+            if delete:
+                self._known_partitions.discard(tp)
+            self.partition_changes.record(tp)
+            result.stopped.append(tp)
+            self.complete_delayed_operations_when_not_partition_leader(tp)
+
+    def _apply_local_leaders_delta(
+        self,
+        leaders: Mapping[TopicPartition, PartitionRegistration],
+        result: AppliedDelta,
+        log_config_for: Callable[[TopicPartition], LogConfig] | None,
+    ) -> None:
+        """Kafka's ``ReplicaManager.applyLocalLeadersDelta``: stop fetching them all, then
+        ``Partition.makeLeader`` each (ignored if its partition epoch is older than the local one)."""
+        result.fetchers_to_remove.extend(leaders)
+        for tp, registration in leaders.items():
+            partition = self._get_or_create_partition(tp, log_config_for)
+            partition.make_leader(
+                registration.leader_epoch, registration.isr, registration.replicas, registration.partition_epoch
+            )
+            if partition.is_leader and partition.partition_epoch == registration.partition_epoch:
+                result.leaders.append(tp)
+                if self.observer is not None:
+                    self.observer.became_leader(self.broker_id, tp, partition)
+
+    def _apply_local_followers_delta(
+        self,
+        followers: Mapping[TopicPartition, PartitionRegistration],
+        result: AppliedDelta,
+        log_config_for: Callable[[TopicPartition], LogConfig] | None,
+    ) -> None:
+        """Kafka's ``ReplicaManager.applyLocalFollowersDelta``: ``Partition.makeFollower`` for each (no
+        truncation here: it happens on the first fetch, from the diverging epoch); a partition whose leader
+        epoch is new restarts fetching from its leader at ``initialFetchOffset`` (none if it has no
+        leader), and its parked operations complete (``completeDelayedOperationsWhenNotPartitionLeader``).
+        In controlled shutdown, a partition without a leader or without this broker in its ISR stops."""
+        to_start: dict[TopicPartition, Partition] = {}
+        to_stop: dict[TopicPartition, bool] = {}
+        local = self.broker_id
+        for tp, registration in followers.items():
+            partition = self._get_or_create_partition(tp, log_config_for)
+            is_new_leader_epoch = partition.make_follower(
+                registration.leader,
+                registration.leader_epoch,
+                registration.isr,
+                registration.replicas,
+                registration.partition_epoch,
+            )
+            result.followers.append(tp)
+            if self.in_controlled_shutdown and (registration.leader == NO_LEADER or local not in registration.isr):
+                to_stop[tp] = False
+            elif is_new_leader_epoch:
+                to_start[tp] = partition
+        if to_start:
+            # Stopping the fetchers first initializes the fetch position correctly (Kafka's comment).
+            result.fetchers_to_remove.extend(to_start)
+            for tp, partition in to_start.items():
+                leader = partition.leader_replica_id
+                if leader is not None and leader != NO_LEADER:
+                    result.fetchers_to_add[tp] = FollowerFetchStart(
+                        leader, partition.leader_epoch, initial_fetch_offset(partition.log)
+                    )
+            for tp in to_start:
+                self.complete_delayed_operations_when_not_partition_leader(tp)
+        if to_stop:
+            # Kafka's stopPartitions with delete = false: the fetcher goes, the partition stays.
+            result.fetchers_to_remove.extend(to_stop)
+            for tp in to_stop:
+                result.stopped.append(tp)
+                self.complete_delayed_operations_when_not_partition_leader(tp)
 
     def operation_key(self, topic_partition: TopicPartition) -> TopicPartitionOperationKey:
         key = self._operation_keys.get(topic_partition)

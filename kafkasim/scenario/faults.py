@@ -54,7 +54,8 @@ class SlowDiskFault(FaultBase):
 
 
 class CrashFault(FaultBase):
-    """A follower stops; on restart it truncates its log to its high watermark and fetches again. In a
+    """A follower stops; on restart it fetches again from the end of its log with its latest leader epoch
+    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks). In a
     `cluster:` only a broker that leads no partition may crash (leader failover comes with the controller)."""
 
     type: Literal["crash"] = "crash"

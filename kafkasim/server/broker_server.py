@@ -14,9 +14,12 @@ its configuration.
   broker follows from their leaders (``make_follower``, as Kafka's ``ReplicaManager.makeFollowers``:
   ``Partition.makeFollower`` then ``addFetcherForPartitions``).
 
-Nothing here assumes it is the only broker or that it leads every partition. Simplification: a broker
-that leads no partition when the run starts runs no expiration reaper and no isr-expiration task (its
-purgatories stay empty and it has no ISR to shrink; leadership never moves in a run today).
+Nothing here assumes it is the only broker or that it leads every partition. A broker that leads no
+partition when the run starts runs no expiration reaper and no isr-expiration task (its purgatories stay
+empty and it has no ISR to shrink) until a metadata delta makes it leader (``apply_delta``).
+
+``apply_delta(delta)`` is how leadership moves: the engine calls it when a committed metadata delta
+reaches this broker (Kafka's ``ReplicaManager.applyDelta``, then the fetcher manager's changes).
 
 Faults on the whole broker (``broker-<id>`` targets):
 
@@ -28,7 +31,8 @@ Faults on the whole broker (``broker-<id>`` targets):
 * ``scale_disk(factor)``: its appends cost ``factor`` times more: a produce's append in its request
   handlers, and its fetcher threads' appends of replicated data.
 * ``crash()`` / ``restart()``: only for a broker that leads nothing (leader failover needs the
-  controller): its fetcher threads stop, and on restart truncate to their HW and fetch again.
+  controller): its fetcher threads stop, and on restart fetch again from each log's end with its latest
+  leader epoch (Kafka 4.x: a diverging epoch in the leader's answer truncates what the leader lacks).
 
 ``start`` is split in three so that the engine can start every component's first events in a fixed
 order (simulated ties are broken by scheduling order, and the golden runs pin it).
@@ -48,7 +52,7 @@ from kafkasim.broker.fetch_session import (
 )
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import TopicPartition
-from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.broker.replica_manager import AppliedDelta, ReplicaManager
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.network.socket_server import ProcessorCosts, SocketServer
@@ -65,6 +69,7 @@ if TYPE_CHECKING:
     from simpy import Environment
 
     from kafkasim.broker.alter_partition import AlterPartitionManager
+    from kafkasim.broker.metadata import MetadataDelta
     from kafkasim.timer import Time
 
 # build.py's way of creating a fetcher thread for broker ``broker`` toward ``source_broker``.
@@ -160,11 +165,18 @@ class BrokerServer:
         def create_fetcher_thread(fetcher_id: int, source_broker: int) -> ReplicaFetcherThread:
             if factory is None:
                 raise ValueError(f"broker {broker_id} cannot follow partitions: it was built without fetchers")
-            return factory(self, fetcher_id, source_broker)
+            thread = factory(self, fetcher_id, source_broker)
+            # A thread created by a metadata delta during a slow_disk fault appends as slowly as the others.
+            thread.disk_factor = self.handlers.disk_factor
+            return thread
 
         self.replica_fetcher_manager: ReplicaFetcherManager[ReplicaFetcherThread] = ReplicaFetcherManager(
             broker_id, config.num_replica_fetchers, create_fetcher_thread
         )
+        # Whether the run has started this broker's fetchers and its purgatory tasks (start_fetchers,
+        # start_purgatory_tasks): threads and tasks a metadata delta needs later start at once.
+        self._fetchers_started = False
+        self._purgatory_tasks_started = False
 
     # --- partitions --------------------------------------------------------------------------------
 
@@ -183,6 +195,59 @@ class BrokerServer:
         self.replica_fetcher_manager.add_fetcher_for_partitions({tp: InitialFetchState(leader, partition.leader_epoch)})
         return partition
 
+    def apply_delta(
+        self, delta: MetadataDelta, *, log_config_for: Callable[[TopicPartition], LogConfig] | None = None
+    ) -> AppliedDelta | None:
+        """A committed metadata delta reached this broker (``BrokerMetadataPublisher`` ->
+        ``ReplicaManager.applyDelta``): the ReplicaManager makes leaders and followers, then the fetchers
+        follow -- partitions leave their threads (``removeFetcherForPartitions``), restarted followers join
+        the thread of their new leader (``addFetcherForPartitions``; a new thread starts at once), idle threads
+        stop (``shutdownIdleFetcherThreads``). A broker that now leads a partition for the first time starts
+        its expiration reapers and isr-expiration task. ``log_config_for`` gives the log config of a
+        partition created by the delta.
+
+        A broker in a stop-the-world pause applies it when the pause ends (its metadata publisher is
+        stopped too): then it returns None, and the delta is applied, in order, at the resume."""
+        if self.stw.paused:
+
+            def apply_later() -> None:
+                self._apply_delta_now(delta, log_config_for)
+
+            self.stw.defer(apply_later)
+            return None
+        return self._apply_delta_now(delta, log_config_for)
+
+    def _apply_delta_now(
+        self, delta: MetadataDelta, log_config_for: Callable[[TopicPartition], LogConfig] | None
+    ) -> AppliedDelta:
+        result = self.replica_manager.apply_delta(delta, log_config_for=log_config_for)
+        manager = self.replica_fetcher_manager
+        if result.fetchers_to_remove:
+            manager.remove_fetcher_for_partitions(result.fetchers_to_remove)
+        if result.fetchers_to_add:
+            manager.add_fetcher_for_partitions(
+                {
+                    tp: InitialFetchState(start.leader, start.leader_epoch, start.init_offset)
+                    for tp, start in result.fetchers_to_add.items()
+                }
+            )
+            if self._fetchers_started:
+                # Kafka's addPartitions signals the thread; a thread created now starts.
+                touched = {
+                    id(t): t
+                    for tp, start in result.fetchers_to_add.items()
+                    if (t := manager.fetcher_for(tp, start.leader)) is not None
+                }
+                for thread in touched.values():
+                    if thread.started:
+                        thread.wake()
+                    else:
+                        thread.start()
+        manager.shutdown_idle_fetcher_threads()
+        if result.leaders and self._fetchers_started:
+            self.start_purgatory_tasks()
+        return result
+
     @property
     def fetchers(self) -> list[ReplicaFetcherThread]:
         """This broker's replica fetcher threads, in creation order."""
@@ -195,13 +260,15 @@ class BrokerServer:
     # --- start -------------------------------------------------------------------------------------
 
     def start_fetchers(self) -> None:
+        self._fetchers_started = True
         for fetcher in self.fetchers:
             fetcher.start()
 
     def start_purgatory_tasks(self) -> None:
         """The expiration reapers, then the isr-expiration task (first run now)."""
-        if not self.leads_partitions:
+        if self._purgatory_tasks_started or not self.leads_partitions:
             return
+        self._purgatory_tasks_started = True
         for reaper in self.reapers:
             reaper.start()
         Call(self.env, 0.0, self._isr_expiration)

@@ -14,8 +14,9 @@ partition 1 -> ``-868034382`` -> fetcher 0.
 
 Threads are created when the first partition needs them (``addFetcherForPartitions``'s
 ``createFetcherThread``) and started by the broker (``BrokerServer.start_fetchers``) when the run starts,
-so that the order of their first events is fixed. Simplifications: no ``resizeThreadPool`` (the config is
-fixed for a run), no ``shutdownIdleFetcherThreads`` (leadership never moves in a run yet).
+so that the order of their first events is fixed (a thread created later, by a metadata delta, starts at
+once). ``shutdownIdleFetcherThreads`` runs after every metadata delta (``BrokerServer.apply_delta``).
+Simplification: no ``resizeThreadPool`` (the config is fixed for a run).
 """
 
 from __future__ import annotations
@@ -64,11 +65,14 @@ class BrokerIdAndFetcherId:
 
 @dataclass(frozen=True, slots=True)
 class InitialFetchState:
-    """Kafka's ``InitialFetchState`` (the leader to fetch from, its epoch). The fetch offset is the local
+    """Kafka's ``InitialFetchState``: the leader to fetch from, its epoch, and ``init_offset``
+    (``ReplicaManager.initialFetchOffset``: the LEO of a log with leader epochs, else its HW, to which a
+    log without epochs truncates; None: the thread takes the log's HW). The fetch offset is then the local
     log end, read by the thread itself."""
 
     leader: int
     current_leader_epoch: int
+    init_offset: int | None = None
 
 
 class FetcherThread(Protocol):
@@ -83,6 +87,8 @@ class FetcherThread(Protocol):
 
     @property
     def partition_count(self) -> int: ...
+
+    def shutdown(self) -> None: ...
 
 
 T = TypeVar("T", bound=FetcherThread)
@@ -122,6 +128,17 @@ class AbstractFetcherManager(Generic[T]):
         tps = set(partitions)
         for thread in self.fetcher_thread_map.values():
             thread.remove_partitions(tps)
+
+    def shutdown_idle_fetcher_threads(self) -> list[T]:
+        """Kafka's ``shutdownIdleFetcherThreads`` (end of every ``applyDelta``): threads left without
+        partitions stop and leave the map; returns them."""
+        idle = [key for key, thread in self.fetcher_thread_map.items() if thread.partition_count == 0]
+        stopped = []
+        for key in idle:
+            thread = self.fetcher_thread_map.pop(key)
+            thread.shutdown()
+            stopped.append(thread)
+        return stopped
 
     def fetcher_for(self, tp: TopicPartition, leader: int) -> T | None:
         return self.fetcher_thread_map.get(BrokerIdAndFetcherId(leader, self.get_fetcher_id(tp)))

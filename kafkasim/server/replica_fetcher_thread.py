@@ -21,26 +21,36 @@ made follower (``Partition.makeFollower``) whose log the fetcher appends to. Its
   poll. The response carries only the partitions with news (records, a new HW or log start, an error);
   the others keep their state. A session error is answered with no partitions and the thread fetches
   again at once, with a full request (``RemoteLeaderEndPoint.fetch``).
-* On a response, per partition: NONE -> append the complete batches as follower
+* On a response, per partition (only if it is still at the offset it asked for and not backing off:
+  it may have been removed and re-added, or truncated, meanwhile): NONE with a diverging epoch ->
+  truncate to where the logs stop agreeing (KIP-595 ``truncateOnFetchResponse``; that response's data
+  and HW are not applied, the next fetch brings them); NONE -> append the complete batches as follower
   (``Partition.appendRecordsToFollowerOrFutureReplica``; a trailing partial batch is dropped) after the
   append cost, ``HW := clamp(response HW, log start, LEO)`` -- the leader's HW from *before* this fetch,
   so the follower learns an HW advance one round later (Kafka's ``Partition.readRecords``);
-  OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate; other errors -> that
-  partition is delayed by ``replica.fetch.backoff.ms``. A request that failed as a whole (no response
-  within the broker's ``request.timeout.ms``, e.g. a dropped message) delays every partition, and the
-  next request is a full one that closes the session and asks for a new one.
+  OFFSET_OUT_OF_RANGE -> truncate to the leader's log start/end as appropriate (``fetchOffsetAndTruncate``);
+  FENCED_LEADER_EPOCH with our epoch still current -> the partition leaves the thread until new metadata
+  (``onPartitionFenced``); other errors -> that partition is delayed by ``replica.fetch.backoff.ms``. A
+  request that failed as a whole (no response within the broker's ``request.timeout.ms``, e.g. a dropped
+  message) delays every partition, and the next request is a full one that closes the session and asks
+  for a new one.
 * Then the next fetch, at once.
+
+Every fetch carries each partition's ``lastFetchedEpoch`` (the log's latest leader epoch), from which the
+leader finds divergence (``Partition.fetchRecords``). Partitions join and leave a thread when metadata
+moves leadership (``BrokerServer.apply_delta`` -> ``addFetcherForPartitions`` /
+``removeFetcherForPartitions``): a partition re-added with the same leader epoch keeps its state; with a
+new one it starts again from its LEO.
 
 Faults (a fault on a fetcher thread stands for its broker's replication): ``pause`` freezes the thread
 (responses wait, nothing is sent); ``slow_disk`` multiplies the append cost; ``crash`` drops the
 connection and everything in flight, keeps the logs on disk, and on restart (a new thread with a new fetch
-session) truncates each log to its HW
-(an unclean-restart follower in Kafka truncates to its checkpointed HW, or via OffsetsForLeaderEpoch to
-the same point here: the leader never changes) and fetches again. Simplifications: KRaft fencing of a
-crashed broker by the controller (which would drop it from the ISR after ``broker.session.timeout.ms``) is
-not modelled, so a stopped follower leaves the ISR through the leader's lag check only; diverging epochs
-cannot happen (the leader never changes); a follower's HW changes complete nothing (consumers fetch from
-leaders only).
+session) fetches again from each log's end with its latest epoch, as a Kafka 4.x broker does
+(``ReplicaManager.initialFetchOffset``): a diverging epoch then truncates what the leader lacks; only a log
+without any epoch truncates to its HW first (``truncateToHighWatermark``). Simplifications: the ISR
+eligibility of a crashed broker follows the metadata the broker is given (KRaft fencing comes from the
+controller); a follower's HW changes complete nothing (consumers fetch from leaders only); an
+OFFSET_OUT_OF_RANGE with our LEO inside the leader's log backs off instead of fetching again at once.
 """
 
 from __future__ import annotations
@@ -52,8 +62,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.fetch import NO_EPOCH, PartitionData
+from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
+from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkasim.broker.log import Log
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -94,6 +105,34 @@ class ReplicaFetcherConfig:
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"ReplicaFetcherConfig.{name} must be >= 0, got {value}")
+
+
+def offset_truncation_offset(log: Log, leader_epoch: int, leader_end_offset: int) -> int:
+    """Where a follower truncates given the leader's end of ``leader_epoch`` (Kafka's
+    ``AbstractFetcherThread.getOffsetTruncationState``):
+
+    * the leader's end offset undefined -> the fetch offset (our LEO: nothing to truncate);
+    * the leader knows no epochs -> ``min(leader end, LEO)``;
+    * we know that epoch -> ``min(our end of it, leader end, LEO)`` (done);
+    * our largest epoch below it is smaller -> ``min(our end of that epoch, LEO)``, and the next fetch,
+      carrying that older epoch, may diverge again (one epoch walked back per round trip);
+    * we know no epoch that low -> ``min(leader end, LEO)``.
+
+    Worked example: our epochs 0@0, 2@50, LEO 80; the leader answers epoch 1 ends at 60 (it never had
+    epoch 2). Our largest epoch <= 1 is 0, ending at 50: truncate to 50. The next fetch carries epoch 0 at
+    50; if the leader's epoch 0 ended at 40 it answers (0, 40) and we truncate to 40."""
+    leo = log.log_end_offset
+    if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+        return leo
+    if leader_epoch == UNDEFINED_EPOCH:
+        return min(leader_end_offset, leo)
+    found = log.end_offset_for_epoch(leader_epoch)
+    if found is None:
+        return min(leader_end_offset, leo)
+    follower_epoch, follower_end = found
+    if follower_epoch != leader_epoch:
+        return min(follower_end, leo)
+    return min(follower_end, leader_end_offset, leo)
 
 
 class FollowerPartition:
@@ -154,9 +193,12 @@ class ReplicaFetcherThread(FetchClient):
         self._appending = False
         self._wakeup: Call | None = None
         self.crashed = False
+        self.started = False
         self.disk_factor = 1.0
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
+        # Truncations made on diverging epochs (truncateOnFetchResponse).
+        self.truncations = 0
 
     # --- partitions (AbstractFetcherThread.addPartitions / removePartitions) -------------------------
 
@@ -169,23 +211,41 @@ class ReplicaFetcherThread(FetchClient):
         return len(self.partitions)
 
     def add_partitions(self, partitions: Mapping[TopicPartition, InitialFetchState]) -> None:
-        """Fetch these partitions too: each is a follower ``Partition`` of this broker's ReplicaManager."""
+        """Fetch these partitions too: each is a follower ``Partition`` of this broker's ReplicaManager
+        (Kafka's ``AbstractFetcherThread.addPartitions`` / ``partitionFetchState``).
+
+        A partition already here with the same leader epoch keeps its state (its delay included); otherwise
+        it starts afresh: a log with leader epochs fetches from its LEO with its latest epoch as the last
+        fetched one (divergence is then found by the leader, KIP-595); a log without epochs first truncates
+        to its HW (``truncateToHighWatermark``: the ``Truncating`` state of a partition without epochs).
+        Either way it moves to the end of the partition order (``updateAndMoveToEnd``)."""
         rm = self._replica_manager
         own = self.partitions
         for tp, state in partitions.items():
-            old = own.get(tp)
-            if old is not None:
-                rank = old.rank  # a dict keeps a replaced key's place
+            old = own.pop(tp, None)
+            rank = self._next_rank
+            self._next_rank += 1
+            if old is not None and old.leader_epoch == state.current_leader_epoch:
+                old.rank = rank
+                own[tp] = old
             else:
-                rank = self._next_rank
-                self._next_rank += 1
-            own[tp] = FollowerPartition(tp, rm.get_partition_or_exception(tp), state.current_leader_epoch, rank)
+                fp = own[tp] = FollowerPartition(tp, rm.get_partition_or_exception(tp), state.current_leader_epoch, rank)
+                log = fp.log
+                if log.latest_epoch < 0:
+                    offset = state.init_offset if state.init_offset is not None else log.high_watermark
+                    if log.truncate_to(offset):
+                        self._report_log(fp)
             self._changed[tp] = None
 
     def remove_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
             if self.partitions.pop(tp, None) is not None:
                 self._changed[tp] = None
+
+    def wake(self) -> None:
+        """Partitions were added: fetch now if the thread is idle (Kafka signals ``partitionMapCond``)."""
+        if self.started and not self.crashed:
+            self.run_or_defer(self._maybe_fetch)
 
     def _delay(self, fp: FollowerPartition, until: float) -> None:
         """Back ``fp`` off until ``until`` (AbstractFetcherThread's delayed PartitionFetchState)."""
@@ -195,6 +255,7 @@ class ReplicaFetcherThread(FetchClient):
         heapq.heappush(self._delays, (until, self._delay_seq, fp))
 
     def start(self) -> None:
+        self.started = True
         Call(self.env, 0.0, lambda _e: self._maybe_fetch())
 
     # --- fetch -------------------------------------------------------------------------------------
@@ -332,20 +393,58 @@ class ReplicaFetcherThread(FetchClient):
         self._appending = False
         now = self.env.now
         backoff = float(self.config.backoff_ms)
+        # The request's partitions: the session as it was sent (nothing changes it until the next build).
+        requested = self.fetch_session.session_partitions
+        diverging: list[tuple[FollowerPartition, EpochEndOffset]] = []
         for tp, result in response:
             fp = self.partitions.get(tp)
             if fp is None:
+                continue
+            # AbstractFetcherThread.processFetchRequest: a partition removed and re-added, or truncated, while
+            # the fetch was out is processed only if it is ready and still at the offset requested.
+            data = requested.get(tp)
+            if data is None or data.fetch_offset != fp.log.log_end_offset or fp.delayed_until > now:
                 continue
             # Its log may move (append, log start, truncation) or it may back off: its fetch data may change.
             self._changed[tp] = None
             error = result.error
             if error == Errors.NONE:
-                self._process_partition_data(fp, result.info.records, result.high_watermark, result.log_start_offset)
+                if result.diverging_epoch is not None:
+                    # Truncate, but do not apply this response's data and HW: the next fetch brings them.
+                    diverging.append((fp, result.diverging_epoch))
+                else:
+                    self._process_partition_data(
+                        fp, result.info.records, result.high_watermark, result.log_start_offset
+                    )
             elif error == Errors.OFFSET_OUT_OF_RANGE:
                 self._handle_out_of_range(fp, result)
+            elif error == Errors.FENCED_LEADER_EPOCH and data.current_leader_epoch == fp.leader_epoch:
+                # onPartitionFenced: our epoch is older than the leader's and we know no newer one: the
+                # partition leaves the thread (markPartitionFailed) until new metadata adds it again.
+                self.remove_partitions((tp,))
             else:
                 self._delay(fp, now + backoff)
+        if diverging:
+            self._truncate_on_fetch_response(diverging)
         self._maybe_fetch()
+
+    def _truncate_on_fetch_response(self, diverging: Sequence[tuple[FollowerPartition, EpochEndOffset]]) -> None:
+        """Kafka's ``AbstractFetcherThread.truncateOnFetchResponse`` (KIP-595): truncate each log to where it
+        stops agreeing with the leader (``getOffsetTruncationState``); the partition keeps fetching, from
+        its new LEO with the log's latest epoch after truncation as the last fetched one -- so a follower
+        whose epoch the leader does not know walks back one epoch per round trip."""
+        for fp, epoch_end in diverging:
+            offset = offset_truncation_offset(fp.log, epoch_end.leader_epoch, epoch_end.end_offset)
+            # ReplicaFetcherThread.truncate -> Partition.truncateTo (the HW is clamped to the new LEO).
+            if fp.log.truncate_to(offset):
+                self.truncations += 1
+                self._report_log(fp)
+
+    def _report_log(self, fp: FollowerPartition) -> None:
+        if self._checks:
+            log = fp.log
+            self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
+            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _process_partition_data(
         self, fp: FollowerPartition, records: Sequence[RecordBatch], leader_hw: int, leader_log_start: int
@@ -367,7 +466,9 @@ class ReplicaFetcherThread(FetchClient):
             self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
 
     def _handle_out_of_range(self, fp: FollowerPartition, result: Any) -> None:
-        # Our LEO is outside the leader's log: behind its start -> start over at it; ahead -> truncate.
+        """Kafka's ``fetchOffsetAndTruncate`` (the leader's end and start offsets come with the error here):
+        a leader ending below our LEO -> truncate to its end; a leader starting above our LEO -> empty the log
+        and start at its start; otherwise fetch again from our LEO (``max(leaderStart, LEO)``)."""
         log = fp.log
         leader_end = result.log_end_offset
         if leader_end >= 0 and log.log_end_offset > leader_end:
@@ -378,9 +479,7 @@ class ReplicaFetcherThread(FetchClient):
             self._delay(fp, self.env.now + float(self.config.backoff_ms))
             return
         self._changed[fp.tp] = None
-        if self._checks:
-            self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
-            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset)
+        self._report_log(fp)
 
     def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
         # The whole request failed: reconnect, the session's next request is a full one
@@ -401,6 +500,9 @@ class ReplicaFetcherThread(FetchClient):
             return
         self.crashed = True
         self._observer.broker_crashed(self.broker_id, list(self.partitions))
+        self._stop_in_flight()
+
+    def _stop_in_flight(self) -> None:
         self._generation += 1
         self._deferred.clear()
         self.paused = False
@@ -414,7 +516,10 @@ class ReplicaFetcherThread(FetchClient):
         self.connection.close()
 
     def restart(self) -> None:
-        """Come back: truncate every log to its HW, reconnect and fetch again."""
+        """Come back: reconnect and fetch again, each partition from its LEO with its latest epoch (Kafka 4.x:
+        ``ReplicaManager.initialFetchOffset`` is the LEO of a log with leader epochs, and a diverging epoch in
+        the first responses truncates what the leader does not have). Only a log without epochs truncates to
+        its HW first (``truncateToHighWatermark``)."""
         if not self.crashed:
             return
         self.crashed = False
@@ -422,16 +527,20 @@ class ReplicaFetcherThread(FetchClient):
         # (the old session stays in the leader's cache until evicted).
         self.fetch_session = FetchSessionHandler(self._source_broker)
         for fp in self.partitions.values():
-            fp.log.truncate_to(fp.log.high_watermark)
+            log = fp.log
+            if log.latest_epoch < 0 and log.truncate_to(log.high_watermark):
+                self._report_log(fp)
             fp.delayed_until = -math.inf
             self._changed[fp.tp] = None
-            if self._checks:
-                self._observer.replica_log_end(fp.tp, self.broker_id, fp.log.log_end_offset)
-                self._observer.replica_high_watermark(
-                    fp.tp, self.broker_id, fp.log.high_watermark, fp.log.log_end_offset
-                )
         self._reconnect()
         self._maybe_fetch()
+
+    def shutdown(self) -> None:
+        """Kafka's ``shutdownIdleFetcherThreads`` for this thread: it stops; a fetch in flight is dropped."""
+        if self.crashed:
+            return
+        self.crashed = True
+        self._stop_in_flight()
 
     def on_resume(self) -> None:
         # After the responses that arrived during the pause (NetworkClient.poll's order).

@@ -435,6 +435,52 @@ def test_new_leader_forgets_follower_state():
     assert s.partition.get_replica(1).log_end_offset == -1
 
 
+def test_make_follower_with_no_leader_id_change():
+    """PartitionTest.testMakeFollowerWithNoLeaderIdChange: makeFollower returns True (restart the fetcher)
+    iff the leader epoch is new, even when the leader id stays the same."""
+    s = Setup()
+    assert s.partition.make_follower(1, 1, (), [0, 1, 2], 1) is True
+    assert s.partition.make_follower(1, 4, (), [0, 1, 2], 1) is True
+    assert s.partition.make_follower(1, 4, (), [0, 1, 2], 1) is False
+    assert s.partition.leader_replica_id == 1 and s.partition.leader_epoch_start_offset is None
+
+
+def test_do_not_update_epoch_start_offset_if_leader_epoch_is_not_bumped():
+    """PartitionTest.testDoNotUpdateEpochStartOffsetIfLeaderEpochIsNotBumped and
+    testDoNotResetReplicaStateIfLeaderEpochIsNotBumped: makeLeader with the same leader epoch and a newer
+    partition epoch keeps the epoch start offset, the epoch cache and the followers' states."""
+    s = Setup(replicas=(0, 1), isr=(0,), epoch=8)
+    assert s.partition.leader_epoch_start_offset == 0 and s.log.leader_epoch_cache.entries[-1] == (8, 0)
+    s.follower_fetch(1, 0)
+    s.append(1)
+    assert s.partition.make_leader(8, [0], [0, 1], 2) is False
+    assert s.partition.partition_epoch == 2 and s.partition.leader_epoch == 8
+    assert s.partition.leader_epoch_start_offset == 0 and s.log.leader_epoch_cache.entries[-1] == (8, 0)
+    r1 = s.partition.get_replica(1)
+    assert (r1.log_end_offset, r1.log_start_offset) == (0, 0)
+
+
+def test_follower_does_not_join_isr_until_caught_up_to_offset_within_current_leader_epoch():
+    """PartitionTest.testFollowerDoesNotJoinISRUntilCaughtUpToOffsetWithinCurrentLeaderEpoch: after
+    leader -> follower -> leader again (epoch 8 -> 9 -> 10), a follower reaching the HW but not the new
+    epoch's start offset stays out of the ISR; it joins once it reaches the start offset."""
+    s = Setup(replicas=(0, 1, 2), isr=(0, 2), epoch=8)
+    s.time.set(LAG + 1)  # follower 1 (never fetched) no longer counts as caught up: it does not hold the HW
+    s.append(2)  # offsets 0-19
+    s.follower_fetch(2, 0)
+    s.follower_fetch(2, 10)
+    assert s.log.high_watermark == 10
+    s.partition.make_follower(2, 9, (), [0, 1, 2], 1)
+    assert s.partition.make_leader(10, [0, 2], [0, 1, 2], 1) is True
+    start = s.log.log_end_offset
+    assert s.partition.leader_epoch_start_offset == start == 20
+    s.append(1)
+    s.follower_fetch(1, 10)  # at the HW, below the epoch start
+    assert s.partition.isr == {0, 2} and not s.partition.partition_state.is_inflight
+    s.follower_fetch(1, start)
+    assert s.partition.maximal_isr == {0, 1, 2}
+
+
 def test_make_leader_with_leader_only_isr_moves_hw():
     s = Setup(isr=(0, 1))
     s.append(1)

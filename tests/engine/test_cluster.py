@@ -199,9 +199,9 @@ def test_two_replica_fetchers_split_partitions_as_get_fetcher_id_says() -> None:
     assert {e.client for e in seen.requests if e.api == API_FETCH_FOLLOWER} == set(threads)
 
 
-def test_a_crashed_fetcher_thread_truncates_to_its_hw_and_catches_up_in_a_cluster() -> None:
+def test_a_crashed_fetcher_thread_restarts_at_its_leo_and_catches_up_in_a_cluster() -> None:
     # Broker 2's thread toward broker 0 crashes for 700 ms (replica.lag.time.max.ms 300: it leaves the ISR
-    # of partitions 0 and 3), then restarts: truncates to its HW, fetches again, rejoins. The other threads
+    # of partitions 0 and 3), then restarts: fetches again from its LEO, rejoins. The other threads
     # of broker 2 and every other broker carry on.
     s = _scenario(broker={"replica.lag.time.max.ms": 300, "replica.fetch.wait.max.ms": 100})
     seen = Seen()

@@ -12,13 +12,26 @@ from kafkasim.run.engine import Engine
 from .support import after_warmup, consumer, median, producer, scenario
 
 
-def test_crashed_follower_truncates_to_its_hw_on_restart_and_catches_up() -> None:
+def test_crashed_follower_keeps_its_log_on_restart_and_catches_up() -> None:
+    """Kafka 4.x: a restarted follower fetches from its LEO with its latest epoch
+    (``ReplicaManager.initialFetchOffset``) and truncates only what a diverging epoch says the leader lacks
+    (``AbstractFetcherThread.truncateOnFetchResponse``); with one leader epoch nothing diverges, so the tail
+    above its HW, which the old truncate-to-HW restart dropped and fetched again, is kept."""
     engine = Engine(
         scenario(duration="3s", faults=[{"type": "crash", "target": "follower-1", "at": "1s", "restart_after": "500ms"}])
     )
     follower = engine.components.followers[0]
     seen: list[tuple[float, int]] = []
     checker = engine.observer.replica_log_end
+    at_restart: list[tuple[int, int]] = []
+    restart = follower.restart
+
+    def restart_and_note() -> None:
+        log = next(iter(follower.partitions.values())).log
+        at_restart.append((log.high_watermark, log.log_end_offset))
+        restart()
+
+    follower.restart = restart_and_note  # type: ignore[method-assign]
 
     def log_end(tp: object, broker_id: int, leo: int) -> None:
         if broker_id == follower.broker_id:
@@ -28,10 +41,12 @@ def test_crashed_follower_truncates_to_its_hw_on_restart_and_catches_up() -> Non
     # Listen in on the run's observer, which every component was given at construction.
     engine.observer.replica_log_end = log_end  # type: ignore[method-assign]
     result = engine.run()
-    before = max(leo for t, leo in seen if t < 1_000)
-    restart = [leo for t, leo in seen if t == 1_500]
-    # It learned the HW one fetch late, so its HW was behind its LEO: the restart truncated the tail...
-    assert restart and restart[0] < before
+    # It learned the HW one fetch late, so its HW was behind its LEO at the restart...
+    (hw, leo), = at_restart
+    assert hw < leo
+    # ... and yet its log never shrank: the first fetch after the restart starts at that LEO.
+    leos = [leo for _, leo in seen]
+    assert leos == sorted(leos) and min(leo for t, leo in seen if t >= 1_500) > leo
     # ... which it fetched again, and it is in sync at the end.
     leader = next(iter(engine.components.replica_manager.partitions.values()))
     assert seen[-1][1] == leader.log_end_offset

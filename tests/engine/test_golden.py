@@ -4,7 +4,7 @@ These pin the engine's behaviour while its hot path is optimised (benchmarks/REA
 speed-up must give bit-identical tables. The scenarios are written inline (not read from scenarios/*.yaml,
 which are edited for teaching) and cover the paths a performance change could disturb: the benchmark's
 load shortened (RF 3, acks=all, Poisson, one consumer, linger), an acks mix with two partitions and a
-link fault, follower crash + restart (truncation, DelayedFetch.tryComplete's case H) with a pause, and tiny
+link fault, follower crash + restart (fetching again from its LEO with its last epoch, DelayedFetch.tryComplete's case H) with a pause, and tiny
 segments (rolls waking parked fetches, DelayedFetch.tryComplete's case F).
 
 If a change legitimately alters results, regenerate with ``python -m tests.engine.test_golden`` and say
@@ -103,7 +103,7 @@ SCENARIOS = {
 GOLDEN: dict[str, tuple[int, int, str, str, str, str]] = {
     'acks_mix_link_fault': (3803, 1398, '7143b848508e737e306ccac461e1963de48ceeec54e9fb21931265aab18c0879', '58eeef213d49621ad6bd8f33a6bf7f8f68b124c8641576d30933d6704cc8de1f', '6b13f1b618ec94655492c23ec5438117aa85864e1a6833b6dd6626eeedd2573f', '56f060efcf31c84138d02a2bfd2236bdeb8a10e3ce9c5b07f1ba83a3693de202'),
     'bench_like': (1972, 494, '6e4af74e8392ef8457852e4b62c7bb1d5b74dad3a583463bea59c21768553cfa', 'f2f886cae9d5379db5dc51c2ceb43af1728147b74b770595692e15d3921e9c11', '06228868a71a43b5a2c008d0f15bf245eaaa7627705fb59e569e999feb1ddb83', 'c8d7cd10c6808e810cf8a4160171123a68dbc5e9f7a675ec0510486adbe5b7c2'),
-    'crash_and_pause': (5295, 1617, '22db7e9c67737e83c3f490e6f55147db1270b6f698dc8fbd1f5a783ec6ae04f3', '2cd4513ba4d85405b9a76bd207d5000a7eb8662dd1b36ac49c87cb2b7fb74eda', 'd558719f4f13f7342e13c0871b7377519f49312deedc72d94c8b8f4bf4fdb735', '8592aa8d05415d04cc35e500452431d6a58c5826792029a1dec4a0fb6acfc6aa'),
+    'crash_and_pause': (5295, 1617, '67f1b87a8cef7f8a6387e59a68ffcd519e1edafac8a06824e9eae0a168976b45', '716d1b22a248588bea69a75b124fc406e1dc5d7d373583cc486748a8bd6c8f68', 'c11ec1d3eddf2147d3386933d4499b2f7edaa7c08505ddc2a2db0f71aaa9a901', '12f1f47d4539c749927d3108e6696ed8c291041e4266aca7053687f7262e075f'),
     'small_segments': (735, 553, 'f4e6059e199ab7140b3d0422abc6af0421b616f4b87b561612e92b158905c254', '7a9bf11812b314acfec2ade83f1fe0fa6773b5c0f28e15a5557e646811e4163c', 'ac8c6185f794558d5eb9d862f70f2000956864060d302b4ca24e87808bf552fa', '52c91e62c78f91023d9b20c702e243c61b1030c46eb82f751c936a31e12b2093'),
 }
 

@@ -80,7 +80,7 @@ def test_checks_can_be_switched_off() -> None:
     assert engine.invariants is None
 
 
-def test_a_crashed_follower_truncating_to_its_hw_is_not_a_violation() -> None:
+def test_a_crashed_and_restarted_follower_is_not_a_violation() -> None:
     # Kafka does not fsync: a crashed replica may lose acknowledged data; replication covers it.
     engine = _engine(
         faults=[{"type": "crash", "target": "follower-1", "at": "1s", "restart_after": "300ms"}],

@@ -30,7 +30,7 @@ from kafkasim import load_scenario
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.fetch import NO_EPOCH, LogReadResult, PartitionData
+from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, LogReadResult, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
@@ -146,8 +146,26 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     monkeypatch.setattr(ReplicaFetcherThread, "build_fetch", check_follower)
     monkeypatch.setattr(ReplicaFetcherThread, "_next_ready", check_next_ready)
     monkeypatch.setattr(Consumer, "build_fetch", check_consumer)
-    for name in ("_handle_out_of_range", "_on_request_timeout", "restart", "_delay"):
+    for name in ("_handle_out_of_range", "_on_request_timeout", "restart", "_delay", "_truncate_on_fetch_response",
+                 "remove_partitions"):
         monkeypatch.setattr(ReplicaFetcherThread, name, counting(f"follower {name}", getattr(ReplicaFetcherThread, name)))
+    original_truncate = ReplicaFetcherThread._truncate_on_fetch_response
+
+    def truncate_on_fetch_response(self: ReplicaFetcherThread, diverging: Any) -> None:
+        before = self.truncations
+        original_truncate(self, diverging)
+        counts["follower truncated on a diverging epoch"] += self.truncations - before
+
+    monkeypatch.setattr(ReplicaFetcherThread, "_truncate_on_fetch_response", truncate_on_fetch_response)
+    original_add = ReplicaFetcherThread.add_partitions
+
+    def add_partitions(self: ReplicaFetcherThread, partitions: Any) -> None:
+        kept = {tp: self.partitions[tp] for tp in partitions if tp in self.partitions}
+        original_add(self, partitions)
+        for tp, fp in kept.items():
+            counts["follower re-added keeping its state" if self.partitions[tp] is fp else "follower re-added afresh"] += 1
+
+    monkeypatch.setattr(ReplicaFetcherThread, "add_partitions", add_partitions)
     original_delete = ReplicaFetcherThread.delete_old_segments
 
     def delete_old_segments(self: ReplicaFetcherThread) -> None:
@@ -214,12 +232,17 @@ def _result(rng: random.Random, leo: int, log_start: int, epoch: int) -> LogRead
         start = log_start + (rng.random() < 0.2) * rng.randrange(0, max(1, hw - log_start + 1))
         return LogReadResult(info, Errors.NONE, None, hw, start, next_offset)
     empty = FetchDataInfo(LogOffsetMetadata(-1), [], 0)
+    if op < 0.65 and leo > 0:
+        # A diverging epoch (KIP-595): the follower truncates, and walks back an epoch if it must.
+        diverging = EpochEndOffset(Errors.NONE, rng.randrange(-1, 3), rng.randrange(-1, leo + 1))
+        return LogReadResult(empty, Errors.NONE, diverging, rng.randrange(0, leo + 1), log_start, leo)
     if op < 0.75:
         # The leader's log ends before ours (truncate to it), or starts after it (start over there).
         if leo > 0 and rng.random() < 0.5:
             return LogReadResult(empty, Errors.OFFSET_OUT_OF_RANGE, None, -1, 0, rng.randrange(leo))
         return LogReadResult(empty, Errors.OFFSET_OUT_OF_RANGE, None, -1, leo + rng.randrange(0, 5), leo + 10)
-    return LogReadResult(empty, rng.choice((Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION)))
+    return LogReadResult(empty, rng.choice((Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                            Errors.UNKNOWN_LEADER_EPOCH, Errors.FENCED_LEADER_EPOCH)))
 
 
 class Leader:
@@ -370,6 +393,8 @@ def test_scripted_histories_cover_every_path(checked: Counter[str]) -> None:
         "follower incremental empty", "follower _handle_out_of_range", "follower _on_request_timeout",
         "follower restart", "follower _delay", "follower log start moved by retention",
         "follower delayed partitions at a build", "follower waits for a delayed partition",
+        "follower _truncate_on_fetch_response", "follower truncated on a diverging epoch",
+        "follower remove_partitions", "follower re-added keeping its state", "follower re-added afresh",
         "consumer full", "consumer incremental with partitions", "consumer incremental empty",
     ):
         assert checked[what] > 0, (what, dict(checked))
