@@ -37,6 +37,12 @@ class ProducerClientConfig:
     partitioner: str  # sticky | round_robin | random (Kafka: partitioner.class / BuiltInPartitioner)
     rate_per_s: float  # records per second (simulator workload)
     arrival: ArrivalConfig  # simulator workload
+    retries: int = 2_147_483_647  # retries
+    retry_backoff_ms: float = 100.0  # retry.backoff.ms
+    retry_backoff_max_ms: float = 1000.0  # retry.backoff.max.ms
+    delivery_timeout_ms: float = 120_000.0  # delivery.timeout.ms (already >= linger.ms + request.timeout.ms)
+    enable_idempotence: bool = True  # enable.idempotence, after ProducerConfig.postProcessAndValidateIdempotenceConfigs
+    producer_id: int = 0  # the idempotent producer's id (InitProducerId is not simulated: the builder assigns it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """``Producer`` (its Sender and NetworkClient side) on a bare SimPy environment, re-expressing the cases of
-Kafka's ``SenderTest`` that apply to kafkasim's producer (no retries, no idempotence, one broker).
+Kafka's ``SenderTest`` that apply to kafkasim's producer with ``retries = 0`` and no idempotence (the
+retry and idempotence cases are in ``test_delivery.py``).
 
 No engine and no scenario: the producer gets its frozen config, a scripted connection (the test decides
 when each response arrives, and sees every connection the producer opens) and an ``Observer`` that keeps
@@ -48,7 +49,8 @@ class Reports(Observer):
 
 class Harness:
     def __init__(self, *, acks: int = -1, linger_ms: float = 0.0, batch_size: int = 16_384, max_in_flight: int = 5,
-                 request_timeout_ms: int = 30_000, stop_ms: float = math.inf) -> None:
+                 request_timeout_ms: int = 30_000, stop_ms: float = math.inf, retries: int = 0,
+                 enable_idempotence: bool = False, delivery_timeout_ms: float = 120_000.0) -> None:
         self.env = simpy.Environment()
         self.sent: list[RequestEnvelope] = []
         self.connections: list[ScriptedConnection] = []
@@ -63,6 +65,9 @@ class Harness:
             partitioner="sticky",
             rate_per_s=1000.0 / GAP_MS,
             arrival=ArrivalConfig("constant"),
+            retries=retries,
+            enable_idempotence=enable_idempotence,
+            delivery_timeout_ms=delivery_timeout_ms,
         )
         self.producer = Producer(
             self.env, config, [TP], self._connect, lambda: float(RECORD), random.Random(1), random.Random(2),
@@ -198,7 +203,7 @@ def test_one_connection_per_leader_with_its_own_in_flight_limit_and_timeout() ->
     config = ProducerClientConfig(
         name="p1", acks=-1, linger_ms=0.0, batch_size=RECORD, max_in_flight_requests_per_connection=1,
         request_timeout_ms=100, partitioner="round_robin", rate_per_s=1000.0 / GAP_MS,
-        arrival=ArrivalConfig("constant"),
+        arrival=ArrivalConfig("constant"), retries=0, enable_idempotence=False,
     )
     producer = Producer(env, config, [a, b], connect, lambda: float(RECORD), random.Random(1), random.Random(2),
                         IdSource(), reports, leaders={a: 0, b: 1}, stop_ms=4.5)
