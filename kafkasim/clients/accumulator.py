@@ -39,7 +39,13 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kafkasim.broker.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, RecordBatch, TopicPartition
+from kafkasim.broker.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    RecordBatch,
+    TopicPartition,
+)
 from kafkasim.clients.metadata import NO_LEADER
 from kafkasim.clients.transaction_manager import TransactionManager
 

@@ -261,7 +261,7 @@ class Producer(NetworkClient):
             )
             if new_batch:
                 ids.next_batch_id = batch_id + 1
-                if self._expiry is None:
+                if self._expiry_at == math.inf:  # no live batch before this one: nothing armed
                     self._arm_expiry(intended if intended > floor else floor)
 
     def _plan(self) -> None:
@@ -459,7 +459,7 @@ class Producer(NetworkClient):
         self._expiry = Call(self.env, max(0.0, at - self.env.now), self._on_expiry)
 
     def _on_expiry(self, _event: Any) -> None:
-        self._expiry = None
+        self._expiry = None  # _expiry_at stays: _run_sender sees the deadline reached
         if self.paused:
             self._deferred.append(lambda: self._on_expiry(None))
             return

@@ -50,7 +50,8 @@ class Reports(Observer):
 class Harness:
     def __init__(self, *, acks: int = -1, linger_ms: float = 0.0, batch_size: int = 16_384, max_in_flight: int = 5,
                  request_timeout_ms: int = 30_000, stop_ms: float = math.inf, retries: int = 0,
-                 enable_idempotence: bool = False, delivery_timeout_ms: float = 120_000.0) -> None:
+                 enable_idempotence: bool = False, delivery_timeout_ms: float = 120_000.0, gap_ms: float = GAP_MS,
+                 fetch_metadata: Any = None, metadata_round_trip_ms: float = 0.0) -> None:
         self.env = simpy.Environment()
         self.sent: list[RequestEnvelope] = []
         self.connections: list[ScriptedConnection] = []
@@ -63,7 +64,7 @@ class Harness:
             max_in_flight_requests_per_connection=max_in_flight,
             request_timeout_ms=request_timeout_ms,
             partitioner="sticky",
-            rate_per_s=1000.0 / GAP_MS,
+            rate_per_s=1000.0 / gap_ms,
             arrival=ArrivalConfig("constant"),
             retries=retries,
             enable_idempotence=enable_idempotence,
@@ -71,7 +72,8 @@ class Harness:
         )
         self.producer = Producer(
             self.env, config, [TP], self._connect, lambda: float(RECORD), random.Random(1), random.Random(2),
-            IdSource(), self.reports, stop_ms=stop_ms,
+            IdSource(), self.reports, stop_ms=stop_ms, retry_rng=random.Random(3), fetch_metadata=fetch_metadata,
+            metadata_round_trip_ms=metadata_round_trip_ms,
         )
         self.producer.start()
 
@@ -86,6 +88,15 @@ class Harness:
     def respond(self, envelope: RequestEnvelope, base_offset: int) -> None:
         """The broker's response to ``envelope`` arrives now."""
         envelope.response = {tp: PartitionResponse(Errors.NONE, base_offset) for tp in envelope.body.entries}
+        envelope.client_receive_ms = self.env.now
+        envelope.on_response(envelope)
+
+    def respond_with(self, envelope: RequestEnvelope, error: Errors, base_offset: int = -1,
+                     log_start_offset: int = -1) -> None:
+        """The broker's response to ``envelope`` arrives now, with ``error`` for every partition."""
+        envelope.response = {
+            tp: PartitionResponse(error, base_offset, log_start_offset=log_start_offset) for tp in envelope.body.entries
+        }
         envelope.client_receive_ms = self.env.now
         envelope.on_response(envelope)
 
