@@ -116,11 +116,15 @@ def test_dropped_consumer_fetch_times_out_and_the_consumer_carries_on() -> None:
     assert len(late) >= 5 and np.isfinite(late["consumed_ms:c1"].to_numpy(dtype=float)).all()
 
 
-def test_dropped_produce_response_times_out_on_the_client() -> None:
+@pytest.mark.parametrize("retries", [0, None])
+def test_dropped_produce_response_times_out_on_the_client(retries: int | None) -> None:
+    keys: dict[str, object] = {"request.timeout.ms": 500}
+    if retries is not None:
+        keys["retries"] = retries
     result = run_scenario(
         scenario(
             duration="3s",
-            producers=[producer("p1", **{"request.timeout.ms": 500})],
+            producers=[producer("p1", **keys)],
             faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
         )
     )
@@ -131,7 +135,14 @@ def test_dropped_produce_response_times_out_on_the_client() -> None:
     assert np.isfinite(timed_out["end_ms"].to_numpy(dtype=float)).all()
     assert np.isnan(timed_out["client_receive_ms"].to_numpy(dtype=float)).all()
     failed = result.records[result.records["error"] == int(Errors.REQUEST_TIMED_OUT)]
-    assert len(failed) >= 1
+    if retries == 0:
+        # retries=0 (Kafka's behaviour before KIP-91's defaults): the timeout is the batch's outcome.
+        assert len(failed) >= 1 and (result.records.loc[failed.index, "outcome"] == "failed").all()
+    else:
+        # Kafka's default (retries = Integer.MAX_VALUE): the timed-out batches are sent again and acknowledged.
+        assert len(failed) == 0
+        retried = result.records[result.records["attempts"] >= 2]
+        assert len(retried) >= 1 and (retried["outcome"] == "acknowledged").all()
 
 
 @pytest.mark.parametrize("pause", ["30.5s", "31s", "40s"])
