@@ -106,15 +106,15 @@ class TransactionManager:
     def should_stop_drain(self, first: ProducerBatch) -> bool:
         """``RecordAccumulator.shouldStopDrainBatchesForPartition`` (idempotent part)."""
         tp = first.tp
-        if first.base_sequence == NO_SEQUENCE:
-            if self.has_in_flight(tp) and self.has_stale_producer_id_and_epoch(tp):
-                return True  # a new epoch's sequence 0 must not overtake the old epoch's batches
-            if tp in self._unresolved:
+        if first.base_sequence == NO_SEQUENCE:  # a first send: the common case, kept cheap
+            if self._unresolved and tp in self._unresolved:
                 return True  # earlier expired batches: wait until it is known whether they were written
+            # A new epoch's sequence 0 must not overtake the old epoch's batches (only after a bump).
+            return self.epoch_bumps > 0 and self.has_in_flight(tp) and self.has_stale_producer_id_and_epoch(tp)
         first_seq = self.first_in_flight_sequence(tp)
         # A retried batch is sent only when it is the first in flight of its partition: one request at a
         # time until the gap is filled.
-        return first_seq != NO_SEQUENCE and first.base_sequence != NO_SEQUENCE and first.base_sequence != first_seq
+        return first_seq != NO_SEQUENCE and first.base_sequence != first_seq
 
     def assign_sequence(self, batch: ProducerBatch) -> None:
         """At drain, first send only (``RecordAccumulator.drain``): ``maybeUpdateProducerIdAndEpoch``, then
