@@ -168,7 +168,7 @@ def delivery_table(summary: Mapping[str, Any]) -> Table | None:
     """Per producer, its batches per outcome and per number of attempts (summary per_client) -- only when
     some batch was retried, failed or written twice: otherwise every batch was acknowledged first time."""
     producers: Mapping[str, Any] = (summary.get("per_client") or {}).get("producers") or {}
-    table = Table(title="Producer delivery: batches per outcome and per attempts (1 = no retry)",
+    table = Table(title="Producer delivery (batches)",
                   title_justify="left", title_style="bold", box=None, show_header=False, pad_edge=False,
                   padding=(0, 2, 0, 0))
     table.add_column(no_wrap=True)
