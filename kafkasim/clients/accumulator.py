@@ -19,7 +19,8 @@ Plain synchronous logic (no SimPy); the producer process drives it with the simu
 
 Batch bytes: Kafka's 61-byte record-batch header plus each record's ``record_size`` (taken as the record's
 serialized size inside the batch; Kafka's few bytes of per-record varint framing are folded into it).
-Compression and ``buffer.memory``/``max.block.ms`` are not modelled.
+Compression is not modelled. ``exhausted`` (set by the producer while ``send()`` waits for
+``buffer.memory``: ``BufferPool.queued() > 0``) makes every first batch sendable at once.
 
 Retries (``reenqueue``): a failed batch goes back to the *front* of its deque (idempotent: in sequence
 order, ``insertInSequenceOrder``) and is not sendable until its retry backoff has passed since its last
@@ -75,6 +76,8 @@ class ProducerBatch:
         "base_sequence",
         "sequence_reset",
         "done",
+        "sends",
+        "buffer_bytes",
     )
 
     def __init__(self, tp: TopicPartition, batch_id: int, created_ms: float) -> None:
@@ -97,6 +100,8 @@ class ProducerBatch:
         self.base_sequence = NO_SEQUENCE
         self.sequence_reset = False  # ProducerBatch.sequenceHasBeenReset
         self.done = False  # completed (acknowledged, failed or expired): a later response is ignored
+        self.sends = 0  # how many times it was sent (0: failed before it was ever sent)
+        self.buffer_bytes = 0  # what it holds of buffer.memory (BufferPool.allocate), returned when done
 
     def backing_off_ms(self, now_ms: float, leader_epoch: int) -> float:
         """``RecordAccumulator.shouldBackoff``: how long a retried batch still waits (0 = may go)."""
@@ -125,7 +130,8 @@ class RecordAccumulator:
     each partition to the broker that leads it (default: one broker, 0, leads them all)."""
 
     __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index", "drains",
-                 "_node_partitions", "nodes", "_position", "_nonempty", "_queued", "txn", "_leader_epochs")
+                 "_node_partitions", "nodes", "_position", "_nonempty", "_queued", "txn", "_leader_epochs",
+                 "exhausted")
 
     def __init__(
         self,
@@ -144,6 +150,7 @@ class RecordAccumulator:
         self._partitions = list(partitions)
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {tp: deque() for tp in self._partitions}
         self.txn = txn  # the idempotent producer's TransactionManager; None when idempotence is off
+        self.exhausted = False  # RecordAccumulator.ready: a send() is waiting for buffer memory
         self._leader_epochs: dict[TopicPartition, int] = {}
         self._drain_index: dict[int, int] = {}
         self._node_partitions: dict[int, list[TopicPartition]] = {}
@@ -225,6 +232,9 @@ class RecordAccumulator:
 
     # The deque's view the sticky partitioner needs (``Tails``).
 
+    def last_batch(self, tp: TopicPartition) -> ProducerBatch:
+        return self._deques[tp][-1]
+
     def all_batches_full(self, tp: TopicPartition) -> bool:
         """Kafka's ``allBatchesFull``: only the last batch may be incomplete, so check that one."""
         dq = self._deques[tp]
@@ -269,7 +279,7 @@ class RecordAccumulator:
                     continue
             if txn is not None and txn.should_stop_drain(first):
                 continue  # the response of the batch it waits for wakes the Sender
-            if len(dq) > 1 or first.is_full(batch_size):
+            if len(dq) > 1 or first.is_full(batch_size) or self.exhausted:
                 return 0.0
             left = first.created_ms + linger - now_ms
             if left <= 0:

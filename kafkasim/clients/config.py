@@ -43,6 +43,8 @@ class ProducerClientConfig:
     delivery_timeout_ms: float = 120_000.0  # delivery.timeout.ms (already >= linger.ms + request.timeout.ms)
     enable_idempotence: bool = True  # enable.idempotence, after ProducerConfig.postProcessAndValidateIdempotenceConfigs
     producer_id: int = 0  # the idempotent producer's id (InitProducerId is not simulated: the builder assigns it)
+    buffer_memory: int = 33_554_432  # buffer.memory
+    max_block_ms: float = 60_000.0  # max.block.ms (how long send() waits for buffer memory)
 
 
 @dataclass(frozen=True, slots=True)

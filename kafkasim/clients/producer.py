@@ -30,8 +30,13 @@
 * Metadata (``metadata.py``): an invalid-metadata error or a disconnect requests an update, fetched with
   ``fetch_metadata`` (when given) one ``metadata_round_trip_ms`` later, rate-limited by the backoff; a
   partition without a leader holds its batches.
-* No compression; ``buffer.memory`` / ``max.block.ms`` are not modelled (``send()`` never blocks). Every
-  connection of a producer shares its one network path (its host's link). The client's own CPU is free.
+* ``buffer.memory`` (``BufferPool``): a new batch takes max(batch.size, its first record) bytes until it is
+  done. When a record needs a new batch and the memory is not there, ``send()`` blocks: the application
+  waits (records intended meanwhile wait behind it, their latency counts from their intended time), every
+  queued batch becomes sendable (``RecordAccumulator.ready``: exhausted), and after ``max.block.ms`` the
+  record fails (``BufferExhaustedException``, a TimeoutException: REQUEST_TIMED_OUT, never sent).
+* No compression. Every connection of a producer shares its one network path (its host's link). The
+  client's own CPU is free.
 """
 
 from __future__ import annotations
@@ -45,7 +50,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import NO_SEQUENCE, RecordBatch, TopicPartition
-from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator
+from kafkasim.clients.accumulator import (
+    RECORD_BATCH_OVERHEAD_BYTES,
+    Partitioner,
+    ProducerBatch,
+    RecordAccumulator,
+    VirtualTails,
+)
 from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
 from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, ExponentialBackoff, Metadata
 from kafkasim.clients.transaction_manager import RETRIABLE_ERRORS, TransactionManager
@@ -178,6 +189,13 @@ class Producer(NetworkClient):
         self._node_by_id: dict[int, NodeConnection] = {}
         for node_id in self.accumulator.nodes:
             self._node(node_id)
+        # BufferPool: free bytes of buffer.memory; while send() waits for memory, since when (else inf).
+        self.batch_size = config.batch_size
+        self._buffer_free = config.buffer_memory
+        self.max_block_ms = float(config.max_block_ms)
+        self._blocked_at = math.inf
+        self._block_timer: Call | None = None
+        self.buffer_exhausted = 0  # records that failed waiting for memory
         # The delivery-timeout check: armed at or before the earliest deadline of a live batch.
         self._expiry: Call | None = None
         self._expiry_at = math.inf
@@ -252,22 +270,75 @@ class Producer(NetworkClient):
                 self._draw()
             if intended > now or intended >= stop:
                 return
-            _, size = upcoming.popleft()
+            size = upcoming[0][1]
+            allocation = max(self.batch_size, size + RECORD_BATCH_OVERHEAD_BYTES)
+            if self._buffer_free < allocation and self._needs_new_batch(size):
+                # BufferPool.allocate: send() blocks until memory is freed or max.block.ms passes.
+                if self._blocked_at == math.inf:
+                    self._block(intended if intended > floor else floor)
+                return
+            if self._blocked_at < math.inf:  # memory came back: the application carries on from now
+                self._unblock()
+                floor = self._append_floor
+            upcoming.popleft()
             self.records_sent += 1
             batch_id = ids.next_batch_id
-            # A record meant for a time the application was paused is sent when it resumes.
-            _, _, new_batch = acc.append_record(
+            # A record meant for a time the application was paused (or blocked) is sent when it resumes.
+            tp, _, new_batch = acc.append_record(
                 partitioner, size, intended, intended if intended > floor else floor, batch_id
             )
             if new_batch:
                 ids.next_batch_id = batch_id + 1
+                acc.last_batch(tp).buffer_bytes = allocation
+                self._buffer_free -= allocation
                 if self._expiry_at == math.inf:  # no live batch before this one: nothing armed
                     self._arm_expiry(intended if intended > floor else floor)
 
+    def _needs_new_batch(self, size: int) -> bool:
+        """Would the next record start a new batch? (the partitioner's choice peeked on copies)"""
+        tails = VirtualTails(self.accumulator)
+        tp = self.partitioner.partition(self.partitioner.state.copy(), tails, size)
+        return not tails.fits(tp, size)
+
+    def _block(self, since: float) -> None:
+        self._blocked_at = since
+        self.accumulator.exhausted = True
+        self.accumulator.drains += 1  # every queued batch is sendable now
+        self._block_timer = Call(self.env, max(0.0, since + self.max_block_ms - self.env.now), self._on_block_timeout)
+
+    def _unblock(self) -> None:
+        self._blocked_at = math.inf
+        self.accumulator.exhausted = False
+        self._append_floor = self.env.now
+        if self._block_timer is not None:
+            self._block_timer.cancel()
+            self._block_timer = None
+
+    def _on_block_timeout(self, _event: Any) -> None:
+        """``BufferPool.allocate`` gave up after max.block.ms: the record fails with BufferExhaustedException
+        (recorded as REQUEST_TIMED_OUT, never sent) and the application goes on with the next one."""
+        self._block_timer = None
+        if self.paused:
+            self._deferred.append(lambda: self._on_block_timeout(None))
+            return
+        intended, size = self._upcoming.popleft()
+        self.records_sent += 1
+        tp = self.partitioner.partition(self.partitioner.state.copy(), VirtualTails(self.accumulator), size)
+        batch_id = self._ids.next_batch_id
+        self._ids.next_batch_id = batch_id + 1
+        failed = ProducerBatch(tp, batch_id, self._blocked_at)
+        failed.record_count = 1
+        failed.size_in_bytes += size
+        failed.intended_ms.append(intended)
+        self.buffer_exhausted += 1
+        self._unblock()
+        self._finish(failed, Errors.REQUEST_TIMED_OUT, -1, self.env.now)
+        self._run_sender()
+
     def _plan(self) -> None:
         """Schedule an event at the first upcoming record that would wake the Sender, if any."""
-        if self.paused:
-            return  # resume() plans again
+        if self.paused or self._blocked_at < math.inf:
+            return  # resume() plans again; a blocked send() waits for memory, not for a time
         # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
         # in-flight room can change which record wakes the Sender.
         max_in_flight = self.max_in_flight
@@ -278,7 +349,10 @@ class Producer(NetworkClient):
         self._plan_key = key
         target = (
             self.accumulator.first_waking_record(
-                self.partitioner, self._upcoming, self._draw, MAX_LOOKAHEAD_RECORDS
+                # Look no further than the records whose new batches surely fit in the free memory: the
+                # one that would block must get its own event.
+                self.partitioner, self._upcoming, self._draw,
+                max(1, min(MAX_LOOKAHEAD_RECORDS, self._buffer_free // max(1, self.batch_size) - 1)),
             )
             if can_send
             else math.inf
@@ -370,6 +444,7 @@ class Producer(NetworkClient):
         for b in batches:
             b.send_ms = now
             b.request_id = request_id
+            b.sends += 1
         node.connection.send(envelope)
         if self.acks == 0:
             # Completed once written to the socket; the offsets are unknown to an acks=0 producer.
@@ -385,6 +460,8 @@ class Producer(NetworkClient):
         if self.paused:
             self._deferred.append(lambda: self._on_response(node, envelope))
             return
+        # The records intended before now were sent before this response frees any buffer memory.
+        self._catch_up(self.env.now)
         # Responses come back in order on one connection (the broker mutes it while one is processed).
         in_flight = node.in_flight
         index = next((i for i, (sent, _) in enumerate(in_flight) if sent is envelope), -1)
@@ -445,6 +522,9 @@ class Producer(NetworkClient):
 
     def _finish(self, b: ProducerBatch, error: Errors, base_offset: int, now: float) -> None:
         b.done = True
+        if b.buffer_bytes:  # BufferPool.deallocate
+            self._buffer_free += b.buffer_bytes
+            b.buffer_bytes = 0
         self._observer.batch_finished(self.name, self.acks, b, now, error, base_offset)
 
     # --- delivery timeout --------------------------------------------------------------------------
@@ -548,6 +628,7 @@ class Producer(NetworkClient):
         # land one ulp short of it; without the tolerance the check re-arms with delay 0 forever.
         deadline = node.in_flight[0][0].client_send_ms + self.timeout_ms if node.in_flight else math.inf
         if now + _DEADLINE_TOLERANCE_MS >= deadline:
+            self._catch_up(now)
             self._disconnect(node, now)
             self._run_sender()
         if node.timeout_check is None:

@@ -101,7 +101,7 @@ class RunRecorder(Observer):
             base_offset,
             int(error),
             batch.request_id,
-            batch.attempts + 1,
+            batch.sends,
         )
 
     def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:

@@ -130,6 +130,8 @@ def producer_config_of(p: ProducerConfig, producer_id: int = 0) -> ProducerClien
         delivery_timeout_ms=float(p.delivery_timeout_ms),
         enable_idempotence=p.enable_idempotence,
         producer_id=producer_id,
+        buffer_memory=p.buffer_memory,
+        max_block_ms=float(p.max_block_ms),
     )
 
 

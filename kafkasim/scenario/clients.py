@@ -103,6 +103,13 @@ class ProducerConfig(ScenarioModel):
     """The first retry's backoff; each later one doubles, with +/-20% jitter (KIP-580 ExponentialBackoff)."""
     retry_backoff_max_ms: KafkaMs = Field(default=1000, alias="retry.backoff.max.ms", ge=0, le=INT32_MAX)
     """The cap of the retry backoff (applied after the jitter); also paces metadata refreshes."""
+    buffer_memory: KafkaBytes = Field(default=33_554_432, alias="buffer.memory", ge=0)
+    """Bytes the producer may hold in batches not yet done (BufferPool); each new batch takes batch.size (or
+    its first record, if larger). When it is used up, send() blocks: the open-loop arrivals wait (their
+    latency still counts from their intended time) and every queued batch is sent at once."""
+    max_block_ms: KafkaMs = Field(default=60_000, alias="max.block.ms", ge=0, le=INT32_MAX)
+    """How long send() waits for buffer memory; then the record fails (BufferExhaustedException, a
+    TimeoutException: REQUEST_TIMED_OUT in the records table, attempts 0)."""
     enable_idempotence: bool = Field(default=True, alias="enable.idempotence")
     """Idempotent producer (Kafka's default): per-partition sequence numbers let the leader drop a retried
     batch it already has, so retries write each record once and in order. It needs acks=all, retries > 0

@@ -9,6 +9,7 @@ import random
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import NO_SEQUENCE, RecordBatch, TopicPartition
+from kafkasim.clients.accumulator import RecordAccumulator
 from kafkasim.clients.metadata import ExponentialBackoff, Metadata
 from kafkasim.network.messages import RequestEnvelope
 
@@ -288,3 +289,43 @@ def test_acks_zero_never_retries() -> None:
     h.run(until=500.0)
     assert len(h.sent) == 1 and [e for *_x, e, _b in h.reports.batches] == [Errors.NONE]
     assert _batch(h.sent[0]).base_sequence == NO_SEQUENCE
+
+
+def test_a_full_buffer_blocks_send_until_memory_is_freed() -> None:
+    """BufferPoolTest.testDelayedAllocation: with buffer.memory for two batches and both in flight, the
+    next record's send() blocks; the response that completes a batch frees its memory and the record
+    goes then -- its latency counts from its intended time (1 ms records, batch.size = one record)."""
+    batch = 100 + 61  # RECORD + the batch header: batch.size of exactly one record
+    h = Harness(retries=INT_MAX, batch_size=batch, buffer_memory=2 * batch, max_in_flight=5, stop_ms=3.5)
+    h.run(until=50.0)
+    assert [e.client_send_ms for e in h.sent] == [1.0, 2.0]  # the record of 3 ms waits for memory
+    h.respond(h.sent[0], base_offset=0)
+    h.run(until=60.0)
+    assert [e.client_send_ms for e in h.sent] == [1.0, 2.0, 50.0]
+    assert _batch(h.sent[2]).create_time_ms == 3  # CreateTime: its intended time
+
+
+def test_a_send_blocked_longer_than_max_block_ms_fails_with_buffer_exhausted() -> None:
+    """BufferPoolTest.testBlockTimeout: allocate gives up after max.block.ms (BufferExhaustedException, a
+    TimeoutException: REQUEST_TIMED_OUT here, never sent); the application goes on with the next record,
+    which blocks again."""
+    batch = 100 + 61
+    h = Harness(retries=INT_MAX, batch_size=batch, buffer_memory=2 * batch, max_block_ms=20.0, stop_ms=4.5,
+                request_timeout_ms=30_000)
+    h.run(until=100.0)
+    # Record 3 blocked from 3 ms and failed at 23; record 4 (intended at 4) blocked from 23, failed at 43.
+    assert [(t, e) for t, _id, _n, e, _b in h.reports.batches] == [
+        (23.0, Errors.REQUEST_TIMED_OUT),
+        (43.0, Errors.REQUEST_TIMED_OUT),
+    ]
+    assert h.producer.buffer_exhausted == 2 and len(h.sent) == 2
+
+
+def test_a_blocked_send_makes_lingering_batches_sendable() -> None:
+    """RecordAccumulator.ready: ``exhausted = free.queued() > 0`` -- while a send() waits for memory, a batch
+    still inside its linger.ms is sendable at once."""
+    acc = RecordAccumulator([TP], 16_384, 1000.0)
+    acc.append(TP, 100, 0.0, 0.0, 0)
+    assert acc.ready_delay_ms(10.0) == 990.0
+    acc.exhausted = True
+    assert acc.ready_delay_ms(10.0) == 0.0

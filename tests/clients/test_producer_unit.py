@@ -51,7 +51,8 @@ class Harness:
     def __init__(self, *, acks: int = -1, linger_ms: float = 0.0, batch_size: int = 16_384, max_in_flight: int = 5,
                  request_timeout_ms: int = 30_000, stop_ms: float = math.inf, retries: int = 0,
                  enable_idempotence: bool = False, delivery_timeout_ms: float = 120_000.0, gap_ms: float = GAP_MS,
-                 fetch_metadata: Any = None, metadata_round_trip_ms: float = 0.0) -> None:
+                 fetch_metadata: Any = None, metadata_round_trip_ms: float = 0.0, buffer_memory: int = 33_554_432,
+                 max_block_ms: float = 60_000.0) -> None:
         self.env = simpy.Environment()
         self.sent: list[RequestEnvelope] = []
         self.connections: list[ScriptedConnection] = []
@@ -69,6 +70,8 @@ class Harness:
             retries=retries,
             enable_idempotence=enable_idempotence,
             delivery_timeout_ms=delivery_timeout_ms,
+            buffer_memory=buffer_memory,
+            max_block_ms=max_block_ms,
         )
         self.producer = Producer(
             self.env, config, [TP], self._connect, lambda: float(RECORD), random.Random(1), random.Random(2),
