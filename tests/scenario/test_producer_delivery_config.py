@@ -30,8 +30,9 @@ def _error(tmp_path: Path, keys: str) -> list[str]:
 
 def test_delivery_defaults_are_kafkas() -> None:
     """ProducerConfig's defaults: retries Integer.MAX_VALUE, retry.backoff.ms 100, retry.backoff.max.ms 1000,
-    enable.idempotence true, delivery.timeout.ms 120000."""
+    enable.idempotence true, delivery.timeout.ms 120000, buffer.memory 32 MiB, max.block.ms 60000."""
     p = _producer("")
+    assert (p.buffer_memory, p.max_block_ms) == (32 * 1024 * 1024, 60_000)
     assert (p.retries, p.retry_backoff_ms, p.retry_backoff_max_ms) == (INT_MAX, 100, 1000)
     assert p.enable_idempotence is True and p.delivery_timeout_ms == 120_000
 
@@ -71,3 +72,14 @@ def test_explicit_delivery_timeout_below_linger_plus_request_timeout_is_an_error
     problems = _error(tmp_path, ", delivery.timeout.ms: 1000, request.timeout.ms: 2000")
     assert len(problems) == 1 and problems[0].startswith("s.yaml:7: producers[0].delivery.timeout.ms: must be >=")
     assert _producer(", linger.ms: 1000, request.timeout.ms: 200000").delivery_timeout_ms == 201_000
+
+
+def test_the_resolved_scenario_shows_the_values_kafka_settled_on_and_loads_back_equal() -> None:
+    """The raised delivery.timeout.ms and the silently disabled idempotence are written out."""
+    from kafkasim.scenario.load import dump_scenario
+
+    text = MINIMAL + "producers:\n  - {name: p, topic: t, rate: 1/s, acks: 1, linger.ms: 1000, request.timeout.ms: 200000}\n"
+    scenario = load_scenario(text)
+    dumped = dump_scenario(scenario)
+    assert "enable.idempotence: false" in dumped and "delivery.timeout.ms: 201000" in dumped
+    assert load_scenario(dumped) == scenario
