@@ -189,3 +189,23 @@ def test_follower_fetch_is_answered_when_its_response_arrives_not_when_a_slow_ap
     assert last["client_receive_ms"] < 4_000 and last["client_send_ms"] + 30_000 < 34_000
     assert last["error"] == int(Errors.NONE) and not last["client_timeout"]
     assert engine.components.followers[0].unfinished() == []
+
+
+def test_a_non_idempotent_retry_after_a_lost_response_is_recorded_as_duplicated() -> None:
+    # acks=1 turns the default idempotence off (ProducerConfig.postProcessAndValidateIdempotenceConfigs):
+    # the batches whose responses were dropped are appended, time out on the client, are sent again and
+    # appended a second time. The consumer reads both copies: the records table says duplicated.
+    result = run_scenario(
+        scenario(
+            duration="3s",
+            producers=[producer("p1", acks=1, **{"request.timeout.ms": 500})],
+            consumers=[consumer("c1")],
+            faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
+        )
+    )
+    records = result.records
+    duplicated = records[records["outcome"] == "duplicated"]
+    assert len(duplicated) >= 1
+    assert (duplicated["attempts"] >= 2).all() and (duplicated["error"] == 0).all()
+    assert (records["outcome"] != "failed").all()
+    assert result.summary["per_client"]["producers"]["p1"]["outcomes"]["duplicated"] == len(duplicated)
