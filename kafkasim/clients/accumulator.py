@@ -19,7 +19,17 @@ Plain synchronous logic (no SimPy); the producer process drives it with the simu
 
 Batch bytes: Kafka's 61-byte record-batch header plus each record's ``record_size`` (taken as the record's
 serialized size inside the batch; Kafka's few bytes of per-record varint framing are folded into it).
-Compression, ``buffer.memory``/``max.block.ms`` and idempotence are not modelled.
+Compression is not modelled. ``exhausted`` (set by the producer while ``send()`` waits for
+``buffer.memory``: ``BufferPool.queued() > 0``) makes every first batch sendable at once.
+
+Retries (``reenqueue``): a failed batch goes back to the *front* of its deque (idempotent: in sequence
+order, ``insertInSequenceOrder``) and is not sendable until its retry backoff has passed since its last
+attempt (``shouldBackoff``), unless the partition's leader epoch changed since that attempt (KIP-951,
+``ProducerBatch.hasLeaderChangedForTheOngoingRetry``). With idempotence the drain assigns sequences on a
+batch's first send and stops at a partition whose first batch may not go yet
+(``shouldStopDrainBatchesForPartition``, see ``transaction_manager.py``). A partition without a leader
+(``NO_LEADER``) belongs to no node: its batches wait until a leader appears or they expire
+(``expired_batches``, ``RecordAccumulator.expiredBatches``).
 """
 
 from __future__ import annotations
@@ -30,7 +40,15 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.broker.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    RecordBatch,
+    TopicPartition,
+)
+from kafkasim.clients.metadata import NO_LEADER
+from kafkasim.clients.transaction_manager import TransactionManager
 
 RECORD_BATCH_OVERHEAD_BYTES = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 MAX_REQUEST_SIZE = 1_048_576  # producer max.request.size default
@@ -49,6 +67,17 @@ class ProducerBatch:
         "closed",
         "send_ms",
         "request_id",
+        "attempts",
+        "last_attempt_ms",
+        "retry_backoff_ms",
+        "leader_epoch_at_attempt",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "sequence_reset",
+        "done",
+        "sends",
+        "buffer_bytes",
     )
 
     def __init__(self, tp: TopicPartition, batch_id: int, created_ms: float) -> None:
@@ -62,6 +91,24 @@ class ProducerBatch:
         self.closed = False
         self.send_ms = float("nan")
         self.request_id = -1
+        self.attempts = 0  # ProducerBatch.attempts: how many times it was re-enqueued (sends - 1)
+        self.last_attempt_ms = created_ms
+        self.retry_backoff_ms = 0.0  # drawn at reenqueue (Kafka draws it on every ready check)
+        self.leader_epoch_at_attempt = -1
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.base_sequence = NO_SEQUENCE
+        self.sequence_reset = False  # ProducerBatch.sequenceHasBeenReset
+        self.done = False  # completed (acknowledged, failed or expired): a later response is ignored
+        self.sends = 0  # how many times it was sent (0: failed before it was ever sent)
+        self.buffer_bytes = 0  # what it holds of buffer.memory (BufferPool.allocate), returned when done
+
+    def backing_off_ms(self, now_ms: float, leader_epoch: int) -> float:
+        """``RecordAccumulator.shouldBackoff``: how long a retried batch still waits (0 = may go)."""
+        if self.attempts == 0 or leader_epoch != self.leader_epoch_at_attempt:
+            return 0.0  # first send, or the leader changed since the last attempt (KIP-951): no backoff
+        left = self.last_attempt_ms + self.retry_backoff_ms - now_ms
+        return left if left > 0 else 0.0
 
     def has_room_for(self, record_size: int, batch_size: int) -> bool:
         # MemoryRecordsBuilder.hasRoomFor: the first record always fits.
@@ -73,7 +120,8 @@ class ProducerBatch:
     def to_record_batch(self, producer: str) -> RecordBatch:
         # CreateTime is the first record's intended time: the application's timestamp when it called send().
         return RecordBatch(
-            self.record_count, self.size_in_bytes, int(self.intended_ms[0]), self.batch_id, producer
+            self.record_count, self.size_in_bytes, int(self.intended_ms[0]), self.batch_id, producer,
+            producer_id=self.producer_id, producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
         )
 
 
@@ -82,7 +130,8 @@ class RecordAccumulator:
     each partition to the broker that leads it (default: one broker, 0, leads them all)."""
 
     __slots__ = ("batch_size", "linger_ms", "max_request_size", "_deques", "_partitions", "_drain_index", "drains",
-                 "_node_partitions", "nodes", "_position", "_nonempty", "_queued")
+                 "_node_partitions", "nodes", "_position", "_nonempty", "_queued", "txn", "_leader_epochs",
+                 "exhausted")
 
     def __init__(
         self,
@@ -92,6 +141,7 @@ class RecordAccumulator:
         *,
         max_request_size: int = MAX_REQUEST_SIZE,
         leaders: Mapping[TopicPartition, int] | None = None,
+        txn: TransactionManager | None = None,
     ) -> None:
         # batch.size = 0 disables batching in Kafka (one record per batch); has_room_for gives exactly that.
         self.batch_size = batch_size
@@ -99,23 +149,50 @@ class RecordAccumulator:
         self.max_request_size = max_request_size
         self._partitions = list(partitions)
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {tp: deque() for tp in self._partitions}
-        # The partitions each node leads, in partition order; the nodes in order of their first partition.
+        self.txn = txn  # the idempotent producer's TransactionManager; None when idempotence is off
+        self.exhausted = False  # RecordAccumulator.ready: a send() is waiting for buffer memory
+        self._leader_epochs: dict[TopicPartition, int] = {}
+        self._drain_index: dict[int, int] = {}
         self._node_partitions: dict[int, list[TopicPartition]] = {}
+        self.nodes: tuple[int, ...] = ()
+        self._position: dict[TopicPartition, tuple[int, int]] = {}
+        self._nonempty: dict[int, set[int]] = {}
+        self._queued = 0
+        self.drains = 0  # how many times drain() or reenqueue() ran: a change tells the producer its plan is stale
+        self.set_leaders({tp: leaders[tp] if leaders is not None else 0 for tp in self._partitions})
+
+    def set_leaders(self, leaders: Mapping[TopicPartition, int], epochs: Mapping[TopicPartition, int] | None = None
+                    ) -> None:
+        """Route each partition to its leader (``NO_LEADER``: to none, its batches wait); ``epochs`` are the
+        leader epochs the retry backoff compares with (KIP-951)."""
+        if epochs is not None:
+            self._leader_epochs.update(epochs)
+        # The partitions each node leads, in partition order; the nodes in order of their first partition.
+        self._node_partitions = {}
         for tp in self._partitions:
-            self._node_partitions.setdefault(leaders[tp] if leaders is not None else 0, []).append(tp)
-        self.nodes: tuple[int, ...] = tuple(self._node_partitions)
+            self._node_partitions.setdefault(leaders.get(tp, NO_LEADER), []).append(tp)
+        self.nodes = tuple(node for node in self._node_partitions if node != NO_LEADER)
         # Kafka's nodesDrainIndex: where the next drain of each node starts.
-        self._drain_index: dict[int, int] = {node: 0 for node in self.nodes}
+        old_index = self._drain_index
+        self._drain_index = {
+            node: old_index.get(node, 0) % len(tps) for node, tps in self._node_partitions.items()
+        }
         # Kafka's ready and drain walk every partition of a node; here only the partitions with a batch
         # queued are walked (same answers: an empty deque is skipped by both), so the cost does not grow
         # with partitions a sticky partitioner is not writing to. Each partition's (node, index in the
         # node's partitions), each node's indices with a non-empty deque, and the batches queued in all.
-        self._position: dict[TopicPartition, tuple[int, int]] = {
+        self._position = {
             tp: (node, i) for node, tps in self._node_partitions.items() for i, tp in enumerate(tps)
         }
-        self._nonempty: dict[int, set[int]] = {node: set() for node in self.nodes}
-        self._queued = 0
-        self.drains = 0  # how many times drain() ran: a change tells the producer its plan is stale
+        self._nonempty = {node: set() for node in self._node_partitions}
+        for tp, dq in self._deques.items():
+            if dq:
+                node, index = self._position[tp]
+                self._nonempty[node].add(index)
+        self.drains += 1
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        return self._leader_epochs.get(tp, -1)
 
     def append(self, tp: TopicPartition, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int) -> tuple[bool, bool]:
         """Add one record to ``tp``; returns (batch_is_full, new_batch_created), the two reasons Kafka wakes
@@ -155,6 +232,9 @@ class RecordAccumulator:
 
     # The deque's view the sticky partitioner needs (``Tails``).
 
+    def last_batch(self, tp: TopicPartition) -> ProducerBatch:
+        return self._deques[tp][-1]
+
     def all_batches_full(self, tp: TopicPartition) -> bool:
         """Kafka's ``allBatchesFull``: only the last batch may be incomplete, so check that one."""
         dq = self._deques[tp]
@@ -186,10 +266,20 @@ class RecordAccumulator:
         if node is None:
             node = self._only_node()
         parts = self._node_partitions[node]
+        txn = self.txn
         for index in self._nonempty[node]:  # the answer does not depend on the order
-            dq = deques[parts[index]]
+            tp = parts[index]
+            dq = deques[tp]
             first = dq[0]
-            if len(dq) > 1 or first.is_full(batch_size):
+            if first.attempts:
+                left = first.backing_off_ms(now_ms, self._leader_epochs.get(tp, -1))
+                if left > 0:
+                    if best is None or left < best:
+                        best = left
+                    continue
+            if txn is not None and txn.should_stop_drain(first):
+                continue  # the response of the batch it waits for wakes the Sender
+            if len(dq) > 1 or first.is_full(batch_size) or self.exhausted:
                 return 0.0
             left = first.created_ms + linger - now_ms
             if left <= 0:
@@ -198,10 +288,12 @@ class RecordAccumulator:
                 best = left
         return best
 
-    def drain(self, node: int | None = None) -> list[ProducerBatch]:
+    def drain(self, node: int | None = None, now_ms: float = 0.0) -> list[ProducerBatch]:
         """Kafka's ``drainBatchesForOneNode`` for ``node`` (the only one if None): the first batch of every
         partition it leads, round robin from its drain index, up to ``max.request.size`` (the first batch
-        is always taken, even if larger)."""
+        is always taken, even if larger); a batch in retry backoff is skipped, and the drain stops at a
+        partition whose first batch may not go yet (``shouldStopDrainBatchesForPartition``). An idempotent
+        batch gets its sequence here, on its first send."""
         self.drains += 1
         if node is None:
             node = self._only_node()
@@ -213,14 +305,24 @@ class RecordAccumulator:
         size = 0
         # The partitions with a batch, in Kafka's visiting order (from the drain index, wrapping round).
         visit = sorted(nonempty, key=lambda i: i - start if i >= start else i - start + n)
+        txn = self.txn
         for i in visit:
-            dq = self._deques[parts[i]]
+            tp = parts[i]
+            dq = self._deques[tp]
             first = dq[0]
-            if drained and size + first.size_in_bytes > self.max_request_size:
+            epoch = self._leader_epochs.get(tp, -1)
+            if first.attempts and first.backing_off_ms(now_ms, epoch) > 0:
+                continue
+            if (drained and size + first.size_in_bytes > self.max_request_size) or (
+                txn is not None and txn.should_stop_drain(first)
+            ):
                 # updateDrainIndex for every partition visited: the next drain starts at the partition
-                # that did not fit...
+                # that did not fit (or may not go yet)...
                 self._drain_index[node] = i
                 return drained
+            if txn is not None and first.base_sequence == NO_SEQUENCE:
+                txn.assign_sequence(first)
+            first.leader_epoch_at_attempt = epoch
             dq.popleft()
             self._queued -= 1
             if not dq:
@@ -231,6 +333,57 @@ class RecordAccumulator:
         # ...or, after a full pass, at the last partition a pass visits (empty ones included).
         self._drain_index[node] = (start + n - 1) % n
         return drained
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: float, backoff_ms: float) -> None:
+        """``RecordAccumulator.reenqueue``: one more attempt, backing off ``backoff_ms`` from now, back at the
+        front of its deque -- in sequence order when idempotent (``insertInSequenceOrder``)."""
+        batch.attempts += 1
+        batch.last_attempt_ms = max(batch.last_attempt_ms, now_ms)
+        batch.retry_backoff_ms = backoff_ms
+        batch.closed = True
+        tp = batch.tp
+        dq = self._deques[tp]
+        if not dq:
+            node, index = self._position[tp]
+            self._nonempty[node].add(index)
+        if self.txn is None or not dq or dq[0].base_sequence == NO_SEQUENCE or dq[0].base_sequence > batch.base_sequence:
+            dq.appendleft(batch)
+        else:
+            # The sequenced batches at the front stay sorted; unsequenced (never sent) ones come after them.
+            i = 0
+            while i < len(dq) and dq[i].base_sequence != NO_SEQUENCE and dq[i].base_sequence < batch.base_sequence:
+                i += 1
+            dq.insert(i, batch)
+        self._queued += 1
+        self.drains += 1
+
+    def expired_batches(self, now_ms: float, delivery_timeout_ms: float) -> list[ProducerBatch]:
+        """``RecordAccumulator.expiredBatches``: from the front of every deque, the batches created at least
+        ``delivery.timeout.ms`` ago (``ProducerBatch.hasReachedDeliveryTimeout``)."""
+        expired: list[ProducerBatch] = []
+        for node, nonempty in self._nonempty.items():
+            parts = self._node_partitions[node]
+            for index in list(nonempty):
+                dq = self._deques[parts[index]]
+                while dq and delivery_timeout_ms <= now_ms - dq[0].created_ms:
+                    expired.append(dq.popleft())
+                    self._queued -= 1
+                if not dq:
+                    nonempty.discard(index)
+        if expired:
+            self.drains += 1
+        return expired
+
+    def oldest_created_ms(self) -> float:
+        """The creation time of the oldest queued batch (inf if none): the next delivery deadline."""
+        oldest = math.inf
+        for node, nonempty in self._nonempty.items():
+            parts = self._node_partitions[node]
+            for index in nonempty:
+                for b in self._deques[parts[index]]:
+                    if b.created_ms < oldest:
+                        oldest = b.created_ms
+        return oldest
 
     def first_waking_record(
         self,

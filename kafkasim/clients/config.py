@@ -37,6 +37,14 @@ class ProducerClientConfig:
     partitioner: str  # sticky | round_robin | random (Kafka: partitioner.class / BuiltInPartitioner)
     rate_per_s: float  # records per second (simulator workload)
     arrival: ArrivalConfig  # simulator workload
+    retries: int = 2_147_483_647  # retries
+    retry_backoff_ms: float = 100.0  # retry.backoff.ms
+    retry_backoff_max_ms: float = 1000.0  # retry.backoff.max.ms
+    delivery_timeout_ms: float = 120_000.0  # delivery.timeout.ms (already >= linger.ms + request.timeout.ms)
+    enable_idempotence: bool = True  # enable.idempotence, after ProducerConfig.postProcessAndValidateIdempotenceConfigs
+    producer_id: int = 0  # the idempotent producer's id (InitProducerId is not simulated: the builder assigns it)
+    buffer_memory: int = 33_554_432  # buffer.memory
+    max_block_ms: float = 60_000.0  # max.block.ms (how long send() waits for buffer memory)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,27 @@
   timeout"): that request fails with REQUEST_TIMED_OUT, every other request in flight on the connection
   with NETWORK_EXCEPTION, and a new connection to that broker is opened. Late responses on the old connection are never delivered (the broker still
   handles the requests; their broker-side timing stays in the request table).
-* No retries (``retries`` would re-enqueue failed batches; kafkasim reports the failure instead), no
-  idempotence, no compression; ``buffer.memory`` / ``max.block.ms`` are not modelled (``send()`` never
-  blocks); leadership is fixed for the run (no metadata refresh). Every connection of a producer shares
-  its one network path (its host's link). The client's own CPU is free.
+* Delivery semantics (``Sender.completeBatch``): a batch that fails with a retriable error (or, when
+  idempotent, one ``TransactionManager.canRetry`` accepts) is re-enqueued (``RecordAccumulator.reenqueue``)
+  while ``retries`` allow and ``delivery.timeout.ms`` has not passed since it was created, after an
+  exponential backoff with jitter (``ExponentialBackoff``, from the producer's ``<name>/retry_backoff``
+  stream); DUPLICATE_SEQUENCE_NUMBER counts as success. Batches past ``delivery.timeout.ms`` fail with
+  REQUEST_TIMED_OUT (Kafka's TimeoutException), queued or in flight (``Sender.getExpiredInflightBatches``;
+  the later response is then ignored). The application sees one outcome per batch: its final offset, or
+  its last error.
+* Idempotence (``enable.idempotence``): sequences per partition, assigned at the first drain, kept by
+  retries; epoch bumps are local (see ``transaction_manager.py``). InitProducerId is not simulated: the
+  builder gives each producer a distinct id.
+* Metadata (``metadata.py``): an invalid-metadata error or a disconnect requests an update, fetched with
+  ``fetch_metadata`` (when given) one ``metadata_round_trip_ms`` later, rate-limited by the backoff; a
+  partition without a leader holds its batches.
+* ``buffer.memory`` (``BufferPool``): a new batch takes max(batch.size, its first record) bytes until it is
+  done. When a record needs a new batch and the memory is not there, ``send()`` blocks: the application
+  waits (records intended meanwhile wait behind it, their latency counts from their intended time), every
+  queued batch becomes sendable (``RecordAccumulator.ready``: exhausted), and after ``max.block.ms`` the
+  record fails (``BufferExhaustedException``, a TimeoutException: REQUEST_TIMED_OUT, never sent).
+* No compression. Every connection of a producer shares its one network path (its host's link). The
+  client's own CPU is free.
 """
 
 from __future__ import annotations
@@ -32,9 +49,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.clients.accumulator import Partitioner, ProducerBatch, RecordAccumulator
+from kafkasim.broker.records import NO_SEQUENCE, RecordBatch, TopicPartition
+from kafkasim.clients.accumulator import (
+    RECORD_BATCH_OVERHEAD_BYTES,
+    Partitioner,
+    ProducerBatch,
+    RecordAccumulator,
+    VirtualTails,
+)
 from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
+from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, Metadata
+from kafkasim.clients.transaction_manager import RETRIABLE_ERRORS, TransactionManager
 from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import (
     API_PRODUCE,
@@ -44,6 +69,7 @@ from kafkasim.network.messages import (
 )
 from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
+from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
 from kafkasim.sim.calls import Call
 
@@ -51,6 +77,9 @@ if TYPE_CHECKING:
     from simpy import Environment
 
 NAN = float("nan")
+# CommonClientConfigs: the retry backoff's multiplier and jitter (KIP-580).
+RETRY_BACKOFF_EXP_BASE = 2
+RETRY_BACKOFF_JITTER = 0.2
 # How far RecordAccumulator.first_waking_record looks ahead before the producer acts anyway.
 MAX_LOOKAHEAD_RECORDS = 10_000
 
@@ -128,20 +157,49 @@ class Producer(NetworkClient):
         *,
         leaders: Mapping[TopicPartition, int] | None = None,
         stop_ms: float = math.inf,
+        retry_rng: random.Random | None = None,
+        fetch_metadata: Callable[[], Mapping[TopicPartition, tuple[int, int]]] | None = None,
+        metadata_round_trip_ms: float = 0.0,
     ) -> None:
         super().__init__(env, config.name, None, ids, observer, stop_ms)
         self.acks = config.acks
         self.timeout_ms = config.request_timeout_ms
         self.max_in_flight = config.max_in_flight_requests_per_connection
-        self.accumulator = RecordAccumulator(partitions, config.batch_size, float(config.linger_ms), leaders=leaders)
+        self.retries = config.retries
+        self.delivery_timeout_ms = float(config.delivery_timeout_ms)
+        rng = retry_rng if retry_rng is not None else random.Random(0)
+        self._retry_backoff = ExponentialBackoff(
+            config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms, RETRY_BACKOFF_JITTER, rng
+        )
+        layout = {tp: (leaders[tp] if leaders is not None else 0, 0) for tp in partitions}
+        self.metadata = Metadata(layout, ExponentialBackoff(
+            config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms, RETRY_BACKOFF_JITTER, rng
+        ))
+        self._fetch_metadata = fetch_metadata
+        self._metadata_round_trip_ms = metadata_round_trip_ms
+        self._metadata_fetch: Call | None = None
+        self.txn = TransactionManager(config.producer_id) if config.enable_idempotence else None
+        self.accumulator = RecordAccumulator(
+            partitions, config.batch_size, float(config.linger_ms), leaders=self.metadata.leaders(), txn=self.txn
+        )
+        self.accumulator.set_leaders(self.metadata.leaders(), {tp: epoch for tp, (_, epoch) in layout.items()})
         self._connect_to = connect
         # One connection per leader, opened in partition order (NetworkClient connects to each node it
         # has a ready batch for; every node here is one).
         self._nodes: list[NodeConnection] = []
+        self._node_by_id: dict[int, NodeConnection] = {}
         for node_id in self.accumulator.nodes:
-            node = NodeConnection(node_id, connect(node_id), lambda _e: None)
-            node.on_response = partial(self._on_response, node)
-            self._nodes.append(node)
+            self._node(node_id)
+        # BufferPool: free bytes of buffer.memory; while send() waits for memory, since when (else inf).
+        self.batch_size = config.batch_size
+        self._buffer_free = config.buffer_memory
+        self.max_block_ms = float(config.max_block_ms)
+        self._blocked_at = math.inf
+        self._block_timer: Call | None = None
+        self.buffer_exhausted = 0  # records that failed waiting for memory
+        # The delivery-timeout check: armed at or before the earliest deadline of a live batch.
+        self._expiry: Call | None = None
+        self._expiry_at = math.inf
         self.partitioner = Partitioner(config.partitioner, partitions, config.batch_size, partitioner_rng)
         self._arrivals = ArrivalProcess(config.rate_per_s, config.arrival, arrival_rng)
         self._record_size = record_size
@@ -159,6 +217,15 @@ class Producer(NetworkClient):
         self._arrival_at = math.inf
         self._append_floor = -math.inf
         self._plan_key: tuple[int, bool] | None = None
+
+    def _node(self, node_id: int) -> NodeConnection:
+        node = self._node_by_id.get(node_id)
+        if node is None:
+            node = NodeConnection(node_id, self._connect_to(node_id), lambda _e: None)
+            node.on_response = partial(self._on_response, node)
+            self._nodes.append(node)
+            self._node_by_id[node_id] = node
+        return node
 
     def start(self) -> None:
         self._next_intended = self._arrivals.first()
@@ -204,20 +271,75 @@ class Producer(NetworkClient):
                 self._draw()
             if intended > now or intended >= stop:
                 return
-            _, size = upcoming.popleft()
+            size = upcoming[0][1]
+            allocation = max(self.batch_size, size + RECORD_BATCH_OVERHEAD_BYTES)
+            if self._buffer_free < allocation and self._needs_new_batch(size):
+                # BufferPool.allocate: send() blocks until memory is freed or max.block.ms passes.
+                if self._blocked_at == math.inf:
+                    self._block(intended if intended > floor else floor)
+                return
+            if self._blocked_at < math.inf:  # memory came back: the application carries on from now
+                self._unblock()
+                floor = self._append_floor
+            upcoming.popleft()
             self.records_sent += 1
             batch_id = ids.next_batch_id
-            # A record meant for a time the application was paused is sent when it resumes.
-            _, _, new_batch = acc.append_record(
+            # A record meant for a time the application was paused (or blocked) is sent when it resumes.
+            tp, _, new_batch = acc.append_record(
                 partitioner, size, intended, intended if intended > floor else floor, batch_id
             )
             if new_batch:
                 ids.next_batch_id = batch_id + 1
+                acc.last_batch(tp).buffer_bytes = allocation
+                self._buffer_free -= allocation
+                if self._expiry_at == math.inf:  # no live batch before this one: nothing armed
+                    self._arm_expiry(intended if intended > floor else floor)
+
+    def _needs_new_batch(self, size: int) -> bool:
+        """Would the next record start a new batch? (the partitioner's choice peeked on copies)"""
+        tails = VirtualTails(self.accumulator)
+        tp = self.partitioner.partition(self.partitioner.state.copy(), tails, size)
+        return not tails.fits(tp, size)
+
+    def _block(self, since: float) -> None:
+        self._blocked_at = since
+        self.accumulator.exhausted = True
+        self.accumulator.drains += 1  # every queued batch is sendable now
+        self._block_timer = Call(self.env, max(0.0, since + self.max_block_ms - self.env.now), self._on_block_timeout)
+
+    def _unblock(self) -> None:
+        self._blocked_at = math.inf
+        self.accumulator.exhausted = False
+        self._append_floor = self.env.now
+        if self._block_timer is not None:
+            self._block_timer.cancel()
+            self._block_timer = None
+
+    def _on_block_timeout(self, _event: Any) -> None:
+        """``BufferPool.allocate`` gave up after max.block.ms: the record fails with BufferExhaustedException
+        (recorded as REQUEST_TIMED_OUT, never sent) and the application goes on with the next one."""
+        self._block_timer = None
+        if self.paused:
+            self._deferred.append(lambda: self._on_block_timeout(None))
+            return
+        intended, size = self._upcoming.popleft()
+        self.records_sent += 1
+        tp = self.partitioner.partition(self.partitioner.state.copy(), VirtualTails(self.accumulator), size)
+        batch_id = self._ids.next_batch_id
+        self._ids.next_batch_id = batch_id + 1
+        failed = ProducerBatch(tp, batch_id, self._blocked_at)
+        failed.record_count = 1
+        failed.size_in_bytes += size
+        failed.intended_ms.append(intended)
+        self.buffer_exhausted += 1
+        self._unblock()
+        self._finish(failed, Errors.REQUEST_TIMED_OUT, -1, self.env.now)
+        self._run_sender()
 
     def _plan(self) -> None:
         """Schedule an event at the first upcoming record that would wake the Sender, if any."""
-        if self.paused:
-            return  # resume() plans again
+        if self.paused or self._blocked_at < math.inf:
+            return  # resume() plans again; a blocked send() waits for memory, not for a time
         # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
         # in-flight room can change which record wakes the Sender.
         max_in_flight = self.max_in_flight
@@ -228,7 +350,10 @@ class Producer(NetworkClient):
         self._plan_key = key
         target = (
             self.accumulator.first_waking_record(
-                self.partitioner, self._upcoming, self._draw, MAX_LOOKAHEAD_RECORDS
+                # Look no further than the records whose new batches surely fit in the free memory: the
+                # one that would block must get its own event.
+                self.partitioner, self._upcoming, self._draw,
+                max(1, min(MAX_LOOKAHEAD_RECORDS, self._buffer_free // max(1, self.batch_size) - 1)),
             )
             if can_send
             else math.inf
@@ -263,6 +388,12 @@ class Producer(NetworkClient):
         now = self.env.now
         self._catch_up(now)
         acc = self.accumulator
+        txn = self.txn
+        if txn is not None and txn.bump_epoch_if_needed():
+            acc.drains += 1  # sequences were rewritten: what may be drained changed
+        if now + _DEADLINE_TOLERANCE_MS >= self._expiry_at:
+            self._expire_batches(now)
+        self._maybe_update_metadata(now)
         max_in_flight = self.max_in_flight
         sending = True
         while sending:
@@ -276,8 +407,10 @@ class Producer(NetworkClient):
                 if delay > 0:
                     self._wake_at(now + delay)
                     continue
-                self._send_request(node, acc.drain(node.node_id), now)
-                sending = True
+                batches = acc.drain(node.node_id, now)
+                if batches:  # empty when the first partition visited holds its batch back (idempotence)
+                    self._send_request(node, batches, now)
+                    sending = True
         self._plan()
 
     def _wake_at(self, t: float) -> None:
@@ -312,6 +445,7 @@ class Producer(NetworkClient):
         for b in batches:
             b.send_ms = now
             b.request_id = request_id
+            b.sends += 1
         node.connection.send(envelope)
         if self.acks == 0:
             # Completed once written to the socket; the offsets are unknown to an acks=0 producer.
@@ -327,6 +461,8 @@ class Producer(NetworkClient):
         if self.paused:
             self._deferred.append(lambda: self._on_response(node, envelope))
             return
+        # The records intended before now were sent before this response frees any buffer memory.
+        self._catch_up(self.env.now)
         # Responses come back in order on one connection (the broker mutes it while one is processed).
         in_flight = node.in_flight
         index = next((i for i, (sent, _) in enumerate(in_flight) if sent is envelope), -1)
@@ -339,15 +475,137 @@ class Producer(NetworkClient):
         for b in batches:
             status = statuses.get(b.tp)
             error = status.error if status is not None else Errors.UNKNOWN_SERVER_ERROR
-            base = status.base_offset if status is not None and error == Errors.NONE else -1
-            self._observer.batch_finished(self.name, self.acks, b, now, error, base)
+            ok = error == Errors.NONE or error == Errors.DUPLICATE_SEQUENCE_NUMBER
+            base = status.base_offset if status is not None and ok else -1
+            log_start = status.log_start_offset if status is not None else -1
+            self._complete_batch(b, error, base, log_start, now)
         self._observer.request_finished(envelope)
         self._run_sender()
 
     def _complete(self, envelope: RequestEnvelope, batches: list[ProducerBatch], error: Errors, now: float) -> None:
+        """Every batch of a request that got no response (acks=0 sent, or its connection failed)."""
         for b in batches:
-            self._observer.batch_finished(self.name, self.acks, b, now, error, -1)
+            self._complete_batch(b, error, -1, -1, now)
         self._observer.request_finished(envelope)
+
+    def _complete_batch(self, b: ProducerBatch, error: Errors, base_offset: int, log_start_offset: int,
+                        now: float) -> None:
+        """``Sender.completeBatch``: success (DUPLICATE_SEQUENCE_NUMBER included), retry or failure."""
+        txn = self.txn
+        if error == Errors.NONE or error == Errors.DUPLICATE_SEQUENCE_NUMBER:
+            if txn is not None and b.base_sequence != NO_SEQUENCE:
+                txn.handle_completed(b, base_offset + b.record_count - 1 if base_offset >= 0 else -1)
+            if not b.done:
+                self._finish(b, Errors.NONE, base_offset, now)
+            return
+        if error in INVALID_METADATA_ERRORS:
+            self.metadata.request_update()
+        if self._can_retry(b, error, log_start_offset, now):
+            # Kafka's reenqueueBatch: the next attempt waits backoff(attempts - 1) after this one.
+            self.accumulator.reenqueue(b, now, self._retry_backoff.backoff(b.attempts))
+            return
+        # failBatch(batch, response, adjustSequenceNumbers = attempts < retries): a batch the broker refused
+        # gives its sequences back to the batches after it.
+        if txn is not None:
+            txn.handle_failed(b, error, b.attempts < self.retries)
+        if not b.done:
+            self._finish(b, error, -1, now)
+
+    def _can_retry(self, b: ProducerBatch, error: Errors, log_start_offset: int, now: float) -> bool:
+        """``Sender.canRetry``: not past the delivery timeout, attempts left, not done, and a retriable error
+        (idempotent: ``TransactionManager.canRetry``)."""
+        if self.delivery_timeout_ms <= now - b.created_ms or b.attempts >= self.retries or b.done:
+            return False
+        if self.acks == 0:
+            return False  # no response: an acks=0 batch is done once sent
+        txn = self.txn
+        return txn.can_retry(b, error, log_start_offset) if txn is not None else error in RETRIABLE_ERRORS
+
+    def _finish(self, b: ProducerBatch, error: Errors, base_offset: int, now: float) -> None:
+        b.done = True
+        if b.buffer_bytes:  # BufferPool.deallocate
+            self._buffer_free += b.buffer_bytes
+            b.buffer_bytes = 0
+        self._observer.batch_finished(self.name, self.acks, b, now, error, base_offset)
+
+    # --- delivery timeout --------------------------------------------------------------------------
+
+    def _arm_expiry(self, created_ms: float) -> None:
+        at = created_ms + self.delivery_timeout_ms
+        if self._expiry is not None:
+            if at >= self._expiry_at:
+                return
+            self._expiry.cancel()
+        self._expiry_at = at
+        self._expiry = Call(self.env, max(0.0, at - self.env.now), self._on_expiry)
+
+    def _on_expiry(self, _event: Any) -> None:
+        self._expiry = None  # _expiry_at stays: _run_sender sees the deadline reached
+        if self.paused:
+            self._deferred.append(lambda: self._on_expiry(None))
+            return
+        self._run_sender()
+
+    def _expire_batches(self, now: float) -> None:
+        """``Sender.sendProducerData``: fail the batches past ``delivery.timeout.ms``, in flight
+        (``getExpiredInflightBatches``) and queued (``RecordAccumulator.expiredBatches``), with Kafka's
+        TimeoutException (REQUEST_TIMED_OUT); an expired batch that had been retried leaves its partition's
+        sequence unresolved (``markSequenceUnresolved``). Then re-arm at the next deadline."""
+        timeout = self.delivery_timeout_ms
+        txn = self.txn
+        expired = [
+            b for node in self._nodes for _, batches in node.in_flight for b in batches
+            if not b.done and timeout <= now - b.created_ms + _DEADLINE_TOLERANCE_MS
+        ]
+        expired.extend(self.accumulator.expired_batches(now + _DEADLINE_TOLERANCE_MS, timeout))
+        for b in expired:
+            if txn is not None:
+                txn.handle_failed(b, Errors.REQUEST_TIMED_OUT, False)
+                if b.attempts > 0:
+                    txn.mark_sequence_unresolved(b)
+            self._finish(b, Errors.REQUEST_TIMED_OUT, -1, now)
+        oldest = self.accumulator.oldest_created_ms()
+        for node in self._nodes:
+            for _, batches in node.in_flight:
+                for b in batches:
+                    if not b.done and b.created_ms < oldest:
+                        oldest = b.created_ms
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        self._expiry_at = math.inf
+        if oldest < math.inf:
+            self._arm_expiry(oldest)
+
+    # --- metadata ----------------------------------------------------------------------------------
+
+    def _maybe_update_metadata(self, now: float) -> None:
+        """``NetworkClient.DefaultMetadataUpdater.maybeUpdate``: one refresh at a time, when requested and
+        the backoff allows (``Metadata.timeToAllowUpdate``)."""
+        if self._fetch_metadata is None or self._metadata_fetch is not None:
+            return
+        wait = self.metadata.time_to_next_update(now)
+        if wait == math.inf:
+            return
+        if wait > 0:
+            self._wake_at(now + wait)
+            return
+        self.metadata.refresh_started()
+        self._metadata_fetch = Call(self.env, self._metadata_round_trip_ms, self._on_metadata)
+
+    def _on_metadata(self, _event: Any) -> None:
+        if self.paused:
+            self._deferred.append(lambda: self._on_metadata(None))
+            return
+        self._metadata_fetch = None
+        assert self._fetch_metadata is not None
+        changed = self.metadata.update(self._fetch_metadata(), self.env.now)
+        if changed:
+            metadata = self.metadata
+            self.accumulator.set_leaders(metadata.leaders(), {tp: metadata.leader_epoch(tp) for tp in changed})
+            for node_id in self.accumulator.nodes:
+                self._node(node_id)
+        self._run_sender()
 
     def _arm_timeout_check(self, node: NodeConnection) -> None:
         # One timer per connection for its oldest in-flight request rather than one per request.
@@ -371,6 +629,7 @@ class Producer(NetworkClient):
         # land one ulp short of it; without the tolerance the check re-arms with delay 0 forever.
         deadline = node.in_flight[0][0].client_send_ms + self.timeout_ms if node.in_flight else math.inf
         if now + _DEADLINE_TOLERANCE_MS >= deadline:
+            self._catch_up(now)
             self._disconnect(node, now)
             self._run_sender()
         if node.timeout_check is None:
@@ -386,6 +645,7 @@ class Producer(NetworkClient):
             self._complete(envelope, batches, error, now)
         node.connection.close()
         node.connection = self._connect_to(node.node_id)
+        self.metadata.request_update()  # DefaultMetadataUpdater.handleServerDisconnect
 
     def on_resume(self) -> None:
         self._append_floor = self.env.now

@@ -164,6 +164,26 @@ def client_errors_table(summary: Mapping[str, Any]) -> Table | None:
     return table if table.row_count else None
 
 
+def delivery_table(summary: Mapping[str, Any]) -> Table | None:
+    """Per producer, its batches per outcome and per number of attempts (summary per_client) -- only when
+    some batch was retried, failed or written twice: otherwise every batch was acknowledged first time."""
+    producers: Mapping[str, Any] = (summary.get("per_client") or {}).get("producers") or {}
+    table = Table(title="Producer delivery (batches)",
+                  title_justify="left", title_style="bold", box=None, show_header=False, pad_edge=False,
+                  padding=(0, 2, 0, 0))
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for name, data in producers.items():
+        outcomes: Mapping[str, int] = data.get("outcomes") or {}
+        attempts: Mapping[str, int] = data.get("attempts") or {}
+        if set(outcomes) <= {"acknowledged", "sent"} and set(attempts) <= {"1"}:
+            continue
+        listed = [f"{count(n)} {outcome}" for outcome, n in outcomes.items()]
+        listed.append("attempts " + ", ".join(f"{k}: {count(n)}" for k, n in attempts.items()))
+        table.add_row(name, ", ".join(listed))
+    return table if table.row_count else None
+
+
 def counters_table(counters: Mapping[str, Any]) -> Table:
     """ISR changes and expirations per purgatory (Kafka's ExpiresPerSec meters, as totals)."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
@@ -222,6 +242,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     errors = client_errors_table(summary)
     if errors is not None:
         items.extend((errors, Text("")))
+    delivery = delivery_table(summary)
+    if delivery is not None:
+        items.extend((delivery, Text("")))
     items.append(counters_table(summary.get("counters") or {}))
     return Group(*items)
 

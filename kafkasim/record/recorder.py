@@ -103,7 +103,10 @@ class RequestRow(Protocol):
 
 
 class BatchTrace:
-    """One produced batch's row. `offset` is the base offset the leader assigned, -1 if never appended."""
+    """One produced batch's row. `offset` is the base offset the leader assigned, -1 if never appended.
+    `attempts` is how many times the producer sent it (1 + retries); `duplicated` is set when a consumer
+    read the batch at another offset than the acknowledged one (written twice: a non-idempotent retry after
+    a lost response)."""
 
     __slots__ = (
         "batch_id",
@@ -121,6 +124,8 @@ class BatchTrace:
         "error",
         "request_id",
         "consumed",
+        "attempts",
+        "duplicated",
     )
 
     def __init__(
@@ -139,6 +144,7 @@ class BatchTrace:
         offset: int = -1,
         error: int = 0,
         request_id: int = -1,
+        attempts: int = 1,
     ) -> None:
         self.batch_id = batch_id
         self.producer = producer
@@ -156,6 +162,8 @@ class BatchTrace:
         self.request_id = request_id
         # consumer name -> first receive time; filled by Recorder.batch_consumed
         self.consumed: dict[str, float] = {}
+        self.attempts = attempts
+        self.duplicated = False
 
     def __repr__(self) -> str:
         return f"BatchTrace(#{self.batch_id} {self.topic}-{self.partition}@{self.offset})"
@@ -226,8 +234,27 @@ def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+OUTCOMES = ("acknowledged", "sent", "failed", "duplicated")
+"""A batch's outcome as the application saw it, plus what the log shows: `acknowledged` (the producer got
+its offset), `sent` (acks=0: done once written to the socket), `failed` (its last error: a non-retriable one,
+or REQUEST_TIMED_OUT when delivery.timeout.ms expired), `duplicated` (acknowledged, but a consumer also read
+a second copy at another offset)."""
+
+
+def _outcome(b: BatchTrace) -> str:
+    if b.error:
+        return "failed"
+    if b.duplicated:
+        return "duplicated"
+    return "sent" if b.acks == 0 else "acknowledged"
+
+
 def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd.DataFrame:
-    """The `records` table: one row per batch, a `consumed_ms:<consumer>` column per consumer."""
+    """The `records` table: one row per batch, a `consumed_ms:<consumer>` column per consumer.
+
+    `attempts` is how many times the batch was sent; `outcome` one of ``OUTCOMES``; `lost_after_ack` is
+    reserved for acknowledged records a later leader no longer has (always False for now: detecting it is
+    the engine's job once leadership can move)."""
     errors, _ = _error_columns(batches)
     columns: dict[str, Any] = {
         "batch_id": _column(batches, "batch_id", np.int64),
@@ -244,6 +271,9 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
         "ack_ms": _column(batches, "ack_ms", np.float64),
         "error": errors,
         "request_id": _column(batches, "request_id", np.int64),
+        "attempts": _column(batches, "attempts", np.int32),
+        "outcome": pd.Categorical([_outcome(b) for b in batches], categories=OUTCOMES),
+        "lost_after_ack": np.zeros(len(batches), dtype=bool),
     }
     columns["produce_latency_ms"] = columns["ack_ms"] - columns["first_intended_ms"]
     first = np.full(len(batches), np.nan)
@@ -353,6 +383,8 @@ class Recorder:
 
         self._pending_batches: dict[int, BatchTrace] = {}
         self._early_consumption: dict[int, dict[str, float]] = {}
+        # Offsets at which batches were read before their producer finished them (a second one is a copy).
+        self._early_offsets: dict[int, set[int]] = {}
         self._finished_batches: list[BatchTrace] = []
 
         self._ts_time: list[float] = []
@@ -375,6 +407,9 @@ class Recorder:
 
     def finish_batch(self, batch: BatchTrace) -> None:
         """The producer is done with the batch (acknowledged, failed, or sent with acks=0)."""
+        offsets = self._early_offsets.pop(batch.batch_id, None) if self._early_offsets else None
+        if offsets is not None and batch.offset >= 0 and any(o != batch.offset for o in offsets):
+            batch.duplicated = True
         early = self._early_consumption.pop(batch.batch_id, None)
         if early:
             for consumer, t in early.items():
@@ -384,10 +419,15 @@ class Recorder:
         else:
             self._pending_batches[batch.batch_id] = batch
 
-    def batch_consumed(self, batch_id: int, consumer: str, receive_ms: float) -> None:
-        """`consumer` received the batch at `receive_ms`; only the first time counts."""
+    def batch_consumed(self, batch_id: int, consumer: str, receive_ms: float, base_offset: int = -1) -> None:
+        """`consumer` received the batch at `receive_ms` (at `base_offset`, -1 if unknown); only the first time
+        counts. The same batch at two offsets was written twice: its row is marked duplicated."""
         batch = self._pending_batches.get(batch_id)
+        if batch is not None and base_offset >= 0 and batch.offset >= 0 and base_offset != batch.offset:
+            batch.duplicated = True
         if batch is None:
+            if base_offset >= 0:
+                self._early_offsets.setdefault(batch_id, set()).add(base_offset)
             # Not finished by its producer yet (a consumer can see data before the producer's ack
             # arrives), or already written because every reader had it: then this is a re-read.
             self._early_consumption.setdefault(batch_id, {}).setdefault(consumer, receive_ms)

@@ -101,6 +101,7 @@ class RunRecorder(Observer):
             base_offset,
             int(error),
             batch.request_id,
+            batch.sends,
         )
 
     def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:
@@ -119,7 +120,7 @@ class RunRecorder(Observer):
         if pending is not None:
             pending.offset = batch.base_offset
             self.recorder.finish_batch(pending)
-        self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms)
+        self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms, batch.base_offset)
 
     # --- end of run --------------------------------------------------------------------------------
 

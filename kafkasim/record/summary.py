@@ -136,7 +136,21 @@ def _producer_summary(requests: pd.DataFrame, batches: pd.DataFrame) -> dict[str
         "from_intended": percentiles(_floats(ok, "ack_ms") - _floats(ok, "first_intended_ms")),
         "from_send": percentiles(_floats(ok, "ack_ms") - _floats(ok, "send_ms")),
         "e2e": percentiles(_floats(batches, "e2e_latency_ms")),
+        **_delivery(batches),
         "broker": _breakdown(requests),
+    }
+
+
+def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
+    """The batches per outcome (acknowledged, sent, failed, duplicated: the records table's `outcome`) and
+    per number of attempts (1 = no retry)."""
+    if "outcome" not in batches.columns:
+        return {}
+    outcomes = batches["outcome"].astype(str).value_counts()
+    attempts = batches["attempts"].value_counts()
+    return {
+        "outcomes": {str(k): int(outcomes[k]) for k in sorted(outcomes.index)},
+        "attempts": {str(int(k)): int(attempts[k]) for k in sorted(attempts.index)},
     }
 
 

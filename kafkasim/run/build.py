@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from kafkasim.sim.clock import SimClock
 
 LEADER_ID = 0
+PRODUCER_ID_SPACING = 1000  # producer ids: 1000, 2000, ... in scenario order
 
 
 def client_deadlines(scenario: Scenario, layout: ClusterLayout | None = None) -> dict[str, float]:
@@ -106,7 +107,7 @@ def broker_state_config(scenario: Scenario, broker_id: int = LEADER_ID) -> Broke
     )
 
 
-def producer_config_of(p: ProducerConfig) -> ProducerClientConfig:
+def producer_config_of(p: ProducerConfig, producer_id: int = 0) -> ProducerClientConfig:
     arrival = p.arrival
     return ProducerClientConfig(
         name=p.name,
@@ -123,6 +124,14 @@ def producer_config_of(p: ProducerConfig) -> ProducerClientConfig:
             off_ms=float(getattr(arrival, "off", 0.0)),
             pattern=getattr(arrival, "pattern", arrival.type),
         ),
+        retries=p.retries,
+        retry_backoff_ms=float(p.retry_backoff_ms),
+        retry_backoff_max_ms=float(p.retry_backoff_max_ms),
+        delivery_timeout_ms=float(p.delivery_timeout_ms),
+        enable_idempotence=p.enable_idempotence,
+        producer_id=producer_id,
+        buffer_memory=p.buffer_memory,
+        max_block_ms=float(p.max_block_ms),
     )
 
 
@@ -391,13 +400,21 @@ def build(
         c.client_paths[name] = list(paths.values())
         return lambda broker_id: connect_to(broker_id, name, paths[broker_id])
 
-    for p_cfg in scenario.producers:
+    def fixed_layout(topic: str) -> Callable[[], dict[TopicPartition, tuple[int, int]]]:
+        # The client's metadata refresh: leadership is fixed for the run (leader epoch 0) until the
+        # controller is wired in, so a refresh never moves anything.
+        layout = {tp: (leaders[tp], 0) for tp in partitions_by_topic[topic]}
+        return lambda: layout
+
+    for index, p_cfg in enumerate(scenario.producers):
         assert p_cfg.link is not None
         connect = client_paths(p_cfg.name, p_cfg.link, p_cfg.topic)
         c.producers.append(
             Producer(
                 env,
-                producer_config_of(p_cfg),
+                # Distinct producer ids (InitProducerId is not simulated), spaced so that a new id after an
+                # epoch overflow never collides with another producer's.
+                producer_config_of(p_cfg, producer_id=PRODUCER_ID_SPACING * (index + 1)),
                 partitions_by_topic[p_cfg.topic],
                 connect,
                 zero_arg_sampler(p_cfg.record_size, streams.stream(f"{p_cfg.name}/record_size")),
@@ -406,6 +423,8 @@ def build(
                 ids,
                 observer,
                 leaders=leaders,
+                retry_rng=streams.stream(f"{p_cfg.name}/retry_backoff"),
+                fetch_metadata=fixed_layout(p_cfg.topic),
             )
         )
     for c_cfg in scenario.consumers:

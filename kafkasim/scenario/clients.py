@@ -92,7 +92,31 @@ class ProducerConfig(ScenarioModel):
     request_timeout_ms: KafkaMs = Field(default=30_000, alias="request.timeout.ms", ge=0, le=INT32_MAX)
     """Sent as the produce request's timeout: the DelayedProduce delay (ReplicaManager.appendRecords)."""
     delivery_timeout_ms: KafkaMs = Field(default=120_000, alias="delivery.timeout.ms", ge=0, le=INT32_MAX)
-    """Must be >= linger.ms + request.timeout.ms; when left out Kafka raises it to that sum, and so do we."""
+    """How long a record may take from send() to its acknowledgement, retries included; then it fails
+    (TimeoutException, recorded as REQUEST_TIMED_OUT), whether queued or in flight. Must be >= linger.ms +
+    request.timeout.ms; when left out Kafka raises it to that sum (KafkaProducer.configureDeliveryTimeout),
+    and so do we (the resolved scenario shows the raised value)."""
+    retries: int = Field(default=INT32_MAX, ge=0, le=INT32_MAX)
+    """How many times a failed batch is re-sent after a retriable error (Kafka's default: Integer.MAX_VALUE,
+    so delivery.timeout.ms is the real bound). 0 reports the first error."""
+    retry_backoff_ms: KafkaMs = Field(default=100, alias="retry.backoff.ms", ge=0, le=INT32_MAX)
+    """The first retry's backoff; each later one doubles, with +/-20% jitter (KIP-580 ExponentialBackoff)."""
+    retry_backoff_max_ms: KafkaMs = Field(default=1000, alias="retry.backoff.max.ms", ge=0, le=INT32_MAX)
+    """The cap of the retry backoff (applied after the jitter); also paces metadata refreshes."""
+    buffer_memory: KafkaBytes = Field(default=33_554_432, alias="buffer.memory", ge=0)
+    """Bytes the producer may hold in batches not yet done (BufferPool); each new batch takes batch.size (or
+    its first record, if larger). When it is used up, send() blocks: the open-loop arrivals wait (their
+    latency still counts from their intended time) and every queued batch is sent at once."""
+    max_block_ms: KafkaMs = Field(default=60_000, alias="max.block.ms", ge=0, le=INT32_MAX)
+    """How long send() waits for buffer memory; then the record fails (BufferExhaustedException, a
+    TimeoutException: REQUEST_TIMED_OUT in the records table, attempts 0)."""
+    enable_idempotence: bool = Field(default=True, alias="enable.idempotence")
+    """Idempotent producer (Kafka's default): per-partition sequence numbers let the leader drop a retried
+    batch it already has, so retries write each record once and in order. It needs acks=all, retries > 0
+    and max.in.flight.requests.per.connection <= 5: set explicitly to true with another value, that is an
+    error; left out, idempotence is silently turned off (ProducerConfig.postProcessAndValidateIdempotenceConfigs),
+    e.g. an acks=1 producer is not idempotent, and the resolved scenario shows false. The producer id is
+    assigned per producer (InitProducerId is not simulated)."""
     partitioner: Literal["sticky", "round_robin", "random"] = "sticky"
     """How records pick a partition: sticky (Kafka's default for records without a key: fill a batch for
     one partition, then move on), round_robin (one record each in turn), random (uniform per record)."""
@@ -115,6 +139,27 @@ class ProducerConfig(ScenarioModel):
                 message = f"must be >= linger.ms + request.timeout.ms ({needed}), as Kafka requires"
                 fail_at([(("delivery.timeout.ms",), message)])
             object.__setattr__(self, "delivery_timeout_ms", needed)
+        return self
+
+    @model_validator(mode="after")
+    def _idempotence(self) -> ProducerConfig:
+        # ProducerConfig.postProcessAndValidateIdempotenceConfigs: a conflict with an explicit
+        # enable.idempotence=true is a ConfigException; with the default, idempotence is turned off.
+        if not self.enable_idempotence:
+            return self
+        conflicts: list[tuple[tuple[str, ...], str]] = []
+        if self.retries == 0:
+            conflicts.append((("retries",), "must be non-zero when enable.idempotence is true (allowed: 1 and more)"))
+        if self.acks != -1:
+            conflicts.append((("acks",), "must be all when enable.idempotence is true, otherwise idempotence "
+                                         "cannot be guaranteed (allowed: all, -1)"))
+        if self.max_in_flight_requests_per_connection > 5:
+            conflicts.append((("max.in.flight.requests.per.connection",),
+                              "must be at most 5 when enable.idempotence is true (allowed: 1 to 5)"))
+        if conflicts:
+            if "enable_idempotence" in self.model_fields_set:
+                fail_at(conflicts)
+            object.__setattr__(self, "enable_idempotence", False)
         return self
 
 

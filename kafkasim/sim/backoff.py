@@ -22,9 +22,12 @@ import sys
 class ExponentialBackoff:
     """``ExponentialBackoff(initialInterval, multiplier, maxInterval, jitter)``; ``backoff(attempts)`` in ms."""
 
-    __slots__ = ("initial_interval", "multiplier", "max_interval", "jitter", "exp_max")
+    __slots__ = ("initial_interval", "multiplier", "max_interval", "jitter", "exp_max", "rng")
 
-    def __init__(self, initial_interval: int, multiplier: int, max_interval: int, jitter: float) -> None:
+    def __init__(
+        self, initial_interval: float, multiplier: float, max_interval: float, jitter: float,
+        rng: random.Random | None = None,
+    ) -> None:
         if jitter < 0 or jitter > 1:
             raise ValueError("jitter must be between 0 and 1")
         self.initial_interval = min(max_interval, initial_interval)
@@ -36,16 +39,24 @@ class ExponentialBackoff:
             if max_interval > self.initial_interval
             else 0.0
         )
+        # The stream the jitter is drawn from when ``backoff`` is not given one.
+        self.rng = rng
 
-    def backoff(self, attempts: int, rng: random.Random) -> int:
-        """Kafka's ``backoff(attempts)``: the (long) delay in ms; draws from ``rng`` only when jittered."""
+    def backoff(self, attempts: int, rng: random.Random | None = None) -> float:
+        """Kafka's ``backoff(attempts)``: the delay in whole ms (a Java long); draws one jitter factor from
+        ``rng`` (default: the backoff's own stream) when jittered."""
         if self.exp_max == 0:
             return self.initial_interval
         exp = min(float(attempts), self.exp_max)
         term = self.initial_interval * self.multiplier**exp
         jitter = self.jitter
         # ThreadLocalRandom.nextDouble(origin, bound): uniform in [origin, bound).
-        factor = 1.0 if jitter < sys.float_info.min else rng.uniform(1 - jitter, 1 + jitter)
+        if jitter < sys.float_info.min:
+            factor = 1.0
+        else:
+            stream = rng if rng is not None else self.rng
+            assert stream is not None, "a jittered ExponentialBackoff needs a random stream"
+            factor = stream.uniform(1 - jitter, 1 + jitter)
         return min(int(factor * term), self.max_interval)
 
     def __repr__(self) -> str:

@@ -93,3 +93,22 @@ def test_failed_requests_are_listed_per_client_by_error_name() -> None:
     listed = ", ".join(f"{n:,} {name}" for name, n in errors.items())
     timeouts = summary["per_client"]["producers"]["orders-acks-all"]["client_timeouts"]
     assert lines[at + 1].split(None, 1) == ["orders-acks-all", f"{listed}, {timeouts:,} client timeouts"]
+
+
+def test_the_delivery_table_lists_producers_with_retries_failures_or_duplicates() -> None:
+    summary = {"per_client": {"producers": {
+        "quiet": {"outcomes": {"acknowledged": 10}, "attempts": {"1": 10}},
+        "retried": {"outcomes": {"acknowledged": 9, "failed": 1}, "attempts": {"1": 7, "2": 2, "31": 1}},
+    }}}
+    console = Console(file=StringIO(), width=80)
+    print_summary(console, summary, "s")
+    printed = console.file.getvalue()  # type: ignore[attr-defined]
+    lines = printed.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Producer delivery"))
+    assert lines[start + 1].split() == ["retried", "9", "acknowledged,", "1", "failed,", "attempts", "1:", "7,", "2:",
+                                        "2,", "31:", "1"]
+    assert lines[start + 2].strip() == ""  # "quiet" (every batch acknowledged first time) is not listed
+    # Nothing retried, failed or duplicated: no table.
+    console = Console(file=StringIO(), width=80)
+    print_summary(console, {"per_client": {"producers": {"quiet": summary["per_client"]["producers"]["quiet"]}}}, "s")
+    assert "Producer delivery" not in console.file.getvalue()  # type: ignore[attr-defined]

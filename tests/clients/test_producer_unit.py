@@ -1,5 +1,6 @@
 """``Producer`` (its Sender and NetworkClient side) on a bare SimPy environment, re-expressing the cases of
-Kafka's ``SenderTest`` that apply to kafkasim's producer (no retries, no idempotence, one broker).
+Kafka's ``SenderTest`` that apply to kafkasim's producer with ``retries = 0`` and no idempotence (the
+retry and idempotence cases are in ``test_delivery.py``).
 
 No engine and no scenario: the producer gets its frozen config, a scripted connection (the test decides
 when each response arrives, and sees every connection the producer opens) and an ``Observer`` that keeps
@@ -48,7 +49,10 @@ class Reports(Observer):
 
 class Harness:
     def __init__(self, *, acks: int = -1, linger_ms: float = 0.0, batch_size: int = 16_384, max_in_flight: int = 5,
-                 request_timeout_ms: int = 30_000, stop_ms: float = math.inf) -> None:
+                 request_timeout_ms: int = 30_000, stop_ms: float = math.inf, retries: int = 0,
+                 enable_idempotence: bool = False, delivery_timeout_ms: float = 120_000.0, gap_ms: float = GAP_MS,
+                 fetch_metadata: Any = None, metadata_round_trip_ms: float = 0.0, buffer_memory: int = 33_554_432,
+                 max_block_ms: float = 60_000.0) -> None:
         self.env = simpy.Environment()
         self.sent: list[RequestEnvelope] = []
         self.connections: list[ScriptedConnection] = []
@@ -61,12 +65,18 @@ class Harness:
             max_in_flight_requests_per_connection=max_in_flight,
             request_timeout_ms=request_timeout_ms,
             partitioner="sticky",
-            rate_per_s=1000.0 / GAP_MS,
+            rate_per_s=1000.0 / gap_ms,
             arrival=ArrivalConfig("constant"),
+            retries=retries,
+            enable_idempotence=enable_idempotence,
+            delivery_timeout_ms=delivery_timeout_ms,
+            buffer_memory=buffer_memory,
+            max_block_ms=max_block_ms,
         )
         self.producer = Producer(
             self.env, config, [TP], self._connect, lambda: float(RECORD), random.Random(1), random.Random(2),
-            IdSource(), self.reports, stop_ms=stop_ms,
+            IdSource(), self.reports, stop_ms=stop_ms, retry_rng=random.Random(3), fetch_metadata=fetch_metadata,
+            metadata_round_trip_ms=metadata_round_trip_ms,
         )
         self.producer.start()
 
@@ -81,6 +91,15 @@ class Harness:
     def respond(self, envelope: RequestEnvelope, base_offset: int) -> None:
         """The broker's response to ``envelope`` arrives now."""
         envelope.response = {tp: PartitionResponse(Errors.NONE, base_offset) for tp in envelope.body.entries}
+        envelope.client_receive_ms = self.env.now
+        envelope.on_response(envelope)
+
+    def respond_with(self, envelope: RequestEnvelope, error: Errors, base_offset: int = -1,
+                     log_start_offset: int = -1) -> None:
+        """The broker's response to ``envelope`` arrives now, with ``error`` for every partition."""
+        envelope.response = {
+            tp: PartitionResponse(error, base_offset, log_start_offset=log_start_offset) for tp in envelope.body.entries
+        }
         envelope.client_receive_ms = self.env.now
         envelope.on_response(envelope)
 
@@ -198,7 +217,7 @@ def test_one_connection_per_leader_with_its_own_in_flight_limit_and_timeout() ->
     config = ProducerClientConfig(
         name="p1", acks=-1, linger_ms=0.0, batch_size=RECORD, max_in_flight_requests_per_connection=1,
         request_timeout_ms=100, partitioner="round_robin", rate_per_s=1000.0 / GAP_MS,
-        arrival=ArrivalConfig("constant"),
+        arrival=ArrivalConfig("constant"), retries=0, enable_idempotence=False,
     )
     producer = Producer(env, config, [a, b], connect, lambda: float(RECORD), random.Random(1), random.Random(2),
                         IdSource(), reports, leaders={a: 0, b: 1}, stop_ms=4.5)

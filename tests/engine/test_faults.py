@@ -131,11 +131,15 @@ def test_dropped_consumer_fetch_times_out_and_the_consumer_carries_on() -> None:
     assert len(late) >= 5 and np.isfinite(late["consumed_ms:c1"].to_numpy(dtype=float)).all()
 
 
-def test_dropped_produce_response_times_out_on_the_client() -> None:
+@pytest.mark.parametrize("retries", [0, None])
+def test_dropped_produce_response_times_out_on_the_client(retries: int | None) -> None:
+    keys: dict[str, object] = {"request.timeout.ms": 500}
+    if retries is not None:
+        keys["retries"] = retries
     result = run_scenario(
         scenario(
             duration="3s",
-            producers=[producer("p1", **{"request.timeout.ms": 500})],
+            producers=[producer("p1", **keys)],
             faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
         )
     )
@@ -146,7 +150,14 @@ def test_dropped_produce_response_times_out_on_the_client() -> None:
     assert np.isfinite(timed_out["end_ms"].to_numpy(dtype=float)).all()
     assert np.isnan(timed_out["client_receive_ms"].to_numpy(dtype=float)).all()
     failed = result.records[result.records["error"] == int(Errors.REQUEST_TIMED_OUT)]
-    assert len(failed) >= 1
+    if retries == 0:
+        # retries=0 (Kafka's behaviour before KIP-91's defaults): the timeout is the batch's outcome.
+        assert len(failed) >= 1 and (result.records.loc[failed.index, "outcome"] == "failed").all()
+    else:
+        # Kafka's default (retries = Integer.MAX_VALUE): the timed-out batches are sent again and acknowledged.
+        assert len(failed) == 0
+        retried = result.records[result.records["attempts"] >= 2]
+        assert len(retried) >= 1 and (retried["outcome"] == "acknowledged").all()
 
 
 @pytest.mark.parametrize("pause", ["30.5s", "31s", "40s"])
@@ -193,3 +204,23 @@ def test_follower_fetch_is_answered_when_its_response_arrives_not_when_a_slow_ap
     assert last["client_receive_ms"] < 4_000 and last["client_send_ms"] + 30_000 < 34_000
     assert last["error"] == int(Errors.NONE) and not last["client_timeout"]
     assert engine.components.followers[0].unfinished() == []
+
+
+def test_a_non_idempotent_retry_after_a_lost_response_is_recorded_as_duplicated() -> None:
+    # acks=1 turns the default idempotence off (ProducerConfig.postProcessAndValidateIdempotenceConfigs):
+    # the batches whose responses were dropped are appended, time out on the client, are sent again and
+    # appended a second time. The consumer reads both copies: the records table says duplicated.
+    result = run_scenario(
+        scenario(
+            duration="3s",
+            producers=[producer("p1", acks=1, **{"request.timeout.ms": 500})],
+            consumers=[consumer("c1")],
+            faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
+        )
+    )
+    records = result.records
+    duplicated = records[records["outcome"] == "duplicated"]
+    assert len(duplicated) >= 1
+    assert (duplicated["attempts"] >= 2).all() and (duplicated["error"] == 0).all()
+    assert (records["outcome"] != "failed").all()
+    assert result.summary["per_client"]["producers"]["p1"]["outcomes"]["duplicated"] == len(duplicated)

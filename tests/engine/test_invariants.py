@@ -89,6 +89,8 @@ def test_a_crashed_and_restarted_follower_is_not_a_violation() -> None:
     assert result.summary["counters"]["invariant_checks"] > 100
 
 
+# retries: 0 keeps the timeline this case was found with (before the producer retried): the produce
+# waiting when follower 1 crashes is the one the test watches.
 PAUSE_AND_CRASH = """
 name: pause-and-crash
 description: RF 4, min ISR 4; follower 3 paused for 1.92 s, follower 1 crashes during the pause
@@ -102,7 +104,8 @@ followers:
   link: {latency: {type: uniform, low: 0.1ms, high: 5ms}}
 producers:
   - {name: p1, topic: t0, acks: all, rate: 2000/s, linger.ms: 0, record_size: 100B, request.timeout.ms: 500,
-     max.in.flight.requests.per.connection: 1, partitioner: round_robin, delivery.timeout.ms: 1000}
+     max.in.flight.requests.per.connection: 1, partitioner: round_robin, delivery.timeout.ms: 1000,
+     retries: 0}
 consumers: []
 faults:
   - {type: crash, target: follower-1, at: 3.29s, restart_after: 2.53s}

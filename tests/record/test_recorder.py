@@ -160,3 +160,25 @@ def test_before_spool_is_asked_before_each_spool_write_and_can_stop_it():
         _finish_produce(rec, 3, 40.0)  # refused: nothing written, the rows are kept
     assert rec.spooled_rows == {"requests": 2}
     assert list(rec.tables().requests["request_id"]) == [0, 1, 2, 3]
+
+
+def test_a_batch_read_at_a_second_offset_is_recorded_as_duplicated():
+    # A non-idempotent retry after a lost response writes the batch twice: the consumer reads the first
+    # copy (offset 30) before the producer's ack names the second (offset 33), or after it.
+    rec = Recorder(["c"])
+    rec.batch_consumed(0, "c", 5.0, base_offset=30)  # before the ack
+    rec.finish_batch(_batch(0, offset=33))
+    rec.batch_consumed(0, "c", 6.0, base_offset=33)
+    rec.finish_batch(_batch(1, offset=40))
+    rec.batch_consumed(1, "c", 16.0, base_offset=36)  # after the ack
+    rec.batch_consumed(1, "c", 17.0, base_offset=40)
+    failed = _batch(2, offset=-1, ack=float("nan"))
+    failed.error = 7
+    failed.attempts = 4
+    rec.finish_batch(failed)
+    rec.finish_batch(_batch(3))
+    rec.batch_consumed(3, "c", 40.0, base_offset=9)
+    df = rec.tables().records
+    assert df["outcome"].astype(str).tolist() == ["duplicated", "duplicated", "failed", "acknowledged"]
+    assert df["attempts"].tolist() == [1, 1, 4, 1]
+    assert not df["lost_after_ack"].any()

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kafkasim.broker.errors import Errors
 from kafkasim.run import RunResult
 from kafkasim.scenario import load_scenario
 
@@ -271,20 +270,47 @@ def test_gc_paused_follower_latency_tail_of_seconds_for_acks_all_only() -> None:
 
 
 def test_min_isr_violation_errors_over_time_and_counters() -> None:
+    # The attempts' errors are in the requests table; the producer retries them (Sender.completeBatch).
     result = shipped("min_isr_violation")
     assert set(batches(result, "payments-acks-all", 1_000, 5_000)["error"]) == {0}
     isr = gauge(result, "IsrSize", "payments-0")
     shrunk_at = first_time(isr, 1.0)
     back_at = first_time(isr, 3.0, after_ms=shrunk_at)
-    refused = batches(result, "payments-acks-all", shrunk_at, back_at - 1_000)
-    assert set(refused["error"]) == {int(Errors.NOT_ENOUGH_REPLICAS)}
+    produce = requests(result, "Produce", "payments-acks-all")
+    sent = produce["client_send_ms"].to_numpy(dtype=float)
+    refused = produce[(sent >= shrunk_at) & (sent < back_at - 1_000)]
+    assert set(refused["error_name"]) == {"NOT_ENOUGH_REPLICAS"}
+    # Retried about once a second: the backoff is capped at retry.backoff.max.ms (1 s).
+    gaps = np.diff(np.sort(refused["client_send_ms"].to_numpy(dtype=float)))
+    assert len(refused) >= 20 and 900.0 <= float(np.median(gaps)) <= 1_100.0
+    before = produce[(sent >= 5_000) & (sent < shrunk_at)]
+    assert set(before["error_name"]) <= {"REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"} and len(before) > 0
     counters = result.summary["counters"]
     assert counters["isr_shrinks"] == 1 and counters["isr_expands"] == 2
     # produce_expires: the acks=all produces that waited request.timeout.ms (10 s) in the purgatory.
-    produce = requests(result, "Produce", "payments-acks-all")
     expired = produce[produce["RemoteTimeMs"] >= 9_990.0]
     assert counters["produce_expires"] == len(expired) > 0
     assert set(expired["error_name"]) == {"REQUEST_TIMED_OUT"}
+
+
+def test_min_isr_violation_acks_all_retries_turn_the_outage_into_latency() -> None:
+    # Retriable errors never reach the application before delivery.timeout.ms (120 s > the 65 s outage):
+    # every acks=all record is acknowledged, those sent during the outage at ~71 s.
+    result = shipped("min_isr_violation")
+    records = result.records
+    acks_all = records[records["producer"] == "payments-acks-all"]
+    assert set(acks_all["error"]) == {0} and "failed" not in set(acks_all["outcome"].astype(str))
+    isr = gauge(result, "IsrSize", "payments-0")
+    back_at = first_time(isr, 3.0, after_ms=first_time(isr, 1.0))
+    intended = acks_all["first_intended_ms"].to_numpy(dtype=float)
+    outage = acks_all[(intended > 5_000) & (intended < back_at - 2_000)]
+    assert (outage["ack_ms"].to_numpy(dtype=float) > back_at - 1_000).all()
+    assert 60_000.0 < outage["produce_latency_ms"].max() < 66_000.0
+    # One batch carried the retries (about one a second); the idempotent producer held the rest back,
+    # queued: they were sent once, in full batches.
+    assert outage["attempts"].max() >= 25 and (outage["attempts"] == 1).sum() >= 15
+    summary = result.summary["per_client"]["producers"]["payments-acks-all"]
+    assert "failed" not in summary["outcomes"] and int(max(summary["attempts"], key=int)) >= 25
 
 
 def test_min_isr_violation_acks_1_records_visible_only_at_70_s() -> None:

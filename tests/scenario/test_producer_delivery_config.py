@@ -1,0 +1,85 @@
+"""The producer's delivery keys: Kafka's defaults, ``KafkaProducer.configureDeliveryTimeout`` and
+``ProducerConfig.postProcessAndValidateIdempotenceConfigs`` (explicit conflicts are errors, defaulted
+idempotence turns off silently and the resolved scenario shows it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.scenario.clients import ProducerConfig
+
+from .samples import MINIMAL
+
+INT_MAX = 2_147_483_647
+
+
+def _producer(keys: str) -> ProducerConfig:
+    return load_scenario(MINIMAL + f"producers:\n  - {{name: p, topic: t, rate: 1/s{keys}}}\n").producers[0]
+
+
+def _error(tmp_path: Path, keys: str) -> list[str]:
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL + f"producers:\n  - {{name: p, topic: t, rate: 1/s{keys}}}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    return [str(p).replace(str(path), "s.yaml") for p in info.value.problems]
+
+
+def test_delivery_defaults_are_kafkas() -> None:
+    """ProducerConfig's defaults: retries Integer.MAX_VALUE, retry.backoff.ms 100, retry.backoff.max.ms 1000,
+    enable.idempotence true, delivery.timeout.ms 120000, buffer.memory 32 MiB, max.block.ms 60000."""
+    p = _producer("")
+    assert (p.buffer_memory, p.max_block_ms) == (32 * 1024 * 1024, 60_000)
+    assert (p.retries, p.retry_backoff_ms, p.retry_backoff_max_ms) == (INT_MAX, 100, 1000)
+    assert p.enable_idempotence is True and p.delivery_timeout_ms == 120_000
+
+
+def test_defaulted_idempotence_is_turned_off_by_a_conflicting_setting() -> None:
+    """KafkaProducerTest.testAcksAndIdempotenceForIdempotentProducers / testRetriesAndIdempotenceForIdempotentProducers /
+    testInflightRequestsAndIdempotenceForIdempotentProducers (the defaulted half): acks=1, retries=0 or
+    max.in.flight > 5 silently disable idempotence, and the resolved scenario says so."""
+    assert _producer(", acks: 1").enable_idempotence is False
+    assert _producer(", retries: 0").enable_idempotence is False
+    assert _producer(", max.in.flight.requests.per.connection: 6").enable_idempotence is False
+    assert _producer(", acks: all").enable_idempotence is True
+    dumped = _producer(", acks: 1").model_dump(by_alias=True)
+    assert dumped["enable.idempotence"] is False
+
+
+def test_explicit_idempotence_with_a_conflicting_setting_is_an_error(tmp_path: Path) -> None:
+    """The same KafkaProducerTest cases, explicit half: enable.idempotence=true with acks=1, retries=0 or
+    max.in.flight > 5 is a ConfigException."""
+    assert _error(tmp_path, ", enable.idempotence: true, acks: 1") == [
+        "s.yaml:7: producers[0].acks: must be all when enable.idempotence is true, otherwise idempotence "
+        "cannot be guaranteed (allowed: all, -1)"
+    ]
+    assert _error(tmp_path, ", enable.idempotence: true, retries: 0") == [
+        "s.yaml:7: producers[0].retries: must be non-zero when enable.idempotence is true (allowed: 1 and more)"
+    ]
+    assert _error(tmp_path, ", enable.idempotence: true, max.in.flight.requests.per.connection: 6") == [
+        "s.yaml:7: producers[0].max.in.flight.requests.per.connection: must be at most 5 when "
+        "enable.idempotence is true (allowed: 1 to 5)"
+    ]
+    assert _producer(", enable.idempotence: false, acks: 1").enable_idempotence is False
+
+
+def test_explicit_delivery_timeout_below_linger_plus_request_timeout_is_an_error(tmp_path: Path) -> None:
+    """KafkaProducerTest.testDeliveryTimeoutAndLingerMsConfig: an explicit delivery.timeout.ms below
+    linger.ms + request.timeout.ms is a ConfigException; a defaulted one is raised to the sum."""
+    problems = _error(tmp_path, ", delivery.timeout.ms: 1000, request.timeout.ms: 2000")
+    assert len(problems) == 1 and problems[0].startswith("s.yaml:7: producers[0].delivery.timeout.ms: must be >=")
+    assert _producer(", linger.ms: 1000, request.timeout.ms: 200000").delivery_timeout_ms == 201_000
+
+
+def test_the_resolved_scenario_shows_the_values_kafka_settled_on_and_loads_back_equal() -> None:
+    """The raised delivery.timeout.ms and the silently disabled idempotence are written out."""
+    from kafkasim.scenario.load import dump_scenario
+
+    text = MINIMAL + "producers:\n  - {name: p, topic: t, rate: 1/s, acks: 1, linger.ms: 1000, request.timeout.ms: 200000}\n"
+    scenario = load_scenario(text)
+    dumped = dump_scenario(scenario)
+    assert "enable.idempotence: false" in dumped and "delivery.timeout.ms: 201000" in dumped
+    assert load_scenario(dumped) == scenario
