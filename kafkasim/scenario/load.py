@@ -111,10 +111,23 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+# Producer keys whose effective value depends on whether the author set them (Kafka's ProducerConfig: an
+# explicit enable.idempotence=true conflicting with acks=1 is an error, a defaulted one is turned off; an
+# explicit delivery.timeout.ms below linger.ms + request.timeout.ms is an error, a defaulted one is raised).
+# Written out, a defaulted one would become explicit: the dump would load back equal, but a later override
+# (a sweep's `producers[0].acks: [1, all]` on a dumped base) would then be refused where Kafka would not.
+_PRODUCER_KEYS_ONLY_IF_SET = {"enable_idempotence": "enable.idempotence", "delivery_timeout_ms": "delivery.timeout.ms"}
+
+
 def dump_scenario(scenario: Scenario) -> str:
-    """The resolved scenario (every default and inherited value written out) as YAML that loads back equal."""
+    """The resolved scenario (every default and inherited value written out, except the producer keys Kafka
+    derives when left out) as YAML that loads back equal."""
     # None only ever means "not given" (a default), so leaving it out loads back the same.
     data = scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for producer, dumped in zip(scenario.producers, data.get("producers", []), strict=True):
+        for field, key in _PRODUCER_KEYS_ONLY_IF_SET.items():
+            if field not in producer.model_fields_set:
+                dumped.pop(key, None)
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100_000)
     return "# Resolved kafkasim scenario: every value explicit.\n" + body
 

@@ -74,12 +74,26 @@ def test_explicit_delivery_timeout_below_linger_plus_request_timeout_is_an_error
     assert _producer(", linger.ms: 1000, request.timeout.ms: 200000").delivery_timeout_ms == 201_000
 
 
-def test_the_resolved_scenario_shows_the_values_kafka_settled_on_and_loads_back_equal() -> None:
-    """The raised delivery.timeout.ms and the silently disabled idempotence are written out."""
+def test_the_resolved_scenario_leaves_the_derived_keys_to_kafka_and_loads_back_equal() -> None:
+    """The raised delivery.timeout.ms and the silently disabled idempotence are what Kafka derives from the
+    other keys: the dump leaves them out (written, they would become explicit) and loads back equal."""
     from kafkasim.scenario.load import dump_scenario
 
     text = MINIMAL + "producers:\n  - {name: p, topic: t, rate: 1/s, acks: 1, linger.ms: 1000, request.timeout.ms: 200000}\n"
     scenario = load_scenario(text)
+    assert not scenario.producers[0].enable_idempotence and scenario.producers[0].delivery_timeout_ms == 201_000
     dumped = dump_scenario(scenario)
-    assert "enable.idempotence: false" in dumped and "delivery.timeout.ms: 201000" in dumped
+    assert "enable.idempotence" not in dumped and "delivery.timeout.ms" not in dumped
     assert load_scenario(dumped) == scenario
+    explicit = load_scenario(MINIMAL + "producers:\n  - {name: p, topic: t, rate: 1/s, enable.idempotence: true}\n")
+    assert "enable.idempotence: true" in dump_scenario(explicit)  # what the author set stays
+
+
+def test_a_dumped_scenario_still_takes_acks_1_as_kafka_would() -> None:
+    """Regression (the sweep notebook): a resolved acks=all scenario, dumped and loaded back, refused
+    `producers[0].acks=1` because the defaulted enable.idempotence=true had become explicit."""
+    from kafkasim.scenario.load import dump_scenario
+
+    base = load_scenario(MINIMAL + "producers:\n  - {name: p, topic: t, rate: 1/s}\n")
+    again = load_scenario(dump_scenario(base)).with_overrides(["producers[0].acks=1", "producers[0].request.timeout.ms=200000"])
+    assert not again.producers[0].enable_idempotence and again.producers[0].delivery_timeout_ms == 200_005
