@@ -286,7 +286,9 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
     if rng.random() < 0.3:
         broker["log.retention.check.interval.ms"] = rng.choice([100, 1000])
     if rng.random() < 0.3:
-        broker["alter_partition_latency"] = _latency(rng, 0.1, 200.0)
+        # The brokers' link to the KRaft controller (heartbeats, AlterPartition); drawn where the fixed
+        # AlterPartition latency was, so every other draw of a seed stays as it was.
+        data["controller"] = {"link_latency": _latency(rng, 0.05, 100.0)}
     if rng.random() < 0.15:
         # A slow broker: handler and network threads become the bottleneck.
         broker["costs"] = {"request": _latency(rng, 0.01, 5.0), "network_read": _latency(rng, 0.001, 1.0)}

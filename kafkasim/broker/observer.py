@@ -21,6 +21,11 @@ class BrokerObserver:
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
         """``ReplicaManager.make_leader`` finished: ``broker_id`` leads ``tp`` with the partition's ISR."""
 
+    def isr_from_metadata(self, broker_id: int, tp: TopicPartition, isr: tuple[int, ...]) -> None:
+        """Check event. ``broker_id`` is about to lead ``tp`` with the ISR the controller committed
+        (``ReplicaManager.apply_delta``): told before ``Partition.makeLeader``, which may move the HW and
+        acknowledge produces at once."""
+
     def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
         """Check event. ``DelayedProduce.tryComplete`` settled an acks=all partition with NONE: HW >= ``required_offset``
         and min ISR <= |maximal ISR| (``Partition.checkEnoughReplicasReachOffset``)."""

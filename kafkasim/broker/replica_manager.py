@@ -361,8 +361,11 @@ class ReplicaManager:
         """Kafka's ``ReplicaManager.applyLocalLeadersDelta``: stop fetching them all, then
         ``Partition.makeLeader`` each (ignored if its partition epoch is older than the local one)."""
         result.fetchers_to_remove.extend(leaders)
+        observer = self.observer
         for tp, registration in leaders.items():
             partition = self._get_or_create_partition(tp, log_config_for)
+            if observer is not None and observer.checks:
+                observer.isr_from_metadata(self.broker_id, tp, registration.isr)
             partition.make_leader(
                 registration.leader_epoch, registration.isr, registration.replicas, registration.partition_epoch
             )

@@ -28,13 +28,14 @@ from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
+from kafkasim.controller.quorum_controller import QuorumController
 from kafkasim.network.connection import Connection, NetworkPath
 from kafkasim.network.ids import IdSource
 from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
 from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
-from kafkasim.server.alter_partition_manager import DelayedAlterPartitionManager
+from kafkasim.run.controller_link import ControllerLink
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.replica_fetcher_manager import fetcher_thread_name, get_fetcher_id
@@ -165,7 +166,7 @@ class Components:
     clock: SimClock
     streams: RandomStreams
     config: BrokerStateConfig
-    alter_partition: DelayedAlterPartitionManager
+    controller_link: ControllerLink
     ids: IdSource
     partitions_by_topic: dict[str, list[TopicPartition]]
     observer: Observer
@@ -314,15 +315,24 @@ def build(
     layout = layout if layout is not None else cluster_layout(scenario, seed=seed)
     server_configs = {b: broker_server_config(scenario, b) for b in layout.broker_ids}
     config = server_configs[layout.broker_ids[0]].broker
-    alter_partition = DelayedAlterPartitionManager(
+    controller = QuorumController(
         env,
-        zero_arg_sampler(scenario.broker.alter_partition_latency, streams.stream("controller/alter_partition")),
-        observer,
+        sampler_from_spec(scenario.controller.metadata_propagation),
+        streams.stream("controller/metadata_propagation"),
+        session_timeout_ms=scenario.controller.broker_session_timeout_ms,
+        append_linger_ms=float(scenario.controller.controller_quorum_append_linger_ms),
+        unclean_leader_election_interval_ms=float(scenario.controller.unclean_leader_election_interval_ms),
+        auto_leader_rebalance_enable=scenario.controller.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_ms=float(scenario.controller.leader_imbalance_check_interval_ms),
+    )
+    brokers_by_id: dict[int, BrokerServer] = {}
+    controller_link = ControllerLink(
+        env, controller, brokers_by_id, sampler_from_spec(scenario.controller.link_latency),
+        {b: streams.stream(f"controller/link/broker-{b}") for b in layout.broker_ids}, observer,
     )
     ids = IdSource()
     partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
-    c = Components(env, clock, streams, config, alter_partition, ids, partitions_by_topic, observer, layout=layout)
-    brokers_by_id: dict[int, BrokerServer] = {}
+    c = Components(env, clock, streams, config, controller_link, ids, partitions_by_topic, observer, layout=layout)
     nics = c.nics = broker_nics(scenario, layout, env)
 
     def connect_to(broker_id: int, name: str, path: NetworkPath) -> Connection:
@@ -364,7 +374,7 @@ def build(
             broker_costs(scenario, broker_id, streams),
             log_rng=streams.stream(f"broker-{broker_id}/log"),
             fetch_session_rng=streams.stream(f"broker-{broker_id}/fetch_sessions"),
-            alter_partition_manager=alter_partition,
+            alter_partition_manager=controller_link,
             observer=observer,
             fetcher_factory=create_fetcher_thread,
         )
@@ -379,6 +389,32 @@ def build(
         for tp in layout.partitions_followed_by(broker.broker_id):
             replicas = layout.replicas[tp]
             broker.make_follower(tp, replicas[0], replicas, log_configs[tp.topic])
+
+    # The KRaft controller knows the same cluster: every broker registered and unfenced, every partition led
+    # by its preferred replica with all replicas in the ISR. Each broker heartbeats from now on and applies
+    # what the controller commits.
+    controller.bootstrap(
+        layout.broker_ids,
+        {topic: [tuple(layout.replicas[tp]) for tp in tps] for topic, tps in layout.partitions_by_topic.items()},
+        frozenset(t.name for t in scenario.topics if t.unclean_leader_election_enable),
+    )
+
+    def log_config_for(tp: TopicPartition) -> LogConfig:
+        return log_configs[tp.topic]
+
+    racks = scenario.cluster.racks if scenario.cluster is not None else None
+    for broker in c.brokers:
+        b = broker.broker_id
+        controller_link.subscribe(b, log_config_for, catch_up=False)
+        lifecycle = controller_link.lifecycle(
+            b,
+            heartbeat_interval_ms=scenario.broker.broker_heartbeat_interval_ms,
+            session_timeout_ms=scenario.controller.broker_session_timeout_ms,
+            rack=racks[b] if racks else None,
+            rng=streams.stream(f"broker-{b}/lifecycle"),
+        )
+        registration = controller.image.brokers[b]
+        lifecycle.start_running(registration.epoch)
 
     # Clients route by leadership: a connection per broker they talk to, all over the client's one path.
     leaders: Mapping[TopicPartition, int] = MappingProxyType({tp: r[0] for tp, r in layout.replicas.items()})

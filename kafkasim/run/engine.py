@@ -13,7 +13,8 @@ Besides the clients and the request pipeline, the engine runs the broker's backg
 * the ``kafka-log-retention`` task every ``log.retention.check.interval.ms``, first run 30 s after start
   (Kafka's LogManager.cleanupLogs): ``delete_old_segments`` on the leader's log of every partition and on
   every running follower's local logs. It bounds a long run's memory, which is mostly logged batches;
-* the AlterPartition controller (answers after ``alter_partition_latency``, see build.py);
+* the KRaft controller (``kafkasim.controller.QuorumController``) and each broker's link to it
+  (``run/controller_link.py``: heartbeats, AlterPartition, metadata);
 * the gauge sampler, the fault schedule and the invariant checks.
 
 The run stops at ``duration``. Requests still in flight then are recorded with the timestamps they
@@ -304,7 +305,7 @@ class Engine:
             "produce_expires": sum(m.produce_expires for m in metrics),
             "fetch_expires_follower": sum(m.fetch_expires_follower for m in metrics),
             "fetch_expires_consumer": sum(m.fetch_expires_consumer for m in metrics),
-            "alter_partition_requests": c.alter_partition.submitted,
+            "alter_partition_requests": c.controller_link.alter_partitions_submitted,
             "requests_handled": sum(broker.handlers.requests_handled for broker in c.brokers),
             "messages_dropped": sum(path.dropped for path in c.links.values()),
             "reaper_passes": sum(broker.reaper_passes for broker in c.brokers),

@@ -110,6 +110,13 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             _at(c, start, partial(pauses.pause, component))
             if end is not None:
                 _at(c, end, partial(pauses.resume, component))
+            broker_id = _broker_id(component)
+            if broker_id is not None:
+                # The whole broker process stops: its heartbeats to the controller too.
+                lifecycle = c.controller_link.lifecycles[broker_id]
+                _at(c, start, partial(pauses.pause, _LifecyclePause(lifecycle, fault.target)))
+                if end is not None:
+                    _at(c, end, partial(pauses.resume, _LifecyclePause(lifecycle, fault.target)))
         elif isinstance(fault, SlowDiskFault):
             follower: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
             _at(c, start, partial(_scale_disk, follower, float(fault.factor)))
@@ -117,9 +124,11 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
                 _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
         elif isinstance(fault, CrashFault):
             crashed: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
-            _at(c, start, crashed.crash)
+            crashed_id = _broker_id(crashed)
+            assert crashed_id is not None
+            _at(c, start, partial(_crash, c, crashed, crashed_id))
             if end is not None:
-                _at(c, end, crashed.restart)
+                _at(c, end, partial(_restart, c, crashed, crashed_id))
         elif isinstance(fault, LinkDelayFault):
             links = _links(c, fault.target, fault.direction)
             extra = sampler_from_spec(fault.extra)
@@ -133,6 +142,40 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             _at(c, start, partial(_drop, links, until, drop_ends))
         else:  # pragma: no cover - the scenario model admits only the kinds above
             raise ValueError(f"unknown fault type {fault.type!r}")
+
+
+def _broker_id(component: Any) -> int | None:
+    """The broker a fault target runs on: a cluster's broker-N, or the broker of follower-N's fetcher."""
+    if isinstance(component, (BrokerServer, ReplicaFetcherThread)):
+        return component.broker_id
+    return None
+
+
+class _LifecyclePause:
+    """A broker's BrokerLifecycleManager as a pausable component (nested pauses counted by name)."""
+
+    __slots__ = ("lifecycle", "name")
+
+    def __init__(self, lifecycle: Any, target: str) -> None:
+        self.lifecycle = lifecycle
+        self.name = f"{target}/lifecycle"
+
+    def pause(self) -> None:
+        self.lifecycle.pause()
+
+    def resume(self) -> None:
+        self.lifecycle.resume()
+
+
+def _crash(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
+    component.crash()
+    # The broker process died: no more heartbeats, no metadata delivered until it is back.
+    c.controller_link.broker_crashed(broker_id)
+
+
+def _restart(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
+    component.restart()
+    c.controller_link.broker_restarted(broker_id)
 
 
 def _scale_disk(target: ReplicaFetcherThread | BrokerServer, factor: float) -> None:

@@ -70,6 +70,11 @@ class CheckedRunObserver(RunRecorder):
         self._handled: set[int] = set()
 
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
+        if self._leader_of.get(tp) == broker_id and self._partitions.get(tp) is partition:
+            # Still the leader (a metadata change of its ISR or epochs): what the checker knows of the
+            # replicas' logs stays; only the ISR is new.
+            self._report_isr(tp, partition.maximal_isr)
+            return
         self._partitions[tp] = partition
         self._leader_of[tp] = broker_id
         self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
@@ -160,6 +165,12 @@ class CheckedRunObserver(RunRecorder):
 
     def _report_isr(self, tp: TopicPartition, isr: Iterable[int]) -> None:
         self.checker.on_isr_change(tp, isr, self.env.now, may_lose_data=self._excluded)
+
+    def isr_from_metadata(self, broker_id: int, tp: TopicPartition, isr: tuple[int, ...]) -> None:
+        # A leader that stays leader takes the ISR the controller committed (e.g. a fenced follower removed)
+        # before its HW moves on it; a new leader registers afresh in became_leader.
+        if self._leader_of.get(tp) == broker_id:
+            self._report_isr(tp, isr)
 
     def alter_partition_submitted(self, tp: TopicPartition, request: LeaderAndIsr) -> None:
         partition = self._partitions.get(tp)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.distributions import DurationDistribution, constant_ms
+from kafkasim.scenario.errors import fail_at
 from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 INT32_MAX = 2**31 - 1  # Kafka's INT configs; larger values fail Kafka's own parsing
@@ -112,6 +113,12 @@ OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConf
 """The keys a `cluster.overrides` entry may set."""
 
 
+REMOVED_BROKER_KEYS: dict[str, str] = {
+    "alter_partition_latency": "was removed: an ISR change now goes to the KRaft controller and back "
+    "(controller.link_latency each way, committed after controller.quorum.append.linger.ms)",
+}
+
+
 class BrokerConfig(PerBrokerConfig):
     """Kafka broker configs (Kafka 4.0's defaults) of every broker, plus their simulator costs.
 
@@ -119,8 +126,22 @@ class BrokerConfig(PerBrokerConfig):
     differ; without it they configure broker 0 (the leader) and the follower brokers 1..RF-1.
     """
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            removed = [((key,), why) for key, why in REMOVED_BROKER_KEYS.items() if key in data]
+            if removed:
+                fail_at(removed)
+        return data
+
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
     """Default for topics that do not set their own."""
+    unclean_leader_election_enable: bool = Field(default=False, alias="unclean.leader.election.enable")
+    """Default for topics that do not set their own."""
+    broker_heartbeat_interval_ms: KafkaMs = Field(default=2000, alias="broker.heartbeat.interval.ms", ge=1)
+    """How often a running broker heartbeats to the controller (BrokerLifecycleManager); a broker whose
+    heartbeats stop for controller.broker.session.timeout.ms is fenced."""
     default_replication_factor: int = Field(
         default=1, alias="default.replication.factor", ge=1, le=MAX_REPLICATION_FACTOR
     )
@@ -156,5 +177,3 @@ class BrokerConfig(PerBrokerConfig):
     of watched operations. Requests complete and expire at the same times with either; what differs is
     NumDelayedOperations (the entries the timer holds) and how often the expiration reaper wakes
     (`reaper_passes` in summary.json)."""
-    alter_partition_latency: DurationDistribution = Field(default_factory=lambda: constant_ms(10.0))
-    """Simulator-only: time until the controller commits an AlterPartition (an ISR change, AlterPartitionManager)."""

@@ -27,6 +27,8 @@ RACK_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
 
 _WHY_CLUSTER_WIDE = {
     "min.insync.replicas": "a topic default",
+    "unclean.leader.election.enable": "a topic default",
+    "broker.heartbeat.interval.ms": "the same for every broker here",
     "default.replication.factor": "a topic default the controller applies",
     "num.partitions": "a topic default the controller applies",
     "message.max.bytes": "a topic default (max.message.bytes)",
@@ -39,7 +41,6 @@ _WHY_CLUSTER_WIDE = {
     "log.retention.bytes": "a topic default (retention.bytes)",
     "log.retention.check.interval.ms": "the same for every broker here",
     "purgatory": "the same for every broker here",
-    "alter_partition_latency": "the controller's, not a broker's",
 }
 
 

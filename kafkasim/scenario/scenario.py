@@ -12,6 +12,7 @@ from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.broker import MAX_PARTITIONS, BrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, OnOffArrival, ProducerConfig
 from kafkasim.scenario.cluster import ClusterConfig
+from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, allowed_list, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, TargetKind
@@ -86,6 +87,8 @@ class Scenario(ScenarioModel):
     """Check Kafka's invariants (HW <= LEO, ...) during the run; a violation stops it."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
+    controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())
+    """The KRaft controller: fencing of brokers whose heartbeats stop, leader elections, ISR changes."""
     cluster: ClusterConfig | None = None
     """N brokers, each leading some partitions and following others (Kafka's replica placement). Absent:
     broker 0 leads every partition and brokers 1..RF-1 follow it."""

@@ -32,6 +32,7 @@ INHERITED_FROM_BROKER: dict[str, str] = {
     "max_message_bytes": "message_max_bytes",
     "retention_ms": "log_retention_ms",
     "retention_bytes": "log_retention_bytes",
+    "unclean_leader_election_enable": "unclean_leader_election_enable",
 }
 
 # One partition's replicas in a replica_assignment: broker ids, preferred leader first.
@@ -55,6 +56,10 @@ class TopicConfig(ScenarioModel):
     replication_factor: int = Field(default=1, alias="replication.factor", ge=1, le=MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=1, alias="min.insync.replicas", ge=1, le=INT32_MAX)
     """Must be <= replication.factor here (Kafka would silently cap it, KAFKA-15583)."""
+    unclean_leader_election_enable: bool = Field(default=False, alias="unclean.leader.election.enable")
+    """Whether the controller may elect a replica outside the ISR when no ISR member can lead
+    (PartitionChangeBuilder's UNCLEAN election): the partition comes back sooner and loses what its new
+    leader lacks, acknowledged records included."""
     segment_bytes: KafkaBytes = Field(default=1024**3, alias="segment.bytes", ge=14, le=INT32_MAX)
     """Roll when the active segment would exceed this (LogSegment.shouldRoll). Kafka 4.0 requires at least 1MiB;
     we allow small segments (down to Kafka's older limit of 14 bytes) so rolls can be watched."""

@@ -186,6 +186,16 @@ class BrokerLifecycleManager:
         self._failed_attempts = 0
         self._send_registration()
 
+    def start_running(self, broker_epoch: int) -> None:
+        """A broker that was already registered, unfenced and RUNNING when the run began (the controller was
+        bootstrapped with it): it heartbeats every interval from now on."""
+        self._state = BrokerState.RUNNING
+        self._registered = True
+        self._ready_to_unfence = True
+        self._broker_epoch = broker_epoch
+        self._failed_attempts = 0
+        self._schedule(self.heartbeat_interval_ms)
+
     def set_ready_to_unfence(self) -> None:
         """``setReadyToUnfence``: the broker may be unfenced; the next heartbeat goes at once."""
         self._ready_to_unfence = True

@@ -46,7 +46,6 @@ broker:
     append_per_kib: {type: exponential, mean: 5us}
     read_per_kib: {type: uniform, low: 1us, high: 3us}
     network_read: {type: empirical, values: [5us, 10us, 50us], weights: [90, 9, 1]}
-  alter_partition_latency: {type: lognormal, median: 5ms, p99: 20ms}
 topics:
   - name: orders
     partitions: 3
@@ -56,6 +55,8 @@ topics:
     replication.factor: 2
     min.insync.replicas: 1
     segment.bytes: 1MiB
+controller:
+  link_latency: {type: lognormal, median: 5ms, p99: 20ms}
 followers:
   costs:
     append: 30us

@@ -153,8 +153,14 @@ def test_unknown_union_type_suggests_and_lists() -> None:
 
 
 def test_errors_inside_a_distribution_point_at_the_parameter() -> None:
-    p = only(MINIMAL + "broker:\n  alter_partition_latency: {type: lognormal, median: 5ms, p99: 1ms}\n")
-    assert (p.path, p.message) == ("broker.alter_partition_latency.p99", "must be >= median (5.0)")
+    p = only(MINIMAL + "controller:\n  link_latency: {type: lognormal, median: 5ms, p99: 1ms}\n")
+    assert (p.path, p.message) == ("controller.link_latency.p99", "must be >= median (5.0)")
+
+
+def test_the_removed_alter_partition_latency_says_where_isr_changes_go_now() -> None:
+    p = only(MINIMAL + "broker:\n  alter_partition_latency: 10ms\n")
+    assert p.path == "broker.alter_partition_latency"
+    assert "was removed" in p.message and "controller.link_latency" in p.message
 
 
 def test_simulator_durations_need_a_unit_but_kafka_ms_keys_do_not() -> None:

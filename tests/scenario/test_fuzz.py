@@ -127,7 +127,7 @@ REQUIRED: list[Loc] = [
     ("faults", 0, "type"),
     ("faults", 1, "factor"),
     ("faults", 3, "extra"),
-    ("broker", "alter_partition_latency", "p99"),
+    ("controller", "link_latency", "p99"),
     ("broker", "costs", "read_per_kib", "low"),
     ("network", "default_link", "latency", "median"),
     ("producers", 0, "arrival", "on"),

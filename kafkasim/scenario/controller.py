@@ -1,0 +1,46 @@
+"""The `controller:` section: Kafka's KRaft controller, one active controller for the whole run.
+
+Every run has one: brokers register and heartbeat to it (BrokerLifecycleManager), it fences a broker whose
+heartbeats stop for `broker.session.timeout.ms` (BrokerHeartbeatManager), elects leaders
+(PartitionChangeBuilder), answers the leaders' AlterPartition requests (ReplicationControlManager) and
+commits each decision to the metadata log after `controller.quorum.append.linger.ms`; every broker applies
+the committed changes after a propagation latency (BrokerMetadataPublisher -> ReplicaManager.applyDelta).
+The controller's own failover (a controller quorum electing a new active controller) is not simulated.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.distributions import DurationDistribution, DurationLogNormal, constant_ms
+from kafkasim.scenario.units import KafkaMs
+
+
+class ControllerConfig(ScenarioModel):
+    """Kafka's controller configs (Kafka 4.0's defaults) and the simulator's latencies to and from it."""
+
+    broker_session_timeout_ms: KafkaMs = Field(default=9000, alias="broker.session.timeout.ms", ge=1)
+    """A broker whose last heartbeat is older than this is fenced: it leaves every ISR, and the partitions it
+    led get a new leader from the ISR (BrokerHeartbeatManager.hasValidSession)."""
+    controller_quorum_append_linger_ms: KafkaMs = Field(default=25, alias="controller.quorum.append.linger.ms", ge=0)
+    """How long the controller gathers metadata records before writing them as one batch; a decision takes
+    effect when its batch is committed (QuorumConfig.DEFAULT_QUORUM_LINGER_MS)."""
+    unclean_leader_election_interval_ms: KafkaMs = Field(
+        default=300_000, alias="unclean.leader.election.interval.ms", ge=1
+    )
+    """How often the controller retries an unclean election for leaderless partitions whose topic allows it
+    (QuorumController.maybeScheduleNextElectUncleanLeaders)."""
+    auto_leader_rebalance_enable: bool = Field(default=True, alias="auto.leader.rebalance.enable")
+    """Move leadership back to each partition's preferred (first) replica once it is in the ISR again."""
+    leader_imbalance_check_interval_ms: KafkaMs = Field(
+        default=300_000, alias="leader.imbalance.check.interval.ms", ge=1
+    )
+    """How often leadership is moved back to preferred replicas (Kafka's
+    leader.imbalance.check.interval.seconds, 300)."""
+    link_latency: DurationDistribution = Field(default_factory=lambda: DurationLogNormal(median=0.5, p99=2.0))
+    """Simulator-only: one-way latency between a broker and the controller, drawn per message (heartbeats,
+    registrations, AlterPartition requests and their answers)."""
+    metadata_propagation: DurationDistribution = Field(default_factory=lambda: constant_ms(2.0))
+    """Simulator-only: from a batch's commit until a broker has applied it, drawn per broker per batch (Kafka:
+    the brokers fetch the metadata log from the controller, one round trip or two, then apply the change)."""
