@@ -29,6 +29,9 @@ TRIED = {
         "faults[0].duration=6s": "test_gc_paused_follower_shorter_than_the_session_stays_in_the_isr",
     },
     "overloaded_handlers": {"broker.num.io.threads=8": "test_one_handler_thread_makes_request_queue_time_dominate"},
+    "follower_crash_fenced": {
+        "faults[0].restart_after=3s": "test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced",
+    },
     "segment_roll_wakes_fetches": {
         "topics[0].segment.bytes=1GiB": "test_segment_roll_without_rolls_every_fetch_waits_the_full_max_wait",
         "producers[0].acks=all": "test_segment_roll_with_acks_all_the_producer_falls_behind",
@@ -279,6 +282,40 @@ def test_gc_paused_follower_shorter_than_the_session_stays_in_the_isr() -> None:
     assert flat_between(result, "HighWatermark", "orders-0", 10_200, 15_900)
     late = batches(result, "orders-acks-all", 10_100, 16_000)
     assert 4_000 < late["produce_latency_ms"].max() < 6_500
+
+
+# --- follower_crash_fenced ---------------------------------------------------------------------------
+
+
+def test_follower_crash_fenced_acks_all_waits_until_the_fence_then_is_fast() -> None:
+    result = shipped("follower_crash_fenced")
+    out = first_time(gauge(result, "IsrSize", "orders-0"), 2.0)
+    records = result.records
+    intended = records["first_intended_ms"].to_numpy(dtype=float)
+    # Records meant to be sent during the stall (they wait in the producer, its 5 in-flight requests stuck).
+    waiting = records[(intended >= 10_100) & (intended < out - 1_000)]
+    assert len(waiting) > 0 and 5_000 < waiting["produce_latency_ms"].max() < 9_200
+    assert batches(result, "orders-acks-all", out + 500, 39_000)["produce_latency_ms"].max() < 50.0
+    assert flat_between(result, "HighWatermark", "orders-0", 10_200, out - 200)
+    assert gauge_at(result, "HighWatermark", "orders-0", out + 400) > gauge_at(result, "HighWatermark", "orders-0",
+                                                                            out - 200)
+    # follower-2's fetches stop at 10 s and start again at 40 s.
+    fetches = requests(result, "FetchFollower", "follower-2")["client_send_ms"].to_numpy(dtype=float)
+    assert not ((fetches > 10_001) & (fetches < 39_999)).any() and (fetches >= 40_000).sum() > 10
+    # Caught up again: its log end offset meets the leader's.
+    assert gauge_at(result, "LogEndOffset", "orders-0/replica-2", 45_000) >= gauge_at(
+        result, "HighWatermark", "orders-0", 44_000)
+
+
+def test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced() -> None:
+    result = shipped("follower_crash_fenced", "faults[0].restart_after=3s")
+    isr = gauge(result, "IsrSize", "orders-0")
+    out = first_time(isr, 2.0)
+    assert 17_000 <= out <= 19_200  # fenced although fetching again since 13 s
+    fetches = requests(result, "FetchFollower", "follower-2")["client_send_ms"].to_numpy(dtype=float)
+    assert ((fetches > 13_500) & (fetches < out)).sum() > 10
+    back = first_time(isr, 3.0, after_ms=out)
+    assert out < back < out + 3_000  # registered once the old session was gone, then rejoined
 
 
 # --- min_isr_violation -------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ TEACHING = {
     "segment_roll_wakes_fetches",
     "overloaded_handlers",
     "gc_paused_follower",
+    "follower_crash_fenced",
     "cluster_slow_broker",
     "more_partitions_same_bytes",
     "nic_bound_cluster",
@@ -361,3 +362,14 @@ def test_gc_paused_follower_past_the_lag_time_leaves_the_isr_and_resumes() -> No
     assert len(without) > 0 and set(without["error"]) == {0} and without["produce_latency_ms"].max() < 50.0
     fetches = result.requests[result.requests["client"] == "follower-2"]
     assert (fetches["client_send_ms"] > 50_000).sum() > 10  # fetching again after the pause
+
+
+def test_follower_crash_fenced_leaves_the_isr_by_fencing_and_rejoins_after_its_restart() -> None:
+    result = run(load("follower_crash_fenced"))
+    isr = gauge(result, "IsrSize", "orders-0")
+    out = first_time(isr, 2.0)
+    assert 17_000 <= out <= 19_200  # crashed at 10 s: fenced 7-9 s later
+    back = first_time(isr, 3.0, after_ms=out)
+    assert 40_000 < back < 41_000  # restarted at 40 s
+    counters = result.summary["counters"]
+    assert counters["isr_shrinks"] == 0 and counters["isr_expands"] == 1
