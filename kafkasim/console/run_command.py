@@ -190,6 +190,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
 
     from kafkasim.record.result import ResultDirectoryError
     from kafkasim.run.engine import Engine, SimulationOutOfMemory
+    from kafkasim.run.faults import UnsupportedFault
     from kafkasim.run.invariants import InvariantViolation
     from kafkasim.run.snapshot import RecentLatencies, take_snapshot
     from kafkasim.sim.clock import SimClock
@@ -257,6 +258,10 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         # tabulating and writing the results of a run that fitted.
         print(f"kafkasim: out of memory running {scenario.name}: {OUT_OF_MEMORY_ADVICE}; no results written",
               file=sys.stderr)
+        return EXIT_RUN_FAILED
+    except UnsupportedFault as exc:
+        print(f"kafkasim: run stopped: {exc}", file=sys.stderr)
+        print("kafkasim: no results written", file=sys.stderr)
         return EXIT_RUN_FAILED
     except InvariantViolation as exc:
         print(f"kafkasim: run failed: {exc}", file=sys.stderr)

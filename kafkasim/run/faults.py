@@ -167,7 +167,18 @@ class _LifecyclePause:
         self.lifecycle.resume()
 
 
+class UnsupportedFault(Exception):
+    """A fault the simulator cannot carry out in the state the run reached (the run stops with this message)."""
+
+
 def _crash(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
+    if isinstance(component, BrokerServer) and component.leads_partitions:
+        # The scenario only lets a broker that leads nothing crash, but leadership can move during a run: the
+        # controller elects new leaders when it fences a broker (e.g. one paused longer than its session).
+        raise UnsupportedFault(
+            f"{component.name} leads partitions at {c.env.now / 1000:.3f} s (leadership moved to it when the "
+            "controller fenced another broker): the crash of a leader is not simulated yet"
+        )
     component.crash()
     # The broker process died: no more heartbeats, no metadata delivered until it is back.
     c.controller_link.broker_crashed(broker_id)
