@@ -604,29 +604,7 @@ class ReplicaManager:
     ) -> list[tuple[TopicPartition, LogReadResult]]:
         """``read_from_log`` from purgatory, reading only the partitions that changed or had something to read
         (see there)."""
-        limit_bytes = params.max_bytes
-        hard_max_bytes_limit = params.hard_max_bytes_limit
-        min_one_message = not hard_max_bytes_limit
-        fetch_time_ms = self.time.milliseconds()
-        isolation = params.isolation
-        read = self._read
-        results = []
-        for (tp, fetch_info), (_, prior) in zip(fetch_infos, previous, strict=True):
-            if tp not in changed and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False):
-                # Nothing past the end then, nothing changed since: Log.read answers the same.
-                if prior.fetch_time_ms != fetch_time_ms:
-                    prior = prior.at_fetch_time(fetch_time_ms)
-                results.append((tp, prior))
-                continue  # size 0: the limits stay as they are
-            result = read(
-                params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
-            )
-            size = result.info.size_in_bytes
-            if size > 0:
-                min_one_message = False
-            limit_bytes = max(0, limit_bytes - size)
-            results.append((tp, result))
-        return results
+        return self.read_session_partitions(params, fetch_infos, [prior for _, prior in previous], changed)
 
     # ------------------------------------------------------------------------- incremental sessions
 
@@ -678,7 +656,8 @@ class ReplicaManager:
                         rider.unride()  # its state as of the session's previous read, before the clock moves
                     cached.rider = None
             clock.fetch_time_ms = fetch_time_ms
-        results = self._read_candidates(params, candidates, fetch_time_ms)
+        # readFromLog over the partitions to read, in the session's order, with the request's byte limits.
+        results = self.read_from_log(params, [(cached.tp, cached.req_data) for cached in candidates], False)
         # Until the response is built, every partition read is read again next time (eager); the response
         # drops the quiet ones (IncrementalFetchContext.update_and_generate_response_data).
         session.read_at = read_at
@@ -707,29 +686,6 @@ class ReplicaManager:
             params, session, candidates, results, self, response_callback, read_at=read_at
         )
         self.fetch_purgatory.try_complete_else_watch(operation, self._session_key_group(session))
-
-    def _read_candidates(
-        self, params: FetchParams, candidates: Sequence[CachedPartition], fetch_time_ms: int
-    ) -> list[tuple[TopicPartition, LogReadResult]]:
-        """``readFromLog`` over the partitions to read, in the session's order (see ``read_from_log``)."""
-        limit_bytes = params.max_bytes
-        hard_max_bytes_limit = params.hard_max_bytes_limit
-        min_one_message = not hard_max_bytes_limit
-        update_fetch_state = params.is_from_follower
-        read = self._read
-        results = []
-        for cached in candidates:
-            tp = cached.tp
-            result = read(
-                params, tp, cached.req_data, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
-                hard_max_bytes_limit,
-            )
-            size = result.info.size_in_bytes
-            if size > 0:
-                min_one_message = False
-            limit_bytes = max(0, limit_bytes - size)
-            results.append((tp, result))
-        return results
 
     def _ride(self, session: FetchSession, cached: CachedPartition, tp: TopicPartition, replica_id: int) -> bool:
         """Let the follower's replica of a quiet partition ride the session's clock, if its next updates
@@ -770,8 +726,9 @@ class ReplicaManager:
         priors: Sequence[LogReadResult | None],
         changed: frozenset[TopicPartition],
     ) -> list[tuple[TopicPartition, LogReadResult]]:
-        """A ``SessionDelayedFetch``'s re-read on completion (``read_from_log`` from purgatory): a partition
-        whose earlier read found nothing past the end and that has not changed since answers the same at this
+        """A re-read on completion (``read_from_log`` from purgatory; a ``SessionDelayedFetch``'s, and a
+        ``DelayedFetch``'s through ``_read_changed_from_log``): a partition whose earlier read found nothing
+        past the end (``priors``; None: not read then) and that has not changed since answers the same at this
         fetch time; the others are read, in order, within the byte limits."""
         limit_bytes = params.max_bytes
         hard_max_bytes_limit = params.hard_max_bytes_limit
