@@ -323,7 +323,7 @@ def build(
         append_linger_ms=float(scenario.controller.controller_quorum_append_linger_ms),
         unclean_leader_election_interval_ms=float(scenario.controller.unclean_leader_election_interval_ms),
         auto_leader_rebalance_enable=scenario.controller.auto_leader_rebalance_enable,
-        leader_imbalance_check_interval_ms=float(scenario.controller.leader_imbalance_check_interval_ms),
+        leader_imbalance_check_interval_ms=1000.0 * scenario.controller.leader_imbalance_check_interval_seconds,
     )
     brokers_by_id: dict[int, BrokerServer] = {}
     controller_link = ControllerLink(

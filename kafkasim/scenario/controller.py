@@ -33,11 +33,10 @@ class ControllerConfig(ScenarioModel):
     (QuorumController.maybeScheduleNextElectUncleanLeaders)."""
     auto_leader_rebalance_enable: bool = Field(default=True, alias="auto.leader.rebalance.enable")
     """Move leadership back to each partition's preferred (first) replica once it is in the ISR again."""
-    leader_imbalance_check_interval_ms: KafkaMs = Field(
-        default=300_000, alias="leader.imbalance.check.interval.ms", ge=1
+    leader_imbalance_check_interval_seconds: int = Field(
+        default=300, alias="leader.imbalance.check.interval.seconds", ge=1, le=2**31 - 1
     )
-    """How often leadership is moved back to preferred replicas (Kafka's
-    leader.imbalance.check.interval.seconds, 300)."""
+    """How often leadership is moved back to preferred replicas (seconds, as Kafka's key says)."""
     link_latency: DurationDistribution = Field(default_factory=lambda: DurationLogNormal(median=0.5, p99=2.0))
     """Simulator-only: one-way latency between a broker and the controller, drawn per message (heartbeats,
     registrations, AlterPartition requests and their answers)."""
