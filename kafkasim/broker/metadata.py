@@ -4,7 +4,7 @@ committed batch of metadata records changed), which ``ReplicaManager.apply_delta
 ``ReplicaManager.applyDelta``).
 
 Plain data, no behaviour: the controller (``kafkasim.controller``) makes them, brokers and clients read
-them. Field names are Kafka's (``PartitionRegistration``, ``BrokerRegistration``), in snake_case.
+them; the heartbeat and registration messages between a broker and the controller live here too. Field names are Kafka's (``PartitionRegistration``, ``BrokerRegistration``), in snake_case.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 
 NO_LEADER = -1
@@ -50,6 +51,37 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = True
     in_controlled_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatRequest:
+    """The fields of Kafka's ``BrokerHeartbeatRequestData`` the controller reads (defaults are Kafka's): what a
+    broker's ``BrokerLifecycleManager`` sends and the controller's ``BrokerHeartbeatManager`` reads."""
+
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int = 0
+    want_fence: bool = False
+    want_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatReply:
+    """Kafka's ``BrokerHeartbeatReply`` (plus the error, which Kafka carries in the response)."""
+
+    is_caught_up: bool
+    is_fenced: bool
+    in_controlled_shutdown: bool
+    should_shut_down: bool
+    error: Errors = Errors.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationReply:
+    """Kafka's ``BrokerRegistrationReply``: the new broker epoch (-1 with an error)."""
+
+    epoch: int
+    error: Errors = Errors.NONE
 
 
 @dataclass(frozen=True, slots=True)

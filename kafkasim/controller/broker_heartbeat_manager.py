@@ -22,6 +22,9 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
+# The message itself is defined with the other broker <-> controller shapes.
+from kafkasim.broker.metadata import BrokerHeartbeatRequest
+
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 """``broker.session.timeout.ms``."""
 DEFAULT_HEARTBEAT_INTERVAL_MS = 2000
@@ -62,17 +65,6 @@ class BrokerControlStates:
 
     current: BrokerControlState
     next: BrokerControlState
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerHeartbeatRequest:
-    """The fields of Kafka's ``BrokerHeartbeatRequestData`` the controller reads (defaults are Kafka's)."""
-
-    broker_id: int
-    broker_epoch: int
-    current_metadata_offset: int = 0
-    want_fence: bool = False
-    want_shutdown: bool = False
 
 
 class BrokerHeartbeatState:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from kafkasim.broker.errors import Errors, KafkaError
-from kafkasim.broker.metadata import BrokerRegistration, PartitionRegistration
+from kafkasim.broker.metadata import BrokerRegistration, BrokerRegistrationReply, PartitionRegistration
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.broker_heartbeat_manager import (
     DEFAULT_SESSION_TIMEOUT_MS,
@@ -57,14 +57,6 @@ class ControllerResult(Generic[R]):
 
     response: R
     batch: MetadataBatch | None
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRegistrationReply:
-    """Kafka's ``BrokerRegistrationReply``: the new broker epoch (-1 with an error)."""
-
-    epoch: int
-    error: Errors = Errors.NONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from kafkasim.broker.metadata import (
     LEADER_RECOVERY_RECOVERED,
     LEADER_RECOVERY_RECOVERING,
     NO_LEADER,
+    BrokerHeartbeatReply,
     PartitionRegistration,
 )
 from kafkasim.broker.records import TopicPartition
@@ -50,17 +51,6 @@ from kafkasim.controller.records import (
 
 MAX_ELECTIONS_PER_IMBALANCE = 1000
 """``ReplicationControlManager.maxElectionsPerImbalance``: partitions one unclean-election pass handles."""
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerHeartbeatReply:
-    """Kafka's ``BrokerHeartbeatReply`` (plus the error, which Kafka carries in the response)."""
-
-    is_caught_up: bool
-    is_fenced: bool
-    in_controlled_shutdown: bool
-    should_shut_down: bool
-    error: Errors = Errors.NONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,23 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.alter_partition import AlterPartitionCallback, LeaderAndIsr
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.metadata import MetadataDelta
-from kafkasim.broker.records import TopicPartition
-from kafkasim.controller.broker_heartbeat_manager import BrokerHeartbeatRequest as ControllerHeartbeat
-from kafkasim.controller.controller_core import AlterPartitionReply, BrokerRegistrationReply
-from kafkasim.controller.quorum_controller import QuorumController
-from kafkasim.controller.replication_control_manager import (
-    AlterPartitionRequest,
+from kafkasim.broker.metadata import (
     BrokerHeartbeatReply,
-    BrokerState,
-)
-from kafkasim.network.observer import Observer
-from kafkasim.server.broker_lifecycle_manager import (
     BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerLifecycleManager,
-    BrokerRegistrationResponse,
+    BrokerRegistrationReply,
+    MetadataDelta,
 )
+from kafkasim.broker.records import TopicPartition
+from kafkasim.controller.controller_core import AlterPartitionReply
+from kafkasim.controller.quorum_controller import QuorumController
+from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerState
+from kafkasim.network.observer import Observer
+from kafkasim.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import Sampler
@@ -195,33 +190,25 @@ class _Channel:
         self.broker_id = broker_id
 
     def register_broker(
-        self, broker_id: int, rack: str | None, callback: Callable[[BrokerRegistrationResponse | None], None]
+        self, broker_id: int, rack: str | None, callback: Callable[[BrokerRegistrationReply | None], None]
     ) -> None:
         link = self.link
         incarnation = link.incarnations[broker_id]
 
         def answer(reply: BrokerRegistrationReply) -> None:
-            response = BrokerRegistrationResponse(reply.epoch, reply.error.name)
-            link._to_broker(broker_id, incarnation, lambda: callback(response))
+            link._to_broker(broker_id, incarnation, lambda: callback(reply))
 
         link._to_controller(broker_id, lambda: link.controller.register_broker(
             broker_id, f"broker-{broker_id}/incarnation-{incarnation}", rack, on_reply=answer))
 
     def heartbeat(
-        self, request: BrokerHeartbeatRequest, callback: Callable[[BrokerHeartbeatResponse | None], None]
+        self, request: BrokerHeartbeatRequest, callback: Callable[[BrokerHeartbeatReply | None], None]
     ) -> None:
         link = self.link
         broker_id = request.broker_id
         incarnation = link.incarnations[broker_id]
 
         def answer(reply: BrokerHeartbeatReply) -> None:
-            response = BrokerHeartbeatResponse(
-                reply.is_caught_up, reply.is_fenced, reply.should_shut_down, reply.error.name
-            )
-            link._to_broker(broker_id, incarnation, lambda: callback(response))
+            link._to_broker(broker_id, incarnation, lambda: callback(reply))
 
-        sent = ControllerHeartbeat(
-            broker_id, request.broker_epoch, request.current_metadata_offset, request.want_fence,
-            request.want_shut_down,
-        )
-        link._to_controller(broker_id, lambda: link.controller.heartbeat(sent, on_reply=answer))
+        link._to_controller(broker_id, lambda: link.controller.heartbeat(request, on_reply=answer))

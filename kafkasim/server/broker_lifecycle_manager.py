@@ -30,11 +30,12 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from simpy import Environment
 
+from kafkasim.broker.errors import Errors
+from kafkasim.broker.metadata import BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply
 from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import Call
 
@@ -56,45 +57,16 @@ class BrokerState(enum.Enum):
     SHUTTING_DOWN = 7
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerHeartbeatRequest:
-    """``BrokerHeartbeatRequestData``'s fields."""
-
-    broker_id: int
-    broker_epoch: int
-    current_metadata_offset: int
-    want_fence: bool
-    want_shut_down: bool
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerHeartbeatResponse:
-    """``BrokerHeartbeatResponseData``'s fields; ``error`` is a Kafka error name ("NONE" when fine)."""
-
-    is_caught_up: bool
-    is_fenced: bool
-    should_shut_down: bool
-    error: str = "NONE"
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRegistrationResponse:
-    """``BrokerRegistrationResponseData``: the new broker epoch, or an error name."""
-
-    broker_epoch: int
-    error: str = "NONE"
-
-
 class ControllerChannel(Protocol):
     """How a broker reaches the active controller (Kafka's ``NodeToControllerChannelManager``): each call
     answers later through its callback -- with None if the exchange failed."""
 
     def register_broker(
-        self, broker_id: int, rack: str | None, callback: Callable[[BrokerRegistrationResponse | None], None]
+        self, broker_id: int, rack: str | None, callback: Callable[[BrokerRegistrationReply | None], None]
     ) -> None: ...
 
     def heartbeat(
-        self, request: BrokerHeartbeatRequest, callback: Callable[[BrokerHeartbeatResponse | None], None]
+        self, request: BrokerHeartbeatRequest, callback: Callable[[BrokerHeartbeatReply | None], None]
     ) -> None: ...
 
 
@@ -271,14 +243,14 @@ class BrokerLifecycleManager:
     def _send_registration(self) -> None:
         generation = self._generation
 
-        def answered(response: BrokerRegistrationResponse | None) -> None:
+        def answered(response: BrokerRegistrationReply | None) -> None:
             if generation != self._generation:
                 return
-            if response is None or response.error != "NONE":
+            if response is None or response.error is not Errors.NONE:
                 self._after_failure()
                 return
             self._failed_attempts = 0
-            self._broker_epoch = response.broker_epoch
+            self._broker_epoch = response.epoch
             self._registered = True
             self._schedule(0.0)  # a heartbeat at once
 
@@ -297,15 +269,15 @@ class BrokerLifecycleManager:
         self.heartbeats_sent += 1
         generation = self._generation
 
-        def answered(response: BrokerHeartbeatResponse | None) -> None:
+        def answered(response: BrokerHeartbeatReply | None) -> None:
             if generation == self._generation:
                 self._on_heartbeat_response(response)
 
         self.channel.heartbeat(request, answered)
 
-    def _on_heartbeat_response(self, response: BrokerHeartbeatResponse | None) -> None:
+    def _on_heartbeat_response(self, response: BrokerHeartbeatReply | None) -> None:
         """``BrokerHeartbeatResponseHandler.onComplete``."""
-        if response is None or response.error != "NONE":
+        if response is None or response.error is not Errors.NONE:
             self._after_failure()
             return
         self._failed_attempts = 0

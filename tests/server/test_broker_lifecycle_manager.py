@@ -7,12 +7,8 @@ import random
 
 import simpy
 
-from kafkasim.server.broker_lifecycle_manager import (
-    BrokerHeartbeatResponse,
-    BrokerLifecycleManager,
-    BrokerRegistrationResponse,
-    BrokerState,
-)
+from kafkasim.broker.metadata import BrokerHeartbeatReply, BrokerRegistrationReply
+from kafkasim.server.broker_lifecycle_manager import BrokerLifecycleManager, BrokerState
 from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import Call
 
@@ -33,7 +29,7 @@ class ScriptedController:
 
     def register_broker(self, broker_id, rack, callback):
         self.registrations.append(self.env.now)
-        answer = None if self.down else BrokerRegistrationResponse(7)
+        answer = None if self.down else BrokerRegistrationReply(7)
         Call(self.env, self.latency, lambda _e: callback(answer))
 
     def heartbeat(self, request, callback):
@@ -41,10 +37,11 @@ class ScriptedController:
         if self.down:
             answer = None
         else:
-            answer = BrokerHeartbeatResponse(
+            answer = BrokerHeartbeatReply(
                 is_caught_up=self.env.now >= self.caught_up_at,
                 is_fenced=request.want_fence,
-                should_shut_down=request.want_shut_down and self.env.now >= self.shutdown_at,
+                in_controlled_shutdown=request.want_shutdown,
+                should_shut_down=request.want_shutdown and self.env.now >= self.shutdown_at,
             )
         Call(self.env, self.latency, lambda _e: callback(answer))
 
@@ -111,7 +108,7 @@ def test_controlled_shutdown_heartbeats_at_once_then_after_50ms_then_every_inter
     assert m.state is BrokerState.RUNNING
     m.begin_controlled_shutdown()  # at 100
     env.run(until=10_000)
-    asks = [t for t, r in controller.heartbeats if r.want_shut_down]
+    asks = [t for t, r in controller.heartbeats if r.want_shutdown]
     assert asks[:3] == [100.0, 151.0, 2152.0]
     assert m.state is BrokerState.SHUTTING_DOWN and done == [4154.0]  # the answer to the 4153 heartbeat
     assert len(asks) == 4  # nothing after the shutdown
