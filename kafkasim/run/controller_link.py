@@ -22,16 +22,18 @@ request reaches the controller at 100.5, its record commits at 125.5, the answer
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.alter_partition import AlterPartitionCallback, LeaderAndIsr
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.metadata import (
+    NO_LEADER,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     MetadataDelta,
+    PartitionRegistration,
 )
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.controller_core import AlterPartitionReply
@@ -71,6 +73,9 @@ class ControllerLink:
         self.incarnations: dict[int, int] = {}
         self._log_config_for: dict[int, Callable[[TopicPartition], Any]] = {}
         self.alter_partitions_submitted = 0
+        # Per broker: the partitions of the metadata it has applied (Kafka's KRaftMetadataCache), what it
+        # answers a client's Metadata request with.
+        self.metadata_cache: dict[int, dict[TopicPartition, PartitionRegistration]] = {}
 
     # --- plumbing ------------------------------------------------------------------------------------
 
@@ -101,14 +106,37 @@ class ControllerLink:
         self._log_config_for[broker_id] = log_config_for
         if not catch_up:
             self.applied_offset[broker_id] = self.controller.image.offset  # it starts with the bootstrap image
+            self.metadata_cache[broker_id] = dict(self.controller.image.partitions)
+        cache = self.metadata_cache[broker_id]
 
         def apply(delta: MetadataDelta) -> None:
             if broker.crashed:
                 return
             self.applied_offset[broker_id] = max(self.applied_offset[broker_id], delta.offset)
+            cache.update(delta.partitions)
+            for tp in delta.deleted:
+                cache.pop(tp, None)
             broker.apply_delta(delta, log_config_for=log_config_for)
 
         self.controller.subscribe(broker_id, apply, catch_up=catch_up)
+
+    def metadata_for(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """A client's Metadata request: ``{tp: (leader, leader epoch)}`` as the broker answering it has applied
+        them (``KafkaApis.handleTopicMetadataRequest`` reads the broker's ``MetadataCache``); empty when no
+        broker is up. Simplification: the lowest-id broker that is up answers (Kafka's client asks its
+        ``leastLoadedNode``), and the answer is read when the request arrives."""
+        for broker_id in sorted(self.brokers):
+            if self._alive(broker_id):
+                cache = self.metadata_cache[broker_id]
+                answer: dict[TopicPartition, tuple[int, int]] = {}
+                for tp in partitions:
+                    registration = cache.get(tp)
+                    if registration is not None:
+                        answer[tp] = (registration.leader, registration.leader_epoch)
+                    else:
+                        answer[tp] = (NO_LEADER, -1)
+                return answer
+        return {}
 
     # --- lifecycle (ControllerChannel for each broker) ----------------------------------------------
 
