@@ -66,6 +66,9 @@ RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
 # CommonClientConfigs: the backoff's multiplier and jitter (KIP-580), for metadata refreshes.
 RETRY_BACKOFF_EXP_BASE = 2
 RETRY_BACKOFF_JITTER = 0.2
+# reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
+RECONNECT_BACKOFF_MS = 50
+RECONNECT_BACKOFF_MAX_MS = 1000
 
 
 class NodeFetch:
@@ -74,7 +77,8 @@ class NodeFetch:
     ``changed`` the partitions whose position moved, or which joined or left this node, since the last request
     (all the session needs to build an incremental one: ``FetchSessionHandler.build_incremental``)."""
 
-    __slots__ = ("node_id", "changed", "connection", "session", "in_flight", "request_timer", "wanted")
+    __slots__ = ("node_id", "changed", "connection", "session", "in_flight", "request_timer", "wanted",
+                 "reconnect_at", "failures")
 
     def __init__(self, node_id: int, connection: Any) -> None:
         self.node_id = node_id
@@ -84,6 +88,9 @@ class NodeFetch:
         self.in_flight: RequestEnvelope | None = None
         self.request_timer: RequestTimer | None = None
         self.wanted = 0  # partitions this node leads that the consumer fetches now
+        # ClusterConnectionStates: after a reset or refused connection, no new one before reconnect_at.
+        self.reconnect_at = -math.inf
+        self.failures = 0
 
 
 class Consumer(NetworkClient):
@@ -136,13 +143,21 @@ class Consumer(NetworkClient):
         self._leader: dict[TopicPartition, int] = {tp: leader for tp, (leader, _) in layout.items()}
         self._awaiting: set[TopicPartition] = set()
         self._nodes: dict[int, NodeFetch] = {}
+        self._reconnect_backoff = ExponentialBackoff(
+            RECONNECT_BACKOFF_MS, RETRY_BACKOFF_EXP_BASE, RECONNECT_BACKOFF_MAX_MS, RETRY_BACKOFF_JITTER, rng)
         for tp in self.partitions:
             self._node(self._leader[tp]).wanted += 1
+
+    def _connect_node(self, node: NodeFetch) -> Any:
+        connection = self._connect_to(node.node_id)
+        connection.on_disconnect = partial(self._on_disconnect_node, node)
+        return connection
 
     def _node(self, node_id: int) -> NodeFetch:
         node = self._nodes.get(node_id)
         if node is None:
-            node = NodeFetch(node_id, self._connect_to(node_id))
+            node = NodeFetch(node_id, None)
+            node.connection = self._connect_node(node)
             node.request_timer = RequestTimer(
                 self.env, self._request_timeout_ms, self, partial(_in_flight_of, node),
                 partial(self._on_request_timeout, node),
@@ -173,6 +188,12 @@ class Consumer(NetworkClient):
         now = self.env.now
         if now >= self._stop_ms or node.in_flight is not None or node.wanted == 0:
             return
+        if node.connection.closed:
+            if now < node.reconnect_at:
+                return  # the backoff's end fetches again
+            node.connection = self._connect_node(node)
+        if not node.connection.connected:
+            return  # refused (the broker is down): _on_disconnect_node backs off
         cfg = self.config
         envelope = fetch_request(
             self._ids, API_FETCH_CONSUMER, self.name, CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms,
@@ -215,6 +236,7 @@ class Consumer(NetworkClient):
         if envelope is not node.in_flight:
             return  # timed out earlier; ignored
         node.in_flight = None
+        node.failures = 0
         response: FetchResponse = envelope.response
         if not node.session.handle_response(response):
             # AbstractFetch.handleFetchSuccess: a session error -- the partitions are ignored and the next
@@ -264,9 +286,29 @@ class Consumer(NetworkClient):
         fail_timed_out(envelope, self._observer)
         node.session.handle_error()  # AbstractFetch.handleFetchFailure
         node.connection.close()
-        node.connection = self._connect_to(node.node_id)
+        node.connection = self._connect_node(node)
         self._request_metadata_update()
         Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch_from(node))
+
+    def _on_disconnect_node(self, node: NodeFetch) -> None:
+        """The connection to ``node`` was reset or refused (its process died): the fetch in flight fails with
+        NETWORK_EXCEPTION (``AbstractFetch.handleFetchFailure``), a metadata update is requested
+        (``handleServerDisconnect``), and the node is backed off (``reconnect.backoff.ms`` 50 ms, doubling up
+        to ``reconnect.backoff.max.ms`` 1 s, KIP-144) before the next connection attempt."""
+        if self.paused:
+            self._deferred.append(lambda: self._on_disconnect_node(node))
+            return
+        envelope = node.in_flight
+        node.in_flight = None
+        if envelope is not None:
+            envelope.error = Errors.NETWORK_EXCEPTION
+            self._observer.request_finished(envelope)
+        node.session.handle_error()
+        delay = self._reconnect_backoff.backoff(node.failures)
+        node.failures += 1
+        node.reconnect_at = self.env.now + delay
+        self._request_metadata_update()
+        Call(self.env, delay, lambda _e: self._fetch_from(node))
 
     # --- metadata and leader changes -----------------------------------------------------------------
 

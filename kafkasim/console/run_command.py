@@ -60,9 +60,8 @@ def scenario_error_message(exc: Exception) -> str:
     return f"{len(problems)} problems in the scenario:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def load_with_overrides(path: str, overrides: list[str], seed: int | None = None) -> Scenario:
-    """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem
-    (for a cluster, also what its replica placement under the run's `seed` refuses)."""
+def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
+    """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem."""
     from kafkasim.scenario import load_scenario
 
     if not Path(path).is_file():
@@ -71,10 +70,6 @@ def load_with_overrides(path: str, overrides: list[str], seed: int | None = None
     scenario = load_scenario(Path(path))
     if overrides:
         scenario = scenario.with_overrides(list(overrides))
-    if scenario.cluster is not None:  # what only the replica placement can tell (a crash of a leader)
-        from kafkasim.run.cluster_layout import check_layout
-
-        check_layout(scenario, path, Path(path).read_text(encoding="utf-8"), seed)
     return scenario
 
 
@@ -173,7 +168,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     console = console or Console()
     err_console = err_console or Console(stderr=True)
     try:
-        scenario = load_with_overrides(options.scenario, options.overrides, options.seed)
+        scenario = load_with_overrides(options.scenario, options.overrides)
         seed = scenario.seed if options.seed is None else options.seed
         if options.out is not None:
             out = check_out_dir(options.out, f"--out {describe(str(options.out))}")
@@ -190,7 +185,6 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
 
     from kafkasim.record.result import ResultDirectoryError
     from kafkasim.run.engine import Engine, SimulationOutOfMemory
-    from kafkasim.run.faults import UnsupportedFault
     from kafkasim.run.invariants import InvariantViolation
     from kafkasim.run.snapshot import RecentLatencies, take_snapshot
     from kafkasim.sim.clock import SimClock
@@ -258,10 +252,6 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
         # tabulating and writing the results of a run that fitted.
         print(f"kafkasim: out of memory running {scenario.name}: {OUT_OF_MEMORY_ADVICE}; no results written",
               file=sys.stderr)
-        return EXIT_RUN_FAILED
-    except UnsupportedFault as exc:
-        print(f"kafkasim: run stopped: {exc}", file=sys.stderr)
-        print("kafkasim: no results written", file=sys.stderr)
         return EXIT_RUN_FAILED
     except InvariantViolation as exc:
         print(f"kafkasim: run failed: {exc}", file=sys.stderr)

@@ -7,7 +7,8 @@ a cluster, where broker k has one thread). A ``broker-<k>`` target (a ``cluster:
 * ``pause``: a stop-the-world pause of the broker, the partitions it leads included (its processors,
   request handlers, reapers, periodic tasks and fetcher threads; see ``BrokerServer.pause``).
 * ``slow_disk``: its request handlers' produce appends and its fetcher threads' appends.
-* ``crash``: a broker that leads nothing (the scenario refuses any other): its fetcher threads.
+* ``crash``: the whole broker process (``BrokerServer.crash``): connections reset, everything in memory
+  lost, logs kept; ``restart_after`` starts a new process over the same logs (``BrokerServer.restart``).
 * ``link_delay`` / ``link_drop``: the network paths of its replica fetcher threads toward the brokers it
   follows (``to_broker``: its fetch requests to the leaders; ``from_broker``: the leaders' responses,
   i.e. the replicated data). Not the paths of other brokers' fetchers toward it, nor clients' paths.
@@ -17,7 +18,8 @@ A client's link faults act on its path to every broker (in a cluster it has one 
 * ``pause`` (follower, producer, consumer): the component does nothing for ``duration``; work that
   arrives meanwhile waits (a GC pause / SIGSTOP). Overlapping pauses nest.
 * ``slow_disk`` (follower): appends cost ``factor`` times more; overlapping factors multiply.
-* ``crash`` (follower): stop now, restart after ``restart_after`` (or never).
+* ``crash`` (follower): its broker's process dies, as ``broker-<k>``'s would; restart after
+  ``restart_after`` (or never).
 * ``link_delay``: every message sent on the target's link(s) while it lasts takes ``extra`` longer, a
   fresh draw per message (from the fault's own random stream, so the link's own draws do not shift).
 * ``link_drop``: messages sent on the target's link(s) while it lasts are lost.
@@ -123,9 +125,10 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             if end is not None:
                 _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
         elif isinstance(fault, CrashFault):
-            crashed: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
-            crashed_id = _broker_id(crashed)
+            crashed_id = _broker_id(_component(c, fault.target))
             assert crashed_id is not None
+            # The whole broker process: follower-<k> of a scenario without a cluster is broker k.
+            crashed = c.broker(crashed_id)
             _at(c, start, partial(_crash, c, crashed, crashed_id))
             if end is not None:
                 _at(c, end, partial(_restart, c, crashed, crashed_id))
@@ -167,25 +170,14 @@ class _LifecyclePause:
         self.lifecycle.resume()
 
 
-class UnsupportedFault(Exception):
-    """A fault the simulator cannot carry out in the state the run reached (the run stops with this message)."""
-
-
-def _crash(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
-    if isinstance(component, BrokerServer) and component.leads_partitions:
-        # The scenario only lets a broker that leads nothing crash, but leadership can move during a run: the
-        # controller elects new leaders when it fences a broker (e.g. one paused longer than its session).
-        raise UnsupportedFault(
-            f"{component.name} leads partitions at {c.env.now / 1000:.3f} s (leadership moved to it when the "
-            "controller fenced another broker): the crash of a leader is not simulated yet"
-        )
-    component.crash()
+def _crash(c: Components, broker: BrokerServer, broker_id: int) -> None:
+    broker.crash()
     # The broker process died: no more heartbeats, no metadata delivered until it is back.
     c.controller_link.broker_crashed(broker_id)
 
 
-def _restart(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
-    component.restart()
+def _restart(c: Components, broker: BrokerServer, broker_id: int) -> None:
+    broker.restart()
     c.controller_link.broker_restarted(broker_id)
 
 

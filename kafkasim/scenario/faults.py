@@ -54,9 +54,11 @@ class SlowDiskFault(FaultBase):
 
 
 class CrashFault(FaultBase):
-    """A follower stops; on restart it fetches again from the end of its log with its latest leader epoch
-    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks). In a
-    `cluster:` only a broker that leads no partition may crash (leader failover comes with the controller)."""
+    """The broker's process dies (a follower-<k> target: broker k). Its connections are reset, what it held in
+    memory is lost (parked requests are never answered), its logs stay; the controller fences it once its
+    heartbeats stop (broker.session.timeout.ms) and elects new leaders for the partitions it led. On restart
+    it registers again, loads the metadata and fetches from the end of its log with its latest leader epoch
+    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks)."""
 
     type: Literal["crash"] = "crash"
     restart_after: Duration | None = Field(default=None, gt=0)

@@ -35,8 +35,11 @@ def test_producer_and_consumer_move_to_the_new_leader() -> None:
     refused = req[(req["client"] == "p1") & (req["error_name"].astype(str) == "NOT_LEADER_OR_FOLLOWER")]
     assert len(refused) >= 1 and set(refused["broker"]) == {LEADER}
     records = result.records
-    # acks=all with retries: every batch is acknowledged (the stalled ones after the old leader's refusal).
-    assert set(records["outcome"].astype(str)) == {"acknowledged"}
+    # acks=all with retries: every batch is acknowledged (the stalled ones after the old leader's refusal),
+    # but those still in flight when the run ends.
+    outcome = records["outcome"].astype(str)
+    assert set(outcome) <= {"acknowledged", "pending"}
+    assert (records[outcome == "pending"]["first_intended_ms"] >= result.summary["simulated_duration_ms"] - 10).all()
     assert records["attempts"].max() == 2
     # And consumed: the consumer validated its position with the new leader and read on.
     acked_before_end = records[records["ack_ms"] < 39_000]
