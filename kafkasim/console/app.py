@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from kafkasim.console.blas import single_blas_thread
 from kafkasim.record.arrow_allocator import prefer_system_allocator
 from kafkasim.timer.walkthrough import ScheduledAdd, ScheduledCancel
 
@@ -356,6 +357,7 @@ def sweep(
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: usage errors become one line `kafkasim: error: <message>` on stderr and exit code 2."""
     prefer_system_allocator()  # before pyarrow is used: see kafkasim/record/arrow_allocator.py
+    single_blas_thread()  # before numpy is imported: see kafkasim/console/blas.py
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
     except typer.TyperException as e:
