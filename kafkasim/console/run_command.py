@@ -16,6 +16,8 @@ Exit codes (also in `kafkasim run --help`):
 from __future__ import annotations
 
 import math
+import os
+import shlex
 import signal
 import sys
 import threading
@@ -151,7 +153,7 @@ class RunOptions:
     speed: float | None = None
     live: bool = False
     progress: bool | None = None  # None: shown when stderr is a terminal
-    figures: bool = True
+    figures: bool = False  # --figures: draw figures/*.png and report.html now (else `kafkasim report` later)
 
 
 def _display_path(path: Path) -> str:
@@ -266,7 +268,18 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     print_summary(console, result.summary, scenario.name, float(scenario.duration),
                   result.run_info.get("wall_seconds"))
     console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
+    if options.figures:
+        console.print(f"report: {_display_path(saved / 'report.html')}", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"figures and report.html: {report_hint(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK
+
+
+def report_hint(saved: Path) -> str:
+    """The command that draws a saved run's figures and report.html, as the user can type it: prefixed with
+    `uv run` when kafkasim was started by `uv run` (uv sets UV in its children's environment)."""
+    prefix = "uv run " if os.environ.get("UV") else ""
+    return f"{prefix}kafkasim report {shlex.quote(_display_path(saved))}"
 
 
 def _load_writers() -> None:
