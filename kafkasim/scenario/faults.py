@@ -103,10 +103,12 @@ class NetworkPartitionFault(ScenarioModel):
     at any moment of the cut is lost, including one already in flight when it starts; the sender notices
     only through its request timeout (NetworkClient's request.timeout.ms for clients,
     replica.socket.timeout.ms for replica fetchers). A broker cut off from the controller gets no heartbeat
-    through (BrokerLifecycleManager retries after broker.session.timeout.ms / 2) and is fenced
-    broker.session.timeout.ms after its last heartbeat arrived, while it keeps serving the clients on its
-    side; its AlterPartition requests are sent again every controller.socket.timeout.ms (30 s); the
-    metadata the controller commits reaches it when the cut ends. Overlapping partitions of the same two
+    through (each fails after broker.session.timeout.ms / 2, the request timeout of its heartbeat channel,
+    and BrokerLifecycleManager backs off and tries again) and is fenced broker.session.timeout.ms after its
+    last heartbeat arrived, while it keeps serving the clients on its side (a leader then is a zombie: its
+    followers follow the new leader, so its acks=all produces time out); its AlterPartition requests are
+    sent again every controller.socket.timeout.ms (30 s); the metadata the controller commits reaches it
+    when the cut ends. Overlapping partitions of the same two
     hosts nest: the hosts are reconnected when the last one ends."""
 
     type: Literal["network_partition"] = "network_partition"

@@ -269,6 +269,7 @@ def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_name
     hosts = [*brokers, *client_names, "controller"]
     allowed = allowed_list(hosts)
     seen: dict[str, int] = {}
+    unknown = False
     for k, side in enumerate(f.sides):
         if not side:
             add(("faults", i, "sides", k), f"is empty: a side names at least one host (allowed: {allowed})")
@@ -282,14 +283,16 @@ def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_name
                 continue
             if host in hosts:
                 seen[host] = k
-            elif follower and s.cluster is None:
+                continue
+            unknown = True
+            if follower and s.cluster is None:
                 add(where, f"name the host, not the fetcher: {host} runs on broker-{follower.group(1)} (allowed: "
                            f"{allowed})")
             elif follower:
                 add(where, f"a cluster's brokers are named broker-<id>, not follower-<id> (allowed: {allowed})")
             else:
                 add(where, unknown_message("host", host, hosts))
-    if all(f.sides) and seen and not any(host in brokers for host in seen):
+    if all(f.sides) and not unknown and not any(host in brokers for host in seen):
         add(("faults", i, "sides"), "cuts nothing: clients and the controller talk only to brokers, so one side "
                                     f"must name a broker (allowed: {allowed_list(brokers)})")
     if f.at >= s.duration:
