@@ -18,6 +18,10 @@ links' simplification -- the stream stays stalled behind the lost segment). So a
 every later response on the connection until the client's request timeout closes it
 (``NetworkClient.handleTimedOutRequests``), as a real one would: Kafka's ``InFlightRequests`` expects the
 responses of one connection in the order of its requests, never one overtaking another.
+
+A ``PartitionedConnection`` is one between two hosts that a network partition separates at some time
+(``kafkasim.network.partitions``): a message that is on the wire while the cut lasts is lost, in either
+direction. Connections between hosts no partition separates are plain ``Connection``s, at no extra cost.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from typing import TYPE_CHECKING
 from kafkasim.network.link import NetworkPath
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
+from kafkasim.network.partitions import Cut
 
 if TYPE_CHECKING:
     from simpy import Environment
 
     from kafkasim.network.socket_server import SocketServer
 
-__all__ = ["Connection", "NetworkPath"]
+__all__ = ["Connection", "NetworkPath", "PartitionedConnection", "open_connection"]
 
 
 class Connection:
@@ -110,3 +115,92 @@ class Connection:
         if not self.closed:
             self.closed = True
             self.socket_server.close_channel(self.channel)
+
+
+class PartitionedConnection(Connection):
+    """A ``Connection`` whose two hosts a network partition separates during ``cut``'s windows: a request or
+    response that is on the wire at any moment of the cut is lost (counted in its link's ``dropped``); the
+    sender finds out only through its own request timeout. As on any connection, nothing sent after a lost
+    message arrives in that direction (TCP order)."""
+
+    __slots__ = ("cut",)
+
+    def __init__(
+        self,
+        env: Environment,
+        name: str,
+        path: NetworkPath,
+        socket_server: SocketServer,
+        observer: Observer,
+        cut: Cut,
+    ) -> None:
+        self.cut = cut
+        super().__init__(env, name, path, socket_server, observer)
+
+    def send(self, envelope: RequestEnvelope) -> None:
+        if self._checks:
+            self.observer.request_sent(envelope)
+        channel = self.channel
+        socket_server = self.socket_server
+        envelope.broker = socket_server.broker_id
+        if self._lost_to_broker:
+            return  # behind a lost segment: never arrives
+        link = self.path.to_broker
+        env = self.env
+        cut = self.cut
+        sent_ms = env.now
+
+        def arrive() -> None:
+            if self._lost_to_broker:
+                return
+            if cut.severs(sent_ms, env.now):
+                link.dropped += 1
+                self._lost_to_broker = True
+                return
+            socket_server.receive(channel, envelope)
+
+        if not link.send(envelope.request_bytes, arrive):
+            self._lost_to_broker = True
+
+    def _send_response(self, envelope: RequestEnvelope) -> None:
+        if self._lost_from_broker:
+            return
+        link = self.path.from_broker
+        env = self.env
+        cut = self.cut
+        sent_ms = env.now
+
+        def arrive() -> None:
+            if self._lost_from_broker:
+                return
+            if cut.severs(sent_ms, env.now):
+                link.dropped += 1
+                self._lost_from_broker = True
+                return
+            self._deliver(envelope)
+
+        if not link.send(envelope.response_bytes, arrive):
+            self._lost_from_broker = True
+
+    def _reset(self) -> None:
+        # The RST is a packet like any other: lost if the cut separates the hosts while it travels.
+        env = self.env
+        cut = self.cut
+        sent_ms = env.now
+
+        def arrive() -> None:
+            if not cut.severs(sent_ms, env.now):
+                self._disconnected()
+
+        self.path.from_broker.send(0, arrive)
+
+
+def open_connection(
+    env: Environment, name: str, path: NetworkPath, socket_server: SocketServer, observer: Observer,
+    cut: Cut | None,
+) -> Connection:
+    """A connection of client ``name`` to ``socket_server``'s broker: a ``PartitionedConnection`` if a
+    partition ever separates the two hosts (``cut``), else a plain one."""
+    if cut is None:
+        return Connection(env, name, path, socket_server, observer)
+    return PartitionedConnection(env, name, path, socket_server, observer, cut)

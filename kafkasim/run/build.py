@@ -31,13 +31,15 @@ from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, Produce
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
 from kafkasim.controller.quorum_controller import QuorumController
-from kafkasim.network.connection import Connection, NetworkPath
+from kafkasim.network.connection import Connection, NetworkPath, open_connection
 from kafkasim.network.ids import IdSource
 from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
+from kafkasim.network.partitions import NetworkPartitions, broker_host
 from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.controller_link import ControllerLink
+from kafkasim.run.faults import network_partitions
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.replica_fetcher_manager import fetcher_thread_name, get_fetcher_id
@@ -181,6 +183,9 @@ class Components:
     """Each broker host's NIC (cluster runs only)."""
     client_paths: dict[str, list[NetworkPath]] = field(default_factory=dict)
     """A cluster client's paths, one per broker it talks to (a client's link faults act on all of them)."""
+    partitions: NetworkPartitions | None = None
+    """The scenario's network partitions (None without any): every connection and the controller link
+    consult them by host pair."""
 
     @property
     def leader(self) -> BrokerServer:
@@ -328,17 +333,23 @@ def build(
         leader_imbalance_check_interval_ms=1000.0 * scenario.controller.leader_imbalance_check_interval_seconds,
     )
     brokers_by_id: dict[int, BrokerServer] = {}
+    partitions = network_partitions(scenario)
     controller_link = ControllerLink(
         env, controller, brokers_by_id, sampler_from_spec(scenario.controller.link_latency),
         {b: streams.stream(f"controller/link/broker-{b}") for b in layout.broker_ids}, observer,
+        partitions=partitions,
     )
     ids = IdSource()
     partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
-    c = Components(env, clock, streams, config, controller_link, ids, partitions_by_topic, observer, layout=layout)
+    c = Components(env, clock, streams, config, controller_link, ids, partitions_by_topic, observer, layout=layout,
+                   partitions=partitions)
     nics = c.nics = broker_nics(scenario, layout, env)
+    fetcher_hosts: dict[str, str] = {}  # a fetcher thread's name -> its broker's host (a client is its own host)
 
     def connect_to(broker_id: int, name: str, path: NetworkPath) -> Connection:
-        return Connection(env, name, path, brokers_by_id[broker_id].socket_server, observer)
+        # Any connection, opened whenever, between two hosts that a network partition separates obeys its cut.
+        cut = None if partitions is None else partitions.between(fetcher_hosts.get(name, name), broker_host(broker_id))
+        return open_connection(env, name, path, brokers_by_id[broker_id].socket_server, observer, cut)
 
     def connector(broker_id: int, name: str, path: NetworkPath) -> Callable[[], Connection]:
         return lambda: connect_to(broker_id, name, path)
@@ -350,6 +361,7 @@ def build(
     def create_fetcher_thread(broker: BrokerServer, fetcher_id: int, source: int) -> ReplicaFetcherThread:
         fetcher_config = replica_fetcher_config_of(scenario.broker_for(broker.broker_id))
         name = fetcher_name(layout, broker.config.num_replica_fetchers, broker.broker_id, fetcher_id, source)
+        fetcher_hosts[name] = broker_host(broker.broker_id)
         # Replication leaves the leader's host (its NIC's outbound) and enters the follower's (inbound).
         links = c.links[name] = _network_path(env, name, follower_link, streams, client_nic=nics.get(broker.broker_id),
                                               broker_nic=nics.get(source))

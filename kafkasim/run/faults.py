@@ -23,6 +23,12 @@ A client's link faults act on its path to every broker (in a cluster it has one 
 * ``link_delay``: every message sent on the target's link(s) while it lasts takes ``extra`` longer, a
   fresh draw per message (from the fault's own random stream, so the link's own draws do not shift).
 * ``link_drop``: messages sent on the target's link(s) while it lasts are lost.
+
+A ``network_partition`` has no target: it cuts the network between two sets of hosts (``broker-<id>``,
+clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
+starts (``network_partitions``), and every connection between two hosts it separates -- whenever opened
+(``kafkasim.network.connection.open_connection``) -- and the controller link (``ControllerLink``) consult
+the cut for each message (``kafkasim.network.partitions``).
 """
 
 from __future__ import annotations
@@ -34,7 +40,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.network.link import NetworkLink
-from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
+from kafkasim.network.partitions import NetworkPartitions
+from kafkasim.scenario.faults import (
+    CrashFault,
+    LinkDelayFault,
+    LinkDropFault,
+    NetworkPartitionFault,
+    PauseFault,
+    SlowDiskFault,
+)
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
@@ -143,8 +157,23 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             links = _links(c, fault.target, fault.direction)
             until = math.inf if end is None else end
             _at(c, start, partial(_drop, links, until, drop_ends))
+        elif isinstance(fault, NetworkPartitionFault):
+            pass  # built into the network: network_partitions(), consulted per message by every connection
         else:  # pragma: no cover - the scenario model admits only the kinds above
             raise ValueError(f"unknown fault type {fault.type!r}")
+
+
+def network_partitions(scenario: Scenario) -> NetworkPartitions | None:
+    """The scenario's ``network_partition`` faults by host pair, or None if it has none (then no connection
+    pays anything for them)."""
+    faults = [f for f in scenario.faults if isinstance(f, NetworkPartitionFault)]
+    if not faults:
+        return None
+    partitions = NetworkPartitions()
+    for fault in faults:
+        end = fault.end
+        partitions.add(float(fault.at), math.inf if end is None else float(end), fault.sides[0], fault.sides[1])
+    return partitions
 
 
 def _broker_id(component: Any) -> int | None:
