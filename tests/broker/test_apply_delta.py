@@ -242,7 +242,8 @@ def test_isr_not_expanded_if_replica_is_fenced_or_shutdown() -> None:
 
 
 def test_controlled_shutdown_stops_followers_out_of_the_isr() -> None:
-    """ReplicaManager.applyLocalFollowersDelta: while this broker is in controlled shutdown
+    """ReplicaManagerTest.testReplicasAreStoppedWhileInControlledShutdownWithKRaft
+    (ReplicaManager.applyLocalFollowersDelta): while this broker is in controlled shutdown
     (ReplicaManager.beginControlledShutdown), a follower partition without a leader, or without this broker
     in its ISR, is stopped (no fetcher), not deleted."""
     rm = manager()

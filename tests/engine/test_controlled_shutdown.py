@@ -91,3 +91,19 @@ def test_a_followers_controlled_shutdown_leaves_the_isr_at_once() -> None:
     assert [v for _, v in isr] == [3.0, 2.0, 3.0]
     assert isr[1][0] == 5_050.0 and 8_000 < isr[2][0] < 9_000
     assert float(result.records["produce_latency_ms"].max()) < 50.0
+
+
+def test_without_the_controllers_answer_the_broker_stops_after_5_minutes() -> None:
+    # Cut off from the controller, broker-1's wantShutDown heartbeats never get through; Kafka's
+    # BrokerServer.shutdown waits for controlledShutdownFuture 5 minutes, then shuts down anyway.
+    down_at: list[bool] = []
+    for duration in ("304900ms", "305100ms"):
+        s = scenario(duration=duration, cluster={"brokers": 3}, controller={"link_latency": FIXED["latency"]},
+                     producers=[producer("p1", rate="2/s")],
+                     faults=[{"type": "network_partition", "at": "4s", "sides": [["broker-1"], ["controller"]]},
+                             {"type": "shutdown", "target": "broker-1", "at": "5s"}])
+        engine = Engine(s)
+        engine.run()
+        assert engine.components.controller_link.lifecycles[1].state is not BrokerState.RUNNING
+        down_at.append(engine.components.broker(1).crashed)
+    assert down_at == [False, True]
