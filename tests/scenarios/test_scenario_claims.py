@@ -359,6 +359,10 @@ def test_leader_crash_fenced_7_to_9_s_later_then_acks_resume_within_a_second() -
     assert (produce[sent > elected - 100]["broker"] == 1).all()
     consumer_fetches = requests(result, "FetchConsumer")
     assert (consumer_fetches[consumer_fetches["client_send_ms"] > elected]["broker"] == 1).all()
+    failed = result.requests[result.requests["error_name"] != "NONE"]
+    assert set(failed["error_name"]) == {"NETWORK_EXCEPTION"} and (failed["broker"] == 0).all()
+    assert sorted(failed["api"]) == ["FetchConsumer", "FetchFollower", "FetchFollower"]
+    assert (failed["client_send_ms"] < 10_000).all()
     acked = records[records["ack_ms"] < 34_000]
     assert acked["first_consumed_ms"].notna().all()
 
@@ -387,6 +391,12 @@ def test_leader_controlled_shutdown_moves_leadership_at_once_and_stalls_hundreds
     assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
     assert 10_000 < float(refused["client_send_ms"].iloc[0]) < 10_100
     later = produce[produce["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
+    assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
+    assert (result.records["attempts"] > 1).sum() == 1
+    fetches = requests(result, "FetchConsumer")
+    refused = fetches[fetches["error_name"] != "NONE"]
+    assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
+    later = fetches[fetches["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
     assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
     acked = result.records[result.records["ack_ms"] < 34_000]
     assert acked["first_consumed_ms"].notna().all()
