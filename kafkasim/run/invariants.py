@@ -177,7 +177,13 @@ class InvariantChecker:
         (`min(min.insync.replicas, replication factor)`, Kafka's `Partition.effectiveMinIsr`)."""
         if not self.enabled:
             return
-        self._partitions[tp] = _PartitionState(set(isr), effective_min_isr)
+        state = _PartitionState(set(isr), effective_min_isr)
+        previous = self._partitions.get(tp)
+        if previous is not None:
+            # A new leader: the replicas' logs are what they were (a log end is a fact of the log, not of
+            # who leads); a follower that appends nothing more must not look empty to the new state.
+            state.log_end = dict(previous.log_end)
+        self._partitions[tp] = state
 
     def on_isr_change(
         self, tp: Hashable, isr: Iterable[int], now: float, may_lose_data: Iterable[int] = ()

@@ -404,6 +404,8 @@ class BrokerServer:
         if self._fault_paused > 0:
             self.stw.pause()  # a pause fault still in force when it comes back
         for fetcher in self.fetchers:
+            if self._fault_paused > 0:
+                fetcher.pause()  # its threads are in the same stopped JVM: they start when it resumes
             fetcher.restart()
         if self._fetchers_started:
             self.start_log_retention()
