@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kafkasim.run import RunResult
+from kafkasim.run import Engine, RunResult
 from kafkasim.scenario import load_scenario
 
 from . import test_shipped_scenarios as shipped_tests
@@ -31,6 +31,9 @@ TRIED = {
     "overloaded_handlers": {"broker.num.io.threads=8": "test_one_handler_thread_makes_request_queue_time_dominate"},
     "follower_crash_fenced": {
         "faults[0].restart_after=3s": "test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced",
+    },
+    "leader_crash": {
+        "controller.broker.session.timeout.ms=4500": "test_leader_crash_with_a_shorter_session_the_stall_shrinks",
     },
     "follower_partitioned_from_leader": {
         "broker.replica.lag.time.max.ms=10s": "test_follower_partitioned_with_a_10_s_lag_limit_leaves_before_any_timeout",
@@ -321,6 +324,94 @@ def test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced()
     assert ((fetches > 13_500) & (fetches < out)).sum() > 10
     back = first_time(isr, 3.0, after_ms=out)
     assert out < back < out + 3_000  # registered once the old session was gone, then rejoined
+
+
+# --- leader_crash and leader_controlled_shutdown ------------------------------------------------------
+
+
+def _settled_without_errors(result: RunResult) -> None:
+    """Every batch acknowledged (but perhaps one in flight at the end), none with an error, none lost."""
+    records = result.records
+    outcomes = records["outcome"].astype(str)
+    assert set(outcomes) <= {"acknowledged", "pending"} and (outcomes == "pending").sum() <= 1
+    assert (records["error"] == 0).all() and not records["lost_after_ack"].any()
+
+
+def test_leader_crash_fenced_7_to_9_s_later_then_acks_resume_within_a_second() -> None:
+    result = shipped("leader_crash")
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert 17_000 <= elected <= 19_200  # last heartbeat (<= 2 s before the crash) + broker.session.timeout.ms
+    isr = gauge(result, "IsrSize", "orders-0")
+    assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    records = result.records
+    # The first acks=all produce acknowledged after the crash: ~0.2 s after the election (the gauge samples
+    # every 100 ms), once a metadata refresh named broker 1.
+    first_ack = records[records["first_intended_ms"] >= 10_000]["ack_ms"].min()
+    assert elected - 100 < first_ack < elected + 1_000
+    assert 6_500 < records["produce_latency_ms"].max() < 9_500
+    stalled = records[(records["first_intended_ms"] > 10_000) & (records["first_intended_ms"] < elected - 100)]
+    assert len(stalled) > 0 and (stalled["ack_ms"] > elected - 100).all()
+    _settled_without_errors(result)
+    # No produce goes out while no broker the producer can reach leads; afterwards they go to broker 1.
+    produce = requests(result, "Produce")
+    sent = produce["client_send_ms"].to_numpy(dtype=float)
+    assert not ((sent > 10_000) & (sent < elected - 100)).any()
+    assert (produce[sent > elected - 100]["broker"] == 1).all()
+    consumer_fetches = requests(result, "FetchConsumer")
+    assert (consumer_fetches[consumer_fetches["client_send_ms"] > elected]["broker"] == 1).all()
+    failed = result.requests[result.requests["error_name"] != "NONE"]
+    assert set(failed["error_name"]) == {"NETWORK_EXCEPTION"} and (failed["broker"] == 0).all()
+    assert sorted(failed["api"]) == ["FetchConsumer", "FetchFollower", "FetchFollower"]
+    assert (failed["client_send_ms"] < 10_000).all()
+    acked = records[records["ack_ms"] < 34_000]
+    assert acked["first_consumed_ms"].notna().all()
+
+
+def test_leader_crash_with_a_shorter_session_the_stall_shrinks() -> None:
+    result = shipped("leader_crash", "controller.broker.session.timeout.ms=4500")
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert 12_400 <= elected <= 12_700  # last heartbeat at ~8 s + 4.5 s
+    assert 2_000 < result.records["produce_latency_ms"].max() < 3_200
+    _settled_without_errors(result)
+
+
+def test_leader_controlled_shutdown_moves_leadership_at_once_and_stalls_hundreds_of_times_less() -> None:
+    result = shipped("leader_controlled_shutdown")
+    crash = shipped("leader_crash")
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert elected == 10_100  # the first sample after the change, ~28 ms after the shutdown began
+    isr = gauge(result, "IsrSize", "orders-0")
+    assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    worst = float(result.records["produce_latency_ms"].max())
+    worst_crash = float(crash.records["produce_latency_ms"].max())
+    assert worst < 20.0 and 5 * worst < worst_crash and worst_crash > 100 * worst
+    _settled_without_errors(result)
+    produce = requests(result, "Produce")
+    refused = produce[produce["error_name"] != "NONE"]
+    assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
+    assert 10_000 < float(refused["client_send_ms"].iloc[0]) < 10_100
+    later = produce[produce["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
+    assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
+    assert (result.records["attempts"] > 1).sum() == 1
+    fetches = requests(result, "FetchConsumer")
+    refused = fetches[fetches["error_name"] != "NONE"]
+    assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
+    later = fetches[fetches["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
+    assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
+    acked = result.records[result.records["ack_ms"] < 34_000]
+    assert acked["first_consumed_ms"].notna().all()
+
+
+def test_leader_controlled_shutdown_the_process_stops_at_the_next_heartbeat_2_s_later() -> None:
+    # The controller answers shouldShutDown once every active broker reported the shutdown's records: at
+    # broker 0's heartbeat ~2 s after its first two; it fences it at once and the process stops.
+    for duration, down in (("11900ms", False), ("12500ms", True)):
+        engine = Engine(load("leader_controlled_shutdown", f"duration={duration}"))
+        engine.run()
+        link = engine.components.controller_link
+        registration = link.controller.image.brokers[0]
+        assert engine.components.broker(0).crashed is down
+        assert registration.in_controlled_shutdown and registration.fenced is down
 
 
 # --- follower_partitioned_from_leader ----------------------------------------------------------------

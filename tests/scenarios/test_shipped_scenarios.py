@@ -39,6 +39,8 @@ TEACHING = {
     "cluster_slow_broker",
     "more_partitions_same_bytes",
     "nic_bound_cluster",
+    "leader_crash",
+    "leader_controlled_shutdown",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
 # every run is watched, and fails if simulated time has not moved for this long.
