@@ -461,6 +461,8 @@ class Producer(NetworkClient):
         for b in batches:
             b.send_ms = now
             b.request_id = request_id
+            if not b.sends:
+                b.first_request_id = request_id
             b.sends += 1
         node.connection.send(envelope)
         if self.acks == 0:
