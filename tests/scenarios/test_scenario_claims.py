@@ -51,6 +51,10 @@ TRIED = {
         "cluster.nic.out=1Gbit/s": "test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops",
         "topics[0].replication.factor=1": "test_nic_bound_cluster_without_replication_each_nic_sends_half",
     },
+    "idempotence_and_a_lost_response": {
+        "producers[not-idempotent].max.in.flight.requests.per.connection=1":
+            "test_idempotence_lost_response_with_one_request_in_flight_one_duplicate",
+    },
     "slow_follower_isr_shrink": {
         "broker.replica.fetch.max.bytes=1MiB": "test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s",
     },
@@ -522,6 +526,109 @@ def test_min_isr_violation_acks_1_records_visible_only_at_70_s() -> None:
     assert flat_between(result, "HighWatermark", "payments-0", 5_200, 69_800)
     leader = [gauge_at(result, "LogEndOffset", "payments-0/replica-0", t) for t in (5_200, 45_000, 69_800)]
     assert leader[0] < leader[1] < leader[2]
+
+
+# --- idempotence_and_a_lost_response ------------------------------------------------------------------
+
+LOST_RESPONSE = "idempotence_and_a_lost_response"
+
+
+def _producer_batches(result: RunResult, producer: str) -> pd.DataFrame:
+    records = result.records
+    return records[records["producer"] == producer].sort_values("batch_id")
+
+
+def _first_attempts(result: RunResult, retried: pd.DataFrame) -> pd.DataFrame:
+    """The request rows of the retried batches' first attempts (the records' first_request_id)."""
+    rows = result.requests.set_index("request_id")
+    return rows.loc[retried["first_request_id"].to_numpy()]
+
+
+def _offset_gaps(batches: pd.DataFrame) -> list[tuple[int, int]]:
+    """(first offset, records) of every stretch of the log that no acknowledged batch of the run claims: the
+    first copies of batches written twice (the acknowledgement names the second copy)."""
+    acked = batches[(batches["offset"] >= 0) & batches["ack_ms"].notna()].sort_values("offset")
+    gaps: list[tuple[int, int]] = []
+    end = None
+    for offset, count in zip(acked["offset"].to_numpy(), acked["record_count"].to_numpy(), strict=True):
+        if end is not None and offset > end:
+            gaps.append((int(end), int(offset - end)))
+        end = int(offset + count) if end is None else max(end, int(offset + count))
+    return gaps
+
+
+def test_idempotence_lost_response_without_idempotence_every_retried_batch_is_written_twice() -> None:
+    result = shipped(LOST_RESPONSE)
+    mine = _producer_batches(result, "not-idempotent")
+    retried = mine[mine["attempts"] >= 2]
+    duplicated = mine[mine["outcome"].astype(str) == "duplicated"]
+    # The batches whose first attempt reached the log (the leader appended it: LocalTimeMs was recorded)
+    # are exactly the duplicated ones: 5, the requests in flight when the response was lost.
+    first = _first_attempts(result, retried)
+    reached_log = retried[np.isfinite(first["local_complete_ms"].to_numpy(dtype=float))]
+    assert len(duplicated) == len(reached_log) == len(retried) == 5
+    assert set(duplicated["batch_id"]) == set(reached_log["batch_id"])
+    assert set(retried["attempts"]) == {2} and (duplicated["error"] == 0).all()
+    # The consumer read the first copy at ~20 s; the acknowledgement (of the second copy) came at ~50 s.
+    seen = duplicated["consumed_ms:reader"].to_numpy(dtype=float)
+    assert (seen > 20_000).all() and (seen < 20_200).all()
+    assert (duplicated["ack_ms"] > 50_000).all() and (duplicated["ack_ms"] < 50_200).all()
+    # The log agrees, independently of the recorder: the records no acknowledgement claims are the first
+    # copies, as many as the duplicated batches hold.
+    gaps = _offset_gaps(result.records)
+    assert sum(n for _, n in gaps) == int(duplicated["record_count"].sum())
+    # Order is lost too: put back at the head of the queue one by one, the retries land in reverse order.
+    assert (np.diff(duplicated.sort_values("batch_id")["offset"].to_numpy()) < 0).all()
+    outcomes = per_producer(result, "not-idempotent")["outcomes"]
+    assert outcomes["duplicated"] == 5 and set(outcomes) == {"acknowledged", "duplicated"}
+
+
+def test_idempotence_lost_response_idempotent_retries_are_answered_with_the_original_offsets() -> None:
+    result = shipped(LOST_RESPONSE)
+    mine = _producer_batches(result, "idempotent")
+    assert "duplicated" not in set(mine["outcome"].astype(str))
+    retried = mine[mine["attempts"] >= 2]
+    assert len(retried) == 5 and set(retried["attempts"]) == {2}
+    first = _first_attempts(result, retried)
+    assert np.isfinite(first["local_complete_ms"].to_numpy(dtype=float)).all()  # every first attempt was appended
+    # The consumer read each batch at ~10 s, long before its retry was sent (~40 s), and at the offset the
+    # retry's answer carries (not duplicated): the leader answered with the original offsets.
+    seen = retried["consumed_ms:reader"].to_numpy(dtype=float)
+    assert (seen < 10_200).all() and (retried["send_ms"] > 40_000).all()
+    # The retries keep their order: new requests in batch order, offsets unchanged and rising.
+    assert (np.diff(retried["request_id"].to_numpy()) > 0).all() and (np.diff(retried["offset"].to_numpy()) > 0).all()
+    # Nothing in the log that no acknowledgement claims, apart from the other producer's first copies.
+    gaps = _offset_gaps(result.records)
+    other = _producer_batches(result, "not-idempotent")
+    assert sum(n for _, n in gaps) == int(other.loc[other["outcome"].astype(str) == "duplicated", "record_count"].sum())
+    assert set(per_producer(result, "idempotent")["outcomes"]) == {"acknowledged"}
+
+
+@pytest.mark.parametrize(("producer", "lost_at"), [("idempotent", 10_000), ("not-idempotent", 20_000)])
+def test_idempotence_lost_response_requests_time_out_after_30_s_and_records_wait(producer: str, lost_at: int) -> None:
+    result = shipped(LOST_RESPONSE)
+    produce = requests(result, "Produce", producer)
+    failed = produce[produce["error_name"] != "NONE"]
+    assert sorted(failed["error_name"]) == ["NETWORK_EXCEPTION"] * 4 + ["REQUEST_TIMED_OUT"]
+    assert failed.loc[failed["error_name"] == "REQUEST_TIMED_OUT", "client_timeout"].all()
+    # The broker handled them (complete broker-side timing); their answers never arrived.
+    assert np.isfinite(failed["end_ms"].to_numpy(dtype=float)).all()
+    assert np.isnan(failed["client_receive_ms"].to_numpy(dtype=float)).all()
+    sent = failed["client_send_ms"].to_numpy(dtype=float)
+    assert (sent >= lost_at).all() and (sent < lost_at + 100).all()
+    # The retried batches' first_request_id names exactly these requests.
+    mine = _producer_batches(result, producer)
+    assert set(mine.loc[mine["attempts"] >= 2, "first_request_id"]) == set(failed["request_id"])
+    # Records due during the stall waited up to request.timeout.ms (30 s).
+    assert 29_000 < per_producer(result, producer)["from_intended"]["p99.9"] < 31_000
+
+
+def test_idempotence_lost_response_with_one_request_in_flight_one_duplicate() -> None:
+    result = shipped(LOST_RESPONSE, "producers[not-idempotent].max.in.flight.requests.per.connection=1")
+    mine = _producer_batches(result, "not-idempotent")
+    duplicated = mine[mine["outcome"].astype(str) == "duplicated"]
+    assert len(duplicated) == 1 and len(mine[mine["attempts"] >= 2]) == 1
+    assert sum(n for _, n in _offset_gaps(result.records)) == int(duplicated["record_count"].sum())
 
 
 # --- overloaded_handlers -----------------------------------------------------------------------------
