@@ -365,8 +365,15 @@ def test_leader_crash_fenced_7_to_9_s_later_then_acks_resume_within_a_second() -
     assert (consumer_fetches[consumer_fetches["client_send_ms"] > elected]["broker"] == 1).all()
     failed = result.requests[result.requests["error_name"] != "NONE"]
     assert set(failed["error_name"]) == {"NETWORK_EXCEPTION"} and (failed["broker"] == 0).all()
-    assert sorted(failed["api"]) == ["FetchConsumer", "FetchFollower", "FetchFollower"]
-    assert (failed["client_send_ms"] < 10_000).all()
+    # What was in flight at the crash: both followers' and the consumer's fetches, and the produce sent at
+    # 10.000 s (one every 5 ms); its batch is retried to broker 1 once the metadata names it.
+    assert set(failed["api"]) == {"FetchConsumer", "FetchFollower", "Produce"}
+    assert (failed["api"] == "Produce").sum() == 1
+    assert (failed["client_send_ms"] <= 10_001).all()
+    retried = records[records["attempts"] > 1]
+    assert len(retried) == 1 and retried["first_request_id"].iloc[0] in set(failed["request_id"])
+    last = produce[produce["request_id"] == retried["request_id"].iloc[0]]
+    assert list(last["broker"]) == [1] and float(last["client_send_ms"].iloc[0]) > elected - 100
     acked = records[records["ack_ms"] < 34_000]
     assert acked["first_consumed_ms"].notna().all()
 
@@ -375,7 +382,7 @@ def test_leader_crash_with_a_shorter_session_the_stall_shrinks() -> None:
     result = shipped("leader_crash", "controller.broker.session.timeout.ms=4500")
     elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
     assert 12_400 <= elected <= 12_700  # last heartbeat at ~8 s + 4.5 s
-    assert 2_000 < result.records["produce_latency_ms"].max() < 3_200
+    assert 2_000 < result.records["produce_latency_ms"].max() < 4_000
     _settled_without_errors(result)
 
 
