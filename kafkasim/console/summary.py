@@ -184,6 +184,19 @@ def delivery_table(summary: Mapping[str, Any]) -> Table | None:
     return table if table.row_count else None
 
 
+def lost_after_ack_text(summary: Mapping[str, Any]) -> Text | None:
+    """Acknowledged batches the final leaders no longer have, by reason (summary ``lost_after_ack``) -- only
+    when some were lost."""
+    lost: Mapping[str, Any] = summary.get("lost_after_ack") or {}
+    batches = lost.get("batches") or 0
+    if not batches:
+        return None
+    reasons = ", ".join(f"{count(n)} {reason}" for reason, n in (lost.get("by_reason") or {}).items() if n)
+    producers = ", ".join(f"{name} {count(n)}" for name, n in (lost.get("by_producer") or {}).items())
+    return Text(f"Acknowledged, then lost: {count(batches)} batches ({count(lost.get('records'))} records) -- "
+                f"{reasons}; per producer: {producers}", style="bold yellow")
+
+
 def counters_table(counters: Mapping[str, Any]) -> Table:
     """ISR changes and expirations per purgatory (Kafka's ExpiresPerSec meters, as totals)."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
@@ -245,6 +258,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     delivery = delivery_table(summary)
     if delivery is not None:
         items.extend((delivery, Text("")))
+    lost = lost_after_ack_text(summary)
+    if lost is not None:
+        items.extend((lost, Text("")))
     items.append(counters_table(summary.get("counters") or {}))
     return Group(*items)
 

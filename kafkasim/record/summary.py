@@ -154,6 +154,23 @@ def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any]:
+    """Acknowledged batches the final leaders no longer have (the records table's `lost_after_ack`, over the
+    whole run, warm-up included: a record lost is lost), their records, and the batches per reason and per
+    producer."""
+    if "lost_after_ack" not in records.columns:
+        return {"batches": 0, "records": 0, "by_reason": {}, "by_producer": {}}
+    lost = records[records["lost_after_ack"].to_numpy(dtype=bool)]
+    reasons = lost["lost_reason"].astype(str).value_counts() if "lost_reason" in lost.columns else pd.Series()
+    producers = lost["producer"].astype(str).value_counts()
+    return {
+        "batches": int(len(lost)),
+        "records": int(lost["record_count"].sum()),
+        "by_reason": {str(k): int(reasons[k]) for k in sorted(reasons.index)},
+        "by_producer": {str(k): int(producers[k]) for k in sorted(producers.index)},
+    }
+
+
 def _consumer_summary(requests: pd.DataFrame, batches: pd.DataFrame, consumer: str) -> dict[str, Any]:
     """One consumer: the batches it received, from their intended send (end to end) and from their send
     until it received them, and its fetches' errors and breakdown (RemoteTimeMs: parked in the purgatory)."""
@@ -297,6 +314,7 @@ def summarize(
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
         "per_client": _per_client(requests, kept, records, batches, producers, consumers),
         "per_broker": _per_broker(kept, timeseries, warmup_ms),
+        "lost_after_ack": _lost_after_ack(records),
         "counters": dict(counters or {}),
     }
     api_column = kept["api"].astype(str).to_numpy()
