@@ -179,8 +179,9 @@ print("same requests, same timings:", paced.requests.equals(virtual.requests))""
   the ISR, min.insync.replicas violated, fetch.min.bytes vs fetch.max.wait.ms, segment rolls waking
   parked fetches, overloaded request handlers, a GC-paused follower). Their `description` says what
   to look for.
-* `kafkasim run <scenario> --set key=value` runs a scenario from the shell and saves its tables and
-  figures; `kafkasim wheel` walks through the timing wheel step by step."""),
+* `kafkasim run <scenario> --set key=value` runs a scenario from the shell and saves its tables;
+  `kafkasim report <result dir>` draws its figures and report.html; `kafkasim wheel` walks through the
+  timing wheel step by step."""),
 ]
 
 

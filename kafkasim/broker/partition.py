@@ -215,6 +215,22 @@ class Partition:
         self._assignment: tuple[int, ...] = ()
         self._partition_state: PartitionState = CommittedPartitionState(frozenset())
 
+    def restart(self, delayed_operations: DelayedOperations) -> None:
+        """A new broker process over the same log: Kafka creates the ``Partition`` again when the metadata
+        image is applied, so nothing held in memory survives -- leadership, epochs (the first ``makeLeader`` /
+        ``makeFollower`` is a new epoch locally), follower states, the ISR and an ISR change in flight. The log
+        stays (with its high watermark: a simplification, Kafka reads it from the checkpoint)."""
+        self.delayed_operations = delayed_operations
+        self._leader_replica_id = None
+        self._leader_epoch = -1
+        self._partition_epoch = -1
+        self._leader_epoch_start_offset = None
+        self._remote_replicas = {}
+        self._assignment = ()
+        self._partition_state = CommittedPartitionState(frozenset())
+        if self._on_change is not None:
+            self._on_change()
+
     # -------------------------------------------------------------------------------------------- state
 
     @property

@@ -149,18 +149,8 @@ class ReplicaManager:
         self.config = config
         self.time = time
         self.alter_partition_manager = alter_partition_manager
-        self.produce_purgatory = produce_purgatory or DelayedOperationPurgatory(
-            "Produce",
-            new_purgatory_timer(config.purgatory_timer, "Produce", time),
-            broker_id=broker_id,
-            purge_interval=config.producer_purgatory_purge_interval_requests,
-        )
-        self.fetch_purgatory = fetch_purgatory or DelayedOperationPurgatory(
-            "Fetch",
-            new_purgatory_timer(config.purgatory_timer, "Fetch", time),
-            broker_id=broker_id,
-            purge_interval=config.fetch_purgatory_purge_interval_requests,
-        )
+        self.produce_purgatory = produce_purgatory or self._new_purgatory("Produce")
+        self.fetch_purgatory = fetch_purgatory or self._new_purgatory("Fetch")
         self.metrics = BrokerMetrics()
         self.action_queue = ActionQueue()
         # The run's invariant checks (None in unit tests): leadership taken, acks=all partitions settled.
@@ -182,6 +172,30 @@ class ReplicaManager:
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
         self.lazy_sessions = LAZY_FETCH_SESSIONS
+
+    def _new_purgatory(self, name: str) -> DelayedOperationPurgatory:
+        config = self.config
+        return DelayedOperationPurgatory(
+            name,
+            new_purgatory_timer(config.purgatory_timer, name, self.time),
+            broker_id=self.broker_id,
+            purge_interval=(config.producer_purgatory_purge_interval_requests if name == "Produce"
+                            else config.fetch_purgatory_purge_interval_requests),
+        )
+
+    def restart(self) -> None:
+        """The broker process starts again over the same logs (it crashed). Everything in memory is gone:
+        the parked operations (never answered: their clients saw the connection reset), the actions queued,
+        every partition's leadership and replica states (``Partition.restart``); the logs stay, and the
+        metadata image the broker loads next makes it leader or follower again (``apply_delta``)."""
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+        self.produce_purgatory = self._new_purgatory("Produce")
+        self.fetch_purgatory = self._new_purgatory("Fetch")
+        self.action_queue = ActionQueue()
+        self.in_controlled_shutdown = False
+        for tp, partition in self._partitions.items():
+            partition.restart(DelayedOperations(self.operation_key(tp), self.produce_purgatory, self.fetch_purgatory))
 
     # ------------------------------------------------------------------------------------ partitions
 

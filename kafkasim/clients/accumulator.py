@@ -265,7 +265,9 @@ class RecordAccumulator:
         deques = self._deques
         if node is None:
             node = self._only_node()
-        parts = self._node_partitions[node]
+        parts = self._node_partitions.get(node)
+        if parts is None:
+            return None  # the node leads none of these partitions (any more)
         txn = self.txn
         for index in self._nonempty[node]:  # the answer does not depend on the order
             tp = parts[index]
@@ -297,7 +299,9 @@ class RecordAccumulator:
         self.drains += 1
         if node is None:
             node = self._only_node()
-        parts = self._node_partitions[node]
+        parts = self._node_partitions.get(node)
+        if parts is None:
+            return []  # the node leads none of these partitions (any more)
         n = len(parts)
         start = self._drain_index[node]
         nonempty = self._nonempty[node]

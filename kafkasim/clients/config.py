@@ -57,3 +57,5 @@ class ConsumerClientConfig:
     max_partition_fetch_bytes: int  # max.partition.fetch.bytes
     fetch_max_bytes: int  # fetch.max.bytes
     request_timeout_ms: int  # request.timeout.ms
+    retry_backoff_ms: int = 100  # retry.backoff.ms (Kafka's default; not a scenario key)
+    retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (Kafka's default; not a scenario key)

@@ -18,14 +18,27 @@ is where the consumer starts too); other errors retry that broker's fetch after 
 the next fetch, a full one, goes at once. A fetch without a response after ``request.timeout.ms``
 disconnects from that broker and fetches from it again after the backoff, a full request that closes
 the session and asks for a new one.
+
+Leader changes (``AbstractFetch``, ``FetchCollector.handleInitializeErrors``, KIP-320): NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH and the other invalid-metadata errors, a disconnect or a request timeout request a
+metadata update (``Metadata``, paced by the KIP-580 backoff). When the metadata names a new leader or leader
+epoch for a partition, the partition leaves its old node's fetch session (forgotten on the next incremental
+request) and, if the consumer has consumed from it, waits for validation (``SubscriptionState``
+AWAIT_VALIDATION): one OffsetsForLeaderEpoch round trip to the new leader with the epoch of the last batch it
+consumed (``OffsetsForLeaderEpochUtils``). An end offset below the position means the log was truncated under
+the consumer (unclean election, acks=1 loss): it seeks back to that end offset (``seekValidated``, a reset
+policy is set); then it fetches from the new leader.
+
 Not modelled: group membership and rebalances (a consumer owns all partitions of its topic), commits,
-the application's poll loop and processing time; leadership is fixed for the run (no metadata refresh);
-every connection of a consumer shares its one network path (its host's link).
+the application's poll loop and processing time; ``currentLeaderEpoch`` is not sent in fetches (a deposed
+leader that does not know it yet serves up to its HW); every connection of a consumer shares its one
+network path (its host's link).
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -35,11 +48,13 @@ from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.config import ConsumerClientConfig
+from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, NO_LEADER, Metadata
 from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_CONSUMER, RequestEnvelope
 from kafkasim.network.network_client import NetworkClient, fail_timed_out, fetch_request
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_timer import RequestTimer
+from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
@@ -48,33 +63,43 @@ if TYPE_CHECKING:
     from kafkasim.network.ids import IdSource
 
 RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
+# CommonClientConfigs: the backoff's multiplier and jitter (KIP-580), for metadata refreshes.
+RETRY_BACKOFF_EXP_BASE = 2
+RETRY_BACKOFF_JITTER = 0.2
+# reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
+RECONNECT_BACKOFF_MS = 50
+RECONNECT_BACKOFF_MAX_MS = 1000
 
 
 class NodeFetch:
-    """The consumer's fetch toward one broker: the partitions it leads, the connection, the fetch session
-    (``AbstractFetch.sessionHandlers``: one ``FetchSessionHandler`` per node), the request in flight (at
-    most one) and its request timeout; ``changed`` the partitions whose position moved since the last
-    request (all the session needs to build an incremental one: ``FetchSessionHandler.build_incremental``)."""
+    """The consumer's fetch toward one broker: the connection, the fetch session (``AbstractFetch.sessionHandlers``:
+    one ``FetchSessionHandler`` per node), the request in flight (at most one) and its request timeout;
+    ``changed`` the partitions whose position moved, or which joined or left this node, since the last request
+    (all the session needs to build an incremental one: ``FetchSessionHandler.build_incremental``)."""
 
-    __slots__ = ("node_id", "partitions", "rank", "changed", "connection", "session", "in_flight", "request_timer")
+    __slots__ = ("node_id", "changed", "connection", "session", "in_flight", "request_timer", "wanted",
+                 "reconnect_at", "failures")
 
-    def __init__(self, node_id: int, partitions: list[TopicPartition], connection: Any) -> None:
+    def __init__(self, node_id: int, connection: Any) -> None:
         self.node_id = node_id
-        self.partitions = partitions
-        self.rank: dict[TopicPartition, int] = {}
-        for i, tp in enumerate(partitions):
-            self.rank.setdefault(tp, i)  # a dict keeps a repeated key's first place (Builder.add)
         self.changed: dict[TopicPartition, None] = {}
         self.connection = connection
         self.session = FetchSessionHandler(node_id)
         self.in_flight: RequestEnvelope | None = None
         self.request_timer: RequestTimer | None = None
+        self.wanted = 0  # partitions this node leads that the consumer fetches now
+        # ClusterConnectionStates: after a reset or refused connection, no new one before reconnect_at.
+        self.reconnect_at = -math.inf
+        self.failures = 0
 
 
 class Consumer(NetworkClient):
     """One consumer client fetching all partitions of its topic from offset 0, each from its leader:
     ``connect(broker_id)`` opens a connection, ``leaders`` maps each partition to its leader (default:
-    broker 0 leads them all)."""
+    broker 0 leads them all). ``fetch_metadata()`` answers a Metadata request (``{tp: (leader, epoch)}``)
+    one ``metadata_round_trip_ms`` after it is sent; ``validate(broker, tp, epoch)`` answers an
+    OffsetsForLeaderEpoch request at the broker (the end offset of ``epoch`` there, or None if that broker
+    cannot answer: not the leader, down), one round trip after it is sent."""
 
     def __init__(
         self,
@@ -87,37 +112,73 @@ class Consumer(NetworkClient):
         *,
         leaders: Mapping[TopicPartition, int] | None = None,
         stop_ms: float = math.inf,
+        fetch_metadata: Callable[[], Mapping[TopicPartition, tuple[int, int]]] | None = None,
+        validate: Callable[[int, TopicPartition, int], int | None] | None = None,
+        metadata_round_trip_ms: float = 0.0,
+        retry_rng: random.Random | None = None,
     ) -> None:
         super().__init__(env, config.name, None, ids, observer, stop_ms=stop_ms)
         self.config = config
         self.partitions = list(partitions)
+        self._rank = {tp: i for i, tp in enumerate(self.partitions)}
         self.positions: dict[TopicPartition, int] = {tp: 0 for tp in self.partitions}
+        # The leader epoch of the last batch consumed from each partition (FetchPosition.offsetEpoch).
+        self.position_epochs: dict[TopicPartition, int] = {}
         self.batches_consumed = 0
+        self.validations = 0  # OffsetsForLeaderEpoch round trips after leader changes
+        self.truncations_seen = 0  # validations that moved a position back (the log was truncated)
         self._connect_to = connect
         self._request_timeout_ms = float(config.request_timeout_ms)
-        by_node: dict[int, list[TopicPartition]] = {}
+        layout = {tp: (leaders[tp] if leaders is not None else 0, 0) for tp in self.partitions}
+        rng = retry_rng if retry_rng is not None else random.Random(0)
+        self.metadata = Metadata(layout, ExponentialBackoff(
+            config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms, RETRY_BACKOFF_JITTER, rng))
+        self._fetch_metadata = fetch_metadata
+        self._validate = validate
+        self._round_trip_ms = metadata_round_trip_ms
+        self._metadata_fetch: Call | None = None
+        self._metadata_wait: Call | None = None
+        # Where each partition is fetched from (its leader as the consumer knows it), and the partitions
+        # waiting for their position to be validated against a new leader.
+        self._leader: dict[TopicPartition, int] = {tp: leader for tp, (leader, _) in layout.items()}
+        self._awaiting: set[TopicPartition] = set()
+        self._nodes: dict[int, NodeFetch] = {}
+        self._reconnect_backoff = ExponentialBackoff(
+            RECONNECT_BACKOFF_MS, RETRY_BACKOFF_EXP_BASE, RECONNECT_BACKOFF_MAX_MS, RETRY_BACKOFF_JITTER, rng)
         for tp in self.partitions:
-            by_node.setdefault(leaders[tp] if leaders is not None else 0, []).append(tp)
-        self._nodes: list[NodeFetch] = []
-        for node_id, tps in by_node.items():
-            node = NodeFetch(node_id, tps, connect(node_id))
+            self._node(self._leader[tp]).wanted += 1
+
+    def _connect_node(self, node: NodeFetch) -> Any:
+        connection = self._connect_to(node.node_id)
+        connection.on_disconnect = partial(self._on_disconnect_node, node)
+        return connection
+
+    def _node(self, node_id: int) -> NodeFetch:
+        node = self._nodes.get(node_id)
+        if node is None:
+            node = NodeFetch(node_id, None)
+            node.connection = self._connect_node(node)
             node.request_timer = RequestTimer(
-                env, self._request_timeout_ms, self, partial(_in_flight_of, node),
+                self.env, self._request_timeout_ms, self, partial(_in_flight_of, node),
                 partial(self._on_request_timeout, node),
             )
-            self._nodes.append(node)
+            self._nodes[node_id] = node
+        return node
+
+    def _wanted(self, node: NodeFetch, tp: TopicPartition) -> bool:
+        return self._leader[tp] == node.node_id and tp not in self._awaiting
 
     @property
     def connections(self) -> dict[int, Any]:
         """The open connection to each broker, by broker id."""
-        return {node.node_id: node.connection for node in self._nodes}
+        return {node.node_id: node.connection for node in self._nodes.values()}
 
     def start(self) -> None:
         Call(self.env, 0.0, lambda _e: self._fetch())
 
     def _fetch(self) -> None:
         """``sendFetches``: a fetch to every broker with no request pending."""
-        for node in self._nodes:
+        for node in list(self._nodes.values()):
             self._fetch_from(node)
 
     def _fetch_from(self, node: NodeFetch) -> None:
@@ -125,8 +186,14 @@ class Consumer(NetworkClient):
             self._deferred.append(lambda: self._fetch_from(node))
             return
         now = self.env.now
-        if now >= self._stop_ms or node.in_flight is not None:
+        if now >= self._stop_ms or node.in_flight is not None or node.wanted == 0:
             return
+        if node.connection.closed:
+            if now < node.reconnect_at:
+                return  # the backoff's end fetches again
+            node.connection = self._connect_node(node)
+        if not node.connection.connected:
+            return  # refused (the broker is down): _on_disconnect_node backs off
         cfg = self.config
         envelope = fetch_request(
             self._ids, API_FETCH_CONSUMER, self.name, CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms,
@@ -138,23 +205,26 @@ class Consumer(NetworkClient):
         node.request_timer.arm()
 
     def build_fetch(self, node: NodeFetch) -> FetchSessionRequestData:
-        """AbstractFetch.prepareFetchRequests: every partition goes to the node's session builder, which
-        sends only the new and moved ones once the session exists. A full request walks them all (Kafka's
-        way); an incremental one hands the session only the partitions whose position moved since the last
-        request (``FetchSessionHandler.build_incremental``: the same request, for the cost of those)."""
+        """AbstractFetch.prepareFetchRequests: every partition fetched from the node goes to the node's
+        session builder, which sends only the new and moved ones once the session exists. A full request
+        walks them all (Kafka's way); an incremental one hands the session only the partitions whose
+        position moved, or which joined or left the node, since the last request
+        (``FetchSessionHandler.build_incremental``: the same request, for the cost of those)."""
         max_bytes = self.config.max_partition_fetch_bytes
         positions = self.positions
         session = node.session
         changed = node.changed
         if session.next_metadata.is_full:
             builder = session.new_builder()
-            for tp in node.partitions:
-                builder.add(tp, PartitionData(positions[tp], -1, max_bytes))
+            for tp in self.partitions:
+                if self._wanted(node, tp):
+                    builder.add(tp, PartitionData(positions[tp], -1, max_bytes))
             changed.clear()
             return builder.build()
-        rank = node.rank
+        rank = self._rank
         changes: list[tuple[int, TopicPartition, PartitionData | None]] = [
-            (rank[tp], tp, PartitionData(positions[tp], -1, max_bytes)) for tp in changed
+            (rank[tp], tp, PartitionData(positions[tp], -1, max_bytes) if self._wanted(node, tp) else None)
+            for tp in changed
         ]
         changed.clear()
         return session.build_incremental(changes)
@@ -166,6 +236,7 @@ class Consumer(NetworkClient):
         if envelope is not node.in_flight:
             return  # timed out earlier; ignored
         node.in_flight = None
+        node.failures = 0
         response: FetchResponse = envelope.response
         if not node.session.handle_response(response):
             # AbstractFetch.handleFetchSuccess: a session error -- the partitions are ignored and the next
@@ -179,6 +250,8 @@ class Consumer(NetworkClient):
         retry = False
         # An incremental response carries only the partitions with news; the others keep their position.
         for tp, result in response.responses:
+            if not self._wanted(node, tp):
+                continue  # moved to another leader meanwhile (FetchCollector: no longer fetchable here)
             error = result.error
             if error == Errors.NONE:
                 records = result.info.records
@@ -190,11 +263,14 @@ class Consumer(NetworkClient):
                             self._observer.batch_consumed(self.name, batch, now)
                             self.batches_consumed += 1
                     positions[tp] = records[-1].next_offset
+                    self.position_epochs[tp] = records[-1].partition_leader_epoch
                     changed[tp] = None
             elif error == Errors.OFFSET_OUT_OF_RANGE:
                 positions[tp] = max(0, result.log_start_offset)
                 changed[tp] = None
             else:
+                if error in INVALID_METADATA_ERRORS:
+                    self._request_metadata_update()
                 retry = True
         self._observer.request_finished(envelope)
         if retry:
@@ -204,22 +280,136 @@ class Consumer(NetworkClient):
 
     def _on_request_timeout(self, node: NodeFetch, envelope: RequestEnvelope) -> None:
         """``NetworkClient.handleTimedOutRequests``: the request fails with REQUEST_TIMED_OUT, the consumer
-        disconnects from that broker, opens a new connection and fetches again after the backoff."""
+        disconnects from that broker (a metadata update is requested: ``handleServerDisconnect``), opens a
+        new connection and fetches again after the backoff."""
         node.in_flight = None
         fail_timed_out(envelope, self._observer)
         node.session.handle_error()  # AbstractFetch.handleFetchFailure
         node.connection.close()
-        node.connection = self._connect_to(node.node_id)
+        node.connection = self._connect_node(node)
+        self._request_metadata_update()
         Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch_from(node))
+
+    def _on_disconnect_node(self, node: NodeFetch) -> None:
+        """The connection to ``node`` was reset or refused (its process died): the fetch in flight fails with
+        NETWORK_EXCEPTION (``AbstractFetch.handleFetchFailure``), a metadata update is requested
+        (``handleServerDisconnect``), and the node is backed off (``reconnect.backoff.ms`` 50 ms, doubling up
+        to ``reconnect.backoff.max.ms`` 1 s, KIP-144) before the next connection attempt."""
+        if self.paused:
+            self._deferred.append(lambda: self._on_disconnect_node(node))
+            return
+        envelope = node.in_flight
+        node.in_flight = None
+        if envelope is not None:
+            envelope.error = Errors.NETWORK_EXCEPTION
+            self._observer.request_finished(envelope)
+        node.session.handle_error()
+        delay = self._reconnect_backoff.backoff(node.failures)
+        node.failures += 1
+        node.reconnect_at = self.env.now + delay
+        self._request_metadata_update()
+        Call(self.env, delay, lambda _e: self._fetch_from(node))
+
+    # --- metadata and leader changes -----------------------------------------------------------------
+
+    def _request_metadata_update(self) -> None:
+        if self._fetch_metadata is None:
+            return
+        self.metadata.request_update()
+        self._maybe_update_metadata()
+
+    def _maybe_update_metadata(self) -> None:
+        """``ConsumerNetworkClient.poll`` -> ``DefaultMetadataUpdater.maybeUpdate``: one refresh at a time,
+        when requested and the backoff allows."""
+        if self._metadata_fetch is not None or self._metadata_wait is not None:
+            return
+        now = self.env.now
+        wait = self.metadata.time_to_next_update(now)
+        if wait == math.inf:
+            return
+        if wait > 0:
+            self._metadata_wait = Call(self.env, wait, self._on_metadata_wait)
+            return
+        self.metadata.refresh_started()
+        self._metadata_fetch = Call(self.env, self._round_trip_ms, self._on_metadata)
+
+    def _on_metadata_wait(self, _event: Any) -> None:
+        self._metadata_wait = None
+        self._maybe_update_metadata()
+
+    def _on_metadata(self, _event: Any) -> None:
+        if self.paused:
+            self._deferred.append(lambda: self._on_metadata(None))
+            return
+        self._metadata_fetch = None
+        assert self._fetch_metadata is not None
+        changed = self.metadata.update(self._fetch_metadata(), self.env.now)
+        touched: dict[int, NodeFetch] = {}
+        for tp in sorted(changed, key=self._rank.__getitem__):
+            leader = self.metadata.leader(tp)
+            old = self._nodes[self._leader[tp]]
+            if self._wanted(old, tp):
+                old.wanted -= 1
+            old.changed[tp] = None
+            self._leader[tp] = leader
+            self._awaiting.discard(tp)
+            if leader == NO_LEADER:
+                continue  # no leader: not fetched until one appears (Metadata keeps asking)
+            node = self._node(leader)
+            node.changed[tp] = None
+            touched[leader] = node
+            if tp in self.position_epochs and self._validate is not None:
+                # SubscriptionState.maybeValidatePositionForCurrentLeader: AWAIT_VALIDATION.
+                self._awaiting.add(tp)
+                self._send_validation(tp, leader)
+            else:
+                node.wanted += 1
+        for node in touched.values():
+            self._fetch_from(node)
+        self._maybe_update_metadata()
+
+    def _send_validation(self, tp: TopicPartition, leader: int) -> None:
+        """OffsetsForLeaderEpoch(leaderEpoch = the epoch of the last batch consumed) to the new leader."""
+        self.validations += 1
+        epoch = self.position_epochs[tp]
+        Call(self.env, self._round_trip_ms, lambda _e: self._on_validation(tp, leader, epoch))
+
+    def _on_validation(self, tp: TopicPartition, leader: int, epoch: int) -> None:
+        if self.paused:
+            self._deferred.append(lambda: self._on_validation(tp, leader, epoch))
+            return
+        if tp not in self._awaiting or self._leader[tp] != leader:
+            return  # the leader moved again: a newer validation is under way
+        assert self._validate is not None
+        end = self._validate(leader, tp, epoch)
+        if end is None:
+            # The broker could not answer (not the leader any more, down): ask again after the backoff.
+            self._request_metadata_update()
+            Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._retry_validation(tp, leader))
+            return
+        # SubscriptionState.maybeCompleteValidation: an end offset below the position means the log was
+        # truncated under the consumer: seek back to it (seekValidated; the reset policy is set).
+        if end < self.positions[tp]:
+            self.positions[tp] = end
+            self.truncations_seen += 1
+        self._awaiting.discard(tp)
+        node = self._node(leader)
+        node.wanted += 1
+        node.changed[tp] = None
+        self._fetch_from(node)
+
+    def _retry_validation(self, tp: TopicPartition, leader: int) -> None:
+        if tp in self._awaiting and self._leader[tp] == leader:
+            self._send_validation(tp, leader)
 
     def on_resume(self) -> None:
         # After the responses that arrived during the pause (NetworkClient.poll's order).
-        for node in self._nodes:
+        for node in list(self._nodes.values()):
             assert node.request_timer is not None
             node.request_timer.check()
 
     def unfinished(self) -> list[RequestEnvelope]:
-        return [node.in_flight for node in self._nodes if node.in_flight is not None]
+        return [node.in_flight for node in self._nodes.values() if node.in_flight is not None]
 
 
 def _in_flight_of(node: NodeFetch) -> RequestEnvelope | None:

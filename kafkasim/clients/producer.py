@@ -80,6 +80,9 @@ NAN = float("nan")
 # CommonClientConfigs: the retry backoff's multiplier and jitter (KIP-580).
 RETRY_BACKOFF_EXP_BASE = 2
 RETRY_BACKOFF_JITTER = 0.2
+# reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
+RECONNECT_BACKOFF_MS = 50
+RECONNECT_BACKOFF_MAX_MS = 1000
 # How far RecordAccumulator.first_waking_record looks ahead before the producer acts anyway.
 MAX_LOOKAHEAD_RECORDS = 10_000
 
@@ -128,7 +131,7 @@ class ArrivalProcess:
 class NodeConnection:
     """The producer's connection to one broker and the requests in flight on it, in send order."""
 
-    __slots__ = ("node_id", "connection", "in_flight", "timeout_check", "on_response")
+    __slots__ = ("node_id", "connection", "in_flight", "timeout_check", "on_response", "reconnect_at", "failures")
 
     def __init__(self, node_id: int, connection: Any, on_response: Callable[[RequestEnvelope], None]) -> None:
         self.node_id = node_id
@@ -136,6 +139,9 @@ class NodeConnection:
         self.in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
         self.timeout_check: Call | None = None
         self.on_response = on_response
+        # ClusterConnectionStates: after a reset or refused connection, no new one before reconnect_at.
+        self.reconnect_at = -math.inf
+        self.failures = 0
 
 
 class Producer(NetworkClient):
@@ -175,6 +181,8 @@ class Producer(NetworkClient):
         self.metadata = Metadata(layout, ExponentialBackoff(
             config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms, RETRY_BACKOFF_JITTER, rng
         ))
+        self._reconnect_backoff = ExponentialBackoff(
+            RECONNECT_BACKOFF_MS, RETRY_BACKOFF_EXP_BASE, RECONNECT_BACKOFF_MAX_MS, RETRY_BACKOFF_JITTER, rng)
         self._fetch_metadata = fetch_metadata
         self._metadata_round_trip_ms = metadata_round_trip_ms
         self._metadata_fetch: Call | None = None
@@ -218,10 +226,16 @@ class Producer(NetworkClient):
         self._append_floor = -math.inf
         self._plan_key: tuple[int, bool] | None = None
 
+    def _connect_node(self, node: NodeConnection) -> Any:
+        connection = self._connect_to(node.node_id)
+        connection.on_disconnect = partial(self._on_disconnect_node, node)
+        return connection
+
     def _node(self, node_id: int) -> NodeConnection:
         node = self._node_by_id.get(node_id)
         if node is None:
-            node = NodeConnection(node_id, self._connect_to(node_id), lambda _e: None)
+            node = NodeConnection(node_id, None, lambda _e: None)
+            node.connection = self._connect_node(node)
             node.on_response = partial(self._on_response, node)
             self._nodes.append(node)
             self._node_by_id[node_id] = node
@@ -407,6 +421,8 @@ class Producer(NetworkClient):
                 if delay > 0:
                     self._wake_at(now + delay)
                     continue
+                if not node.connection.connected and not self._connect_ready(node, now):
+                    continue  # NetworkClient.ready: not connected (yet); its batches wait
                 batches = acc.drain(node.node_id, now)
                 if batches:  # empty when the first partition visited holds its batch back (idempotence)
                     self._send_request(node, batches, now)
@@ -470,6 +486,7 @@ class Producer(NetworkClient):
             return  # request already failed (timeout / disconnect); the late response is ignored
         batches = in_flight[index][1]
         del in_flight[index]
+        node.failures = 0
         now = self.env.now
         statuses = envelope.response
         for b in batches:
@@ -635,6 +652,38 @@ class Producer(NetworkClient):
         if node.timeout_check is None:
             self._arm_timeout_check(node)
 
+    def _connect_ready(self, node: NodeConnection, now: float) -> bool:
+        """``NetworkClient.ready`` of a node whose connection was reset or refused: a new attempt once its
+        reconnect backoff has passed (``initiateConnect``); True if it is connected now."""
+        if now < node.reconnect_at:
+            self._wake_at(node.reconnect_at)
+            return False
+        if node.connection.closed:
+            node.connection = self._connect_node(node)
+        return bool(node.connection.connected)
+
+    def _on_disconnect_node(self, node: NodeConnection) -> None:
+        """The connection to ``node`` was reset or refused (its process died; ``handleDisconnections``): every
+        request in flight on it fails with NETWORK_EXCEPTION (retriable: the batches go back to the
+        accumulator), a metadata update is requested (``handleServerDisconnect``), and the node is backed off
+        ``reconnect.backoff.ms`` (50 ms, doubling up to ``reconnect.backoff.max.ms`` 1 s, KIP-144)."""
+        if self.paused:
+            self._deferred.append(lambda: self._on_disconnect_node(node))
+            return
+        now = self.env.now
+        self._catch_up(now)
+        failed, node.in_flight = node.in_flight, deque()
+        if node.timeout_check is not None:
+            node.timeout_check.cancel()
+            node.timeout_check = None
+        for envelope, batches in failed:
+            envelope.error = Errors.NETWORK_EXCEPTION
+            self._complete(envelope, batches, Errors.NETWORK_EXCEPTION, now)
+        node.reconnect_at = now + self._reconnect_backoff.backoff(node.failures)
+        node.failures += 1
+        self.metadata.request_update()
+        self._run_sender()
+
     def _disconnect(self, node: NodeConnection, now: float) -> None:
         """``NetworkClient.disconnect(node)``: every request in flight on it fails; a new connection."""
         failed, node.in_flight = node.in_flight, deque()
@@ -644,7 +693,7 @@ class Producer(NetworkClient):
             envelope.error = error
             self._complete(envelope, batches, error, now)
         node.connection.close()
-        node.connection = self._connect_to(node.node_id)
+        node.connection = self._connect_node(node)
         self.metadata.request_update()  # DefaultMetadataUpdater.handleServerDisconnect
 
     def on_resume(self) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from kafkasim.console.blas import single_blas_thread
 from kafkasim.record.arrow_allocator import prefer_system_allocator
 from kafkasim.timer.walkthrough import ScheduledAdd, ScheduledCancel
 
@@ -198,12 +199,16 @@ def run(
                      help="Progress bar on stderr for runs over a second (default: when stderr is a terminal).",
                      show_default=False),
     ] = None,
-    figures: Annotated[bool, typer.Option("--figures/--no-figures",
-                                          help="Write figures/*.png and report.html.")] = True,
+    figures: Annotated[bool, typer.Option(
+        "--figures/--no-figures",
+        help="Also draw figures/*.png and report.html now (matplotlib: more CPU than the quickstart's "
+        "simulation). Default: not drawn; "
+        "`kafkasim report RUN_DIR` draws both later from the saved tables, byte for byte the same.")] = False,
 ) -> None:
-    """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml, figures)
-    and print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
-    end-to-end latency, ISR shrinks/expands and purgatory expirations."""
+    """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml) and
+    print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
+    end-to-end latency, ISR shrinks/expands and purgatory expirations. The figures and report.html are
+    drawn by `kafkasim report RUN_DIR` afterwards (the last line printed says how), or now with --figures."""
     from kafkasim.console.run_command import RunOptions, run_command
 
     options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),
@@ -315,14 +320,15 @@ def trace(
     raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out))
 
 
-@app.command(short_help="Write the HTML report (report.html) of a saved run.")
+@app.command(short_help="Draw the figures and the HTML report (report.html) of a saved run.")
 def report(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
                                             show_default=False)],
 ) -> None:
     """(Re)write RUN_DIR/report.html: one self-contained page (figures embedded, no network needed) with the
     scenario and what it teaches, the summary tables, every figure, faults and ISR changes on a timeline,
-    and the slowest requests as swimlanes."""
+    and the slowest requests as swimlanes. A run saved without figures (kafkasim run's default) gets them
+    drawn into RUN_DIR/figures first."""
     from kafkasim.console.commands import report_command
 
     raise typer.Exit(report_command(run_dir))
@@ -351,6 +357,7 @@ def sweep(
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: usage errors become one line `kafkasim: error: <message>` on stderr and exit code 2."""
     prefer_system_allocator()  # before pyarrow is used: see kafkasim/record/arrow_allocator.py
+    single_blas_thread()  # before numpy is imported: see kafkasim/console/blas.py
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
     except typer.TyperException as e:

@@ -7,6 +7,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkasim.console.format import seconds
 from kafkasim.console.run_command import (
@@ -17,6 +18,9 @@ from kafkasim.console.run_command import (
     load_with_overrides,
     scenario_error_message,
 )
+
+if TYPE_CHECKING:
+    from kafkasim.record.result import RunResult
 
 
 def validate_command(paths: list[str]) -> int:
@@ -99,51 +103,66 @@ def plot_command(run_dir: Path, *, per_partition: bool = False) -> int:
     """Regenerate RUN_DIR/figures from a saved run; the old figures are replaced only once all new ones
     are written, and only if figures/ holds nothing but kafkasim's figures (a user's file is never deleted).
     `per_partition`: the replication figures partition by partition even for a run with many."""
-    from kafkasim.record.output_dir import OutputDirError, refusal, replace_dir
-    from kafkasim.record.result import FIGURES_DIR, FIGURES_LAYOUT, ResultDirectoryError, RunResult
-    from kafkasim.report import write_figures
-    from kafkasim.report.run_events import scenario_from_yaml
+    from kafkasim.record.result import FIGURES_DIR, ResultDirectoryError, RunResult
 
     try:
         result = RunResult.load(run_dir)
-    except ResultDirectoryError as exc:
+        written = _write_figures_dir(result, run_dir, per_partition=per_partition)
+    except (ResultDirectoryError, UsageProblem) as exc:
         error(str(exc))
         return EXIT_USAGE
+    for path in written:
+        print(path)
+    print(f"kafkasim: wrote {len(written)} figure(s) to {run_dir / FIGURES_DIR}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _write_figures_dir(result: RunResult, run_dir: Path, *, per_partition: bool = False) -> list[Path]:
+    """Draw `result`'s figures into RUN_DIR/figures (staged, then swapped in whole); the paths written.
+    UsageProblem when figures/ holds a file kafkasim did not write or RUN_DIR cannot be written."""
+    from kafkasim.record.output_dir import OutputDirError, refusal, replace_dir
+    from kafkasim.record.result import FIGURES_DIR, FIGURES_LAYOUT
+    from kafkasim.report import write_figures
+    from kafkasim.report.run_events import scenario_from_yaml
+
     figures = run_dir / FIGURES_DIR
     if os.path.lexists(figures) and (reason := refusal(figures, FIGURES_LAYOUT)) is not None:
-        error(f"{figures}: {reason}")
-        return EXIT_USAGE
+        raise UsageProblem(f"{figures}: {reason}")
     try:
         staging = Path(tempfile.mkdtemp(prefix=".figures.tmp-", dir=run_dir))
     except OSError as exc:
-        error(f"{run_dir}: cannot create a directory in {run_dir} ({exc.strerror}); the figures go to "
-              f"{figures}, so the result directory must be writable")
-        return EXIT_USAGE
+        raise UsageProblem(f"{run_dir}: cannot create a directory in {run_dir} ({exc.strerror}); the figures go "
+                           f"to {figures}, so the result directory must be writable") from None
     try:
         written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging,
                                 scenario=scenario_from_yaml(result.scenario_yaml),
                                 per_partition=True if per_partition else None)
         replace_dir(staging / FIGURES_DIR, figures, FIGURES_LAYOUT)
     except OutputDirError as exc:
-        error(str(exc))
-        return EXIT_USAGE
+        raise UsageProblem(str(exc)) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    for path in written:
-        print(figures / path.name)
-    print(f"kafkasim: wrote {len(written)} figure(s) to {figures}", file=sys.stderr)
-    return EXIT_OK
+    return [figures / path.name for path in written]
+
+
+def has_figures(run_dir: Path) -> bool:
+    """True when RUN_DIR/figures holds at least one of kafkasim's figures (a run with --figures, or plot)."""
+    from kafkasim.record.result import FIGURE_NAMES, FIGURES_DIR
+
+    return any((run_dir / FIGURES_DIR / f"{name}.png").is_file() for name in FIGURE_NAMES)
 
 
 def report_command(run_dir: Path) -> int:
-    """(Re)write RUN_DIR/report.html from a saved run, embedding RUN_DIR/figures (drawn in memory when the
-    run was saved without them); the page replaces the old one only once it is whole."""
-    from kafkasim.record.result import ResultDirectoryError, RunResult
+    """(Re)write RUN_DIR/report.html from a saved run, embedding RUN_DIR/figures; a run saved without figures
+    (`kafkasim run` draws none unless given --figures) gets them drawn into RUN_DIR/figures first, as
+    `kafkasim plot` draws them. The page replaces the old one only once it is whole."""
+    from kafkasim.record.result import FIGURES_DIR, ResultDirectoryError, RunResult
     from kafkasim.report.html import write_report
 
     try:
         result = RunResult.load(run_dir)
-    except ResultDirectoryError as exc:
+        drawn = [] if has_figures(run_dir) else _write_figures_dir(result, run_dir)
+    except (ResultDirectoryError, UsageProblem) as exc:
         error(str(exc))
         return EXIT_USAGE
     try:
@@ -152,5 +171,7 @@ def report_command(run_dir: Path) -> int:
         error(f"{run_dir}: cannot write the report there ({exc.strerror or exc}); the result directory must be "
               "writable")
         return EXIT_USAGE
+    if drawn:
+        print(f"kafkasim: wrote {len(drawn)} figure(s) to {run_dir / FIGURES_DIR}", file=sys.stderr)
     print(written)
     return EXIT_OK

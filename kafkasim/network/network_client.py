@@ -47,17 +47,27 @@ class NetworkClient(Pausable):
         self.env = env
         self.name = name
         self._connect = connect
-        self.connection: Any = connect() if connect is not None else None
+        self.connection: Any = self._open() if connect is not None else None
         self._ids = ids
         self._observer = observer
         self._checks = observer.checks
         self._stop_ms = stop_ms  # nothing new is sent from then on
 
+    def _open(self) -> Any:
+        """A new connection; its reset (the broker died) or refusal reaches ``_on_disconnect``."""
+        assert self._connect is not None
+        connection = self._connect()
+        connection.on_disconnect = self._on_disconnect
+        return connection
+
     def _reconnect(self) -> None:
         """``NetworkClient.disconnect`` then a new connection over the same network path."""
-        assert self._connect is not None
         self.connection.close()
-        self.connection = self._connect()
+        self.connection = self._open()
+
+    def _on_disconnect(self) -> None:
+        """The connection was reset or refused (``NetworkClient.handleDisconnections``); clients with one
+        connection override it."""
 
 
 class FetchClient(NetworkClient):

@@ -60,7 +60,7 @@ class ProcessorCosts:
 class KafkaChannel:
     """The broker side of one client connection (Kafka's ``KafkaChannel``)."""
 
-    __slots__ = ("name", "processor", "muted", "pending", "readable", "send_response", "closed")
+    __slots__ = ("name", "processor", "muted", "pending", "readable", "send_response", "closed", "on_reset")
 
     def __init__(self, name: str, processor: Processor, send_response: Callable[[RequestEnvelope], None]) -> None:
         self.name = name
@@ -72,6 +72,8 @@ class KafkaChannel:
         self.send_response = send_response
         # A closed channel (client crashed) drops its responses; see SocketServer.close_channel.
         self.closed = False
+        # The client's side of a reset connection (the broker process died): set by the client's Connection.
+        self.on_reset: Callable[[], None] | None = None
 
 
 class Processor:
@@ -206,12 +208,35 @@ class SocketServer:
         for processor in self.processors:
             request_channel.add_processor(processor)
         self._next_processor = 0
+        # Open connections (reset when the broker crashes), and whether the process is gone.
+        self.channels: list[KafkaChannel] = []
+        self.down = False
 
     def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> KafkaChannel:
         """Accept a connection; ``send_response(envelope)`` puts a sent response on the link back."""
         processor = self.processors[self._next_processor]
         self._next_processor = (self._next_processor + 1) % len(self.processors)
-        return KafkaChannel(name, processor, send_response)
+        channel = KafkaChannel(name, processor, send_response)
+        if self.down:
+            channel.closed = True  # nothing listens: the client's connection attempt is refused
+        else:
+            if len(self.channels) > 64 and self.channels[0].closed:
+                self.channels = [c for c in self.channels if not c.closed]
+            self.channels.append(channel)
+        return channel
+
+    def crash(self) -> None:
+        """The broker process died: the kernel resets every open connection (each client hears of it one
+        link latency later, ``KafkaChannel.on_reset``); unread requests are lost; new connections are refused."""
+        self.down = True
+        channels, self.channels = self.channels, []
+        for channel in channels:
+            if channel.closed:
+                continue
+            channel.closed = True
+            channel.pending.clear()
+            if channel.on_reset is not None:
+                channel.on_reset()
 
     def receive(self, channel: KafkaChannel, envelope: RequestEnvelope) -> None:
         """A request fully arrived on ``channel``'s socket."""

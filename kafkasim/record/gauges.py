@@ -74,7 +74,8 @@ class _BrokerGauges:
         self.entity = broker_entity(broker.broker_id)
         self.processor_entities = [f"{self.entity}/processor-{p.index}" for p in broker.socket_server.processors]
         rm = broker.replica_manager
-        self.purgatory_entities = [(p, f"{self.entity}/{p.name}") for p in (rm.produce_purgatory, rm.fetch_purgatory)]
+        # Names only: a restarted broker has new purgatories (read from the ReplicaManager at each sample).
+        self.purgatory_entities = [f"{self.entity}/{p.name}" for p in (rm.produce_purgatory, rm.fetch_purgatory)]
         self.last_handler_busy = 0.0
         self.last_processor_busy = 0.0
 
@@ -125,6 +126,8 @@ class GaugeSampler:
         span = t - self._last_t if self._last_t is not None and t > self._last_t else None
         self._last_t = t
         for gauges in self.brokers:
+            if gauges.broker.crashed:
+                continue  # a dead process reports nothing: its JMX does not answer while it is down
             if partitions_now:
                 self._sample_partitions(t, gauges)
             self._sample_request_plane(t, gauges, span)
@@ -171,7 +174,8 @@ class GaugeSampler:
         sink = self._sink
         broker = gauges.broker
         entity = gauges.entity
-        for purgatory, name in gauges.purgatory_entities:
+        rm = broker.replica_manager
+        for purgatory, name in zip((rm.produce_purgatory, rm.fetch_purgatory), gauges.purgatory_entities, strict=True):
             sink(t, "PurgatorySize", name, float(purgatory.watched))
             sink(t, "NumDelayedOperations", name, float(purgatory.num_delayed))
         channel = broker.request_channel

@@ -235,11 +235,12 @@ def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-OUTCOMES = ("acknowledged", "sent", "failed", "duplicated")
+OUTCOMES = ("acknowledged", "sent", "failed", "duplicated", "pending")
 """A batch's outcome as the application saw it, plus what the log shows: `acknowledged` (the producer got
 its offset), `sent` (acks=0: done once written to the socket), `failed` (its last error: a non-retriable one,
 or REQUEST_TIMED_OUT when delivery.timeout.ms expired), `duplicated` (acknowledged, but a consumer also read
-a second copy at another offset)."""
+a second copy at another offset), `pending` (neither acknowledged nor failed when the run ended: still in
+the accumulator, in flight or waiting for a retry)."""
 
 
 def _outcome(b: BatchTrace) -> str:
@@ -247,7 +248,9 @@ def _outcome(b: BatchTrace) -> str:
         return "failed"
     if b.duplicated:
         return "duplicated"
-    return "sent" if b.acks == 0 else "acknowledged"
+    if b.acks == 0:
+        return "sent" if b.send_ms == b.send_ms else "pending"  # send_ms is NaN until written to a socket
+    return "acknowledged" if b.ack_ms == b.ack_ms else "pending"
 
 
 def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd.DataFrame:

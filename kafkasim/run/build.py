@@ -11,7 +11,8 @@ broker is a ``BrokerServer``; a partition's preferred replica leads it, the othe
 broker's ``ReplicaFetcherManager``. Each broker's configs and costs are ``broker:`` with its
 ``cluster.overrides`` entry applied (``Scenario.broker_for``). Simplifications: a fetcher thread's path to its source broker uses the followers' link config (``followers.link``);
 without a cluster a client's connections share its one network path (in a cluster it has one per broker,
-through that broker's NIC); leadership is fixed for the run.
+through that broker's NIC, to every broker: leadership moves); a client's Metadata request is answered
+from a live broker's metadata cache one mean round trip later (``ControllerLink.metadata_for``).
 """
 
 from __future__ import annotations
@@ -23,19 +24,22 @@ from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
 from kafkasim.broker.config import LogConfig
+from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
 from kafkasim.controller.quorum_controller import QuorumController
-from kafkasim.network.connection import Connection, NetworkPath
+from kafkasim.network.connection import Connection, NetworkPath, open_connection
 from kafkasim.network.ids import IdSource
 from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
+from kafkasim.network.partitions import NetworkPartitions, broker_host
 from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.controller_link import ControllerLink
+from kafkasim.run.faults import network_partitions
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.replica_fetcher_manager import fetcher_thread_name, get_fetcher_id
@@ -179,6 +183,9 @@ class Components:
     """Each broker host's NIC (cluster runs only)."""
     client_paths: dict[str, list[NetworkPath]] = field(default_factory=dict)
     """A cluster client's paths, one per broker it talks to (a client's link faults act on all of them)."""
+    partitions: NetworkPartitions | None = None
+    """The scenario's network partitions (None without any): every connection and the controller link
+    consult them by host pair."""
 
     @property
     def leader(self) -> BrokerServer:
@@ -326,17 +333,23 @@ def build(
         leader_imbalance_check_interval_ms=1000.0 * scenario.controller.leader_imbalance_check_interval_seconds,
     )
     brokers_by_id: dict[int, BrokerServer] = {}
+    partitions = network_partitions(scenario)
     controller_link = ControllerLink(
         env, controller, brokers_by_id, sampler_from_spec(scenario.controller.link_latency),
         {b: streams.stream(f"controller/link/broker-{b}") for b in layout.broker_ids}, observer,
+        partitions=partitions,
     )
     ids = IdSource()
     partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
-    c = Components(env, clock, streams, config, controller_link, ids, partitions_by_topic, observer, layout=layout)
+    c = Components(env, clock, streams, config, controller_link, ids, partitions_by_topic, observer, layout=layout,
+                   partitions=partitions)
     nics = c.nics = broker_nics(scenario, layout, env)
+    fetcher_hosts: dict[str, str] = {}  # a fetcher thread's name -> its broker's host (a client is its own host)
 
     def connect_to(broker_id: int, name: str, path: NetworkPath) -> Connection:
-        return Connection(env, name, path, brokers_by_id[broker_id].socket_server, observer)
+        # Any connection, opened whenever, between two hosts that a network partition separates obeys its cut.
+        cut = None if partitions is None else partitions.between(fetcher_hosts.get(name, name), broker_host(broker_id))
+        return open_connection(env, name, path, brokers_by_id[broker_id].socket_server, observer, cut)
 
     def connector(broker_id: int, name: str, path: NetworkPath) -> Callable[[], Connection]:
         return lambda: connect_to(broker_id, name, path)
@@ -348,6 +361,7 @@ def build(
     def create_fetcher_thread(broker: BrokerServer, fetcher_id: int, source: int) -> ReplicaFetcherThread:
         fetcher_config = replica_fetcher_config_of(scenario.broker_for(broker.broker_id))
         name = fetcher_name(layout, broker.config.num_replica_fetchers, broker.broker_id, fetcher_id, source)
+        fetcher_hosts[name] = broker_host(broker.broker_id)
         # Replication leaves the leader's host (its NIC's outbound) and enters the follower's (inbound).
         links = c.links[name] = _network_path(env, name, follower_link, streams, client_nic=nics.get(broker.broker_id),
                                               broker_nic=nics.get(source))
@@ -422,29 +436,49 @@ def build(
     def client_connector(name: str, path: NetworkPath) -> Callable[[int], Connection]:
         return lambda broker_id: connect_to(broker_id, name, path)
 
-    def client_paths(name: str, link: Link, topic: str) -> Callable[[int], Connection]:
-        """Without a cluster, the client's one path. In a cluster, one path per broker it talks to (the
-        leaders of its topic), through that broker's NIC: a NIC belongs to the destination host, so one
-        shared path cannot carry it. Each path has its own named streams (``link/<client>/broker-<id>/...``)."""
+    def client_paths(name: str, link: Link) -> Callable[[int], Connection]:
+        """Without a cluster, the client's one path. In a cluster, one path per broker (leadership moves,
+        so a client may talk to any of them), through that broker's NIC: a NIC belongs to the destination
+        host, so one shared path cannot carry it. Each path has its own named streams
+        (``link/<client>/broker-<id>/...``), so a path never used draws nothing."""
         if not nics:
             path = c.links[name] = _network_path(env, name, link, streams)
             return client_connector(name, path)
         paths: dict[int, NetworkPath] = {}
-        for b in sorted({leaders[tp] for tp in partitions_by_topic[topic]}):
+        for b in layout.broker_ids:
             path_name = client_path_name(name, b)
             paths[b] = c.links[path_name] = _network_path(env, path_name, link, streams, broker_nic=nics[b])
         c.client_paths[name] = list(paths.values())
         return lambda broker_id: connect_to(broker_id, name, paths[broker_id])
 
-    def fixed_layout(topic: str) -> Callable[[], dict[TopicPartition, tuple[int, int]]]:
-        # The client's metadata refresh: leadership is fixed for the run (leader epoch 0) until the
-        # controller is wired in, so a refresh never moves anything.
-        layout = {tp: (leaders[tp], 0) for tp in partitions_by_topic[topic]}
-        return lambda: layout
+    def metadata_of(topic: str) -> Callable[[], dict[TopicPartition, tuple[int, int]]]:
+        # A Metadata request of the client: answered from a live broker's metadata cache.
+        tps = partitions_by_topic[topic]
+        return lambda: controller_link.metadata_for(tps)
+
+    def round_trip_ms(link: Link) -> float:
+        # Simplification: a Metadata request costs the link's mean round trip, no broker CPU.
+        return (sampler_from_spec(link.latency_for("to_broker")).mean
+                + sampler_from_spec(link.latency_for("from_broker")).mean)
+
+    def validate(broker_id: int, tp: TopicPartition, epoch: int) -> int | None:
+        # An OffsetsForLeaderEpoch request at broker_id (KafkaApis.handleOffsetForLeaderEpochRequest ->
+        # Partition.lastOffsetForLeaderEpoch, leader only); None when it cannot answer.
+        broker = brokers_by_id[broker_id]
+        if broker.crashed:
+            return None
+        partition = broker.replica_manager.partitions.get(tp)
+        if partition is None:
+            return None
+        answer = partition.last_offset_for_leader_epoch(-1, epoch, True)
+        if answer.error is not Errors.NONE:
+            return None
+        # UNDEFINED: the consumer resets per auto.offset.reset (earliest here).
+        return answer.end_offset if answer.end_offset >= 0 else partition.log.log_start_offset
 
     for index, p_cfg in enumerate(scenario.producers):
         assert p_cfg.link is not None
-        connect = client_paths(p_cfg.name, p_cfg.link, p_cfg.topic)
+        connect = client_paths(p_cfg.name, p_cfg.link)
         c.producers.append(
             Producer(
                 env,
@@ -460,14 +494,17 @@ def build(
                 observer,
                 leaders=leaders,
                 retry_rng=streams.stream(f"{p_cfg.name}/retry_backoff"),
-                fetch_metadata=fixed_layout(p_cfg.topic),
+                fetch_metadata=metadata_of(p_cfg.topic),
+                metadata_round_trip_ms=round_trip_ms(p_cfg.link),
             )
         )
     for c_cfg in scenario.consumers:
         assert c_cfg.link is not None
-        connect = client_paths(c_cfg.name, c_cfg.link, c_cfg.topic)
+        connect = client_paths(c_cfg.name, c_cfg.link)
         c.consumers.append(
             Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic],
-                     connect, ids, observer, leaders=leaders)
+                     connect, ids, observer, leaders=leaders, fetch_metadata=metadata_of(c_cfg.topic),
+                     validate=validate, metadata_round_trip_ms=round_trip_ms(c_cfg.link),
+                     retry_rng=streams.stream(f"{c_cfg.name}/retry_backoff"))
         )
     return c

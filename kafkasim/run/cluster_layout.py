@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.java_random import JavaRandom
 from kafkasim.controller.striped_replica_placer import StripedReplicaPlacer, UsableBroker
-from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
-from kafkasim.scenario.yaml_source import load_yaml
 from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
@@ -94,52 +92,7 @@ def placed_layout(scenario: Scenario, seed: int | None = None) -> ClusterLayout:
 
 def cluster_layout(scenario: Scenario, seed: int | None = None) -> ClusterLayout:
     """The layout a run of ``scenario`` (with the run's ``seed``, by default the scenario's) is built from:
-    placed for a ``cluster:``, the single leader otherwise.
-
-    Raises ScenarioError (located by key path, without a file) for what only the layout can tell; see
-    ``layout_problems``.
-    """
+    placed for a ``cluster:``, the single leader otherwise."""
     if scenario.cluster is None:
         return single_leader_layout(scenario)
-    layout = placed_layout(scenario, seed)
-    problems = layout_problems(scenario, layout)
-    if problems:
-        raise ScenarioError([Problem("<scenario>", None, format_path(loc), message) for loc, message in problems])
-    return layout
-
-
-def check_layout(scenario: Scenario, file: str, text: str | None = None, seed: int | None = None) -> None:
-    """``layout_problems`` as a ScenarioError naming ``file`` and, from the file's ``text``, each line."""
-    if scenario.cluster is None:
-        return
-    problems = layout_problems(scenario, placed_layout(scenario, seed))
-    if not problems:
-        return
-    source = load_yaml(text, file) if text is not None else None
-    raise ScenarioError([
-        Problem(file, source.line_of(loc) if source is not None else None, format_path(loc), message)
-        for loc, message in problems
-    ])
-
-
-def layout_problems(scenario: Scenario, layout: ClusterLayout) -> list[tuple[Loc, str]]:
-    """What the scenario asks of the layout that this step of kafkasim cannot do: a crash of a broker that
-    leads partitions at the start (its leaderships would have to move: leader failover comes with the
-    controller)."""
-    problems: list[tuple[Loc, str]] = []
-    for i, fault in enumerate(scenario.faults):
-        if fault.type != "crash" or scenario.target_kind(fault.target) != "broker":
-            continue
-        broker_id = int(fault.target.removeprefix("broker-"))
-        led = layout.partitions_led_by(broker_id)
-        if led:
-            shown = ", ".join(f"{tp.topic}-{tp.partition}" for tp in led[:3]) + (", ..." if len(led) > 3 else "")
-            leaders_free = [b for b in layout.broker_ids if not layout.partitions_led_by(b)]
-            allowed = (f"crash a broker that leads nothing: {', '.join(f'broker-{b}' for b in leaders_free)}"
-                       if leaders_free else "every broker leads a partition; pause it instead")
-            problems.append((
-                ("faults", i, "target"),
-                f"{fault.target} leads {len(led)} partition(s) at the start ({shown}); a crash would need its "
-                f"leadership to move, and leader failover comes with the controller (allowed: {allowed})",
-            ))
-    return problems
+    return placed_layout(scenario, seed)

@@ -14,6 +14,20 @@ each broker applies the metadata the controller commits (``BrokerMetadataPublish
   the controller committed it (``controller.quorum.append.linger.ms``), as the leader's
   ``Partition.handleAlterPartitionUpdate`` expects.
 
+A network partition that separates a broker from ``controller`` (``kafkasim.network.partitions``) cuts this
+link too: a message on the wire during the cut is lost. Kafka's ``NodeToControllerChannelManager`` then
+decides what the broker sees:
+
+* a registration or heartbeat (the "heartbeat" channel, whose request timeout is
+  ``broker.session.timeout.ms / 2``, KAFKA-14392) fails after that timeout: ``BrokerLifecycleManager``
+  retries with its backoff, and the controller fences the broker ``broker.session.timeout.ms`` after the last
+  heartbeat that got through;
+* an AlterPartition (the "alter-partition" channel: ``retryTimeoutMs`` = Long.MaxValue) is sent again each
+  ``controller.socket.timeout.ms`` (30 s) until an answer gets through;
+* the metadata the controller commits while the broker is cut off waits, in order, and is applied when the
+  cut ends (the broker's next fetch of the metadata log; Kafka's observer may need up to
+  ``controller.quorum.request.timeout.ms``, 2 s, more to notice its fetch was lost).
+
 Worked example (defaults: link 0.5 ms, linger 25 ms): a leader proposes an ISR expansion at t=100; the
 request reaches the controller at 100.5, its record commits at 125.5, the answer reaches the leader at 126
 (Kafka's leader commits the ISR from the answer, before the metadata delta arrives at ~127.5).
@@ -21,23 +35,27 @@ request reaches the controller at 100.5, its record commits at 125.5, the answer
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.alter_partition import AlterPartitionCallback, LeaderAndIsr
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.metadata import (
+    NO_LEADER,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     MetadataDelta,
+    PartitionRegistration,
 )
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.controller_core import AlterPartitionReply
 from kafkasim.controller.quorum_controller import QuorumController
 from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerState
 from kafkasim.network.observer import Observer
+from kafkasim.network.partitions import CONTROLLER_HOST, Cut, NetworkPartitions, broker_host
 from kafkasim.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.sim.calls import Call
@@ -45,6 +63,10 @@ from kafkasim.sim.distributions import Sampler
 
 if TYPE_CHECKING:
     from simpy import Environment
+
+CONTROLLER_SOCKET_TIMEOUT_MS = 30_000.0
+"""``controller.socket.timeout.ms``: the request timeout of a broker's channels to the controller (Kafka's
+``NodeToControllerChannelManagerImpl`` caps it at the channel's ``retryTimeoutMs``)."""
 
 
 class ControllerLink:
@@ -58,6 +80,8 @@ class ControllerLink:
         latency: Sampler,
         rngs: dict[int, random.Random],
         observer: Observer,
+        *,
+        partitions: NetworkPartitions | None = None,
     ) -> None:
         self.env = env
         self.controller = controller
@@ -71,6 +95,18 @@ class ControllerLink:
         self.incarnations: dict[int, int] = {}
         self._log_config_for: dict[int, Callable[[TopicPartition], Any]] = {}
         self.alter_partitions_submitted = 0
+        # Per broker: the partitions of the metadata it has applied (Kafka's KRaftMetadataCache), what it
+        # answers a client's Metadata request with.
+        self.metadata_cache: dict[int, dict[TopicPartition, PartitionRegistration]] = {}
+        # Brokers a network partition separates from the controller at some time, and their cut.
+        self._cuts: dict[int, Cut] = {}
+        if partitions is not None:
+            for broker_id in rngs:
+                cut = partitions.between(broker_host(broker_id), CONTROLLER_HOST)
+                if cut is not None:
+                    self._cuts[broker_id] = cut
+        self._heartbeat_timeout_ms: dict[int, float] = {}
+        self._held: dict[int, list[MetadataDelta]] = {}  # deltas waiting for the end of a cut, per broker
 
     # --- plumbing ------------------------------------------------------------------------------------
 
@@ -80,18 +116,43 @@ class ControllerLink:
     def _to_controller(self, broker_id: int, send: Callable[[], object]) -> None:
         if not self._alive(broker_id):
             return
+        cut = self._cuts.get(broker_id)
+        sent_ms = self.env.now
+
         def arrive(_e: Any) -> None:
+            if cut is not None and cut.severs(sent_ms, self.env.now):
+                return  # lost in a network partition
             send()
 
         Call(self.env, max(0.0, self.latency.sample(self.rngs[broker_id])), arrive)
 
     def _to_broker(self, broker_id: int, incarnation: int, deliver: Callable[[], None]) -> None:
+        cut = self._cuts.get(broker_id)
+        sent_ms = self.env.now
+
         def arrive(_e: Any) -> None:
+            if cut is not None and cut.severs(sent_ms, self.env.now):
+                return  # lost in a network partition
             # An answer to an earlier incarnation, or to a broker that is down, is lost with its connection.
             if self._alive(broker_id) and self.incarnations[broker_id] == incarnation:
                 deliver()
 
         Call(self.env, max(0.0, self.latency.sample(self.rngs[broker_id])), arrive)
+
+    def _exchange(self, broker_id: int, timeout_ms: float, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``callback`` for one request/answer exchange with the controller; for a broker a partition can cut
+        off, it gets None (a failed exchange) ``timeout_ms`` after the send unless an answer came first."""
+        if broker_id not in self._cuts:
+            return callback
+        done = [False]
+
+        def answered(reply: Any) -> None:
+            if not done[0]:
+                done[0] = True
+                callback(reply)
+
+        Call(self.env, timeout_ms, lambda _e: answered(None))
+        return answered
 
     # --- metadata ------------------------------------------------------------------------------------
 
@@ -101,14 +162,62 @@ class ControllerLink:
         self._log_config_for[broker_id] = log_config_for
         if not catch_up:
             self.applied_offset[broker_id] = self.controller.image.offset  # it starts with the bootstrap image
+            self.metadata_cache[broker_id] = dict(self.controller.image.partitions)
+        cache = self.metadata_cache[broker_id]
 
-        def apply(delta: MetadataDelta) -> None:
+        def apply_now(delta: MetadataDelta) -> None:
             if broker.crashed:
                 return
             self.applied_offset[broker_id] = max(self.applied_offset[broker_id], delta.offset)
+            cache.update(delta.partitions)
+            for tp in delta.deleted:
+                cache.pop(tp, None)
             broker.apply_delta(delta, log_config_for=log_config_for)
 
+        cut = self._cuts.get(broker_id)
+        if cut is None:
+            self.controller.subscribe(broker_id, apply_now, catch_up=catch_up)
+            return
+
+        def apply(delta: MetadataDelta) -> None:
+            # Cut off from the controller: the delta waits for the end of the cut, behind any already waiting.
+            held = self._held.get(broker_id)
+            if held is None:
+                end = cut.until(self.env.now)
+                if end is None:
+                    apply_now(delta)
+                    return
+                held = self._held[broker_id] = []
+                if end != math.inf:
+                    Call(self.env, end - self.env.now, lambda _e: self._release(broker_id, held, apply_now))
+            held.append(delta)
+
         self.controller.subscribe(broker_id, apply, catch_up=catch_up)
+
+    def metadata_for(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """A client's Metadata request: ``{tp: (leader, leader epoch)}`` as the broker answering it has applied
+        them (``KafkaApis.handleTopicMetadataRequest`` reads the broker's ``MetadataCache``); empty when no
+        broker is up. Simplification: the lowest-id broker that is up answers (Kafka's client asks its
+        ``leastLoadedNode``), and the answer is read when the request arrives."""
+        for broker_id in sorted(self.brokers):
+            if self._alive(broker_id):
+                cache = self.metadata_cache[broker_id]
+                answer: dict[TopicPartition, tuple[int, int]] = {}
+                for tp in partitions:
+                    registration = cache.get(tp)
+                    if registration is not None:
+                        answer[tp] = (registration.leader, registration.leader_epoch)
+                    else:
+                        answer[tp] = (NO_LEADER, -1)
+                return answer
+        return {}
+
+    def _release(self, broker_id: int, held: list[MetadataDelta], apply: Callable[[MetadataDelta], None]) -> None:
+        if self._held.get(broker_id) is not held:
+            return  # the broker crashed meanwhile: what it was waiting for went with it
+        del self._held[broker_id]
+        for delta in held:
+            apply(delta)
 
     # --- lifecycle (ControllerChannel for each broker) ----------------------------------------------
 
@@ -122,11 +231,15 @@ class ControllerLink:
             metadata_offset=lambda: self.applied_offset[broker_id], rng=rng, rack=rack,
         )
         manager.on_caught_up = manager.set_ready_to_unfence  # no log recovery work to wait for
+        # Kafka's "heartbeat" channel: its request timeout is min(controller.socket.timeout.ms,
+        # broker.session.timeout.ms / 2) (BrokerServer, KAFKA-14392).
+        self._heartbeat_timeout_ms[broker_id] = min(CONTROLLER_SOCKET_TIMEOUT_MS, float(session_timeout_ms // 2))
         self.lifecycles[broker_id] = manager
         return manager
 
     def broker_crashed(self, broker_id: int) -> None:
         self.incarnations[broker_id] += 1
+        self._held.pop(broker_id, None)
         self.lifecycles[broker_id].crash()
         self.controller.unsubscribe(broker_id)
 
@@ -152,10 +265,15 @@ class ControllerLink:
             tuple(BrokerState(b) for b in leader_and_isr.isr),
         )
 
+        answered = [False]
+
         def answer(reply: AlterPartitionReply) -> None:
             result = _leader_and_isr(reply)
 
             def deliver() -> None:
+                if answered[0]:
+                    return  # a resent request's second answer
+                answered[0] = True
                 # The checker must know a committed ISR before the acknowledgements it makes possible.
                 observer.alter_partition_committed(topic_partition, result)
                 callback(result)
@@ -168,6 +286,22 @@ class ControllerLink:
             self.controller.alter_partition(broker_id, epoch, [request], on_reply=answer)
 
         self._to_controller(broker_id, send)
+        if broker_id in self._cuts:
+            self._resend_unanswered(broker_id, incarnation, send, answered)
+
+    def _resend_unanswered(self, broker_id: int, incarnation: int, send: Callable[[], None],
+                           answered: list[bool]) -> None:
+        """``NodeToControllerRequestThread``: a request with no answer after the channel's request timeout is
+        disconnected and sent again (the alter-partition channel never gives up: retryTimeoutMs is
+        Long.MaxValue)."""
+
+        def check(_e: Any) -> None:
+            if answered[0] or not self._alive(broker_id) or self.incarnations[broker_id] != incarnation:
+                return
+            self._to_controller(broker_id, send)
+            Call(self.env, CONTROLLER_SOCKET_TIMEOUT_MS, check)
+
+        Call(self.env, CONTROLLER_SOCKET_TIMEOUT_MS, check)
 
 
 def _leader_and_isr(reply: AlterPartitionReply) -> LeaderAndIsr | Errors:
@@ -195,6 +329,8 @@ class _Channel:
         link = self.link
         incarnation = link.incarnations[broker_id]
 
+        callback = link._exchange(broker_id, link._heartbeat_timeout_ms[broker_id], callback)
+
         def answer(reply: BrokerRegistrationReply) -> None:
             link._to_broker(broker_id, incarnation, lambda: callback(reply))
 
@@ -207,6 +343,8 @@ class _Channel:
         link = self.link
         broker_id = request.broker_id
         incarnation = link.incarnations[broker_id]
+
+        callback = link._exchange(broker_id, link._heartbeat_timeout_ms[broker_id], callback)
 
         def answer(reply: BrokerHeartbeatReply) -> None:
             link._to_broker(broker_id, incarnation, lambda: callback(reply))

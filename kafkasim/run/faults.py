@@ -7,7 +7,8 @@ a cluster, where broker k has one thread). A ``broker-<k>`` target (a ``cluster:
 * ``pause``: a stop-the-world pause of the broker, the partitions it leads included (its processors,
   request handlers, reapers, periodic tasks and fetcher threads; see ``BrokerServer.pause``).
 * ``slow_disk``: its request handlers' produce appends and its fetcher threads' appends.
-* ``crash``: a broker that leads nothing (the scenario refuses any other): its fetcher threads.
+* ``crash``: the whole broker process (``BrokerServer.crash``): connections reset, everything in memory
+  lost, logs kept; ``restart_after`` starts a new process over the same logs (``BrokerServer.restart``).
 * ``link_delay`` / ``link_drop``: the network paths of its replica fetcher threads toward the brokers it
   follows (``to_broker``: its fetch requests to the leaders; ``from_broker``: the leaders' responses,
   i.e. the replicated data). Not the paths of other brokers' fetchers toward it, nor clients' paths.
@@ -17,10 +18,17 @@ A client's link faults act on its path to every broker (in a cluster it has one 
 * ``pause`` (follower, producer, consumer): the component does nothing for ``duration``; work that
   arrives meanwhile waits (a GC pause / SIGSTOP). Overlapping pauses nest.
 * ``slow_disk`` (follower): appends cost ``factor`` times more; overlapping factors multiply.
-* ``crash`` (follower): stop now, restart after ``restart_after`` (or never).
+* ``crash`` (follower): its broker's process dies, as ``broker-<k>``'s would; restart after
+  ``restart_after`` (or never).
 * ``link_delay``: every message sent on the target's link(s) while it lasts takes ``extra`` longer, a
   fresh draw per message (from the fault's own random stream, so the link's own draws do not shift).
 * ``link_drop``: messages sent on the target's link(s) while it lasts are lost.
+
+A ``network_partition`` has no target: it cuts the network between two sets of hosts (``broker-<id>``,
+clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
+starts (``network_partitions``), and every connection between two hosts it separates -- whenever opened
+(``kafkasim.network.connection.open_connection``) -- and the controller link (``ControllerLink``) consult
+the cut for each message (``kafkasim.network.partitions``).
 """
 
 from __future__ import annotations
@@ -32,7 +40,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.network.link import NetworkLink
-from kafkasim.scenario.faults import CrashFault, LinkDelayFault, LinkDropFault, PauseFault, SlowDiskFault
+from kafkasim.network.partitions import NetworkPartitions
+from kafkasim.scenario.faults import (
+    CrashFault,
+    LinkDelayFault,
+    LinkDropFault,
+    NetworkPartitionFault,
+    PauseFault,
+    SlowDiskFault,
+)
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
@@ -123,9 +139,10 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             if end is not None:
                 _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
         elif isinstance(fault, CrashFault):
-            crashed: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
-            crashed_id = _broker_id(crashed)
+            crashed_id = _broker_id(_component(c, fault.target))
             assert crashed_id is not None
+            # The whole broker process: follower-<k> of a scenario without a cluster is broker k.
+            crashed = c.broker(crashed_id)
             _at(c, start, partial(_crash, c, crashed, crashed_id))
             if end is not None:
                 _at(c, end, partial(_restart, c, crashed, crashed_id))
@@ -140,8 +157,23 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             links = _links(c, fault.target, fault.direction)
             until = math.inf if end is None else end
             _at(c, start, partial(_drop, links, until, drop_ends))
+        elif isinstance(fault, NetworkPartitionFault):
+            pass  # built into the network: network_partitions(), consulted per message by every connection
         else:  # pragma: no cover - the scenario model admits only the kinds above
             raise ValueError(f"unknown fault type {fault.type!r}")
+
+
+def network_partitions(scenario: Scenario) -> NetworkPartitions | None:
+    """The scenario's ``network_partition`` faults by host pair, or None if it has none (then no connection
+    pays anything for them)."""
+    faults = [f for f in scenario.faults if isinstance(f, NetworkPartitionFault)]
+    if not faults:
+        return None
+    partitions = NetworkPartitions()
+    for fault in faults:
+        end = fault.end
+        partitions.add(float(fault.at), math.inf if end is None else float(end), fault.sides[0], fault.sides[1])
+    return partitions
 
 
 def _broker_id(component: Any) -> int | None:
@@ -167,25 +199,14 @@ class _LifecyclePause:
         self.lifecycle.resume()
 
 
-class UnsupportedFault(Exception):
-    """A fault the simulator cannot carry out in the state the run reached (the run stops with this message)."""
-
-
-def _crash(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
-    if isinstance(component, BrokerServer) and component.leads_partitions:
-        # The scenario only lets a broker that leads nothing crash, but leadership can move during a run: the
-        # controller elects new leaders when it fences a broker (e.g. one paused longer than its session).
-        raise UnsupportedFault(
-            f"{component.name} leads partitions at {c.env.now / 1000:.3f} s (leadership moved to it when the "
-            "controller fenced another broker): the crash of a leader is not simulated yet"
-        )
-    component.crash()
+def _crash(c: Components, broker: BrokerServer, broker_id: int) -> None:
+    broker.crash()
     # The broker process died: no more heartbeats, no metadata delivered until it is back.
     c.controller_link.broker_crashed(broker_id)
 
 
-def _restart(c: Components, component: ReplicaFetcherThread | BrokerServer, broker_id: int) -> None:
-    component.restart()
+def _restart(c: Components, broker: BrokerServer, broker_id: int) -> None:
+    broker.restart()
     c.controller_link.broker_restarted(broker_id)
 
 

@@ -33,6 +33,7 @@ from kafkasim.scenario.faults import (
     FaultBase,
     LinkDelayFault,
     LinkDropFault,
+    NetworkPartitionFault,
     PauseFault,
     SlowDiskFault,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "LinkDropFault",
     "LogNormal",
     "NetworkConfig",
+    "NetworkPartitionFault",
     "NicConfig",
     "OnOffArrival",
     "PauseFault",

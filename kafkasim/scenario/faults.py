@@ -1,8 +1,9 @@
-"""Faults injected at a simulated time into one follower, producer or consumer.
+"""Faults injected at a simulated time into one follower, producer or consumer, or into the network.
 
 Every fault has a `type` (the discriminator), `at` (when it starts, from the beginning of the run) and a
 `target`: "broker-<id>" for a broker of a `cluster:` (0..brokers-1), "follower-<id>" for follower broker <id>
-(1..RF-1) of a scenario without `cluster:`, or the name of a producer or consumer.
+(1..RF-1) of a scenario without `cluster:`, or the name of a producer or consumer. A `network_partition`
+names no target but two `sides`, each a list of hosts.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ class SlowDiskFault(FaultBase):
 
 
 class CrashFault(FaultBase):
-    """A follower stops; on restart it fetches again from the end of its log with its latest leader epoch
-    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks). In a
-    `cluster:` only a broker that leads no partition may crash (leader failover comes with the controller)."""
+    """The broker's process dies (a follower-<k> target: broker k). Its connections are reset, what it held in
+    memory is lost (parked requests are never answered), its logs stay; the controller fences it once its
+    heartbeats stop (broker.session.timeout.ms) and elects new leaders for the partitions it led. On restart
+    it registers again, loads the metadata and fetches from the end of its log with its latest leader epoch
+    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks)."""
 
     type: Literal["crash"] = "crash"
     restart_after: Duration | None = Field(default=None, gt=0)
@@ -89,7 +92,48 @@ class LinkDropFault(FaultBase):
     direction: Literal["both", "to_broker", "from_broker"] = "both"
 
 
+PARTITION_HOSTS_MAX = 300
+"""Hosts on one side of a network partition, at most (brokers, 100 producers, 100 consumers, the controller)."""
+
+
+class NetworkPartitionFault(ScenarioModel):
+    """The network between two sets of hosts is cut: every host of one side loses its connections to every
+    host of the other side, both ways (a pulled cable, not a refused connection: no RST). Hosts are
+    "broker-<id>" (with `cluster:` its brokers; without, broker-0 is the leader and broker-<k> the broker of
+    follower-<k>), producers and consumers by name (a replica fetcher thread is on its broker's host), and
+    "controller", the KRaft controller's host; hosts not named keep all their links. A message on the wire
+    at any moment of the cut is lost, including one already in flight when it starts; the sender notices
+    only through its request timeout (NetworkClient's request.timeout.ms for clients,
+    replica.socket.timeout.ms for replica fetchers). A broker cut off from the controller gets no heartbeat
+    through (each fails after broker.session.timeout.ms / 2, the request timeout of its heartbeat channel,
+    and BrokerLifecycleManager backs off and tries again) and is fenced broker.session.timeout.ms after its
+    last heartbeat arrived, while it keeps serving the clients on its side (a leader then is a zombie: its
+    followers follow the new leader, so its acks=all produces time out); its AlterPartition requests are
+    sent again every controller.socket.timeout.ms (30 s); the metadata the controller commits reaches it
+    when the cut ends. Overlapping partitions of the same two
+    hosts nest: the hosts are reconnected when the last one ends."""
+
+    type: Literal["network_partition"] = "network_partition"
+    at: Duration
+    """Start time, from the beginning of the run (warm-up included)."""
+    duration: Duration | None = Field(default=None, gt=0)
+    """How long the cut lasts; absent = to the end of the run."""
+    sides: list[Annotated[list[str], Field(max_length=PARTITION_HOSTS_MAX)]] = Field(min_length=2, max_length=2)
+    """The two sides, e.g. [[broker-0], [broker-1, broker-2, producer-1, controller]]: hosts named
+    broker-<id>, a producer's or consumer's name, or controller; a host is on one side at most."""
+
+    @property
+    def end(self) -> float | None:
+        """When the cut is over (ms), or None if it lasts to the end of the run."""
+        return None if self.duration is None else self.at + self.duration
+
+    @property
+    def target(self) -> str:
+        """A label for reports and timelines: the two sides, "broker-0 | broker-1, controller"."""
+        return " | ".join(", ".join(side) for side in self.sides)
+
+
 Fault = Annotated[
-    PauseFault | SlowDiskFault | CrashFault | LinkDelayFault | LinkDropFault,
+    PauseFault | SlowDiskFault | CrashFault | LinkDelayFault | LinkDropFault | NetworkPartitionFault,
     Field(discriminator="type"),
 ]

@@ -15,7 +15,7 @@ from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, allowed_list, fail_at, unknown_message
-from kafkasim.scenario.faults import Fault, TargetKind
+from kafkasim.scenario.faults import Fault, NetworkPartitionFault, TargetKind
 from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
@@ -239,6 +239,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
     brokers = [f"broker-{i}" for i in s.cluster.broker_ids] if s.cluster is not None else []
     valid_targets = brokers + [f"follower-{i}" for i in s.follower_ids] + [c.name for _, _, c in clients]
     for i, f in enumerate(s.faults):
+        if isinstance(f, NetworkPartitionFault):
+            _partition_checks(s, i, f, [c.name for _, _, c in clients], add)
+            continue
         kind = s.target_kind(f.target)
         if kind is None and s.cluster is not None and FOLLOWER_NAME.match(f.target):
             add(("faults", i, "target"), f"a cluster's brokers are named broker-<id>, not follower-<id> (allowed: "
@@ -258,6 +261,42 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
         if f.at >= s.duration:
             add(("faults", i, "at"), "must be before the end of the run (duration)")
     return problems
+
+
+def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_names: list[str], add: Any) -> None:
+    """A network partition's sides name hosts of this scenario, each once, with a broker among them."""
+    brokers = [f"broker-{b}" for b in s.broker_ids]
+    hosts = [*brokers, *client_names, "controller"]
+    allowed = allowed_list(hosts)
+    seen: dict[str, int] = {}
+    unknown = False
+    for k, side in enumerate(f.sides):
+        if not side:
+            add(("faults", i, "sides", k), f"is empty: a side names at least one host (allowed: {allowed})")
+        for j, host in enumerate(side):
+            where = ("faults", i, "sides", k, j)
+            follower = FOLLOWER_NAME.match(host)
+            if host in seen:
+                add(where, f"{host} is listed twice on this side" if seen[host] == k else
+                    f"{host} is on both sides: a partition cuts the hosts of one side off from those of the other, "
+                    "so a host is on one side at most")
+                continue
+            if host in hosts:
+                seen[host] = k
+                continue
+            unknown = True
+            if follower and s.cluster is None:
+                add(where, f"name the host, not the fetcher: {host} runs on broker-{follower.group(1)} (allowed: "
+                           f"{allowed})")
+            elif follower:
+                add(where, f"a cluster's brokers are named broker-<id>, not follower-<id> (allowed: {allowed})")
+            else:
+                add(where, unknown_message("host", host, hosts))
+    if all(f.sides) and not unknown and not any(host in brokers for host in seen):
+        add(("faults", i, "sides"), "cuts nothing: clients and the controller talk only to brokers, so one side "
+                                    f"must name a broker (allowed: {allowed_list(brokers)})")
+    if f.at >= s.duration:
+        add(("faults", i, "at"), "must be before the end of the run (duration)")
 
 
 def _cluster_checks(s: Scenario, add: Any) -> None:

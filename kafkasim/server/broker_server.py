@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.config import BrokerConfig, LogConfig
@@ -132,34 +133,13 @@ class BrokerServer:
             rng=log_rng,
             observer=observer,
         )
-        rm = self.replica_manager
-        self.reapers = (
-            ExpirationReaper(env, rm.produce_purgatory, stw=self.stw),
-            ExpirationReaper(env, rm.fetch_purgatory, stw=self.stw),
-        )
-        self.request_channel = RequestChannel(env, config.queued_max_requests)
-        self.socket_server = SocketServer(
-            env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
-            observer=observer, broker_id=broker_id, stw=self.stw,
-        )
-        # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
-        # come from the broker's own stream.
-        self.fetch_manager = FetchManager(
-            time, FetchSessionCache.create(fetch_session_rng, config.max_incremental_fetch_session_cache_slots)
-        )
-        self.apis = KafkaApis(
-            rm, config.broker, self.request_channel, fetch_manager=self.fetch_manager, observer=observer
-        )
-        self.handlers = KafkaRequestHandlerPool(
-            env,
-            self.request_channel,
-            self.apis,
-            costs.handler,
-            num_io_threads=config.num_io_threads,
-            observer=observer,
-            reapers=self.reapers,
-            stw=self.stw,
-        )
+        self._costs = costs
+        self._observer = observer
+        self._fetch_session_rng = fetch_session_rng
+        self._incarnation = 0  # bumped by each restart: tasks scheduled by an earlier process do not run
+        self._down = False
+        self._fault_paused = 0  # pause faults in force (a crash does not end them)
+        self._build_request_plane()
         factory = fetcher_factory
 
         def create_fetcher_thread(fetcher_id: int, source_broker: int) -> ReplicaFetcherThread:
@@ -177,6 +157,52 @@ class BrokerServer:
         # start_purgatory_tasks): threads and tasks a metadata delta needs later start at once.
         self._fetchers_started = False
         self._purgatory_tasks_started = False
+
+    def _build_request_plane(self, previous: tuple[KafkaRequestHandlerPool, SocketServer] | None = None) -> None:
+        """What a broker process holds in memory besides its logs: the JVM (``stw``), the expiration reapers,
+        the request channel, the socket server, the fetch sessions, ``KafkaApis`` and the request handlers.
+        A restart builds them again; the old ones keep their dead ``stw``, so their work in flight is dropped."""
+        config = self.config
+        env = self.env
+        observer = self._observer
+        costs = self._costs
+        rm = self.replica_manager
+        self.reapers = (
+            ExpirationReaper(env, rm.produce_purgatory, stw=self.stw),
+            ExpirationReaper(env, rm.fetch_purgatory, stw=self.stw),
+        )
+        self.request_channel = RequestChannel(env, config.queued_max_requests)
+        self.socket_server = SocketServer(
+            env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
+            observer=observer, broker_id=self.broker_id, stw=self.stw,
+        )
+        # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
+        # come from the broker's own stream.
+        self.fetch_manager = FetchManager(
+            rm.time,
+            FetchSessionCache.create(self._fetch_session_rng, config.max_incremental_fetch_session_cache_slots),
+        )
+        self.apis = KafkaApis(
+            rm, config.broker, self.request_channel, fetch_manager=self.fetch_manager, observer=observer
+        )
+        self.handlers = KafkaRequestHandlerPool(
+            env,
+            self.request_channel,
+            self.apis,
+            costs.handler,
+            num_io_threads=config.num_io_threads,
+            observer=observer,
+            reapers=self.reapers,
+            stw=self.stw,
+        )
+        if previous is not None:
+            # The counters the gauges and the summary read go on across incarnations.
+            old_handlers, old_processors = previous
+            self.handlers.handler_busy_ms = old_handlers.handler_busy_ms
+            self.handlers.requests_handled = old_handlers.requests_handled
+            self.handlers.disk_factor = old_handlers.disk_factor
+            for new, old in zip(self.socket_server.processors, old_processors.processors, strict=True):
+                new.busy_ms = old.busy_ms
 
     # --- partitions --------------------------------------------------------------------------------
 
@@ -271,25 +297,29 @@ class BrokerServer:
         self._purgatory_tasks_started = True
         for reaper in self.reapers:
             reaper.start()
-        Call(self.env, 0.0, self._isr_expiration)
+        Call(self.env, 0.0, partial(self._isr_expiration, self._incarnation))
 
     def start_log_retention(self) -> None:
-        Call(self.env, RETENTION_INITIAL_DELAY_MS, self._log_retention)
+        Call(self.env, RETENTION_INITIAL_DELAY_MS, partial(self._log_retention, self._incarnation))
 
     # --- tasks -------------------------------------------------------------------------------------
 
-    def _isr_expiration(self, _event: Any) -> None:
+    def _isr_expiration(self, incarnation: int, _event: Any) -> None:
+        if incarnation != self._incarnation:
+            return  # scheduled by a process that crashed
         if self.stw.paused:
-            self.stw.defer(lambda: self._isr_expiration(_event))
+            self.stw.defer(lambda: self._isr_expiration(incarnation, _event))
             return
         self.replica_manager.maybe_shrink_isr()
         period = self.config.broker.isr_expiration_interval_ms
         if period > 0:  # KafkaScheduler.schedule runs a task whose period is not > 0 once only
-            Call(self.env, float(period), self._isr_expiration)
+            Call(self.env, float(period), partial(self._isr_expiration, incarnation))
 
-    def _log_retention(self, _event: Any) -> None:
+    def _log_retention(self, incarnation: int, _event: Any) -> None:
+        if incarnation != self._incarnation:
+            return  # scheduled by a process that crashed
         if self.stw.paused:
-            self.stw.defer(lambda: self._log_retention(_event))
+            self.stw.defer(lambda: self._log_retention(incarnation, _event))
             return
         # LogManager.cleanupLogs over the logs this broker hosts: the partitions it leads, and those its
         # fetchers replicate. A paused fetcher (a stalled JVM) runs it when it resumes; a crashed one not.
@@ -299,12 +329,15 @@ class BrokerServer:
         for fetcher in self.fetchers:
             if not fetcher.crashed:
                 fetcher.run_or_defer(fetcher.delete_old_segments)
-        Call(self.env, self.config.log_retention_check_interval_ms, self._log_retention)
+        Call(self.env, self.config.log_retention_check_interval_ms, partial(self._log_retention, incarnation))
 
     # --- faults ------------------------------------------------------------------------------------
 
     def pause(self) -> None:
         """Stop the world (the fault schedule nests overlapping pauses: one pause() per resume())."""
+        self._fault_paused += 1
+        if self._down:
+            return
         self.stw.pause()
         for fetcher in self.fetchers:
             if not fetcher.crashed:
@@ -312,6 +345,9 @@ class BrokerServer:
 
     def resume(self) -> None:
         """The work deferred during the pause runs, in the order it fell due; then the fetchers resume."""
+        self._fault_paused -= 1
+        if self._down:
+            return
         self.stw.resume()
         for fetcher in self.fetchers:
             if fetcher.paused:
@@ -324,21 +360,47 @@ class BrokerServer:
             fetcher.disk_factor *= factor
 
     def crash(self) -> None:
-        """Stop the fetcher threads of a broker that leads nothing (the scenario refuses any other crash)."""
-        if self.leads_partitions:
-            raise ValueError(f"{self.name} leads partitions: it cannot crash before leaders can move")
+        """The broker process dies (``kill -9``; the host stays up). Everything it holds in memory is gone:
+        the kernel resets its connections (clients see a disconnect: ``SocketServer.crash``), the requests
+        it had read, queued, parked in a purgatory or was handling are never answered, its handlers,
+        reapers and periodic tasks stop (``stw`` dies), its fetcher threads stop. Its logs stay on disk
+        (the page cache survives a process crash). The controller fences it once its heartbeats stop
+        (``ControllerLink.broker_crashed``)."""
+        if self._down:
+            return
+        self._down = True
+        self.stw.kill()
+        self.socket_server.crash()
         for fetcher in self.fetchers:
             fetcher.crash()
 
     def restart(self) -> None:
+        """A new process over the same logs (``BrokerServer.startup``): new request plane and fetch sessions,
+        the ReplicaManager's partitions forgotten until the metadata image it loads makes them leader or
+        follower again (``ReplicaManager.restart``; ``ControllerLink.broker_restarted`` delivers the image and
+        registers the broker); its fetcher threads come back. Simplification: it accepts connections at once
+        (Kafka's broker opens its listeners only once registered and caught up with the metadata)."""
+        if not self._down:
+            return
+        self._down = False
+        self._incarnation += 1
+        previous = (self.handlers, self.socket_server)
+        self.stw = Pausable()
+        self.replica_manager.restart()
+        self._build_request_plane(previous)
+        self._purgatory_tasks_started = False
+        if self._fault_paused > 0:
+            self.stw.pause()  # a pause fault still in force when it comes back
         for fetcher in self.fetchers:
             fetcher.restart()
+        if self._fetchers_started:
+            self.start_log_retention()
 
     # --- state -------------------------------------------------------------------------------------
 
     @property
     def crashed(self) -> bool:
-        return any(f.crashed for f in self.fetchers)
+        return self._down
 
     @property
     def reaper_passes(self) -> int:

@@ -269,6 +269,10 @@ class ReplicaFetcherThread(FetchClient):
         now = self.env.now
         if now >= self._stop_ms:
             return
+        if self.connection.closed:
+            self._reconnect()  # ReplicaFetcherBlockingSend connects before it sends
+        if not self.connection.connected:
+            return  # refused (the leader's process is down): _on_disconnect backs off
         cfg = self.config
         fetch_data = self.build_fetch(now)
         if not fetch_data.session_partitions and not fetch_data.to_forget:
@@ -487,6 +491,29 @@ class ReplicaFetcherThread(FetchClient):
         # (AbstractFetcherThread.handlePartitionsWithErrors).
         self._fail_timed_out(envelope)
         self.fetch_session.handle_error()
+        backoff = float(self.config.backoff_ms)
+        for fp in self.partitions.values():
+            self._delay(fp, self.env.now + backoff)
+        self._schedule_fetch(backoff)
+
+    def _on_disconnect(self) -> None:
+        """The leader's connection was reset or refused (its process died): the fetch in flight fails with
+        NETWORK_EXCEPTION, the session's next request is a full one, and every partition backs off
+        ``replica.fetch.backoff.ms`` (``AbstractFetcherThread.handlePartitionsWithErrors``); the next fetch
+        connects again."""
+        if self.crashed:
+            return
+        if self.paused:
+            self._deferred.append(self._on_disconnect)
+            return
+        envelope = self._in_flight
+        self._in_flight = None
+        if envelope is not None:
+            envelope.error = Errors.NETWORK_EXCEPTION
+            self._observer.request_finished(envelope)
+        self.fetch_session.handle_error()
+        if self._appending:
+            return  # the append in progress finishes first; its end fetches (and reconnects)
         backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
             self._delay(fp, self.env.now + backoff)

@@ -73,18 +73,27 @@ class Pausable:
 
     def __init__(self) -> None:
         self.paused = False
+        self._dead = False
         self._deferred: list[Callable[[], None]] = []
 
     def run_or_defer(self, fn: Callable[[], None]) -> None:
         if self.paused:
-            self._deferred.append(fn)
+            if not self._dead:
+                self._deferred.append(fn)
         else:
             fn()
 
     def defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` when the pause ends (the caller has checked ``paused``: the hot path's way, no closure
         unless paused)."""
-        self._deferred.append(fn)
+        if not self._dead:
+            self._deferred.append(fn)
+
+    def kill(self) -> None:
+        """The process died (a crash): paused for ever, the work waiting and any work deferred later dropped."""
+        self.paused = True
+        self._dead = True
+        self._deferred.clear()
 
     def pause(self) -> None:
         self.paused = True

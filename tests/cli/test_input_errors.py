@@ -231,3 +231,16 @@ def test_a_set_value_nested_30000_levels_deep_is_refused(tmp_path: Path) -> None
     assert result.returncode == 2, (result.returncode, result.stderr[-500:])
     assert_no_traceback(result)
     assert "--set name=[[[" in result.stderr and "nested too deeply (at most 40 levels)" in result.stderr
+
+
+def test_a_bad_network_partition_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "partition.yaml"
+    path.write_text(
+        "name: partition\ndescription: a host on both sides\nduration: 10s\n"
+        "topics: [{name: t, replication.factor: 2}]\n"
+        "faults:\n  - {type: network_partition, at: 1s, sides: [[broker-0, broker-1], [broker-1]]}\n"
+    )
+    assert call("run", path, "--no-figures", "--out", tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert f"{path}:6: faults[0].sides[1][0]: broker-1 is on both sides" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()

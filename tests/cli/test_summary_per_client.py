@@ -39,9 +39,10 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], scenario: str, *ove
     sets = [arg for o in overrides for arg in ("--set", o)]
     assert call("run", REPO / "scenarios" / f"{scenario}.yaml", *sets, "--no-figures", "--out", out) == 0
     printed = capsys.readouterr().out
-    # Every line fits but the last, which names the (long, temporary) result directory.
-    assert printed.splitlines()[-1].startswith("results: ")
-    assert max(len(line) for line in printed.splitlines()[:-1]) <= 80
+    # Every line fits but the last two, which name the (long, temporary) result directory.
+    assert printed.splitlines()[-2].startswith("results: ")
+    assert printed.splitlines()[-1].startswith("figures and report.html: ")
+    assert max(len(line) for line in printed.splitlines()[:-2]) <= 80
     assert "\u2026" not in printed, printed  # nothing cut
     return printed, json.loads((out / "summary.json").read_text())
 

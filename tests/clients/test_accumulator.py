@@ -403,3 +403,18 @@ def test_ready_and_drain_walking_only_queued_partitions_give_kafkas_answers(seed
                 assert [b.batch_id for b in acc.drain(node)] == expected
                 assert acc._drain_index[node] == kafka.drain_index[node]
         assert acc.queued_batches == sum(len(dq) for dq in acc._deques.values())
+
+
+def test_a_node_that_no_longer_leads_has_nothing_ready_or_to_drain():
+    """After a leader change (``set_leaders``) the Sender still walks its connection to the old leader:
+    ``RecordAccumulator.ready`` / ``drain`` for a node that leads nothing answer "nothing" (regression: a
+    KeyError on the node once metadata moved every partition away from it)."""
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    acc = RecordAccumulator([tp0, tp1], batch_size=100, linger_ms=0.0, leaders={tp0: 0, tp1: 1})
+    acc.append(tp0, 10, 0.0, 0.0, 1)
+    acc.set_leaders({tp0: 1, tp1: 1}, {tp0: 1, tp1: 0})
+    assert acc.nodes == (1,)
+    assert acc.ready_delay_ms(5.0, 0) is None
+    assert acc.drain(0, 5.0) == []
+    assert acc.ready_delay_ms(5.0, 1) == 0.0
+    assert [b.tp for b in acc.drain(1, 5.0)] == [tp0]

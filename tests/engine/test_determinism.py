@@ -77,7 +77,7 @@ SHORT_QUICKSTART = (str(REPO / "scenarios" / "quickstart.yaml"), "--set", "durat
 def _run_in_fresh_process(out: Path, *args: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "random"}
     done = subprocess.run(
-        [sys.executable, "-m", "kafkasim", "run", *(args or SHORT_QUICKSTART), "--out", str(out)],
+        [sys.executable, "-m", "kafkasim", "run", *(args or SHORT_QUICKSTART), "--figures", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert done.returncode == 0, done.stderr

@@ -255,3 +255,55 @@ def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to() -> None:
     connection.send(envelope)
     env.run()
     assert envelope.broker == 7 and envelope.start_ms != envelope.start_ms  # never read: start_ms is NaN
+
+
+def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> None:
+    """Found by the leader-crash work: a producer whose one response was dropped by a link_drop still
+    received the responses of its later requests, so seven batches were acknowledged after the lost one and
+    its idempotent retry hit OUT_OF_ORDER_SEQUENCE_NUMBER forever (the broker remembers only 5 batches).
+    TCP delivers in order: a lost segment stalls everything behind it, and Kafka's InFlightRequests expects
+    the responses of a connection in request order. A new connection over the same path is not stalled."""
+    import random
+
+    from kafkasim.network.connection import Connection
+    from kafkasim.network.link import NetworkPath
+    from kafkasim.sim.distributions import Constant
+
+    b = Broker()
+    env = b.env
+    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
+    server = SocketServer(env, b.channel, costs, observer=b.observer, broker_id=0)
+    path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e9)
+    received: list[int] = []
+
+    def send(connection: Connection, request_id: int, at: float) -> None:
+        def go(_e: object) -> None:
+            envelope = RequestEnvelope(request_id, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, at, at,
+                                       on_response=lambda e: received.append(e.request_id))
+            connection.send(envelope)
+        Call(env, at - env.now, go)
+
+    def answer(envelope: RequestEnvelope) -> None:  # a handler answers at once, then waits for the next one
+        b.channel.send_response(envelope)
+        serve()
+
+    def serve() -> None:
+        envelope = b.channel.receive_request(answer)
+        if envelope is not None:
+            answer(envelope)
+
+    serve()
+    first = Connection(env, "c", path, server, b.observer)
+    send(first, 1, 0.0)
+    Call(env, 10.0, lambda _e: path.from_broker.drop_until(20.0))  # the response to request 2 is lost
+    send(first, 2, 10.0)
+    send(first, 3, 30.0)  # the link is fine again, but this response is behind the lost one
+    send(first, 4, 40.0)
+    env.run(until=100.0)
+    assert received == [1]
+    assert path.from_broker.dropped == 1  # one message lost; the later ones never left the broker's socket
+    first.close()  # the client's request timeout closes it and connects again
+    second = Connection(env, "c", path, server, b.observer)
+    send(second, 5, 100.0)
+    env.run(until=200.0)
+    assert received == [1, 5]

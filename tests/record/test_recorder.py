@@ -182,3 +182,24 @@ def test_a_batch_read_at_a_second_offset_is_recorded_as_duplicated():
     assert df["outcome"].astype(str).tolist() == ["duplicated", "duplicated", "failed", "acknowledged"]
     assert df["attempts"].tolist() == [1, 1, 4, 1]
     assert not df["lost_after_ack"].any()
+
+
+def test_a_batch_neither_acknowledged_nor_failed_when_the_run_ends_is_pending():
+    """A batch still in the accumulator or in flight at the end of the run was recorded as acknowledged
+    (its error was 0); it is `pending`. An acks=0 batch never written to a socket is pending too."""
+    rec = Recorder([])
+    rec.finish_batch(_batch(0))
+    rec.finish_batch(_batch(1, offset=-1, ack=float("nan")))  # in flight at the end
+    unsent = _batch(2, offset=-1, ack=float("nan"))
+    unsent.send_ms = float("nan")
+    unsent.attempts = 0
+    rec.finish_batch(unsent)
+    fire_and_forget = _batch(3, offset=-1, ack=float("nan"))
+    fire_and_forget.acks = 0
+    rec.finish_batch(fire_and_forget)
+    never_sent = _batch(4, offset=-1, ack=float("nan"))
+    never_sent.acks = 0
+    never_sent.send_ms = float("nan")
+    rec.finish_batch(never_sent)
+    df = rec.tables().records
+    assert df["outcome"].astype(str).tolist() == ["acknowledged", "pending", "pending", "sent", "pending"]

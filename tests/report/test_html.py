@@ -170,7 +170,7 @@ def test_kafkasim_run_writes_the_report_and_kafkasim_report_rewrites_it(tmp_path
     from tests.cli.support import QUICKSTART, SHORT, call
 
     out = tmp_path / "run"
-    assert call("run", QUICKSTART, *SHORT, "--out", out) == 0
+    assert call("run", QUICKSTART, *SHORT, "--figures", "--out", out) == 0
     page = (out / "report.html").read_text(encoding="utf-8")
     for name in ("latency_cdf", "log_offsets", "purgatory", "produce_swimlane"):
         png = (out / "figures" / f"{name}.png").read_bytes()

@@ -94,6 +94,8 @@ faults:
   - {type: crash, target: follower-1, at: 50s, restart_after: 10s}
   - {type: link_delay, target: consumer-1, at: 5s, duration: 2s, extra: 50ms}
   - {type: link_drop, target: producer-2, at: 5s, duration: 1s, direction: to_broker}
+  - {type: network_partition, at: 20s, duration: 5s, sides: [[broker-2], [broker-0, producer-2, controller]]}
+  - {type: network_partition, at: 60s, sides: [[consumer-1], [broker-0]]}
 """
 
 

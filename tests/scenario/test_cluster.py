@@ -282,27 +282,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
 
 
-def test_validate_refuses_a_crash_of_a_leader_with_file_and_line(tmp_path: Path) -> None:
+def test_validate_accepts_a_crash_of_a_leader(tmp_path: Path) -> None:
+    # Leader failover is simulated: a crash of a broker that leads partitions is a scenario like any other
+    # (it was refused before the controller elected new leaders).
     path = tmp_path / "s.yaml"
     path.write_text(_assigned("[[0, 1], [1, 0]]") + "faults:\n  - {type: crash, target: broker-1, at: 1s}\n")
     result = _cli("validate", str(path))
-    assert result.returncode == 2, result.stderr
-    assert f"{path}:10: faults[0].target: broker-1 leads 1 partition(s) at the start (t-1); a crash would need its " \
-           "leadership to move, and leader failover comes with the controller (allowed: crash a broker that leads " \
-           "nothing: broker-2)" in result.stderr
-    path.write_text(_assigned("[[0, 1], [1, 0]]") + "faults:\n  - {type: crash, target: broker-2, at: 1s}\n")
-    result = _cli("validate", str(path))
     assert result.returncode == 0, result.stderr
-
-
-def test_run_checks_the_crash_against_the_placement_of_its_own_seed(tmp_path: Path) -> None:
-    # One partition, RF 1, three brokers: the placer's random start picks its leader (broker 2 under seed 0,
-    # broker 0 under seed 2). A crash of broker-0 is fine with the scenario's seed, refused with --seed 2.
-    path = tmp_path / "s.yaml"
-    path.write_text("name: c\ndescription: d\nseed: 0\nduration: 2s\ncluster: {brokers: 3}\ntopics: [{name: t}]\n"
-                    "faults: [{type: crash, target: broker-0, at: 1s}]\n")
-    assert _cli("validate", str(path)).returncode == 0
-    result = _cli("run", str(path), "--seed", "2", "--no-figures", "--out", str(tmp_path / "out"))
-    assert result.returncode == 2, result.stderr
-    assert f"{path}:7: faults[0].target: broker-0 leads 1 partition(s) at the start (t-0)" in result.stderr
-    assert not (tmp_path / "out").exists()

@@ -213,3 +213,57 @@ def test_messages_are_short_and_free_of_pydantic_internals() -> None:
     message = str(ScenarioError(problems(text)))
     assert "pydantic" not in message and "http" not in message and "input_value" not in message
     assert all(len(line) < 200 for line in message.splitlines())
+
+
+PARTITIONED = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 3}") + (
+    "producers: [{name: p, topic: t, rate: 1/s}]\n"
+    "faults:\n"
+    "  - {type: network_partition, at: 1s, duration: 1s, sides: SIDES}\n"
+)
+HOSTS = "allowed: broker-0, broker-1, broker-2, p, controller"
+
+
+def partition_problem(sides: str) -> Problem:
+    return only(PARTITIONED.replace("SIDES", sides))
+
+
+def test_a_network_partition_names_hosts_of_the_scenario() -> None:
+    s = load_scenario(PARTITIONED.replace("SIDES", "[[broker-0], [broker-1, broker-2, p, controller]]"))
+    fault = s.faults[0]
+    assert fault.type == "network_partition" and fault.end == 2_000.0
+    assert fault.target == "broker-0 | broker-1, broker-2, p, controller"  # its label in reports
+    p = partition_problem("[[broker-0], [brokr-1]]")
+    assert (p.line, p.path, p.message) == (8, "faults[0].sides[1][0]", "unknown host 'brokr-1', did you mean 'broker-1'?")
+    p = partition_problem("[[broker-0], [zookeeper]]")
+    assert p.message == f"unknown host 'zookeeper' ({HOSTS})"
+    # Without a cluster the hosts are brokers too: follower-<k> is the fetcher, on broker-<k>.
+    p = partition_problem("[[follower-1], [broker-0]]")
+    assert (p.path, p.message) == ("faults[0].sides[0][0]",
+                                   f"name the host, not the fetcher: follower-1 runs on broker-1 ({HOSTS})")
+
+
+def test_a_network_partition_has_two_non_empty_sides_without_a_host_on_both() -> None:
+    p = partition_problem("[[broker-0], []]")
+    assert (p.path, p.message) == ("faults[0].sides[1]", f"is empty: a side names at least one host ({HOSTS})")
+    p = partition_problem("[[broker-0, p], [p]]")
+    assert p.path == "faults[0].sides[1][0]" and p.message.startswith("p is on both sides: ")
+    p = partition_problem("[[broker-0, broker-0], [p]]")
+    assert (p.path, p.message) == ("faults[0].sides[0][1]", "broker-0 is listed twice on this side")
+    p = partition_problem("[[broker-0]]")
+    assert (p.path, p.message) == ("faults[0].sides", "needs at least 2 item(s)")
+    p = partition_problem("[[broker-0], [broker-1], [p]]")
+    assert (p.path, p.message) == ("faults[0].sides", "allows at most 2 items")
+    # Clients and the controller talk only to brokers: a partition between them would cut nothing.
+    p = partition_problem("[[p], [controller]]")
+    assert (p.path, p.message) == ("faults[0].sides", "cuts nothing: clients and the controller talk only to brokers, "
+                                   "so one side must name a broker (allowed: broker-0, broker-1, broker-2)")
+
+
+def test_a_network_partition_in_a_cluster_names_its_brokers() -> None:
+    text = PARTITIONED.replace("name: t", "name: t, partitions: 3").replace(
+        "producers:", "cluster: {brokers: 4}\nproducers:")
+    load_scenario(text.replace("SIDES", "[[broker-3], [controller]]"))
+    p = only(text.replace("SIDES", "[[broker-4], [controller]]"))
+    assert p.path == "faults[0].sides[0][0]" and p.message.startswith("unknown host 'broker-4'")
+    p = only(text.replace("SIDES", "[[follower-1], [controller]]"))
+    assert p.message.startswith("a cluster's brokers are named broker-<id>, not follower-<id>")

@@ -32,6 +32,9 @@ TRIED = {
     "follower_crash_fenced": {
         "faults[0].restart_after=3s": "test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced",
     },
+    "follower_partitioned_from_leader": {
+        "broker.replica.lag.time.max.ms=10s": "test_follower_partitioned_with_a_10_s_lag_limit_leaves_before_any_timeout",
+    },
     "segment_roll_wakes_fetches": {
         "topics[0].segment.bytes=1GiB": "test_segment_roll_without_rolls_every_fetch_waits_the_full_max_wait",
         "producers[0].acks=all": "test_segment_roll_with_acks_all_the_producer_falls_behind",
@@ -265,7 +268,9 @@ def test_gc_paused_follower_log_offsets_flat_until_the_fence() -> None:
 def test_gc_paused_follower_acks_all_waits_until_the_fence_and_acks_1_only_waits_for_the_consumer() -> None:
     result = shipped("gc_paused_follower")
     acks_all = result.records[result.records["producer"] == "orders-acks-all"]
-    assert set(acks_all["outcome"]) == {"acknowledged"}
+    # Every batch acknowledged, but those still in flight when the run ends.
+    settled = acks_all[acks_all["first_intended_ms"] < result.summary["simulated_duration_ms"] - 100]
+    assert set(settled["outcome"]) == {"acknowledged"}
     waiting = batches(result, "orders-acks-all", 10_100, 17_000)
     assert len(waiting) > 0 and 5_000 < waiting["produce_latency_ms"].max() < 9_200
     produce = requests(result, "Produce", "orders-acks-all")
@@ -316,6 +321,56 @@ def test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced()
     assert ((fetches > 13_500) & (fetches < out)).sum() > 10
     back = first_time(isr, 3.0, after_ms=out)
     assert out < back < out + 3_000  # registered once the old session was gone, then rejoined
+
+
+# --- follower_partitioned_from_leader ----------------------------------------------------------------
+
+
+def test_follower_partitioned_acks_all_waits_times_out_and_is_retried_until_the_shrink() -> None:
+    result = shipped("follower_partitioned_from_leader")
+    isr = gauge(result, "IsrSize", "orders-0")
+    out = first_time(isr, 2.0)
+    assert [float(v) for v in isr["value"].drop_duplicates()] == [3.0, 2.0]  # values seen; 3 again below
+    assert 71_000 < first_time(isr, 3.0, after_ms=out) < 73_000
+    records = result.records
+    settled = records[records["first_intended_ms"] < result.summary["simulated_duration_ms"] - 100]
+    assert set(settled["outcome"].astype(str)) == {"acknowledged"}  # but those in flight when the run ends
+    intended = records["first_intended_ms"].to_numpy(dtype=float)
+    waiting = records[(intended >= 10_100) & (intended < out - 1_000)]
+    assert len(waiting) and 30_000 < waiting["produce_latency_ms"].max() < 36_000
+    retried = records[records["attempts"] >= 2]
+    assert len(retried) and set(retried["attempts"]) == {2}
+    assert float(retried["first_intended_ms"].min()) >= 9_900 and float(retried["first_intended_ms"].max()) < 10_200
+    assert flat_between(result, "HighWatermark", "orders-0", 10_200, out - 200)
+    assert batches(result, "orders-acks-all", out + 1_000, 60_000)["produce_latency_ms"].max() < 50.0  # drained
+    # The producer's first request into the cut times out at request.timeout.ms; the rest in flight fail with it.
+    produces = requests(result, "Produce", "orders-acks-all")
+    failed = produces[produces["error_name"] != "NONE"].sort_values("client_send_ms")
+    assert failed.iloc[0]["error_name"] == "REQUEST_TIMED_OUT" and 10_000 <= failed.iloc[0]["client_send_ms"] < 10_100
+    assert set(failed.iloc[1:]["error_name"]) == {"NETWORK_EXCEPTION"}
+    retry = produces[produces["client_send_ms"] > failed.iloc[-1]["client_send_ms"]]["client_send_ms"].min()
+    assert failed.iloc[0]["client_send_ms"] + 30_000 <= retry < failed.iloc[0]["client_send_ms"] + 30_200
+    # follower-2: the fetch in flight at 10 s times out at ~40 s, the next (~41 s) at ~71 s, then they flow.
+    fetches = requests(result, "FetchFollower", "follower-2").sort_values("client_send_ms")
+    timed_out = fetches[fetches["error_name"] == "REQUEST_TIMED_OUT"]["client_send_ms"].to_numpy(dtype=float)
+    assert len(timed_out) == 2 and 9_500 < timed_out[0] < 10_000 and 40_000 < timed_out[1] < 42_000
+    sends = fetches["client_send_ms"].to_numpy(dtype=float)
+    assert not ((sends > timed_out[0]) & (sends < timed_out[0] + 30_000)).any()
+    assert not ((sends > timed_out[1]) & (sends < timed_out[1] + 30_000)).any()
+    assert (sends > 72_000).sum() > 10
+
+
+def test_follower_partitioned_with_a_10_s_lag_limit_leaves_before_any_timeout() -> None:
+    result = shipped("follower_partitioned_from_leader", "broker.replica.lag.time.max.ms=10s")
+    out = first_time(gauge(result, "IsrSize", "orders-0"), 2.0)
+    assert 10_000 + 10_000 <= out <= 10_000 + 15_200
+    produces = requests(result, "Produce", "orders-acks-all")
+    assert set(produces["error_name"]) == {"NONE"}
+    records = result.records
+    intended = records["first_intended_ms"].to_numpy(dtype=float)
+    waiting = records[(intended >= 10_100) & (intended < out - 1_000)]
+    assert len(waiting) and 9_000 < waiting["produce_latency_ms"].max() < 15_200
+    assert set(records["attempts"]) == {1}
 
 
 # --- min_isr_violation -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ TEACHING = {
     "overloaded_handlers",
     "gc_paused_follower",
     "follower_crash_fenced",
+    "follower_partitioned_from_leader",
     "cluster_slow_broker",
     "more_partitions_same_bytes",
     "nic_bound_cluster",
@@ -362,6 +363,17 @@ def test_gc_paused_follower_past_the_lag_time_leaves_the_isr_and_resumes() -> No
     assert len(without) > 0 and set(without["error"]) == {0} and without["produce_latency_ms"].max() < 50.0
     fetches = result.requests[result.requests["client"] == "follower-2"]
     assert (fetches["client_send_ms"] > 50_000).sum() > 10  # fetching again after the pause
+
+
+def test_follower_partitioned_from_leader_leaves_the_isr_by_isr_expiration_and_rejoins() -> None:
+    result = run(load("follower_partitioned_from_leader"))
+    isr = gauge(result, "IsrSize", "orders-0")
+    out = first_time(isr, 2.0)
+    assert 10_000 + 30_000 <= out <= 10_000 + 45_200  # never fenced: the leader's isr-expiration removes it
+    back = first_time(isr, 3.0, after_ms=out)
+    assert 71_000 < back < 73_000  # the fetch lost in the cut times out at ~71 s, the next one goes through
+    counters = result.summary["counters"]
+    assert counters["isr_shrinks"] == 1 and counters["isr_expands"] == 1
 
 
 def test_follower_crash_fenced_leaves_the_isr_by_fencing_and_rejoins_after_its_restart() -> None:

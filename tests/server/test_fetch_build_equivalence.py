@@ -84,9 +84,12 @@ def kafka_follower_walk(thread: ReplicaFetcherThread, handler: FetchSessionHandl
 
 
 def kafka_consumer_walk(consumer: Consumer, node: NodeFetch, handler: FetchSessionHandler) -> FetchSessionRequestData:
-    """AbstractFetch.prepareFetchRequests as the consumer ran it before: every partition the node leads."""
+    """AbstractFetch.prepareFetchRequests as Kafka runs it: every partition fetchable from the node (its
+    leader per the consumer's metadata, position validated), walked in the consumer's order."""
     builder = handler.new_builder()
-    for tp in node.partitions:
+    for tp in consumer.partitions:
+        if not consumer._wanted(node, tp):
+            continue
         builder.add(tp, PartitionData(consumer.positions[tp], -1, consumer.config.max_partition_fetch_bytes))
     return builder.build()
 
