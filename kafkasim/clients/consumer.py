@@ -347,10 +347,11 @@ class Consumer(NetworkClient):
         touched: dict[int, NodeFetch] = {}
         for tp in sorted(changed, key=self._rank.__getitem__):
             leader = self.metadata.leader(tp)
-            old = self._nodes[self._leader[tp]]
-            if self._wanted(old, tp):
-                old.wanted -= 1
-            old.changed[tp] = None
+            if self._leader[tp] != NO_LEADER:  # an offline partition had no node to leave
+                old = self._nodes[self._leader[tp]]
+                if self._wanted(old, tp):
+                    old.wanted -= 1
+                old.changed[tp] = None
             self._leader[tp] = leader
             self._awaiting.discard(tp)
             if leader == NO_LEADER:
