@@ -184,17 +184,18 @@ def delivery_table(summary: Mapping[str, Any]) -> Table | None:
     return table if table.row_count else None
 
 
-def lost_after_ack_text(summary: Mapping[str, Any]) -> Text | None:
-    """Acknowledged batches the final leaders no longer have, by reason (summary ``lost_after_ack``) -- only
-    when some were lost."""
+def lost_after_ack_table(summary: Mapping[str, Any]) -> Table | None:
+    """Per producer, its acknowledged batches the final leaders no longer have and why (summary
+    ``lost_after_ack``) -- only when some were lost."""
     lost: Mapping[str, Any] = summary.get("lost_after_ack") or {}
-    batches = lost.get("batches") or 0
-    if not batches:
-        return None
-    reasons = ", ".join(f"{count(n)} {reason}" for reason, n in (lost.get("by_reason") or {}).items() if n)
-    producers = ", ".join(f"{name} {count(n)}" for name, n in (lost.get("by_producer") or {}).items())
-    return Text(f"Acknowledged, then lost: {count(batches)} batches ({count(lost.get('records'))} records) -- "
-                f"{reasons}; per producer: {producers}", style="bold yellow")
+    table = Table(title="Acknowledged, then lost (batches)", title_justify="left", title_style="bold yellow",
+                  box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for name, data in (lost.get("by_producer") or {}).items():
+        reasons = ", ".join(f"{count(n)} {reason}" for reason, n in (data.get("by_reason") or {}).items())
+        table.add_row(name, f"{count(data.get('batches'))} ({count(data.get('records'))} records): {reasons}")
+    return table if table.row_count else None
 
 
 def counters_table(counters: Mapping[str, Any]) -> Table:
@@ -258,7 +259,7 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     delivery = delivery_table(summary)
     if delivery is not None:
         items.extend((delivery, Text("")))
-    lost = lost_after_ack_text(summary)
+    lost = lost_after_ack_table(summary)
     if lost is not None:
         items.extend((lost, Text("")))
     items.append(counters_table(summary.get("counters") or {}))

@@ -154,20 +154,29 @@ def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any]:
+def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any] | None:
     """Acknowledged batches the final leaders no longer have (the records table's `lost_after_ack`, over the
-    whole run, warm-up included: a record lost is lost), their records, and the batches per reason and per
-    producer."""
+    whole run, warm-up included: a record lost is lost): their batches, records and reasons, in all and per
+    producer. None when nothing was lost (the summary then has no `lost_after_ack` key: the quiet case
+    stays quiet)."""
     if "lost_after_ack" not in records.columns:
-        return {"batches": 0, "records": 0, "by_reason": {}, "by_producer": {}}
+        return None
     lost = records[records["lost_after_ack"].to_numpy(dtype=bool)]
-    reasons = lost["lost_reason"].astype(str).value_counts() if "lost_reason" in lost.columns else pd.Series()
-    producers = lost["producer"].astype(str).value_counts()
+    if not len(lost):
+        return None
+
+    def counts(rows: pd.DataFrame) -> dict[str, Any]:
+        reasons = rows["lost_reason"].astype(str).value_counts()
+        return {
+            "batches": int(len(rows)),
+            "records": int(rows["record_count"].sum()),
+            "by_reason": {str(k): int(reasons[k]) for k in sorted(reasons.index)},
+        }
+
+    producer = lost["producer"].astype(str).to_numpy()
     return {
-        "batches": int(len(lost)),
-        "records": int(lost["record_count"].sum()),
-        "by_reason": {str(k): int(reasons[k]) for k in sorted(reasons.index)},
-        "by_producer": {str(k): int(producers[k]) for k in sorted(producers.index)},
+        **counts(lost),
+        "by_producer": {name: counts(lost[producer == name]) for name in sorted(set(producer.tolist()))},
     }
 
 
@@ -314,9 +323,11 @@ def summarize(
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
         "per_client": _per_client(requests, kept, records, batches, producers, consumers),
         "per_broker": _per_broker(kept, timeseries, warmup_ms),
-        "lost_after_ack": _lost_after_ack(records),
         "counters": dict(counters or {}),
     }
+    lost = _lost_after_ack(records)
+    if lost is not None:
+        summary["lost_after_ack"] = lost
     api_column = kept["api"].astype(str).to_numpy()
     for api in APIS:
         rows = kept[api_column == api]
