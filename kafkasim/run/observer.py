@@ -69,6 +69,8 @@ class CheckedRunObserver(RunRecorder):
         # The leader's partitions, by the leader broker's id (one leader here; a cluster has several).
         self._partitions: dict[TopicPartition, Partition] = {}
         self._leader_of: dict[TopicPartition, int] = {}
+        # The leader epoch of the leader followed here: a broker that leads at an older one is stale.
+        self._leader_epoch: dict[TopicPartition, int] = {}
         self._last_hw: dict[TopicPartition, int] = {}
         self._replica_hw: dict[tuple[TopicPartition, int], int] = {}
         self._excluded: set[int] = set()
@@ -84,8 +86,16 @@ class CheckedRunObserver(RunRecorder):
             self._report_isr(tp, partition.maximal_isr)
             return
         elected = self._elected.pop(tp, None)
-        unclean = elected is not None and elected == (broker_id, True)
         previous = self._partitions.get(tp)
+        if previous is not None and partition.leader_epoch < self._leader_epoch[tp]:
+            # A broker catching up with the metadata log (back from a pause, slow propagation) applies it in
+            # order and may lead for a moment at an epoch the controller has since superseded: not a
+            # successor of the leader followed here, which has a newer epoch (followers and clients with the
+            # newer metadata send that epoch: FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER from the stale
+            # one). What it acknowledges is checked as a deposed leader's (``InvariantChecker.on_acked``).
+            return
+        unclean = elected is not None and elected == (broker_id, True)
+        self._leader_epoch[tp] = partition.leader_epoch
         self._partitions[tp] = partition
         previous_leader = self._leader_of.get(tp)
         self._leader_of[tp] = broker_id
@@ -110,6 +120,7 @@ class CheckedRunObserver(RunRecorder):
         frees the simulation's memory to tabulate what was recorded after running out of it."""
         self._partitions.clear()
         self._leader_of.clear()
+        self._leader_epoch.clear()
 
     # --- high watermark ----------------------------------------------------------------------------
 

@@ -29,16 +29,20 @@ TP = TopicPartition("t", 0)
 
 
 def _cluster(acks: Any, *, min_isr: int, unclean: bool, faults: list[dict[str, Any]], rf: int = 3,
-             duration: str = "30s", **producer_config: Any) -> Any:
+             duration: str = "30s", also_acks_1: bool = False, assignment: list[int] | None = None,
+             **producer_config: Any) -> Any:
+    producers = [{"name": "p", "topic": "t", "acks": acks, "rate": "200/s", "record_size": "100B", **producer_config}]
+    if also_acks_1:
+        producers.append({"name": "q", "topic": "t", "acks": 1, "rate": "200/s", "record_size": "100B",
+                          **producer_config})
     return validate_data({
         "name": "failover", "description": "failover", "seed": 1, "duration": duration, "warmup": "0ms",
         "sample_interval": "100ms",
         "cluster": {"brokers": 3},
         "topics": [{"name": "t", "partitions": 1, "replication.factor": rf, "min.insync.replicas": min_isr,
-                    "replica_assignment": [list(range(rf))], "unclean.leader.election.enable": unclean}],
+                    "replica_assignment": [assignment or list(range(rf))], "unclean.leader.election.enable": unclean}],
         "broker": {"replica.lag.time.max.ms": 1000},
-        "producers": [{"name": "p", "topic": "t", "acks": acks, "rate": "200/s", "record_size": "100B",
-                       **producer_config}],
+        "producers": producers,
         "consumers": [{"name": "c", "topic": "t"}],
         "faults": faults,
     })
@@ -226,3 +230,34 @@ def test_acks_all_min_isr_2_and_the_same_leader_crash_lose_nothing() -> None:
     assert not result.records["lost_after_ack"].any()
     assert "lost_after_ack" not in result.summary
     assert result.summary["counters"]["invariant_checks"] > 1_000
+
+
+def test_a_broker_resuming_into_a_leadership_the_controller_has_since_moved_on_is_not_a_new_leader() -> None:
+    # Broker 0 (the leader) crashes at 2 s and is fenced ~9 s later; the controller elects broker 2 (next in
+    # the replica order) from the ISR -- paused since 6 s, not fenced yet -- at leader epoch 1, then fences it
+    # too (~13 s) and elects broker 1 at epoch 2; broker 0, restarted at 12 s, rejoins broker 1's ISR and
+    # the high watermark moves on. When broker 2 resumes at 20 s it applies the metadata in order and leads
+    # at epoch 1 for a moment: a stale leader, not a successor of broker 1 (its log ends far below broker 1's
+    # high watermark), which the checker took for a clean election that lost committed records. Found by
+    # benchmarks/failover_stress.py (seeds 4 and 10).
+    engine = Engine(_cluster("all", min_isr=2, unclean=False, duration="25s", also_acks_1=True,
+                             assignment=[0, 2, 1], **{"request.timeout.ms": 2_000}, faults=[
+        {"type": "crash", "target": "broker-0", "at": "2s", "restart_after": "10s"},
+        {"type": "pause", "target": "broker-2", "at": "6s", "duration": "14s"},
+    ]))
+    stale: list[tuple[int, int]] = []
+    observer = engine.invariants
+    assert observer is not None
+    became_leader = observer.became_leader
+
+    def watch(broker_id: int, tp: TopicPartition, partition: Any) -> None:
+        image = engine.components.controller_link.controller.image.partitions[tp]
+        if partition.leader_epoch < image.leader_epoch:
+            stale.append((broker_id, partition.leader_epoch))
+        became_leader(broker_id, tp, partition)
+
+    observer.became_leader = watch  # type: ignore[method-assign]
+    result = engine.run()
+    assert (2, 1) in stale
+    assert engine.components.controller_link.controller.image.partitions[TP].leader == 1
+    assert not result.records.loc[result.records["acks"] == -1, "lost_after_ack"].any()
