@@ -158,7 +158,7 @@ class Outcome:
 def run(seed: int) -> Outcome:
     """Load the scenario of ``seed`` like a user's file, run it with invariants on, and count."""
     from kafkasim import load_scenario
-    from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING
+    from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
     from kafkasim.controller.records import NO_LEADER_CHANGE, PartitionChangeRecord
     from kafkasim.run.engine import Engine
 
@@ -169,7 +169,8 @@ def run(seed: int) -> Outcome:
     elections = unclean = 0
     for batch in engine.components.controller_link.controller.core.log.batches:
         for record in batch.records:
-            if isinstance(record, PartitionChangeRecord) and record.leader != NO_LEADER_CHANGE:
+            # An election (a leader set; -1 is a partition left offline, -2 no change of leader).
+            if isinstance(record, PartitionChangeRecord) and record.leader not in (NO_LEADER_CHANGE, NO_LEADER):
                 elections += 1
                 unclean += record.leader_recovery_state == LEADER_RECOVERY_RECOVERING
     records = result.records
