@@ -30,7 +30,7 @@ TP = TopicPartition("t", 0)
 
 def _cluster(acks: Any, *, min_isr: int, unclean: bool, faults: list[dict[str, Any]], rf: int = 3,
              duration: str = "30s", also_acks_1: bool = False, assignment: list[int] | None = None,
-             **producer_config: Any) -> Any:
+             broker: dict[str, Any] | None = None, **producer_config: Any) -> Any:
     producers = [{"name": "p", "topic": "t", "acks": acks, "rate": "200/s", "record_size": "100B", **producer_config}]
     if also_acks_1:
         producers.append({"name": "q", "topic": "t", "acks": 1, "rate": "200/s", "record_size": "100B",
@@ -41,7 +41,7 @@ def _cluster(acks: Any, *, min_isr: int, unclean: bool, faults: list[dict[str, A
         "cluster": {"brokers": 3},
         "topics": [{"name": "t", "partitions": 1, "replication.factor": rf, "min.insync.replicas": min_isr,
                     "replica_assignment": [assignment or list(range(rf))], "unclean.leader.election.enable": unclean}],
-        "broker": {"replica.lag.time.max.ms": 1000},
+        "broker": broker or {"replica.lag.time.max.ms": 1000},
         "producers": producers,
         "consumers": [{"name": "c", "topic": "t"}],
         "faults": faults,
@@ -261,3 +261,42 @@ def test_a_broker_resuming_into_a_leadership_the_controller_has_since_moved_on_i
     assert (2, 1) in stale
     assert engine.components.controller_link.controller.image.partitions[TP].leader == 1
     assert not result.records.loc[result.records["acks"] == -1, "lost_after_ack"].any()
+
+
+def test_a_follower_following_a_new_leader_may_take_a_lower_high_watermark() -> None:
+    # Broker 1 leads; broker 2 is cut from brokers 0 and 1 at 5 s: its last fetch brought its log end up to
+    # the leader's, but the response that would tell it the high watermark that fetch moved never comes, so
+    # its high watermark stays a batch behind broker 1's. Broker 1 crashes at 6 s, broker 0 pauses at
+    # 10.4 s; broker 2, back at 14 s, is elected from the ISR when broker 1 is fenced, with its older high
+    # watermark -- frozen there, its ISR being below min.insync.replicas once broker 0 is fenced too.
+    # Broker 0 resumes at 20.6 s and follows it: Kafka's follower takes the leader's high watermark as it
+    # is (``UnifiedLog.updateHighWatermark`` from ``ReplicaFetcherThread.processPartitionData``), lower
+    # than the one it had. A decrease the checker must allow after a leader change (and broker 1, back at
+    # 21 s, had a higher one as leader). Found by benchmarks/failover_stress.py (seed 34).
+    engine = Engine(_cluster("all", min_isr=2, unclean=False, duration="25s", assignment=[1, 2, 0],
+                             broker={"replica.lag.time.max.ms": 5_000}, **{"request.timeout.ms": 5_000},
+                             faults=[
+        {"type": "network_partition", "at": "5s", "duration": "9s", "sides": [["broker-2"], ["broker-0", "broker-1"]]},
+        {"type": "crash", "target": "broker-1", "at": "6s", "restart_after": "15s"},
+        {"type": "pause", "target": "broker-0", "at": "10400ms", "duration": "10200ms"},
+    ]))
+    c = engine.components
+    last: dict[int, int] = {}
+    decreases: list[tuple[int, int, int]] = []
+    observer = engine.invariants
+    assert observer is not None
+    replica_high_watermark = observer.replica_high_watermark
+
+    def watch(tp: TopicPartition, broker_id: int, high_watermark: int, log_end_offset: int,
+              leader_epoch: int = 0) -> None:
+        if high_watermark < last.get(broker_id, -1):
+            decreases.append((broker_id, last[broker_id], high_watermark))
+        last[broker_id] = high_watermark
+        replica_high_watermark(tp, broker_id, high_watermark, log_end_offset, leader_epoch)
+
+    observer.replica_high_watermark = watch  # type: ignore[method-assign]
+    result = engine.run()
+    assert c.controller_link.controller.image.partitions[TP].leader == 2
+    # Brokers 0 and 1, back from their pause and crash, truncate to broker 2's log and take its lower HW.
+    assert {b for b, _, _ in decreases} == {0, 1}
+    assert not result.records["lost_after_ack"].any()
