@@ -12,11 +12,13 @@ its successor lacks (a diverging epoch, KIP-595).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from kafkasim.broker.metadata import MetadataDelta, PartitionRegistration
+from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.run.engine import Engine
 from kafkasim.run.invariants import InvariantViolation
@@ -300,3 +302,34 @@ def test_a_follower_following_a_new_leader_may_take_a_lower_high_watermark() -> 
     # Brokers 0 and 1, back from their pause and crash, truncate to broker 2's log and take its lower HW.
     assert {b for b, _, _ in decreases} == {0, 1}
     assert not result.records["lost_after_ack"].any()
+
+
+def test_a_new_leader_whose_log_disagrees_with_its_predecessors_below_the_committed_offset_stops_the_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A broken follower: broker 1 stores a batch under another identity than the leader's (same offsets,
+    # so its log end and high watermark look right). acks=all, min.insync.replicas 2; the leader crashes at
+    # 5 s and the controller elects broker 1 from the ISR: its log must agree with broker 0's below the
+    # committed offset, batch for batch.
+    append = Partition.append_records_to_follower_or_future_replica
+    swapped: list[int] = []
+
+    def broken(self: Partition, records: Any) -> Any:
+        if self.local_broker_id == 1 and not swapped:
+            out = []
+            for b in records:
+                if b.base_offset >= 100 and not swapped:
+                    swapped.append(b.base_offset)
+                    b = dataclasses.replace(b, batch_id=10**9 + b.batch_id)
+                out.append(b)
+            records = out
+        return append(self, records)
+
+    monkeypatch.setattr(Partition, "append_records_to_follower_or_future_replica", broken)
+    engine = Engine(_cluster("all", min_isr=2, unclean=False, duration="20s", faults=LEADER_CRASHES))
+    with pytest.raises(InvariantViolation, match=r"broker 1 became leader \(leader epoch 1, elected from the ISR\), "
+                                                 r"but its log disagrees with broker 0's \(the previous leader\) "
+                                                 r"below the committed offset \d+: at offset \d+ broker 0 has "
+                                                 r"batch \d+ .* broker 1 has batch 10+\d+") as caught:
+        engine.run()
+    assert f"at offset {swapped[0]} broker 0" in str(caught.value)
+    assert 12_000 <= caught.value.time_ms <= 15_000  # fenced 7-9 s after the crash
