@@ -9,7 +9,8 @@ lag time, follower fetch settings, link latencies and bandwidths, and 0-6 faults
 follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop) at random
 times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
 brokers, Kafka's placer or an explicit replica_assignment, racks, per-broker overrides, several fetcher
-threads per source broker, faults on brokers: pause, slow_disk, link faults, crash of one that leads nothing). Total load is bounded so a run of a few simulated
+threads per source broker, faults on brokers: pause, slow_disk, link faults, crash of one that leads nothing;
+and in half of them crashes of any broker, leaders included, some in runs stretched to 30 s). Total load is bounded so a run of a few simulated
 seconds takes well under a second of CPU; one scenario in ten runs 31-40 s at a tenth of the load.
 
     uv run python benchmarks/random_scenarios.py --count 500 --seed 1          # the big run
@@ -331,7 +332,32 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
     cluster_rng = random.Random(f"{seed}/cluster")
     if cluster_rng.random() < CLUSTER_SHARE:
         _make_cluster(cluster_rng, data, duration_ms, float(lag))
+        # Crashes of any broker, leaders included (a stream of its own again: the draws above stay as they
+        # were), in half the clusters; a third of those run 30 s, long enough for the controller to fence the
+        # crashed broker (7-9 s) and for clients to follow the new leaders.
+        crash_rng = random.Random(f"{seed}/leader-crash")
+        if duration is None and crash_rng.random() < LEADER_CRASH_SHARE:
+            _add_broker_crashes(crash_rng, data)
     return data
+
+
+# The share of cluster scenarios that get crashes of any broker, leaders included.
+LEADER_CRASH_SHARE = 0.5
+
+
+def _add_broker_crashes(rng: random.Random, data: dict[str, Any]) -> None:
+    """1-3 crashes of random brokers (leaders included), 7 in 10 restarting 0.5-20 s later; a third of these
+    scenarios are stretched to 30 s (their load as drawn)."""
+    brokers = data["cluster"]["brokers"]
+    if rng.random() < 1 / 3 and _duration_ms(data["duration"]) < 30_000:
+        data["duration"] = "30000ms"
+    duration_ms = _duration_ms(data["duration"])
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        fault: dict[str, Any] = {"type": "crash", "target": f"broker-{rng.randrange(brokers)}",
+                                 "at": _ms(round(rng.uniform(0.05, 0.8) * duration_ms, 3))}
+        if rng.random() < 0.7:
+            fault["restart_after"] = _ms(rng.choice([500.0, 3_000.0, 10_000.0, 20_000.0]))
+        data["faults"].append(fault)
 
 
 def _make_cluster(rng: random.Random, data: dict[str, Any], duration_ms: float, lag_ms: float) -> None:

@@ -159,7 +159,9 @@ class ReplicaManager:
         self.fenced_brokers: set[int] = set()
         # Brokers in controlled shutdown (the metadata cache's isBrokerShuttingDown): not ISR-eligible either.
         self.shutting_down_brokers: set[int] = set()
-        # This broker's own registration says it is in controlled shutdown (applyLocalFollowersDelta).
+        # This process began a controlled shutdown (Kafka 4.x's ReplicaManager.isInControlledShutdown, set by
+        # beginControlledShutdown; not read from the metadata: a restarted process must not inherit the
+        # in-controlled-shutdown registration of the incarnation before it).
         self.in_controlled_shutdown = False
         self._partitions: dict[TopicPartition, Partition] = {}
         self._offline_partitions: set[TopicPartition] = set()
@@ -182,6 +184,12 @@ class ReplicaManager:
             purge_interval=(config.producer_purgatory_purge_interval_requests if name == "Produce"
                             else config.fetch_purgatory_purge_interval_requests),
         )
+
+    def begin_controlled_shutdown(self) -> None:
+        """Kafka's ``ReplicaManager.beginControlledShutdown`` (called by ``BrokerServer.shutdown`` before the
+        lifecycle manager asks the controller): from now on a partition this broker follows stops fetching
+        once it has no leader or this broker is out of its ISR (``applyLocalFollowersDelta``)."""
+        self.in_controlled_shutdown = True
 
     def restart(self) -> None:
         """The broker process starts again over the same logs (it crashed). Everything in memory is gone:
@@ -324,8 +332,6 @@ class ReplicaManager:
                 self.shutting_down_brokers.add(broker_id)
             else:
                 self.shutting_down_brokers.discard(broker_id)
-            if broker_id == local:
-                self.in_controlled_shutdown = broker.in_controlled_shutdown
         # TopicsDelta.localChanges: deleted partitions, and partitions this broker no longer replicates.
         deletes: dict[TopicPartition, bool] = {tp: True for tp in delta.deleted if tp in self._partitions}
         leaders: dict[TopicPartition, PartitionRegistration] = {}

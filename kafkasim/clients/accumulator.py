@@ -67,6 +67,7 @@ class ProducerBatch:
         "closed",
         "send_ms",
         "request_id",
+        "first_request_id",
         "attempts",
         "last_attempt_ms",
         "retry_backoff_ms",
@@ -90,7 +91,8 @@ class ProducerBatch:
         self.intended_ms: list[float] = []
         self.closed = False
         self.send_ms = float("nan")
-        self.request_id = -1
+        self.request_id = -1  # the request of its last send
+        self.first_request_id = -1  # the request of its first send (a retried batch's attempt 1)
         self.attempts = 0  # ProducerBatch.attempts: how many times it was re-enqueued (sends - 1)
         self.last_attempt_ms = created_ms
         self.retry_backoff_ms = 0.0  # drawn at reenqueue (Kafka draws it on every ready check)

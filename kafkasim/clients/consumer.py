@@ -347,8 +347,9 @@ class Consumer(NetworkClient):
         touched: dict[int, NodeFetch] = {}
         for tp in sorted(changed, key=self._rank.__getitem__):
             leader = self.metadata.leader(tp)
-            if self._leader[tp] != NO_LEADER:  # an offline partition had no node to leave
-                old = self._nodes[self._leader[tp]]
+            previous = self._leader[tp]
+            if previous != NO_LEADER:  # a partition without a leader is on no node
+                old = self._nodes[previous]
                 if self._wanted(old, tp):
                     old.wanted -= 1
                 old.changed[tp] = None

@@ -186,6 +186,9 @@ class Producer(NetworkClient):
         self._fetch_metadata = fetch_metadata
         self._metadata_round_trip_ms = metadata_round_trip_ms
         self._metadata_fetch: Call | None = None
+        # When its metadata was last refreshed (Kafka's Metadata.lastSuccessfulRefreshMs; the start counts as
+        # one): the MetadataAgeMs gauge is the time since.
+        self.metadata_refreshed_ms = float(env.now)
         self.txn = TransactionManager(config.producer_id) if config.enable_idempotence else None
         self.accumulator = RecordAccumulator(
             partitions, config.batch_size, float(config.linger_ms), leaders=self.metadata.leaders(), txn=self.txn
@@ -461,6 +464,8 @@ class Producer(NetworkClient):
         for b in batches:
             b.send_ms = now
             b.request_id = request_id
+            if not b.sends:
+                b.first_request_id = request_id
             b.sends += 1
         node.connection.send(envelope)
         if self.acks == 0:
@@ -617,6 +622,7 @@ class Producer(NetworkClient):
         self._metadata_fetch = None
         assert self._fetch_metadata is not None
         changed = self.metadata.update(self._fetch_metadata(), self.env.now)
+        self.metadata_refreshed_ms = self.env.now
         if changed:
             metadata = self.metadata
             self.accumulator.set_leaders(metadata.leaders(), {tp: metadata.leader_epoch(tp) for tp in changed})

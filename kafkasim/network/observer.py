@@ -62,9 +62,9 @@ class Observer(BrokerObserver):
         """Check event. A follower's local log end changed (append, truncation)."""
 
     def replica_high_watermark(self, tp: TopicPartition, broker_id: int, high_watermark: int,
-                               log_end_offset: int, leader_epoch: int = 0) -> None:
+                               log_end_offset: int, leader_epoch: int) -> None:
         """Check event. A follower's local HW after a fetch response from the leader of ``leader_epoch``, or
-        after a truncation (``leader_epoch`` -1: the HW only clamped to the new log end)."""
+        after a truncation or restart (``leader_epoch`` -1)."""
 
     def broker_crashed(self, broker_id: int, partitions: Sequence[TopicPartition]) -> None:
         """Broker ``broker_id`` stopped; the logs of ``partitions`` it replicated may lose unflushed data."""

@@ -27,7 +27,9 @@ Per partition, read from its leader (entity ``<topic>-<p>``): ``HighWatermark``,
 ``ReplicaLogEndOffsetAtLeader``, the leader's view of each follower's LEO (what the HW is computed from;
 it lags the follower's own LEO by up to one fetch).
 
-Per producer (entity = its name): ``InFlightRequests``.
+Per producer (entity = its name): ``InFlightRequests``, and ``MetadataAgeMs``: the time since its last
+metadata refresh (Kafka's producer metric ``metadata-age``, in ms rather than s), so that the sample time
+minus it is when that refresh came back.
 
 Cost: the partition gauges are some ten rows per partition, about 7 ms per sample at 1,000 partitions
 (measured on this machine). A run with more than ``PARTITIONS_PER_SAMPLE`` partitions therefore samples
@@ -134,6 +136,7 @@ class GaugeSampler:
         sink = self._sink
         for producer in self.producers:
             sink(t, "InFlightRequests", producer.name, float(producer.in_flight))
+            sink(t, "MetadataAgeMs", producer.name, t - producer.metadata_refreshed_ms)
         for g in self._nics:
             now_in, now_out = g.nic.inbound.bytes, g.nic.outbound.bytes
             if span is not None:

@@ -124,6 +124,7 @@ class BatchTrace:
         "ack_ms",
         "error",
         "request_id",
+        "first_request_id",
         "consumed",
         "attempts",
         "duplicated",
@@ -146,6 +147,7 @@ class BatchTrace:
         error: int = 0,
         request_id: int = -1,
         attempts: int = 1,
+        first_request_id: int = -1,
     ) -> None:
         self.batch_id = batch_id
         self.producer = producer
@@ -161,6 +163,9 @@ class BatchTrace:
         self.ack_ms = ack_ms
         self.error = error
         self.request_id = request_id
+        # The request of the first send (-1: never sent); with `request_id` (the last send's), a retried
+        # batch's first and last attempts can be found in the requests table.
+        self.first_request_id = first_request_id
         # consumer name -> first receive time; filled by Recorder.batch_consumed
         self.consumed: dict[str, float] = {}
         self.attempts = attempts
@@ -256,7 +261,8 @@ def _outcome(b: BatchTrace) -> str:
 def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd.DataFrame:
     """The `records` table: one row per batch, a `consumed_ms:<consumer>` column per consumer.
 
-    `attempts` is how many times the batch was sent; `outcome` one of ``OUTCOMES``; `lost_after_ack` and
+    `attempts` is how many times the batch was sent, `first_request_id` the request of its first send (the
+    `request_id` column is the last send's); `outcome` one of ``OUTCOMES``; `lost_after_ack` and
     `lost_reason` (one of ``kafkasim.record.log_audit.LOSS_REASONS``) are False / missing here: the engine
     fills them in from the final logs at the end of the run (``log_audit.audit_records``)."""
     errors, _ = _error_columns(batches)
@@ -275,6 +281,7 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
         "ack_ms": _column(batches, "ack_ms", np.float64),
         "error": errors,
         "request_id": _column(batches, "request_id", np.int64),
+        "first_request_id": _column(batches, "first_request_id", np.int64),
         "attempts": _column(batches, "attempts", np.int32),
         "outcome": pd.Categorical([_outcome(b) for b in batches], categories=OUTCOMES),
         "lost_after_ack": np.zeros(len(batches), dtype=bool),

@@ -38,7 +38,7 @@ REPORT_FILE = "report.html"
 REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
 # Every figure kafkasim.report.write_figures can draw (its builders use these names; a test keeps them equal).
 FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
-                "produce_swimlane")
+                "produce_swimlane", "failover_swimlane")
 _RESULT_FILES = frozenset((*REQUIRED_FILES, SCENARIO_FILE, RUN_INFO_FILE, REPORT_FILE, f".{REPORT_FILE}.partial"))
 _FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
 _PLOT_STAGING_PREFIX = ".figures.tmp-"  # kafkasim plot's staging directory (inside the result)

@@ -102,6 +102,7 @@ class RunRecorder(Observer):
             int(error),
             batch.request_id,
             batch.sends,
+            batch.first_request_id,
         )
 
     def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:

@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from kafkasim.report.breakdown import request_breakdown_figure
+from kafkasim.report.failover_swimlane import failover_swimlane_figure
 from kafkasim.report.latency import latency_cdf_figure, latency_histogram_figure
 from kafkasim.report.purgatory_sizes import purgatory_figure
 from kafkasim.report.replication import isr_size_figure, log_offsets_figure
@@ -36,6 +37,7 @@ def figure_builders(requests: pd.DataFrame | None, records: pd.DataFrame | None,
         ("purgatory", lambda: purgatory_figure(timeseries, summary, scenario=scenario)),
         ("produce_swimlane",
          lambda: produce_swimlane_figure(requests, records, timeseries, summary, swimlane_request_id)),
+        ("failover_swimlane", lambda: failover_swimlane_figure(requests, records, timeseries)),
     ]
 
 

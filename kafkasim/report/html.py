@@ -65,6 +65,11 @@ FIGURE_CAPTIONS: dict[str, tuple[str, str]] = {
                          "Lanes top to bottom follow one produce from the producer through the broker's "
                          "threads and the purgatory to the followers' and the consumer's fetches; colours are "
                          "RequestMetrics phases, the dashed line is the moment the HW passes the batch."),
+    "failover_swimlane": ("One produce batch across a leader failover",
+                          "Top, in seconds: the producer's first attempt to the old leader fails, the batch waits "
+                          "while the producer refreshes its metadata (ticks), the partition's leader moves (dashed "
+                          "line, from the LeaderId gauge) and the last attempt goes to the new leader; bottom, in "
+                          "milliseconds, that attempt's RequestMetrics phases."),
 }
 
 _PAGE = Template("""<!DOCTYPE html>
@@ -319,16 +324,33 @@ def _figure_png(figure: Figure, dpi: int) -> bytes:
     return buffer.getvalue()
 
 
-def _figures_section(figures: Mapping[str, bytes]) -> str:
+def _figures_section(figures: Mapping[str, bytes], stories: Mapping[str, str] | None = None) -> str:
+    """Every figure with its caption; `stories` adds a run's own words to a figure's caption (the failover
+    swimlane's steps with their times and brokers)."""
     if not figures:
         return "<p>This run's data supports no figure.</p>"
     parts = []
     for name, (title, sentence) in FIGURE_CAPTIONS.items():
         if name not in figures:
             continue
+        story = (stories or {}).get(name)
+        told = f" {escape(story)}" if story else ""
         parts.append(f'<figure id="figure-{name}">{_png(figures[name], title)}'
-                     f"<figcaption><b>{escape(title)}.</b> {escape(sentence)}</figcaption></figure>")
+                     f"<figcaption><b>{escape(title)}.</b> {escape(sentence)}{told}</figcaption></figure>")
     return "\n".join(parts)
+
+
+def figure_stories(result: RunResult) -> dict[str, str]:
+    """The run's own story for the figures that tell one: the failover swimlane's steps, from the same
+    tables the figure is drawn from (computing them draws nothing)."""
+    from kafkasim.report.failover_story import build_failover_story
+    from kafkasim.report.skip import SkipFigure
+
+    try:
+        story = build_failover_story(result.requests, result.records, result.timeseries)
+    except SkipFigure:
+        return {}
+    return {"failover_swimlane": story.caption}
 
 
 def _slowest_table(requests: pd.DataFrame, warmup_ms: float) -> str:
@@ -433,7 +455,7 @@ def render_report(result: RunResult, figures: Mapping[str, bytes]) -> str:
         scenario=_scenario_section(scenario, result.scenario_yaml),
         summary=summary_tables(result.summary),
         timeline=_timeline_section(events, duration, warmup),
-        figures=_figures_section(figures),
+        figures=_figures_section(figures, figure_stories(result) if "failover_swimlane" in figures else None),
         slowest=_slowest_section(result, warmup),
         version=escape(__version__),
     )

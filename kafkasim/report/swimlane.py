@@ -47,7 +47,7 @@ def _is_fetch_lane(lane: Lane) -> bool:
     return "Fetch" in lane.name
 
 
-def _draw_lane(ax: Axes, lane: Lane, y: float, window: tuple[float, float], origin: float) -> list[LaneLabel]:
+def draw_lane(ax: Axes, lane: Lane, y: float, window: tuple[float, float], origin: float) -> list[LaneLabel]:
     x_lo, x_hi = window
     height = FETCH_BAR if _is_fetch_lane(lane) else BAR
     labels: list[LaneLabel] = []
@@ -131,7 +131,7 @@ def _draw(story: Story) -> Figure:
     ax.tick_params(axis="y", length=0)
     labels: list[LaneLabel] = []
     for lane, y in zip(lanes, ys, strict=True):
-        labels.extend(_draw_lane(ax, lane, y, window, origin))
+        labels.extend(draw_lane(ax, lane, y, window, origin))
     labels.extend(_intended_bracket(ax, lanes[0], ys[0], origin))
     figure.suptitle(story.title, fontsize="large", y=1 - 0.1 / height, va="top")
     subtitle = story.subtitle + ("; " + "; ".join(story.late_consumers) if story.late_consumers else "")

@@ -20,6 +20,8 @@ A client's link faults act on its path to every broker (in a cluster it has one 
 * ``slow_disk`` (follower): appends cost ``factor`` times more; overlapping factors multiply.
 * ``crash`` (follower): its broker's process dies, as ``broker-<k>``'s would; restart after
   ``restart_after`` (or never).
+* ``shutdown`` (broker, follower): a controlled shutdown (``_ControlledShutdown``): leadership moves off
+  the broker first, then its process stops; restart ``restart_after`` after ``at`` (or never).
 * ``link_delay``: every message sent on the target's link(s) while it lasts takes ``extra`` longer, a
   fresh draw per message (from the fault's own random stream, so the link's own draws do not shift).
 * ``link_drop``: messages sent on the target's link(s) while it lasts are lost.
@@ -47,6 +49,7 @@ from kafkasim.scenario.faults import (
     LinkDropFault,
     NetworkPartitionFault,
     PauseFault,
+    ShutdownFault,
     SlowDiskFault,
 )
 from kafkasim.server.broker_server import BrokerServer
@@ -146,6 +149,11 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             _at(c, start, partial(_crash, c, crashed, crashed_id))
             if end is not None:
                 _at(c, end, partial(_restart, c, crashed, crashed_id))
+        elif isinstance(fault, ShutdownFault):
+            stopping_id = _broker_id(_component(c, fault.target))
+            assert stopping_id is not None
+            shutdown = _ControlledShutdown(c, c.broker(stopping_id), stopping_id, end)
+            _at(c, start, shutdown.begin)
         elif isinstance(fault, LinkDelayFault):
             links = _links(c, fault.target, fault.direction)
             extra = sampler_from_spec(fault.extra)
@@ -208,6 +216,63 @@ def _crash(c: Components, broker: BrokerServer, broker_id: int) -> None:
 def _restart(c: Components, broker: BrokerServer, broker_id: int) -> None:
     broker.restart()
     c.controller_link.broker_restarted(broker_id)
+
+
+CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300_000.0
+"""Kafka's ``BrokerServer.shutdown``: ``controlledShutdownFuture.get(5 minutes)``; past it the broker logs
+"Timed out waiting for the controller to approve controlled shutdown" and shuts down anyway."""
+
+
+class _ControlledShutdown:
+    """One ``shutdown`` fault: Kafka's ``BrokerServer.shutdown`` with ``controlled.shutdown.enable``.
+
+    ``begin``: ``ReplicaManager.beginControlledShutdown``, then ``BrokerLifecycleManager.beginControlledShutdown``
+    (its next heartbeat, at once, carries wantShutDown). The controller (``BrokerHeartbeatManager
+    .calculateNextBrokerState``) puts the broker in CONTROLLED_SHUTDOWN and
+    ``ReplicationControlManager.handleBrokerInControlledShutdown`` elects other ISR members for the partitions
+    it leads and removes it from every ISR; once it leads nothing and every active broker has applied those
+    records (``lowestActiveOffset``), a heartbeat answer says shouldShutDown and the controller fences it
+    (SHUTDOWN_NOW: ``handleBrokerFenced``, no session timeout to wait for). The lifecycle manager's
+    ``ShutdownEvent`` (``on_shutdown``) then stops the process.
+
+    The stop is modelled as ``crash()`` (connections closed, memory gone, logs kept): by then the broker
+    leads no partition and is in no ISR, so it holds no produce that could still be acknowledged; Kafka's
+    ``SocketServer.stopProcessingRequests`` likewise closes the connections and drops the requests not yet
+    handled (``RequestChannel.clear``), whose clients retry elsewhere. A clean shutdown also spares Kafka
+    the log recovery on restart, which is not modelled for a crash either. The restart (``restart_at``, from
+    the fault's ``restart_after``) comes no earlier than the stop."""
+
+    __slots__ = ("c", "broker", "broker_id", "restart_at", "began", "stopped_at")
+
+    def __init__(self, c: Components, broker: BrokerServer, broker_id: int, restart_at: float | None) -> None:
+        self.c = c
+        self.broker = broker
+        self.broker_id = broker_id
+        self.restart_at = restart_at
+        self.began = False
+        self.stopped_at: float | None = None
+
+    def begin(self) -> None:
+        if self.broker.crashed:
+            return  # already down (the scenario's checks keep crash and shutdown windows apart)
+        self.began = True
+        lifecycle = self.c.controller_link.lifecycles[self.broker_id]
+        self.broker.begin_controlled_shutdown()
+        lifecycle.on_shutdown = self.stop
+        lifecycle.begin_controlled_shutdown()
+        if self.stopped_at is None:
+            Call(self.c.env, CONTROLLED_SHUTDOWN_TIMEOUT_MS, lambda _e: self.stop())
+
+    def stop(self) -> None:
+        if not self.began or self.stopped_at is not None:
+            return
+        env = self.c.env
+        self.stopped_at = float(env.now)
+        self.c.controller_link.lifecycles[self.broker_id].on_shutdown = None
+        _crash(self.c, self.broker, self.broker_id)
+        if self.restart_at is not None:
+            Call(env, max(0.0, self.restart_at - self.stopped_at),
+                 lambda _e: _restart(self.c, self.broker, self.broker_id))
 
 
 def _scale_disk(target: ReplicaFetcherThread | BrokerServer, factor: float) -> None:

@@ -198,7 +198,13 @@ class InvariantChecker:
         (`min(min.insync.replicas, replication factor)`, Kafka's `Partition.effectiveMinIsr`)."""
         if not self.enabled:
             return
-        self._partitions[tp] = _PartitionState(set(isr), effective_min_isr, leader, leader_epoch)
+        state = _PartitionState(set(isr), effective_min_isr, leader, leader_epoch)
+        previous = self._partitions.get(tp)
+        if previous is not None:
+            # A new leader: the replicas' logs are what they were (a log end is a fact of the log, not of
+            # who leads); a follower that appends nothing more must not look empty to the new state.
+            state.log_end = dict(previous.log_end)
+        self._partitions[tp] = state
 
     def acknowledged_end(self, tp: Hashable) -> int:
         """The highest end offset acknowledged to an acks=all producer of `tp` since its last unclean
@@ -250,8 +256,12 @@ class InvariantChecker:
         self.checks += 1
         state = self._partitions.get(tp)
         if state is None or unclean:
+            previous = state
             state = _PartitionState(set(isr), effective_min_isr, leader, leader_epoch,
                                     leader_epoch if unclean else 0)
+            if previous is not None:
+                # The replicas' logs are what they were (a log end is a fact of the log, not of who leads).
+                state.log_end = dict(previous.log_end)
             self._partitions[tp] = state
         else:
             acked = state.acked_end

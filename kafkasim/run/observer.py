@@ -72,8 +72,7 @@ class CheckedRunObserver(RunRecorder):
         # The leader epoch of the leader followed here: a broker that leads at an older one is stale.
         self._leader_epoch: dict[TopicPartition, int] = {}
         self._last_hw: dict[TopicPartition, int] = {}
-        # (tp, follower) -> (the leader epoch it follows, its high watermark)
-        self._replica_hw: dict[tuple[TopicPartition, int], tuple[int, int]] = {}
+        self._replica_hw: dict[tuple[TopicPartition, int], tuple[int, int]] = {}  # (leader epoch, HW)
         self._excluded: set[int] = set()
         # tp -> (broker, unclean) of the metadata a broker is applying to lead tp (isr_from_metadata).
         self._elected: dict[TopicPartition, tuple[int, bool]] = {}
@@ -240,19 +239,23 @@ class CheckedRunObserver(RunRecorder):
         self.checker.on_log_end(tp, broker_id, log_end_offset, self.env.now)
 
     def replica_high_watermark(self, tp: TopicPartition, broker_id: int, high_watermark: int,
-                               log_end_offset: int, leader_epoch: int = 0) -> None:
-        # A follower takes its leader's high watermark as it is (``UnifiedLog.updateHighWatermark`` from
-        # ``ReplicaFetcherThread.processPartitionData``), and a new leader's may be behind its predecessor's
-        # (it learnt it one fetch late), or below where a truncation clamped the follower's: a follower's
-        # high watermark never decreases from one response to the next of the same leader epoch.
+                               log_end_offset: int, leader_epoch: int) -> None:
+        # A follower copies its leader's HW (UnifiedLog.maybeUpdateHighWatermark sets it to the leader's,
+        # clamped to its own log, even when lower). A leader's HW never decreases while it leads
+        # (maybeIncrementHighWatermark), but a new leader starts from the HW it last learned as a follower
+        # (Partition.makeLeader), which may be behind the old leader's, and a truncation lowers the HW with
+        # the log. So a follower's HW is monotone over the responses of one leader epoch (``leader_epoch``
+        # -1: a truncation, which starts afresh), and never above its log end offset.
         key = (tp, broker_id)
-        epoch, old = self._replica_hw.get(key, (leader_epoch, 0))
-        if epoch != leader_epoch:
-            self._replica_hw[key] = (leader_epoch, high_watermark)
-        elif high_watermark != old:
+        previous = self._replica_hw.get(key)
+        if previous is not None and leader_epoch >= 0 and previous[0] == leader_epoch:
+            old = previous[1]
+        else:
+            old = high_watermark  # no reference yet in this epoch
+        if high_watermark != old or high_watermark > log_end_offset:
             self.checker.on_high_watermark(f"{tp} on broker {broker_id}", old, high_watermark, log_end_offset,
                                            self.env.now)
-            self._replica_hw[key] = (leader_epoch, high_watermark)
+        self._replica_hw[key] = (leader_epoch, high_watermark)
 
     def broker_crashed(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
         self._excluded.add(broker_id)

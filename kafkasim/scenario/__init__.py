@@ -35,6 +35,7 @@ from kafkasim.scenario.faults import (
     LinkDropFault,
     NetworkPartitionFault,
     PauseFault,
+    ShutdownFault,
     SlowDiskFault,
 )
 from kafkasim.scenario.load import (
@@ -80,6 +81,7 @@ __all__ = [
     "ProducerConfig",
     "Scenario",
     "ScenarioError",
+    "ShutdownFault",
     "SlowDiskFault",
     "TopicConfig",
     "Uniform",

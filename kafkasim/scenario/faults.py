@@ -71,6 +71,30 @@ class CrashFault(FaultBase):
         return None if self.restart_after is None else self.at + self.restart_after
 
 
+class ShutdownFault(FaultBase):
+    """A controlled shutdown of the broker (SIGTERM; a follower-<k> target: broker k), Kafka's
+    BrokerServer.shutdown with controlled.shutdown.enable: its BrokerLifecycleManager asks the controller to
+    shut down (wantShutDown in its heartbeats); the controller moves the leadership of every partition it
+    leads to another ISR member and removes it from the ISRs at once
+    (ReplicationControlManager.handleBrokerInControlledShutdown), so clients get NOT_LEADER_OR_FOLLOWER from
+    it, refresh their metadata and move to the new leaders within a few tens of ms. Once it leads nothing
+    and the other brokers have applied that metadata (BrokerHeartbeatManager's controlled-shutdown state),
+    the controller answers shouldShutDown, fences it, and the process stops: its connections close and it
+    fetches nothing more. If the controller never agrees, it stops anyway after 5 minutes (Kafka's
+    controlledShutdownFuture timeout). It restarts like a crashed broker: registers again, loads the
+    metadata, rejoins the ISRs."""
+
+    type: Literal["shutdown"] = "shutdown"
+    restart_after: Duration | None = Field(default=None, gt=0)
+    """Time from `at` to the start of the new process (no earlier than the old one stopped); absent = it stays
+    down until the end of the run."""
+    targets: ClassVar[tuple[TargetKind, ...]] = ("broker", "follower")
+
+    @property
+    def end(self) -> float | None:
+        return None if self.restart_after is None else self.at + self.restart_after
+
+
 class LinkDelayFault(FaultBase):
     """Every message on the target's link takes `extra` longer (on top of the link latency). A client's link
     is its path to every broker it talks to; a `broker-<id>`'s links are the paths of its replica fetcher
@@ -134,6 +158,6 @@ class NetworkPartitionFault(ScenarioModel):
 
 
 Fault = Annotated[
-    PauseFault | SlowDiskFault | CrashFault | LinkDelayFault | LinkDropFault | NetworkPartitionFault,
+    PauseFault | SlowDiskFault | CrashFault | ShutdownFault | LinkDelayFault | LinkDropFault | NetworkPartitionFault,
     Field(discriminator="type"),
 ]

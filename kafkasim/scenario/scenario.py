@@ -260,7 +260,31 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             add(("faults", i, "target"), f"a {f.type} fault applies to {'s or '.join(kinds)}s only, not a {kind}")
         if f.at >= s.duration:
             add(("faults", i, "at"), "must be before the end of the run (duration)")
+    _down_window_checks(s, add)
     return problems
+
+
+def _down_window_checks(s: Scenario, add: Any) -> None:
+    """A broker is shut down while it is up: a `shutdown` may not start while a `crash` or another `shutdown`
+    of the same broker has it down, nor a `crash` during a `shutdown` (its process is stopping or stopped)."""
+    windows: dict[int, list[tuple[int, Fault]]] = {}
+    for i, f in enumerate(s.faults):
+        if f.type not in ("crash", "shutdown"):
+            continue
+        name = FOLLOWER_NAME.match(f.target) or BROKER_NAME.match(f.target)
+        if name is not None:
+            windows.setdefault(int(name.group(1)), []).append((i, f))
+    for faults in windows.values():
+        faults.sort(key=lambda item: (float(item[1].at), item[0]))
+        for (_, earlier), (j, later) in zip(faults, faults[1:], strict=False):
+            if "shutdown" not in (earlier.type, later.type):
+                continue  # overlapping crashes: the later one finds the broker already down
+            end = earlier.end
+            if end is None or later.at < end:
+                until = "the end of the run" if end is None else format_duration(end)
+                add(("faults", j, "at"), f"{format_duration(later.at)}: {later.target} is down then ({earlier.type} "
+                                         f"at {format_duration(earlier.at)} until {until}); a broker is "
+                                         "crashed or shut down while it is up (allowed: an `at` after the restart)")
 
 
 def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_names: list[str], add: Any) -> None:
@@ -405,11 +429,12 @@ def gauge_rows_per_sample(s: Scenario) -> int:
     """About how many gauge rows a run of `s` writes per sample (an upper bound): GaugeSampler's per
     partition HW, ISR size, under-min-ISR, leader id and the leader's LEO, two rows per follower, every
     partition_sample_stride samples; per broker up to twelve rows (queues, idle ratios, leader and
-    under-replicated counts, purgatories, NIC) and one per network thread; one per producer."""
+    under-replicated counts, purgatories, NIC) and one per network thread; two per producer (in-flight
+    requests, metadata age)."""
     partitions = sum(t.partitions for t in s.topics)
     partition_rows = sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
     per_broker = sum(12 + s.broker_for(b).num_network_threads for b in s.broker_ids)
-    return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + len(s.producers)
+    return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + 2 * len(s.producers)
 
 
 def _active_fraction(p: ProducerConfig) -> float:

@@ -156,7 +156,7 @@ class BrokerLifecycleManager:
         self._got_controlled_shutdown_response = False
         self._broker_epoch = -1
         self._failed_attempts = 0
-        self._send_registration()
+        self._communicate()  # a process started inside a pause fault in force registers when it resumes
 
     def start_running(self, broker_epoch: int) -> None:
         """A broker that was already registered, unfenced and RUNNING when the run began (the controller was

@@ -30,9 +30,12 @@ Faults on the whole broker (``broker-<id>`` targets):
   tasks run late), and its replica fetcher threads pause. Other brokers keep running.
 * ``scale_disk(factor)``: its appends cost ``factor`` times more: a produce's append in its request
   handlers, and its fetcher threads' appends of replicated data.
-* ``crash()`` / ``restart()``: only for a broker that leads nothing (leader failover needs the
-  controller): its fetcher threads stop, and on restart fetch again from each log's end with its latest
-  leader epoch (Kafka 4.x: a diverging epoch in the leader's answer truncates what the leader lacks).
+* ``crash()`` / ``restart()``: the process dies (connections reset, memory lost, logs kept): its fetcher
+  threads stop, and on restart fetch again from each log's end with its latest leader epoch (Kafka 4.x: a
+  diverging epoch in the leader's answer truncates what the leader lacks).
+* ``begin_controlled_shutdown()``: a controlled shutdown starts (``ReplicaManager.beginControlledShutdown``);
+  the process stops with ``crash()`` once the controller has moved its leaderships away and agreed
+  (``kafkasim.run.faults``).
 
 ``start`` is split in three so that the engine can start every component's first events in a fixed
 order (simulated ties are broken by scheduling order, and the golden runs pin it).
@@ -359,6 +362,15 @@ class BrokerServer:
         for fetcher in self.fetchers:
             fetcher.disk_factor *= factor
 
+    def begin_controlled_shutdown(self) -> None:
+        """The start of Kafka's ``BrokerServer.shutdown`` with ``controlled.shutdown.enable``:
+        ``ReplicaManager.beginControlledShutdown``; the run's fault schedule then has the broker's
+        ``BrokerLifecycleManager.beginControlledShutdown`` ask the controller, and stops the process
+        (``crash``) once the controller answers shouldShutDown. The process keeps serving meanwhile: produce
+        requests for partitions it no longer leads get NOT_LEADER_OR_FOLLOWER."""
+        if not self._down:
+            self.replica_manager.begin_controlled_shutdown()
+
     def crash(self) -> None:
         """The broker process dies (``kill -9``; the host stays up). Everything it holds in memory is gone:
         the kernel resets its connections (clients see a disconnect: ``SocketServer.crash``), the requests
@@ -392,6 +404,8 @@ class BrokerServer:
         if self._fault_paused > 0:
             self.stw.pause()  # a pause fault still in force when it comes back
         for fetcher in self.fetchers:
+            if self._fault_paused > 0:
+                fetcher.pause()  # its threads are in the same stopped JVM: they start when it resumes
             fetcher.restart()
         if self._fetchers_started:
             self.start_log_retention()

@@ -448,9 +448,8 @@ class ReplicaFetcherThread(FetchClient):
         if self._checks:
             log = fp.log
             self._observer.replica_log_end(fp.tp, self.broker_id, log.log_end_offset)
-            # A truncation only clamps the HW to the new log end: no leader's HW (epoch -1).
-            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset,
-                                                 UNDEFINED_EPOCH)
+            # -1: not a value from the leader (a truncation, a restart): the HW may have dropped with the log.
+            self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset, -1)
 
     def _process_partition_data(
         self, fp: FollowerPartition, records: Sequence[RecordBatch], leader_hw: int, leader_log_start: int
@@ -470,7 +469,7 @@ class ReplicaFetcherThread(FetchClient):
             log.maybe_increment_log_start_offset(leader_log_start)
         if self._checks:
             self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset,
-                                                 fp.leader_epoch)
+                                                  fp.leader_epoch)
 
     def _handle_out_of_range(self, fp: FollowerPartition, result: Any) -> None:
         """Kafka's ``fetchOffsetAndTruncate`` (the leader's end and start offsets come with the error here):

@@ -242,15 +242,29 @@ def test_isr_not_expanded_if_replica_is_fenced_or_shutdown() -> None:
 
 
 def test_controlled_shutdown_stops_followers_out_of_the_isr() -> None:
-    """ReplicaManager.applyLocalFollowersDelta: while this broker is in controlled shutdown, a follower
-    partition without a leader, or without this broker in its ISR, is stopped (no fetcher), not deleted."""
+    """ReplicaManagerTest.testReplicasAreStoppedWhileInControlledShutdownWithKRaft
+    (ReplicaManager.applyLocalFollowersDelta): while this broker is in controlled shutdown
+    (ReplicaManager.beginControlledShutdown), a follower partition without a leader, or without this broker
+    in its ISR, is stopped (no fetcher), not deleted."""
     rm = manager()
     rm.apply_delta(delta(registration(OTHER, 0, 0)))
+    rm.begin_controlled_shutdown()
     applied = rm.apply_delta(delta(registration(OTHER, 0, 1, isr=(OTHER,)), offset=2,
                                    brokers={LOCAL: BrokerRegistration(LOCAL, 1, fenced=False,
                                                                       in_controlled_shutdown=True)}))
     assert applied.stopped == [TP] and applied.fetchers_to_remove == [TP] and applied.fetchers_to_add == {}
     assert TP in rm.partitions
+
+
+def test_a_restarted_broker_fetches_although_its_old_registration_was_in_controlled_shutdown() -> None:
+    """Kafka 4.x: isInControlledShutdown belongs to the process (beginControlledShutdown), not to the metadata.
+    A broker restarted after a controlled shutdown loads an image in which its old registration is still in
+    controlled shutdown and it is out of the ISR; it must fetch, to catch up and rejoin the ISR."""
+    rm = manager()
+    applied = rm.apply_delta(delta(registration(OTHER, 0, 1, isr=(OTHER,)), offset=2,
+                                   brokers={LOCAL: BrokerRegistration(LOCAL, 1, fenced=True,
+                                                                      in_controlled_shutdown=True)}))
+    assert applied.stopped == [] and TP in applied.fetchers_to_add
 
 
 def test_delta_to_follower_completes_fetch_with_an_older_epoch_as_fenced() -> None:

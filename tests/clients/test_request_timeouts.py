@@ -281,3 +281,36 @@ def test_consumer_fetches_each_leader_independently() -> None:
     last_b = [e for e in sent if [tp for tp, _ in e.body.fetch_infos] == [b]][-1]
     assert last_b.client_send_ms == 1100.0 and last_b.connection is opened[1][1]
     assert consumer.batches_consumed == 1
+
+
+def test_consumer_moves_a_partition_that_had_no_leader_for_a_while() -> None:
+    """Found by fuzzing leader crashes: after a metadata answer with no leader for a partition (every replica
+    down), the next answer naming a leader raised KeyError: -1 (the consumer looked up the node of "no
+    leader" to take the partition off it). Now the partition waits on no node, then goes to its new leader."""
+    env = simpy.Environment()
+    sent: list[RequestEnvelope] = []
+    recorder = Recorder()
+    a = TopicPartition("t", 0)
+    opened: dict[int, list[ScriptedConnection]] = {0: [], 1: []}
+
+    def connect(broker_id: int) -> ScriptedConnection:
+        connection = ScriptedConnection(sent)
+        opened[broker_id].append(connection)
+        return connection
+
+    answers = [{a: (-1, 1)}, {a: (-1, 1)}, {a: (1, 2)}]  # the last answer repeats
+
+    def fetch_metadata() -> dict[TopicPartition, tuple[int, int]]:
+        return answers.pop(0) if len(answers) > 1 else answers[0]
+
+    config = ConsumerClientConfig("c1", 1, 500, 1024 * 1024, 50 * 1024 * 1024, request_timeout_ms=1000)
+    consumer = Consumer(env, config, [a], connect, IdSource(), recorder, leaders={a: 0},
+                        fetch_metadata=fetch_metadata, metadata_round_trip_ms=1.0)
+    consumer.start()
+    env.run(until=1.0)
+    assert len(sent) == 1
+    opened[0][0].reset()  # broker 0's process dies
+    env.run(until=5_000.0)
+    # The partition went to broker 1 once the metadata named it; no position yet, so no validation.
+    assert opened[1] and [tp for tp, _ in sent[-1].body.fetch_infos] == [a]
+    assert sent[-1].connection in opened[1]  # (a fetch unanswered for 1 s times out and reconnects)

@@ -171,3 +171,40 @@ def test_a_crashed_leader_is_replaced_7_to_9_s_later_and_clients_follow_the_new_
 
 
 
+
+
+def test_a_broker_restarted_while_a_pause_is_in_force_stays_paused_fetchers_included() -> None:
+    """Found reviewing the crash: a broker paused 5-25 s that crashed at 10 s and restarted at 15 s came back
+    with its request plane paused but its fetcher threads running; they fetched from 15 s although the
+    process was still stopped until 25 s."""
+    s = scenario(
+        duration="30s",
+        cluster={"brokers": 3},
+        faults=[{"type": "pause", "target": "broker-2", "at": "5s", "duration": "20s"},
+                {"type": "crash", "target": "broker-2", "at": "10s", "restart_after": "5s"}],
+    )
+    result = run_scenario(s)
+    fetches = result.requests[(result.requests["api"] == "FetchFollower")
+                              & result.requests["client"].str.startswith("broker-2/")]
+    sent = fetches["client_send_ms"].to_numpy(dtype=float)
+    assert not ((sent > 5_000) & (sent < 25_000)).any()
+    assert (sent >= 25_000).sum() > 10  # fetching again once the pause ends
+
+
+def test_a_broker_restarted_while_a_pause_is_in_force_registers_only_when_the_pause_ends() -> None:
+    """Same review: its BrokerLifecycleManager sent the registration at once although the JVM was stopped."""
+    from kafkasim.run.engine import Engine
+
+    s = scenario(
+        duration="30s",
+        cluster={"brokers": 3},
+        faults=[{"type": "pause", "target": "broker-2", "at": "5s", "duration": "20s"},
+                {"type": "crash", "target": "broker-2", "at": "10s", "restart_after": "5s"}],
+    )
+    engine = Engine(s)
+    engine._start()
+    engine.env.run(until=20_000.0)
+    lifecycle = engine.components.controller_link.lifecycles[2]
+    assert not lifecycle._registered
+    engine.env.run(until=27_000.0)
+    assert lifecycle._registered

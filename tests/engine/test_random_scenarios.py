@@ -77,13 +77,16 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
             for f in data["faults"]:
                 if f["target"].startswith("broker-"):
                     seen[f"broker-{f['type']}"] += 1
+            # Crashes of any broker, leaders included, in runs long enough for the controller to fence it.
+            seen["cluster-crash-in-30s-run"] += data["duration"] == "30000ms" and any(
+                f["type"] == "crash" and f["target"].startswith("broker-") for f in data["faults"])
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
         "rf=1", "rf=2", "rf=3", "rf=4", "rf=5", "partitions>1", "tiny-segments", "retention", "long-run",
         "cluster", "cluster-racks", "cluster-overrides", "replica_assignment", "num.replica.fetchers>1",
         "cluster-client-faults", "broker-pause", "broker-slow_disk", "broker-crash", "broker-link_delay",
-        "broker-link_drop",
+        "broker-link_drop", "cluster-crash-in-30s-run",
     ]
     assert [w for w in wanted if not seen[w]] == []
 

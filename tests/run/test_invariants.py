@@ -128,7 +128,7 @@ def test_disabled_checker_checks_nothing():
 
 def test_a_follower_replicas_high_watermark_is_checked_too():
     # CheckedRunObserver.replica_high_watermark: a follower's HW (set by its fetcher from the leader's)
-    # must not decrease nor pass its own log end offset.
+    # must not decrease while it follows one leader epoch, nor pass its own log end offset.
     import simpy
 
     from kafkasim.broker.records import TopicPartition
@@ -137,10 +137,48 @@ def test_a_follower_replicas_high_watermark_is_checked_too():
 
     observer = CheckedRunObserver(simpy.Environment(), {}, Recorder(), {})
     tp = TopicPartition("t", 0)
-    observer.replica_high_watermark(tp, 1, 10, 12)
-    observer.replica_high_watermark(tp, 2, 5, 5)  # another replica: its own history
-    observer.replica_high_watermark(tp, 1, 10, 10)  # unchanged: nothing to check
+    observer.replica_high_watermark(tp, 1, 10, 12, 0)
+    observer.replica_high_watermark(tp, 2, 5, 5, 0)  # another replica: its own history
+    observer.replica_high_watermark(tp, 1, 10, 10, 0)  # unchanged: nothing to check
     with pytest.raises(InvariantViolation, match="exceeds the log end offset 11"):
-        observer.replica_high_watermark(tp, 1, 12, 11)
+        observer.replica_high_watermark(tp, 1, 12, 11, 0)
     with pytest.raises(InvariantViolation, match="decreased from 10 to 9"):
-        observer.replica_high_watermark(tp, 1, 9, 12)
+        observer.replica_high_watermark(tp, 1, 9, 12, 0)
+
+
+def test_a_followers_high_watermark_may_step_back_once_when_it_follows_a_new_leader():
+    """Found by fuzzing leader crashes (a random cluster scenario): a new leader starts from the HW it last
+    learned as a follower (Partition.makeLeader), behind the old leader's; its followers copy it
+    (UnifiedLog.maybeUpdateHighWatermark sets the follower's HW to the leader's, lower or not). The checker
+    stopped the run with "high watermark decreased"; within the new epoch the HW is monotone again."""
+    import simpy
+
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.record.recorder import Recorder
+    from kafkasim.run.observer import CheckedRunObserver
+
+    observer = CheckedRunObserver(simpy.Environment(), {}, Recorder(), {})
+    tp = TopicPartition("t", 0)
+    observer.replica_high_watermark(tp, 3, 3874, 3874, 0)
+    observer.replica_high_watermark(tp, 3, 3874, 3875, -1)  # it truncates on the new leader's answer
+    observer.replica_high_watermark(tp, 3, 3763, 3874, 1)  # the new leader (epoch 1) is behind: allowed
+    observer.replica_high_watermark(tp, 3, 3800, 3874, 1)
+    with pytest.raises(InvariantViolation, match="decreased from 3800 to 3790"):
+        observer.replica_high_watermark(tp, 3, 3790, 3874, 1)
+    with pytest.raises(InvariantViolation, match="exceeds the log end offset 3874"):
+        observer.replica_high_watermark(tp, 3, 3875, 3874, 2)  # a new epoch still may not pass the LEO
+
+
+def test_a_new_leader_knows_the_log_ends_its_followers_already_reported():
+    """Found by fuzzing leader crashes: when a new leader registered the partition, the checker forgot the
+    replicas' log ends; a follower that already held everything and appended nothing more then looked
+    empty ("ISR replica 1's log ends at -1") at the next acks=all acknowledgement."""
+    c = InvariantChecker()
+    c.register_partition("tp", {0, 1, 2}, 2)
+    for replica in (0, 1, 2):
+        c.on_log_end("tp", replica, 10, 1.0)
+    c.register_partition("tp", {1, 2}, 2)  # broker 0 crashed; broker 1 leads
+    c.on_acked("tp", 10, -1, 2.0)  # both hold offsets up to 10: nothing to report
+    c.on_log_end("tp", 1, 12, 3.0)
+    with pytest.raises(InvariantViolation, match="ISR replica 2's log ends at 10"):
+        c.on_acked("tp", 12, -1, 4.0)

@@ -267,3 +267,23 @@ def test_a_network_partition_in_a_cluster_names_its_brokers() -> None:
     assert p.path == "faults[0].sides[0][0]" and p.message.startswith("unknown host 'broker-4'")
     p = only(text.replace("SIDES", "[[follower-1], [controller]]"))
     assert p.message.startswith("a cluster's brokers are named broker-<id>, not follower-<id>")
+
+
+def test_a_shutdown_applies_to_brokers_and_not_while_the_broker_is_down() -> None:
+    base = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 2}")
+    base += "producers: [{name: p, topic: t, rate: 1/s}]\n"
+    p = only(base + "faults: [{type: shutdown, target: p, at: 1s}]\n")
+    assert p.message == "a shutdown fault applies to followers only, not a producer"
+    p = only(base + "faults: [{type: shutdown, target: follower-1, at: 1s, restart_after: 0s}]\n")
+    assert p.path == "faults[0].restart_after"
+    # A crash, then a shutdown of the same broker before its restart: refused, on the later fault's `at`.
+    p = only(base + "faults:\n  - {type: crash, target: follower-1, at: 1s, restart_after: 5s}\n"
+                    "  - {type: shutdown, target: follower-1, at: 3s}\n")
+    assert (p.path, p.line) == ("faults[1].at", 9)
+    assert p.message == ("3s: follower-1 is down then (crash at 1s until 6s); a broker is crashed or shut down "
+                         "while it is up (allowed: an `at` after the restart)")
+    p = only(base + "faults:\n  - {type: shutdown, target: follower-1, at: 1s}\n"
+                    "  - {type: crash, target: follower-1, at: 8s}\n")
+    assert p.message.startswith("8s: follower-1 is down then (shutdown at 1s until the end of the run)")
+    load_scenario(base + "faults:\n  - {type: shutdown, target: follower-1, at: 1s, restart_after: 5s}\n"
+                         "  - {type: crash, target: follower-1, at: 6s}\n")

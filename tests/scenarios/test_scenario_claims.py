@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kafkasim.run import RunResult
+from kafkasim.run import Engine, RunResult
 from kafkasim.scenario import load_scenario
 
 from . import test_shipped_scenarios as shipped_tests
@@ -31,6 +31,9 @@ TRIED = {
     "overloaded_handlers": {"broker.num.io.threads=8": "test_one_handler_thread_makes_request_queue_time_dominate"},
     "follower_crash_fenced": {
         "faults[0].restart_after=3s": "test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced",
+    },
+    "leader_crash": {
+        "controller.broker.session.timeout.ms=4500": "test_leader_crash_with_a_shorter_session_the_stall_shrinks",
     },
     "follower_partitioned_from_leader": {
         "broker.replica.lag.time.max.ms=10s": "test_follower_partitioned_with_a_10_s_lag_limit_leaves_before_any_timeout",
@@ -51,6 +54,10 @@ TRIED = {
     "unclean_election_loses_acks1": {
         "topics[0].unclean.leader.election.enable=false":
             "test_unclean_election_disabled_the_partition_waits_offline_and_loses_nothing",
+    },
+    "idempotence_and_a_lost_response": {
+        "producers[not-idempotent].max.in.flight.requests.per.connection=1":
+            "test_idempotence_lost_response_with_one_request_in_flight_one_duplicate",
     },
     "slow_follower_isr_shrink": {
         "broker.replica.fetch.max.bytes=1MiB": "test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s",
@@ -327,6 +334,101 @@ def test_follower_crash_fenced_back_before_its_session_expired_is_still_fenced()
     assert out < back < out + 3_000  # registered once the old session was gone, then rejoined
 
 
+# --- leader_crash and leader_controlled_shutdown ------------------------------------------------------
+
+
+def _settled_without_errors(result: RunResult) -> None:
+    """Every batch acknowledged (but perhaps one in flight at the end), none with an error, none lost."""
+    records = result.records
+    outcomes = records["outcome"].astype(str)
+    assert set(outcomes) <= {"acknowledged", "pending"} and (outcomes == "pending").sum() <= 1
+    assert (records["error"] == 0).all() and not records["lost_after_ack"].any()
+
+
+def test_leader_crash_fenced_7_to_9_s_later_then_acks_resume_within_a_second() -> None:
+    result = shipped("leader_crash")
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert 17_000 <= elected <= 19_200  # last heartbeat (<= 2 s before the crash) + broker.session.timeout.ms
+    isr = gauge(result, "IsrSize", "orders-0")
+    assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    records = result.records
+    # The first acks=all produce acknowledged after the crash: ~0.2 s after the election (the gauge samples
+    # every 100 ms), once a metadata refresh named broker 1.
+    first_ack = records[records["first_intended_ms"] >= 10_000]["ack_ms"].min()
+    assert elected - 100 < first_ack < elected + 1_000
+    assert 6_500 < records["produce_latency_ms"].max() < 9_500
+    stalled = records[(records["first_intended_ms"] > 10_000) & (records["first_intended_ms"] < elected - 100)]
+    assert len(stalled) > 0 and (stalled["ack_ms"] > elected - 100).all()
+    _settled_without_errors(result)
+    # No produce goes out while no broker the producer can reach leads; afterwards they go to broker 1.
+    produce = requests(result, "Produce")
+    sent = produce["client_send_ms"].to_numpy(dtype=float)
+    assert not ((sent > 10_000) & (sent < elected - 100)).any()
+    assert (produce[sent > elected - 100]["broker"] == 1).all()
+    consumer_fetches = requests(result, "FetchConsumer")
+    assert (consumer_fetches[consumer_fetches["client_send_ms"] > elected]["broker"] == 1).all()
+    failed = result.requests[result.requests["error_name"] != "NONE"]
+    assert set(failed["error_name"]) == {"NETWORK_EXCEPTION"} and (failed["broker"] == 0).all()
+    # What was in flight at the crash: both followers' and the consumer's fetches, and the produce sent at
+    # 10.000 s (one every 5 ms); its batch is retried to broker 1 once the metadata names it.
+    assert set(failed["api"]) == {"FetchConsumer", "FetchFollower", "Produce"}
+    assert (failed["api"] == "Produce").sum() == 1
+    assert (failed["client_send_ms"] <= 10_001).all()
+    retried = records[records["attempts"] > 1]
+    assert len(retried) == 1 and retried["first_request_id"].iloc[0] in set(failed["request_id"])
+    last = produce[produce["request_id"] == retried["request_id"].iloc[0]]
+    assert list(last["broker"]) == [1] and float(last["client_send_ms"].iloc[0]) > elected - 100
+    acked = records[records["ack_ms"] < 34_000]
+    assert acked["first_consumed_ms"].notna().all()
+
+
+def test_leader_crash_with_a_shorter_session_the_stall_shrinks() -> None:
+    result = shipped("leader_crash", "controller.broker.session.timeout.ms=4500")
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert 12_400 <= elected <= 12_700  # last heartbeat at ~8 s + 4.5 s
+    assert 2_000 < result.records["produce_latency_ms"].max() < 4_000
+    _settled_without_errors(result)
+
+
+def test_leader_controlled_shutdown_moves_leadership_at_once_and_stalls_hundreds_of_times_less() -> None:
+    result = shipped("leader_controlled_shutdown")
+    crash = shipped("leader_crash")
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert elected == 10_100  # the first sample after the change, ~28 ms after the shutdown began
+    isr = gauge(result, "IsrSize", "orders-0")
+    assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    worst = float(result.records["produce_latency_ms"].max())
+    worst_crash = float(crash.records["produce_latency_ms"].max())
+    assert worst < 20.0 and 5 * worst < worst_crash and worst_crash > 100 * worst
+    _settled_without_errors(result)
+    produce = requests(result, "Produce")
+    refused = produce[produce["error_name"] != "NONE"]
+    assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
+    assert 10_000 < float(refused["client_send_ms"].iloc[0]) < 10_100
+    later = produce[produce["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
+    assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
+    assert (result.records["attempts"] > 1).sum() == 1
+    fetches = requests(result, "FetchConsumer")
+    refused = fetches[fetches["error_name"] != "NONE"]
+    assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
+    later = fetches[fetches["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
+    assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
+    acked = result.records[result.records["ack_ms"] < 34_000]
+    assert acked["first_consumed_ms"].notna().all()
+
+
+def test_leader_controlled_shutdown_the_process_stops_at_the_next_heartbeat_2_s_later() -> None:
+    # The controller answers shouldShutDown once every active broker reported the shutdown's records: at
+    # broker 0's heartbeat ~2 s after its first two; it fences it at once and the process stops.
+    for duration, down in (("11900ms", False), ("12500ms", True)):
+        engine = Engine(load("leader_controlled_shutdown", f"duration={duration}"))
+        engine.run()
+        link = engine.components.controller_link
+        registration = link.controller.image.brokers[0]
+        assert engine.components.broker(0).crashed is down
+        assert registration.in_controlled_shutdown and registration.fenced is down
+
+
 # --- follower_partitioned_from_leader ----------------------------------------------------------------
 
 
@@ -435,6 +537,109 @@ def test_min_isr_violation_acks_1_records_visible_only_at_70_s() -> None:
     assert flat_between(result, "HighWatermark", "payments-0", 5_200, 69_800)
     leader = [gauge_at(result, "LogEndOffset", "payments-0/replica-0", t) for t in (5_200, 45_000, 69_800)]
     assert leader[0] < leader[1] < leader[2]
+
+
+# --- idempotence_and_a_lost_response ------------------------------------------------------------------
+
+LOST_RESPONSE = "idempotence_and_a_lost_response"
+
+
+def _producer_batches(result: RunResult, producer: str) -> pd.DataFrame:
+    records = result.records
+    return records[records["producer"] == producer].sort_values("batch_id")
+
+
+def _first_attempts(result: RunResult, retried: pd.DataFrame) -> pd.DataFrame:
+    """The request rows of the retried batches' first attempts (the records' first_request_id)."""
+    rows = result.requests.set_index("request_id")
+    return rows.loc[retried["first_request_id"].to_numpy()]
+
+
+def _offset_gaps(batches: pd.DataFrame) -> list[tuple[int, int]]:
+    """(first offset, records) of every stretch of the log that no acknowledged batch of the run claims: the
+    first copies of batches written twice (the acknowledgement names the second copy)."""
+    acked = batches[(batches["offset"] >= 0) & batches["ack_ms"].notna()].sort_values("offset")
+    gaps: list[tuple[int, int]] = []
+    end = None
+    for offset, count in zip(acked["offset"].to_numpy(), acked["record_count"].to_numpy(), strict=True):
+        if end is not None and offset > end:
+            gaps.append((int(end), int(offset - end)))
+        end = int(offset + count) if end is None else max(end, int(offset + count))
+    return gaps
+
+
+def test_idempotence_lost_response_without_idempotence_every_retried_batch_is_written_twice() -> None:
+    result = shipped(LOST_RESPONSE)
+    mine = _producer_batches(result, "not-idempotent")
+    retried = mine[mine["attempts"] >= 2]
+    duplicated = mine[mine["outcome"].astype(str) == "duplicated"]
+    # The batches whose first attempt reached the log (the leader appended it: LocalTimeMs was recorded)
+    # are exactly the duplicated ones: 5, the requests in flight when the response was lost.
+    first = _first_attempts(result, retried)
+    reached_log = retried[np.isfinite(first["local_complete_ms"].to_numpy(dtype=float))]
+    assert len(duplicated) == len(reached_log) == len(retried) == 5
+    assert set(duplicated["batch_id"]) == set(reached_log["batch_id"])
+    assert set(retried["attempts"]) == {2} and (duplicated["error"] == 0).all()
+    # The consumer read the first copy at ~20 s; the acknowledgement (of the second copy) came at ~50 s.
+    seen = duplicated["consumed_ms:reader"].to_numpy(dtype=float)
+    assert (seen > 20_000).all() and (seen < 20_200).all()
+    assert (duplicated["ack_ms"] > 50_000).all() and (duplicated["ack_ms"] < 50_200).all()
+    # The log agrees, independently of the recorder: the records no acknowledgement claims are the first
+    # copies, as many as the duplicated batches hold.
+    gaps = _offset_gaps(result.records)
+    assert sum(n for _, n in gaps) == int(duplicated["record_count"].sum())
+    # Order is lost too: put back at the head of the queue one by one, the retries land in reverse order.
+    assert (np.diff(duplicated.sort_values("batch_id")["offset"].to_numpy()) < 0).all()
+    outcomes = per_producer(result, "not-idempotent")["outcomes"]
+    assert outcomes["duplicated"] == 5 and set(outcomes) == {"acknowledged", "duplicated"}
+
+
+def test_idempotence_lost_response_idempotent_retries_are_answered_with_the_original_offsets() -> None:
+    result = shipped(LOST_RESPONSE)
+    mine = _producer_batches(result, "idempotent")
+    assert "duplicated" not in set(mine["outcome"].astype(str))
+    retried = mine[mine["attempts"] >= 2]
+    assert len(retried) == 5 and set(retried["attempts"]) == {2}
+    first = _first_attempts(result, retried)
+    assert np.isfinite(first["local_complete_ms"].to_numpy(dtype=float)).all()  # every first attempt was appended
+    # The consumer read each batch at ~10 s, long before its retry was sent (~40 s), and at the offset the
+    # retry's answer carries (not duplicated): the leader answered with the original offsets.
+    seen = retried["consumed_ms:reader"].to_numpy(dtype=float)
+    assert (seen < 10_200).all() and (retried["send_ms"] > 40_000).all()
+    # The retries keep their order: new requests in batch order, offsets unchanged and rising.
+    assert (np.diff(retried["request_id"].to_numpy()) > 0).all() and (np.diff(retried["offset"].to_numpy()) > 0).all()
+    # Nothing in the log that no acknowledgement claims, apart from the other producer's first copies.
+    gaps = _offset_gaps(result.records)
+    other = _producer_batches(result, "not-idempotent")
+    assert sum(n for _, n in gaps) == int(other.loc[other["outcome"].astype(str) == "duplicated", "record_count"].sum())
+    assert set(per_producer(result, "idempotent")["outcomes"]) == {"acknowledged"}
+
+
+@pytest.mark.parametrize(("producer", "lost_at"), [("idempotent", 10_000), ("not-idempotent", 20_000)])
+def test_idempotence_lost_response_requests_time_out_after_30_s_and_records_wait(producer: str, lost_at: int) -> None:
+    result = shipped(LOST_RESPONSE)
+    produce = requests(result, "Produce", producer)
+    failed = produce[produce["error_name"] != "NONE"]
+    assert sorted(failed["error_name"]) == ["NETWORK_EXCEPTION"] * 4 + ["REQUEST_TIMED_OUT"]
+    assert failed.loc[failed["error_name"] == "REQUEST_TIMED_OUT", "client_timeout"].all()
+    # The broker handled them (complete broker-side timing); their answers never arrived.
+    assert np.isfinite(failed["end_ms"].to_numpy(dtype=float)).all()
+    assert np.isnan(failed["client_receive_ms"].to_numpy(dtype=float)).all()
+    sent = failed["client_send_ms"].to_numpy(dtype=float)
+    assert (sent >= lost_at).all() and (sent < lost_at + 100).all()
+    # The retried batches' first_request_id names exactly these requests.
+    mine = _producer_batches(result, producer)
+    assert set(mine.loc[mine["attempts"] >= 2, "first_request_id"]) == set(failed["request_id"])
+    # Records due during the stall waited up to request.timeout.ms (30 s).
+    assert 29_000 < per_producer(result, producer)["from_intended"]["p99.9"] < 31_000
+
+
+def test_idempotence_lost_response_with_one_request_in_flight_one_duplicate() -> None:
+    result = shipped(LOST_RESPONSE, "producers[not-idempotent].max.in.flight.requests.per.connection=1")
+    mine = _producer_batches(result, "not-idempotent")
+    duplicated = mine[mine["outcome"].astype(str) == "duplicated"]
+    assert len(duplicated) == 1 and len(mine[mine["attempts"] >= 2]) == 1
+    assert sum(n for _, n in _offset_gaps(result.records)) == int(duplicated["record_count"].sum())
 
 
 # --- overloaded_handlers -----------------------------------------------------------------------------

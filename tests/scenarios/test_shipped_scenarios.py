@@ -30,6 +30,7 @@ TEACHING = {
     "acks_compared",
     "slow_follower_isr_shrink",
     "min_isr_violation",
+    "idempotence_and_a_lost_response",
     "fetch_min_bytes_vs_max_wait",
     "segment_roll_wakes_fetches",
     "overloaded_handlers",
@@ -39,6 +40,8 @@ TEACHING = {
     "cluster_slow_broker",
     "more_partitions_same_bytes",
     "nic_bound_cluster",
+    "leader_crash",
+    "leader_controlled_shutdown",
     "unclean_election_loses_acks1",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
@@ -233,6 +236,24 @@ def test_slow_follower_with_kafkas_default_request_timeout_times_out_the_stuck_p
     assert "REQUEST_TIMED_OUT" in set(stuck["error_name"].astype(str))
     assert (result.records["attempts"] >= 2).any()
     assert result.summary["counters"]["isr_shrinks"] == 1
+
+
+def test_idempotence_and_a_lost_response_duplicates_only_without_idempotence() -> None:
+    # Shortened: a 2 s request timeout brings both retries (Sender.completeBatch after
+    # NetworkClient.handleTimedOutRequests) within 25 s.
+    result = run(load("idempotence_and_a_lost_response", "duration=25s",
+                      "producers[idempotent].request.timeout.ms=2000",
+                      "producers[not-idempotent].request.timeout.ms=2000"))
+    records = result.records
+    outcome = records["outcome"].astype(str)
+    for producer, duplicates in (("idempotent", 0), ("not-idempotent", 5)):
+        mine = records["producer"] == producer
+        # Every batch in flight when the response was lost is retried: the leader appends it again unless
+        # it recognises the producer's sequence numbers (ProducerStateEntry.findDuplicateBatch).
+        assert (records[mine]["attempts"] == 2).sum() == 5
+        assert (outcome[mine] == "duplicated").sum() == duplicates
+        assert set(outcome[mine]) <= {"acknowledged", "duplicated", "pending"}  # pending: the run's last batch
+        assert (outcome[mine] == "pending").sum() <= 1
 
 
 def test_min_isr_violation_refuses_acks_all_and_freezes_the_high_watermark() -> None:
