@@ -66,8 +66,8 @@ class DelayedProduce(DelayedOperation):
                 status.response_status.error = error
                 if error is Errors.NONE:
                     observer = self.replica_manager.observer
-                    if observer is not None and observer.checks:
-                        observer.acks_satisfied(topic_partition, status.required_offset)
+                    if observer is not None and observer.checks and not isinstance(partition, Errors):
+                        observer.acks_satisfied(topic_partition, status.required_offset, partition)
             else:
                 pending = True
         if not pending:

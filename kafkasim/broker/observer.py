@@ -21,11 +21,14 @@ class BrokerObserver:
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
         """``ReplicaManager.make_leader`` finished: ``broker_id`` leads ``tp`` with the partition's ISR."""
 
-    def isr_from_metadata(self, broker_id: int, tp: TopicPartition, isr: tuple[int, ...]) -> None:
+    def isr_from_metadata(self, broker_id: int, tp: TopicPartition, isr: tuple[int, ...],
+                          unclean: bool = False) -> None:
         """Check event. ``broker_id`` is about to lead ``tp`` with the ISR the controller committed
         (``ReplicaManager.apply_delta``): told before ``Partition.makeLeader``, which may move the HW and
-        acknowledge produces at once."""
+        acknowledge produces at once. ``unclean``: the registration's ``leaderRecoveryState`` is RECOVERING
+        (an unclean election chose it from outside the ISR)."""
 
-    def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
+    def acks_satisfied(self, tp: TopicPartition, required_offset: int, partition: Partition | None = None) -> None:
         """Check event. ``DelayedProduce.tryComplete`` settled an acks=all partition with NONE: HW >= ``required_offset``
-        and min ISR <= |maximal ISR| (``Partition.checkEnoughReplicasReachOffset``)."""
+        and min ISR <= |maximal ISR| (``Partition.checkEnoughReplicasReachOffset``); ``partition`` is the
+        leader's that decided (a deposed leader that has not heard of its successor yet may still decide)."""

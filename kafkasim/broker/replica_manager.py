@@ -24,7 +24,12 @@ from kafkasim.broker.fetch_session import CachedPartition, FetchSession, Increme
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
-from kafkasim.broker.metadata import NO_LEADER, MetadataDelta, PartitionRegistration
+from kafkasim.broker.metadata import (
+    LEADER_RECOVERY_RECOVERING,
+    NO_LEADER,
+    MetadataDelta,
+    PartitionRegistration,
+)
 from kafkasim.broker.metrics import BrokerMetrics
 from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
@@ -385,7 +390,8 @@ class ReplicaManager:
         for tp, registration in leaders.items():
             partition = self._get_or_create_partition(tp, log_config_for)
             if observer is not None and observer.checks:
-                observer.isr_from_metadata(self.broker_id, tp, registration.isr)
+                observer.isr_from_metadata(self.broker_id, tp, registration.isr,
+                                           registration.leader_recovery_state == LEADER_RECOVERY_RECOVERING)
             partition.make_leader(
                 registration.leader_epoch, registration.isr, registration.replicas, registration.partition_epoch
             )

@@ -184,6 +184,20 @@ def delivery_table(summary: Mapping[str, Any]) -> Table | None:
     return table if table.row_count else None
 
 
+def lost_after_ack_table(summary: Mapping[str, Any]) -> Table | None:
+    """Per producer, its acknowledged batches the final leaders no longer have and why (summary
+    ``lost_after_ack``) -- only when some were lost."""
+    lost: Mapping[str, Any] = summary.get("lost_after_ack") or {}
+    table = Table(title="Acknowledged, then lost (batches)", title_justify="left", title_style="bold yellow",
+                  box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for name, data in (lost.get("by_producer") or {}).items():
+        reasons = ", ".join(f"{count(n)} {reason}" for reason, n in (data.get("by_reason") or {}).items())
+        table.add_row(name, f"{count(data.get('batches'))} ({count(data.get('records'))} records): {reasons}")
+    return table if table.row_count else None
+
+
 def counters_table(counters: Mapping[str, Any]) -> Table:
     """ISR changes and expirations per purgatory (Kafka's ExpiresPerSec meters, as totals)."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
@@ -245,6 +259,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     delivery = delivery_table(summary)
     if delivery is not None:
         items.extend((delivery, Text("")))
+    lost = lost_after_ack_table(summary)
+    if lost is not None:
+        items.extend((lost, Text("")))
     items.append(counters_table(summary.get("counters") or {}))
     return Group(*items)
 

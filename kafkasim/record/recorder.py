@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from kafkasim.broker.errors import Errors
 from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
+from kafkasim.record.log_audit import LOSS_REASONS
 
 NAN = math.nan
 
@@ -261,9 +262,9 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
     """The `records` table: one row per batch, a `consumed_ms:<consumer>` column per consumer.
 
     `attempts` is how many times the batch was sent, `first_request_id` the request of its first send (the
-    `request_id` column is the last send's); `outcome` one of ``OUTCOMES``; `lost_after_ack` is
-    reserved for acknowledged records a later leader no longer has (always False for now: detecting it is
-    the engine's job once leadership can move)."""
+    `request_id` column is the last send's); `outcome` one of ``OUTCOMES``; `lost_after_ack` and
+    `lost_reason` (one of ``kafkasim.record.log_audit.LOSS_REASONS``) are False / missing here: the engine
+    fills them in from the final logs at the end of the run (``log_audit.audit_records``)."""
     errors, _ = _error_columns(batches)
     columns: dict[str, Any] = {
         "batch_id": _column(batches, "batch_id", np.int64),
@@ -284,6 +285,7 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
         "attempts": _column(batches, "attempts", np.int32),
         "outcome": pd.Categorical([_outcome(b) for b in batches], categories=OUTCOMES),
         "lost_after_ack": np.zeros(len(batches), dtype=bool),
+        "lost_reason": pd.Categorical([None] * len(batches), categories=LOSS_REASONS),
     }
     columns["produce_latency_ms"] = columns["ack_ms"] - columns["first_intended_ms"]
     first = np.full(len(batches), np.nan)

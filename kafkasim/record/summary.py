@@ -154,6 +154,32 @@ def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any] | None:
+    """Acknowledged batches the final leaders no longer have (the records table's `lost_after_ack`, over the
+    whole run, warm-up included: a record lost is lost): their batches, records and reasons, in all and per
+    producer. None when nothing was lost (the summary then has no `lost_after_ack` key: the quiet case
+    stays quiet)."""
+    if "lost_after_ack" not in records.columns:
+        return None
+    lost = records[records["lost_after_ack"].to_numpy(dtype=bool)]
+    if not len(lost):
+        return None
+
+    def counts(rows: pd.DataFrame) -> dict[str, Any]:
+        reasons = rows["lost_reason"].astype(str).value_counts()
+        return {
+            "batches": int(len(rows)),
+            "records": int(rows["record_count"].sum()),
+            "by_reason": {str(k): int(reasons[k]) for k in sorted(reasons.index)},
+        }
+
+    producer = lost["producer"].astype(str).to_numpy()
+    return {
+        **counts(lost),
+        "by_producer": {name: counts(lost[producer == name]) for name in sorted(set(producer.tolist()))},
+    }
+
+
 def _consumer_summary(requests: pd.DataFrame, batches: pd.DataFrame, consumer: str) -> dict[str, Any]:
     """One consumer: the batches it received, from their intended send (end to end) and from their send
     until it received them, and its fetches' errors and breakdown (RemoteTimeMs: parked in the purgatory)."""
@@ -299,6 +325,9 @@ def summarize(
         "per_broker": _per_broker(kept, timeseries, warmup_ms),
         "counters": dict(counters or {}),
     }
+    lost = _lost_after_ack(records)
+    if lost is not None:
+        summary["lost_after_ack"] = lost
     api_column = kept["api"].astype(str).to_numpy()
     for api in APIS:
         rows = kept[api_column == api]

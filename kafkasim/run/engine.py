@@ -31,10 +31,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
+from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.clients.producer import Producer
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
+from kafkasim.record.log_audit import UNEXPLAINED, audit_records
 from kafkasim.record.recorder import Recorder
 from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
@@ -42,6 +44,7 @@ from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.faults import schedule_faults
+from kafkasim.run.final_logs import final_leader, final_logs
 from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.observer import CheckedRunObserver
 from kafkasim.sim.calls import Call
@@ -179,9 +182,28 @@ class Engine:
         if self.invariants is not None:
             self.invariants.at_end()
         result = self._result(end, wall_seconds)
+        if self.invariants is not None:
+            self._check_no_unexplained_loss(result.records, end)
         if end < duration:
             result.summary["interrupted_at_ms"] = end
         return result
+
+    def _check_no_unexplained_loss(self, records: Any, end: float) -> None:
+        """Kafka's promise at the end of the run: no acks=all batch acknowledged with min.insync.replicas
+        >= 2 is missing from its partition's final leader unless an unclean election came after it."""
+        assert self.invariants is not None
+        lost = records[records["lost_reason"].astype(object) == UNEXPLAINED]
+        if len(lost):
+            row = lost.iloc[0]
+            tp = TopicPartition(str(row["topic"]), int(row["partition"]))
+            leader = final_leader(self.components, tp)
+            self.invariants.checker.on_lost_after_ack(
+                tp,
+                f"batch {int(row['batch_id'])} of {row['producer']} acknowledged at offset {int(row['offset'])} "
+                f"(t={float(row['ack_ms']):.3f} ms) is not in the log of broker {leader}, the final leader"
+                + (f"; {len(lost) - 1} more batch(es) too" if len(lost) > 1 else ""),
+                end,
+            )
 
     def _start(self) -> None:
         c = self.components
@@ -250,9 +272,13 @@ class Engine:
         acknowledged (left out after running out of memory: there may be millions of them)."""
         self.run_recorder.flush(self._record_open_work() if open_work else [])
         tables = self.recorder.tables()
+        records = tables.records
+        if open_work:
+            # Acknowledged batches the final leaders no longer have, batches written twice.
+            records = audit_records(records, final_logs(self.components))
         summary = summarize(
             tables.requests,
-            tables.records,
+            records,
             seed=self.seed,
             simulated_duration_ms=duration,
             warmup_ms=float(self.scenario.warmup),
@@ -265,7 +291,7 @@ class Engine:
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
         scenario_yaml = self._scenario_yaml()
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
-        return RunResult(tables.requests, tables.records, tables.timeseries, summary, scenario_yaml,
+        return RunResult(tables.requests, records, tables.timeseries, summary, scenario_yaml,
                          run_info={"wall_seconds": wall_seconds})
 
     def _record_open_work(self) -> list[RequestEnvelope]:

@@ -15,7 +15,16 @@ Checked rules:
   acknowledged offsets at that moment, and a replica keeps them for as long as it stays in the ISR
   (``Partition.maybeIncrementLeaderHW``: HW = min LEO over the maximal ISR). A replica that crashed is
   still counted in the maximal ISR -- the leader does not know until it removes it -- but is no longer
-  held to the data: Kafka does not fsync, so its restart may lose what it had.
+  held to the data: Kafka does not fsync, so its restart may lose what it had;
+* across leader changes (Kafka's replication design; the TLA+ model's ``StrongIsr`` and ``LeaderInIsr``):
+  the controller's leader is in the ISR it committed; a replica that becomes leader in a clean election
+  (from the ISR) holds every committed offset -- every offset acknowledged to an acks=all producer since
+  the partition's last unclean election, and every offset below the previous leader's high watermark --
+  and its log agrees with the previous leader's below that (the observer compares the batches); a
+  deposed leader that has not heard of its successor yet acknowledges nothing the successor lacks;
+* at the end of the run, no batch acknowledged to an acks=all producer with min.insync.replicas >= 2 is
+  missing from the final leader's log (by batch identity) unless an unclean election came after it
+  (``on_lost_after_ack``; the records table counts every lost batch, with the reason Kafka allows it).
 """
 
 from __future__ import annotations
@@ -70,9 +79,11 @@ class _BitSet:
 
 
 class _PartitionState:
-    __slots__ = ("isr", "held", "min_isr", "log_end", "bound")
+    __slots__ = ("isr", "held", "min_isr", "log_end", "bound", "leader", "leader_epoch", "lineage_epoch",
+                 "acked_end")
 
-    def __init__(self, isr: set[int], min_isr: int) -> None:
+    def __init__(self, isr: set[int], min_isr: int, leader: int = -1, leader_epoch: int = 0,
+                 lineage_epoch: int = 0) -> None:
         # The leader's maximal ISR (what min ISR is compared with), and its members held to keep
         # acknowledged data (all but those that crashed since they joined it).
         self.isr = isr
@@ -82,6 +93,15 @@ class _PartitionState:
         self.log_end: dict[int, int] = {}
         # replica id -> highest end offset of an acks=all produce acknowledged while it was in the ISR
         self.bound: dict[int, int] = {}
+        # The leader the checker follows (-1: not told) and its leader epoch.
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        # The leader epoch of the partition's last unclean election (0: none): data acknowledged by a
+        # leader of an older epoch may be lost, Kafka promises nothing for it.
+        self.lineage_epoch = lineage_epoch
+        # The highest end offset acknowledged to an acks=all producer since then: every later leader
+        # elected from the ISR must hold it.
+        self.acked_end = 0
 
 
 class InvariantChecker:
@@ -172,18 +192,111 @@ class InvariantChecker:
 
     # --- acknowledged data and the ISR ----------------------------------------------------------
 
-    def register_partition(self, tp: Hashable, isr: Iterable[int], effective_min_isr: int) -> None:
+    def register_partition(self, tp: Hashable, isr: Iterable[int], effective_min_isr: int, leader: int = -1,
+                           leader_epoch: int = 0) -> None:
         """The leader's partition `tp` with its initial ISR (leader included) and effective min ISR
         (`min(min.insync.replicas, replication factor)`, Kafka's `Partition.effectiveMinIsr`)."""
         if not self.enabled:
             return
-        state = _PartitionState(set(isr), effective_min_isr)
+        state = _PartitionState(set(isr), effective_min_isr, leader, leader_epoch)
         previous = self._partitions.get(tp)
         if previous is not None:
             # A new leader: the replicas' logs are what they were (a log end is a fact of the log, not of
             # who leads); a follower that appends nothing more must not look empty to the new state.
             state.log_end = dict(previous.log_end)
         self._partitions[tp] = state
+
+    def acknowledged_end(self, tp: Hashable) -> int:
+        """The highest end offset acknowledged to an acks=all producer of `tp` since its last unclean
+        election (0 if none, or `tp` unknown)."""
+        state = self._partitions.get(tp)
+        return 0 if state is None else state.acked_end
+
+    def on_metadata_leader(self, tp: Hashable, leader: int, isr: Iterable[int], now: float) -> None:
+        """A broker is about to lead `tp` with the ISR the controller committed: the TLA+ model's
+        ``LeaderInIsr`` (an unclean election's leader gets an ISR of itself, Kafka's
+        ``PartitionChangeBuilder``)."""
+        if not self.enabled:
+            return
+        self.checks += 1
+        if leader not in isr:
+            raise InvariantViolation(
+                f"broker {leader} is to lead with ISR {sorted(isr)} committed by the controller, which does not "
+                "contain it (the leader must be in the ISR)",
+                time_ms=now, partition=tp,
+            )
+
+    def on_new_leader(
+        self,
+        tp: Hashable,
+        leader: int,
+        leader_epoch: int,
+        isr: Iterable[int],
+        effective_min_isr: int,
+        now: float,
+        *,
+        log_end_offset: int,
+        unclean: bool = False,
+        previous_leader: int | None = None,
+        previous_high_watermark: int = 0,
+        difference: str | None = None,
+        may_lose_data: Iterable[int] = (),
+    ) -> None:
+        """Broker `leader` now leads `tp` at `leader_epoch` with `isr`; its log ends at `log_end_offset`.
+
+        After a clean election (`unclean` False) the new leader must hold every committed offset: those
+        acknowledged to acks=all producers since the last unclean election, and those below
+        `previous_high_watermark` (the previous leader's HW: the TLA+ model's ``StrongIsr`` -- a committed
+        record is on every member of the true ISR, so on any leader it elects). `difference`, when the
+        caller found one, says where its log disagrees with `previous_leader`'s below that. After an unclean
+        election (Kafka's ``unclean.leader.election.enable``) nothing is owed: acknowledged data may be
+        lost, the run counts it (records table, ``lost_after_ack``)."""
+        if not self.enabled:
+            return
+        self.checks += 1
+        state = self._partitions.get(tp)
+        if state is None or unclean:
+            previous = state
+            state = _PartitionState(set(isr), effective_min_isr, leader, leader_epoch,
+                                    leader_epoch if unclean else 0)
+            if previous is not None:
+                # The replicas' logs are what they were (a log end is a fact of the log, not of who leads).
+                state.log_end = dict(previous.log_end)
+            self._partitions[tp] = state
+        else:
+            acked = state.acked_end
+            committed = max(acked, previous_high_watermark)
+            who = f"broker {leader} became leader (leader epoch {leader_epoch}, elected from the ISR)"
+            if log_end_offset < committed:
+                if acked >= previous_high_watermark:
+                    why = f"offset {acked} that was acknowledged to an acks=all producer"
+                else:
+                    why = (f"offset {previous_high_watermark}, the high watermark of broker {previous_leader} "
+                           "(the previous leader): committed records")
+                raise InvariantViolation(f"{who} with its log ending at {log_end_offset}, before {why}",
+                                         time_ms=now, partition=tp)
+            if difference is not None:
+                raise InvariantViolation(
+                    f"{who}, but its log disagrees with broker {previous_leader}'s (the previous leader) below "
+                    f"the committed offset {committed}: {difference}",
+                    time_ms=now, partition=tp,
+                )
+            state.leader = leader
+            state.leader_epoch = leader_epoch
+            state.min_isr = effective_min_isr
+        state.log_end[leader] = log_end_offset
+        self.on_isr_change(tp, isr, now, may_lose_data)
+
+    def on_lost_after_ack(self, tp: Hashable, description: str, now: float) -> None:
+        """End of run: a batch acknowledged to an acks=all producer with min.insync.replicas >= 2 is not in
+        the log of `tp`'s final leader, and no unclean election came after it: Kafka promises it survives."""
+        if not self.enabled:
+            return
+        raise InvariantViolation(
+            f"an acknowledged record was lost although every election since it was sent was clean "
+            f"(acks=all, min.insync.replicas >= 2): {description}",
+            time_ms=now, partition=tp,
+        )
 
     def on_isr_change(
         self, tp: Hashable, isr: Iterable[int], now: float, may_lose_data: Iterable[int] = ()
@@ -215,16 +328,21 @@ class InvariantChecker:
                 time_ms=now, partition=tp,
             )
 
-    def on_acked(self, tp: Hashable, end_offset: int, acks: int, now: float, request_id: int | None = None) -> None:
+    def on_acked(self, tp: Hashable, end_offset: int, acks: int, now: float, request_id: int | None = None,
+                 *, leader: int | None = None, leader_epoch: int = 0) -> None:
         """The leader settled a produce's partition `tp` with error NONE (for acks=all: the moment
         DelayedProduce.tryComplete decided it, which may be well before the response goes out); the
-        batch ends before `end_offset` (its last offset + 1, Kafka's requiredOffset)."""
+        batch ends before `end_offset` (its last offset + 1, Kafka's requiredOffset). `leader` (and its
+        `leader_epoch`): the broker that decided, when known."""
         if not self.enabled:
             return
         self.checks += 1
         state = self._partitions[tp]
         if acks != -1:
             return  # acks=0/1 promise nothing about followers
+        if leader is not None and state.leader >= 0 and leader != state.leader and leader_epoch < state.leader_epoch:
+            self._acked_by_deposed_leader(state, tp, end_offset, leader, leader_epoch, now, request_id)
+            return
         if len(state.isr) < state.min_isr:
             raise InvariantViolation(
                 f"acks=all produce acknowledged with ISR {sorted(state.isr)} smaller than min ISR {state.min_isr}",
@@ -240,3 +358,24 @@ class InvariantChecker:
                 )
             if state.bound.get(replica, -1) < end_offset:
                 state.bound[replica] = end_offset
+        if state.acked_end < end_offset:
+            state.acked_end = end_offset
+
+    def _acked_by_deposed_leader(self, state: _PartitionState, tp: Hashable, end_offset: int, leader: int,
+                                 leader_epoch: int, now: float, request_id: int | None) -> None:
+        # A leader the controller replaced that has not applied the change yet (paused, slow metadata) still
+        # completes produces with its own ISR. Its successor, elected from that ISR, is in it, so the HW
+        # could not pass the successor's log end: nothing it acknowledges can be missing there -- unless an
+        # unclean election came in between.
+        if leader_epoch < state.lineage_epoch:
+            return
+        leo = state.log_end.get(state.leader, -1)
+        if leo < end_offset:
+            raise InvariantViolation(
+                f"broker {leader}, a deposed leader (leader epoch {leader_epoch}), acknowledged an acks=all "
+                f"produce up to offset {end_offset}, but the log of broker {state.leader}, its successor "
+                f"elected from the ISR (leader epoch {state.leader_epoch}), ends at {leo}",
+                time_ms=now, partition=tp, request_id=request_id,
+            )
+        if state.acked_end < end_offset:
+            state.acked_end = end_offset

@@ -12,6 +12,10 @@
   DelayedProduce.tryComplete settles it with NONE -- Kafka's decision point, which may come well before the
   response goes out (a multi-partition produce answers when its last partition is settled or it expires,
   and the ISR may have shrunk meanwhile).
+* Leader changes: the controller's leader is in its ISR (``isr_from_metadata``); a broker that becomes
+  leader in a clean election holds every committed offset and agrees, batch for batch, with the previous
+  leader's log below the committed offset (``became_leader`` compares the two logs there: a leader change
+  is rare, the comparison a slice of each log).
 
 A follower that crashes is no longer held to keep acknowledged data for the rest of the run (or until an
 ISR expansion takes it back after its restart): Kafka does not fsync appends, so a crashed replica may lose
@@ -35,7 +39,9 @@ from kafkasim.run.invariants import InvariantChecker
 
 if TYPE_CHECKING:
     from kafkasim.broker.alter_partition import LeaderAndIsr
+    from kafkasim.broker.log import Log
     from kafkasim.broker.partition import Partition
+    from kafkasim.broker.records import RecordBatch
 
 
 class CheckedRunObserver(RunRecorder):
@@ -63,9 +69,13 @@ class CheckedRunObserver(RunRecorder):
         # The leader's partitions, by the leader broker's id (one leader here; a cluster has several).
         self._partitions: dict[TopicPartition, Partition] = {}
         self._leader_of: dict[TopicPartition, int] = {}
+        # The leader epoch of the leader followed here: a broker that leads at an older one is stale.
+        self._leader_epoch: dict[TopicPartition, int] = {}
         self._last_hw: dict[TopicPartition, int] = {}
         self._replica_hw: dict[tuple[TopicPartition, int], tuple[int, int]] = {}  # (leader epoch, HW)
         self._excluded: set[int] = set()
+        # tp -> (broker, unclean) of the metadata a broker is applying to lead tp (isr_from_metadata).
+        self._elected: dict[TopicPartition, tuple[int, bool]] = {}
         # Requests request_handled has seen whose rows are not written yet (their bodies may go then).
         self._handled: set[int] = set()
 
@@ -75,16 +85,42 @@ class CheckedRunObserver(RunRecorder):
             # replicas' logs stays; only the ISR is new.
             self._report_isr(tp, partition.maximal_isr)
             return
+        elected = self._elected.pop(tp, None)
+        previous = self._partitions.get(tp)
+        if previous is not None and partition.leader_epoch < self._leader_epoch[tp]:
+            # A broker catching up with the metadata log (back from a pause, slow propagation) applies it in
+            # order and may lead for a moment at an epoch the controller has since superseded: not a
+            # successor of the leader followed here, which has a newer epoch (followers and clients with the
+            # newer metadata send that epoch: FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER from the stale
+            # one). What it acknowledges is checked as a deposed leader's (``InvariantChecker.on_acked``).
+            return
+        unclean = elected is not None and elected == (broker_id, True)
+        self._leader_epoch[tp] = partition.leader_epoch
         self._partitions[tp] = partition
+        previous_leader = self._leader_of.get(tp)
         self._leader_of[tp] = broker_id
-        self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr)
         self._last_hw[tp] = partition.high_watermark
+        if previous is None:
+            self.checker.register_partition(tp, partition.maximal_isr, partition.effective_min_isr, broker_id,
+                                            partition.leader_epoch)
+            return
+        previous_hw = previous.high_watermark
+        difference = None
+        if not unclean:
+            committed = max(self.checker.acknowledged_end(tp), previous_hw)
+            difference = log_difference(previous.log, partition.log, committed, previous_leader, broker_id)
+        self.checker.on_new_leader(
+            tp, broker_id, partition.leader_epoch, partition.maximal_isr, partition.effective_min_isr, self.env.now,
+            log_end_offset=partition.log_end_offset, unclean=unclean, previous_leader=previous_leader,
+            previous_high_watermark=previous_hw, difference=difference, may_lose_data=self._excluded,
+        )
 
     def release(self) -> None:
         """Let go of the partitions (and so their logs) once the run is over and cut short: the engine
         frees the simulation's memory to tabulate what was recorded after running out of it."""
         self._partitions.clear()
         self._leader_of.clear()
+        self._leader_epoch.clear()
 
     # --- high watermark ----------------------------------------------------------------------------
 
@@ -126,14 +162,17 @@ class CheckedRunObserver(RunRecorder):
     def response_built(self, envelope: RequestEnvelope) -> None:
         self.checker.on_complete(envelope.request_id, self.env.now)
 
-    def acks_satisfied(self, tp: TopicPartition, required_offset: int) -> None:
+    def acks_satisfied(self, tp: TopicPartition, required_offset: int, partition: Partition | None = None) -> None:
         """DelayedProduce.tryComplete settled an acks=all partition with NONE: HW >= ``required_offset``
-        and min ISR <= |maximal ISR| now (Partition.checkEnoughReplicasReachOffset)."""
+        and min ISR <= |maximal ISR| now (Partition.checkEnoughReplicasReachOffset), on ``partition``'s
+        broker (a deposed leader that has not applied its successor's metadata yet may still decide)."""
         now = self.env.now
-        partition = self._partitions[tp]
+        if partition is None:
+            partition = self._partitions[tp]
+        broker = partition.local_broker_id
         # The leader's own log first: an ISR of the leader alone acknowledges inside the append.
-        self.checker.on_log_end(tp, self._leader_of[tp], partition.log_end_offset, now)
-        self.checker.on_acked(tp, required_offset, -1, now)
+        self.checker.on_log_end(tp, broker, partition.log_end_offset, now)
+        self.checker.on_acked(tp, required_offset, -1, now, leader=broker, leader_epoch=partition.leader_epoch)
 
     def request_handled(self, envelope: RequestEnvelope) -> None:
         body = envelope.body
@@ -166,9 +205,12 @@ class CheckedRunObserver(RunRecorder):
     def _report_isr(self, tp: TopicPartition, isr: Iterable[int]) -> None:
         self.checker.on_isr_change(tp, isr, self.env.now, may_lose_data=self._excluded)
 
-    def isr_from_metadata(self, broker_id: int, tp: TopicPartition, isr: tuple[int, ...]) -> None:
+    def isr_from_metadata(self, broker_id: int, tp: TopicPartition, isr: tuple[int, ...],
+                          unclean: bool = False) -> None:
         # A leader that stays leader takes the ISR the controller committed (e.g. a fenced follower removed)
-        # before its HW moves on it; a new leader registers afresh in became_leader.
+        # before its HW moves on it; a new leader is checked and registered in became_leader.
+        self.checker.on_metadata_leader(tp, broker_id, isr, self.env.now)
+        self._elected[tp] = (broker_id, unclean)
         if self._leader_of.get(tp) == broker_id:
             self._report_isr(tp, isr)
 
@@ -227,3 +269,48 @@ class CheckedRunObserver(RunRecorder):
         # The run stops *before* the events due exactly at its end (SimPy's run(until=...)), so a client
         # timeout due then has not fired: only deadlines strictly before the end are overdue.
         self.checker.at_end(math.nextafter(self.env.now, -math.inf))
+
+
+def _batches_between(log: Log, start: int, end: int) -> list[RecordBatch]:
+    """The batches of ``log`` holding offsets in [start, end)."""
+    found: list[RecordBatch] = []
+    for segment in log.segments:
+        if segment.next_offset <= start:
+            continue
+        if segment.base_offset >= end:
+            break
+        for batch in segment.batches:
+            if batch.base_offset >= end:
+                break
+            if batch.next_offset > start:
+                found.append(batch)
+    return found
+
+
+def _describe(batch: RecordBatch | None) -> str:
+    if batch is None:
+        return "nothing"
+    return f"batch {batch.batch_id} (offsets {batch.base_offset}-{batch.last_offset}, leader epoch " \
+           f"{batch.partition_leader_epoch})"
+
+
+def log_difference(old: Log, new: Log, end: int, old_broker: int | None, new_broker: int) -> str | None:
+    """Where the logs of two replicas stop agreeing below offset ``end`` (over the offsets both still have:
+    retention may have removed a prefix), or None if they agree there. Batches are compared whole (offsets,
+    leader epoch, identity): a follower stores the leader's batches unchanged."""
+    start = max(old.log_start_offset, new.log_start_offset)
+    end = min(end, old.log_end_offset, new.log_end_offset)
+    if end <= start:
+        return None
+    mine = _batches_between(old, start, end)
+    theirs = _batches_between(new, start, end)
+    if mine == theirs:
+        return None
+    for i in range(max(len(mine), len(theirs))):
+        a = mine[i] if i < len(mine) else None
+        b = theirs[i] if i < len(theirs) else None
+        if a != b:
+            offset = min(x.base_offset for x in (a, b) if x is not None)
+            return (f"at offset {offset} broker {old_broker} has {_describe(a)}, broker {new_broker} has "
+                    f"{_describe(b)}")
+    return None  # pragma: no cover - unequal lists differ at some index

@@ -113,3 +113,17 @@ def test_the_delivery_table_lists_producers_with_retries_failures_or_duplicates(
     console = Console(file=StringIO(), width=80)
     print_summary(console, {"per_client": {"producers": {"quiet": summary["per_client"]["producers"]["quiet"]}}}, "s")
     assert "Producer delivery" not in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_run_prints_the_acknowledged_batches_lost_per_producer_only_when_some_were(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    printed, summary = _run(tmp_path, capsys, "unclean_election_loses_acks1", "duration=40s")
+    lost = summary["lost_after_ack"]["by_producer"]["orders-acks-1"]
+    assert lost["by_reason"] == {"unclean election": lost["batches"]}
+    lines = [line.rstrip() for line in printed.splitlines()]
+    start = lines.index("Acknowledged, then lost (batches)")
+    assert lines[start + 1].split() == ["orders-acks-1", count(lost["batches"]), f"({count(lost['records'])}",
+                                        "records):", count(lost["batches"]), "unclean", "election"]
+    # The quiet case stays quiet.
+    printed, summary = _run(tmp_path, capsys, "acks_compared", "duration=2s", "warmup=1s")
+    assert "lost_after_ack" not in summary and "then lost" not in printed

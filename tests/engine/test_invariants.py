@@ -124,10 +124,10 @@ def test_a_crashed_follower_still_in_the_isr_counts_toward_min_isr() -> None:
     checker = engine.invariants.checker  # type: ignore[union-attr]
     on_acked = checker.on_acked
 
-    def watch(tp: Any, end_offset: int, acks: int, now: float, request_id: int | None = None) -> None:
+    def watch(tp: Any, end_offset: int, acks: int, now: float, request_id: int | None = None, **kw: Any) -> None:
         if engine.components.followers[0].crashed and 1 in partition.maximal_isr:
             acked_with_crashed_member.append(now)
-        on_acked(tp, end_offset, acks, now, request_id)
+        on_acked(tp, end_offset, acks, now, request_id, **kw)
 
     checker.on_acked = watch  # type: ignore[method-assign]
     result = engine.run()

@@ -51,6 +51,10 @@ TRIED = {
         "cluster.nic.out=1Gbit/s": "test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops",
         "topics[0].replication.factor=1": "test_nic_bound_cluster_without_replication_each_nic_sends_half",
     },
+    "unclean_election_loses_acks1": {
+        "topics[0].unclean.leader.election.enable=false":
+            "test_unclean_election_disabled_the_partition_waits_offline_and_loses_nothing",
+    },
     "idempotence_and_a_lost_response": {
         "producers[not-idempotent].max.in.flight.requests.per.connection=1":
             "test_idempotence_lost_response_with_one_request_in_flight_one_duplicate",
@@ -952,3 +956,51 @@ def _first_fetches(result: RunResult) -> pd.DataFrame:
     """Each fetcher thread's first FetchFollower request (the full fetch that opens its session)."""
     rows = result.requests[result.requests["api"] == "FetchFollower"].sort_values("client_send_ms")
     return rows.groupby("client").head(1)
+
+
+# --- unclean_election_loses_acks1 --------------------------------------------------------------------
+
+
+def test_unclean_election_loses_acks1_twenty_seconds_of_acknowledged_batches() -> None:
+    result = shipped("unclean_election_loses_acks1")
+    records = result.records
+    acked = records[(records["error"] == 0) & records["ack_ms"].notna() & (records["offset"] >= 0)]
+    lost = records[records["lost_after_ack"]]
+    # Every batch acknowledged from the cut (10 s) until the crash (30 s) is lost, and only those.
+    window = acked[(acked["ack_ms"] > 10_050) & (acked["ack_ms"] < 30_000)]
+    assert set(window["batch_id"]) <= set(lost["batch_id"])
+    assert lost["ack_ms"].min() >= 10_000 and lost["ack_ms"].max() < 30_000
+    assert set(lost["lost_reason"].astype(str)) == {"unclean election"}
+    # ~20 s at 200 records/s.
+    counted = result.summary["lost_after_ack"]
+    assert counted["by_reason"] == {"unclean election": len(lost)}
+    assert 3_600 <= counted["by_producer"]["orders-acks-1"]["records"] == counted["records"] <= 4_200
+    # The lost rows are past the high watermark of 10 s: the consumer never received one.
+    assert lost["consumed_ms:consumer-1"].isna().all()
+    assert lost["offset"].min() >= acked[acked["ack_ms"] < 10_000]["offset"].max()
+
+
+def test_unclean_election_loses_acks1_isr_and_leader_over_time() -> None:
+    result = shipped("unclean_election_loses_acks1")
+    isr = gauge(result, "IsrSize", "orders-0")
+    shrunk = first_time(isr, 1.0)
+    assert 20_000 <= shrunk <= 25_200  # replica.lag.time.max.ms 10 s, checked every 5 s
+    elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
+    assert 37_000 <= elected <= 39_200  # crashed at 30 s, fenced 7-9 s later
+    two = first_time(isr, 2.0, after_ms=shrunk)
+    assert elected <= two <= elected + 200  # broker 2 joins the unclean leader at once
+    three = first_time(isr, 3.0, after_ms=two)
+    assert 45_000 < three < 46_000  # broker 0 back at 45 s, truncated and caught up
+    assert [float(v) for v in gauge(result, "LeaderId", "orders-0")["value"].drop_duplicates()] == [0.0, 1.0]
+
+
+def test_unclean_election_disabled_the_partition_waits_offline_and_loses_nothing() -> None:
+    result = shipped("unclean_election_loses_acks1", "topics[0].unclean.leader.election.enable=false")
+    assert not result.records["lost_after_ack"].any()
+    assert "lost_after_ack" not in result.summary
+    # Broker 0 leads again once back (45 s), and the ISR grows back around it.
+    assert [float(v) for v in gauge(result, "LeaderId", "orders-0")["value"].drop_duplicates()] == [0.0]
+    ack = result.records["ack_ms"].to_numpy(dtype=float)
+    assert not ((ack >= 30_000) & (ack < 45_000)).any()  # crashed, then offline: nothing acknowledged
+    isr = gauge(result, "IsrSize", "orders-0")
+    assert 45_000 < first_time(isr, 3.0, after_ms=25_000) < 47_000

@@ -42,6 +42,7 @@ TEACHING = {
     "nic_bound_cluster",
     "leader_crash",
     "leader_controlled_shutdown",
+    "unclean_election_loses_acks1",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
 # every run is watched, and fails if simulated time has not moved for this long.
@@ -406,3 +407,14 @@ def test_follower_crash_fenced_leaves_the_isr_by_fencing_and_rejoins_after_its_r
     assert 40_000 < back < 41_000  # restarted at 40 s
     counters = result.summary["counters"]
     assert counters["isr_shrinks"] == 0 and counters["isr_expands"] == 1
+
+
+def test_unclean_election_loses_acks1_loses_the_records_only_the_old_leader_had() -> None:
+    result = run(load("unclean_election_loses_acks1", "duration=40s"))
+    lost = result.records[result.records["lost_after_ack"]]
+    # Acknowledged after the cut (10 s) and before the crash (30 s), on broker 0 alone.
+    assert len(lost) > 1_000
+    assert lost["ack_ms"].min() >= 10_000 and lost["ack_ms"].max() < 30_000
+    assert set(lost["lost_reason"].astype(str)) == {"unclean election"}
+    leader = gauge(result, "LeaderId", "orders-0")
+    assert 37_000 <= first_time(leader, 1.0) <= 39_200  # crashed at 30 s: fenced 7-9 s later, elected at once

@@ -1,0 +1,67 @@
+"""Each partition's final log at the end of a run, for the records' loss and duplicate accounting
+(``kafkasim.record.log_audit``).
+
+The final leader of a partition is the newest leader anyone knows of: the controller's (its committed
+image), or a broker's that leads at a higher leader epoch (a leadership set on the brokers directly, as
+some tests do). A partition left without a leader (every ISR member fenced, unclean election off) is
+read on its last ISR member, which Kafka's controller keeps in the ISR and elects again when it returns
+(``PartitionChangeBuilder``: the ISR is never left empty). The unclean elections come from the controller's
+metadata log: a ``PartitionChangeRecord`` that sets a leader with ``leaderRecoveryState`` RECOVERING.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
+from kafkasim.controller.records import PartitionChangeRecord
+from kafkasim.record.log_audit import FinalLog
+
+if TYPE_CHECKING:
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.run.build import Components
+
+
+def unclean_elections(c: Components) -> dict[TopicPartition, list[float]]:
+    """When the controller elected an unclean leader, per partition (the times it appended the records)."""
+    found: dict[TopicPartition, list[float]] = {}
+    for batch in c.controller_link.controller.core.log.batches:
+        for record in batch.records:
+            if (isinstance(record, PartitionChangeRecord) and record.leader >= 0
+                    and record.leader_recovery_state == LEADER_RECOVERY_RECOVERING):
+                found.setdefault(record.topic_partition, []).append(batch.append_ms)
+    return found
+
+
+def final_leader(c: Components, tp: TopicPartition) -> int:
+    """The broker whose log is ``tp``'s at the end of the run (NO_LEADER if none can be named)."""
+    registration = c.controller_link.controller.image.partitions.get(tp)
+    epoch, leader = (registration.leader_epoch, registration.leader) if registration is not None else (-1, NO_LEADER)
+    for broker in c.brokers:
+        partition = broker.replica_manager.partitions.get(tp)
+        if partition is not None and partition.is_leader and partition.leader_epoch > epoch:
+            epoch, leader = partition.leader_epoch, broker.broker_id
+    if leader == NO_LEADER and registration is not None and registration.isr:
+        leader = registration.isr[0]
+    return leader
+
+
+def final_logs(c: Components) -> dict[tuple[str, int], FinalLog]:
+    """Every partition's final leader's log, by batch identity."""
+    unclean = unclean_elections(c)
+    out: dict[tuple[str, int], FinalLog] = {}
+    for partitions in c.partitions_by_topic.values():
+        for tp in partitions:
+            leader = final_leader(c, tp)
+            if leader == NO_LEADER:
+                continue
+            partition = c.broker(leader).replica_manager.partitions.get(tp)
+            if partition is None:
+                continue
+            log = partition.log
+            copies = Counter(batch.batch_id for segment in log.segments for batch in segment.batches)
+            out[(tp.topic, tp.partition)] = FinalLog(
+                leader, log.log_start_offset, copies, partition.effective_min_isr, tuple(unclean.get(tp, ())),
+            )
+    return out
