@@ -107,5 +107,6 @@ def audit_records(records: pd.DataFrame, logs: Mapping[tuple[str, int], FinalLog
     out["lost_reason"] = pd.Categorical(reasons, categories=LOSS_REASONS)
     outcome = out["outcome"].astype(str).to_numpy(dtype=object)
     outcome[duplicated & (error == 0)] = "duplicated"
+    outcome[lost] = "lost"  # acknowledged, then gone from the final log: what the application believed is false
     out["outcome"] = pd.Categorical(outcome, categories=records["outcome"].cat.categories)
     return out

@@ -240,12 +240,13 @@ def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-OUTCOMES = ("acknowledged", "sent", "failed", "duplicated", "pending")
+OUTCOMES = ("acknowledged", "sent", "failed", "duplicated", "pending", "lost")
 """A batch's outcome as the application saw it, plus what the log shows: `acknowledged` (the producer got
 its offset), `sent` (acks=0: done once written to the socket), `failed` (its last error: a non-retriable one,
 or REQUEST_TIMED_OUT when delivery.timeout.ms expired), `duplicated` (acknowledged, but a consumer also read
 a second copy at another offset), `pending` (neither acknowledged nor failed when the run ended: still in
-the accumulator, in flight or waiting for a retry)."""
+the accumulator, in flight or waiting for a retry), `lost` (acknowledged, but the partition's final leader
+no longer has it: see `lost_after_ack` / `lost_reason`; set by ``kafkasim.record.log_audit``)."""
 
 
 def _outcome(b: BatchTrace) -> str:

@@ -142,7 +142,7 @@ def _producer_summary(requests: pd.DataFrame, batches: pd.DataFrame) -> dict[str
 
 
 def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
-    """The batches per outcome (acknowledged, sent, failed, duplicated, pending: the records table's `outcome`) and
+    """The batches per outcome (acknowledged, sent, failed, duplicated, pending, lost: the records table's `outcome`) and
     per number of attempts (1 = no retry)."""
     if "outcome" not in batches.columns:
         return {}

@@ -48,6 +48,8 @@ def test_acknowledged_batches_missing_from_the_final_log_are_lost_with_kafkas_re
     # The final leader has batch 0 and 2 only.
     out = audit_records(df, {("t", 0): _log(0, 2, min_isr=2)})
     assert _lost(out) == {1: "acks=1", 3: UNEXPLAINED}
+    # The application was told they were written: their outcome says they are lost.
+    assert out["outcome"].astype(str).tolist() == ["acknowledged", "lost", "acknowledged", "lost"]
     # Same log with min.insync.replicas 1: acks=all's loss is allowed.
     out = audit_records(df, {("t", 0): _log(0, 2, min_isr=1)})
     assert _lost(out) == {1: "acks=1", 3: "min.insync.replicas=1"}
