@@ -115,8 +115,29 @@ def _welford_sd(values: Sequence[float]) -> float | None:
     return math.sqrt(m2 / (n - 1.0)) if n >= 2 else None
 
 
-def _metric_rows(table: pa.Table, metric: MetricSpec) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray | None]:
-    """(seed, group, value, is_error) of one metric's rows, warm-up excluded and `where` applied."""
+def _as_text(column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    t = column.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return column
+    return pa.array(spark_text(column), pa.string())
+
+
+def _group_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Each row's group as a code into the returned names (Spark: coalesce(CAST(by AS STRING), 'null'))."""
+    text = _as_text(column)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    encoded = pc.dictionary_encode(text, null_encoding="encode")
+    names = ["null" if v is None else v for v in encoded.dictionary.to_pylist()]
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    # A null and the text 'null' are one group, as in Spark: map both entries to one code.
+    unique, first_code = np.unique(np.asarray(names, dtype=object), return_inverse=True)
+    return first_code[indices] if len(names) else indices, [str(u) for u in unique]
+
+
+def _metric_rows(table: pa.Table, metric: MetricSpec
+                 ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray | None]:
+    """(seed, group code, group names, value, is_error) of one metric's rows, warm-up excluded, `where` applied."""
     mask = None
     if "in_warmup" in table.column_names:
         mask = pc.invert(pc.fill_null(table.column("in_warmup"), True))
@@ -126,36 +147,41 @@ def _metric_rows(table: pa.Table, metric: MetricSpec) -> tuple[np.ndarray, list[
     rows = table if mask is None else table.filter(mask)
     seeds = rows.column("seed").to_numpy()
     if metric.by:
-        groups = ["null" if g is None else g for g in spark_text(rows.column(metric.by))]
+        codes, names = _group_codes(rows.column(metric.by))
     else:
-        groups = [ALL_GROUP] * rows.num_rows
+        codes, names = np.zeros(rows.num_rows, dtype=np.int64), [ALL_GROUP]
     # Nulls become NaN, and NaN is "no value" (Spark: nanvl(value, null)).
     value = pc.cast(rows.column(metric.column), pa.float64()).to_numpy(zero_copy_only=False)
     errors = None
     if metric.error_column and metric.error_column in rows.column_names:
-        text = spark_text(rows.column(metric.error_column))
-        errors = np.fromiter((t is not None and t not in _NOT_ERRORS for t in text), dtype=np.float64,
-                             count=rows.num_rows)
-    return seeds, groups, value, errors
+        text = _as_text(rows.column(metric.error_column))
+        is_error = pc.and_(pc.is_valid(text), pc.invert(pc.is_in(text, value_set=pa.array(_NOT_ERRORS))))
+        errors = np.asarray(is_error.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return seeds, codes, names, value, errors
 
 
 def metric_stats(variant_id: str, table: pa.Table, metric: MetricSpec) -> tuple[list[PerSeedRow], list[PerVariantRow]]:
     """Per-seed and per-variant rows of one metric of one variant (`table`: the variant's rows, all seeds)."""
-    seeds, groups, value, errors = _metric_rows(table, metric)
-    group_array = np.asarray(groups, dtype=object)
+    seeds, codes, names, value, errors = _metric_rows(table, metric)
+    # Rows sorted by (group, seed): each group is one slice, each of its seeds a slice within it.
+    order = np.lexsort((seeds, codes))
+    seeds, codes, value = seeds[order], codes[order], value[order]
+    errors = None if errors is None else errors[order]
     per_seed: list[PerSeedRow] = []
     per_variant: list[PerVariantRow] = []
-    for group in sorted(set(groups)):
-        in_group = group_array == group
-        g_seeds, g_values = seeds[in_group], value[in_group]
-        g_errors = None if errors is None else errors[in_group]
+    group_starts = np.flatnonzero(np.diff(codes, prepend=-1)) if len(codes) else np.array([], dtype=np.int64)
+    group_bounds = list(zip(group_starts.tolist(), [*group_starts[1:].tolist(), len(codes)], strict=True))
+    for g_start, g_end in sorted(group_bounds, key=lambda b: names[codes[b[0]]]):
+        group = names[codes[g_start]]
+        g_seeds = seeds[g_start:g_end]
+        seed_starts = np.flatnonzero(np.diff(g_seeds, prepend=g_seeds[0] - 1))
         by_seed: list[tuple[float | None, ...]] = []
-        for seed in np.unique(g_seeds):
-            at = g_seeds == seed
-            stats = _group_stats(g_values[at], None if g_errors is None else g_errors[at])
-            per_seed.append((variant_id, int(seed), metric.name, group, *stats))
+        for s_start, s_end in zip(seed_starts.tolist(), [*seed_starts[1:].tolist(), len(g_seeds)], strict=True):
+            lo, hi = g_start + s_start, g_start + s_end
+            stats = _group_stats(value[lo:hi], None if errors is None else errors[lo:hi])
+            per_seed.append((variant_id, int(seeds[lo]), metric.name, group, *stats))
             by_seed.append(stats)
-        pooled = _group_stats(g_values, g_errors)
+        pooled = _group_stats(value[g_start:g_end], None if errors is None else errors[g_start:g_end])
         for i, stat in enumerate(STATS):
             present = [v for s in by_seed if (v := s[i]) is not None]
             n = len(present)
