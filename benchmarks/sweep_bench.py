@@ -120,7 +120,10 @@ def child_sweep(runs: int, duration: str) -> dict[str, Any]:
         raise SystemExit(f"{result.failed} runs failed: {result.failed_runs[0].error}")
     timings = dict(getattr(result, "timings", {}) or {})
     run_s = [r.timings["run_s"] for r in result.runs if getattr(r, "timings", None) and "run_s" in r.timings]
-    return {"wall_s": wall, "timings": timings, "run_s": run_s, "kafkasim": str(Path(kafkasim.__file__).parent)}
+    run_cpu_s = [r.timings["run_cpu_s"] for r in result.runs
+                 if getattr(r, "timings", None) and "run_cpu_s" in r.timings]
+    return {"wall_s": wall, "timings": timings, "run_s": run_s, "run_cpu_s": run_cpu_s,
+            "kafkasim": str(Path(kafkasim.__file__).parent)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -227,12 +230,17 @@ def _table(workload: str, n: int, duration: str, results: dict[str, list[dict[st
              else f"{n} runs of {duration}")
     lines = [f"**{title}** ({', '.join(f'{k}: {len(v)}x' for k, v in results.items())})", ""]
     loop = med([r["wall_s"] for r in results["loop"]]) if "loop" in results else None
-    header = "| configuration | wall s |" + ("" if fixed else " vs loop |") + " " + " | ".join(
+    header = "| configuration | wall s |" + ("" if fixed else " vs loop | runs' CPU s |") + " " + " | ".join(
         f"{p} s" for p in _PHASES) + " |"
-    lines += [header, "|---|---:|" + ("" if fixed else "---:|") + "---:|" * len(_PHASES)]
+    lines += [header, "|---|---:|" + ("" if fixed else "---:|---:|") + "---:|" * len(_PHASES)]
     for name, rs in results.items():
         wall = med([r["wall_s"] for r in rs])
         ratio = "" if fixed else (" 1.00x |" if name == "loop" else f" {loop / wall:.2f}x |" if loop else " - |")
+        if not fixed:
+            # The simulations' own CPU: the loop process's, or the sum over the sweep's tasks (the same work
+            # if a sweep adds nothing per run); a pool does not report it.
+            cpu = [r["cpu_s"] if "cpu_s" in r else sum(r["run_cpu_s"]) for r in rs if "cpu_s" in r or r.get("run_cpu_s")]
+            ratio += f" {med(cpu):.1f} |" if cpu else " - |"
         phases = " | ".join(
             f"{med([r['timings'][p] for r in rs if p in r.get('timings', {})]):.1f}"
             if any(p in r.get("timings", {}) for r in rs) else "-" for p in _PHASES

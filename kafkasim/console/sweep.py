@@ -18,7 +18,6 @@ from rich.table import Table
 
 from kafkasim.scenario.errors import ScenarioError
 from kafkasim.sweep.java import SparkUnavailableError
-from kafkasim.sweep.metrics import PERCENTILE_ACCURACY, PERCENTILE_RANK_ERROR
 from kafkasim.sweep.output import OutputDirError
 from kafkasim.sweep.plan import SweepPlan
 from kafkasim.sweep.session import resolve_master
@@ -168,8 +167,7 @@ def sweep_command(
     for note in result.notes:
         console.print(f"  [yellow]note[/yellow]: {escape(note)}", highlight=False)
     console.print(
-        f"percentiles: Spark percentile_approx (accuracy {PERCENTILE_ACCURACY}: rank error <= "
-        f"{PERCENTILE_RANK_ERROR:.0e} x rows); CI: Student t over seeds; warm-up rows excluded",
+        "percentiles: exact (the value of rank ceil(q x rows)); CI: Student t over seeds; warm-up rows excluded",
         highlight=False,
     )
     console.print(f"results: {escape(str(result.output_dir))}", highlight=False)

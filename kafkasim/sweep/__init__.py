@@ -11,11 +11,11 @@ exit codes). The sweep file format is documented in model.py, the output layout 
 
 How numbers are computed:
 - Each (variant, seed) is one Spark task running the simulator in the executor's Python worker and writing
-  the run's rows as Parquet itself (task.py); Spark aggregates from the files (aggregate.py).
+  the run's rows as Parquet itself (task.py); then one Spark task per variant reads its files and computes
+  the statistics (aggregate.py, stats.py).
 - Rows sent during the scenario's warm-up are stored but excluded, as in a single run's summary.
-- Percentiles (p50, p95, p99, p99.9) come from Spark SQL's `percentile_approx` with accuracy 100,000:
-  the value returned for quantile q has a rank within q·n ± n/100,000 of the n sorted values (relative
-  rank error 1e-5; exact for groups of up to 100,000 rows). The bound is also written into every sweep's
+- Percentiles (p50, p95, p99, p99.9) are exact: percentile q of n values is the value of rank ceil(q·n)
+  among them sorted (numpy's method='inverted_cdf'); the definition is written into every sweep's
   `_MANIFEST.json`.
 - Across seeds: mean, sample standard deviation and a 95% confidence interval of the mean from Student's
   t with n-1 degrees of freedom (confidence.py; no interval with a single seed). `pooled` is the statistic

@@ -14,7 +14,7 @@ Shape of the job:
    is the only action, and the progress accumulators count it. No row passes through Spark.
 4. Runs may differ in schema (say, a column that is all-null in one run); the driver unifies the schemas of
    all successful runs into one that Spark can hold and rewrites, with pyarrow, the rare file that differs
-   from it. Spark then reads the files to aggregate (aggregate.py).
+   from it. One Spark task per variant then reads its files to aggregate (aggregate.py).
 
 Nothing is cached: a task that Spark re-runs (a lost executor) repeats the run with the same scenario and
 seed and rewrites the same files (runs are deterministic).

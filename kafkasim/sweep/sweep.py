@@ -25,7 +25,6 @@ from kafkasim.sweep.confidence import CONFIDENCE
 from kafkasim.sweep.dimensions import Dimension
 from kafkasim.sweep.java import check_java, check_pyspark
 from kafkasim.sweep.metrics import (
-    PERCENTILE_ACCURACY,
     PERCENTILE_DEFINITION,
     PERCENTILE_RANK_ERROR,
     WARMUP_TIME_COLUMNS,
@@ -105,12 +104,6 @@ def default_output_dir(loaded: LoadedSweep) -> Path:
     return loaded.directory / f"{stem}.out"
 
 
-def _shuffle_partitions(variants: int) -> int:
-    # Aggregation groups are (variant, seed, metric, group): a few per variant. A handful of partitions
-    # per core is plenty; Spark's 200 would schedule mostly empty tasks.
-    return max(2, min(200, variants))
-
-
 def _manifest(
     plan: SweepPlan, loaded: LoadedSweep, master: str, job: JobOutput | None, complete: bool, **extra: Any
 ) -> dict[str, Any]:
@@ -126,8 +119,7 @@ def _manifest(
         "variants": len(plan.variants),
         "seeds": plan.seeds,
         "percentiles": {
-            "function": "percentile_approx",
-            "accuracy": PERCENTILE_ACCURACY,
+            "function": "exact",
             "rank_error": PERCENTILE_RANK_ERROR,
             "definition": PERCENTILE_DEFINITION,
         },
@@ -225,16 +217,16 @@ def run_sweep(
     timings = {"spark_start": time.perf_counter() - t_start}
     job: JobOutput | None = None
     try:
-        session.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(len(plan.variants))))
-        session.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         session_master = getattr(getattr(session, "sparkContext", None), "master", None)
         if isinstance(session_master, str) and not is_local_master(session_master):
             ship_kafkasim(session)  # executors import kafkasim from the zip; no install on the cluster
-        job = run_job(session, plan.runs, runner or DEFAULT_RUNNER, partial.resolve().as_uri(), progress=progress)
+        out_uri = partial.resolve().as_uri()
+        job = run_job(session, plan.runs, runner or DEFAULT_RUNNER, out_uri, progress=progress)
         timings.update(job.timings)
         t_aggregate = time.perf_counter()
+        ok_variants = sorted({r.variant_id for r in job.runs if r.status == STATUS_OK})
         aggregates = aggregate(
-            session, job.table_paths, job.table_columns, loaded.sweep.metric_specs, len(plan.seeds)
+            session, out_uri, ok_variants, job.table_columns, loaded.sweep.metric_specs
         )
         timings["aggregate"] = time.perf_counter() - t_aggregate
     except Exception as exc:

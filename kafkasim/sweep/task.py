@@ -6,7 +6,7 @@ calls the runner, and writes the run's tables with pyarrow straight into the swe
     <out>/<table>/variant_id=<variant_id>/part-<run index>.parquet      (data columns, in_warmup, seed)
 
 Only a small tuple travels back to the driver (`TaskResult`: status, error, summary, row counts, the
-tables' Arrow schemas, timings); no row passes through Spark. Spark then reads the files to aggregate.
+tables' Arrow schemas, timings); no row passes through Spark. Spark tasks then read the files to aggregate.
 
 The files are written under temporary names (`.part-….tmp`) and renamed only when every table of the run
 is written, so a run that fails half-way leaves no file that could be mistaken for its rows. A task that
