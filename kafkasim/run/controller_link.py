@@ -197,10 +197,11 @@ class ControllerLink:
     def metadata_for(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
         """A client's Metadata request: ``{tp: (leader, leader epoch)}`` as the broker answering it has applied
         them (``KafkaApis.handleTopicMetadataRequest`` reads the broker's ``MetadataCache``); empty when no
-        broker is up. Simplification: the lowest-id broker that is up answers (Kafka's client asks its
-        ``leastLoadedNode``), and the answer is read when the request arrives."""
+        broker answers. Simplification: the lowest-id broker that is up and not paused answers (Kafka's client
+        asks its ``leastLoadedNode``; a stopped JVM answers nothing, and the client's request to it would time
+        out before it tried another), and the answer is read when the request arrives."""
         for broker_id in sorted(self.brokers):
-            if self._alive(broker_id):
+            if self.brokers[broker_id].responsive:
                 cache = self.metadata_cache[broker_id]
                 answer: dict[TopicPartition, tuple[int, int]] = {}
                 for tp in partitions:

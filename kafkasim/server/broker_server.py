@@ -413,6 +413,11 @@ class BrokerServer:
     # --- state -------------------------------------------------------------------------------------
 
     @property
+    def responsive(self) -> bool:
+        """Up and not stopped by a pause fault: it can answer a request now."""
+        return not self._down and self._fault_paused == 0
+
+    @property
     def crashed(self) -> bool:
         return self._down
 
