@@ -14,7 +14,9 @@ trip later (the SYN there, the RST back). Simplification: connecting to a live b
 
 A connection is one ordered byte stream each way: once a link drops a message of this connection, nothing
 sent after it in that direction arrives either (TCP delivers in order; with no retransmission -- the
-links' simplification -- the stream stays stalled behind the lost segment). So a lost response stalls
+links' simplification -- the stream stays stalled behind the lost segment). Only a stream of requests that
+expect no response (acks=0), which no request timeout would ever close, resumes once the link carries
+messages again. So a lost response stalls
 every later response on the connection until the client's request timeout closes it
 (``NetworkClient.handleTimedOutRequests``), as a real one would: Kafka's ``InFlightRequests`` expects the
 responses of one connection in the order of its requests, never one overtaking another.
@@ -93,7 +95,12 @@ class Connection:
         socket_server = self.socket_server
         envelope.broker = socket_server.broker_id  # the destination, for a request that never arrives
         if self._lost_to_broker:
-            return  # waits in the socket behind a lost segment: never arrives
+            if envelope.expects_response or self.path.to_broker.is_dropping:
+                return  # waits in the socket behind a lost segment: never arrives
+            # Requests that expect no response (acks=0) have no request timeout to close the connection:
+            # the stream resumes once the link carries messages again (TCP's retransmission, which the
+            # links do not model, would have resent the lost segment).
+            self._lost_to_broker = False
         if not self.path.to_broker.send(envelope.request_bytes, lambda: socket_server.receive(channel, envelope)):
             self._lost_to_broker = True
 
@@ -144,7 +151,9 @@ class PartitionedConnection(Connection):
         socket_server = self.socket_server
         envelope.broker = socket_server.broker_id
         if self._lost_to_broker:
-            return  # behind a lost segment: never arrives
+            if envelope.expects_response or self.cut.until(self.env.now) is not None:
+                return  # behind a lost segment: never arrives
+            self._lost_to_broker = False  # acks=0: the stream resumes once the cut is over (as Connection.send)
         link = self.path.to_broker
         env = self.env
         cut = self.cut

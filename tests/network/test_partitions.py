@@ -111,6 +111,7 @@ class _Envelope:
         self.broker = -1
         self.client_receive_ms = math.nan
         self.on_response = None
+        self.expects_response = True
 
 
 def _connection(cut: Cut | None):
@@ -174,3 +175,18 @@ def test_responses_from_the_broker_are_lost_while_the_cut_lasts() -> None:
 def test_hosts_no_partition_separates_get_a_plain_connection() -> None:
     _env, _server, _path, connection = _connection(None)
     assert type(connection) is Connection
+
+
+def test_acks_0_requests_resume_once_the_cut_is_over() -> None:
+    # Requests that expect no response have no timeout to close a stalled connection: the stream resumes.
+    env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
+
+    def fire_and_forget(name: str) -> _Envelope:
+        envelope = _Envelope(name)
+        envelope.expects_response = False
+        return envelope
+
+    for t, name in ((5.0, "before"), (15.0, "during"), (25.0, "after")):
+        _at(env, t, lambda name=name: connection.send(fire_and_forget(name)))  # type: ignore[arg-type]
+    env.run()
+    assert server.received == [(6.0, "before"), (26.0, "after")]

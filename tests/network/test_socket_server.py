@@ -307,3 +307,47 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
     send(second, 5, 100.0)
     env.run(until=200.0)
     assert received == [1, 5]
+
+
+def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -> None:
+    """Found reviewing the ordered-stream rule: an acks=0 producer has no request timeout to close a stalled
+    connection, so after one request was lost everything it sent later was lost too, for ever. TCP would
+    retransmit once the outage ends; the simulator drops what was sent during it, and a stream of requests
+    that expect no response goes on once the link carries messages again."""
+    import random
+
+    from kafkasim.network.connection import Connection
+    from kafkasim.network.link import NetworkPath
+    from kafkasim.sim.distributions import Constant
+
+    b = Broker()
+    env = b.env
+    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
+    server = SocketServer(env, b.channel, costs, observer=b.observer, broker_id=0)
+    path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e9)
+    read: list[int] = []
+
+    def serve() -> None:
+        def take(envelope: RequestEnvelope) -> None:
+            read.append(envelope.request_id)
+            b.channel.send_response(envelope)  # a NoOpResponse for acks=0: unmutes the channel
+            serve()
+
+        envelope = b.channel.receive_request(take)
+        if envelope is not None:
+            take(envelope)
+
+    serve()
+    connection = Connection(env, "c", path, server, b.observer)
+
+    def send(request_id: int, at: float) -> None:
+        def go(_e: object) -> None:
+            connection.send(RequestEnvelope(request_id, API_PRODUCE, "c", ProduceRequestData(0, 30_000, {}), 100,
+                                            at, at, expects_response=False))
+        Call(env, at - env.now, go)
+
+    Call(env, 10.0, lambda _e: path.to_broker.drop_until(20.0))
+    for request_id, at in ((1, 0.0), (2, 15.0), (3, 18.0), (4, 30.0), (5, 40.0)):
+        send(request_id, at)
+    env.run(until=100.0)
+    assert read == [1, 4, 5]  # 2 and 3 were sent during the drop
