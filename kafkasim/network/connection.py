@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafkasim.network.link import NetworkPath
+from kafkasim.network.link import NetworkLink, NetworkPath
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import Cut
@@ -44,11 +44,21 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "NetworkPath", "PartitionedConnection", "open_connection"]
 
 
+class _Stream:
+    """One direction of a connection: its link, and whether a message of it was lost (then it is stalled)."""
+
+    __slots__ = ("link", "lost")
+
+    def __init__(self, link: NetworkLink) -> None:
+        self.link = link
+        self.lost = False
+
+
 class Connection:
     """One TCP connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
 
     __slots__ = ("env", "name", "path", "socket_server", "channel", "closed", "observer", "_checks", "connected",
-                 "on_disconnect", "_lost_to_broker", "_lost_from_broker")
+                 "on_disconnect", "_requests", "_responses")
 
     def __init__(
         self,
@@ -67,9 +77,8 @@ class Connection:
         self.observer = observer
         self._checks = observer.checks
         self.on_disconnect: Callable[[], None] | None = None
-        # A message of this connection was dropped that way: the stream is stalled behind it.
-        self._lost_to_broker = False
-        self._lost_from_broker = False
+        self._requests = _Stream(path.to_broker)
+        self._responses = _Stream(path.from_broker)
         self.connected = not self.channel.closed
         if self.connected:
             self.channel.on_reset = self._reset
@@ -78,7 +87,7 @@ class Connection:
 
     def _reset(self) -> None:
         # The broker's kernel resets the connection: the RST follows what was already sent back.
-        self.path.from_broker.send(0, self._disconnected)
+        self._packet(self.path.from_broker, self._disconnected)
 
     def _disconnected(self) -> None:
         if self.closed:
@@ -94,21 +103,33 @@ class Connection:
         channel = self.channel
         socket_server = self.socket_server
         envelope.broker = socket_server.broker_id  # the destination, for a request that never arrives
-        if self._lost_to_broker:
-            if envelope.expects_response or self.path.to_broker.is_dropping:
+        requests = self._requests
+        if requests.lost:
+            if envelope.expects_response or not self._carries(requests.link):
                 return  # waits in the socket behind a lost segment: never arrives
             # Requests that expect no response (acks=0) have no request timeout to close the connection:
             # the stream resumes once the link carries messages again (TCP's retransmission, which the
             # links do not model, would have resent the lost segment).
-            self._lost_to_broker = False
-        if not self.path.to_broker.send(envelope.request_bytes, lambda: socket_server.receive(channel, envelope)):
-            self._lost_to_broker = True
+            requests.lost = False
+        self._transmit(requests, envelope.request_bytes, lambda: socket_server.receive(channel, envelope))
 
     def _send_response(self, envelope: RequestEnvelope) -> None:
-        if self._lost_from_broker:
-            return
-        if not self.path.from_broker.send(envelope.response_bytes, lambda: self._deliver(envelope)):
-            self._lost_from_broker = True
+        responses = self._responses
+        if not responses.lost:
+            self._transmit(responses, envelope.response_bytes, lambda: self._deliver(envelope))
+
+    def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
+        """A message of ``stream``; if the link drops it, the stream stalls behind it."""
+        if not stream.link.send(size_bytes, deliver):
+            stream.lost = True
+
+    def _carries(self, link: NetworkLink) -> bool:
+        """Whether ``link`` carries messages now."""
+        return not link.is_dropping
+
+    def _packet(self, link: NetworkLink, deliver: Callable[[], None]) -> None:
+        """An RST: a packet of its own, not behind the stream's data."""
+        link.send(0, deliver)
 
     def _deliver(self, envelope: RequestEnvelope) -> None:
         if self.closed:
@@ -144,64 +165,38 @@ class PartitionedConnection(Connection):
         self.cut = cut
         super().__init__(env, name, path, socket_server, observer)
 
-    def send(self, envelope: RequestEnvelope) -> None:
-        if self._checks:
-            self.observer.request_sent(envelope)
-        channel = self.channel
-        socket_server = self.socket_server
-        envelope.broker = socket_server.broker_id
-        if self._lost_to_broker:
-            if envelope.expects_response or self.cut.until(self.env.now) is not None:
-                return  # behind a lost segment: never arrives
-            self._lost_to_broker = False  # acks=0: the stream resumes once the cut is over (as Connection.send)
-        link = self.path.to_broker
+    def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
+        link = stream.link
         env = self.env
         cut = self.cut
         sent_ms = env.now
 
         def arrive() -> None:
-            if self._lost_to_broker:
-                return
+            if stream.lost:
+                return  # behind a message the cut lost (a cut's losses show on arrival, in order)
             if cut.severs(sent_ms, env.now):
                 link.dropped += 1
-                self._lost_to_broker = True
+                stream.lost = True
                 return
-            socket_server.receive(channel, envelope)
+            deliver()
 
-        if not link.send(envelope.request_bytes, arrive):
-            self._lost_to_broker = True
+        if not link.send(size_bytes, arrive):
+            stream.lost = True
 
-    def _send_response(self, envelope: RequestEnvelope) -> None:
-        if self._lost_from_broker:
-            return
-        link = self.path.from_broker
-        env = self.env
-        cut = self.cut
-        sent_ms = env.now
+    def _carries(self, link: NetworkLink) -> bool:
+        return super()._carries(link) and self.cut.until(self.env.now) is None
 
-        def arrive() -> None:
-            if self._lost_from_broker:
-                return
-            if cut.severs(sent_ms, env.now):
-                link.dropped += 1
-                self._lost_from_broker = True
-                return
-            self._deliver(envelope)
-
-        if not link.send(envelope.response_bytes, arrive):
-            self._lost_from_broker = True
-
-    def _reset(self) -> None:
-        # The RST is a packet like any other: lost if the cut separates the hosts while it travels.
+    def _packet(self, link: NetworkLink, deliver: Callable[[], None]) -> None:
+        # Lost if the cut separates the hosts while it travels.
         env = self.env
         cut = self.cut
         sent_ms = env.now
 
         def arrive() -> None:
             if not cut.severs(sent_ms, env.now):
-                self._disconnected()
+                deliver()
 
-        self.path.from_broker.send(0, arrive)
+        link.send(0, arrive)
 
 
 def open_connection(
