@@ -51,7 +51,7 @@ from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, NO_LEADER, Metadata
 from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_CONSUMER, RequestEnvelope
-from kafkasim.network.network_client import NetworkClient, fail_timed_out, fetch_request
+from kafkasim.network.network_client import NetworkClient, fail_disconnected, fail_timed_out, fetch_request
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_timer import RequestTimer
 from kafkasim.sim.backoff import ExponentialBackoff
@@ -301,8 +301,7 @@ class Consumer(NetworkClient):
         envelope = node.in_flight
         node.in_flight = None
         if envelope is not None:
-            envelope.error = Errors.NETWORK_EXCEPTION
-            self._observer.request_finished(envelope)
+            fail_disconnected(envelope, self._observer)
         node.session.handle_error()
         delay = self._reconnect_backoff.backoff(node.failures)
         node.failures += 1

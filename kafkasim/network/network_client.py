@@ -159,3 +159,10 @@ def fail_timed_out(envelope: RequestEnvelope, observer: Observer) -> None:
     envelope.client_timeout = True
     envelope.error = Errors.REQUEST_TIMED_OUT
     observer.request_finished(envelope)
+
+
+def fail_disconnected(envelope: RequestEnvelope, observer: Observer) -> None:
+    """``NetworkClient.processDisconnection``: a request in flight on a connection that was reset or closed
+    under it fails with NETWORK_EXCEPTION (the caller backs off and connects again)."""
+    envelope.error = Errors.NETWORK_EXCEPTION
+    observer.request_finished(envelope)

@@ -70,7 +70,7 @@ from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
-from kafkasim.network.network_client import FetchClient
+from kafkasim.network.network_client import FetchClient, fail_disconnected
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call
 
@@ -511,8 +511,7 @@ class ReplicaFetcherThread(FetchClient):
         envelope = self._in_flight
         self._in_flight = None
         if envelope is not None:
-            envelope.error = Errors.NETWORK_EXCEPTION
-            self._observer.request_finished(envelope)
+            fail_disconnected(envelope, self._observer)
         self.fetch_session.handle_error()
         if self._appending:
             return  # the append in progress finishes first; its end fetches (and reconnects)
@@ -540,8 +539,7 @@ class ReplicaFetcherThread(FetchClient):
         self._in_flight = None
         self._appending = False
         if envelope is not None:
-            envelope.error = Errors.NETWORK_EXCEPTION
-            self._observer.request_finished(envelope)
+            fail_disconnected(envelope, self._observer)
         self.connection.close()
 
     def restart(self) -> None:
