@@ -73,3 +73,17 @@ def gauge(result: RunResult, metric: str, entity: str) -> pd.DataFrame:
     ts = result.timeseries
     rows = ts[(ts["metric"] == metric) & (ts["entity"] == entity)]
     return rows.sort_values("time_ms")
+
+
+def leader_crash(duration: str) -> Scenario:
+    """3 brokers; broker-1, the striped placement's leader of t-0, crashes at 5 s and restarts at 20 s (Kafka
+    4.x: fenced 7-9 s after the crash, a new leader elected); an acks=all producer at 50/s and a consumer;
+    the controller's link a constant 0.5 ms."""
+    return scenario(
+        duration=duration,
+        cluster={"brokers": 3},
+        controller={"link_latency": {"type": "constant", "value": "0.5ms"}},
+        producers=[producer("p1", rate="50/s")],
+        consumers=[consumer("c1")],
+        faults=[{"type": "crash", "target": "broker-1", "at": "5s", "restart_after": "15s"}],
+    )

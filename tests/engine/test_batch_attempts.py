@@ -5,18 +5,11 @@ from __future__ import annotations
 
 from kafkasim.run import run_scenario
 
-from .support import consumer, producer, scenario
+from .support import leader_crash
 
 
 def test_a_batch_retried_across_a_leader_crash_names_both_of_its_requests() -> None:
-    result = run_scenario(scenario(
-        duration="16s",
-        cluster={"brokers": 3},
-        controller={"link_latency": {"type": "constant", "value": "0.5ms"}},
-        producers=[producer("p1", rate="50/s")],
-        consumers=[consumer("c1")],
-        faults=[{"type": "crash", "target": "broker-1", "at": "5s", "restart_after": "15s"}],
-    ))
+    result = run_scenario(leader_crash("16s"))
     records, requests = result.records, result.requests.set_index("request_id")
     sent = records[records["attempts"] >= 1]
     once = sent[sent["attempts"] == 1]

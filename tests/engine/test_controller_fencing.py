@@ -113,9 +113,6 @@ def test_a_crash_of_a_broker_that_became_leader_moves_leadership_back(tmp_path) 
     assert_no_traceback(cli)
 
 
-LEADER_CRASH = {"type": "crash", "target": "broker-1", "at": "5s", "restart_after": "15s"}
-
-
 def test_a_crashed_leader_is_replaced_7_to_9_s_later_and_clients_follow_the_new_leader() -> None:
     """Kafka 4.x's timeline of a leader crash: the controller fences the broker once broker.session.timeout.ms
     passes without a heartbeat (BrokerHeartbeatManager), elects a new leader from the ISR
@@ -123,16 +120,9 @@ def test_a_crashed_leader_is_replaced_7_to_9_s_later_and_clients_follow_the_new_
     (NETWORK_EXCEPTION, retriable), it refreshes metadata until the new leader appears and retries there
     (Sender.completeBatch / RecordAccumulator.reenqueue); the consumer moves its fetch too. Records wait, none
     fails; the restarted broker comes back as a follower and rejoins the ISR."""
-    from .support import consumer, producer
+    from .support import leader_crash
 
-    s = scenario(
-        duration="40s",
-        cluster={"brokers": 3},
-        controller={"link_latency": FIXED["latency"]},
-        producers=[producer("p1", rate="50/s")],
-        consumers=[consumer("c1")],
-        faults=[LEADER_CRASH],
-    )
+    s = leader_crash("40s")
     result = run_scenario(s)
     changes = _leader_changes(result)
     # broker-1 leads t-0; while it is down it reports nothing; broker-2 is elected 7-9 s after the crash.

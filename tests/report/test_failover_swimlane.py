@@ -17,6 +17,7 @@ from kafkasim.report.failover_swimlane import failover_swimlane_figure
 from kafkasim.report.html import render_report
 from kafkasim.report.skip import SkipFigure
 from kafkasim.run import run_scenario
+from tests.engine import support
 from tests.engine.support import consumer, producer, scenario
 
 CRASH_MS = 5_000.0
@@ -25,14 +26,7 @@ CRASH_MS = 5_000.0
 @functools.cache
 def leader_crash() -> RunResult:
     """broker-1 leads t-0 and crashes at 5 s (Kafka 4.x: fenced 7-9 s later, a new leader elected)."""
-    return run_scenario(scenario(
-        duration="16s",
-        cluster={"brokers": 3},
-        controller={"link_latency": {"type": "constant", "value": "0.5ms"}},
-        producers=[producer("p1", rate="50/s")],
-        consumers=[consumer("c1")],
-        faults=[{"type": "crash", "target": "broker-1", "at": "5s", "restart_after": "15s"}],
-    ))
+    return run_scenario(support.leader_crash("16s"))
 
 
 @functools.cache
