@@ -8,7 +8,7 @@ from dataclasses import dataclass
 UNKNOWN_OFFSET = -1
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class LogOffsetMetadata:
     """A message offset with its segment's base offset and the byte position of the batch holding it.
 
@@ -20,23 +20,14 @@ class LogOffsetMetadata:
 
     ``LogOffsetMetadata(o)`` alone is "message offset only": a follower's HW copied from the leader, or an
     offset outside the local log. Since 3.8 comparisons with such metadata answer False instead of raising.
+
+    A frozen dataclass (the public contract), built by the generated ``__init__``: a few tenths of a µs more
+    per instance than plain assignments, in either build, for a few instances per request.
     """
 
     message_offset: int
     segment_base_offset: int = UNKNOWN_OFFSET
     relative_position_in_segment: int = UNKNOWN_OFFSET
-
-    def __init__(
-        self,
-        message_offset: int,
-        segment_base_offset: int = UNKNOWN_OFFSET,
-        relative_position_in_segment: int = UNKNOWN_OFFSET,
-    ) -> None:
-        # Every read and append creates one: setting the slots through their descriptors is about twice as
-        # fast as the frozen dataclass's generated __init__ (object.__setattr__ per field).
-        _set_message_offset(self, message_offset)
-        _set_segment_base_offset(self, segment_base_offset)
-        _set_relative_position(self, relative_position_in_segment)
 
     @property
     def message_offset_only(self) -> bool:
@@ -79,10 +70,6 @@ class LogOffsetMetadata:
             f"segment=[{self.segment_base_offset}:{self.relative_position_in_segment}])"
         )
 
-
-_set_message_offset = LogOffsetMetadata.__dict__["message_offset"].__set__
-_set_segment_base_offset = LogOffsetMetadata.__dict__["segment_base_offset"].__set__
-_set_relative_position = LogOffsetMetadata.__dict__["relative_position_in_segment"].__set__
 
 # 3.8+: (-1, -1, -1), i.e. message-only (it was (-1, 0, 0) before; KAFKA-16452).
 UNKNOWN_OFFSET_METADATA = LogOffsetMetadata(-1, -1, -1)

@@ -4,19 +4,25 @@ extends it with the network, server and client events."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
+
+from mypy_extensions import mypyc_attr
 
 if TYPE_CHECKING:
     from kafkasim.broker.partition import Partition
     from kafkasim.broker.records import TopicPartition
 
 
+# Open to interpreted subclasses when compiled (mypyc): network's Observer, which the run layer subclasses.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BrokerObserver:
     """Every method does nothing; an observer overrides the events it wants."""
 
     # Whether the observer wants the events that exist for invariant checks (marked "check event"). When
-    # it does not, components skip those calls: on the hot path a call that does nothing still costs.
-    checks: bool = False
+    # it does not, components skip those calls: on the hot path a call that does nothing still costs. A
+    # ClassVar, so that a subclass's `checks = True` is seen by compiled components too (mypyc would make a
+    # plain attribute an instance slot with its own default).
+    checks: ClassVar[bool] = False
 
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
         """``ReplicaManager.make_leader`` finished: ``broker_id`` leads ``tp`` with the partition's ISR."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from kafkasim.broker.observer import BrokerObserver
 
 if TYPE_CHECKING:
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from kafkasim.network.messages import RequestEnvelope
 
 
+# An extension point (the run layer, tests and users subclass it): open to interpreted subclasses when compiled.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Observer(BrokerObserver):
     """Every method does nothing; the run's observer overrides them. Components call the check events
     only when ``checks`` is True (read once, at construction)."""

@@ -5,9 +5,13 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 from kafkasim.timer import TimerTask
 
 
+# An extension point, as Kafka's DelayedOperation is: open to interpreted subclasses when compiled (mypyc).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DelayedOperation(TimerTask):
     """Kafka's `DelayedOperation`: a `TimerTask` whose delay is the request timeout.
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from kafkasim.purgatory.delay_queue_timer import DelayQueueTimer
 from kafkasim.purgatory.delayed_operation import DelayedOperation
 from kafkasim.purgatory.group_watchers import CompletedRun, GroupWatch, GroupWatchers, KeyGroups
@@ -13,6 +15,8 @@ from kafkasim.purgatory.watchers import Watchers, merge_in_watch_order
 from kafkasim.timer import SystemTimer, Time
 
 
+# Open to interpreted subclasses when compiled (mypyc): benchmarks/heap_purgatory.py and tests subclass it.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DelayedOperationPurgatory:
     """Kafka's `DelayedOperationPurgatory`.
 

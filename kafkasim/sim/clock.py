@@ -22,7 +22,9 @@ from simpy.events import URGENT, Event, EventPriority
 _MAX_SLEEP_SLICE_S = 0.05
 
 
-def _check_speed(speed: float) -> float:
+# The speed parameters are typed `object`: they are checked here, with a clear message, and a compiled
+# function would otherwise reject a non-number at its boundary with mypyc's own TypeError.
+def _check_speed(speed: object) -> float:
     if not (isinstance(speed, int | float) and math.isfinite(speed) and speed > 0):
         raise ValueError(
             f"wall-clock speed must be a finite number > 0 (1.0 = real time, 0.1 = ten times slower), "
@@ -45,11 +47,11 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
     # Shadows Environment.now (a property over _now) with a plain attribute; every step assigns both.
     now: float = 0.0
 
-    def __init__(self, wallclock: bool = False, speed: float = 1.0) -> None:
-        speed = _check_speed(speed)
-        super().__init__(initial_time=0, factor=0.001 / speed, strict=False)
+    def __init__(self, wallclock: bool = False, speed: object = 1.0) -> None:
+        checked = _check_speed(speed)
+        super().__init__(initial_time=0, factor=0.001 / checked, strict=False)
         self.now = self._now
-        self._speed = speed
+        self._speed = checked
         self._wallclock = wallclock
 
     @property
@@ -61,11 +63,11 @@ class PacedEnvironment(simpy.rt.RealtimeEnvironment):
         """Simulated ms per wall ms while paced (1.0 = real time)."""
         return self._speed
 
-    def set_wallclock(self, speed: float = 1.0) -> None:
+    def set_wallclock(self, speed: object = 1.0) -> None:
         """Pace from now on at `speed`; re-anchors so that the current simulated time is "now" in wall time."""
-        speed = _check_speed(speed)
-        self._speed = speed
-        self._factor = 0.001 / speed
+        checked = _check_speed(speed)
+        self._speed = checked
+        self._factor = 0.001 / checked
         self._reanchor()
         self._wallclock = True
 
@@ -178,7 +180,7 @@ class SimTime:
 class SimClock:
     """The clock of one run: `env` (the SimPy environment) and `time` (for timer/purgatory/broker)."""
 
-    def __init__(self, wallclock: bool = False, speed: float = 1.0) -> None:
+    def __init__(self, wallclock: bool = False, speed: object = 1.0) -> None:
         self.env = PacedEnvironment(wallclock=wallclock, speed=speed)
         self.time = SimTime(self.env)
 
@@ -194,7 +196,7 @@ class SimClock:
     def speed(self) -> float:
         return self.env.speed
 
-    def set_wallclock(self, speed: float = 1.0) -> None:
+    def set_wallclock(self, speed: object = 1.0) -> None:
         self.env.set_wallclock(speed)
 
     def set_virtual(self) -> None:

@@ -198,7 +198,6 @@ def zero_arg_sampler(spec: Any, rng: random.Random) -> Callable[[], float]:
         def constant() -> float:
             return value
 
-        constant.constant = value  # type: ignore[attr-defined]  # lets hot loops skip the call
         return constant
     if isinstance(sampler, LogNormal):
         return partial(rng.lognormvariate, sampler.mu, sampler.sigma)

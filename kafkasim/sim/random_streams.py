@@ -23,7 +23,9 @@ class RandomStreams:
     Asking twice for the same name returns the same generator (it is one stream, not a restart).
     """
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: object) -> None:
+        # `object`, checked here: a compiled `int` parameter would take True as 1 and reject "1" with mypyc's
+        # own message.
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
         self._seed = seed

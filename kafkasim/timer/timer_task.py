@@ -5,10 +5,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 if TYPE_CHECKING:
     from kafkasim.timer.timer_task_entry import TimerTaskEntry
 
 
+# An extension point, as Kafka's TimerTask is: open to interpreted subclasses when compiled (mypyc).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TimerTask(ABC):
     """A task for `SystemTimer`. It sits in at most one bucket at a time, through its current entry.
 

@@ -18,17 +18,14 @@ class TimerTaskEntry:
 
     __slots__ = ("timer_task", "expiration_ms", "list", "next", "prev")
 
-    # Links are None while the entry is in no list; they are typed as plain entries because the list code,
-    # which alone follows them, only does so for linked entries.
-    next: TimerTaskEntry
-    prev: TimerTaskEntry
-
     def __init__(self, timer_task: TimerTask, expiration_ms: int) -> None:
         self.timer_task = timer_task
         self.expiration_ms = expiration_ms
         self.list: TimerTaskList | None = None
-        self.next = None  # type: ignore[assignment]
-        self.prev = None  # type: ignore[assignment]
+        # An entry in no list links to itself (Kafka's are null): the links stay plain entries, which the
+        # list code follows without a None check and the compiled build keeps unboxed.
+        self.next: TimerTaskEntry = self
+        self.prev: TimerTaskEntry = self
         # TimerTask._set_timer_task_entry, inlined for the hot path: evict the task's previous entry.
         previous = timer_task._timer_task_entry
         if previous is not None:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
+from kafkasim.timer.timer_task import TimerTask
 from kafkasim.timer.timer_task_entry import TimerTaskEntry
-
-if TYPE_CHECKING:
-    from kafkasim.timer.timer_task import TimerTask
 
 
 class TaskCounter:
@@ -26,14 +23,20 @@ class TaskCounter:
         return f"TaskCounter({self.value})"
 
 
+class _Root(TimerTask):
+    """The task of a list's sentinel entry: never added to a timer, never run."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(-1)
+
+    def run(self) -> None:
+        raise AssertionError("a bucket's sentinel entry never runs")
+
+
 def _sentinel() -> TimerTaskEntry:
-    root = TimerTaskEntry.__new__(TimerTaskEntry)
-    root.timer_task = None  # type: ignore[assignment]
-    root.expiration_ms = -1
-    root.list = None
-    root.next = root
-    root.prev = root
-    return root
+    return TimerTaskEntry(_Root(), -1)  # links to itself: the empty circular list
 
 
 class TimerTaskList:
@@ -89,8 +92,8 @@ class TimerTaskList:
             prv = entry.prev
             nxt.prev = prv
             prv.next = nxt
-            entry.next = None  # type: ignore[assignment]
-            entry.prev = None  # type: ignore[assignment]
+            entry.next = entry
+            entry.prev = entry
             entry.list = None
             self._size -= 1
             self._task_counter.value -= 1
