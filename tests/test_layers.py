@@ -3,7 +3,8 @@
 Layers, bottom up (ARCHITECTURE.md, "Layers"): timer/ and sim/ side by side (neither imports the other),
 purgatory/, broker/, scenario/, network/, server/, controller/, clients/, record/, run/, report/, sweep/,
 console/. The top-level modules: ``kafkasim/__init__.py`` and ``__main__.py`` are the top (they may import
-anything, lazily); ``_lazy.py`` is the bottom (anything may import it, it imports nothing of kafkasim).
+anything, lazily); ``_lazy.py`` and ``compiled.py`` are the bottom (anything may import them, they import
+nothing of kafkasim).
 
 Every import counts: module level, under ``if TYPE_CHECKING:``, inside functions, relative ones, and a
 string that is exactly a kafkasim module path (the lazy re-export tables of ``__init__`` files, the
@@ -38,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 LEVEL = {package: level for level, group in enumerate(LAYERS) for package in group}
 TOP = "<top>"  # kafkasim/__init__.py, kafkasim/__main__.py
 BOTTOM = "_lazy"
+BOTTOM_MODULES = {"_lazy", "compiled"}  # top-level modules at the bottom: they import nothing of kafkasim
 LEVEL[TOP] = len(LAYERS)
 LEVEL[BOTTOM] = -1
 # Not yet built; every other layer is a package today.
@@ -148,7 +150,7 @@ def layer_of_file(path: Path, root: Path = PACKAGE_DIR) -> str:
     parts = path.relative_to(root).parts
     if len(parts) > 1:
         return parts[0]
-    return BOTTOM if path.stem == BOTTOM else TOP
+    return BOTTOM if path.stem in BOTTOM_MODULES else TOP
 
 
 def layer_of_module(module: str) -> str | None:
@@ -158,7 +160,7 @@ def layer_of_module(module: str) -> str | None:
         return None
     if len(parts) == 1 or parts[1] in ("__init__", "__main__"):
         return TOP
-    if parts[1] == "_version":
+    if parts[1] == "_version" or parts[1] in BOTTOM_MODULES:
         return BOTTOM
     return parts[1]
 

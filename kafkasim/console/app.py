@@ -35,8 +35,9 @@ _CANCEL_PATTERN = re.compile(r"\s*[Tt]?(\d+)\s*@\s*(-?\d+)\s*")
 def _print_version(value: bool) -> None:
     if value:
         from kafkasim import __version__
+        from kafkasim.compiled import describe
 
-        typer.echo(f"kafkasim {__version__}")
+        typer.echo(f"kafkasim {__version__} ({describe()})")
         raise typer.Exit()
 
 
@@ -354,10 +355,22 @@ def sweep(
     raise typer.Exit(sweep_command(sweep_file, master=master, out=out, parallelism=parallelism))
 
 
+def _warn_if_stale() -> None:
+    """A checkout edited and then run without uv would run its compiled modules' old code: say so."""
+    from kafkasim.compiled import stale_sources
+
+    stale = stale_sources()
+    if stale:
+        shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
+        print(f"kafkasim: warning: {shown} changed since the compiled modules were built, which still run "
+              "the old code; `uv sync` (or any `uv run`) recompiles them", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: usage errors become one line `kafkasim: error: <message>` on stderr and exit code 2."""
     prefer_system_allocator()  # before pyarrow is used: see kafkasim/record/arrow_allocator.py
     single_blas_thread()  # before numpy is imported: see kafkasim/console/blas.py
+    _warn_if_stale()
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
     except typer.TyperException as e:

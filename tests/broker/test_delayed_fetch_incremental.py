@@ -263,6 +263,7 @@ def random_history(seed: int, window: int | None = None, steps: int = 120, verbo
     return history
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("window", [None, 3])
 def test_incremental_checks_answer_as_kafkas_full_walk(checked, window):
     for seed in range(150):

@@ -12,6 +12,7 @@ from kafkasim.run.engine import Engine
 from .support import after_warmup, consumer, median, producer, scenario
 
 
+@pytest.mark.pure_only
 def test_crashed_follower_keeps_its_log_on_restart_and_catches_up() -> None:
     """Kafka 4.x: a restarted follower fetches from its LEO with its latest epoch
     (``ReplicaManager.initialFetchOffset``) and truncates only what a diverging epoch says the leader lacks

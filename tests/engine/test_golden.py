@@ -122,6 +122,7 @@ def _digest(name: str) -> tuple[int, int, str, str, str, str]:
     )
 
 
+@pytest.mark.both_builds
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_golden_tables_unchanged(name: str) -> None:
     assert _digest(name) == GOLDEN[name]

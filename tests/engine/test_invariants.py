@@ -135,6 +135,7 @@ def test_a_crashed_follower_still_in_the_isr_counts_toward_min_isr() -> None:
     assert result.summary["counters"]["invariant_checks"] > 1000
 
 
+@pytest.mark.pure_only
 def test_an_acks_all_partition_settled_before_the_followers_have_it_stops_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -129,6 +129,7 @@ def _at(env: simpy.Environment, t: float, action) -> None:
     env.timeout(t).callbacks.append(lambda _e: action())
 
 
+@pytest.mark.pure_only
 def test_requests_to_the_broker_are_lost_while_the_cut_lasts() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
     assert isinstance(connection, PartitionedConnection)
@@ -147,6 +148,7 @@ def test_requests_to_the_broker_are_lost_while_the_cut_lasts() -> None:
     assert server.received == [(6.0, "before"), (31.0, "new connection")]
 
 
+@pytest.mark.pure_only
 def test_a_request_sent_during_the_cut_on_an_idle_connection_is_lost_and_stalls_the_rest() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
     for t, name in ((5.0, "before"), (15.0, "during"), (25.0, "after")):
@@ -156,6 +158,7 @@ def test_a_request_sent_during_the_cut_on_an_idle_connection_is_lost_and_stalls_
     assert path.to_broker.dropped == 1
 
 
+@pytest.mark.pure_only
 def test_responses_from_the_broker_are_lost_while_the_cut_lasts() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
     got: list[tuple[float, str]] = []
@@ -172,11 +175,13 @@ def test_responses_from_the_broker_are_lost_while_the_cut_lasts() -> None:
     assert path.from_broker.dropped == 1 and path.to_broker.dropped == 0
 
 
+@pytest.mark.pure_only
 def test_hosts_no_partition_separates_get_a_plain_connection() -> None:
     _env, _server, _path, connection = _connection(None)
     assert type(connection) is Connection
 
 
+@pytest.mark.pure_only
 def test_acks_0_requests_resume_once_the_cut_is_over() -> None:
     # Requests that expect no response have no timeout to close a stalled connection: the stream resumes.
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))

@@ -267,6 +267,7 @@ def test_group_watches_behave_as_watching_every_key(timer_kind: PurgatoryTimerKi
     assert tries > 20_000 and completions > 5_000
 
 
+@pytest.mark.pure_only
 def test_the_histories_reach_the_cases_that_need_care(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each delicate path of the group purgatory runs many times in these seeds: a group operation placed
     before explicit operations watched after it, a group watched during a pass over one of its keys,

@@ -64,6 +64,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[PartitionDat
     return made
 
 
+@pytest.mark.pure_only
 def test_a_follower_builds_data_for_the_changed_partition_only(monkeypatch: pytest.MonkeyPatch) -> None:
     made = _counting(monkeypatch, fetcher_module)
     env = simpy.Environment()
@@ -92,6 +93,7 @@ def test_a_follower_builds_data_for_the_changed_partition_only(monkeypatch: pyte
     assert len(made) == 2001  # Kafka's walk: 4,000
 
 
+@pytest.mark.pure_only
 def test_a_consumer_builds_data_for_the_moved_partition_only(monkeypatch: pytest.MonkeyPatch) -> None:
     made = _counting(monkeypatch, consumer_module)
     env = simpy.Environment()

@@ -52,6 +52,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import random_scenarios  # noqa: E402
 
+# Replaces methods of ReplicaFetcherThread and Consumer to check every request they build; compiled callers never see a replaced method.
+pytestmark = pytest.mark.pure_only
+
 # Seeds 1-30 (1-3 simulated s each) and two that run past the first retention pass (30 s).
 SEEDS = [*range(1, 31), 31, 43]
 CLUSTER_SCENARIOS = ("cluster_slow_broker.yaml", "nic_bound_cluster.yaml", "more_partitions_same_bytes.yaml")

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import simpy
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
@@ -40,6 +41,8 @@ from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
 from kafkasim.sim.calls import Call
 
+# Drives KafkaRequestHandler with stand-in planes and results (duck-typed fakes), which compiled code rejects by type.
+pytestmark = pytest.mark.pure_only
 READ = 1.0  # network_read
 SEND = 2.0  # network_send (+ 0.5 per KiB)
 SEND_PER_KIB = 0.5

@@ -1,0 +1,194 @@
+"""Hatch build hook: compile kafkasim's hot modules with mypyc when the wheel is built.
+
+The modules listed under ``[tool.hatch.build.targets.wheel.hooks.custom] compile`` in pyproject.toml are
+compiled to C extensions (mypyc, then the machine's C compiler). They stay importable as the same modules:
+an extension module shadows the ``.py`` beside it. When compiling is impossible (no C compiler, a mypyc
+error) the build says why on stderr and the package stays pure Python, which behaves identically (CI runs
+the engine's golden outputs through both). ``KAFKASIM_PURE=1`` in the environment asks for the pure build.
+
+* A regular wheel (``pip install .``, ``uv build``) carries the extensions and is tagged for the platform.
+* An editable install (what ``uv run`` makes of the checkout) puts them beside the sources, as setuptools'
+  ``build_ext --inplace`` does, and records what it built in ``kafkasim/_compiled.json``; uv rebuilds the
+  install whenever a source changes (``[tool.uv] cache-keys``), so a compiled module never outlives its
+  source, and ``kafkasim.compiled.stale_sources()`` lists any that did (a checkout run without uv).
+
+The C sources and object files are kept in ``build/mypyc/`` of the checkout, so a rebuild after an edit
+recompiles only what changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+MANIFEST = "kafkasim/_compiled.json"
+EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+
+
+def _say(message: str) -> None:
+    print(f"kafkasim build: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _cwd(path: Path) -> Iterator[None]:
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def _sources(root: Path, patterns: list[str]) -> list[str]:
+    """The .py files named by ``patterns`` (files or directories), relative to ``root``, sorted.
+
+    A package's ``__init__.py`` stays interpreted: it only re-exports, and a compiled one whose group library
+    lives inside the package gets a wrong ``__path__`` (mypyc places it as if the library were top level).
+    """
+    found: set[str] = set()
+    for pattern in patterns:
+        path = root / pattern
+        if path.is_dir():
+            found.update(str(p.relative_to(root)) for p in path.rglob("*.py") if p.name != "__init__.py")
+        elif path.is_file():
+            found.add(pattern)
+        else:
+            raise ValueError(f"pyproject.toml: tool.hatch.build.targets.wheel.hooks.custom.compile: {pattern!r} "
+                             "is neither a file nor a directory of the checkout")
+    return sorted(found)
+
+
+def _groups(sources: list[str]) -> dict[str, list[str]]:
+    """The sources by kafkasim's subpackage (``kafkasim/timer/x.py`` -> ``timer``)."""
+    groups: dict[str, list[str]] = {}
+    for src in sources:
+        parts = Path(src).parts
+        groups.setdefault(parts[1] if len(parts) > 2 else "top", []).append(src)
+    return groups
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _remove_in_place(root: Path) -> None:
+    """Delete the extensions an earlier editable build put beside the sources (and its manifest)."""
+    manifest = root / MANIFEST
+    if not manifest.exists():
+        return
+    built = json.loads(manifest.read_text())
+    for ext in built.get("extensions", []):
+        with contextlib.suppress(FileNotFoundError):
+            (root / ext).unlink()
+    manifest.unlink()
+
+
+class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
+    PLUGIN_NAME = "custom"
+    _scratch: Path | None = None
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel":
+            return
+        root = Path(self.root)
+        editable = version == "editable"
+        if editable:
+            _remove_in_place(root)
+        if os.environ.get("KAFKASIM_PURE", "") not in ("", "0"):
+            _say("KAFKASIM_PURE is set: building the pure-Python package")
+            return
+        patterns = list(self.config.get("compile", []))
+        if not patterns:
+            return
+        excluded = set(_sources(root, list(self.config.get("exclude", []))))
+        sources = [src for src in _sources(root, patterns) if src not in excluded]
+        # The editable build keeps its C and objects in the checkout (a rebuild recompiles only what changed).
+        if editable:
+            out = root / "build" / "mypyc"
+        else:
+            out = self._scratch = Path(tempfile.mkdtemp(prefix="kafkasim-mypyc-"))
+        started = time.monotonic()
+        try:
+            try:
+                built = self._compile(root, sources, out)
+            except (Exception, SystemExit):
+                if not editable:
+                    raise
+                # mypyc's incremental state can trip over a change of the module list: once more, afresh.
+                shutil.rmtree(out, ignore_errors=True)
+                built = self._compile(root, sources, out)
+        except (Exception, SystemExit) as exc:  # mypyc exits on a type error; any failure: the pure package
+            _say(f"could not compile with mypyc ({type(exc).__name__}: {exc}); building the pure-Python package, "
+                 "which behaves identically but runs slower")
+            return
+        _say(f"compiled {len(sources)} modules with mypyc in {time.monotonic() - started:.0f} s")
+        if editable:
+            self._install_in_place(root, out, built, sources)
+        else:
+            for rel in built:
+                build_data["force_include"][str(out / "lib" / rel)] = rel
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def _compile(self, root: Path, sources: list[str], out: Path) -> list[str]:
+        """Build the extensions into ``out``; return their paths relative to it."""
+        from mypyc.build import mypycify
+        from setuptools import Distribution
+        from setuptools.command.build_ext import build_ext
+
+        out.mkdir(parents=True, exist_ok=True)
+        with _cwd(root):
+            extensions = mypycify(
+                # Type errors in modules the compiled ones import but the build lacks the dependencies of
+                # (an "unused" ignore where a library is missing) are the project's mypy run's business.
+                ["--no-warn-unused-ignores", *sources],
+                opt_level=os.environ.get("KAFKASIM_MYPYC_OPT_LEVEL", "3"),
+                # One group (one C file, one shared library) per package: the groups compile in parallel,
+                # and an edit recompiles only its own package's group.
+                separate=[(group, f"kafkasim._native_{package}") for package, group in _groups(sources).items()],
+                target_dir=str(out / "c"),
+            )
+            dist = Distribution({"name": "kafkasim", "ext_modules": extensions})
+            command = build_ext(dist)
+            command.build_lib = str(out / "lib")
+            command.build_temp = str(out / "temp")
+            command.parallel = os.cpu_count() or 1
+            command.ensure_finalized()
+            command.run()  # an extension whose sources did not change since the last build is not rebuilt
+            lib = (out / "lib").resolve()
+            return sorted(str(Path(command.get_ext_fullpath(ext.name)).resolve().relative_to(lib))
+                          for ext in extensions)
+
+    def _install_in_place(self, root: Path, out: Path, built: list[str], sources: list[str]) -> None:
+        """Copy the extensions beside the sources (each file replaced atomically)."""
+        extensions = []
+        for rel in built:
+            target = root / rel
+            tmp = target.with_suffix(".tmp")
+            shutil.copy2(out / "lib" / rel, tmp)
+            os.replace(tmp, target)
+            extensions.append(rel)
+        manifest = {
+            "extensions": extensions,
+            "sources": {src: _digest(root / src) for src in sources},
+        }
+        tmp_manifest = root / (MANIFEST + ".tmp")
+        tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp_manifest, root / MANIFEST)

@@ -1,0 +1,75 @@
+"""The two builds: the compiled core (mypyc, through hatch_build.py) and the pure-Python package.
+
+The suite runs against whichever build is installed (compiled, on a machine with a C compiler). The pure
+package must behave identically: ``test_pure_copy_gives_the_same_results`` runs the engine's golden outputs
+(``both_builds``) and the tests that can only run interpreted (``pure_only``) in a copy of the checkout
+without the extension modules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from kafkasim.compiled import PACKAGE_DIR, compiled_modules, stale_sources
+
+ROOT = Path(__file__).resolve().parent.parent
+PURE_REQUESTED = os.environ.get("KAFKASIM_PURE", "") not in ("", "0")
+
+
+def configured_modules() -> set[str]:
+    """The modules pyproject.toml asks hatch_build.py to compile (a package's __init__ stays interpreted)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    hook = config["tool"]["hatch"]["build"]["targets"]["wheel"]["hooks"]["custom"]
+
+    def modules(patterns: list[str]) -> set[str]:
+        found = set()
+        for pattern in patterns:
+            path = PACKAGE_DIR.parent / pattern
+            for file in path.rglob("*.py") if path.is_dir() else [path]:
+                if file.name != "__init__.py":
+                    found.add(".".join(file.relative_to(PACKAGE_DIR.parent).with_suffix("").parts))
+        return found
+
+    return modules(hook["compile"]) - modules(hook.get("exclude", []))
+
+
+@pytest.mark.both_builds
+def test_the_installed_build_is_the_one_asked_for() -> None:
+    """Compiled, unless KAFKASIM_PURE asked for the pure package: a build that fell back to pure Python on a
+    machine with a C compiler (a mypyc error, say) fails here rather than silently running 2x slower."""
+    if PURE_REQUESTED:
+        assert compiled_modules() == []
+        return
+    assert set(compiled_modules()) == configured_modules(), (
+        "hatch_build.py did not compile every module pyproject.toml lists; `uv sync --reinstall-package "
+        "kafkasim -v` shows why"
+    )
+    assert stale_sources() == []
+
+
+@pytest.mark.skipif(not compiled_modules(), reason="the installed build is the pure one: the suite itself ran on it")
+def test_pure_copy_gives_the_same_results(tmp_path: Path) -> None:
+    copy = tmp_path / "checkout"
+    skip = shutil.ignore_patterns("*.so", "__pycache__", "_compiled.json", ".pytest_cache")
+    for name in ("kafkasim", "tests", "scenarios", "benchmarks", "docs"):
+        shutil.copytree(ROOT / name, copy / name, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, copy / name)
+    env = {**os.environ, "KAFKASIM_PURE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra", "-m",
+         "pure_only or both_builds", "tests"],
+        cwd=copy, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    summary = result.stdout.strip().splitlines()[-1]
+    passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
+    assert "skipped" not in summary and passed >= 10, summary
