@@ -30,12 +30,11 @@ def compiled_modules() -> list[str]:
     return sorted(names)
 
 
-def stale_sources() -> list[str]:
+def stale_sources(manifest: Path = MANIFEST, root: Path = PACKAGE_DIR.parent) -> list[str]:
     """Sources (relative to the checkout) changed since an editable build compiled them; [] if none."""
-    if not MANIFEST.exists():
+    if not manifest.exists():
         return []
-    recorded: dict[str, str] = json.loads(MANIFEST.read_text()).get("sources", {})
-    root = PACKAGE_DIR.parent
+    recorded: dict[str, str] = json.loads(manifest.read_text()).get("sources", {})
     stale = []
     for rel, digest in recorded.items():
         path = root / rel

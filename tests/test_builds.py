@@ -8,12 +8,15 @@ without the extension modules.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,33 @@ def test_pure_copy_gives_the_same_results(tmp_path: Path) -> None:
     summary = result.stdout.strip().splitlines()[-1]
     passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
     assert "skipped" not in summary and passed >= 10, summary
+
+
+def test_a_source_changed_since_the_build_is_reported(tmp_path: Path) -> None:
+    source = tmp_path / "kafkasim" / "timer" / "timing_wheel.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("x = 1\n")
+    manifest = tmp_path / "_compiled.json"
+    manifest.write_text(json.dumps({"sources": {"kafkasim/timer/timing_wheel.py": hashlib.sha256(b"x = 1\n").hexdigest()}}))
+    assert stale_sources(manifest, tmp_path) == []
+    source.write_text("x = 2\n")
+    assert stale_sources(manifest, tmp_path) == ["kafkasim/timer/timing_wheel.py"]
+    assert stale_sources(tmp_path / "absent.json", tmp_path) == []
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="builds a wheel with uv, which is not on PATH")
+def test_without_a_working_c_compiler_the_wheel_is_pure_python(tmp_path: Path) -> None:
+    """The fallback: compiling fails (here: a C compiler that always fails), the build says why and ships
+    the pure package, tagged for any platform."""
+    env = {**os.environ, "CC": "false"}
+    env.pop("KAFKASIM_PURE", None)
+    result = subprocess.run(["uv", "build", "--wheel", "--out-dir", str(tmp_path), str(ROOT)], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "kafkasim build: could not compile with mypyc" in result.stderr
+    wheels = [p.name for p in tmp_path.glob("*.whl")]
+    assert len(wheels) == 1 and wheels[0].endswith("-py3-none-any.whl"), wheels
+    with zipfile.ZipFile(tmp_path / wheels[0]) as wheel:
+        names = wheel.namelist()
+    assert "kafkasim/timer/timing_wheel.py" in names
+    assert not [n for n in names if n.endswith(".so")]

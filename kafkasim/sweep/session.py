@@ -172,6 +172,7 @@ def kafkasim_zip(directory: Path | None = None) -> Path:
     files = sorted(
         p for p in package.rglob("*")
         if p.is_file() and p.suffix in _SHIPPED_SUFFIXES and "__pycache__" not in p.parts
+        and p.name != "_compiled.json"  # the local build's record of its extensions, which are not shipped
     )
     digest = hashlib.sha256()
     for path in files:
