@@ -149,6 +149,9 @@ def _row(label: str, m: dict[str, Any]) -> str:
 
 
 def table(short: str, long: str) -> None:
+    from kafkasim.compiled import describe
+
+    print(f"kafkasim build: {describe()}")
     on = _in_subprocess(short, True)
     off = _in_subprocess(short, False)
     long_off = _in_subprocess(long, False)

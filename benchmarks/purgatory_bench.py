@@ -722,6 +722,9 @@ def run(args: argparse.Namespace, command: str, console: Console) -> BenchReport
         num_keys=args.keys, key_space_size=args.key_space_size, purge_interval=args.purge_interval,
         seed=args.seed, sample_size=args.samples,
     )
+    from kafkasim.compiled import describe
+
+    console.log(f"kafkasim build: {describe()}")
     load_start = os.getloadavg()[0]
     with console.status("drawing the workload (Kafka's pre-samples)"):
         workload = make_workload(spec)
