@@ -225,3 +225,23 @@ def test_html_report_has_the_per_broker_tables():
     html = summary_tables(summarize(t.requests, t.records, seed=1, simulated_duration_ms=400.0, timeseries=ts))
     assert "per_broker: TotalTimeMs" in html and "per_broker: load" in html
     assert html.count("<td>broker-1</td>") == 3  # two APIs and the load row
+
+
+def test_percentiles_equal_hdrhistograms_own_walk() -> None:
+    """values_at_percentiles answers as HdrHistogram.get_value_at_percentile over the same histogram."""
+    import numpy as np
+    from hdrh.histogram import HdrHistogram
+
+    from kafkasim.record.summary import _HIGHEST_US, PERCENTILES, _lowest_equivalent_us, values_at_percentiles
+
+    rng = np.random.default_rng(7)
+    cases = [np.array([0]), np.array([1]), np.array([5] * 1000), np.array([_HIGHEST_US]), np.arange(5000)]
+    cases += [rng.integers(0, _HIGHEST_US, size=n) for n in (1, 2, 3, 7, 999, 1000, 1001, 20_000)]
+    cases += [np.rint(rng.lognormal(8, 2, size=n)).clip(0, _HIGHEST_US).astype(np.int64) for n in (10, 3333)]
+    for micros in cases:
+        buckets, counts = np.unique(_lowest_equivalent_us(micros.astype(np.int64)), return_counts=True)
+        histogram = HdrHistogram(1, _HIGHEST_US, 3)
+        for value in micros.tolist():
+            histogram.record_value(value)
+        expected = [histogram.get_value_at_percentile(q) for _, q in PERCENTILES]
+        assert values_at_percentiles(buckets, counts) == expected, micros[:10]
