@@ -203,9 +203,11 @@ class RecordAccumulator:
         ``new_batch_id`` is used only if a new batch has to be created (ids come from the run's counter).
         """
         dq = self._deques[tp]
+        batch_size = self.batch_size
         new_batch = False
         last = dq[-1] if dq else None
-        if last is None or last.closed or not last.has_room_for(record_size, self.batch_size):
+        # ProducerBatch.has_room_for (MemoryRecordsBuilder.hasRoomFor), inlined: this runs for every record.
+        if last is None or last.closed or (last.record_count > 0 and last.size_in_bytes + record_size > batch_size):
             if last is not None:
                 last.closed = True  # closeForRecordAppends: it will never take another record
             last = ProducerBatch(tp, new_batch_id, now_ms)
@@ -216,9 +218,11 @@ class RecordAccumulator:
             self._queued += 1
             new_batch = True
         last.record_count += 1
-        last.size_in_bytes += record_size
+        size = last.size_in_bytes + record_size
+        last.size_in_bytes = size
         last.intended_ms.append(intended_ms)
-        return len(dq) > 1 or last.is_full(self.batch_size), new_batch
+        # ProducerBatch.is_full, inlined (``last`` is open: a closed one was replaced above).
+        return len(dq) > 1 or size >= batch_size, new_batch
 
     def append_record(
         self, partitioner: Partitioner, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int
@@ -227,9 +231,14 @@ class RecordAccumulator:
         the deque's view, then learns how many bytes went in; returns (partition, batch_is_full,
         new_batch_created)."""
         state = partitioner.state
-        tp = partitioner.partition(state, self, record_size)
+        tp = partitioner.only
+        if tp is None:
+            tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size, intended_ms, now_ms, new_batch_id)
-        partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
+        if partitioner.sticky_switching:
+            partitioner.appended(
+                state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size
+            )
         return tp, full, new_batch
 
     # The deque's view the sticky partitioner needs (``Tails``).
@@ -413,8 +422,9 @@ class RecordAccumulator:
         # response. A node with nothing queued has none, whatever the other nodes have.
         position = self._position
         armed = {node for node, nonempty in self._nonempty.items() if nonempty}
+        drawn = len(upcoming)  # ``draw`` appends to ``upcoming``: from k = drawn on, every record is drawn here
         for k in range(limit):
-            if k < len(upcoming):
+            if k < drawn:
                 intended, size = upcoming[k]
             else:
                 record = draw()
@@ -493,7 +503,9 @@ class VirtualTails:
 
     def append(self, tp: TopicPartition, record_size: int) -> tuple[bool, bool]:
         """``RecordAccumulator.append`` on the copy: (batch_is_full, new_batch_created)."""
-        st = self._tail(tp)
+        st = self._state.get(tp)  # _tail, inlined: this runs for every record looked ahead at
+        if st is None:
+            st = self._state[tp] = self._acc.tail_state(tp)
         count, size, records, closed = st
         if count == 0 or closed or (records > 0 and size + record_size > self._batch_size):
             count += 1
@@ -512,9 +524,14 @@ class VirtualTails:
     ) -> tuple[TopicPartition, bool, bool]:
         """``RecordAccumulator.append_record`` on the copy, with a copy of the partitioner's state:
         (partition, batch_is_full, new_batch_created)."""
-        tp = partitioner.partition(state, self, record_size)
+        tp = partitioner.only
+        if tp is None:
+            tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size)
-        partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
+        if partitioner.sticky_switching:
+            partitioner.appended(
+                state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size
+            )
         return tp, full, new_batch
 
 
@@ -554,8 +571,8 @@ class Partitioner:
     (they are kept until the real state reaches them), so looking ahead never changes the partitions.
     """
 
-    __slots__ = ("kind", "state", "_partitions", "_count", "_sticky_switching", "_rng", "_batch_size", "_pending",
-                 "_pending_base")
+    __slots__ = ("kind", "state", "_partitions", "_count", "sticky_switching", "only", "_rng", "_batch_size",
+                 "_pending", "_pending_base")
 
     def __init__(self, kind: str, partitions: Sequence[TopicPartition], batch_size: int, rng: random.Random) -> None:
         if kind not in ("sticky", "round_robin", "random"):
@@ -565,7 +582,10 @@ class Partitioner:
         self._partitions = list(partitions)
         # Asked twice per record: kept rather than recomputed.
         self._count = len(self._partitions)
-        self._sticky_switching = kind == "sticky" and self._count > 1
+        # Whether ``appended`` has anything to do, and the partition ``partition`` always answers (one
+        # partition: no state, no draw) -- the appends skip both calls then.
+        self.sticky_switching = kind == "sticky" and self._count > 1
+        self.only: TopicPartition | None = self._partitions[0] if self._count == 1 else None
         self._rng = rng
         # KafkaProducer: batchSize = max(1, batch.size), which is also the sticky limit.
         self._batch_size = max(1, batch_size)
@@ -614,7 +634,7 @@ class Partitioner:
 
     def appended(self, state: PartitionerState, tails: Tails, tp: TopicPartition, appended_bytes: int) -> None:
         """After the append: ``updatePartitionInfo(appendedBytes, enableSwitch = allBatchesFull(deque))``."""
-        if self._sticky_switching:
+        if self.sticky_switching:
             self._update(state, appended_bytes, tails.all_batches_full(tp))
 
     def _update(self, state: PartitionerState, appended_bytes: int, enable_switch: bool) -> bool:

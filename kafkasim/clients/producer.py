@@ -278,6 +278,7 @@ class Producer(NetworkClient):
         ids = self._ids
         floor = self._append_floor
         stop = self._stop_ms
+        batch_size = self.batch_size
         while True:
             if upcoming:
                 intended = upcoming[0][0]
@@ -289,7 +290,9 @@ class Producer(NetworkClient):
             if intended > now or intended >= stop:
                 return
             size = upcoming[0][1]
-            allocation = max(self.batch_size, size + RECORD_BATCH_OVERHEAD_BYTES)
+            allocation = size + RECORD_BATCH_OVERHEAD_BYTES  # max(batch.size, the record's batch)
+            if allocation < batch_size:
+                allocation = batch_size
             if self._buffer_free < allocation and self._needs_new_batch(size):
                 # BufferPool.allocate: send() blocks until memory is freed or max.block.ms passes.
                 if self._blocked_at == math.inf:
