@@ -72,6 +72,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
 from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -215,7 +216,7 @@ class Producer(NetworkClient):
         self._arrivals = ArrivalProcess(config.rate_per_s, config.arrival, arrival_rng)
         self._record_size = record_size
         # A constant record size (the usual case) skips the draw; 0 = draw each time.
-        constant = getattr(record_size, "constant", None)
+        constant = constant_value(record_size)
         self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
         self._wakeup: Call | None = None
         self._wakeup_at = math.inf

@@ -73,6 +73,7 @@ from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import FetchClient, fail_disconnected
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -188,6 +189,11 @@ class ReplicaFetcherThread(FetchClient):
         self.fetch_session = FetchSessionHandler(source_broker)
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
+        # Constant costs (the default) are read here once: no sampler call per appended response.
+        fixed_append, fixed_per_kib = constant_value(append_cost), constant_value(append_cost_per_kib)
+        self._fixed_append: tuple[float, float] | None = (
+            None if fixed_append is None or fixed_per_kib is None else (fixed_append, fixed_per_kib)
+        )
         # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
         # of its response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._appending = False
@@ -376,11 +382,15 @@ class ReplicaFetcherThread(FetchClient):
         response = fetch_response.responses
         self._appending = True
         cost = 0.0
+        fixed = self._fixed_append
         for _tp, result in response:
             if result.error == Errors.NONE and result.info.records:
                 records = result.info.records
                 size = sum(b.size_in_bytes for b in records)
-                cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
+                if fixed is not None:
+                    cost += fixed[0] * len(records) + fixed[1] * (size / KIB)
+                else:
+                    cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
