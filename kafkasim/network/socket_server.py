@@ -154,7 +154,7 @@ class Processor:
                 cost = costs.network_send() + costs.network_send_per_kib() * (envelope.response_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
-            Call(env, cost, lambda _e: self._send_done(envelope))
+            Call(env, cost, partial(self._send_done, envelope))
             return
         readable = self.readable
         while readable:
@@ -187,7 +187,7 @@ class Processor:
         if self.request_channel.send_request(self, envelope):
             self.run()
 
-    def _send_done(self, envelope: RequestEnvelope) -> None:
+    def _send_done(self, envelope: RequestEnvelope, _event: Any = None) -> None:
         if self.stw.paused:
             self.stw.defer(partial(self._send_done, envelope))
             return
