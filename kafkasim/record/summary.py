@@ -35,7 +35,7 @@ _SUB_BUCKET_BITS = 11
 ACKS_LABELS = {-1: "all", 0: "0", 1: "1"}
 
 
-def _lowest_equivalent_us(values: np.ndarray) -> np.ndarray:
+def lowest_equivalent_us(values: np.ndarray) -> np.ndarray:
     """HdrHistogram's lowest equivalent value, vectorised: recording one value per bucket with a count is
     the same histogram as recording every value, and turns a million calls into a few thousand."""
     _, bit_length = np.frexp(values.astype(np.float64))  # exact for integers below 2^53
@@ -53,7 +53,7 @@ def percentiles(values_ms: Any) -> dict[str, float | int | None]:
         return result
     micros = np.clip(np.rint(array * 1000.0), 0, _HIGHEST_US).astype(np.int64)
     histogram = HdrHistogram(1, _HIGHEST_US, _SIGNIFICANT_DIGITS)
-    buckets, counts = np.unique(_lowest_equivalent_us(micros), return_counts=True)
+    buckets, counts = np.unique(lowest_equivalent_us(micros), return_counts=True)
     for value, count in zip(buckets.tolist(), counts.tolist(), strict=True):
         histogram.record_value(value, count)
     result["mean"] = float(array.mean())
