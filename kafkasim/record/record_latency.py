@@ -48,16 +48,14 @@ class RecordLatency:
             entry = self._by_acks[acks] = ({}, {}, [0.0, 0.0], [])
         from_intended, from_send, sums, pending = entry
         warmup = self.warmup_ms
-        kept = 0
-        total = sums[0]  # summed record by record, in order, as before
-        for intended in batch.intended_ms:
-            if intended >= warmup:
-                latency = ack_ms - intended
-                total += latency
-                pending.append(latency)
-                kept += 1
+        latencies = [ack_ms - intended for intended in batch.intended_ms if intended >= warmup]
+        kept = len(latencies)
         if kept:
+            total = sums[0]
+            for latency in latencies:  # summed record by record, in order
+                total += latency
             sums[0] = total
+            pending += latencies
             latency = ack_ms - batch.send_ms
             sums[1] += latency * kept
             key = self._bucket(latency)
