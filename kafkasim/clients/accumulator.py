@@ -221,8 +221,9 @@ class RecordAccumulator:
         size = last.size_in_bytes + record_size
         last.size_in_bytes = size
         last.intended_ms.append(intended_ms)
-        # ProducerBatch.is_full, inlined (``last`` is open: a closed one was replaced above).
-        return len(dq) > 1 or size >= batch_size, new_batch
+        # ProducerBatch.is_full, inlined (``last`` is open: a closed one was replaced above); another batch
+        # queued before it (len(dq) > 1) makes the first one sendable too.
+        return dq[0] is not last or size >= batch_size, new_batch
 
     def append_record(
         self, partitioner: Partitioner, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int
@@ -473,13 +474,17 @@ class VirtualTails:
     ahead for the record that will wake the Sender). Copy on touch: [batches queued, last batch size,
     last batch records, last batch closed]; the accumulator itself is never changed."""
 
-    __slots__ = ("_acc", "_batch_size", "_state", "closed_batches")
+    __slots__ = ("_acc", "_batch_size", "_state", "closed_batches", "_last_tp", "_last_state")
 
     def __init__(self, acc: RecordAccumulator) -> None:
         self._acc = acc
         self._batch_size = acc.batch_size
         self._state: dict[TopicPartition, list[Any]] = {}
         self.closed_batches = 0  # batches closed by close_last: each became sendable then
+        # The partition append() touched last and its state: a sticky partitioner sends record after record to
+        # the same one, so the look-ahead mostly skips the dict lookup.
+        self._last_tp: TopicPartition | None = None
+        self._last_state: list[Any] = []
 
     def _tail(self, tp: TopicPartition) -> list[Any]:
         st = self._state.get(tp)
@@ -503,9 +508,12 @@ class VirtualTails:
 
     def append(self, tp: TopicPartition, record_size: int) -> tuple[bool, bool]:
         """``RecordAccumulator.append`` on the copy: (batch_is_full, new_batch_created)."""
-        st = self._state.get(tp)  # _tail, inlined: this runs for every record looked ahead at
-        if st is None:
-            st = self._state[tp] = self._acc.tail_state(tp)
+        if tp is self._last_tp:
+            st = self._last_state
+        else:
+            st = self._tail(tp)
+            self._last_tp = tp
+            self._last_state = st
         count, size, records, closed = st
         if count == 0 or closed or (records > 0 and size + record_size > self._batch_size):
             count += 1
