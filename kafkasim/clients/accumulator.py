@@ -232,9 +232,7 @@ class RecordAccumulator:
         the deque's view, then learns how many bytes went in; returns (partition, batch_is_full,
         new_batch_created)."""
         state = partitioner.state
-        tp = partitioner.only
-        if tp is None:
-            tp = partitioner.partition(state, self, record_size)
+        tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size, intended_ms, now_ms, new_batch_id)
         if partitioner.sticky_switching:
             partitioner.appended(
@@ -424,6 +422,7 @@ class RecordAccumulator:
         position = self._position
         armed = {node for node, nonempty in self._nonempty.items() if nonempty}
         drawn = len(upcoming)  # ``draw`` appends to ``upcoming``: from k = drawn on, every record is drawn here
+        only = partitioner.only  # one partition: nothing for the partitioner to decide or learn
         for k in range(limit):
             if k < drawn:
                 intended, size = upcoming[k]
@@ -433,7 +432,11 @@ class RecordAccumulator:
                     return math.inf
                 intended, size = record
             closed = tails.closed_batches
-            tp, full, new_batch = tails.append_record(partitioner, state, size)
+            if only is not None:
+                tp = only
+                full, new_batch = tails.append(only, size)
+            else:
+                tp, full, new_batch = tails.append_record(partitioner, state, size)
             if full:
                 return intended  # a batch becomes sendable
             # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
@@ -532,9 +535,7 @@ class VirtualTails:
     ) -> tuple[TopicPartition, bool, bool]:
         """``RecordAccumulator.append_record`` on the copy, with a copy of the partitioner's state:
         (partition, batch_is_full, new_batch_created)."""
-        tp = partitioner.only
-        if tp is None:
-            tp = partitioner.partition(state, self, record_size)
+        tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size)
         if partitioner.sticky_switching:
             partitioner.appended(
@@ -591,7 +592,7 @@ class Partitioner:
         # Asked twice per record: kept rather than recomputed.
         self._count = len(self._partitions)
         # Whether ``appended`` has anything to do, and the partition ``partition`` always answers (one
-        # partition: no state, no draw) -- the appends skip both calls then.
+        # partition: no state, no draw) -- the producer's appends skip the partitioner then.
         self.sticky_switching = kind == "sticky" and self._count > 1
         self.only: TopicPartition | None = self._partitions[0] if self._count == 1 else None
         self._rng = rng

@@ -280,6 +280,7 @@ class Producer(NetworkClient):
         floor = self._append_floor
         stop = self._stop_ms
         batch_size = self.batch_size
+        only = partitioner.only
         while True:
             if upcoming:
                 intended = upcoming[0][0]
@@ -306,9 +307,12 @@ class Producer(NetworkClient):
             self.records_sent += 1
             batch_id = ids.next_batch_id
             # A record meant for a time the application was paused (or blocked) is sent when it resumes.
-            tp, _, new_batch = acc.append_record(
-                partitioner, size, intended, intended if intended > floor else floor, batch_id
-            )
+            append_ms = intended if intended > floor else floor
+            if only is not None:  # one partition: nothing for the partitioner to decide or learn
+                tp = only
+                _, new_batch = acc.append(only, size, intended, append_ms, batch_id)
+            else:
+                tp, _, new_batch = acc.append_record(partitioner, size, intended, append_ms, batch_id)
             if new_batch:
                 ids.next_batch_id = batch_id + 1
                 acc.last_batch(tp).buffer_bytes = allocation
