@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -244,12 +245,8 @@ class ReplicaManager:
         return partition
 
     def _change_recorder(self, topic_partition: TopicPartition) -> Callable[[], None]:
-        record = self.partition_changes.record
-
-        def changed() -> None:
-            record(topic_partition)
-
-        return changed
+        # A partial rather than a closure: no frame of its own for every append and high watermark move.
+        return partial(self.partition_changes.record, topic_partition)
 
     def make_leader(
         self,
@@ -670,7 +667,8 @@ class ReplicaManager:
                 if tp in partition_map:
                     wanted.add(tp)
             candidates = [partition_map[tp] for tp in wanted if tp in partition_map]
-            candidates.sort(key=_session_order)
+            if len(candidates) > 1:  # (sort calls its key even for one element)
+                candidates.sort(key=_session_order)
         is_follower = params.is_from_follower
         fetch_time_ms = self.time.milliseconds()
         if is_follower:
