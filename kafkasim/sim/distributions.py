@@ -89,7 +89,8 @@ class LogNormal:
         self.sigma = (math.log(self.p99) - self.mu) / Z99
 
     def sample(self, rng: random.Random) -> float:
-        return rng.lognormvariate(self.mu, self.sigma)
+        # random.lognormvariate's body (exp of a normal draw), inlined: every link message draws one.
+        return math.exp(rng.normalvariate(self.mu, self.sigma))
 
     @property
     def mean(self) -> float:
