@@ -59,6 +59,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
@@ -394,11 +395,11 @@ class ReplicaFetcherThread(FetchClient):
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
-            Call(self.env, cost, lambda _e: self._process(response, generation))
+            Call(self.env, cost, partial(self._process, response, generation))
         else:
             self._process(response, self._generation)
 
-    def _process(self, response: Sequence[tuple[TopicPartition, Any]], generation: int) -> None:
+    def _process(self, response: Sequence[tuple[TopicPartition, Any]], generation: int, _event: Any = None) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         if self.paused:
