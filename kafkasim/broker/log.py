@@ -465,7 +465,9 @@ class Log:
             segment = segments[index]
             if segment.base_offset < max_segment_base:
                 max_position: int | None = segment.size
-            elif segment.base_offset == max_segment_base and not max_offset_metadata.message_offset_only:
+            elif segment.base_offset == max_segment_base and (
+                max_segment_base != UNKNOWN_OFFSET or max_offset_metadata.relative_position_in_segment != UNKNOWN_OFFSET
+            ):  # (not message_offset_only, inlined)
                 max_position = max_offset_metadata.relative_position_in_segment
             else:
                 max_position = None

@@ -368,7 +368,11 @@ class Producer(NetworkClient):
         # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
         # in-flight room can change which record wakes the Sender.
         max_in_flight = self.max_in_flight
-        can_send = any(len(node.in_flight) < max_in_flight for node in self._nodes)
+        can_send = False  # any node with room for another request (a loop: no generator per plan)
+        for node in self._nodes:
+            if len(node.in_flight) < max_in_flight:
+                can_send = True
+                break
         key = (self.accumulator.drains, can_send)
         if key == self._plan_key and self._arrival_at >= self.env.now:
             return

@@ -218,7 +218,7 @@ class FetchSessionHandler:
                 self.next_metadata = self.next_metadata.next_close_existing_attempt_new()
             return False
         session_id = response.session_id
-        topic_partitions = dict.fromkeys(tp for tp, _ in response.responses).keys()
+        topic_partitions = {tp: None for tp, _ in response.responses}.keys()
         if self.next_metadata.is_full:
             if self.verify_full_fetch_response_partitions(topic_partitions) is not None:
                 self.next_metadata = INITIAL_METADATA
