@@ -489,7 +489,7 @@ class Partition:
     ) -> LogReadInfo:
         """Validate, read, and for a follower update its fetch state (unless re-reading from purgatory or
         the epochs diverged) with the LEO captured before the read (Kafka's ``Partition.fetchRecords``)."""
-        log = self._local_log_with_epoch_or_throw(fetch_partition_data.current_leader_epoch, params.fetch_only_leader)
+        log = self.local_log_with_epoch_or_throw(fetch_partition_data.current_leader_epoch, params.fetch_only_leader)
         if not params.is_from_follower:
             return self._read_records(log, fetch_partition_data, max_bytes, params, min_one_message)
         replica = self._follower_replica_or_throw(params.replica_id, fetch_partition_data)
@@ -558,7 +558,7 @@ class Partition:
             return Errors.UNKNOWN_LEADER_EPOCH
         return Errors.NONE
 
-    def _local_log_with_epoch_or_throw(self, current_leader_epoch: int, require_leader: bool) -> Log:
+    def local_log_with_epoch_or_throw(self, current_leader_epoch: int, require_leader: bool) -> Log:
         if (current_leader_epoch == NO_EPOCH or current_leader_epoch == self._leader_epoch) and (
             not require_leader or self._leader_replica_id == self.local_broker_id
         ):
@@ -576,10 +576,6 @@ class Partition:
             )
         return self.log
 
-    # DelayedFetch's parked checks call it directly (DelayedFetch.tryComplete's case E), without building a
-    # snapshot.
-    local_log_with_epoch_or_throw = _local_log_with_epoch_or_throw
-
     def _follower_replica_or_throw(self, replica_id: int, data: PartitionData) -> Replica:
         replica = self._remote_replicas.get(replica_id)
         if replica is None:
@@ -592,7 +588,7 @@ class Partition:
     def fetch_offset_snapshot(self, current_leader_epoch: int, fetch_only_from_leader: bool) -> LogOffsetSnapshot:
         """The offsets a parked DelayedFetch compares against; raises like a fetch would (Kafka's
         ``Partition.fetchOffsetSnapshot``)."""
-        return self._local_log_with_epoch_or_throw(current_leader_epoch, fetch_only_from_leader).fetch_offset_snapshot()
+        return self.local_log_with_epoch_or_throw(current_leader_epoch, fetch_only_from_leader).fetch_offset_snapshot()
 
     def last_fetched_epoch_end(self, current_leader_epoch: int, last_fetched_epoch: int) -> tuple[Errors, int, int]:
         """Where a follower's last fetched epoch ends in this log: the divergence check of a follower fetch
