@@ -41,6 +41,10 @@ class LogConfig:
     min_insync_replicas: int = 1  # min.insync.replicas
     retention_ms: int = 604_800_000  # retention.ms (7 days); negative = no time limit
     retention_bytes: int = -1  # retention.bytes; negative = no size limit
+    # Entries that fit the offset index (8 bytes each) and the time index (12 bytes each); a full index rolls
+    # the segment (``LogSegment.shouldRoll``, asked on every append). Derived in __post_init__.
+    max_offset_index_entries: int = field(init=False, compare=False, repr=False)
+    max_time_index_entries: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         _require_positive(
@@ -58,17 +62,8 @@ class LogConfig:
             index_interval_bytes=self.index_interval_bytes,
             max_message_bytes=self.max_message_bytes,
         )
-
-    @property
-    def max_offset_index_entries(self) -> int:
-        """Entries that fit the offset index (8 bytes each); a full index rolls the segment
-        (``LogSegment.shouldRoll``)."""
-        return self.segment_index_bytes // 8
-
-    @property
-    def max_time_index_entries(self) -> int:
-        """Entries that fit the time index (12 bytes each)."""
-        return self.segment_index_bytes // 12
+        object.__setattr__(self, "max_offset_index_entries", self.segment_index_bytes // 8)
+        object.__setattr__(self, "max_time_index_entries", self.segment_index_bytes // 12)
 
 
 @dataclass(frozen=True, slots=True)

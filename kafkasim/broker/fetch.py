@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kafkasim.broker.config import BrokerConfig
@@ -36,28 +36,25 @@ class FetchParams:
     isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK
     replica_epoch: int = -1
     request_version: int = LATEST_FETCH_VERSION
+    # Derived from the fields above once, in __post_init__ (Kafka's isFromFollower, fetchOnlyLeader and the
+    # request version's byte-limit rule): the broker asks for every partition read and parked check, and a
+    # frozen FetchParams serves every request of a client (plain attributes, not properties).
+    is_from_follower: bool = field(init=False, compare=False, repr=False)
+    # Followers always; consumers unless they send client metadata (fetch from follower, not simulated).
+    fetch_only_leader: bool = field(init=False, compare=False, repr=False)
+    # Fetch v0-2 had no "at least one batch" rule.
+    hard_max_bytes_limit: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.replica_id >= 0 and self.isolation is not FetchIsolation.LOG_END:
             object.__setattr__(self, "isolation", FetchIsolation.LOG_END)
-
-    @property
-    def is_from_follower(self) -> bool:
-        return self.replica_id >= 0
+        object.__setattr__(self, "is_from_follower", self.replica_id >= 0)
+        object.__setattr__(self, "fetch_only_leader", True)
+        object.__setattr__(self, "hard_max_bytes_limit", self.request_version <= 2)
 
     @property
     def is_from_consumer(self) -> bool:
         return self.replica_id < 0 and self.replica_id != FUTURE_LOCAL_REPLICA_ID
-
-    @property
-    def fetch_only_leader(self) -> bool:
-        # Followers always; consumers unless they send client metadata (fetch from follower, not simulated).
-        return True
-
-    @property
-    def hard_max_bytes_limit(self) -> bool:
-        """Fetch v0-2 had no "at least one batch" rule."""
-        return self.request_version <= 2
 
 
 def fetch_params_from_request(

@@ -21,19 +21,21 @@ class EpochEntry(NamedTuple):
 class LeaderEpochFileCache:
     """Epoch entries ``(epoch, start offset)`` with strictly increasing epochs and start offsets."""
 
-    __slots__ = ("_epochs", "_entries")
+    __slots__ = ("_epochs", "_entries", "latest_epoch")
 
     def __init__(self) -> None:
         self._entries: list[EpochEntry] = []
         self._epochs: list[int] = []  # parallel to _entries, for bisect
+        # The last entry's epoch (UNDEFINED_EPOCH when empty), kept by every change below: every follower fetch
+        # and parked check asks (a plain attribute, not a property). Read-only for everyone else.
+        self.latest_epoch = UNDEFINED_EPOCH
+
+    def _latest_changed(self) -> None:
+        self.latest_epoch = self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
         return tuple(self._entries)
-
-    @property
-    def latest_epoch(self) -> int:
-        return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; entries it contradicts are dropped (Kafka's
@@ -51,6 +53,7 @@ class LeaderEpochFileCache:
             self._epochs.pop()
         self._entries.append(EpochEntry(epoch, start_offset))
         self._epochs.append(epoch)
+        self.latest_epoch = epoch
         return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -74,6 +77,7 @@ class LeaderEpochFileCache:
         while self._entries and self._entries[-1].start_offset >= end_offset:
             self._entries.pop()
             self._epochs.pop()
+        self._latest_changed()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Log start moved to ``start_offset``: the epoch covering it now starts there."""
@@ -85,7 +89,9 @@ class LeaderEpochFileCache:
             self._entries[keep_from] = EpochEntry(self._entries[keep_from].epoch, start_offset)
         del self._entries[:keep_from]
         del self._epochs[:keep_from]
+        self._latest_changed()
 
     def clear(self) -> None:
         self._entries.clear()
         self._epochs.clear()
+        self.latest_epoch = UNDEFINED_EPOCH

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from kafkasim.broker.config import LogConfig
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
-from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
+from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET, UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo, LogSegment
 from kafkasim.broker.producer_state_manager import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
@@ -203,6 +203,13 @@ class Log:
     @property
     def last_stable_offset(self) -> int:
         return self.high_watermark
+
+    def read_offsets(self) -> tuple[int, int, int, int]:
+        """(high watermark, log start, log end, last stable offset): what ``Partition.readRecords`` captures
+        before a read, in one call rather than four property reads (every fetch read asks)."""
+        high_watermark = self._high_watermark_metadata.message_offset
+        # The last stable offset is the HW (``last_stable_offset``: no transactions are simulated).
+        return high_watermark, self._log_start_offset, self._log_end_offset_metadata.message_offset, high_watermark
 
     @property
     def segments(self) -> Sequence[LogSegment]:
@@ -458,7 +465,9 @@ class Log:
             segment = segments[index]
             if segment.base_offset < max_segment_base:
                 max_position: int | None = segment.size
-            elif segment.base_offset == max_segment_base and not max_offset_metadata.message_offset_only:
+            elif segment.base_offset == max_segment_base and (
+                max_segment_base != UNKNOWN_OFFSET or max_offset_metadata.relative_position_in_segment != UNKNOWN_OFFSET
+            ):  # (not message_offset_only, inlined)
                 max_position = max_offset_metadata.relative_position_in_segment
             else:
                 max_position = None
@@ -488,7 +497,8 @@ class Log:
     def fetch_high_watermark_metadata(self) -> LogOffsetMetadata:
         """The HW with full segment metadata, materialised (and cached) when stored message-only."""
         metadata = self._high_watermark_metadata
-        if metadata.message_offset_only:
+        # LogOffsetMetadata.message_offset_only, inlined: every fetch read and parked check asks.
+        if metadata.segment_base_offset == UNKNOWN_OFFSET and metadata.relative_position_in_segment == UNKNOWN_OFFSET:
             # A cache, not a change (nothing is recorded): the full metadata of the same offset, which only a
             # recorded change (append, roll, truncation, log start move) could make different.
             metadata = self.maybe_convert_to_offset_metadata(metadata.message_offset)

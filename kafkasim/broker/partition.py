@@ -235,6 +235,7 @@ class Partition:
 
     @property
     def is_leader(self) -> bool:
+        # The hot methods below compare the two fields themselves (a property read is a function call).
         return self._leader_replica_id == self.local_broker_id
 
     @property
@@ -294,7 +295,7 @@ class Partition:
 
     @property
     def is_under_min_isr(self) -> bool:
-        return self.is_leader and len(self._partition_state.isr) < self.effective_min_isr
+        return self._leader_replica_id == self.local_broker_id and len(self._partition_state.isr) < self.effective_min_isr
 
     @property
     def is_at_min_isr(self) -> bool:
@@ -381,7 +382,7 @@ class Partition:
     def append_records_to_leader(self, records: Sequence[RecordBatch], required_acks: int) -> LogAppendInfo:
         """Leader append (Kafka's ``Partition.appendRecordsToLeader``): NOT_ENOUGH_REPLICAS is judged on the
         *committed* ISR and only for acks = -1; acks 0/1 are appended even under min ISR."""
-        if not self.is_leader:
+        if self._leader_replica_id != self.local_broker_id:
             raise KafkaError(
                 Errors.NOT_LEADER_OR_FOLLOWER,
                 f"leader not local for partition {self.topic_partition} on broker {self.local_broker_id}",
@@ -402,7 +403,7 @@ class Partition:
     def append_records_to_follower_or_future_replica(self, records: Sequence[RecordBatch]) -> LogAppendInfo:
         """Follower append of the leader's batches, offsets and epochs unchanged (Kafka's
         ``Partition.appendRecordsToFollowerOrFutureReplica`` -> ``UnifiedLog.appendAsFollower``)."""
-        if self.is_leader:
+        if self._leader_replica_id == self.local_broker_id:
             raise KafkaError(
                 Errors.NOT_LEADER_OR_FOLLOWER,
                 f"partition {self.topic_partition} is led by broker {self.local_broker_id}: no follower append",
@@ -412,7 +413,7 @@ class Partition:
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, Errors]:
         """DelayedProduce's question (Kafka's ``Partition.checkEnoughReplicasReachOffset``): has the HW
         reached ``required_offset``? The min-ISR check here is on the *maximal* ISR."""
-        if not self.is_leader:
+        if self._leader_replica_id != self.local_broker_id:
             return False, Errors.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
             if self.effective_min_isr <= len(self._partition_state.maximal_isr):
@@ -472,7 +473,7 @@ class Partition:
         self.maybe_expand_isr(replica)
         if (
             previous_end_offset != replica.log_end_offset
-            and self.is_leader
+            and self._leader_replica_id == self.local_broker_id
             and self.maybe_increment_leader_hw(follower_fetch_time_ms)
         ):
             self.try_complete_delayed_requests()
@@ -509,10 +510,9 @@ class Partition:
     ) -> LogReadInfo:
         # Kafka's Partition.readRecords: HW, log start, LEO and LSO are captured *before* the read, so appends
         # racing a fetch do not keep a follower out of sync, and a follower learns a new HW one round later.
-        initial_high_watermark = log.high_watermark
-        initial_log_start_offset = log.log_start_offset
-        initial_log_end_offset = log.log_end_offset
-        initial_last_stable_offset = log.last_stable_offset
+        initial_high_watermark, initial_log_start_offset, initial_log_end_offset, initial_last_stable_offset = (
+            log.read_offsets()
+        )
         last_fetched_epoch = data.last_fetched_epoch
         if last_fetched_epoch >= 0:
             error, end_epoch, end_offset = self.last_fetched_epoch_end(data.current_leader_epoch, last_fetched_epoch)
@@ -559,8 +559,12 @@ class Partition:
         return Errors.NONE
 
     def local_log_with_epoch_or_throw(self, current_leader_epoch: int, require_leader: bool) -> Log:
-        if current_leader_epoch == NO_EPOCH and (not require_leader or self._leader_replica_id == self.local_broker_id):
-            return self.log  # the common case, checked first: this runs for every fetch and parked check
+        if (current_leader_epoch == NO_EPOCH or current_leader_epoch == self._leader_epoch) and (
+            not require_leader or self._leader_replica_id == self.local_broker_id
+        ):
+            # The common case, checked first (no epoch, or the current one: _check_current_leader_epoch has
+            # nothing to say): this runs for every fetch and parked check.
+            return self.log
         error = self._check_current_leader_epoch(current_leader_epoch)
         if error is Errors.NONE and require_leader and not self.is_leader:
             error = Errors.NOT_LEADER_OR_FOLLOWER
@@ -631,7 +635,7 @@ class Partition:
 
     def maybe_expand_isr(self, replica: Replica) -> None:
         """Propose adding ``replica`` to the ISR once it is in sync (Kafka's ``Partition.maybeExpandIsr``)."""
-        if not self.is_leader or not self._can_add_replica_to_isr(replica.broker_id):
+        if self._leader_replica_id != self.local_broker_id or not self._can_add_replica_to_isr(replica.broker_id):
             return
         if not self._is_follower_in_sync(replica):
             return

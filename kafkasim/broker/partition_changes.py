@@ -33,7 +33,7 @@ class PartitionChanges:
     """An append-only sequence of partition keys, one entry per change; ``sequence`` is the next entry's
     number. The oldest entries are dropped in blocks of ``window``."""
 
-    __slots__ = ("_entries", "_base", "_window")
+    __slots__ = ("_entries", "_base", "_window", "sequence")
 
     def __init__(self, window: int = WINDOW) -> None:
         if window < 1:
@@ -41,15 +41,15 @@ class PartitionChanges:
         self._entries: list[TopicPartition] = []
         self._base = 0  # the sequence number of _entries[0]
         self._window = window
-
-    @property
-    def sequence(self) -> int:
-        return self._base + len(self._entries)
+        # The next entry's number, _base + len(_entries), kept up to date by record(): parked fetches read it
+        # on every check (a plain attribute, not a property computing it). Read-only for everyone else.
+        self.sequence = 0
 
     def record(self, key: TopicPartition) -> None:
         """``key``'s partition changed (in a way a parked fetch's verdict may depend on)."""
         entries = self._entries
         entries.append(key)
+        self.sequence += 1
         if len(entries) >= 2 * self._window:
             del entries[: self._window]
             self._base += self._window

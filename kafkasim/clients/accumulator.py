@@ -203,9 +203,11 @@ class RecordAccumulator:
         ``new_batch_id`` is used only if a new batch has to be created (ids come from the run's counter).
         """
         dq = self._deques[tp]
+        batch_size = self.batch_size
         new_batch = False
         last = dq[-1] if dq else None
-        if last is None or last.closed or not last.has_room_for(record_size, self.batch_size):
+        # ProducerBatch.has_room_for (MemoryRecordsBuilder.hasRoomFor), inlined: this runs for every record.
+        if last is None or last.closed or (last.record_count > 0 and last.size_in_bytes + record_size > batch_size):
             if last is not None:
                 last.closed = True  # closeForRecordAppends: it will never take another record
             last = ProducerBatch(tp, new_batch_id, now_ms)
@@ -216,9 +218,12 @@ class RecordAccumulator:
             self._queued += 1
             new_batch = True
         last.record_count += 1
-        last.size_in_bytes += record_size
+        size = last.size_in_bytes + record_size
+        last.size_in_bytes = size
         last.intended_ms.append(intended_ms)
-        return len(dq) > 1 or last.is_full(self.batch_size), new_batch
+        # ProducerBatch.is_full, inlined (``last`` is open: a closed one was replaced above); another batch
+        # queued before it (len(dq) > 1) makes the first one sendable too.
+        return dq[0] is not last or size >= batch_size, new_batch
 
     def append_record(
         self, partitioner: Partitioner, record_size: int, intended_ms: float, now_ms: float, new_batch_id: int
@@ -229,7 +234,10 @@ class RecordAccumulator:
         state = partitioner.state
         tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size, intended_ms, now_ms, new_batch_id)
-        partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
+        if partitioner.sticky_switching:
+            partitioner.appended(
+                state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size
+            )
         return tp, full, new_batch
 
     # The deque's view the sticky partitioner needs (``Tails``).
@@ -413,8 +421,10 @@ class RecordAccumulator:
         # response. A node with nothing queued has none, whatever the other nodes have.
         position = self._position
         armed = {node for node, nonempty in self._nonempty.items() if nonempty}
+        drawn = len(upcoming)  # ``draw`` appends to ``upcoming``: from k = drawn on, every record is drawn here
+        only = partitioner.only  # one partition: nothing for the partitioner to decide or learn
         for k in range(limit):
-            if k < len(upcoming):
+            if k < drawn:
                 intended, size = upcoming[k]
             else:
                 record = draw()
@@ -422,7 +432,11 @@ class RecordAccumulator:
                     return math.inf
                 intended, size = record
             closed = tails.closed_batches
-            tp, full, new_batch = tails.append_record(partitioner, state, size)
+            if only is not None:
+                tp = only
+                full, new_batch = tails.append(only, size)
+            else:
+                tp, full, new_batch = tails.append_record(partitioner, state, size)
             if full:
                 return intended  # a batch becomes sendable
             # KafkaProducer.doSend wakes the Sender on batchIsFull || newBatchCreated. A new batch matters
@@ -463,13 +477,17 @@ class VirtualTails:
     ahead for the record that will wake the Sender). Copy on touch: [batches queued, last batch size,
     last batch records, last batch closed]; the accumulator itself is never changed."""
 
-    __slots__ = ("_acc", "_batch_size", "_state", "closed_batches")
+    __slots__ = ("_acc", "_batch_size", "_state", "closed_batches", "_last_tp", "_last_state")
 
     def __init__(self, acc: RecordAccumulator) -> None:
         self._acc = acc
         self._batch_size = acc.batch_size
         self._state: dict[TopicPartition, list[Any]] = {}
         self.closed_batches = 0  # batches closed by close_last: each became sendable then
+        # The partition append() touched last and its state: a sticky partitioner sends record after record to
+        # the same one, so the look-ahead mostly skips the dict lookup.
+        self._last_tp: TopicPartition | None = None
+        self._last_state: list[Any] = []
 
     def _tail(self, tp: TopicPartition) -> list[Any]:
         st = self._state.get(tp)
@@ -493,7 +511,12 @@ class VirtualTails:
 
     def append(self, tp: TopicPartition, record_size: int) -> tuple[bool, bool]:
         """``RecordAccumulator.append`` on the copy: (batch_is_full, new_batch_created)."""
-        st = self._tail(tp)
+        if tp is self._last_tp:
+            st = self._last_state
+        else:
+            st = self._tail(tp)
+            self._last_tp = tp
+            self._last_state = st
         count, size, records, closed = st
         if count == 0 or closed or (records > 0 and size + record_size > self._batch_size):
             count += 1
@@ -514,7 +537,10 @@ class VirtualTails:
         (partition, batch_is_full, new_batch_created)."""
         tp = partitioner.partition(state, self, record_size)
         full, new_batch = self.append(tp, record_size)
-        partitioner.appended(state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size)
+        if partitioner.sticky_switching:
+            partitioner.appended(
+                state, self, tp, record_size + RECORD_BATCH_OVERHEAD_BYTES if new_batch else record_size
+            )
         return tp, full, new_batch
 
 
@@ -554,8 +580,8 @@ class Partitioner:
     (they are kept until the real state reaches them), so looking ahead never changes the partitions.
     """
 
-    __slots__ = ("kind", "state", "_partitions", "_count", "_sticky_switching", "_rng", "_batch_size", "_pending",
-                 "_pending_base")
+    __slots__ = ("kind", "state", "_partitions", "_count", "sticky_switching", "only", "_rng", "_batch_size",
+                 "_pending", "_pending_base")
 
     def __init__(self, kind: str, partitions: Sequence[TopicPartition], batch_size: int, rng: random.Random) -> None:
         if kind not in ("sticky", "round_robin", "random"):
@@ -565,7 +591,10 @@ class Partitioner:
         self._partitions = list(partitions)
         # Asked twice per record: kept rather than recomputed.
         self._count = len(self._partitions)
-        self._sticky_switching = kind == "sticky" and self._count > 1
+        # Whether ``appended`` has anything to do, and the partition ``partition`` always answers (one
+        # partition: no state, no draw) -- the producer's appends skip the partitioner then.
+        self.sticky_switching = kind == "sticky" and self._count > 1
+        self.only: TopicPartition | None = self._partitions[0] if self._count == 1 else None
         self._rng = rng
         # KafkaProducer: batchSize = max(1, batch.size), which is also the sticky limit.
         self._batch_size = max(1, batch_size)
@@ -614,7 +643,7 @@ class Partitioner:
 
     def appended(self, state: PartitionerState, tails: Tails, tp: TopicPartition, appended_bytes: int) -> None:
         """After the append: ``updatePartitionInfo(appendedBytes, enableSwitch = allBatchesFull(deque))``."""
-        if self._sticky_switching:
+        if self.sticky_switching:
             self._update(state, appended_bytes, tails.all_batches_full(tp))
 
     def _update(self, state: PartitionerState, appended_bytes: int, enable_switch: bool) -> bool:

@@ -72,6 +72,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
 from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -215,7 +216,7 @@ class Producer(NetworkClient):
         self._arrivals = ArrivalProcess(config.rate_per_s, config.arrival, arrival_rng)
         self._record_size = record_size
         # A constant record size (the usual case) skips the draw; 0 = draw each time.
-        constant = getattr(record_size, "constant", None)
+        constant = constant_value(record_size)
         self._constant_size = max(1, int(constant + 0.5)) if constant is not None else 0
         self._wakeup: Call | None = None
         self._wakeup_at = math.inf
@@ -278,6 +279,8 @@ class Producer(NetworkClient):
         ids = self._ids
         floor = self._append_floor
         stop = self._stop_ms
+        batch_size = self.batch_size
+        only = partitioner.only
         while True:
             if upcoming:
                 intended = upcoming[0][0]
@@ -289,7 +292,9 @@ class Producer(NetworkClient):
             if intended > now or intended >= stop:
                 return
             size = upcoming[0][1]
-            allocation = max(self.batch_size, size + RECORD_BATCH_OVERHEAD_BYTES)
+            allocation = size + RECORD_BATCH_OVERHEAD_BYTES  # max(batch.size, the record's batch)
+            if allocation < batch_size:
+                allocation = batch_size
             if self._buffer_free < allocation and self._needs_new_batch(size):
                 # BufferPool.allocate: send() blocks until memory is freed or max.block.ms passes.
                 if self._blocked_at == math.inf:
@@ -302,9 +307,12 @@ class Producer(NetworkClient):
             self.records_sent += 1
             batch_id = ids.next_batch_id
             # A record meant for a time the application was paused (or blocked) is sent when it resumes.
-            tp, _, new_batch = acc.append_record(
-                partitioner, size, intended, intended if intended > floor else floor, batch_id
-            )
+            append_ms = intended if intended > floor else floor
+            if only is not None:  # one partition: nothing for the partitioner to decide or learn
+                tp = only
+                _, new_batch = acc.append(only, size, intended, append_ms, batch_id)
+            else:
+                tp, _, new_batch = acc.append_record(partitioner, size, intended, append_ms, batch_id)
             if new_batch:
                 ids.next_batch_id = batch_id + 1
                 acc.last_batch(tp).buffer_bytes = allocation
@@ -360,7 +368,11 @@ class Producer(NetworkClient):
         # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
         # in-flight room can change which record wakes the Sender.
         max_in_flight = self.max_in_flight
-        can_send = any(len(node.in_flight) < max_in_flight for node in self._nodes)
+        can_send = False  # any node with room for another request (a loop: no generator per plan)
+        for node in self._nodes:
+            if len(node.in_flight) < max_in_flight:
+                can_send = True
+                break
         key = (self.accumulator.drains, can_send)
         if key == self._plan_key and self._arrival_at >= self.env.now:
             return

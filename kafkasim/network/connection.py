@@ -29,6 +29,7 @@ direction. Connections between hosts no partition separates are plain ``Connecti
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkasim.network.link import NetworkLink, NetworkPath
@@ -111,12 +112,12 @@ class Connection:
             # the stream resumes once the link carries messages again (TCP's retransmission, which the
             # links do not model, would have resent the lost segment).
             requests.lost = False
-        self._transmit(requests, envelope.request_bytes, lambda: socket_server.receive(channel, envelope))
+        self._transmit(requests, envelope.request_bytes, partial(socket_server.receive, channel, envelope))
 
     def _send_response(self, envelope: RequestEnvelope) -> None:
         responses = self._responses
         if not responses.lost:
-            self._transmit(responses, envelope.response_bytes, lambda: self._deliver(envelope))
+            self._transmit(responses, envelope.response_bytes, partial(self._deliver, envelope))
 
     def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
         """A message of ``stream``; if the link drops it, the stream stalls behind it."""

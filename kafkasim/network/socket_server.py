@@ -36,6 +36,7 @@ from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -55,6 +56,19 @@ class ProcessorCosts:
     network_read_per_kib: Sampler
     network_send: Sampler
     network_send_per_kib: Sampler
+
+    def fixed_read(self) -> tuple[float, float] | None:
+        """(network_read, network_read_per_kib) if both are constants (read once, not drawn per request)."""
+        return _both_constant(self.network_read, self.network_read_per_kib)
+
+    def fixed_send(self) -> tuple[float, float] | None:
+        """(network_send, network_send_per_kib) if both are constants."""
+        return _both_constant(self.network_send, self.network_send_per_kib)
+
+
+def _both_constant(base: Sampler, per_kib: Sampler) -> tuple[float, float] | None:
+    fixed_base, fixed_per_kib = constant_value(base), constant_value(per_kib)
+    return None if fixed_base is None or fixed_per_kib is None else (fixed_base, fixed_per_kib)
 
 
 class KafkaChannel:
@@ -82,7 +96,7 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms", "broker_id", "stw",
+        "busy_ms", "broker_id", "stw", "_fixed_read", "_fixed_send",
     )
 
     def __init__(
@@ -95,6 +109,9 @@ class Processor:
         self.env = env
         self.request_channel = request_channel
         self.costs = costs
+        # Constant costs (the default) are read here once: no sampler call per read or send.
+        self._fixed_read = costs.fixed_read()
+        self._fixed_send = costs.fixed_send()
         self.observer = observer
         self.busy = False
         # A request that could not be put into the full request queue (the processor waits in put()).
@@ -130,10 +147,14 @@ class Processor:
                 self.observer.response_done(envelope)
                 self.run()
                 return
-            cost = costs.network_send() + costs.network_send_per_kib() * (envelope.response_bytes / KIB)
+            fixed = self._fixed_send
+            if fixed is not None:
+                cost = fixed[0] + fixed[1] * (envelope.response_bytes / KIB)
+            else:
+                cost = costs.network_send() + costs.network_send_per_kib() * (envelope.response_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
-            Call(env, cost, lambda _e: self._send_done(envelope))
+            Call(env, cost, partial(self._send_done, envelope))
             return
         readable = self.readable
         while readable:
@@ -145,7 +166,11 @@ class Processor:
             channel.muted = True
             envelope.connection = channel
             envelope.broker = self.broker_id  # the broker that handles it (the requests table's `broker`)
-            cost = costs.network_read() + costs.network_read_per_kib() * (envelope.request_bytes / KIB)
+            fixed = self._fixed_read
+            if fixed is not None:
+                cost = fixed[0] + fixed[1] * (envelope.request_bytes / KIB)
+            else:
+                cost = costs.network_read() + costs.network_read_per_kib() * (envelope.request_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
             Call(env, cost, partial(self._read_done, envelope))
@@ -162,7 +187,7 @@ class Processor:
         if self.request_channel.send_request(self, envelope):
             self.run()
 
-    def _send_done(self, envelope: RequestEnvelope) -> None:
+    def _send_done(self, envelope: RequestEnvelope, _event: Any = None) -> None:
         if self.stw.paused:
             self.stw.defer(partial(self._send_done, envelope))
             return

@@ -35,7 +35,7 @@ _SUB_BUCKET_BITS = 11
 ACKS_LABELS = {-1: "all", 0: "0", 1: "1"}
 
 
-def _lowest_equivalent_us(values: np.ndarray) -> np.ndarray:
+def lowest_equivalent_us(values: np.ndarray) -> np.ndarray:
     """HdrHistogram's lowest equivalent value, vectorised: recording one value per bucket with a count is
     the same histogram as recording every value, and turns a million calls into a few thousand."""
     _, bit_length = np.frexp(values.astype(np.float64))  # exact for integers below 2^53
@@ -52,7 +52,7 @@ def percentiles(values_ms: Any) -> dict[str, float | int | None]:
         result.update({"mean": None, **{name: None for name, _ in PERCENTILES}, "max": None})
         return result
     micros = np.clip(np.rint(array * 1000.0), 0, _HIGHEST_US).astype(np.int64)
-    buckets, counts = np.unique(_lowest_equivalent_us(micros), return_counts=True)
+    buckets, counts = np.unique(lowest_equivalent_us(micros), return_counts=True)
     result["mean"] = float(array.mean())
     largest = float(array.max())
     for (name, _), value_us in zip(PERCENTILES, values_at_percentiles(buckets, counts), strict=True):

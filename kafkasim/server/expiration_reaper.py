@@ -50,7 +50,7 @@ class ExpirationReaper:
     """Drives one purgatory's timer on the simulated clock. `start()` once, `poke()` after adds."""
 
     __slots__ = ("env", "purgatory", "work_timeout_ms", "_wake", "_wake_at", "_deadline", "_running",
-                 "passes", "expirations", "stw")
+                 "passes", "expirations", "stw", "_timer")
 
     def __init__(
         self, env: Environment, purgatory: Reapable, work_timeout_ms: float = WORK_TIMEOUT_MS,
@@ -59,6 +59,8 @@ class ExpirationReaper:
         self.env = env
         self.stw = stw if stw is not None else Pausable()
         self.purgatory = purgatory
+        # A purgatory keeps its timer for life; poke() runs after every request, so it is looked up once.
+        self._timer = purgatory.timer
         self.work_timeout_ms = work_timeout_ms
         self._wake: Call | None = None
         self._wake_at = math.inf
@@ -92,7 +94,7 @@ class ExpirationReaper:
         """A bucket may have been offered to the delay queue: wake earlier if it is the new head."""
         if not self._running:
             return
-        nxt = self.purgatory.timer.next_expiration_ms
+        nxt = self._timer.next_expiration_ms
         if nxt is not None and nxt < self._wake_at:
             self._arm()
 
@@ -101,7 +103,7 @@ class ExpirationReaper:
         self._arm()
 
     def _arm(self) -> None:
-        nxt = self.purgatory.timer.next_expiration_ms
+        nxt = self._timer.next_expiration_ms
         target = self._deadline if nxt is None or nxt > self._deadline else float(nxt)
         now = self.env.now
         if target < now:
@@ -117,7 +119,7 @@ class ExpirationReaper:
             return
         self._wake = None
         now = self.env.now
-        nxt = self.purgatory.timer.next_expiration_ms
+        nxt = self._timer.next_expiration_ms
         if now < self._deadline and (nxt is None or nxt > now):
             # Woken for a head bucket that is no longer due (e.g. flushed by another caller meanwhile):
             # DelayQueue.poll keeps waiting within the same 200 ms budget.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
@@ -37,6 +38,7 @@ from kafkasim.network.request_channel import RequestChannel
 from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.distributions import ConstantSampler, constant_value
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -45,8 +47,7 @@ Sampler = Callable[[], float]
 KIB = 1024.0
 
 
-def _no_cost() -> float:
-    return 0.0
+_NO_COST = ConstantSampler(0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,12 @@ class RequestHandlerCosts:
     append_per_kib: Sampler
     read_per_kib: Sampler
     # Per partition of a produce, and per partition a fetch reads (a session's every partition).
-    per_partition: Sampler = _no_cost
+    per_partition: Sampler = _NO_COST
+
+    def fixed(self, per_kib: Sampler) -> tuple[float, float, float] | None:
+        """(request, ``per_kib``, per_partition) if all three are constants (read once, not drawn per request)."""
+        request, kib, partition = constant_value(self.request), constant_value(per_kib), constant_value(self.per_partition)
+        return None if request is None or kib is None or partition is None else (request, kib, partition)
 
 
 class KafkaRequestHandlerPool:
@@ -84,6 +90,9 @@ class KafkaRequestHandlerPool:
         self.request_channel = request_channel
         self.apis = apis
         self.costs = costs
+        # Constant costs (the default) are read here once: no sampler call per request.
+        self._fixed_produce = costs.fixed(costs.append_per_kib)
+        self._fixed_fetch = costs.fixed(costs.read_per_kib)
         self.num_io_threads = num_io_threads
         self._observer = observer
         self._checks = observer.checks
@@ -108,25 +117,35 @@ class KafkaRequestHandlerPool:
         envelope.dequeue_ms = env.now
         costs = self.costs
         if envelope.api == API_PRODUCE:
-            cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
-                    + costs.per_partition() * envelope.partitions)
+            fixed = self._fixed_produce
+            if fixed is not None:
+                cost = (fixed[0] + fixed[1] * (envelope.request_bytes / KIB) * self.disk_factor
+                        + fixed[2] * envelope.partitions)
+            else:
+                cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
+                        + costs.per_partition() * envelope.partitions)
             self.handler_busy_ms += cost
-            Call(env, cost, lambda _e: self._produce_done(envelope))
+            Call(env, cost, partial(self._produce_done, envelope))
             return
         responses = self.apis.handle_fetch(envelope)
-        cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
-                + costs.per_partition() * envelope.read_partitions)
+        fixed = self._fixed_fetch
+        if fixed is not None:
+            cost = fixed[0] + fixed[1] * (envelope.read_bytes / KIB) + fixed[2] * envelope.read_partitions
+        else:
+            cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
+                    + costs.per_partition() * envelope.read_partitions)
         self.handler_busy_ms += cost
-        Call(env, cost, lambda _e: self._fetch_done(envelope, responses))
+        Call(env, cost, partial(self._fetch_done, envelope, responses))
 
-    def _produce_done(self, envelope: RequestEnvelope) -> None:
+    # The service time's end: a Call runs these with its event (a partial, not a lambda: one frame fewer).
+    def _produce_done(self, envelope: RequestEnvelope, _event: object = None) -> None:
         if self.stw.paused:
             self.stw.defer(lambda: self._produce_done(envelope))
             return
         self.apis.handle_produce(envelope)
         self._finish(envelope)
 
-    def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> None:
+    def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], _event: object = None) -> None:
         if self.stw.paused:
             self.stw.defer(lambda: self._fetch_done(envelope, responses))
             return

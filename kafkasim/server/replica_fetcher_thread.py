@@ -59,6 +59,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.errors import Errors
@@ -73,6 +74,7 @@ from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import FetchClient, fail_disconnected
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -188,6 +190,11 @@ class ReplicaFetcherThread(FetchClient):
         self.fetch_session = FetchSessionHandler(source_broker)
         self._append_cost = append_cost
         self._append_cost_per_kib = append_cost_per_kib
+        # Constant costs (the default) are read here once: no sampler call per appended response.
+        fixed_append, fixed_per_kib = constant_value(append_cost), constant_value(append_cost_per_kib)
+        self._fixed_append: tuple[float, float] | None = (
+            None if fixed_append is None or fixed_per_kib is None else (fixed_append, fixed_per_kib)
+        )
         # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
         # of its response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._appending = False
@@ -376,19 +383,23 @@ class ReplicaFetcherThread(FetchClient):
         response = fetch_response.responses
         self._appending = True
         cost = 0.0
+        fixed = self._fixed_append
         for _tp, result in response:
             if result.error == Errors.NONE and result.info.records:
                 records = result.info.records
                 size = sum(b.size_in_bytes for b in records)
-                cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
+                if fixed is not None:
+                    cost += fixed[0] * len(records) + fixed[1] * (size / KIB)
+                else:
+                    cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
-            Call(self.env, cost, lambda _e: self._process(response, generation))
+            Call(self.env, cost, partial(self._process, response, generation))
         else:
             self._process(response, self._generation)
 
-    def _process(self, response: Sequence[tuple[TopicPartition, Any]], generation: int) -> None:
+    def _process(self, response: Sequence[tuple[TopicPartition, Any]], generation: int, _event: Any = None) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         if self.paused:

@@ -89,7 +89,7 @@ class LogNormal:
         self.sigma = (math.log(self.p99) - self.mu) / Z99
 
     def sample(self, rng: random.Random) -> float:
-        return rng.lognormvariate(self.mu, self.sigma)
+        return lognormal_draw(rng, self.mu, self.sigma)
 
     @property
     def mean(self) -> float:
@@ -97,6 +97,27 @@ class LogNormal:
 
     def __repr__(self) -> str:
         return f"LogNormal(median={self.median}, p99={self.p99})"
+
+
+# random.NV_MAGICCONST, the same expression.
+_NV_MAGICCONST = 4 * math.exp(-0.5) / math.sqrt(2.0)
+
+
+def lognormal_draw(rng: random.Random, mu: float, sigma: float) -> float:
+    """``rng.lognormvariate(mu, sigma)``: the same ``random()`` draws and the same arithmetic
+    (``random.Random.normalvariate``'s Kinderman-Monahan loop, then ``exp``), written here so that the
+    compiled build compiles it -- the stdlib's is interpreted Python, the hottest code left interpreted in a
+    compiled run (every link message draws one), and here it saves two frames per draw in the pure one.
+    tests/sim/test_distributions.py checks it against the stdlib draw for draw."""
+    rand = rng.random
+    while True:
+        u1 = rand()
+        u2 = 1.0 - rand()
+        z = _NV_MAGICCONST * (u1 - 0.5) / u2
+        zz = z * z / 4.0
+        if zz <= -math.log(u2):
+            break
+    return math.exp(mu + z * sigma)
 
 
 class Uniform:
@@ -188,17 +209,34 @@ def sampler_from_spec(spec: Any) -> Constant | Exponential | LogNormal | Uniform
     raise ValueError(f"unknown distribution type {kind!r}; allowed: {', '.join(DISTRIBUTION_TYPES)}")
 
 
+class ConstantSampler:
+    """The ``() -> float`` of a constant: ``value`` every time. Hot paths read it once (``constant_value``)
+    instead of calling it per request -- the service-time costs are constants unless a scenario says
+    otherwise."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __call__(self) -> float:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"ConstantSampler({self.value})"
+
+
+def constant_value(sampler: Callable[[], float]) -> float | None:
+    """What ``sampler`` always returns if it is a constant's (``ConstantSampler``), else None: it draws."""
+    return sampler.value if isinstance(sampler, ConstantSampler) else None
+
+
 def zero_arg_sampler(spec: Any, rng: random.Random) -> Callable[[], float]:
     """A ``() -> float`` drawing from ``spec`` with ``rng`` -- the sampler's own formula, one frame fewer
     on the hot path (constants and lognormal latencies are most of the draws of a run)."""
     sampler = sampler_from_spec(spec)
     if isinstance(sampler, Constant):
-        value = sampler.value
-
-        def constant() -> float:
-            return value
-
-        return constant
+        return ConstantSampler(sampler.value)
     if isinstance(sampler, LogNormal):
-        return partial(rng.lognormvariate, sampler.mu, sampler.sigma)
+        return partial(lognormal_draw, rng, sampler.mu, sampler.sigma)
     return partial(sampler.sample, rng)

@@ -232,14 +232,14 @@ def test_percentiles_equal_hdrhistograms_own_walk() -> None:
     import numpy as np
     from hdrh.histogram import HdrHistogram
 
-    from kafkasim.record.summary import _HIGHEST_US, PERCENTILES, _lowest_equivalent_us, values_at_percentiles
+    from kafkasim.record.summary import _HIGHEST_US, PERCENTILES, lowest_equivalent_us, values_at_percentiles
 
     rng = np.random.default_rng(7)
     cases = [np.array([0]), np.array([1]), np.array([5] * 1000), np.array([_HIGHEST_US]), np.arange(5000)]
     cases += [rng.integers(0, _HIGHEST_US, size=n) for n in (1, 2, 3, 7, 999, 1000, 1001, 20_000)]
     cases += [np.rint(rng.lognormal(8, 2, size=n)).clip(0, _HIGHEST_US).astype(np.int64) for n in (10, 3333)]
     for micros in cases:
-        buckets, counts = np.unique(_lowest_equivalent_us(micros.astype(np.int64)), return_counts=True)
+        buckets, counts = np.unique(lowest_equivalent_us(micros.astype(np.int64)), return_counts=True)
         histogram = HdrHistogram(1, _HIGHEST_US, 3)
         for value in micros.tolist():
             histogram.record_value(value)

@@ -13,6 +13,7 @@ from kafkasim.sim.distributions import (
     Exponential,
     LogNormal,
     Uniform,
+    lognormal_draw,
     sampler_from_spec,
 )
 
@@ -138,3 +139,11 @@ def test_sampler_from_the_scenario_models():
         sampler = sampler_from_spec(spec)
         assert type(sampler).__name__.lower() == spec.type
         assert sampler.mean == pytest.approx(mean)
+
+
+def test_lognormal_draw_is_the_stdlib_lognormvariate_draw_for_draw() -> None:
+    for seed, mu, sigma in ((1, 0.0, 1.0), (7, -1.2, 0.8), (42, 0.3, 0.0), (3, 5.0, 3.0)):
+        ours, theirs = random.Random(seed), random.Random(seed)
+        for _ in range(20_000):
+            assert lognormal_draw(ours, mu, sigma) == theirs.lognormvariate(mu, sigma)
+        assert ours.getstate() == theirs.getstate()
