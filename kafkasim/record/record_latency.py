@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from hdrh.histogram import HdrHistogram
 
@@ -22,8 +22,8 @@ class RecordLatency:
     Python call per record). Memory is bounded by the number of distinct buckets and that list.
     """
 
-    HIGHEST_US = 3_600_000_000
-    SUB_BUCKET_BITS = 11  # 3 significant digits: values below 2048 µs are exact
+    HIGHEST_US: Final = 3_600_000_000
+    SUB_BUCKET_BITS: Final = 11  # 3 significant digits: values below 2048 µs are exact
     POUR_EVERY = 4096
 
     def __init__(self, warmup_ms: float = 0.0) -> None:

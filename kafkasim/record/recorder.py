@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from mypy_extensions import mypyc_attr
 
 from kafkasim.broker.errors import Errors
 from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
@@ -354,6 +355,17 @@ class RecordedTables:
         self.timeseries = timeseries
 
 
+# A plain Python class even when compiled: weakref.finalize needs a weak reference, which a compiled (native)
+# class such as Recorder does not support.
+@mypyc_attr(native_class=False)
+class _SpoolDirectory:
+    """The spool's temporary directory: deleted when the recorder that alone holds this goes, or at exit."""
+
+    def __init__(self, parent: Path | None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="kafkasim-spool-", dir=parent))
+        self.cleanup = weakref.finalize(self, shutil.rmtree, self.path, True)
+
+
 class Recorder:
     """Collects the rows of one run.
 
@@ -389,6 +401,7 @@ class Recorder:
         self._before_spool = before_spool
         self._spool_dir: Path | None = None
         self._spools: dict[str, _Spool] = {}
+        self._directory: _SpoolDirectory | None = None
         self._cleanup: weakref.finalize | None = None
         self._closed = False
 
@@ -494,8 +507,9 @@ class Recorder:
         spool = self._spools.get(table)
         if spool is None:
             if self._spool_dir is None:
-                self._spool_dir = Path(tempfile.mkdtemp(prefix="kafkasim-spool-", dir=self._spool_parent))
-                self._cleanup = weakref.finalize(self, shutil.rmtree, self._spool_dir, True)
+                self._directory = _SpoolDirectory(self._spool_parent)
+                self._spool_dir = self._directory.path
+                self._cleanup = self._directory.cleanup
             spool = self._spools[table] = _Spool(self._spool_dir, table)
         return spool
 

@@ -233,6 +233,7 @@ def test_acks_all_min_isr_2_and_the_same_leader_crash_lose_nothing() -> None:
     assert result.summary["counters"]["invariant_checks"] > 1_000
 
 
+@pytest.mark.pure_only
 def test_a_broker_resuming_into_a_leadership_the_controller_has_since_moved_on_is_not_a_new_leader() -> None:
     # Broker 0 (the leader) crashes at 2 s and is fenced ~9 s later; the controller elects broker 2 (next in
     # the replica order) from the ISR -- paused since 6 s, not fenced yet -- at leader epoch 1, then fences it
@@ -264,6 +265,7 @@ def test_a_broker_resuming_into_a_leadership_the_controller_has_since_moved_on_i
     assert not result.records.loc[result.records["acks"] == -1, "lost_after_ack"].any()
 
 
+@pytest.mark.pure_only
 def test_a_follower_following_a_new_leader_may_take_a_lower_high_watermark() -> None:
     # Broker 1 leads; broker 2 is cut from brokers 0 and 1 at 5 s: its last fetch brought its log end up to
     # the leader's, but the response that would tell it the high watermark that fetch moved never comes, so

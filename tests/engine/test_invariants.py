@@ -113,6 +113,7 @@ faults:
 """
 
 
+@pytest.mark.pure_only
 def test_a_crashed_follower_still_in_the_isr_counts_toward_min_isr() -> None:
     # Follower 1 crashes at 3.29 s with its log at the leader's LEO; the leader does not know (no fencing
     # within replica.lag.time.max.ms), so it stays in the maximal ISR. When paused follower 3 catches up
