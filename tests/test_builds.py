@@ -25,6 +25,28 @@ from kafkasim.compiled import PACKAGE_DIR, compiled_modules, stale_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_REQUESTED = os.environ.get("KAFKASIM_PURE", "") not in ("", "0")
+# Random scenarios (benchmarks/random_scenarios.py) whose tables must be the same in both builds: clusters
+# and single leaders, crashes, pauses, partitions, link faults, slow disks, every acks setting.
+BUILD_SEEDS = (6, 14, 17, 19, 26, 39, 59, 60)
+COMPILED_DIGESTS = "KAFKASIM_COMPILED_DIGESTS"  # set by the compiled run for the pure copy's run
+
+
+def random_scenario_digests() -> dict[str, list[object]]:
+    """Row counts and table hashes of each BUILD_SEEDS scenario's run, as the golden test takes them."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import random_scenarios
+
+    from kafkasim.run import run_scenario
+    from tests.engine.test_determinism import table_hash
+
+    digests: dict[str, list[object]] = {}
+    for seed in BUILD_SEEDS:
+        result = run_scenario(random_scenarios.load(seed))
+        summary = json.dumps(result.summary, sort_keys=True, default=str).encode()
+        digests[str(seed)] = [len(result.requests), len(result.records), table_hash(result.requests),
+                              table_hash(result.records), table_hash(result.timeseries),
+                              hashlib.sha256(summary).hexdigest()]
+    return digests
 
 
 def configured_modules() -> set[str]:
@@ -66,7 +88,9 @@ def test_pure_copy_gives_the_same_results(tmp_path: Path) -> None:
         shutil.copytree(ROOT / name, copy / name, ignore=skip)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, copy / name)
-    env = {**os.environ, "KAFKASIM_PURE": "1"}
+    compiled = tmp_path / "compiled-digests.json"
+    compiled.write_text(json.dumps(random_scenario_digests()))
+    env = {**os.environ, "KAFKASIM_PURE": "1", COMPILED_DIGESTS: str(compiled)}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra", "-m",
          "pure_only or both_builds", "tests"],
@@ -76,6 +100,15 @@ def test_pure_copy_gives_the_same_results(tmp_path: Path) -> None:
     summary = result.stdout.strip().splitlines()[-1]
     passed = int(re.search(r"(\d+) passed", summary).group(1))  # type: ignore[union-attr]
     assert "skipped" not in summary and passed >= 10, summary
+
+
+@pytest.mark.both_builds
+def test_random_scenarios_give_the_compiled_builds_tables() -> None:
+    """Run in the pure copy: its tables equal those the compiled build produced for the same scenarios."""
+    path = os.environ.get(COMPILED_DIGESTS)
+    if path is None:
+        pytest.skip("compares the pure copy with the compiled build: runs inside test_pure_copy_gives_the_same_results")
+    assert random_scenario_digests() == json.loads(Path(path).read_text())
 
 
 def test_a_source_changed_since_the_build_is_reported(tmp_path: Path) -> None:
