@@ -8,6 +8,7 @@ without the extension modules.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -109,6 +110,19 @@ def test_random_scenarios_give_the_compiled_builds_tables() -> None:
     if path is None:
         pytest.skip("compares the pure copy with the compiled build: runs inside test_pure_copy_gives_the_same_results")
     assert random_scenario_digests() == json.loads(Path(path).read_text())
+
+
+def test_uv_rebuilds_when_any_compiled_source_changes() -> None:
+    """Every compiled module's source is under one of [tool.uv] cache-keys' globs: uv rebuilds (recompiles)
+    the editable install when it changes, so no extension module outlives its source."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    globs = [key["file"] for key in config["tool"]["uv"]["cache-keys"] if "file" in key]
+    uncovered = [
+        module for module in sorted(configured_modules())
+        if not any(fnmatch.fnmatch(module.replace(".", "/") + ".py", glob.replace("**/", "")) or
+                   fnmatch.fnmatch(module.replace(".", "/") + ".py", glob) for glob in globs)
+    ]
+    assert uncovered == []
 
 
 def test_a_source_changed_since_the_build_is_reported(tmp_path: Path) -> None:
