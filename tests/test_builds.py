@@ -153,3 +153,34 @@ def test_without_a_working_c_compiler_the_wheel_is_pure_python(tmp_path: Path) -
         names = wheel.namelist()
     assert "kafkasim/timer/timing_wheel.py" in names
     assert not [n for n in names if n.endswith(".so")]
+
+
+@pytest.mark.both_builds
+def test_a_hook_left_unimplemented_is_never_silently_skipped() -> None:
+    """Interpreted, ABC refuses to build a TimerTask or DelayedOperation subclass missing an abstract hook.
+    A compiled abstract class does not check at construction, so there the hook raises when called: in
+    neither build does a forgotten ``run`` or ``try_complete`` quietly do nothing."""
+    from kafkasim.purgatory import DelayedOperation
+    from kafkasim.timer import TimerTask
+
+    class ForgotRun(TimerTask):
+        pass
+
+    class ForgotHooks(DelayedOperation):
+        pass
+
+    try:
+        task = ForgotRun(1)
+    except TypeError:
+        assert not compiled_modules()
+    else:
+        with pytest.raises(NotImplementedError):
+            task.run()
+    try:
+        operation = ForgotHooks(1)
+    except TypeError:
+        assert not compiled_modules()
+    else:
+        for hook in (operation.try_complete, operation.on_complete, operation.on_expiration):
+            with pytest.raises(NotImplementedError):
+                hook()

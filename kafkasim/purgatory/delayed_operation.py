@@ -36,14 +36,18 @@ class DelayedOperation(TimerTask):
     @abstractmethod
     def try_complete(self) -> bool:
         """Check whether the operation can complete now; if so, `return self.force_complete()`."""
+        # Reached only in the compiled build, whose abstract classes are not checked at construction.
+        raise NotImplementedError(f"{type(self).__name__} does not implement DelayedOperation.try_complete")
 
     @abstractmethod
     def on_complete(self) -> None:
         """Complete the operation (build and send the response). Called exactly once."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement DelayedOperation.on_complete")
 
     @abstractmethod
     def on_expiration(self) -> None:
         """Extra work when the timeout completed the operation; runs after `on_complete`."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement DelayedOperation.on_expiration")
 
     @property
     def is_completed(self) -> bool:
