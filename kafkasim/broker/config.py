@@ -9,11 +9,12 @@ Field names are Kafka's config names with dots turned into underscores.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from kafkasim.purgatory import PURGATORY_TIMER_KINDS, PurgatoryTimerKind
 
-MIB = 1024 * 1024
-GIB = 1024 * MIB
+MIB: Final = 1024 * 1024
+GIB: Final = 1024 * MIB
 
 
 def _require_positive(owner: str, **values: int) -> None:

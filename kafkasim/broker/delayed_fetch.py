@@ -4,7 +4,7 @@ wait (Kafka's ``DelayedFetch``, with the 3.8+ offset comparison of KAFKA-16452).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResult, nothing_past_end
@@ -18,11 +18,11 @@ if TYPE_CHECKING:
 
 FetchResponseCallback = Callable[[list[tuple[TopicPartition, LogReadResult]]], None]
 
-_NOT_CHECKED = -1
-_ALWAYS_WALK = -2
+_NOT_CHECKED: Final = -1
+_ALWAYS_WALK: Final = -2
 
 # The errors DelayedFetch turns into an immediate completion (cases A-E); others escape, as in Kafka.
-_COMPLETING_ERRORS = frozenset(
+_COMPLETING_ERRORS: Final = frozenset(
     {
         Errors.NOT_LEADER_OR_FOLLOWER,
         Errors.UNKNOWN_TOPIC_OR_PARTITION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from kafkasim.broker.config import BrokerConfig
 from kafkasim.broker.errors import Errors
@@ -14,10 +14,10 @@ from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch
 
-CONSUMER_REPLICA_ID = -1
-FUTURE_LOCAL_REPLICA_ID = -3
-NO_EPOCH = -1  # "absent" for current_leader_epoch / last_fetched_epoch, as on the wire
-LATEST_FETCH_VERSION = 17
+CONSUMER_REPLICA_ID: Final = -1
+FUTURE_LOCAL_REPLICA_ID: Final = -3
+NO_EPOCH: Final = -1  # "absent" for current_leader_epoch / last_fetched_epoch, as on the wire
+LATEST_FETCH_VERSION: Final = 17
 
 
 @dataclass(frozen=True, slots=True)

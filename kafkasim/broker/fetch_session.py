@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult, PartitionData
@@ -46,21 +46,21 @@ from kafkasim.timer import Time
 if TYPE_CHECKING:
     from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
 
-INT_MAX = 2**31 - 1
+INT_MAX: Final = 2**31 - 1
 
 # FetchMetadata's constants.
-INVALID_SESSION_ID = 0
+INVALID_SESSION_ID: Final = 0
 """The session id of a client with no session."""
-INITIAL_EPOCH = 0
+INITIAL_EPOCH: Final = 0
 """In a request: create (or re-create) a session."""
-FINAL_EPOCH = -1
+FINAL_EPOCH: Final = -1
 """In a request: close any existing session and do not create a new one."""
 
-NUM_FETCH_SESSION_CACHE_SHARDS = 8
+NUM_FETCH_SESSION_CACHE_SHARDS: Final = 8
 """``KafkaBroker.NumFetchSessionCacheShards``."""
-MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS = 1000
+MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: Final = 1000
 """Default of ``max.incremental.fetch.session.cache.slots`` (``ServerConfigs``)."""
-MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS = 120_000
+MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: Final = 120_000
 """``KafkaServer.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS``: how long a session must be unused to be stale."""
 
 
@@ -101,9 +101,9 @@ class FetchMetadata(NamedTuple):
         return f"(sessionId={session}, epoch={epoch})"
 
 
-INITIAL_METADATA = FetchMetadata(INVALID_SESSION_ID, INITIAL_EPOCH)
+INITIAL_METADATA: Final = FetchMetadata(INVALID_SESSION_ID, INITIAL_EPOCH)
 """``FetchMetadata.INITIAL``: what a new ``FetchSessionHandler`` sends first."""
-LEGACY_METADATA = FetchMetadata(INVALID_SESSION_ID, FINAL_EPOCH)
+LEGACY_METADATA: Final = FetchMetadata(INVALID_SESSION_ID, FINAL_EPOCH)
 """``FetchMetadata.LEGACY``: a request that wants no session at all (sessionless)."""
 
 

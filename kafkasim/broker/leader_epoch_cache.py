@@ -7,10 +7,10 @@ case H, ``Partition.fetchRecords``' diverging epoch): "where does epoch e end in
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-UNDEFINED_EPOCH = -1
-UNDEFINED_EPOCH_OFFSET = -1
+UNDEFINED_EPOCH: Final = -1
+UNDEFINED_EPOCH_OFFSET: Final = -1
 
 
 class EpochEntry(NamedTuple):

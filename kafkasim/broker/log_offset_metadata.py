@@ -4,8 +4,9 @@ KAFKA-16452)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-UNKNOWN_OFFSET = -1
+UNKNOWN_OFFSET: Final = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,4 +73,4 @@ class LogOffsetMetadata:
 
 
 # 3.8+: (-1, -1, -1), i.e. message-only (it was (-1, 0, 0) before; KAFKA-16452).
-UNKNOWN_OFFSET_METADATA = LogOffsetMetadata(-1, -1, -1)
+UNKNOWN_OFFSET_METADATA: Final = LogOffsetMetadata(-1, -1, -1)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from typing import Final
 
 from kafkasim.broker.config import LogConfig
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.records import NO_TIMESTAMP, RecordBatch
 
-_INT32_MAX = 2**31 - 1
+_INT32_MAX: Final = 2**31 - 1
 _NO_BATCHES: tuple[RecordBatch, ...] = ()
 
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 
-NO_LEADER = -1
+NO_LEADER: Final = -1
 """``LeaderConstants.NO_LEADER``: a partition with no leader (offline)."""
 
-LEADER_RECOVERY_RECOVERED = 0
+LEADER_RECOVERY_RECOVERED: Final = 0
 """``LeaderRecoveryState.RECOVERED``."""
-LEADER_RECOVERY_RECOVERING = 1
+LEADER_RECOVERY_RECOVERING: Final = 1
 """``LeaderRecoveryState.RECOVERING``: set by an unclean election until the new leader reports back."""
 
 

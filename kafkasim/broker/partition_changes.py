@@ -21,12 +21,13 @@ would have found the same bytes on partition 7 and nothing new on the other 999.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from kafkasim.broker.records import TopicPartition
 
 # Entries kept behind the newest. A fetch whose last check is older re-evaluates all its partitions (the full
 # walk, always correct); with one record per append or high watermark move this is seconds of traffic.
-WINDOW = 1 << 16
+WINDOW: Final = 1 << 16
 
 
 class PartitionChanges:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 from bisect import bisect_left, insort
 from collections.abc import Mapping
+from typing import Final
 
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, RecordBatch
@@ -35,14 +36,14 @@ __all__ = [
     "decrement_sequence",
 ]
 
-NUM_BATCHES_TO_RETAIN = 5
+NUM_BATCHES_TO_RETAIN: Final = 5
 """Kafka's ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``: the batches a duplicate is looked for among (the
 producer's ``max.in.flight.requests.per.connection`` is at most 5 when idempotent)."""
 
-PRODUCER_ID_EXPIRATION_MS_DEFAULT = 86_400_000
+PRODUCER_ID_EXPIRATION_MS_DEFAULT: Final = 86_400_000
 """``producer.id.expiration.ms`` (``TransactionLogConfig.PRODUCER_ID_EXPIRATION_MS_DEFAULT``, one day)."""
 
-_INT_MAX = 2**31 - 1
+_INT_MAX: Final = 2**31 - 1
 
 
 class AppendOrigin(enum.Enum):

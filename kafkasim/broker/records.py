@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-NO_PARTITION_LEADER_EPOCH = -1
+NO_PARTITION_LEADER_EPOCH: Final = -1
 # Kafka's RecordBatch.NO_PRODUCER_ID, NO_PRODUCER_EPOCH and NO_SEQUENCE.
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_TIMESTAMP = -1
+NO_PRODUCER_ID: Final = -1
+NO_PRODUCER_EPOCH: Final = -1
+NO_SEQUENCE: Final = -1
+NO_TIMESTAMP: Final = -1
 
 
 class TopicPartition(NamedTuple):

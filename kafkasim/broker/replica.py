@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
 
-UNKNOWN_OFFSET = -1
+UNKNOWN_OFFSET: Final = -1
 
-NEVER_MS = -(1 << 62)
+NEVER_MS: Final = -(1 << 62)
 """A time that never was: Kafka writes 0 for a replica that never fetched or never caught up
 (``ReplicaState.EMPTY``, ``resetReplicaState``), which on its clock (ms since 1970) is decades ago. The simulated
 clock starts at 0, where a literal 0 would be "just now": a replica that never caught up would count as caught

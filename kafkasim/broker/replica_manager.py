@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import partial
 from operator import attrgetter
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkasim.broker.action_queue import ActionQueue
 from kafkasim.broker.alter_partition import AlterPartitionManager
@@ -49,7 +49,7 @@ from kafkasim.purgatory import (
 if TYPE_CHECKING:
     from kafkasim.timer import Time
 
-VALID_ACKS = (-1, 0, 1)
+VALID_ACKS: Final = (-1, 0, 1)
 
 
 # A session partition's place in the session's order (CachedPartition.pos); a C key, no frame per element.

@@ -38,7 +38,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from kafkasim.broker.records import (
     NO_PRODUCER_EPOCH,
@@ -50,8 +50,8 @@ from kafkasim.broker.records import (
 from kafkasim.clients.metadata import NO_LEADER
 from kafkasim.clients.transaction_manager import TransactionManager
 
-RECORD_BATCH_OVERHEAD_BYTES = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
-MAX_REQUEST_SIZE = 1_048_576  # producer max.request.size default
+RECORD_BATCH_OVERHEAD_BYTES: Final = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+MAX_REQUEST_SIZE: Final = 1_048_576  # producer max.request.size default
 
 
 class ProducerBatch:

@@ -41,7 +41,7 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
@@ -62,13 +62,13 @@ if TYPE_CHECKING:
 
     from kafkasim.network.ids import IdSource
 
-RETRY_BACKOFF_MS = 100.0  # consumer retry.backoff.ms default
+RETRY_BACKOFF_MS: Final = 100.0  # consumer retry.backoff.ms default
 # CommonClientConfigs: the backoff's multiplier and jitter (KIP-580), for metadata refreshes.
-RETRY_BACKOFF_EXP_BASE = 2
-RETRY_BACKOFF_JITTER = 0.2
+RETRY_BACKOFF_EXP_BASE: Final = 2
+RETRY_BACKOFF_JITTER: Final = 0.2
 # reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
-RECONNECT_BACKOFF_MS = 50
-RECONNECT_BACKOFF_MAX_MS = 1000
+RECONNECT_BACKOFF_MS: Final = 50
+RECONNECT_BACKOFF_MAX_MS: Final = 1000
 
 
 class NodeFetch:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.sim.backoff import ExponentialBackoff
 
-NO_LEADER = -1  # MetadataResponse's leader id when the partition has none
+NO_LEADER: Final = -1  # MetadataResponse's leader id when the partition has none
 
 # Kafka's InvalidMetadataException subclasses a produce response can carry: they make the Sender request
 # a metadata update (Sender.completeBatch -> metadata.requestUpdate).
-INVALID_METADATA_ERRORS = frozenset({
+INVALID_METADATA_ERRORS: Final = frozenset({
     Errors.NOT_LEADER_OR_FOLLOWER,
     Errors.FENCED_LEADER_EPOCH,
     Errors.UNKNOWN_TOPIC_OR_PARTITION,

@@ -46,7 +46,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import NO_SEQUENCE, RecordBatch, TopicPartition
@@ -77,13 +77,13 @@ from kafkasim.sim.distributions import constant_value
 if TYPE_CHECKING:
     from simpy import Environment
 
-NAN = float("nan")
+NAN: Final = float("nan")
 # CommonClientConfigs: the retry backoff's multiplier and jitter (KIP-580).
-RETRY_BACKOFF_EXP_BASE = 2
-RETRY_BACKOFF_JITTER = 0.2
+RETRY_BACKOFF_EXP_BASE: Final = 2
+RETRY_BACKOFF_JITTER: Final = 0.2
 # reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
-RECONNECT_BACKOFF_MS = 50
-RECONNECT_BACKOFF_MAX_MS = 1000
+RECONNECT_BACKOFF_MS: Final = 50
+RECONNECT_BACKOFF_MAX_MS: Final = 1000
 # How far RecordAccumulator.first_waking_record looks ahead before the producer acts anyway.
 MAX_LOOKAHEAD_RECORDS = 10_000
 

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import NO_SEQUENCE, TopicPartition
@@ -23,13 +23,13 @@ from kafkasim.broker.records import NO_SEQUENCE, TopicPartition
 if TYPE_CHECKING:
     from kafkasim.clients.accumulator import ProducerBatch
 
-SHORT_MAX = 32_767
-INT_MAX = 2_147_483_647
-NO_LAST_ACKED_SEQUENCE_NUMBER = -1
+SHORT_MAX: Final = 32_767
+INT_MAX: Final = 2_147_483_647
+NO_LAST_ACKED_SEQUENCE_NUMBER: Final = -1
 
 # Kafka's RetriableException subclasses a produce response can carry (Errors.exception() instanceof
 # RetriableException): the non-idempotent producer retries exactly these.
-RETRIABLE_ERRORS = frozenset({
+RETRIABLE_ERRORS: Final = frozenset({
     Errors.CORRUPT_MESSAGE,
     Errors.UNKNOWN_TOPIC_OR_PARTITION,
     Errors.LEADER_NOT_AVAILABLE,

@@ -10,7 +10,7 @@ end of a run, an acks=0 produce that never gets a response, a client timeout).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata, FetchResponse
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -18,7 +18,7 @@ from kafkasim.broker.records import RecordBatch, TopicPartition
 if TYPE_CHECKING:
     from kafkasim.broker.errors import Errors
 
-NAN = float("nan")
+NAN: Final = float("nan")
 
 Api = Literal["Produce", "FetchConsumer", "FetchFollower"]
 API_PRODUCE: Api = "Produce"
@@ -27,7 +27,7 @@ API_FETCH_FOLLOWER: Api = "FetchFollower"
 
 # Kafka's RequestMetrics timestamps (RequestChannel.Request) framed by the client's own: the envelope's
 # timestamp attributes and, in this order, the timestamp columns of the recorder's ``requests`` table.
-REQUEST_TIMESTAMPS = (
+REQUEST_TIMESTAMPS: Final = (
     "intended_ms",
     "client_send_ms",
     "start_ms",
@@ -41,19 +41,19 @@ REQUEST_TIMESTAMPS = (
 
 # Simplified wire sizes (ENGINE design): a request header plus a per-partition header; the record bytes
 # are the batches' own sizes (RecordBatch.size_in_bytes already includes Kafka's 61-byte batch header).
-PRODUCE_REQUEST_OVERHEAD_BYTES = 100
-PRODUCE_PARTITION_OVERHEAD_BYTES = 60
-PRODUCE_RESPONSE_OVERHEAD_BYTES = 40
-PRODUCE_RESPONSE_PARTITION_BYTES = 40
+PRODUCE_REQUEST_OVERHEAD_BYTES: Final = 100
+PRODUCE_PARTITION_OVERHEAD_BYTES: Final = 60
+PRODUCE_RESPONSE_OVERHEAD_BYTES: Final = 40
+PRODUCE_RESPONSE_PARTITION_BYTES: Final = 40
 # The fetch request overhead includes the session fields (session id, epoch: 8 bytes), which every request
 # since v7 carries whether or not it uses a session. A partition entry is 32 bytes of fields (partition,
 # current_leader_epoch, fetch_offset, last_fetched_epoch, log_start_offset, partition_max_bytes) plus 8 of
 # topic framing; a forgotten partition (forgotten_topics_data) is its partition index plus the same framing.
-FETCH_REQUEST_OVERHEAD_BYTES = 100
-FETCH_REQUEST_PARTITION_BYTES = 40
-FETCH_FORGOTTEN_PARTITION_BYTES = 8
-FETCH_RESPONSE_OVERHEAD_BYTES = 40
-FETCH_RESPONSE_PARTITION_BYTES = 60
+FETCH_REQUEST_OVERHEAD_BYTES: Final = 100
+FETCH_REQUEST_PARTITION_BYTES: Final = 40
+FETCH_FORGOTTEN_PARTITION_BYTES: Final = 8
+FETCH_RESPONSE_OVERHEAD_BYTES: Final = 40
+FETCH_RESPONSE_PARTITION_BYTES: Final = 60
 
 
 class ProduceRequestData:

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from typing import Final
 
-CONTROLLER_HOST = "controller"
+CONTROLLER_HOST: Final = "controller"
 """The KRaft controller's host name in partitions."""
 
 

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from simpy import Environment
 
 Sampler = Callable[[], float]
-KIB = 1024.0
+KIB: Final = 1024.0
 
 
 @dataclass(frozen=True, slots=True)

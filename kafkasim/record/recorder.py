@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import numpy as np
 import pandas as pd
@@ -30,13 +30,13 @@ from kafkasim.broker.errors import Errors
 from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
 from kafkasim.record.log_audit import LOSS_REASONS
 
-NAN = math.nan
+NAN: Final = math.nan
 
-APIS = ("Produce", "FetchConsumer", "FetchFollower")
+APIS: Final = ("Produce", "FetchConsumer", "FetchFollower")
 
 # Kafka's RequestChannel.Request.updateRequestMetrics: (name, later timestamp, earlier timestamp);
 # negative values are clamped to 0 like Kafka's.
-BREAKDOWN = (
+BREAKDOWN: Final = (
     ("RequestQueueTimeMs", "dequeue_ms", "start_ms"),
     ("LocalTimeMs", "local_complete_ms", "dequeue_ms"),
     ("RemoteTimeMs", "response_complete_ms", "local_complete_ms"),
@@ -45,11 +45,11 @@ BREAKDOWN = (
     ("TotalTimeMs", "end_ms", "start_ms"),
 )
 
-TIMESERIES_COLUMNS = ("time_ms", "metric", "entity", "value")
+TIMESERIES_COLUMNS: Final = ("time_ms", "metric", "entity", "value")
 
-CONSUMED_PREFIX = "consumed_ms:"
+CONSUMED_PREFIX: Final = "consumed_ms:"
 
-DEFAULT_MAX_ROWS_IN_MEMORY = 200_000
+DEFAULT_MAX_ROWS_IN_MEMORY: Final = 200_000
 
 
 class RequestRow(Protocol):
@@ -241,7 +241,7 @@ def requests_frame(traces: Sequence[RequestRow]) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-OUTCOMES = ("acknowledged", "sent", "failed", "duplicated", "pending", "lost")
+OUTCOMES: Final = ("acknowledged", "sent", "failed", "duplicated", "pending", "lost")
 """A batch's outcome as the application saw it, plus what the log shows: `acknowledged` (the producer got
 its offset), `sent` (acks=0: done once written to the socket), `failed` (its last error: a non-retriable one,
 or REQUEST_TIMED_OUT when delivery.timeout.ms expired), `duplicated` (acknowledged, but a consumer also read

@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 from simpy import Environment
 
@@ -39,10 +39,10 @@ from kafkasim.broker.metadata import BrokerHeartbeatReply, BrokerHeartbeatReques
 from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import Call
 
-STARTING_HEARTBEAT_MS = 10.0
+STARTING_HEARTBEAT_MS: Final = 10.0
 """``BrokerLifecycleManager``: heartbeats while STARTING go 10 ms apart ("so that in the case where there is
 no recovery work to be done, we start up a bit quicker")."""
-FIRST_CONTROLLED_SHUTDOWN_HEARTBEAT_MS = 50.0
+FIRST_CONTROLLED_SHUTDOWN_HEARTBEAT_MS: Final = 50.0
 """After the first PENDING_CONTROLLED_SHUTDOWN answer the next heartbeat goes 50 ms later."""
 
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.fetch_session import (
@@ -80,7 +80,7 @@ if TYPE_CHECKING:
 FetcherFactory = Callable[["BrokerServer", int, int], ReplicaFetcherThread]
 
 # Kafka's LogManager.InitialTaskDelayMs (log.initial.task.delay.ms): the retention task's first run.
-RETENTION_INITIAL_DELAY_MS = 30_000.0
+RETENTION_INITIAL_DELAY_MS: Final = 30_000.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,14 +22,14 @@ the expiration and the purge check; the next pass starts at 130 with deadline 33
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from simpy import Environment
 
 from kafkasim.sim.calls import Call, Pausable
 
 # Kafka: DelayedOperationPurgatory.ExpiredOperationReaper calls advanceClock(200L).
-WORK_TIMEOUT_MS = 200.0
+WORK_TIMEOUT_MS: Final = 200.0
 
 
 class _Timer(Protocol):

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
 from kafkasim.network.observer import Observer
@@ -44,10 +44,10 @@ if TYPE_CHECKING:
     from simpy import Environment
 
 Sampler = Callable[[], float]
-KIB = 1024.0
+KIB: Final = 1024.0
 
 
-_NO_COST = ConstantSampler(0.0)
+_NO_COST: Final = ConstantSampler(0.0)
 
 
 @dataclass(frozen=True, slots=True)

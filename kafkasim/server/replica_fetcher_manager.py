@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from kafkasim.broker.records import TopicPartition
 
-INT_MIN = -(2**31)
+INT_MIN: Final = -(2**31)
 
 
 def to_int32(n: int) -> int:

@@ -60,7 +60,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, PartitionData
@@ -84,9 +84,9 @@ if TYPE_CHECKING:
     from kafkasim.server.replica_fetcher_manager import InitialFetchState
 
 # The follower's own client (ReplicaFetcherBlockingSend) times out after the broker's request timeout.
-FOLLOWER_REQUEST_TIMEOUT_MS = 30_000.0
-KIB = 1024.0
-MIB = 1024 * 1024
+FOLLOWER_REQUEST_TIMEOUT_MS: Final = 30_000.0
+KIB: Final = 1024.0
+MIB: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

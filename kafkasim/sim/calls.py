@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappush
-from typing import Any
+from typing import Any, Final
 
 from simpy import Environment
 from simpy.events import NORMAL, Event
@@ -19,7 +19,7 @@ from simpy.events import NORMAL, Event
 # A nanosecond: far below any modelled delay, far above float rounding at simulated times of days. A
 # deadline check armed for `send + timeout` can run at a `now` one ulp short of it; without the tolerance
 # it would re-arm with a delay that no longer moves the clock, forever.
-DEADLINE_TOLERANCE_MS = 1e-6
+DEADLINE_TOLERANCE_MS: Final = 1e-6
 
 
 class Call(Event):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from heapq import heappop
 from time import monotonic, sleep
-from typing import Any
+from typing import Any, Final
 
 import simpy
 from simpy.core import EmptySchedule, Environment, Infinity, StopSimulation
@@ -19,7 +19,7 @@ from simpy.events import URGENT, Event, EventPriority
 
 # Sleep in slices of at most this many wall seconds so that a switch to virtual mode (or a new speed)
 # made from another thread, e.g. a notebook widget, takes effect promptly during a long idle gap.
-_MAX_SLEEP_SLICE_S = 0.05
+_MAX_SLEEP_SLICE_S: Final = 0.05
 
 
 # The speed parameters are typed `object`: they are checked here, with a clear message, and a compiled

@@ -14,10 +14,10 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import accumulate
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 # Standard normal quantile at 0.99: a lognormal's p99 is exp(mu + Z99 * sigma).
-Z99 = 2.3263478740408408
+Z99: Final = 2.3263478740408408
 
 
 class Sampler(Protocol):
@@ -100,7 +100,7 @@ class LogNormal:
 
 
 # random.NV_MAGICCONST, the same expression.
-_NV_MAGICCONST = 4 * math.exp(-0.5) / math.sqrt(2.0)
+_NV_MAGICCONST: Final = 4 * math.exp(-0.5) / math.sqrt(2.0)
 
 
 def lognormal_draw(rng: random.Random, mu: float, sigma: float) -> float:
@@ -177,7 +177,7 @@ class Empirical:
         return f"Empirical({len(self.values)} values)"
 
 
-DISTRIBUTION_TYPES = ("constant", "exponential", "lognormal", "uniform", "empirical")
+DISTRIBUTION_TYPES: Final = ("constant", "exponential", "lognormal", "uniform", "empirical")
 
 
 def _field(spec: Any, name: str, kind: str) -> Any:
