@@ -79,15 +79,50 @@ def fetch_params_from_request(
     return FetchParams(replica_id, max_wait_ms, min(min_bytes, capped_max), capped_max, isolation, replica_epoch)
 
 
-@dataclass(frozen=True, slots=True)
 class PartitionData:
-    """One partition of a fetch request (Kafka's ``FetchRequest.PartitionData``); epochs -1 = absent."""
+    """One partition of a fetch request (Kafka's ``FetchRequest.PartitionData``); epochs -1 = absent.
 
-    fetch_offset: int
-    log_start_offset: int
-    max_bytes: int
-    current_leader_epoch: int = NO_EPOCH
-    last_fetched_epoch: int = NO_EPOCH
+    Immutable (``Final`` fields). A plain class rather than a frozen dataclass: every fetch builds one per
+    partition it sends and its session compares it with the last one sent, and a dataclass's generated
+    ``__init__`` and ``__eq__`` stay interpreted Python even in the compiled build.
+    """
+
+    __slots__ = ("fetch_offset", "log_start_offset", "max_bytes", "current_leader_epoch", "last_fetched_epoch")
+
+    def __init__(
+        self,
+        fetch_offset: int,
+        log_start_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int = NO_EPOCH,
+        last_fetched_epoch: int = NO_EPOCH,
+    ) -> None:
+        self.fetch_offset: Final = fetch_offset
+        self.log_start_offset: Final = log_start_offset
+        self.max_bytes: Final = max_bytes
+        self.current_leader_epoch: Final = current_leader_epoch
+        self.last_fetched_epoch: Final = last_fetched_epoch
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, PartitionData)
+            and self.fetch_offset == other.fetch_offset
+            and self.log_start_offset == other.log_start_offset
+            and self.max_bytes == other.max_bytes
+            and self.current_leader_epoch == other.current_leader_epoch
+            and self.last_fetched_epoch == other.last_fetched_epoch
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.fetch_offset, self.log_start_offset, self.max_bytes, self.current_leader_epoch,
+                     self.last_fetched_epoch))
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionData(fetch_offset={self.fetch_offset}, log_start_offset={self.log_start_offset}, "
+            f"max_bytes={self.max_bytes}, current_leader_epoch={self.current_leader_epoch}, "
+            f"last_fetched_epoch={self.last_fetched_epoch})"
+        )
 
 
 class EpochEndOffset(NamedTuple):
