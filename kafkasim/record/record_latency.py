@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from hdrh.histogram import HdrHistogram
+import numpy as np
 
 from kafkasim.clients.accumulator import ProducerBatch
-from kafkasim.record.summary import PERCENTILES, acks_label, lowest_equivalent_us
+from kafkasim.record.summary import (
+    PERCENTILES,
+    acks_label,
+    highest_equivalent_us,
+    lowest_equivalent_us,
+    values_at_percentiles,
+)
 
 
 class RecordLatency:
@@ -93,11 +99,14 @@ def _histogram_summary(buckets: dict[int, int], total_ms: float) -> dict[str, An
     count = sum(buckets.values())
     if count == 0:
         return {"count": 0}
-    histogram = HdrHistogram(1, RecordLatency.HIGHEST_US, 3)
-    for value in sorted(buckets):
-        histogram.record_value(value, buckets[value])
+    # The buckets' keys are HdrHistogram's lowest equivalent values: the histogram they make answers its
+    # percentiles from one cumulative sum (summary.values_at_percentiles), and its max
+    # (HdrHistogram.get_max_value) is the highest value equivalent to the largest key.
+    keys = sorted(buckets)
+    values = values_at_percentiles(np.array(keys, dtype=np.int64),
+                                   np.array([buckets[key] for key in keys], dtype=np.int64))
     out: dict[str, Any] = {"count": count, "mean": total_ms / count}
-    for name, q in PERCENTILES:
-        out[name] = histogram.get_value_at_percentile(q) / 1000.0
-    out["max"] = histogram.get_max_value() / 1000.0
+    for (name, _), value_us in zip(PERCENTILES, values, strict=True):
+        out[name] = value_us / 1000.0
+    out["max"] = (highest_equivalent_us(keys[-1]) if keys[-1] else 0) / 1000.0
     return out

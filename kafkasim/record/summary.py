@@ -66,6 +66,11 @@ def percentiles(values_ms: Any) -> dict[str, float | int | None]:
 _EQUIVALENCE = HdrHistogram(1, _HIGHEST_US, _SIGNIFICANT_DIGITS)  # only its bucket layout is used
 
 
+def highest_equivalent_us(value_us: int) -> int:
+    """HdrHistogram's highest value equivalent to ``value_us`` (the top of its bucket)."""
+    return int(_EQUIVALENCE.get_highest_equivalent_value(value_us))
+
+
 def values_at_percentiles(buckets: np.ndarray, counts: np.ndarray) -> list[int]:
     """HdrHistogram's ``get_value_at_percentile`` for each of PERCENTILES, of the histogram holding
     ``counts[i]`` values equivalent to ``buckets[i]`` (ascending lowest equivalent values, microseconds):
@@ -78,7 +83,7 @@ def values_at_percentiles(buckets: np.ndarray, counts: np.ndarray) -> list[int]:
         # HdrHistogram.get_target_count_at_percentile, then the first bucket whose running total reaches it.
         target = max(int(((min(q, 100.0) * total / 100)) + 0.5), 1)
         index = int(np.searchsorted(cumulative, target, side="left"))
-        values.append(_EQUIVALENCE.get_highest_equivalent_value(int(buckets[index])))
+        values.append(highest_equivalent_us(int(buckets[index])))
     return values
 
 

@@ -20,3 +20,29 @@ def test_poured_buckets_are_those_of_bucket_per_value() -> None:
     RecordLatency._pour(pending, poured)
     assert poured == expected
     assert pending == []
+
+
+def test_histogram_summary_answers_as_hdrhistogram() -> None:
+    """Percentiles and max from the buckets equal HdrHistogram's own over the same buckets."""
+    import random
+
+    from hdrh.histogram import HdrHistogram
+
+    from kafkasim.record.record_latency import RecordLatency, _histogram_summary
+    from kafkasim.record.summary import PERCENTILES
+
+    rng = random.Random(5)
+    cases = [[0.0], [0.0005], [1.0] * 10, [3_600_001.0], [rng.lognormvariate(1, 1.5) for _ in range(5000)],
+             [rng.uniform(0, 100) for _ in range(3)]]
+    for latencies in cases:
+        buckets: dict[int, int] = {}
+        for latency in latencies:
+            key = RecordLatency._bucket(latency)
+            buckets[key] = buckets.get(key, 0) + 1
+        histogram = HdrHistogram(1, RecordLatency.HIGHEST_US, 3)
+        for value in sorted(buckets):
+            histogram.record_value(value, buckets[value])
+        out = _histogram_summary(buckets, sum(latencies))
+        for name, q in PERCENTILES:
+            assert out[name] == histogram.get_value_at_percentile(q) / 1000.0, (name, latencies[:5])
+        assert out["max"] == histogram.get_max_value() / 1000.0
