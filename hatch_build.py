@@ -159,7 +159,7 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 # Type errors in modules the compiled ones import but the build lacks the dependencies of
                 # (an "unused" ignore where a library is missing) are the project's mypy run's business.
                 ["--no-warn-unused-ignores", *sources],
-                opt_level=os.environ.get("KAFKASIM_MYPYC_OPT_LEVEL", "3"),
+                opt_level="3",
                 # One group (one C file, one shared library) per package: the groups compile in parallel,
                 # and an edit recompiles only its own package's group.
                 separate=[(group, f"kafkasim._native_{package}") for package, group in _groups(sources).items()],
