@@ -1,4 +1,4 @@
-from kafkasim.console.app import main
+from kafkasim.console.app import program
 
 if __name__ == "__main__":
-    main()
+    program()
