@@ -1,4 +1,4 @@
-"""kafkasim: a simulator of one Kafka broker's request handling.
+"""kafkasim: a simulator of Kafka's request handling, from one leader broker to a cluster with a KRaft controller.
 
     import kafkasim
     scenario = kafkasim.load_scenario("scenarios/quickstart.yaml")

@@ -17,7 +17,7 @@ from kafkasim.timer.walkthrough import ScheduledAdd, ScheduledCancel
 
 app = typer.Typer(
     name="kafkasim",
-    help="Simulate one Kafka broker's request handling and measure its latency.",
+    help="Simulate Kafka brokers' request handling (one leader or a cluster with failover) and measure its latency.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
