@@ -7,7 +7,8 @@ import tomllib
 
 import kafkasim
 
-from .support import REPO, kafkasim as run_kafkasim
+from .support import REPO
+from .support import kafkasim as run_kafkasim
 
 
 def _descriptions() -> dict[str, str]:
