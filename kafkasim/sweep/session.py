@@ -2,11 +2,10 @@
 
 Default master `local[*]`: Spark runs inside this Python process's JVM child, with one Python worker per
 core, so a sweep works on one machine with nothing else running. `--master spark://…`, `k8s://…` or `yarn`
-points the same job at a cluster; nothing else changes. kafkasim ships itself to the executors
-(`ship_kafkasim`: a zip of the package's Python sources, added with `SparkContext.addPyFile`), so they do
-not need it installed; they do need its dependencies (`EXECUTOR_DEPENDENCIES`) in the Python they run,
-and the output directory must be visible at the same path to the driver and every executor (a shared
-mount), since each task writes its run's Parquet there.
+points the same job at a cluster; nothing else changes. kafkasim ships itself and its dependencies to the
+executors (kafkasim.sweep.shipping), so they need only the driver's Python version; the output directory
+must be visible at the same path to the driver and every executor (a shared mount), since each task writes
+its run's Parquet there.
 
 Spark is chatty when it starts (log4j profile banner, JVM module warnings, native-hadoop and hostname
 warnings, console progress bars). A sweep has its own progress display, so the JVM's stdout/stderr go to a
@@ -16,16 +15,14 @@ the error message points at that file.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -150,54 +147,3 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
-
-
-EXECUTOR_DEPENDENCIES = ("simpy", "pydantic", "pyyaml", "hdrhistogram", "pyarrow", "pandas", "numpy")
-"""What an executor's Python must have installed for a sweep task (kafkasim itself is shipped)."""
-
-_SHIPPED_SUFFIXES = (".py", ".properties", ".yaml", ".json")
-"""Files of the kafkasim package that go into the shipped zip. Compiled extension modules (.so) cannot be
-imported from a zip, nor run on another machine's platform: executors run the pure-Python modules."""
-
-
-def kafkasim_zip(directory: Path | None = None) -> Path:
-    """A zip of this kafkasim package's sources, for executors to import; reused while the sources match.
-
-    The name carries a hash of the contents, so a changed source makes a new zip and an executor never
-    imports a stale copy.
-    """
-    import kafkasim
-
-    package = Path(__file__).resolve().parent.parent  # kafkasim/, this file being kafkasim/sweep/session.py
-    files = sorted(
-        p for p in package.rglob("*")
-        if p.is_file() and p.suffix in _SHIPPED_SUFFIXES and "__pycache__" not in p.parts
-        and p.name != "_compiled.json"  # the local build's record of its extensions, which are not shipped
-    )
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(str(path.relative_to(package.parent)).encode())
-        digest.update(path.read_bytes())
-    target_dir = directory or Path(tempfile.gettempdir())
-    target = target_dir / f"kafkasim-{kafkasim.__version__}-{digest.hexdigest()[:16]}.zip"
-    if not target.is_file():
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in files:
-                # A fixed timestamp: the same sources give the same bytes.
-                info = zipfile.ZipInfo(str(path.relative_to(package.parent)), date_time=(1980, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, path.read_bytes())
-        tmp.replace(target)
-    return target
-
-
-def ship_kafkasim(spark: SparkSession) -> Path:
-    """Add the kafkasim zip to the session's Python path on every executor (once per SparkContext)."""
-    sc: Any = spark.sparkContext
-    shipped: Path | None = getattr(sc, "_kafkasim_zip", None)
-    if shipped is None:
-        shipped = kafkasim_zip()
-        sc.addPyFile(str(shipped))
-        sc._kafkasim_zip = shipped
-    return shipped

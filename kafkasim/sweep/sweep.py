@@ -33,14 +33,8 @@ from kafkasim.sweep.model import LoadedSweep, load_sweep
 from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, write_manifest
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
-from kafkasim.sweep.session import (
-    EXECUTOR_DEPENDENCIES,
-    build_spark_session,
-    is_local_master,
-    resolve_master,
-    ship_kafkasim,
-    spark_log_path,
-)
+from kafkasim.sweep.session import build_spark_session, is_local_master, resolve_master, spark_log_path
+from kafkasim.sweep.shipping import EXECUTOR_DEPENDENCIES, ship_kafkasim
 from kafkasim.sweep.spark_job import (
     DEFAULT_RUNNER,
     STATUS_FAILED,
@@ -219,7 +213,7 @@ def run_sweep(
     try:
         session_master = getattr(getattr(session, "sparkContext", None), "master", None)
         if isinstance(session_master, str) and not is_local_master(session_master):
-            ship_kafkasim(session)  # executors import kafkasim from the zip; no install on the cluster
+            ship_kafkasim(session)  # kafkasim and its dependencies: nothing to install on the cluster
         out_uri = partial.resolve().as_uri()
         job = run_job(session, plan.runs, runner or DEFAULT_RUNNER, out_uri, progress=progress)
         timings.update(job.timings)
@@ -270,7 +264,7 @@ def run_sweep(
 
 _WORKER_FAILURE = "An exception was thrown from the Python worker"
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
-_EXECUTOR_NEEDS = {"simpy", "pydantic", "yaml", "hdrh", "pyarrow", "pandas", "numpy"}
+_EXECUTOR_NEEDS = {"simpy", "pydantic", "yaml", "hdrh", "pyarrow", "pandas", "numpy", "mypy_extensions"}
 """Top-level import names of EXECUTOR_DEPENDENCIES."""
 
 
@@ -288,8 +282,10 @@ def spark_failure_cause(exc: BaseException) -> str:
         cause = f"a Python worker failed: {cause}"
     missing = _MISSING_MODULE.search(cause)
     if missing is not None and missing.group(1).split(".")[0] in _EXECUTOR_NEEDS:
-        cause += (f" (the executors' Python lacks {missing.group(1).split('.')[0]!r}: it must have kafkasim's "
-                  f"dependencies installed: {', '.join(EXECUTOR_DEPENDENCIES)}; PYSPARK_PYTHON names it)")
+        cause += (f" (the workers' Python cannot import {missing.group(1).split('.')[0]!r}: a sweep ships kafkasim's "
+                  f"dependencies ({', '.join(EXECUTOR_DEPENDENCIES)}) to a cluster's executors itself, but a "
+                  "session of your own must be given to run_sweep or have ship_kafkasim(spark) called; for a local "
+                  "master, run kafkasim with the interpreter it is installed in)")
     if "No module named 'kafkasim'" in cause:
         cause += (" (the workers' Python cannot import kafkasim: a sweep ships kafkasim to a cluster's executors "
                   "itself, but a session of your own must be given to run_sweep or have ship_kafkasim(spark) "

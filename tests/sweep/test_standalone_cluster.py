@@ -1,9 +1,9 @@
 """A sweep on a real Spark standalone cluster: a master and a worker on 127.0.0.1, started here from PySpark's
 own launch classes, run `kafkasim sweep --master spark://127.0.0.1:PORT`; its results equal a local sweep's.
 
-The executors' Python cannot import this checkout's kafkasim (it runs with `-S`, so the editable install's
-.pth file is not read; the dependencies come from site-packages on PYTHONPATH): the sweep works only
-because kafkasim ships itself to the executors (kafkasim.sweep.session.ship_kafkasim).
+The executors' Python has nothing installed: it runs with `-S`, so neither the editable install's .pth file
+nor any site-packages is read, and it cannot import kafkasim, pyarrow, pandas or pydantic. The sweep works
+only because kafkasim ships itself and its dependencies to the executors (kafkasim.sweep.shipping).
 
 Both JVMs are always stopped, even when the test fails; ports are chosen free at run time.
 """
@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import sysconfig
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -89,7 +88,9 @@ def cluster(tmp_path: Path) -> Iterator[str]:
     java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
     spark_home = Path(pyspark.__file__).parent
     master_port, master_ui, worker_port, worker_ui = _free_ports(4)
-    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
+    # No PYTHONPATH of the test's for the executors: only what the sweep ships may reach their Python.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+           "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
            # What bin/load-spark-env.sh sets: the worker's launcher needs it to build the executors' command.
            "SPARK_SCALA_VERSION": "2.13"}
     base = [java, "-Xmx256m", "-cp", f"{spark_home / 'jars'}/*", f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"]
@@ -115,18 +116,15 @@ def cluster(tmp_path: Path) -> Iterator[str]:
             _stop(process)
 
 
-def _python_without_kafkasim(directory: Path) -> Path:
-    """An interpreter for the executors: this venv's Python with its packages but without kafkasim."""
-    wrapper = directory / "python-without-kafkasim"
-    site_packages = sysconfig.get_paths()["purelib"]
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" exec "{sys.executable}" -S "$@"\n'
-    )
+def _bare_python(directory: Path) -> Path:
+    """An interpreter for the executors with nothing installed: this Python without its site-packages."""
+    wrapper = directory / "bare-python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
     wrapper.chmod(0o755)
-    probe = subprocess.run([str(wrapper), "-c", "import pyarrow, pandas, simpy, pydantic, yaml; import kafkasim"],
-                           capture_output=True, text=True, cwd=directory, env={"PATH": os.environ["PATH"]})
-    assert "No module named 'kafkasim'" in probe.stderr, probe.stderr  # and every dependency imported
+    for module in ("kafkasim", "pyarrow", "pandas", "numpy", "pydantic", "simpy", "yaml"):
+        probe = subprocess.run([str(wrapper), "-c", f"import {module}"], capture_output=True, text=True,
+                               cwd=directory, env={"PATH": os.environ["PATH"]})
+        assert f"No module named '{module}'" in probe.stderr, (module, probe.stderr)
     return wrapper
 
 
@@ -140,10 +138,11 @@ def test_a_sweep_on_a_standalone_cluster_equals_a_local_sweep(cluster: str, spar
                                                                tmp_path: Path) -> None:
     (tmp_path / "base.yaml").write_text(Path(__file__).with_name("base.yaml").read_text())
     (tmp_path / "sweep.yaml").write_text(SWEEP)
-    python = _python_without_kafkasim(tmp_path)
+    python = _bare_python(tmp_path)
     script = Path(sys.executable).with_name("kafkasim")
     command = [str(script)] if script.is_file() else [sys.executable, "-m", "kafkasim"]
-    env = {**os.environ, "PYSPARK_PYTHON": str(python), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+           "PYSPARK_PYTHON": str(python), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
     done = subprocess.run([*command, "sweep", "sweep.yaml", "--master", cluster, "--out", "on-cluster"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -162,7 +161,7 @@ def test_a_sweep_on_a_standalone_cluster_equals_a_local_sweep(cluster: str, spar
 def test_the_shipped_zip_holds_the_package_sources_and_is_reused(tmp_path: Path) -> None:
     import zipfile
 
-    from kafkasim.sweep.session import kafkasim_zip
+    from kafkasim.sweep.shipping import kafkasim_zip
 
     first = kafkasim_zip(tmp_path)
     names = zipfile.ZipFile(first).namelist()
@@ -170,3 +169,24 @@ def test_the_shipped_zip_holds_the_package_sources_and_is_reused(tmp_path: Path)
     assert "kafkasim/sweep/log4j2.properties" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
     assert kafkasim_zip(tmp_path) == first and len(list(tmp_path.iterdir())) == 1
+
+
+def test_the_dependencies_archive_holds_what_a_task_imports_and_is_reused(tmp_path: Path) -> None:
+    import tarfile
+
+    from kafkasim.sweep.shipping import EXECUTOR_DEPENDENCIES, dependencies_archive, dependency_distributions
+
+    names = {d.metadata["Name"].lower().replace("_", "-") for d in dependency_distributions()}
+    # Every root, and what they require here: pandas needs numpy and python-dateutil, pydantic its core.
+    assert {"simpy", "pydantic", "pydantic-core", "pyyaml", "hdrhistogram", "pyarrow", "pandas", "numpy",
+            "mypy-extensions", "python-dateutil"} <= names
+    assert set(EXECUTOR_DEPENDENCIES) <= names
+    assert not names & {"kafkasim", "pyspark", "matplotlib", "rich", "typer"}  # not what a task imports
+    first = dependencies_archive(tmp_path)
+    with tarfile.open(first) as archive:
+        members = archive.getnames()
+    assert {"numpy/__init__.py", "pandas/__init__.py", "pyarrow/__init__.py", "simpy/__init__.py",
+            "yaml/__init__.py", "mypy_extensions.py"} <= set(members)
+    assert any(n.startswith("pyarrow/lib.") and n.endswith(".so") for n in members)
+    assert not [n for n in members if n.startswith(("/", "..")) or "__pycache__" in n]
+    assert dependencies_archive(tmp_path) == first and len(list(tmp_path.iterdir())) == 1

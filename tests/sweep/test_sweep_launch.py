@@ -74,3 +74,15 @@ def test_the_venvs_console_script_sweeps_without_uv_or_an_activated_venv(sweep_d
                           capture_output=True, text=True, env=env, cwd=sweep_dir, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "planned 2, succeeded 2, failed 0" in done.stdout
+
+
+def test_a_missing_dependency_names_what_ships_it() -> None:
+    from kafkasim.sweep.sweep import spark_failure_cause
+
+    # mypy_extensions was missing from the list of what executors need (the pure sources import it).
+    failure = Exception(WORKER_FAILURE.replace("No module named 'kafkasim'", "No module named 'pyarrow'"))
+    cause = spark_failure_cause(failure)
+    assert cause.startswith("a Python worker failed: ModuleNotFoundError: No module named 'pyarrow'")
+    assert "ships kafkasim's dependencies" in cause and "ship_kafkasim(spark)" in cause
+    failure = Exception(WORKER_FAILURE.replace("No module named 'kafkasim'", "No module named 'mypy_extensions'"))
+    assert "ship_kafkasim(spark)" in spark_failure_cause(failure)
