@@ -284,7 +284,7 @@ def spark_failure_cause(exc: BaseException) -> str:
     if missing is not None and missing.group(1).split(".")[0] in _EXECUTOR_NEEDS:
         cause += (f" (the workers' Python cannot import {missing.group(1).split('.')[0]!r}: a sweep ships kafkasim's "
                   f"dependencies ({', '.join(EXECUTOR_DEPENDENCIES)}) to a cluster's executors itself, but a "
-                  "session of your own must be given to run_sweep or have ship_kafkasim(spark) called; for a local "
+                  "session of your own must be given to run_sweep or have kafkasim.sweep.shipping.ship_kafkasim(spark) called; for a local "
                   "master, run kafkasim with the interpreter it is installed in)")
     if "No module named 'kafkasim'" in cause:
         cause += (" (the workers' Python cannot import kafkasim: a sweep ships kafkasim to a cluster's executors "
