@@ -34,7 +34,7 @@ from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, w
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
 from kafkasim.sweep.session import build_spark_session, is_local_master, resolve_master, spark_log_path
-from kafkasim.sweep.shipping import EXECUTOR_DEPENDENCIES, ship_kafkasim
+from kafkasim.sweep.shipping import ship_kafkasim
 from kafkasim.sweep.spark_job import (
     DEFAULT_RUNNER,
     STATUS_FAILED,
@@ -281,15 +281,13 @@ def spark_failure_cause(exc: BaseException) -> str:
     if _WORKER_FAILURE in str(exc):
         cause = f"a Python worker failed: {cause}"
     missing = _MISSING_MODULE.search(cause)
-    if missing is not None and missing.group(1).split(".")[0] in _EXECUTOR_NEEDS:
-        cause += (f" (the workers' Python cannot import {missing.group(1).split('.')[0]!r}: a sweep ships kafkasim's "
-                  f"dependencies ({', '.join(EXECUTOR_DEPENDENCIES)}) to a cluster's executors itself, but a "
-                  "session of your own must be given to run_sweep or have kafkasim.sweep.shipping.ship_kafkasim(spark) called; for a local "
-                  "master, run kafkasim with the interpreter it is installed in)")
-    if "No module named 'kafkasim'" in cause:
-        cause += (" (the workers' Python cannot import kafkasim: a sweep ships kafkasim to a cluster's executors "
-                  "itself, but a session of your own must be given to run_sweep or have ship_kafkasim(spark) "
-                  "called; for a local master, run kafkasim with the interpreter it is installed in)")
+    module = None if missing is None else missing.group(1).split(".")[0]
+    if module is not None and (module in _EXECUTOR_NEEDS or module == "kafkasim"):
+        what = "kafkasim" if module == "kafkasim" else "kafkasim's dependencies"
+        cause += (f" (the workers' Python cannot import {module}: a sweep ships {what} to a cluster's executors "
+                  "itself, but a session of your own must be given to run_sweep or have "
+                  "kafkasim.sweep.shipping.ship_kafkasim(spark) called; for a local master, run kafkasim with the "
+                  "interpreter it is installed in)")
     return cause[:500]
 
 

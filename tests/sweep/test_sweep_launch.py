@@ -83,6 +83,6 @@ def test_a_missing_dependency_names_what_ships_it() -> None:
     failure = Exception(WORKER_FAILURE.replace("No module named 'kafkasim'", "No module named 'pyarrow'"))
     cause = spark_failure_cause(failure)
     assert cause.startswith("a Python worker failed: ModuleNotFoundError: No module named 'pyarrow'")
-    assert "ships kafkasim's dependencies" in cause and "ship_kafkasim(spark)" in cause
+    assert "cannot import pyarrow: a sweep ships kafkasim's dependencies" in cause and "ship_kafkasim(spark)" in cause
     failure = Exception(WORKER_FAILURE.replace("No module named 'kafkasim'", "No module named 'mypy_extensions'"))
     assert "ship_kafkasim(spark)" in spark_failure_cause(failure)
