@@ -150,8 +150,9 @@ display(Image(filename=str(result.output_dir / "figures" / "produce_latency_ms-a
   against acks; busy polling is slower than parking.
 - `scenarios/sweeps/consumer_min_bytes_x_rate.yaml`: consumer `fetch.min.bytes` against the producer's
   rate; the wait is bytes wanted over byte rate, capped by `fetch.max.wait.ms`.
-- On a cluster: `kafkasim sweep FILE --master spark://host:7077` (kafkasim installed on the executors,
-  output directory on a shared mount). Runs are independent tasks, so more cores mean more runs at a
+- On a cluster: `kafkasim sweep FILE --master spark://host:7077` (the sweep ships kafkasim and its
+  dependencies to the executors, which need only the driver's Python; the output directory on a shared
+  mount: README, "Sweeps on a cluster"). Runs are independent tasks, so more cores mean more runs at a
   time; see benchmarks/README.md, "Sweeps on Spark"."""),
 ]
 
