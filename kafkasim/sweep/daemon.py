@@ -10,15 +10,25 @@ the workers; a cluster's executors use PySpark's daemon and import kafkasim from
 
 from __future__ import annotations
 
+import gc
+
 
 def preload() -> None:
-    """Import what every sweep task imports. Never fails: a worker reports its own import errors."""
+    """Import what every sweep task imports, then freeze the objects that made (`gc.freeze`). Never fails:
+    a worker reports its own import errors.
+
+    Frozen, the imported modules' objects are left out of every collection in the workers forked from this
+    daemon, and the collector does not write to their pages, which the workers then share with the daemon
+    (what Python's documentation of `gc.freeze` advises before a fork). Measured on local[2]: 36 tasks that
+    do nothing took 0.94-1.00 s instead of 1.00-1.14 s (three alternating runs of each, warm sessions).
+    """
     try:
         import kafkasim.run.engine  # noqa: F401
         import kafkasim.scenario.load  # noqa: F401
         import kafkasim.sweep.task  # noqa: F401
     except Exception:  # noqa: BLE001, S110 - the task's own import raises the same error, with context
         pass
+    gc.freeze()
 
 
 if __name__ == "__main__":
