@@ -416,4 +416,3 @@ def program() -> None:
         main()
     finally:
         gc.freeze()
-

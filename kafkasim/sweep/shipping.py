@@ -119,7 +119,10 @@ def _archive_members(distributions: list[metadata.Distribution]) -> list[tuple[s
     """(path in the archive, file) for every installed file of the distributions inside site-packages."""
     members: dict[str, Path] = {}
     for distribution in distributions:
-        for file in distribution.files or []:
+        if distribution.files is None:
+            raise RuntimeError(f"cannot ship {distribution.metadata['Name']} to the executors: its installation "
+                               "lists no files (no RECORD); reinstall it with pip or uv")
+        for file in distribution.files:
             name = file.as_posix()
             # Scripts and data installed outside site-packages (../../bin/…) and bytecode caches stay behind.
             if name.startswith("../") or "__pycache__" in file.parts:
