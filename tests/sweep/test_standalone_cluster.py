@@ -190,3 +190,13 @@ def test_the_dependencies_archive_holds_what_a_task_imports_and_is_reused(tmp_pa
     assert any(n.startswith("pyarrow/lib.") and n.endswith(".so") for n in members)
     assert not [n for n in members if n.startswith(("/", "..")) or "__pycache__" in n]
     assert dependencies_archive(tmp_path) == first and len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_dependency_without_a_file_list_is_named_not_shipped_empty() -> None:
+    from types import SimpleNamespace
+
+    from kafkasim.sweep.shipping import _archive_members
+
+    unlisted = SimpleNamespace(files=None, metadata={"Name": "somedep"})
+    with pytest.raises(RuntimeError, match="cannot ship somedep to the executors: its installation lists no files"):
+        _archive_members([unlisted])  # type: ignore[list-item]
