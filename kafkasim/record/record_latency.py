@@ -72,8 +72,6 @@ class RecordLatency:
     @classmethod
     def _pour(cls, pending: list[float], buckets: dict[int, int]) -> None:
         """Count ``pending`` latencies (ms) into ``buckets`` -- ``_bucket`` of each, vectorised -- and empty it."""
-        import numpy as np  # only when a run records latencies
-
         scaled = np.asarray(pending, dtype=np.float64) * 1000.0 + 0.5
         micros = np.clip(np.trunc(scaled), 0, cls.HIGHEST_US).astype(np.int64)  # int(): truncation
         keys, counts = np.unique(lowest_equivalent_us(micros), return_counts=True)
