@@ -18,7 +18,7 @@ import enum
 import random
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkasim.broker.config import LogConfig
 from kafkasim.broker.errors import Errors, KafkaError
@@ -36,6 +36,19 @@ from kafkasim.broker.records import NO_PARTITION_LEADER_EPOCH, NO_TIMESTAMP, Rec
 
 if TYPE_CHECKING:
     from kafkasim.timer import Time
+
+# Rolls outside an append (LogSegment.shouldRoll names the others): UnifiedLog.deleteSegments rolls an active
+# segment it deletes; a roll asked for directly (Kafka's UnifiedLog.roll, e.g. by a test or a tool).
+ROLL_RETENTION: Final = "retention"
+ROLL_REQUESTED: Final = "requested"
+
+# Told of a roll: the new active segment's base offset and why (a ROLL_* name).
+RollListener = Callable[[int, str], None]
+# Told, on a leader, when the high watermark first lies in a segment rolled since (False), and when it first lies
+# above that segment's base offset (True): the segment's base offset and which of the two. A consumer fetch parked
+# below the base offset on an older segment completes at the first, one parked exactly at it at the second
+# (DelayedFetch.tryComplete's case F: a higher end offset on a newer segment).
+HighWatermarkSegmentListener = Callable[[int, bool], None]
 
 __all__ = [
     "UNKNOWN_OFFSET_METADATA",
@@ -143,6 +156,10 @@ class Log:
         "_log_start_offset",
         "_on_change",
         "_empty_read",
+        "_on_roll",
+        "_on_high_watermark_segment",
+        "_high_watermark_to_reach",
+        "_high_watermark_to_pass",
     )
 
     def __init__(
@@ -155,6 +172,8 @@ class Log:
         name: str = "",
         on_change: Callable[[], None] | None = None,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+        on_roll: RollListener | None = None,
+        on_high_watermark_segment: HighWatermarkSegmentListener | None = None,
     ) -> None:
         self.config = config
         self.time = time
@@ -162,6 +181,14 @@ class Log:
         # Told of every change of the end offset, high watermark, segments, log start or leader epochs, when
         # it happens (ReplicaManager records it in its PartitionChanges, for parked DelayedFetches).
         self._on_change = on_change
+        # Told of every roll, and of the high watermark reaching each rolled segment (the run's rolls table:
+        # when a parked follower's fetch wakes, and when a parked consumer's does).
+        self._on_roll = on_roll
+        self._on_high_watermark_segment = on_high_watermark_segment
+        # Base offsets of rolled segments the high watermark has not reached yet, and of those it has reached
+        # but not passed (it lies at their base offset), oldest first.
+        self._high_watermark_to_reach: list[int] = []
+        self._high_watermark_to_pass: list[int] = []
         # The answer of the commonest read, nothing past the end: one shared object per end metadata.
         self._empty_read: FetchDataInfo | None = None
         self.leader_epoch_cache = LeaderEpochFileCache()
@@ -368,16 +395,18 @@ class Log:
     def _maybe_roll(self, incoming_bytes: int, first_offset: int, last_offset: int, max_timestamp: int) -> LogSegment:
         segment = self._segments[-1]
         now = self.time.milliseconds()
-        if segment.should_roll(self.config, incoming_bytes, max_timestamp, last_offset, now):
+        reason = segment.roll_reason(self.config, incoming_bytes, max_timestamp, last_offset, now)
+        if reason:
             # Kafka rolls at the incoming first offset (or lastOffset - Int.MAX on offset overflow).
             roll_offset = first_offset
             if last_offset - first_offset > 2**31 - 1:
                 roll_offset = last_offset - (2**31 - 1)
-            return self.roll(roll_offset)
+            return self.roll(roll_offset, reason)
         return segment
 
-    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
-        """Start a new active segment at ``max(expected_next_offset, LEO)`` (Kafka's ``roll``)."""
+    def roll(self, expected_next_offset: int | None = None, reason: str = ROLL_REQUESTED) -> LogSegment:
+        """Start a new active segment at ``max(expected_next_offset, LEO)`` (Kafka's ``roll``); ``reason`` says
+        why, for the listener (a ``ROLL_*`` name)."""
         log_end_offset = self.log_end_offset
         new_offset = max(expected_next_offset if expected_next_offset is not None else 0, log_end_offset)
         now = self.time.milliseconds()
@@ -403,6 +432,20 @@ class Log:
         # to the new segment when HW == LEO.
         self._update_high_watermark_with_log_end_offset()
         self._changed()
+        on_roll = self._on_roll
+        if on_roll is not None:
+            on_roll(new_offset, reason)
+        if self._on_high_watermark_segment is not None:
+            high_watermark = self._high_watermark_metadata
+            if high_watermark.segment_base_offset == new_offset:
+                # The HW was the LEO: its metadata moved to the new segment with the roll (same offset), which
+                # the append's purgatory check that follows sees.
+                if self._high_watermark_to_reach or self._high_watermark_to_pass:
+                    self._high_watermark_crossed_segments(high_watermark)
+                self._on_high_watermark_segment(new_offset, False)
+                self._high_watermark_to_pass.append(new_offset)
+            else:
+                self._high_watermark_to_reach.append(new_offset)
         return new_segment
 
     def _changed(self) -> None:
@@ -531,8 +574,37 @@ class Log:
         ):
             self._high_watermark_metadata = new_high_watermark
             self._changed()
+            if self._high_watermark_to_reach or self._high_watermark_to_pass:
+                self._high_watermark_crossed_segments(new_high_watermark)
             return old
         return None
+
+    def _high_watermark_crossed_segments(self, high_watermark: LogOffsetMetadata) -> None:
+        """Tell the listener of the rolled segments the new HW now lies in or beyond (reached) and of those it
+        now lies above the base offset of (passed). The segment of a message-only HW is its offset's."""
+        listener = self._on_high_watermark_segment
+        assert listener is not None  # nothing awaits without one
+        offset = high_watermark.message_offset
+        segment_base = high_watermark.segment_base_offset
+        if segment_base == UNKNOWN_OFFSET:
+            segment_base = self._segment_bases[bisect_right(self._segment_bases, offset) - 1]
+        to_pass = self._high_watermark_to_pass
+        passed = 0
+        while passed < len(to_pass) and to_pass[passed] < offset:
+            listener(to_pass[passed], True)
+            passed += 1
+        del to_pass[:passed]
+        to_reach = self._high_watermark_to_reach
+        reached = 0
+        while reached < len(to_reach) and to_reach[reached] <= segment_base:
+            base_offset = to_reach[reached]
+            listener(base_offset, False)
+            if base_offset < offset:
+                listener(base_offset, True)
+            else:
+                to_pass.append(base_offset)
+            reached += 1
+        del to_reach[:reached]
 
     def update_high_watermark(self, high_watermark: int | LogOffsetMetadata) -> int:
         """Set the HW clamped into [log start, LEO] (Kafka's ``updateHighWatermark``); returns it."""
@@ -547,6 +619,10 @@ class Log:
         if metadata is not self._high_watermark_metadata:
             self._high_watermark_metadata = metadata
             self._changed()
+        # Set from outside (a follower copying its leader's, a new leader's start): the segments it lies in or
+        # beyond wake no parked fetch of this replica's; only a leader's increases are told.
+        self._high_watermark_to_reach.clear()
+        self._high_watermark_to_pass.clear()
         return metadata.message_offset
 
     def maybe_update_high_watermark(self, high_watermark: int) -> int | None:
@@ -652,7 +728,7 @@ class Log:
         if deletable == 0:
             return 0
         if deletable == count:
-            self.roll()  # at the LEO, above the last deletable (non-empty) segment's base
+            self.roll(reason=ROLL_RETENTION)  # at the LEO, above the last deletable (non-empty) segment's base
         producer_state_manager = self.producer_state_manager
         for segment in segments[:deletable]:
             # UnifiedLog.deleteSegments -> deleteProducerSnapshots: the deleted segments' snapshots go
@@ -679,6 +755,9 @@ class Log:
         keep = bisect_right(self._segment_bases, target_offset)
         del self._segments[keep:]
         del self._segment_bases[keep:]
+        for awaiting in (self._high_watermark_to_reach, self._high_watermark_to_pass):
+            while awaiting and awaiting[-1] > target_offset:
+                awaiting.pop()  # that segment is gone
         active = self._segments[-1]
         active.truncate_to(target_offset, self.time.milliseconds())
         # Truncation targets are batch boundaries (a HW or an epoch end offset), so the LEO is the target.
@@ -696,6 +775,8 @@ class Log:
         """Empty the log and restart it at ``new_offset`` (LEO = HW = log start = new_offset)."""
         self._segments.clear()
         self._segment_bases.clear()
+        self._high_watermark_to_reach.clear()
+        self._high_watermark_to_pass.clear()
         self._add_segment(LogSegment(new_offset, self.time.milliseconds(), self._random_segment_jitter()))
         self._log_end_offset_metadata = LogOffsetMetadata(new_offset, new_offset, 0)
         self._high_watermark_metadata = self._log_end_offset_metadata

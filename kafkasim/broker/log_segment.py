@@ -11,6 +11,14 @@ from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
 from kafkasim.broker.records import NO_TIMESTAMP, RecordBatch
 
 _INT32_MAX: Final = 2**31 - 1
+
+# Why a segment rolls: LogSegment.shouldRoll's conditions, in its order (UnifiedLog.maybeRoll logs the sizes
+# and the inactive time that decided). ``Log`` adds its own for rolls outside an append.
+ROLL_SEGMENT_BYTES: Final = "segment.bytes"
+ROLL_SEGMENT_MS: Final = "segment.ms"
+ROLL_OFFSET_INDEX_FULL: Final = "offset index full"
+ROLL_TIME_INDEX_FULL: Final = "time index full"
+ROLL_OFFSET_OVERFLOW: Final = "offset overflow"
 _NO_BATCHES: tuple[RecordBatch, ...] = ()
 
 
@@ -103,18 +111,19 @@ class LogSegment:
         """One past the last offset in the segment (the base offset when empty)."""
         return self._last_offsets[-1] + 1 if self._last_offsets else self.base_offset
 
-    def should_roll(
+    def roll_reason(
         self,
         config: LogConfig,
         incoming_bytes: int,
         max_timestamp_in_messages: int,
         max_offset_in_messages: int,
         now_ms: int,
-    ) -> bool:
-        """Kafka's ``LogSegment.shouldRoll``, evaluated once per append call."""
+    ) -> str:
+        """Kafka's ``LogSegment.shouldRoll``, evaluated once per append call: the condition that makes this
+        segment roll (one of the ``ROLL_*`` names, the first that holds in Kafka's order), or "" to keep it."""
         # LogSegment.shouldRoll: the whole incoming record set counts, not just its first batch.
         if self.size > config.segment_bytes - incoming_bytes:
-            return True
+            return ROLL_SEGMENT_BYTES
         # LogSegment.shouldRoll: an empty segment never rolls on time; the wait is measured in batch
         # timestamps when the segment's first batch has one, and in (simulated) time since creation otherwise.
         if self.size > 0:
@@ -123,13 +132,13 @@ class LogSegment:
             else:
                 waited = now_ms - self.created_ms
             if waited > config.segment_ms - self.roll_jitter_ms:
-                return True
+                return ROLL_SEGMENT_MS
         if self.offset_index_entries >= config.max_offset_index_entries:
-            return True
+            return ROLL_OFFSET_INDEX_FULL
         if self.time_index_entries >= config.max_time_index_entries:
-            return True
+            return ROLL_TIME_INDEX_FULL
         relative = max_offset_in_messages - self.base_offset
-        return not 0 <= relative <= _INT32_MAX
+        return "" if 0 <= relative <= _INT32_MAX else ROLL_OFFSET_OVERFLOW
 
     def append(
         self, batches: Sequence[RecordBatch], incoming_bytes: int, max_timestamp: int, index_interval_bytes: int

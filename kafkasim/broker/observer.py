@@ -38,3 +38,14 @@ class BrokerObserver:
         """Check event. ``DelayedProduce.tryComplete`` settled an acks=all partition with NONE: HW >= ``required_offset``
         and min ISR <= |maximal ISR| (``Partition.checkEnoughReplicasReachOffset``); ``partition`` is the
         leader's that decided (a deposed leader that has not heard of its successor yet may still decide)."""
+
+    def segment_rolled(self, broker_id: int, tp: TopicPartition, base_offset: int, reason: str,
+                       leader: bool) -> None:
+        """``broker_id``'s log of ``tp`` rolled a new active segment at ``base_offset`` (``reason``: which
+        of ``LogSegment.shouldRoll``'s conditions, or retention); ``leader``: the broker leads ``tp``."""
+
+    def high_watermark_reached_segment(self, broker_id: int, tp: TopicPartition, base_offset: int,
+                                       passed: bool) -> None:
+        """The leader's high watermark of ``tp`` first lies in the segment rolled at ``base_offset`` (``passed``
+        False: consumer fetches parked below ``base_offset`` on an older segment complete now), or first lies
+        above ``base_offset`` (True: those parked at it complete now) -- ``DelayedFetch.tryComplete``'s case F."""

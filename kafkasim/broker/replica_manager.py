@@ -216,6 +216,7 @@ class ReplicaManager:
         if topic_partition in self._partitions:
             raise ValueError(f"broker {self.broker_id} already hosts partition {topic_partition}")
         on_change = self._change_recorder(topic_partition)
+        observer = self.observer
         log = Log(
             log_config or self.config.log,
             self.time,
@@ -224,6 +225,9 @@ class ReplicaManager:
             name=str(topic_partition),
             on_change=on_change,
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+            on_roll=partial(self._segment_rolled, topic_partition) if observer is not None else None,
+            on_high_watermark_segment=(partial(self._high_watermark_reached_segment, topic_partition)
+                                       if observer is not None else None),
         )
         partition = Partition(
             topic_partition,
@@ -244,6 +248,20 @@ class ReplicaManager:
         self._known_partitions.add(topic_partition)
         on_change()
         return partition
+
+    def _segment_rolled(self, topic_partition: TopicPartition, base_offset: int, reason: str) -> None:
+        observer = self.observer
+        assert observer is not None  # the listener is only set with one
+        partition = self._partitions.get(topic_partition)
+        observer.segment_rolled(self.broker_id, topic_partition, base_offset, reason,
+                                partition is not None and partition.is_leader)
+
+    def _high_watermark_reached_segment(self, topic_partition: TopicPartition, base_offset: int, passed: bool) -> None:
+        observer = self.observer
+        assert observer is not None  # the listener is only set with one
+        partition = self._partitions.get(topic_partition)
+        if partition is not None and partition.is_leader:  # the consumers' fetches park at the leader
+            observer.high_watermark_reached_segment(self.broker_id, topic_partition, base_offset, passed)
 
     def _change_recorder(self, topic_partition: TopicPartition) -> Callable[[], None]:
         # A partial rather than a closure: no frame of its own for every append and high watermark move.

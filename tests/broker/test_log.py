@@ -213,6 +213,106 @@ def test_roll_keeps_hw_metadata_when_hw_below_leo():
     assert log.high_watermark_metadata == LogOffsetMetadata(10, 0, 100)
 
 
+class Listener:
+    """What a log tells the run's segments table: (base offset, reason) per roll, (base offset, passed) per HW
+    event."""
+
+    def __init__(self) -> None:
+        self.rolls: list[tuple[int, str]] = []
+        self.high_watermark: list[tuple[int, bool]] = []
+
+    def log(self, time=None, **config) -> Log:
+        return Log(LogConfig(**config), time or ManualTime(), name="t-0",
+                   on_roll=lambda base, reason: self.rolls.append((base, reason)),
+                   on_high_watermark_segment=lambda base, passed: self.high_watermark.append((base, passed)))
+
+
+def test_each_roll_says_which_of_should_roll_s_conditions_held():
+    heard = Listener()
+    time = ManualTime(0)
+    log = heard.log(time, segment_bytes=250, segment_ms=1000, segment_index_bytes=24, index_interval_bytes=0)
+    log.append_as_leader([batch(ts=0), batch(ts=0)], 0)
+    log.append_as_leader([batch(ts=0)], 0)  # 200 + 100 > 250
+    log.append_as_leader([batch(ts=1001)], 0)  # waited 1001 > 1000
+    for _ in range(3):
+        log.append_as_leader([batch(ts=1001, size=10)], 0)  # 3 offset index entries: full
+    log.append_as_leader([batch(ts=1001, size=10)], 0)
+    log.roll()  # asked for (Kafka's UnifiedLog.roll)
+    assert heard.rolls == [(20, "segment.bytes"), (30, "segment.ms"), (70, "offset index full"),
+                           (80, "requested")]
+
+
+def test_a_retention_roll_says_so():
+    heard = Listener()
+    time = ManualTime(0)
+    log = heard.log(time, retention_ms=100)
+    log.append_as_leader([batch(ts=0)], 0)
+    log.maybe_increment_high_watermark(log.log_end_offset_metadata)
+    time.set(1000)
+    assert log.delete_old_segments() == 1
+    assert heard.rolls == [(10, "retention")]
+
+
+def test_the_high_watermark_reaching_a_rolled_segment_is_told_once_then_passing_its_base():
+    # DelayedFetch.tryComplete's case F for a consumer: a parked fetch below the new segment's base completes
+    # when the HW first lies in that segment, one parked at the base when the HW first lies above it.
+    heard = Listener()
+    log = heard.log(segment_bytes=200)
+    log.append_as_leader([batch(), batch()], 0)  # 0..19 in segment 0
+    log.maybe_increment_high_watermark(LogOffsetMetadata(10, 0, 100))
+    log.append_as_leader([batch()], 0)  # rolls at 20; HW 10 < LEO: still on segment 0
+    assert heard.rolls == [(20, "segment.bytes")] and heard.high_watermark == []
+    log.maybe_increment_high_watermark(LogOffsetMetadata(20, 0, 200))  # offset 20 on the old segment
+    assert heard.high_watermark == []
+    log.maybe_increment_high_watermark(LogOffsetMetadata(20, 20, 0))  # the same offset, the new segment
+    assert heard.high_watermark == [(20, False)]
+    log.maybe_increment_high_watermark(LogOffsetMetadata(30, 20, 100))
+    assert heard.high_watermark == [(20, False), (20, True)]
+
+
+def test_a_roll_with_the_high_watermark_at_the_log_end_reaches_the_new_segment_at_once():
+    heard = Listener()
+    log = heard.log(segment_bytes=200)
+    log.append_as_leader([batch(), batch()], 0)
+    log.maybe_increment_high_watermark(log.log_end_offset_metadata)  # HW = LEO = 20
+    log.append_as_leader([batch()], 0)  # the roll moves the HW's metadata to (20, 20, 0)
+    assert heard.high_watermark == [(20, False)]
+    log.maybe_increment_high_watermark(log.log_end_offset_metadata)
+    assert heard.high_watermark == [(20, False), (20, True)]
+
+
+def test_an_increase_across_several_rolled_segments_tells_each():
+    heard = Listener()
+    log = heard.log(segment_bytes=100)
+    for _ in range(3):
+        log.append_as_leader([batch()], 0)  # segments at 0, 10, 20
+    log.maybe_increment_high_watermark(log.log_end_offset_metadata)  # 30 on segment 20
+    assert heard.high_watermark == [(10, False), (10, True), (20, False), (20, True)]
+
+
+def test_a_high_watermark_set_from_outside_tells_nothing():
+    # A follower copies its leader's HW (maybe_update_high_watermark): no fetch parks on a follower's log.
+    leader = make_log()
+    leader.append_as_leader([batch(), batch(), batch()], 0)
+    heard = Listener()
+    follower = heard.log(segment_bytes=100)
+    for copied in leader.active_segment.batches:
+        follower.append_as_follower([copied])
+    follower.maybe_update_high_watermark(30)
+    assert heard.high_watermark == [] and heard.rolls == [(10, "segment.bytes"), (20, "segment.bytes")]
+
+
+def test_truncation_forgets_the_segments_it_removes():
+    heard = Listener()
+    log = heard.log(segment_bytes=100)
+    for _ in range(3):
+        log.append_as_leader([batch()], 0)
+    log.truncate_to(15)
+    log.append_as_leader([batch(records=5)], 0)
+    log.maybe_increment_high_watermark(log.log_end_offset_metadata)
+    assert heard.high_watermark == [(10, False), (10, True)]
+
+
 def test_explicit_roll_of_empty_active_segment_replaces_it():
     time = ManualTime(0)
     log = make_log(time)
