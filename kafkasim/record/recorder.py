@@ -47,6 +47,14 @@ BREAKDOWN: Final = (
 
 TIMESERIES_COLUMNS: Final = ("time_ms", "metric", "entity", "value")
 
+# The segments table: one row per segment roll of any replica's log, and two for each roll of a leader's: when its
+# high watermark first lies in the new segment (consumer fetches parked below the segment's base offset on older
+# segments complete then) and when it first lies above the base offset (those parked at it complete then).
+SEGMENT_COLUMNS: Final = ("time_ms", "broker", "topic", "partition", "base_offset", "event", "reason", "leader")
+SEGMENT_ROLLED: Final = "rolled"
+SEGMENT_HW_REACHED: Final = "high watermark reached"
+SEGMENT_HW_PASSED: Final = "high watermark passed"
+
 CONSUMED_PREFIX: Final = "consumed_ms:"
 
 DEFAULT_MAX_ROWS_IN_MEMORY: Final = 200_000
@@ -300,6 +308,23 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
     return pd.DataFrame(columns)
 
 
+def segments_frame(rows: Sequence[tuple[float, int, str, int, int, str, str, bool]]) -> pd.DataFrame:
+    """The segments table from (time_ms, broker, topic, partition, base_offset, event, reason, leader) rows."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(SEGMENT_COLUMNS)
+    return pd.DataFrame(
+        {
+            "time_ms": _float_column(columns[0]),
+            "broker": np.asarray(columns[1], dtype=np.int64),
+            "topic": list(columns[2]),
+            "partition": np.asarray(columns[3], dtype=np.int64),
+            "base_offset": np.asarray(columns[4], dtype=np.int64),
+            "event": list(columns[5]),
+            "reason": list(columns[6]),
+            "leader": np.asarray(columns[7], dtype=bool),
+        }
+    )
+
+
 def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],
                      values: Sequence[float]) -> pd.DataFrame:
     return pd.DataFrame(
@@ -347,12 +372,14 @@ class _Spool:
 class RecordedTables:
     """What `Recorder.tables()` returns."""
 
-    __slots__ = ("requests", "records", "timeseries")
+    __slots__ = ("requests", "records", "timeseries", "segments")
 
-    def __init__(self, requests: pd.DataFrame, records: pd.DataFrame, timeseries: pd.DataFrame) -> None:
+    def __init__(self, requests: pd.DataFrame, records: pd.DataFrame, timeseries: pd.DataFrame,
+                 segments: pd.DataFrame) -> None:
         self.requests = requests
         self.records = records
         self.timeseries = timeseries
+        self.segments = segments
 
 
 # A plain Python class even when compiled: weakref.finalize needs a weak reference, which a compiled (native)
@@ -417,6 +444,8 @@ class Recorder:
         self._ts_metric: list[str] = []
         self._ts_entity: list[str] = []
         self._ts_value: list[float] = []
+
+        self._segment_rows: list[tuple[float, int, str, int, int, str, str, bool]] = []
 
     # --- requests ----------------------------------------------------------------------------------
 
@@ -498,6 +527,18 @@ class Recorder:
         self._ts_entity.clear()
         self._ts_value.clear()
 
+    # --- segments ----------------------------------------------------------------------------------
+
+    def segment_event(self, time_ms: float, broker: int, topic: str, partition: int, base_offset: int,
+                      event: str, reason: str, leader: bool) -> None:
+        """A segment rolled (``SEGMENT_ROLLED``), or a leader's HW reached a rolled segment
+        (``SEGMENT_HW_REACHED``)."""
+        rows = self._segment_rows
+        rows.append((time_ms, broker, topic, partition, base_offset, event, reason, leader))
+        if self._max_rows is not None and len(rows) >= self._max_rows:
+            self._spool("segments").write(segments_frame(rows))
+            rows.clear()
+
     # --- spooling and the end of the run -----------------------------------------------------------
 
     def _spool(self, table: str) -> _Spool:
@@ -539,11 +580,12 @@ class Recorder:
             timeseries = self._read(
                 "timeseries", timeseries_frame(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value)
             )
+            segments = self._read("segments", segments_frame(self._segment_rows))
         finally:
             self.close()
         requests = requests.sort_values("request_id", kind="stable", ignore_index=True)
         records = records.sort_values("batch_id", kind="stable", ignore_index=True)
-        return RecordedTables(requests, records, timeseries)
+        return RecordedTables(requests, records, timeseries, segments)
 
     def _read(self, table: str, tail: pd.DataFrame) -> pd.DataFrame:
         spool = self._spools.get(table)
@@ -555,5 +597,6 @@ class Recorder:
         self._finished_requests = []
         self._finished_batches = []
         self._pending_batches = {}
+        self._segment_rows = []
         if self._cleanup is not None:
             self._cleanup()

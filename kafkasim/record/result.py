@@ -1,6 +1,7 @@
 """`RunResult`: the tables and summary of one run, saved to and loaded from a result directory.
 
-A result directory holds `requests.parquet`, `records.parquet`, `timeseries.parquet`, `summary.json`,
+A result directory holds `requests.parquet`, `records.parquet`, `timeseries.parquet`, `segments.parquet` (every
+segment roll; results written before it existed load with an empty one), `summary.json`,
 `scenario.yaml` (when the run had a scenario), whatever the report layer adds (`figures/`, `report.html`)
 and, written
 last, `run-info.json`: the facts of this particular run that a replay cannot reproduce (wall seconds, the
@@ -27,8 +28,11 @@ from typing import Any
 import pandas as pd
 
 from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
+from kafkasim.record.recorder import segments_frame
 
 TABLES = ("requests", "records", "timeseries")
+# Tables a result may lack (written by a later kafkasim than the result): loaded as empty frames of their columns.
+OPTIONAL_TABLES = ("segments",)
 SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.yaml"
 RUN_INFO_FILE = "run-info.json"
@@ -38,8 +42,9 @@ REPORT_FILE = "report.html"
 REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
 # Every figure kafkasim.report.write_figures can draw (its builders use these names; a test keeps them equal).
 FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
-                "produce_swimlane", "failover_swimlane")
-_RESULT_FILES = frozenset((*REQUIRED_FILES, SCENARIO_FILE, RUN_INFO_FILE, REPORT_FILE, f".{REPORT_FILE}.partial"))
+                "fetch_waits", "produce_swimlane", "failover_swimlane")
+_RESULT_FILES = frozenset((*REQUIRED_FILES, *(f"{t}.parquet" for t in OPTIONAL_TABLES), SCENARIO_FILE, RUN_INFO_FILE,
+                           REPORT_FILE, f".{REPORT_FILE}.partial"))
 _FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
 _PLOT_STAGING_PREFIX = ".figures.tmp-"  # kafkasim plot's staging directory (inside the result)
 
@@ -100,7 +105,7 @@ def is_result_dir(directory: str | Path) -> bool:
 
 
 class RunResult:
-    """The outcome of one run: `requests`, `records`, `timeseries` (DataFrames), `summary` (JSON-able
+    """The outcome of one run: `requests`, `records`, `timeseries`, `segments` (DataFrames), `summary` (JSON-able
     dict) and the resolved scenario as YAML text (None for runs built in code without one)."""
 
     def __init__(
@@ -111,10 +116,13 @@ class RunResult:
         summary: dict[str, Any],
         scenario_yaml: str | None = None,
         run_info: dict[str, Any] | None = None,
+        segments: pd.DataFrame | None = None,
     ) -> None:
         self.requests = requests
         self.records = records
         self.timeseries = timeseries
+        # Every segment roll and when a leader's HW reached the rolled segment (kafkasim.record.recorder).
+        self.segments = segments if segments is not None else segments_frame([])
         self.summary = summary
         self.scenario_yaml = scenario_yaml
         # What a replay of the same scenario and seed cannot reproduce: wall seconds, version, date.
@@ -166,7 +174,7 @@ class RunResult:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for name in TABLES:
+        for name in (*TABLES, *OPTIONAL_TABLES):
             frame: pd.DataFrame = getattr(self, name)
             # One conversion thread (each Arrow thread maps ~72 MB of address space, and a run that ran out
             # of memory still writes its partial results); the tables are a few columns wide.
@@ -196,10 +204,13 @@ class RunResult:
         if not isinstance(summary, dict):
             raise ResultDirectoryError(f"{path / SUMMARY_FILE} must hold a JSON object")
         tables = {name: pd.read_parquet(path / f"{name}.parquet", engine="pyarrow") for name in TABLES}
+        segments_path = path / "segments.parquet"
+        segments = pd.read_parquet(segments_path, engine="pyarrow") if segments_path.is_file() else None
         scenario_path = path / SCENARIO_FILE
         scenario_yaml = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
         run_info = _read_run_info(path / RUN_INFO_FILE)
-        return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml, run_info)
+        return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml, run_info,
+                   segments=segments)
 
 
 def _read_run_info(path: Path) -> dict[str, Any]:

@@ -6,12 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.records import RecordBatch
+from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.record.record_latency import RecordLatency
-from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.recorder import (
+    SEGMENT_HW_PASSED,
+    SEGMENT_HW_REACHED,
+    SEGMENT_ROLLED,
+    BatchTrace,
+    Recorder,
+)
 
 
 class RunRecorder(Observer):
@@ -28,8 +34,11 @@ class RunRecorder(Observer):
         recorder: Recorder,
         consumers_by_topic: dict[str, int],
         on_request: Callable[[RequestEnvelope], None] | None = None,
+        now: Callable[[], float] | None = None,
     ) -> None:
         self.recorder = recorder
+        # The simulated time of events reported without one (segment rolls come from the SimPy-free broker).
+        self._now = now
         self._consumers_by_topic = consumers_by_topic
         self._awaiting_broker: dict[int, RequestEnvelope] = {}
         self._unknown_offset: dict[int, BatchTrace] = {}
@@ -122,6 +131,22 @@ class RunRecorder(Observer):
             pending.offset = batch.base_offset
             self.recorder.finish_batch(pending)
         self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms, batch.base_offset)
+
+    # --- segments ----------------------------------------------------------------------------------
+
+    def segment_rolled(self, broker_id: int, tp: TopicPartition, base_offset: int, reason: str,
+                       leader: bool) -> None:
+        self.recorder.segment_event(self._time(), broker_id, tp.topic, tp.partition, base_offset, SEGMENT_ROLLED,
+                                    reason, leader)
+
+    def high_watermark_reached_segment(self, broker_id: int, tp: TopicPartition, base_offset: int,
+                                       passed: bool) -> None:
+        self.recorder.segment_event(self._time(), broker_id, tp.topic, tp.partition, base_offset,
+                                    SEGMENT_HW_PASSED if passed else SEGMENT_HW_REACHED, "", True)
+
+    def _time(self) -> float:
+        now = self._now
+        return now() if now is not None else float("nan")
 
     # --- end of run --------------------------------------------------------------------------------
 

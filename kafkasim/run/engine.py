@@ -108,7 +108,7 @@ class Engine:
             wallclock = scenario.clock.mode == "wallclock"
             clock = SimClock(wallclock=wallclock, speed=getattr(scenario.clock, "speed", 1.0))
         self.clock = clock
-        self.env = clock.env
+        self.env = env = clock.env
         self.progress = progress
         consumers = {c.name: [c.topic] for c in scenario.consumers}
         # Under an address-space limit, the guard ends the run before the limit is reached (_run_until), and
@@ -130,7 +130,7 @@ class Engine:
         self.run_recorder: RunRecorder = (
             self.invariants
             if self.invariants is not None
-            else RunRecorder(self.recorder, consumers_by_topic, on_request)
+            else RunRecorder(self.recorder, consumers_by_topic, on_request, now=lambda: env.now)
         )
         self.observer = self.run_recorder
         self.components: Components = build(scenario, clock, self.seed, self.observer, self.layout)
@@ -292,7 +292,7 @@ class Engine:
         scenario_yaml = self._scenario_yaml()
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
         return RunResult(tables.requests, records, tables.timeseries, summary, scenario_yaml,
-                         run_info={"wall_seconds": wall_seconds})
+                         run_info={"wall_seconds": wall_seconds}, segments=tables.segments)
 
     def _record_open_work(self) -> list[RequestEnvelope]:
         """Rows for batches still in flight or in the accumulator (without an ack); the requests still in

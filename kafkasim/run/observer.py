@@ -62,7 +62,7 @@ class CheckedRunObserver(RunRecorder):
         consumers_by_topic: dict[str, int],
         on_request: Callable[[RequestEnvelope], None] | None = None,
     ) -> None:
-        super().__init__(recorder, consumers_by_topic, on_request)
+        super().__init__(recorder, consumers_by_topic, on_request, now=lambda: env.now)
         self.env = env
         self.checker = InvariantChecker(enabled=True)
         self._client_timeouts = client_timeouts

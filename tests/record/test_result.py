@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.recorder import SEGMENT_COLUMNS, SEGMENT_ROLLED, BatchTrace, Recorder
 from kafkasim.record.result import ResultDirectoryError, RunResult, is_result_dir
 from kafkasim.record.summary import summarize
 
@@ -20,23 +20,36 @@ def _result(n=3, yaml_text="name: test\nseed: 1\n"):
         rec.finish_request(tr)
         rec.finish_batch(BatchTrace(i, "p", "t", 0, 1, 10, -1, float(i), float(i), offset=i))
         rec.sample(float(i), "HighWatermark", "t-0", float(i))
+        rec.segment_event(i + 0.5, 0, "t", 0, 10 * (i + 1), SEGMENT_ROLLED, "segment.bytes", True)
     t = rec.tables()
     return RunResult(t.requests, t.records, t.timeseries,
-                     summarize(t.requests, t.records, seed=1, simulated_duration_ms=10.0), yaml_text)
+                     summarize(t.requests, t.records, seed=1, simulated_duration_ms=10.0), yaml_text,
+                     segments=t.segments)
 
 
 def test_save_and_load_round_trip(tmp_path):
     original = _result()
     out = original.save(tmp_path / "run")
     assert sorted(p.name for p in out.iterdir()) == [
-        "records.parquet", "requests.parquet", "run-info.json", "scenario.yaml", "summary.json", "timeseries.parquet"]
+        "records.parquet", "requests.parquet", "run-info.json", "scenario.yaml", "segments.parquet", "summary.json",
+        "timeseries.parquet"]
     loaded = RunResult.load(out)
     pd.testing.assert_frame_equal(loaded.requests, original.requests)
     pd.testing.assert_frame_equal(loaded.records, original.records)
     pd.testing.assert_frame_equal(loaded.timeseries, original.timeseries)
+    pd.testing.assert_frame_equal(loaded.segments, original.segments)
+    assert list(loaded.segments["base_offset"]) == [10, 20, 30]
     assert str(loaded.requests["acks"].dtype) == "Int8"
     assert loaded.summary == original.summary and loaded.scenario_yaml == original.scenario_yaml
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temporary directories left
+
+
+def test_a_result_written_before_the_segments_table_loads_with_an_empty_one(tmp_path):
+    out = _result().save(tmp_path / "run")
+    (out / "segments.parquet").unlink()
+    loaded = RunResult.load(out)
+    assert loaded.segments.empty and tuple(loaded.segments.columns) == SEGMENT_COLUMNS
+    assert len(loaded.requests) == 3
 
 
 def test_without_scenario_no_yaml(tmp_path):
