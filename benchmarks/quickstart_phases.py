@@ -110,7 +110,7 @@ def measure_report(run_dir: Path) -> dict[str, Any]:
     marks.append(cpu())
     with tempfile.TemporaryDirectory() as tmp:
         written = write_figures(result.requests, result.records, result.timeseries, result.summary, tmp,
-                                scenario=scenario_from_yaml(result.scenario_yaml))
+                                scenario=scenario_from_yaml(result.scenario_yaml), segments=result.segments)
         marks.append(cpu())
         write_report(result, tmp)
         marks.append(cpu())

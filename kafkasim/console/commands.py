@@ -136,7 +136,7 @@ def _write_figures_dir(result: RunResult, run_dir: Path, *, per_partition: bool 
     try:
         written = write_figures(result.requests, result.records, result.timeseries, result.summary, staging,
                                 scenario=scenario_from_yaml(result.scenario_yaml),
-                                per_partition=True if per_partition else None)
+                                per_partition=True if per_partition else None, segments=result.segments)
         replace_dir(staging / FIGURES_DIR, figures, FIGURES_LAYOUT)
     except OutputDirError as exc:
         raise UsageProblem(str(exc)) from None

@@ -323,7 +323,7 @@ def _save(result: RunResult, out: Path, figures: bool) -> Path:
 
         def writer(directory: Path) -> None:
             write_figures(result.requests, result.records, result.timeseries, result.summary, directory,
-                          scenario=scenario_from_yaml(result.scenario_yaml))
+                          scenario=scenario_from_yaml(result.scenario_yaml), segments=result.segments)
             from kafkasim.report.html import write_report
 
             write_report(result, directory)  # embeds the figures just written

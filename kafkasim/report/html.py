@@ -61,6 +61,11 @@ FIGURE_CAPTIONS: dict[str, tuple[str, str]] = {
     "purgatory": ("Purgatory sizes",
                   "Operations waiting per purgatory: where PurgatorySize (black) runs above "
                   "NumDelayedOperations (area), completed operations are still on watch lists until a purge."),
+    "fetch_waits": ("Fetch waits and segment rolls",
+                    "Each dot is a fetch and how long it waited in the fetch purgatory (RemoteTimeMs) against when "
+                    "it completed: most wait for min bytes or their max wait (the top row); a fetch parked when "
+                    "a leader rolls a segment completes at once (DelayedFetch.tryComplete), a follower's at the "
+                    "roll, a consumer's when the high watermark reaches the new segment (dashed lines)."),
     "produce_swimlane": ("One acks=all produce, step by step",
                          "Lanes top to bottom follow one produce from the producer through the broker's "
                          "threads and the purgatory to the followers' and the consumer's fetches; colours are "
@@ -476,7 +481,7 @@ def figure_pngs(result: RunResult, figures_dir: Path | None) -> dict[str, bytes]
     drawn: dict[str, bytes] = {}
     scenario = scenario_from_yaml(result.scenario_yaml)
     for name, build in figure_builders(result.requests, result.records, result.timeseries, result.summary, None,
-                                 scenario):
+                                       scenario, segments=result.segments):
         figure = build()
         if figure is not None:
             drawn[name] = _figure_png(figure, DPI)

@@ -13,7 +13,7 @@ from kafkasim.report import figures, write_figures
 from .conftest import Tables
 
 ALL = ["latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
-       "produce_swimlane"]
+       "fetch_waits", "produce_swimlane"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -67,7 +67,8 @@ def test_acks_0_only_without_consumers_skips_just_the_swimlane(tables: Tables, t
 
 def test_requests_only_still_gives_the_latency_figures(tables: Tables, tmp_path: Path, no_rendering: None) -> None:
     paths = write_figures(tables.requests, None, None, None, tmp_path)
-    assert [p.stem for p in paths] == ["latency_cdf", "latency_histogram", "request_breakdown", "produce_swimlane"]
+    assert [p.stem for p in paths] == ["latency_cdf", "latency_histogram", "request_breakdown", "fetch_waits",
+                                       "produce_swimlane"]
 
 
 def test_a_single_request_is_enough(tables: Tables, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
