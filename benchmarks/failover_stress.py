@@ -1,18 +1,30 @@
-"""Seeded failover stress: random schedules of broker crashes, restarts, pauses and network partitions on a
-3-broker cluster where Kafka promises that no acknowledged record is lost -- every run must finish clean.
+"""Seeded failover stress: random schedules of broker crashes, controlled shutdowns, restarts, pauses and
+network partitions on a 3-6-broker cluster -- every run must finish clean.
 
-Every topic has replication factor 3 and ``min.insync.replicas`` 2, unclean leader election is off, every
-producer uses ``acks=all`` (idempotent, Kafka's default): Kafka's replication design promises that a record
-acknowledged to such a producer survives any number of clean leader elections. A seed draws 1-2 topics
-(1-3 partitions), 1-2 producers, 1-2 consumers, link latencies, ``replica.lag.time.max.ms``, the
-controller's link and 1-5 faults on the brokers: ``crash`` (most restart after a while), ``pause`` (often
+Clean elections (the default): every topic has ``min.insync.replicas`` 2 and at least 3 replicas (Kafka's
+placer or an explicit ``replica_assignment``), unclean leader election is off, every producer uses
+``acks=all`` and, but for one producer in ten, idempotence (Kafka's default). Kafka promises that a record
+acknowledged to such a producer survives any number of clean leader elections, and that an idempotent
+producer writes each batch once, in order, across leader changes. A seed draws 1-2 topics (1-6
+partitions), 1-2 producers (request timeouts down to 1 s, 1-5 requests in flight), 1-2 consumers, link
+latencies, ``replica.lag.time.max.ms``, the controller's link and 1-5 faults on the brokers: ``crash``
+(most restart after a while), ``shutdown`` (Kafka's controlled shutdown, some restarting), ``pause`` (often
 longer than the controller's session, so the broker is fenced and its partitions get new leaders) and
-``network_partition`` (a broker cut from the others, from the controller, or from the clients). Runs last
-20-30 simulated seconds with the invariant checks on; at the end the records table's audit finds every
-acknowledged batch missing from its partition's final leader (``lost_after_ack``). A run is clean when it
-finishes without an exception and has lost nothing.
+``network_partition`` (a broker cut from the others, from the controller, or from the clients; or the
+controller cut from several brokers). Runs last 20-30 simulated seconds with the invariant checks on; at the
+end the records table's audit finds every acknowledged batch missing from its partition's final leader
+(``lost_after_ack``) and every batch written twice (``duplicated``). A run is clean when it finishes without
+an exception, lost nothing and an idempotent producer wrote nothing twice.
+
+With ``--unclean``, topics allow unclean leader election and producers use acks=1 or all: records may be
+lost (that is Kafka's bargain), but a valid scenario must still run to its end with the invariants on.
+
+Counted besides: OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers (Kafka's broker answers it
+only for a sequence gap it cannot explain: ``ProducerStateManager``'s checks in
+``UnifiedLog.analyzeAndValidateProducerState``).
 
     uv run python benchmarks/failover_stress.py --count 200 --seed 1
+    uv run python benchmarks/failover_stress.py --count 200 --seed 1 --unclean
     uv run python benchmarks/failover_stress.py --show 17            # print scenario 17's YAML
 
 Prints the runs, the faults, the leader changes (the controller's elections), the batches acknowledged
@@ -24,6 +36,7 @@ limit and the failure signature). ``tests/benchmarks/test_failover_stress.py`` r
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -38,7 +51,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from random_scenarios import _Dumper, _latency, _link, _ms, _wall_limit, failure_signature  # noqa: E402
 
-BROKERS = 3
 MAX_TOTAL_RATE = 400.0  # records/s over all producers: a run of 30 simulated seconds stays cheap
 SESSION_MS = 9_000.0  # broker.session.timeout.ms: a pause longer than this gets the broker fenced
 
@@ -59,68 +71,108 @@ def _length(rng: random.Random) -> float:
     return rng.uniform(3_000.0, 15_000.0)
 
 
-def _fault(rng: random.Random, duration_ms: float, clients: list[str]) -> dict[str, Any]:
-    kind = rng.choice(["crash", "crash", "pause", "pause", "network_partition"])
-    broker = f"broker-{rng.randrange(BROKERS)}"
+def _fault(rng: random.Random, duration_ms: float, brokers: int, clients: list[str]) -> dict[str, Any]:
+    kind = rng.choice(["crash", "crash", "pause", "pause", "network_partition", "network_partition", "shutdown"])
+    target = rng.randrange(brokers)
+    broker = f"broker-{target}"
     length = _length(rng)
     at = _fault_time(rng, duration_ms, length)
-    if kind == "crash":
-        fault: dict[str, Any] = {"type": "crash", "target": broker, "at": _ms(at)}
-        if rng.random() < 0.85:
+    if kind in ("crash", "shutdown"):
+        fault: dict[str, Any] = {"type": kind, "target": broker, "at": _ms(at)}
+        if rng.random() < (0.85 if kind == "crash" else 0.6):
             fault["restart_after"] = _ms(round(length, 3))
         return fault
     if kind == "pause":
         return {"type": "pause", "target": broker, "at": _ms(at), "duration": _ms(round(length, 3))}
-    others = [f"broker-{b}" for b in range(BROKERS) if f"broker-{b}" != broker]
-    cut = rng.choice(["from_brokers", "from_controller", "from_everyone", "from_clients"])
+    others = [f"broker-{b}" for b in range(brokers) if b != target]
+    cut = rng.choice(["from_brokers", "from_controller", "from_everyone", "from_clients", "controller_alone"])
     if cut == "from_brokers":
         sides = [[broker], others]
     elif cut == "from_controller":
         sides = [[broker], ["controller"]]
     elif cut == "from_everyone":
         sides = [[broker], [*others, "controller", *clients]]
-    else:
+    elif cut == "from_clients":
         sides = [[broker], list(clients)]
+    else:  # the controller cut from several brokers (they lose their sessions; the rest keep theirs)
+        cut_off = sorted(rng.sample(range(brokers), rng.randint(1, brokers - 1)))
+        sides = [["controller"], [f"broker-{b}" for b in cut_off]]
     fault = {"type": "network_partition", "at": _ms(at), "sides": sides}
     if rng.random() < 0.9:
         fault["duration"] = _ms(round(length, 3))
     return fault
 
 
-def scenario_data(seed: int) -> dict[str, Any]:
-    """The scenario of ``seed`` as the mapping its YAML file holds (keys as a user writes them)."""
-    rng = random.Random(seed)
+def _faults(rng: random.Random, duration_ms: float, brokers: int, clients: list[str]) -> list[dict[str, Any]]:
+    """1-5 faults; a crash or shutdown of a broker still down from an earlier one (a dead process cannot be
+    killed again: the scenario refuses it) is left out."""
+    faults: list[dict[str, Any]] = []
+    down: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(rng.randint(1, 5)):
+        fault = _fault(rng, duration_ms, brokers, clients)
+        if fault["type"] in ("crash", "shutdown"):
+            at = float(fault["at"].removesuffix("ms"))
+            restart = fault.get("restart_after")
+            # A shutdown's process lives on through its controlled-shutdown exchange: a margin for it.
+            until = math.inf if restart is None else at + float(restart.removesuffix("ms")) + 1_000.0
+            windows = down.setdefault(fault["target"], [])
+            if any(start - 1_000.0 <= at < end or at <= start < until for start, end in windows):
+                continue
+            windows.append((at, until))
+        faults.append(fault)
+    return faults
+
+
+def _topic(rng: random.Random, index: int, brokers: int, unclean: bool) -> dict[str, Any]:
+    replicas = rng.randint(3, min(brokers, 4))
+    topic: dict[str, Any] = {"name": f"t{index}", "partitions": rng.randint(1, 6), "min.insync.replicas": 2}
+    if rng.random() < 0.4:
+        topic["replica_assignment"] = [rng.sample(range(brokers), replicas) for _ in range(topic["partitions"])]
+    else:
+        topic["replication.factor"] = replicas
+    if unclean:
+        topic["unclean.leader.election.enable"] = True
+    return topic
+
+
+def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
+    """The scenario of ``seed`` as the mapping its YAML file holds (keys as a user writes them); ``unclean``:
+    topics allow unclean leader election and producers use acks=1 or all."""
+    rng = random.Random(f"{seed}/unclean" if unclean else seed)
     duration_ms = float(rng.choice([20_000, 25_000, 30_000]))
-    topics = [
-        {"name": f"t{i}", "partitions": rng.randint(1, 3), "replication.factor": 3, "min.insync.replicas": 2}
-        for i in range(rng.choice([1, 1, 2]))
-    ]
+    brokers = rng.choice([3, 3, 4, 5, 6])
+    topics = [_topic(rng, i, brokers, unclean) for i in range(rng.choice([1, 1, 2]))]
     names = [t["name"] for t in topics]
     rates = [10 ** rng.uniform(1.0, 2.6) for _ in range(rng.choice([1, 1, 2]))]
     scale = min(1.0, MAX_TOTAL_RATE / sum(rates))
     producers: list[dict[str, Any]] = []
     for i, rate in enumerate(rates):
         p: dict[str, Any] = {
-            "name": f"p{i}", "topic": rng.choice(names), "acks": "all", "rate": f"{max(1.0, rate * scale):.0f}/s",
+            "name": f"p{i}", "topic": rng.choice(names), "acks": rng.choice(["all", 1]) if unclean else "all",
+            "rate": f"{max(1.0, rate * scale):.0f}/s",
             "arrival": rng.choice(["poisson", "constant"]),
             "record_size": f"{rng.choice([100, 512, 1024])}B",
         }
         if rng.random() < 0.5:
             p["linger.ms"] = rng.choice([0, 1, 5, 20])
+        if rng.random() < 0.7:
+            # Short request timeouts: requests time out across pauses and leader changes, and are retried.
+            p["request.timeout.ms"] = rng.choice([1_000, 3_000, 5_000, 10_000, 30_000])
         if rng.random() < 0.5:
-            p["request.timeout.ms"] = rng.choice([1_000, 5_000, 30_000])
-        if rng.random() < 0.3:
             p["max.in.flight.requests.per.connection"] = rng.randint(1, 5)
+        if p["acks"] == "all" and rng.random() < 0.1:
+            p["enable.idempotence"] = False  # may write a retried batch twice: Kafka allows it
         producers.append(p)
     consumers = [{"name": f"c{i}", "topic": rng.choice(names)} for i in range(rng.choice([1, 1, 2]))]
     data: dict[str, Any] = {
-        "name": f"failover-stress-{seed}",
-        "description": f"failover stress scenario {seed} (benchmarks/failover_stress.py)",
+        "name": f"failover-stress-{seed}" + ("-unclean" if unclean else ""),
+        "description": f"failover stress scenario {seed} (benchmarks/failover_stress.py"
+                       + (" --unclean)" if unclean else ")"),
         "seed": rng.randint(0, 2**31),
         "duration": _ms(duration_ms),
         "warmup": "0ms",
         "sample_interval": "500ms",
-        "cluster": {"brokers": BROKERS},
+        "cluster": {"brokers": brokers},
         "broker": {
             "replica.lag.time.max.ms": rng.choice([1_000, 5_000, 30_000]),
             "replica.fetch.wait.max.ms": rng.choice([10, 100, 500]),
@@ -135,12 +187,12 @@ def scenario_data(seed: int) -> dict[str, Any]:
     if rng.random() < 0.3:
         data["controller"] = {"link_latency": _latency(rng, 0.05, 20.0)}
     clients = [p["name"] for p in producers] + [c["name"] for c in consumers]
-    data["faults"] = [_fault(rng, duration_ms, clients) for _ in range(rng.randint(1, 5))]
+    data["faults"] = _faults(rng, duration_ms, brokers, clients)
     return data
 
 
-def scenario_text(seed: int) -> str:
-    return yaml.dump(scenario_data(seed), Dumper=_Dumper, sort_keys=False, width=120)
+def scenario_text(seed: int, unclean: bool = False) -> str:
+    return yaml.dump(scenario_data(seed, unclean), Dumper=_Dumper, sort_keys=False, width=120)
 
 
 @dataclass
@@ -153,41 +205,63 @@ class Outcome:
     acknowledged: int
     lost: int
     invariant_checks: int
+    duplicates: int = 0
+    """Batches of idempotent producers written twice (Kafka promises none)."""
+    out_of_order: int = 0
+    """OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers' produce requests."""
+    retried_to_the_end: int = 0
+    """Batches of idempotent producers still pending at the end after an OUT_OF_ORDER_SEQUENCE_NUMBER."""
 
 
-def run(seed: int) -> Outcome:
+def run(seed: int, unclean: bool = False) -> Outcome:
     """Load the scenario of ``seed`` like a user's file, run it with invariants on, and count."""
     from kafkasim import load_scenario
     from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
     from kafkasim.controller.records import NO_LEADER_CHANGE, PartitionChangeRecord
     from kafkasim.run.engine import Engine
 
-    scenario = load_scenario(scenario_text(seed))
+    scenario = load_scenario(scenario_text(seed, unclean))
     assert scenario.invariants
     engine = Engine(scenario)
     result = engine.run()
-    elections = unclean = 0
+    elections = unclean_elections = 0
     for batch in engine.components.controller_link.controller.core.log.batches:
         for record in batch.records:
             # An election (a leader set; -1 is a partition left offline, -2 no change of leader).
             if isinstance(record, PartitionChangeRecord) and record.leader not in (NO_LEADER_CHANGE, NO_LEADER):
                 elections += 1
-                unclean += record.leader_recovery_state == LEADER_RECOVERY_RECOVERING
+                unclean_elections += record.leader_recovery_state == LEADER_RECOVERY_RECOVERING
     records = result.records
     acknowledged = int(((records["error"] == 0) & records["ack_ms"].notna() & (records["offset"] >= 0)).sum())
-    return Outcome(len(scenario.faults), elections, unclean, acknowledged, int(records["lost_after_ack"].sum()),
-                   int(result.summary["counters"].get("invariant_checks", 0)))
+    idempotent = {p.name for p in scenario.producers if p.enable_idempotence}
+    mine = records[records["producer"].isin(idempotent)]
+    requests = result.requests
+    out_of_order = requests[(requests["api"] == "Produce") & requests["client"].isin(idempotent)
+                            & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")]
+    stuck = mine[(mine["outcome"].astype(str) == "pending")
+                 & mine["request_id"].isin(out_of_order["request_id"])]
+    return Outcome(len(scenario.faults), elections, unclean_elections, acknowledged,
+                   int(records["lost_after_ack"].sum()), int(result.summary["counters"].get("invariant_checks", 0)),
+                   duplicates=int((mine["outcome"].astype(str) == "duplicated").sum()),
+                   out_of_order=len(out_of_order), retried_to_the_end=len(stuck))
 
 
 class DataLost(Exception):
-    """A run lost acknowledged batches, or elected a leader uncleanly, where Kafka promises neither."""
+    """A run lost acknowledged batches, elected a leader uncleanly, or wrote an idempotent producer's batch
+    twice, where Kafka promises none of it."""
 
 
-def check(seed: int) -> Outcome:
-    """Run ``seed``; raise if it lost an acknowledged batch or saw an unclean election."""
-    outcome = run(seed)
-    if outcome.lost or outcome.unclean_elections:
-        raise DataLost(f"{outcome.lost} acknowledged batches lost, {outcome.unclean_elections} unclean elections")
+def check(seed: int, unclean: bool = False) -> Outcome:
+    """Run ``seed``; raise if it broke a promise Kafka makes for its kind of scenario (clean: no loss, no
+    unclean election; both: no duplicate from an idempotent producer)."""
+    outcome = run(seed, unclean)
+    broken = []
+    if not unclean and (outcome.lost or outcome.unclean_elections):
+        broken.append(f"{outcome.lost} acknowledged batches lost, {outcome.unclean_elections} unclean elections")
+    if outcome.duplicates:
+        broken.append(f"{outcome.duplicates} batches of idempotent producers written twice")
+    if broken:
+        raise DataLost("; ".join(broken))
     return outcome
 
 
@@ -195,34 +269,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=50, help="runs (seeds seed..seed+count-1)")
     parser.add_argument("--seed", type=int, default=1, help="first seed")
+    parser.add_argument("--unclean", action="store_true", help="topics allow unclean election; acks=1 or all")
     parser.add_argument("--wall-limit", type=float, default=300.0, help="wall seconds before a run counts as hung")
     parser.add_argument("--show", type=int, default=None, help="print the YAML of this seed and exit")
     args = parser.parse_args(argv)
     if args.show is not None:
-        print(scenario_text(args.show), end="")
+        print(scenario_text(args.show, args.unclean), end="")
         return 0
     failures: dict[str, list[int]] = defaultdict(list)
     totals = Outcome(0, 0, 0, 0, 0, 0)
+    out_of_order_seeds: list[int] = []
     started = time.perf_counter()
     for seed in range(args.seed, args.seed + args.count):
         try:
             with _wall_limit(args.wall_limit):
-                outcome = check(seed)
+                outcome = check(seed, args.unclean)
         except Exception as error:  # noqa: BLE001 - every failure is a finding, grouped below
             failures[failure_signature(error)].append(seed)
         else:
             for name in vars(totals):
                 setattr(totals, name, getattr(totals, name) + getattr(outcome, name))
+            if outcome.out_of_order:
+                out_of_order_seeds.append(seed)
         done = seed - args.seed + 1
         bad = sum(map(len, failures.values()))
         print(f"  {done}/{args.count} run, {bad} failed, {time.perf_counter() - started:.0f} s", file=sys.stderr,
               flush=True)
     failed = sum(map(len, failures.values()))
-    print(f"{args.count} runs (seeds {args.seed}..{args.seed + args.count - 1}): {args.count - failed} clean, "
-          f"{failed} failed")
+    print(f"{args.count} runs (seeds {args.seed}..{args.seed + args.count - 1}"
+          f"{', unclean election allowed' if args.unclean else ''}): {args.count - failed} clean, {failed} failed")
     print(f"clean runs: {totals.faults} faults, {totals.leader_changes} leader changes "
           f"({totals.unclean_elections} unclean), {totals.acknowledged} batches acknowledged, {totals.lost} lost, "
           f"{totals.invariant_checks} invariant checks")
+    print(f"idempotent producers: {totals.duplicates} batches written twice, {totals.out_of_order} "
+          f"OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
+          + (f" (seeds {', '.join(map(str, out_of_order_seeds[:12]))})" if out_of_order_seeds else "")
+          + f", {totals.retried_to_the_end} batches still retrying at the end after one")
     for signature, seeds in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(map(str, seeds[:12])) + (" ..." if len(seeds) > 12 else "")
         print(f"  {len(seeds):4d}  {signature}\n        seeds: {shown}")

@@ -184,6 +184,7 @@ class Engine:
         result = self._result(end, wall_seconds)
         if self.invariants is not None:
             self._check_no_unexplained_loss(result.records, end)
+            self._check_no_idempotent_duplicate(result.records, end)
         if end < duration:
             result.summary["interrupted_at_ms"] = end
         return result
@@ -202,6 +203,25 @@ class Engine:
                 f"batch {int(row['batch_id'])} of {row['producer']} acknowledged at offset {int(row['offset'])} "
                 f"(t={float(row['ack_ms']):.3f} ms) is not in the log of broker {leader}, the final leader"
                 + (f"; {len(lost) - 1} more batch(es) too" if len(lost) > 1 else ""),
+                end,
+            )
+
+    def _check_no_idempotent_duplicate(self, records: Any, end: float) -> None:
+        """Kafka's promise to an idempotent producer: each batch written once (the audit marks a batch found
+        twice in its final log, or read by a consumer at two offsets, ``duplicated``)."""
+        assert self.invariants is not None
+        idempotent = [p.name for p in self.scenario.producers if p.enable_idempotence]
+        if not idempotent:
+            return
+        twice = records[(records["outcome"].astype(object) == "duplicated") & records["producer"].isin(idempotent)]
+        if len(twice):
+            row = twice.iloc[0]
+            tp = TopicPartition(str(row["topic"]), int(row["partition"]))
+            self.invariants.checker.on_idempotent_duplicate(
+                tp,
+                f"batch {int(row['batch_id'])} of {row['producer']} (acknowledged at offset {int(row['offset'])}, "
+                f"{int(row['attempts'])} attempts)"
+                + (f"; {len(twice) - 1} more batch(es) too" if len(twice) > 1 else ""),
                 end,
             )
 

@@ -298,6 +298,15 @@ class InvariantChecker:
             time_ms=now, partition=tp,
         )
 
+    def on_idempotent_duplicate(self, tp: Hashable, description: str, now: float) -> None:
+        """End of run: a batch of an idempotent producer is in its partition's log twice, or was read at two
+        offsets. Kafka's idempotent producer writes each batch once, in order, across retries and leader
+        changes (``ProducerStateManager``'s per-producer state, replicated with the log)."""
+        if not self.enabled:
+            return
+        raise InvariantViolation(f"an idempotent producer's batch was written twice: {description}",
+                                 time_ms=now, partition=tp)
+
     def on_isr_change(
         self, tp: Hashable, isr: Iterable[int], now: float, may_lose_data: Iterable[int] = ()
     ) -> None:
