@@ -21,8 +21,11 @@ from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration, format_duration
 
-FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
-BROKER_NAME = re.compile(r"^broker-(0|[1-9]\d*)$")
+# The shapes of the brokers' names, to be matched whole (`fullmatch`: a `$` would also match before a final
+# newline, and `\d` digits of any script). A fault target is a name the scenario has (`target_kind`):
+# `follower-02` has the shape, not the name. Client names of these shapes are reserved.
+FOLLOWER_NAME = re.compile(r"follower-([0-9]+)")
+BROKER_NAME = re.compile(r"broker-([0-9]+)")
 # Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
 MIN_SPEED = 0.001
 MAX_SPEED = 1e6
@@ -136,12 +139,10 @@ class Scenario(ScenarioModel):
         raise KeyError(name)
 
     def target_kind(self, target: str) -> TargetKind | None:
-        """What a fault target names, or None if nothing."""
-        m = FOLLOWER_NAME.match(target)
-        if m and int(m.group(1)) in self.follower_ids:
+        """What a fault target names, or None if nothing (the run looks its target up by this very name)."""
+        if target in (f"follower-{i}" for i in self.follower_ids):
             return "follower"
-        m = BROKER_NAME.match(target)
-        if m and self.cluster is not None and int(m.group(1)) < self.cluster.brokers:
+        if self.cluster is not None and target in (f"broker-{i}" for i in self.cluster.broker_ids):
             return "broker"
         if any(p.name == target for p in self.producers):
             return "producer"
@@ -228,9 +229,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
     for section, i, c in clients:
         if c.name in client_names:
             add((section, i, "name"), f"name {c.name!r} is already used by another producer or consumer")
-        elif FOLLOWER_NAME.match(c.name):
+        elif FOLLOWER_NAME.fullmatch(c.name):
             add((section, i, "name"), "names 'follower-<id>' are reserved for the followers")
-        elif BROKER_NAME.match(c.name):
+        elif BROKER_NAME.fullmatch(c.name):
             add((section, i, "name"), "names 'broker-<id>' are reserved for the brokers")
         client_names.add(c.name)
         if c.topic not in topic_names:
@@ -243,10 +244,10 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             _partition_checks(s, i, f, [c.name for _, _, c in clients], add)
             continue
         kind = s.target_kind(f.target)
-        if kind is None and s.cluster is not None and FOLLOWER_NAME.match(f.target):
+        if kind is None and s.cluster is not None and FOLLOWER_NAME.fullmatch(f.target):
             add(("faults", i, "target"), f"a cluster's brokers are named broker-<id>, not follower-<id> (allowed: "
                                          f"{allowed_list(valid_targets)})")
-        elif kind is None and s.cluster is None and BROKER_NAME.match(f.target):
+        elif kind is None and s.cluster is None and BROKER_NAME.fullmatch(f.target):
             add(("faults", i, "target"), "broker-<id> targets need a cluster: section; without one the brokers are "
                                          f"the leader and its followers (allowed: {allowed_list(valid_targets)})")
         elif kind is None:
@@ -271,9 +272,8 @@ def _down_window_checks(s: Scenario, add: Any) -> None:
     for i, f in enumerate(s.faults):
         if f.type not in ("crash", "shutdown"):
             continue
-        name = FOLLOWER_NAME.match(f.target) or BROKER_NAME.match(f.target)
-        if name is not None:
-            windows.setdefault(int(name.group(1)), []).append((i, f))
+        if s.target_kind(f.target) in ("broker", "follower"):  # follower-<k> is broker k's process too
+            windows.setdefault(int(f.target.rpartition("-")[2]), []).append((i, f))
     for faults in windows.values():
         faults.sort(key=lambda item: (float(item[1].at), item[0]))
         for (_, earlier), (j, later) in zip(faults, faults[1:], strict=False):
@@ -299,7 +299,7 @@ def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_name
             add(("faults", i, "sides", k), f"is empty: a side names at least one host (allowed: {allowed})")
         for j, host in enumerate(side):
             where = ("faults", i, "sides", k, j)
-            follower = FOLLOWER_NAME.match(host)
+            follower = FOLLOWER_NAME.fullmatch(host)
             if host in seen:
                 add(where, f"{host} is listed twice on this side" if seen[host] == k else
                     f"{host} is on both sides: a partition cuts the hosts of one side off from those of the other, "

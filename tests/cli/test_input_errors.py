@@ -244,3 +244,23 @@ def test_a_bad_network_partition_is_bad_input(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert f"{path}:6: faults[0].sides[1][0]: broker-1 is on both sides" in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("cluster", "target"), [(True, "broker-0"), (False, "follower-2")])
+def test_a_fault_target_with_a_trailing_newline_is_bad_input(tmp_path: Path, cluster: bool, target: str) -> None:
+    # Both validated (the target patterns ended in `$`, which matches before a final newline), then the run
+    # failed with a traceback.
+    path = tmp_path / "newline.yaml"
+    path.write_text(
+        "name: newline\ndescription: a target with a newline\nduration: 2s\n"
+        + ("cluster: {brokers: 3}\n" if cluster else "")
+        + "topics: [{name: t, replication.factor: 3}]\n"
+        + f'faults:\n  - type: crash\n    target: "{target}\\n"\n    at: 1s\n'
+    )
+    line = 8 if cluster else 7
+    for verb in (["validate", path], ["run", path, "--no-figures", "--out", tmp_path / "out"]):
+        result = kafkasim(*verb)
+        assert result.returncode == 2, result.stderr
+        assert_no_traceback(result)
+        assert f"{path}:{line}: faults[0].target: unknown target '{target}\\n', did you mean '{target}'?" in result.stderr
+    assert not (tmp_path / "out").exists()
