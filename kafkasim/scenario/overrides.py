@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kafkasim.scenario.scenario import Scenario
 
 _TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+_INDEX = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() also takes other scripts' digits and "²"
 
 
 class _OverrideError(Exception):
@@ -160,7 +161,7 @@ def _container(current: Any, alternatives: list[Any], path: list[str | int]) -> 
 
 def _index(node: Any, token: str, path: list[str | int]) -> int:
     items = node if isinstance(node, list) else []
-    if token.lstrip("-").isdigit():
+    if _INDEX.fullmatch(token):
         index = int(token)
         if not 0 <= index < len(items):
             raise _OverrideError(f"has no item {index} (it has {len(items)})", path)

@@ -62,7 +62,7 @@ _CORE_RESOLVERS: list[tuple[str, str, str]] = [
 ]
 for _name, _pattern, _first in _CORE_RESOLVERS:
     _chars: list[str | None] = list(_first) + ([None] if _name == "null" else [])
-    LineLoader.add_implicit_resolver(YAML_TAG_PREFIX + _name, re.compile(rf"^(?:{_pattern})$"), _chars)
+    LineLoader.add_implicit_resolver(YAML_TAG_PREFIX + _name, re.compile(rf"(?:{_pattern})\Z"), _chars)
 
 
 def _construct_core_int(loader: yaml.SafeLoader, node: ScalarNode) -> int:

@@ -44,12 +44,13 @@ from kafkasim.sweep.metrics import DEFAULT_METRICS, MetricSpec
 MAX_VARIANTS = 100_000
 MAX_SEEDS = 10_000
 
-# `broker.num.io.threads`, `producers[0].acks`, `topics[1].retention.ms`
-_KEY_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*(\[\d+\])?([.][A-Za-z_][A-Za-z0-9_.\-]*(\[\d+\])?)*$")
+# `broker.num.io.threads`, `producers[0].acks`, `topics[1].retention.ms`; matched whole (`fullmatch`: a `$`
+# would also match before a final newline) with ASCII digits (`\d` takes any script's).
+_KEY_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(\[[0-9]+\])?([.][A-Za-z_][A-Za-z0-9_.\-]*(\[[0-9]+\])?)*")
 
 
 def _key_path(key: str) -> str:
-    if not _KEY_PATH.match(key) or ".." in key:
+    if not _KEY_PATH.fullmatch(key) or ".." in key:
         raise PydanticCustomError(
             "sweep_key", f"{key!r} is not a scenario key path (write e.g. broker.num.io.threads or producers[0].acks)"
         )

@@ -82,6 +82,7 @@ def test_cross_checks_run_after_overrides(quickstart) -> None:
         ("nokey", "expected key.path=value"),
         ("producers[5].rate=1/s", "has no item 5"),
         ("producers[nobody].rate=1/s", "unknown name 'nobody'"),
+        ("producers[\u0660].rate=1/s", "unknown name '\u0660'"),  # an index is ASCII digits (it was item 0)
         ("broker..x=1", "cannot read key path"),
         ("broker.num.io.threads=[1", "invalid YAML"),
         ("duration=30", "needs a unit"),
