@@ -266,8 +266,10 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
 
 
 def _down_window_checks(s: Scenario, add: Any) -> None:
-    """A broker is shut down while it is up: a `shutdown` may not start while a `crash` or another `shutdown`
-    of the same broker has it down, nor a `crash` during a `shutdown` (its process is stopping or stopped)."""
+    """A broker is crashed or shut down while it is up: a `crash` or `shutdown` may not start while an earlier
+    one of the same broker has it down, nor at the very instant of its restart (which of the two came first
+    would depend on the order of the faults in the file). A crash of a crashed broker did nothing, and its
+    restart_after restarted a broker that was up or never came."""
     windows: dict[int, list[tuple[int, Fault]]] = {}
     for i, f in enumerate(s.faults):
         if f.type not in ("crash", "shutdown"):
@@ -276,15 +278,18 @@ def _down_window_checks(s: Scenario, add: Any) -> None:
             windows.setdefault(int(f.target.rpartition("-")[2]), []).append((i, f))
     for faults in windows.values():
         faults.sort(key=lambda item: (float(item[1].at), item[0]))
-        for (_, earlier), (j, later) in zip(faults, faults[1:], strict=False):
-            if "shutdown" not in (earlier.type, later.type):
-                continue  # overlapping crashes: the later one finds the broker already down
-            end = earlier.end
-            if end is None or later.at < end:
-                until = "the end of the run" if end is None else format_duration(end)
-                add(("faults", j, "at"), f"{format_duration(later.at)}: {later.target} is down then ({earlier.type} "
-                                         f"at {format_duration(earlier.at)} until {until}); a broker is "
-                                         "crashed or shut down while it is up (allowed: an `at` after the restart)")
+        down = faults[0][1]  # of the windows accepted so far, the one that ends last
+        for j, later in faults[1:]:
+            end = down.end
+            if end is not None and later.at > end:
+                down = later
+                continue
+            until = "the end of the run" if end is None else format_duration(end)
+            allowed = (f"an `at` after {until}, its restart" if end is not None else
+                       f"a restart_after for the {down.type} at {format_duration(down.at)}, and an `at` after its restart")
+            add(("faults", j, "at"), f"{format_duration(later.at)}: {later.target} is down then ({down.type} at "
+                                     f"{format_duration(down.at)} until {until}); a broker is crashed or shut down "
+                                     f"while it is up (allowed: {allowed})")
 
 
 def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_names: list[str], add: Any) -> None:
