@@ -19,7 +19,7 @@ from kafkasim.scenario.faults import Fault, NetworkPartitionFault, TargetKind
 from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
-from kafkasim.scenario.units import Duration, format_duration
+from kafkasim.scenario.units import Duration, show_duration
 
 # The shapes of the brokers' names, to be matched whole (`fullmatch`: a `$` would also match before a final
 # newline, and `\d` digits of any script). A fault target is a name the scenario has (`target_kind`):
@@ -284,11 +284,11 @@ def _down_window_checks(s: Scenario, add: Any) -> None:
             if end is not None and later.at > end:
                 down = later
                 continue
-            until = "the end of the run" if end is None else format_duration(end)
+            until = "the end of the run" if end is None else show_duration(end)
             allowed = (f"an `at` after {until}, its restart" if end is not None else
-                       f"a restart_after for the {down.type} at {format_duration(down.at)}, and an `at` after its restart")
-            add(("faults", j, "at"), f"{format_duration(later.at)}: {later.target} is down then ({down.type} at "
-                                     f"{format_duration(down.at)} until {until}); a broker is crashed or shut down "
+                       f"a restart_after for the {down.type} at {show_duration(down.at)}, and an `at` after its restart")
+            add(("faults", j, "at"), f"{show_duration(later.at)}: {later.target} is down then ({down.type} at "
+                                     f"{show_duration(down.at)} until {until}); a broker is crashed or shut down "
                                      f"while it is up (allowed: {allowed})")
 
 
@@ -415,7 +415,7 @@ def _work_checks(s: Scenario, add: Any) -> None:
         worst = max(records, key=lambda item: item[1])[0]
         add(
             ("producers", worst, "rate"),
-            f"the producers would send about {total:,.0f} records in {format_duration(s.duration)}; a run keeps every "
+            f"the producers would send about {total:,.0f} records in {show_duration(s.duration)}; a run keeps every "
             f"record, and at most {MAX_RECORDS:,} fit (allowed: lower the rates or the duration)",
         )
     per_sample = gauge_rows_per_sample(s)
@@ -424,9 +424,9 @@ def _work_checks(s: Scenario, add: Any) -> None:
         shortest = s.duration * per_sample / MAX_GAUGE_ROWS
         add(
             ("sample_interval",),
-            f"{format_duration(s.sample_interval)} over {format_duration(s.duration)} is {samples:,.0f} samples of "
+            f"{show_duration(s.sample_interval)} over {show_duration(s.duration)} is {samples:,.0f} samples of "
             f"{per_sample} gauges, more than the {MAX_GAUGE_ROWS:,} rows a run keeps (allowed: at least "
-            f"{format_duration(float(math.ceil(shortest)))} for this duration and these partitions)",
+            f"{show_duration(float(math.ceil(shortest)))} for this duration and these partitions)",
         )
 
 

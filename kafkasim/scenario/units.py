@@ -180,6 +180,29 @@ def format_duration(ms: float) -> str:
     return _first_exact(ms, largest_first, parse_duration, f"{_num(ms)}ms")
 
 
+def show_duration(ms: float) -> str:
+    """A duration for a message, as an author writes one: the largest of d, h, m, s that holds it whole ("6s",
+    "2m"), else ms ("19080.878ms", "1500.5ms"), or us below a millisecond ("500us", "0.5us"). The binary
+    noise of a float is left out: "19.080878s" is 19080.877999999997 ms, shown as 19080.878ms. Unlike
+    `format_duration` it need not parse back to the same float, so it is for people, not for files."""
+    clean = float(f"{ms:.12g}")
+    if clean == 0:
+        return "0ms"
+    for unit in ("d", "h", "m", "s"):
+        whole = clean / DURATION_UNITS[unit]
+        if whole.is_integer():
+            return f"{int(whole)}{unit}"
+    if abs(clean) < 1:
+        return f"{_decimal(clean * 1000)}us"
+    return f"{_decimal(clean)}ms"
+
+
+def _decimal(x: float) -> str:
+    """`x` in plain decimal notation, no exponent, no float noise (`1e-05` -> `0.00001`, `2.0` -> `2`)."""
+    text = format(Decimal(f"{x:.12g}"), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def format_size(n: int) -> str:
     if n == 0:
         return "0B"
@@ -326,7 +349,7 @@ Duration = Annotated[
     BeforeValidator(_sim_duration),
     PlainSerializer(format_duration, when_used="json"),
     WithJsonSchema(_schema(DURATION_PATTERN, "500ms")),
-    Quantity(0, MAX_SIM_MS, format_duration),
+    Quantity(0, MAX_SIM_MS, show_duration),
 ]
 """A simulator duration: needs a unit in a file ("500ms", "30s", "2m"); float milliseconds in the model."""
 

@@ -348,3 +348,27 @@ def test_a_crash_during_a_pause_and_a_pause_during_a_crash_are_accepted() -> Non
     load_scenario(_crashes("type: pause, target: follower-1, at: 1s, duration: 5s",
                            "type: crash, target: follower-1, at: 2s, restart_after: 1s",
                            "type: pause, target: follower-1, at: 2500ms, duration: 5s"))
+
+
+@pytest.mark.parametrize(
+    ("faults", "message"),
+    [
+        # Printed 19080.877999999997ms.
+        (("type: crash, target: follower-1, at: 1s, restart_after: 20s",
+          "type: shutdown, target: follower-1, at: 19.080878s"),
+         "19080.878ms: follower-1 is down then (crash at 1s until 21s); a broker is crashed or shut down while it is "
+         "up (allowed: an `at` after 21s, its restart)"),
+        # Printed 1100us, 1100us and 3.3000000000000003ms.
+        (("type: crash, target: follower-1, at: 1.1ms, restart_after: 2.2ms", "type: crash, target: follower-1, at: 2ms"),
+         "2ms: follower-1 is down then (crash at 1.1ms until 3.3ms); a broker is crashed or shut down while it is up "
+         "(allowed: an `at` after 3.3ms, its restart)"),
+    ],
+)
+def test_times_in_messages_have_no_float_noise(faults: tuple[str, ...], message: str) -> None:
+    p = only(_crashes(*faults).replace("duration: 10s", "duration: 30s"))
+    assert p.message == message
+
+
+def test_an_out_of_range_duration_is_shown_without_float_noise() -> None:
+    p = only(MINIMAL + "sample_interval: 0.000123s\n")  # printed 0.12300000000000001ms
+    assert (p.path, p.message) == ("sample_interval", "123us is out of range (allowed: 1ms to 1d)")

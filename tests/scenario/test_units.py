@@ -16,6 +16,7 @@ from kafkasim.scenario.units import (
     parse_duration,
     parse_rate,
     parse_size,
+    show_duration,
 )
 
 
@@ -133,3 +134,21 @@ def test_rates_round_trip_exactly(rate: float) -> None:
 @given(st.floats(min_value=125.0, max_value=1e15, allow_nan=False))
 def test_bandwidths_round_trip_exactly(bps: float) -> None:
     assert parse_bandwidth(format_bandwidth(bps)) == bps
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [
+        (19080.877999999997, "19080.878ms"),  # "19.080878s" as a float: no binary noise in a message
+        (3.3000000000000003, "3.3ms"),  # 1.1ms + 2.2ms
+        (0.12300000000000001, "123us"),  # "0.000123s"
+        (0.0005, "0.5us"),
+        (1500.5, "1500.5ms"),
+        (6000.0, "6s"),
+        (120_000.0, "2m"),
+        (86_400_000.0, "1d"),
+        (0.0, "0ms"),
+    ],
+)
+def test_durations_in_messages_are_shown_as_written(ms: float, shown: str) -> None:
+    assert show_duration(ms) == shown
