@@ -372,3 +372,14 @@ def test_times_in_messages_have_no_float_noise(faults: tuple[str, ...], message:
 def test_an_out_of_range_duration_is_shown_without_float_noise() -> None:
     p = only(MINIMAL + "sample_interval: 0.000123s\n")  # printed 0.12300000000000001ms
     assert (p.path, p.message) == ("sample_interval", "123us is out of range (allowed: 1ms to 1d)")
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [("null", "nothing (null)"), ("5", "5"), ("[pause]", "a list")],
+)
+def test_a_type_that_is_not_text_is_not_named_like_one(value: str, got: str) -> None:
+    # A null type was "unknown type 'None'", a list "unknown type \"['pause']\"".
+    p = only(MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s}}]\nfaults: [{{type: {value}, target: p, at: 1s}}]\n")
+    assert (p.path, p.message) == ("faults[0].type", f"expected text, got {got} (allowed: pause, slow_disk, crash, "
+                                                     "shutdown, link_delay, link_drop, network_partition)")
