@@ -29,7 +29,9 @@ Every key a scenario file may hold, generated from the JSON Schema that validate
 units: durations `us`, `ms`, `s`, `m`, `h`, `d` (`30s`, `500ms`; a bare number is milliseconds where the
 unit column says so), sizes `B`, `KB`, `MB`, `GB`, `KiB`, `MiB`, `GiB` (a bare number is bytes), rates
 `/s`, `/m`, `/h` (`5000/s`). A key whose default is "required" must be given. The range column repeats
-what the validator allows; a value outside it is reported as `file:line: key.path: ...`.
+what the validator allows; a value outside it is reported as `file:line: key.path: ...`. A scenario file
+is a regular UTF-8 file of at most 4 MiB, read as plain YAML 1.2 (no explicit tags, no `<<` merge keys);
+a directory, a FIFO or a device is refused before it is read.
 """
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from kafkasim.scenario import Problem, ScenarioError, load_scenario
+from kafkasim.scenario import Problem, ScenarioError, load_scenario, source_file
+from kafkasim.scenario.source_file import MAX_FILE_BYTES
 
 from .samples import MINIMAL
 
@@ -383,3 +386,74 @@ def test_a_type_that_is_not_text_is_not_named_like_one(value: str, got: str) -> 
     p = only(MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s}}]\nfaults: [{{type: {value}, target: p, at: 1s}}]\n")
     assert (p.path, p.message) == ("faults[0].type", f"expected text, got {got} (allowed: pause, slow_disk, crash, "
                                                      "shutdown, link_delay, link_drop, network_partition)")
+
+
+# --- what is read as a scenario file --------------------------------------------------------------------
+
+
+def _load_within(path: Path | str, seconds: float = 20.0) -> Problem:
+    """The one problem of loading `path`, which must come back promptly (a FIFO with no writer blocked
+    forever: it is then opened for writing here, which releases the reader)."""
+    outcome: list[object] = []
+
+    def load() -> None:
+        try:
+            load_scenario(path)
+            outcome.append("loaded")
+        except ScenarioError as e:
+            outcome.append(e.problems)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        with open(path, "wb"):
+            pass
+        thread.join(seconds)
+        pytest.fail(f"loading {path} blocked")
+    (found,) = outcome
+    assert isinstance(found, list) and len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path, as_text: bool) -> None:
+    fifo = tmp_path / "s.yaml"
+    os.mkfifo(fifo)
+    p = _load_within(str(fifo) if as_text else fifo)
+    assert (p.file, p.line, p.message) == (str(fifo), None, "is a named pipe (FIFO), not a regular file (allowed: a "
+                                                            "scenario YAML file)")
+
+
+@pytest.mark.parametrize(("device", "kind"), [("/dev/zero", "a character device"), ("/dev/null", "a character device")])
+def test_a_device_is_refused_before_it_is_read(device: str, kind: str) -> None:
+    # /dev/zero was read until memory ran out.
+    p = _load_within(Path(device))
+    assert p.message == f"is {kind}, not a regular file (allowed: a scenario YAML file)"
+
+
+def test_a_directory_is_refused_by_name(tmp_path: Path) -> None:
+    assert _load_within(tmp_path).message == "is a directory, not a regular file (allowed: a scenario YAML file)"
+    # A one-line string naming it is that directory, not the YAML text "/tmp/...".
+    assert _load_within(str(tmp_path)).message.startswith("is a directory")
+
+
+def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(MINIMAL.encode() + b"#" * MAX_FILE_BYTES)
+    assert _load_within(path).message == ("is larger than 4 MiB (allowed: a scenario file of at most 4 MiB; a "
+                                          "scenario is a few KB)")
+    path.write_bytes(MINIMAL.encode() + b"#" * (MAX_FILE_BYTES - len(MINIMAL)))  # exactly the limit: read
+    assert load_scenario(path).name == "minimal"
+
+
+def test_an_unreadable_file_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL)
+
+    def denied(*_args: object, **_kwargs: object) -> int:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(source_file.os, "open", denied)  # root reads anything: deny it this way
+    p = only(path)
+    assert (p.file, p.message) == (str(path), "cannot read the file: Permission denied")
