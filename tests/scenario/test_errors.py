@@ -457,3 +457,17 @@ def test_an_unreadable_file_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(source_file.os, "open", denied)  # root reads anything: deny it this way
     p = only(path)
     assert (p.file, p.message) == (str(path), "cannot read the file: Permission denied")
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"), [('" 5 "', 5), ('"5\\n"', 5), ('"\\uff15"', None), ('"\\u00b2"', None), ('"\\u00a05"', None)]
+)
+def test_a_kafka_ms_key_trims_as_kafka_and_reads_ascii_digits(value: str, ms: int | None) -> None:
+    # Fullwidth 5 was read as 5, a no-break space was trimmed, and a superscript 2 failed with "invalid literal
+    # for int() with base 10".
+    text = MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s, linger.ms: {value}}}]\n"
+    if ms is not None:
+        assert load_scenario(text).producers[0].linger_ms == ms
+        return
+    p = only(text)
+    assert p.path == "producers[0].linger.ms" and " is not a duration" in p.message, p
