@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkasim.scenario import Problem, ScenarioError, load_scenario, source_file
+from kafkasim.scenario.errors import unknown_message
 from kafkasim.scenario.source_file import MAX_FILE_BYTES
 
 from .samples import MINIMAL
@@ -471,3 +472,9 @@ def test_a_kafka_ms_key_trims_as_kafka_and_reads_ascii_digits(value: str, ms: in
         return
     p = only(text)
     assert p.path == "producers[0].linger.ms" and " is not a duration" in p.message, p
+
+
+def test_an_unknown_name_among_none_does_not_list_nothing() -> None:
+    # A list of no candidates rendered as "(allowed: )", as an empty list did for --set items.
+    assert unknown_message("name", "x", []) == "unknown name 'x' (there are none here)"
+    assert unknown_message("name", "x", ["y"]) == "unknown name 'x' (allowed: y)"
