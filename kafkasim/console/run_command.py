@@ -66,9 +66,10 @@ def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
     """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem."""
     from kafkasim.scenario import load_scenario
 
-    if not Path(path).is_file():
-        # load_scenario reads any other string as YAML text; on the command line it is always a file.
+    if not Path(path).exists():
         raise UsageProblem(f"{path}: no such scenario file")
+    # On the command line it is always a file: a Path is never read as YAML text, and anything but a
+    # regular file of at most 4 MiB (a directory, a FIFO, /dev/zero) is refused by name before it is read.
     scenario = load_scenario(Path(path))
     if overrides:
         scenario = scenario.with_overrides(list(overrides))

@@ -36,13 +36,13 @@ run on): the C1 JIT only and the serial collector. A sweep's JVM runs short-live
 would spend more CPU compiling than they run; measured in benchmarks/README.md ("Sweeps on Spark"): the
 fixed cost of a sweep in a new session about halves, mostly the JVM's own CPU."""
 
-_LOCAL_MASTER_RE = re.compile(r"^local(\[(\*|\d+)(,\s*\d+)?\])?$")
+_LOCAL_MASTER_RE = re.compile(r"local(\[(\*|[0-9]+)(, *[0-9]+)?\])?")  # matched whole (fullmatch)
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def is_local_master(master: str) -> bool:
     """True for `local`, `local[*]`, `local[N]` and `local[N,F]` (Spark inside this machine's JVM)."""
-    return _LOCAL_MASTER_RE.match(master) is not None
+    return _LOCAL_MASTER_RE.fullmatch(master) is not None
 
 
 def resolve_master(master: str | None, parallelism: int | None) -> str:
