@@ -5,8 +5,10 @@ Clean elections (the default): every topic has ``min.insync.replicas`` 2 and at 
 placer or an explicit ``replica_assignment``), unclean leader election is off, every producer uses
 ``acks=all`` and, but for one producer in ten, idempotence (Kafka's default). Kafka promises that a record
 acknowledged to such a producer survives any number of clean leader elections, and that an idempotent
-producer writes each batch once, in order, across leader changes. A seed draws 1-2 topics (1-6
-partitions), 1-2 producers (request timeouts down to 1 s, 1-5 requests in flight), 1-2 consumers, link
+producer writes each batch once, in order, across leader changes -- unless an epoch bump rewrote the batch's
+sequence while it was in flight (``sequence_reset``: Kafka's own client may then write it twice,
+tests/engine/test_idempotent_failover.py). A seed draws 1-2 topics (1-24 partitions), 1-3 producers
+(request timeouts down to 1 s, 1-5 requests in flight), 1-2 consumers, link
 latencies, ``replica.lag.time.max.ms``, the controller's link and 1-5 faults on the brokers: ``crash``
 (most restart after a while), ``shutdown`` (Kafka's controlled shutdown, some restarting), ``pause`` (often
 longer than the controller's session, so the broker is fenced and its partitions get new leaders) and
@@ -125,7 +127,8 @@ def _faults(rng: random.Random, duration_ms: float, brokers: int, clients: list[
 
 def _topic(rng: random.Random, index: int, brokers: int, unclean: bool) -> dict[str, Any]:
     replicas = rng.randint(3, min(brokers, 4))
-    topic: dict[str, Any] = {"name": f"t{index}", "partitions": rng.randint(1, 6), "min.insync.replicas": 2}
+    partitions = rng.choice([1, 2, 3, 6, 12, 24])
+    topic: dict[str, Any] = {"name": f"t{index}", "partitions": partitions, "min.insync.replicas": 2}
     if rng.random() < 0.4:
         topic["replica_assignment"] = [rng.sample(range(brokers), replicas) for _ in range(topic["partitions"])]
     else:
@@ -143,7 +146,7 @@ def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
     brokers = rng.choice([3, 3, 4, 5, 6])
     topics = [_topic(rng, i, brokers, unclean) for i in range(rng.choice([1, 1, 2]))]
     names = [t["name"] for t in topics]
-    rates = [10 ** rng.uniform(1.0, 2.6) for _ in range(rng.choice([1, 1, 2]))]
+    rates = [10 ** rng.uniform(1.0, 2.6) for _ in range(rng.choice([1, 1, 2, 3]))]
     scale = min(1.0, MAX_TOTAL_RATE / sum(rates))
     producers: list[dict[str, Any]] = []
     for i, rate in enumerate(rates):
@@ -206,7 +209,11 @@ class Outcome:
     lost: int
     invariant_checks: int
     duplicates: int = 0
-    """Batches of idempotent producers written twice (Kafka promises none)."""
+    """Batches of idempotent producers written twice with their sequence intact (Kafka promises none)."""
+    duplicates_after_epoch_bump: int = 0
+    """Batches written twice after an epoch bump rewrote their sequence in flight (Kafka's client does that)."""
+    epoch_bumps: int = 0
+    """Idempotent producers' epoch bumps (TransactionManager.bumpIdempotentProducerEpoch)."""
     out_of_order: int = 0
     """OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers' produce requests."""
     retried_to_the_end: int = 0
@@ -240,10 +247,13 @@ def run(seed: int, unclean: bool = False) -> Outcome:
                             & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")]
     stuck = mine[(mine["outcome"].astype(str) == "pending")
                  & mine["request_id"].isin(out_of_order["request_id"])]
+    twice = mine["outcome"].astype(str) == "duplicated"
+    reset = mine["sequence_reset"].astype(bool)
+    bumps = sum(p.txn.epoch_bumps for p in engine.components.producers if p.txn is not None)
     return Outcome(len(scenario.faults), elections, unclean_elections, acknowledged,
                    int(records["lost_after_ack"].sum()), int(result.summary["counters"].get("invariant_checks", 0)),
-                   duplicates=int((mine["outcome"].astype(str) == "duplicated").sum()),
-                   out_of_order=len(out_of_order), retried_to_the_end=len(stuck))
+                   duplicates=int((twice & ~reset).sum()), duplicates_after_epoch_bump=int((twice & reset).sum()),
+                   epoch_bumps=bumps, out_of_order=len(out_of_order), retried_to_the_end=len(stuck))
 
 
 class DataLost(Exception):
@@ -259,7 +269,8 @@ def check(seed: int, unclean: bool = False) -> Outcome:
     if not unclean and (outcome.lost or outcome.unclean_elections):
         broken.append(f"{outcome.lost} acknowledged batches lost, {outcome.unclean_elections} unclean elections")
     if outcome.duplicates:
-        broken.append(f"{outcome.duplicates} batches of idempotent producers written twice")
+        broken.append(f"{outcome.duplicates} batches of idempotent producers written twice with their sequence "
+                      "intact")
     if broken:
         raise DataLost("; ".join(broken))
     return outcome
@@ -301,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"clean runs: {totals.faults} faults, {totals.leader_changes} leader changes "
           f"({totals.unclean_elections} unclean), {totals.acknowledged} batches acknowledged, {totals.lost} lost, "
           f"{totals.invariant_checks} invariant checks")
-    print(f"idempotent producers: {totals.duplicates} batches written twice, {totals.out_of_order} "
-          f"OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
+    print(f"idempotent producers: {totals.duplicates} batches written twice with their sequence intact, "
+          f"{totals.duplicates_after_epoch_bump} after an epoch bump rewrote it ({totals.epoch_bumps} bumps); "
+          f"{totals.out_of_order} OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
           + (f" (seeds {', '.join(map(str, out_of_order_seeds[:12]))})" if out_of_order_seeds else "")
           + f", {totals.retried_to_the_end} batches still retrying at the end after one")
     for signature, seeds in sorted(failures.items(), key=lambda kv: -len(kv[1])):

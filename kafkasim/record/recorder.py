@@ -116,7 +116,8 @@ class BatchTrace:
     """One produced batch's row. `offset` is the base offset the leader assigned, -1 if never appended.
     `attempts` is how many times the producer sent it (1 + retries); `duplicated` is set when a consumer
     read the batch at another offset than the acknowledged one (written twice: a non-idempotent retry after
-    a lost response)."""
+    a lost response); `sequence_reset`: an idempotent producer's epoch bump rewrote its sequence while it was
+    in flight (Kafka's ``ProducerBatch.sequenceHasBeenReset``)."""
 
     __slots__ = (
         "batch_id",
@@ -137,6 +138,7 @@ class BatchTrace:
         "consumed",
         "attempts",
         "duplicated",
+        "sequence_reset",
     )
 
     def __init__(
@@ -157,6 +159,7 @@ class BatchTrace:
         request_id: int = -1,
         attempts: int = 1,
         first_request_id: int = -1,
+        sequence_reset: bool = False,
     ) -> None:
         self.batch_id = batch_id
         self.producer = producer
@@ -178,6 +181,7 @@ class BatchTrace:
         # consumer name -> first receive time; filled by Recorder.batch_consumed
         self.consumed: dict[str, float] = {}
         self.attempts = attempts
+        self.sequence_reset = sequence_reset
         self.duplicated = False
 
     def __repr__(self) -> str:
@@ -272,7 +276,9 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
     """The `records` table: one row per batch, a `consumed_ms:<consumer>` column per consumer.
 
     `attempts` is how many times the batch was sent, `first_request_id` the request of its first send (the
-    `request_id` column is the last send's); `outcome` one of ``OUTCOMES``; `lost_after_ack` and
+    `request_id` column is the last send's); `sequence_reset` whether an epoch bump of its idempotent producer
+    rewrote its sequence in flight (a batch already written may then be written again); `outcome` one of
+    ``OUTCOMES``; `lost_after_ack` and
     `lost_reason` (one of ``kafkasim.record.log_audit.LOSS_REASONS``) are False / missing here: the engine
     fills them in from the final logs at the end of the run (``log_audit.audit_records``)."""
     errors, _ = _error_columns(batches)
@@ -293,6 +299,7 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
         "request_id": _column(batches, "request_id", np.int64),
         "first_request_id": _column(batches, "first_request_id", np.int64),
         "attempts": _column(batches, "attempts", np.int32),
+        "sequence_reset": _column(batches, "sequence_reset", np.bool_),
         "outcome": pd.Categorical([_outcome(b) for b in batches], categories=OUTCOMES),
         "lost_after_ack": np.zeros(len(batches), dtype=bool),
         "lost_reason": pd.Categorical([None] * len(batches), categories=LOSS_REASONS),

@@ -208,12 +208,19 @@ class Engine:
 
     def _check_no_idempotent_duplicate(self, records: Any, end: float) -> None:
         """Kafka's promise to an idempotent producer: each batch written once (the audit marks a batch found
-        twice in its final log, or read by a consumer at two offsets, ``duplicated``)."""
+        twice in its final log, or read by a consumer at two offsets, ``duplicated``) -- as far as Kafka's own
+        client keeps it: a batch whose sequence an epoch bump rewrote while it was in flight
+        (``sequence_reset``, ``TransactionManager.bumpIdempotentProducerEpoch`` ->
+        ``startSequencesAtBeginning``) may already have been written under the old epoch, and the broker
+        cannot tell the copy under the new epoch from a new batch (``ProducerAppendInfo.checkSequence`` takes a
+        new epoch's sequence 0 as a fresh start). Kafka's OutOfOrderSequenceException says so: an idempotent
+        producer that goes on after one "risks reordering of sent records"."""
         assert self.invariants is not None
         idempotent = [p.name for p in self.scenario.producers if p.enable_idempotence]
         if not idempotent:
             return
-        twice = records[(records["outcome"].astype(object) == "duplicated") & records["producer"].isin(idempotent)]
+        twice = records[(records["outcome"].astype(object) == "duplicated") & records["producer"].isin(idempotent)
+                        & ~records["sequence_reset"].astype(bool)]
         if len(twice):
             row = twice.iloc[0]
             tp = TopicPartition(str(row["topic"]), int(row["partition"]))
