@@ -1,0 +1,31 @@
+"""Fixtures of the real-cluster tests (marked ``real``): Kafka's jars and Java, or a skip that says why.
+
+On a machine without Java (or Maven and no cached jars) the tests skip with the reason. ``.ci/run`` sets
+``KAFKASIM_REAL_KAFKA_REQUIRED=1``: there a missing Java, Maven or jar fails the suite instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kafkasim.real.kafka_libs import KafkaLibs, RealKafkaUnavailable, locate
+
+REQUIRED_ENV = "KAFKASIM_REAL_KAFKA_REQUIRED"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/real/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.real)
+
+
+@pytest.fixture(scope="session")
+def kafka_libs() -> KafkaLibs:
+    try:
+        return locate(progress=lambda line: print(line, flush=True))
+    except RealKafkaUnavailable as exc:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 and the real cluster cannot run: {exc}", pytrace=False)
+        pytest.skip(f"no real Kafka here: {exc}")
