@@ -336,6 +336,28 @@ def report(
     raise typer.Exit(report_command(run_dir))
 
 
+@app.command("import-request-log",
+             short_help="Read a real broker's request log (kafka.request.logger) into a result directory.")
+def import_request_log(
+    logs: Annotated[list[str], typer.Argument(metavar="LOG...", help="Request log files, one per broker.",
+                                              show_default=False)],
+    out: Annotated[str, typer.Option("--out", metavar="DIR", help="Result directory to write (new, empty, or an "
+                                     "earlier kafkasim result).", show_default=False)],
+    broker_ids: Annotated[str | None, typer.Option(
+        "--broker-ids", metavar="ID,ID,...", help="The broker id of each LOG, in order (default: 0, 1, ...).",
+        show_default=False)] = None,
+) -> None:
+    """Turn real brokers' request logs into a result directory with requests.parquet and summary.json, so that
+    `kafkasim report` explains their latency phase by phase (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs: the
+    purgatory wait, ...). A request log is what Kafka writes with `kafka.request.logger` at DEBUG: one line per
+    completed request, `<epoch ms> Completed request:{json}` (log4j2 pattern `%d{UNIX_MILLIS} %m%n`). PRODUCE
+    and FETCH requests are kept (a follower's FETCH as FetchFollower); lines that are not completed requests are
+    counted and named, and skipped (exit 2 when no request could be read)."""
+    from kafkasim.console.import_command import import_request_log_command
+
+    raise typer.Exit(import_request_log_command(logs, out, broker_ids))
+
+
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
