@@ -206,6 +206,14 @@ def run(
         help="Also draw figures/*.png and report.html now (matplotlib: more CPU than the quickstart's "
         "simulation). Default: not drawn; "
         "`kafkasim report RUN_DIR` draws both later from the saved tables, byte for byte the same.")] = False,
+    on_kafka: Annotated[bool, typer.Option(
+        "--on-kafka", help="Run the scenario on a real Apache Kafka cluster (KRaft, on 127.0.0.1) instead of "
+        "simulating it: the same load, seed and faults, the result in the same format (default directory "
+        "runs/<scenario>-<seed>-kafka). Needs Java 17+ and Maven (the jars are fetched once into the user cache) "
+        "or --kafka-home.")] = False,
+    kafka_home: Annotated[str | None, typer.Option(
+        "--kafka-home", metavar="DIR", help="With --on-kafka: use this Apache Kafka distribution's libs/ instead "
+        "of fetching Kafka's jars (default: $KAFKA_HOME if set).", show_default=False)] = None,
 ) -> None:
     """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml) and
     print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
@@ -215,6 +223,12 @@ def run(
 
     options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),
                          wallclock=wallclock, speed=speed, live=live, progress=progress, figures=figures)
+    if on_kafka:
+        from kafkasim.console.real_run import real_run_command
+
+        raise typer.Exit(real_run_command(options, kafka_home))
+    if kafka_home is not None:
+        raise typer.BadParameter("applies only with --on-kafka", param_hint="'--kafka-home'")
     raise typer.Exit(run_command(options))
 
 
