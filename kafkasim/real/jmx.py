@@ -19,7 +19,6 @@ import pandas as pd
 
 from kafkasim.record.recorder import timeseries_frame
 
-
 PURGATORIES = ("Produce", "Fetch")
 
 

@@ -81,6 +81,8 @@ class RealRun:
     cluster_start_s: float = 0.0
     rss_bytes: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)
+    """Every process the run started (all stopped when it returns)."""
 
 
 def broker_of(target: str) -> int:
@@ -130,8 +132,8 @@ class FaultSchedule:
         if delay > 0 and self._cancel.wait(delay):
             return
         try:
+            action.done_ms = time.time() * 1000.0 - self.t0  # when the signal is sent (a crash then waits for the exit)
             action.act()
-            action.done_ms = time.time() * 1000.0 - self.t0
         except Exception as exc:  # reported in run-info, the run goes on
             self.errors.append(f"{action.label}: {exc}")
 
@@ -255,6 +257,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, classes: Path, layout: 
         audit.popen.wait(timeout=120)
         procs.stop(poller, 5.0)
         cluster.stop()
+        info.pids = procs.pids
     end = duration if interrupted_at is None else interrupted_at
     result = _assemble(scenario, seed, layout, configs, cluster, workdir, sizes, end, t0, info)
     result.run_info["wall_seconds"] = time.monotonic() - wall_started
@@ -380,6 +383,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "cluster_start_seconds": info.cluster_start_s,
         "rss_bytes": info.rss_bytes,
         "faults": info.faults,
+        "pids": info.pids,
         "controller_events": {
             "fenced": fences,
             "unclean_elections": [{"at_ms": t, "topic": topic_ids.get(i, i), "partition": p, "leader": b}

@@ -1,7 +1,7 @@
 """What the controller's server.log says happened: brokers fenced, leaders elected uncleanly.
 
 The controller logs at INFO (``ReplicationControlManager``, ``PartitionChangeBuilder``):
-``Fencing broker 2 because its session has timed out.`` and ``Setting new leader for topicId X, partition 0 to 1
+``Fencing broker 2 at epoch 18 because its session has timed out.`` and ``Setting new leader for topicId X, partition 0 to 1
 using an unclean election``. Lines carry epoch-ms timestamps (kafkasim.real's log4j2 pattern
 ``[%d{UNIX_MILLIS}] %p %m (%c)``).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _TIME = re.compile(r"^\[(\d{10,16})\]")
-_FENCE = re.compile(r"Fencing broker (\d+) because its session has timed out")
+_FENCE = re.compile(r"Fencing broker (\d+)(?: at epoch \d+)? because its session has timed out")
 _UNCLEAN = re.compile(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using an unclean election")
 _ELR = re.compile(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using ELR")
 

@@ -1,18 +1,39 @@
-"""Fixtures of the real-cluster tests (marked ``real``): Kafka's jars and Java, or a skip that says why.
+"""Fixtures of the real-cluster tests (marked ``real``): Kafka's jars and Java, or a skip that says why, and
+the differential suite's agreement table.
 
 On a machine without Java (or Maven and no cached jars) the tests skip with the reason. ``.ci/run`` sets
 ``KAFKASIM_REAL_KAFKA_REQUIRED=1``: there a missing Java, Maven or jar fails the suite instead of skipping it.
+
+Every differential assertion adds a row to the agreement table (what was compared, kafkasim's value, the
+real cluster's, the tolerance, the verdict), printed at the end of the session and, when
+``KAFKASIM_AGREEMENT_FILE`` names a file, written there as Markdown (benchmarks/README.md quotes it).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from kafkasim.real.kafka_libs import KafkaLibs, RealKafkaUnavailable, locate
 
 REQUIRED_ENV = "KAFKASIM_REAL_KAFKA_REQUIRED"
+TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
+
+
+@dataclass
+class Agreement:
+    scenario: str
+    what: str
+    kafkasim: str
+    kafka: str
+    tolerance: str
+    verdict: str
+
+
+AGREEMENTS: list[Agreement] = []
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -20,6 +41,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "kafka_libs" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real)
+
+
+def _table() -> str:
+    lines = ["| scenario | what | kafkasim | Kafka 4.3.1 | tolerance | verdict |", "|---|---|---|---|---|---|"]
+    lines += [f"| {a.scenario} | {a.what} | {a.kafkasim} | {a.kafka} | {a.tolerance} | {a.verdict} |"
+              for a in AGREEMENTS]
+    return "\n".join(lines)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not AGREEMENTS:
+        return
+    terminalreporter.section("kafkasim vs Kafka 4.3.1: agreement table")
+    terminalreporter.write_line(_table())
+    target = os.environ.get(TABLE_ENV)
+    if target:
+        Path(target).write_text(_table() + "\n", encoding="utf-8")
 
 
 @pytest.fixture(scope="session")
