@@ -72,8 +72,14 @@ def real_run_command(options: RunOptions, kafka_home: str | None, *, console: Co
         _say("stopping the load (Ctrl-C); the results so far will be written (Ctrl-C again to abort)")
         stop.set()
 
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        # A SIGTERM (a test harness, a service manager) aborts at once: every JVM is stopped on the way out.
+        raise KeyboardInterrupt
+
+    previous_term = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, on_sigint)
+        previous_term = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         result = run_on_kafka(scenario, seed=seed, kafka_home=kafka_home, say=_say, stop=stop)
     except RefusedOnKafka as exc:
@@ -92,6 +98,8 @@ def real_run_command(options: RunOptions, kafka_home: str | None, *, console: Co
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
     interrupted = "interrupted_at_ms" in result.summary
     if interrupted:
         result.run_info["partial"] = (f"interrupted (Ctrl-C) at {seconds(result.summary['interrupted_at_ms'])} of "

@@ -5,8 +5,8 @@ ignores (listed once at the start as "not applied on a real cluster").
 Kafka's own keys pass through under their own names. Simulator-only knobs (handler and network costs,
 link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
 followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
-do is refused: a slow disk, a pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment size
-below Kafka 4's minimum.
+do is refused: a slow disk, a network fault (link_delay, link_drop, network_partition: no proxy yet), a pause
+of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from kafkasim.scenario.cluster import NicConfig
 from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.network import Link
 
-SUPPORTED_FAULTS = ("crash", "shutdown", "pause", "link_delay", "link_drop", "network_partition")
+SUPPORTED_FAULTS = ("crash", "shutdown", "pause")
+LINK_FAULTS = ("link_delay", "link_drop", "network_partition")
 MIN_SEGMENT_BYTES = 1024 * 1024
 """Kafka 4's smallest segment.bytes / log.segment.bytes (LogConfig, KIP-1030)."""
 
@@ -74,7 +75,11 @@ def refusals(scenario: Scenario) -> list[str]:
     problems = []
     for i, fault in enumerate(scenario.faults):
         where = f"faults[{i}] ({fault.type}"
-        if fault.type == "slow_disk":
+        if fault.type in LINK_FAULTS:
+            problems.append(f"{where} {fault.target}): network faults on a real cluster need a proxy between the "
+                            "brokers and their clients, which kafkasim does not start yet (no tc/netem on this "
+                            "kernel); remove it or run the simulation")
+        elif fault.type == "slow_disk":
             problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
                             "mapper or cgroup I/O limit is set up); remove it or run the simulation")
         elif fault.type == "pause" and scenario.target_kind(fault.target) in ("producer", "consumer"):

@@ -8,7 +8,8 @@ Metric and entity names are kafkasim's (``kafkasim.record.gauges``) where Kafka 
 replica. Kafka's ``IsrShrinksPerSec`` and ``IsrExpandsPerSec`` are meters: their counts since the broker
 started are ``IsrShrinksTotal`` and ``IsrExpandsTotal``. A real broker has no JMX gauge of its high
 watermark, of the leader's view of each follower, nor (as a ratio of the last interval) of its request
-handlers' idle time: those rows are missing. A paused or crashed broker misses its samples.
+handlers' idle time: those rows are missing. A paused or crashed broker misses its samples. Samples are at
+most one a second (``runner.MIN_JMX_INTERVAL_MS``), whatever the scenario's sample_interval.
 """
 
 from __future__ import annotations

@@ -74,7 +74,8 @@ class Processes:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.stop_all()
+        # Unwinding an error or an interrupt: no grace period (a stopped run need not shut down cleanly).
+        self.stop_all(kill_first=exc_type is not None)
 
     def start(self, name: str, argv: Sequence[str], output: Path, *, cwd: Path | None = None,
               env: dict[str, str] | None = None) -> Proc:

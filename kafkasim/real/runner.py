@@ -62,6 +62,10 @@ WARMUP_MS = 3000
 """Before time 0 each producer sends this long of its load to a warm-up topic (JIT, connections), then the
 topic is deleted: a fresh client JVM's first second is several times slower than the rest."""
 ENGINE = "kafka"
+MIN_JMX_INTERVAL_MS = 1000.0
+"""The brokers' gauges are sampled over JMX at the scenario's sample_interval, but at most once a second: a
+sample is some fifty RMI calls per broker, which every 100 ms would cost the brokers CPU that shows in the
+latencies measured."""
 KEEP_ENV = "KAFKASIM_KEEP_REAL_DIR"
 
 
@@ -223,7 +227,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, classes: Path, layout: 
             "producers": producers_spec, "consumers": consumers_spec, "audit_timeout_ms": 60_000,
             "warmup_ms": WARMUP_MS,
             "jmx": [{"broker": b, "port": n.jmx_port} for b, n in cluster.brokers.items()],
-            "sample_interval_ms": float(scenario.sample_interval),
+            "sample_interval_ms": max(float(scenario.sample_interval), MIN_JMX_INTERVAL_MS),
             "jmx_out": str(workdir / "jmx.tsv"),
         }
         spec_path = workdir / "spec.json"
