@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from kafkasim.broker.errors import Errors
+from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
 from kafkasim.real.request_log import ProducedBatch
 from kafkasim.record.log_audit import FinalLog, audit_records
 from kafkasim.record.recorder import BatchTrace, records_frame
@@ -249,7 +250,10 @@ def records_table(
             found = [min(read_offsets[(rows.index, s)]) for s in seqs if read_offsets.get((rows.index, s))]
             offset = min(found) if found else -1
         request_id = b.log_batch.request_id if b.log_batch is not None else -1
-        trace = BatchTrace(batch_id, rows.name, rows.topic, partition, len(seqs), int(sum(rows.size[s] for s in seqs)),
+        # Sizes as the simulated run counts them: the records' bytes plus the batch header (kafkasim's
+        # RECORD_BATCH_OVERHEAD_BYTES, Kafka's 61-byte record batch header).
+        size = int(sum(rows.size[s] for s in seqs)) + RECORD_BATCH_OVERHEAD_BYTES
+        trace = BatchTrace(batch_id, rows.name, rows.topic, partition, len(seqs), size,
                            rows.acks, float(min(rows.intended[s] for s in seqs)),
                            float(min(rows.send[s] for s in seqs)), send, ack, offset, error, request_id,
                            b.attempts, request_id if b.attempts == 1 else -1)

@@ -85,6 +85,8 @@ class RealRun:
     cluster_start_s: float = 0.0
     rss_bytes: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
+    load_average: float | None = None
+    """The machine's 1-minute load average half way through the load (the latencies depend on it)."""
     pids: list[int] = field(default_factory=list)
     """Every process the run started (all stopped when it returns)."""
 
@@ -315,6 +317,7 @@ def _wait_for_driver(driver: Proc, duration: float, t0: int, stop: threading.Eve
                     info.rss_bytes[node.name] = rss
             if (rss := rss_bytes(driver.pid)) is not None:
                 info.rss_bytes["driver"] = rss
+            info.load_average = os.getloadavg()[0]
         if time.time() > deadline:
             procs.stop(driver, kill_first=True)
             raise RuntimeError("the load driver did not finish in time")
@@ -386,6 +389,8 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "setup_seconds": info.setup_s,
         "cluster_start_seconds": info.cluster_start_s,
         "rss_bytes": info.rss_bytes,
+        "load_average": info.load_average,
+        "cpus": os.cpu_count(),
         "faults": info.faults,
         "pids": info.pids,
         "controller_events": {

@@ -12,28 +12,15 @@ real cluster's, the tolerance, the verdict), printed at the end of the session a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from kafkasim.real.kafka_libs import KafkaLibs, RealKafkaUnavailable, locate
+from tests.real.agreement import AGREEMENTS, table
 
 REQUIRED_ENV = "KAFKASIM_REAL_KAFKA_REQUIRED"
 TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
-
-
-@dataclass
-class Agreement:
-    scenario: str
-    what: str
-    kafkasim: str
-    kafka: str
-    tolerance: str
-    verdict: str
-
-
-AGREEMENTS: list[Agreement] = []
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,21 +30,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.real)
 
 
-def _table() -> str:
-    lines = ["| scenario | what | kafkasim | Kafka 4.3.1 | tolerance | verdict |", "|---|---|---|---|---|---|"]
-    lines += [f"| {a.scenario} | {a.what} | {a.kafkasim} | {a.kafka} | {a.tolerance} | {a.verdict} |"
-              for a in AGREEMENTS]
-    return "\n".join(lines)
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not AGREEMENTS:
         return
     terminalreporter.section("kafkasim vs Kafka 4.3.1: agreement table")
-    terminalreporter.write_line(_table())
+    terminalreporter.write_line(table())
     target = os.environ.get(TABLE_ENV)
     if target:
-        Path(target).write_text(_table() + "\n", encoding="utf-8")
+        Path(target).write_text(table() + "\n", encoding="utf-8")
 
 
 @pytest.fixture(scope="session")

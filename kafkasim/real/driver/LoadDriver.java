@@ -125,7 +125,14 @@ public class LoadDriver {
             long deadline = System.currentTimeMillis() + 60_000;
             Map<String, TopicDescription> described;
             while (true) {
-                described = admin.describeTopics(names).allTopicNames().get(30, TimeUnit.SECONDS);
+                try {
+                    described = admin.describeTopics(names).allTopicNames().get(30, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    // A topic just created may not be in every broker's metadata yet.
+                    if (System.currentTimeMillis() > deadline) throw e;
+                    Thread.sleep(100);
+                    continue;
+                }
                 boolean ready = true;
                 for (TopicDescription d : described.values()) {
                     for (TopicPartitionInfo info : d.partitions()) {
