@@ -73,8 +73,13 @@ class Node:
 
 
 def random_cluster_id() -> str:
-    """A cluster id as ``StorageTool random-uuid`` prints it (a UUID in URL-safe base64, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id as ``StorageTool random-uuid`` prints it (a UUID in URL-safe base64, no padding). Like
+    Kafka's ``Uuid.randomUuid``, never one that starts with '-': a command line would read it as an option
+    (StorageTool's ``-t -xyz...`` fails with its usage text)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class RealCluster:

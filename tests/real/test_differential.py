@@ -385,10 +385,12 @@ def test_leader_crash_is_fenced_after_the_session_timeout_and_nothing_acknowledg
     sim_fence = sim_fences(p.engine, 0)[0]
     real_fence = real_fences(p.real, 0)[0]["at_ms"]
     sim_ack, real_ack = first_ack_after(p.sim, sim_fence), first_ack_after(p.real, real_fence)
+    # The producer learns the new leader at its next metadata refresh (backed off up to retry.backoff.max.ms,
+    # 1 s, while the dead leader was still in the metadata), then its retry waits for the followers' fetch.
     ok = abs((real_ack - real_fence) - (sim_ack - sim_fence)) <= 500
     agree(p, "fence -> first acknowledgement on the new leader (ms)", sim_ack - sim_fence, real_ack - real_fence,
           "+-500 ms", ok)
-    assert ok, (sim_ack - sim_fence, real_ack - real_fence)
+    assert_or_contended(p, ok, (sim_ack - sim_fence, real_ack - real_fence))
 
 
 @pytest.mark.xfail(reason="issue 29 item 5, first gap: kafkasim draws almost the same heartbeat phase for every seed "
@@ -439,29 +441,28 @@ def test_a_paused_follower_holds_acks_all_for_the_pause(pair: Callable[[str], Pa
     assert ok and no_fence, holds
 
 
-def _new_leader_first_ack_before_old_leader_stops(result: RunResult, at_ms: float) -> tuple[float, float]:
-    """(first Produce arriving at another broker after ``at_ms``, the end of the last request broker 0 handled)."""
+def _answers_not_leader_before_it_stops(result: RunResult, at_ms: float) -> tuple[int, float]:
+    """(requests broker 0 answered NOT_LEADER_OR_FOLLOWER after ``at_ms``, ms from ``at_ms`` to the end of the
+    last request it handled)."""
     r = result.requests
-    after = r[(r["start_ms"].to_numpy(dtype=float) >= at_ms)]
-    moved = after[(after["api"].astype(str) == "Produce") & (after["broker"] != 0)]
-    old = after[after["broker"] == 0]
-    first_moved = float(moved["start_ms"].min()) if len(moved) else float("nan")
-    last_old = float(old["end_ms"].max()) if len(old) else at_ms
-    return first_moved, last_old
+    old = r[(r["start_ms"].to_numpy(dtype=float) >= at_ms) & (r["broker"].to_numpy() == 0)]
+    not_leader = int((old["error_name"].astype(str) == "NOT_LEADER_OR_FOLLOWER").sum())
+    return not_leader, (float(old["end_ms"].max()) - at_ms) if len(old) else 0.0
 
 
 def test_controlled_shutdown_moves_leadership_before_the_broker_stops_and_loses_nothing(
         pair: Callable[[str], Pair]) -> None:
     """Kafka's controlled shutdown (SIGTERM): the controller moves the leadership away first
-    (ReplicationControlManager.handleBrokerInControlledShutdown), then the broker stops. The new leader answers
-    produces (the old one answers NOT_LEADER_OR_FOLLOWER) while the old one still handles requests; no
-    acknowledged record is lost."""
+    (ReplicationControlManager.handleBrokerInControlledShutdown), then grants the shutdown
+    (BrokerHeartbeatManager: once the other brokers' metadata has caught up). So the old leader, still running,
+    answers NOT_LEADER_OR_FOLLOWER before it stops; no acknowledged record is lost."""
     p = pair("leader_controlled_shutdown")
     at = float(p.scenario.faults[0].at)
-    answers = [_new_leader_first_ack_before_old_leader_stops(r, at) for r in (p.sim, p.real)]
-    ok = all(first < last for first, last in answers)
-    agree(p, "first produce at the new leader before the old leader's last request (ms after SIGTERM)",
-          (answers[0][0] - at, answers[0][1] - at), (answers[1][0] - at, answers[1][1] - at), "first < last", ok)
+    answers = [_answers_not_leader_before_it_stops(r, at) for r in (p.sim, p.real)]
+    ok = all(n > 0 for n, _ in answers)
+    agree(p, "old leader's NOT_LEADER_OR_FOLLOWER answers before it stopped", answers[0][0], answers[1][0], "> 0",
+          ok)
+    report(p, "SIGTERM -> the old leader's last request (ms)", answers[0][1], answers[1][1])
     assert ok, answers
     losses = lost(p.sim), lost(p.real)
     ok = losses == (0, 0)
