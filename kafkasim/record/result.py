@@ -37,6 +37,8 @@ SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.yaml"
 RUN_INFO_FILE = "run-info.json"
 FIGURES_DIR = "figures"
+# A run on a real Kafka cluster (kafkasim.real) keeps its nodes' server.log and request log here.
+KAFKA_LOGS_DIR = "kafka"
 # The HTML report kafkasim.report.html writes next to the figures (and its name while being written).
 REPORT_FILE = "report.html"
 REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
@@ -68,6 +70,8 @@ def _foreign_result_entries(directory: Path) -> list[str]:
                 foreign.append(name)
         elif name == FIGURES_DIR and path.is_dir():
             foreign.extend(f"{FIGURES_DIR}/{n}" for n in _foreign_figures(path))
+        elif name == KAFKA_LOGS_DIR and path.is_dir() and (directory / RUN_INFO_FILE).is_file():
+            pass  # a real run's Kafka logs, written with it
         elif not (name.startswith(_PLOT_STAGING_PREFIX) and path.is_dir()):
             foreign.append(name)
     return foreign
@@ -127,6 +131,8 @@ class RunResult:
         self.scenario_yaml = scenario_yaml
         # What a replay of the same scenario and seed cannot reproduce: wall seconds, version, date.
         self.run_info: dict[str, Any] = dict(run_info or {})
+        # Other files of the result, by relative path (a real run's Kafka logs under kafka/).
+        self.extra_files: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
         return (
@@ -182,6 +188,10 @@ class RunResult:
             pq.write_table(table, directory / f"{name}.parquet")
         if self.scenario_yaml is not None:
             (directory / SCENARIO_FILE).write_text(self.scenario_yaml, encoding="utf-8")
+        for relative, data in self.extra_files.items():
+            path = directory / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         (directory / SUMMARY_FILE).write_text(
             json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )
