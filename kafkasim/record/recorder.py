@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import tempfile
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import attrgetter
@@ -29,6 +28,7 @@ from mypy_extensions import mypyc_attr
 from kafkasim.broker.errors import Errors
 from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
 from kafkasim.record.log_audit import LOSS_REASONS
+from kafkasim.record.spool_dir import make_spool_dir
 
 NAN: Final = math.nan
 
@@ -379,7 +379,9 @@ class _SpoolDirectory:
     """The spool's temporary directory: deleted when the recorder that alone holds this goes, or at exit."""
 
     def __init__(self, parent: Path | None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="kafkasim-spool-", dir=parent))
+        # Its owner is written in it: a run that starts clears the directories of runs that were killed
+        # (kafkasim.record.spool_dir).
+        self.path = make_spool_dir(parent)
         self.cleanup = weakref.finalize(self, shutil.rmtree, self.path, True)
 
 

@@ -40,6 +40,7 @@ from kafkasim.record.log_audit import UNEXPLAINED, audit_records
 from kafkasim.record.recorder import RecordedTables, Recorder
 from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
+from kafkasim.record.spool_dir import clear_abandoned_spools_once
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
@@ -123,6 +124,8 @@ class Engine:
         # Under an address-space limit, the guard ends the run before the limit is reached (_run_until), and
         # before a spool write that would not fit (see AddressSpaceGuard.before_spool).
         self._guard = AddressSpaceGuard.from_process_limit()
+        # Runs that were killed left their spool directories behind; their owners are gone (spool_dir.py).
+        clear_abandoned_spools_once()
         self.recorder = Recorder(consumers, max_rows_in_memory=MAX_ROWS_IN_MEMORY,
                                  before_spool=self._guard.before_spool if self._guard is not None else None)
         self._tables: RecordedTables | None = None
