@@ -427,8 +427,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(130)
     except MemoryError:
         # The last resort (`kafkasim run` handles a run's own): one line, never a cascade of tracebacks.
-        print("kafkasim: out of memory; lower the producers' rate or the duration, or give kafkasim more memory",
-              file=sys.stderr)
+        # Not a run's (`kafkasim run` names what a run held): nothing to say what filled the memory.
+        print("kafkasim: out of memory (give kafkasim more memory)", file=sys.stderr)
         sys.exit(1)
     if isinstance(code, int) and code != 0:
         sys.exit(code)

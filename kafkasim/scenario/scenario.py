@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from kafkasim.scenario import request_rows
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.broker import MAX_PARTITIONS, BrokerConfig
-from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, OnOffArrival, ProducerConfig
+from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
 from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
@@ -29,8 +30,10 @@ BROKER_NAME = re.compile(r"broker-([0-9]+)")
 # Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
 MIN_SPEED = 0.001
 MAX_SPEED = 1e6
-# What a run keeps in memory grows with its records and its gauge rows (about 100-200 bytes each).
+# What a run keeps grows with its records, its requests and its gauge rows (about 100-300 bytes each, all
+# held at once when the tables are built at the end).
 MAX_RECORDS = 10_000_000
+MAX_REQUEST_ROWS = 20_000_000
 MAX_GAUGE_ROWS = 20_000_000
 # A fetch that is answered at once is sent again one round trip later; below this the run would spend
 # millions of fetches per simulated second (with no latency and no costs: forever at one instant).
@@ -408,8 +411,7 @@ def _work_checks(s: Scenario, add: Any) -> None:
     partitions = sum(t.partitions for t in s.topics)
     if partitions > MAX_PARTITIONS:
         add(("topics",), f"{partitions} partitions in all is out of range (allowed: up to {MAX_PARTITIONS} over all topics)")
-    seconds = s.duration / 1000.0
-    records = [(i, p.rate * seconds * _active_fraction(p)) for i, p in enumerate(s.producers)]
+    records = [(i, request_rows.records(s, p)) for i, p in enumerate(s.producers)]
     total = sum(n for _, n in records)
     if total > MAX_RECORDS:
         worst = max(records, key=lambda item: item[1])[0]
@@ -418,6 +420,7 @@ def _work_checks(s: Scenario, add: Any) -> None:
             f"the producers would send about {total:,.0f} records in {show_duration(s.duration)}; a run keeps every "
             f"record, and at most {MAX_RECORDS:,} fit (allowed: lower the rates or the duration)",
         )
+    _request_rows_check(s, add)
     per_sample = gauge_rows_per_sample(s)
     samples = s.duration / s.sample_interval
     if samples * per_sample > MAX_GAUGE_ROWS:
@@ -430,6 +433,38 @@ def _work_checks(s: Scenario, add: Any) -> None:
         )
 
 
+def _request_rows_check(s: Scenario, add: Any) -> None:
+    """Refuse a run whose requests table would not fit: its rows are estimated from the scenario's fetch
+    waits, round trips and load (``kafkasim.scenario.request_rows``); the message names the producers,
+    consumers or followers that send most of them, why, and the key to change."""
+    contributors = request_rows.estimate(s)
+    total = math.fsum(r.rows for r in contributors)
+    if total <= MAX_REQUEST_ROWS:
+        return
+    kinds: dict[str, list[request_rows.RequestRows]] = {}
+    for r in contributors:
+        kinds.setdefault(r.kind, []).append(r)
+    ranked = sorted(kinds.values(), key=lambda group: -math.fsum(r.rows for r in group))
+    parts = []
+    for group in ranked:
+        rows = math.fsum(r.rows for r in group)
+        if rows < 0.01 * total:
+            break
+        largest = max(group, key=lambda r: r.rows)
+        if len(group) == 1:
+            parts.append(f"{largest.who} about {rows:,.0f} ({largest.why})")
+        else:
+            name = "the followers" if largest.kind == "followers" else f"the {len(group)} {largest.kind}"
+            parts.append(f"{name} about {rows:,.0f} (most, {largest.who}: {largest.why})")
+    top = max(ranked[0], key=lambda r: r.rows)
+    add(
+        top.loc,
+        f"a run of {show_duration(s.duration)} would record about {total:,.0f} requests, more than the "
+        f"{MAX_REQUEST_ROWS:,} a run keeps (it keeps every request): {'; '.join(parts)} (allowed: a shorter "
+        f"duration, or {top.advice})",
+    )
+
+
 def gauge_rows_per_sample(s: Scenario) -> int:
     """About how many gauge rows a run of `s` writes per sample (an upper bound): GaugeSampler's per
     partition HW, ISR size, under-min-ISR, leader id and the leader's LEO, two rows per follower, every
@@ -440,10 +475,3 @@ def gauge_rows_per_sample(s: Scenario) -> int:
     partition_rows = sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
     per_broker = sum(12 + s.broker_for(b).num_network_threads for b in s.broker_ids)
     return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + 2 * len(s.producers)
-
-
-def _active_fraction(p: ProducerConfig) -> float:
-    arrival = p.arrival
-    if isinstance(arrival, OnOffArrival):
-        return arrival.on / (arrival.on + arrival.off)
-    return 1.0

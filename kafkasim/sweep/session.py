@@ -10,7 +10,8 @@ its run's Parquet there.
 Spark is chatty when it starts (log4j profile banner, JVM module warnings, native-hadoop and hostname
 warnings, console progress bars). A sweep has its own progress display, so the JVM's stdout/stderr go to a
 log file (`spark_log_path()`), its log level is WARN, and the console progress bar is off. When Spark fails,
-the error message points at that file.
+the file is kept (``keep_spark_log``) and the error message points at it; a sweep that ends otherwise deletes
+it with the session it started.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,8 +59,26 @@ def resolve_master(master: str | None, parallelism: int | None) -> str:
 
 
 def spark_log_path() -> Path:
-    """Where the Spark JVM's own output goes (one file per driver process)."""
+    """Where the Spark JVM's own output goes (one file per driver process) while a session runs."""
     return Path(tempfile.gettempdir()) / f"kafkasim-spark-{os.getpid()}.log"
+
+
+def remove_spark_log() -> None:
+    """Delete the JVM's log once the sweep that started the session ended well: nothing in it is needed, and
+    one was left in the temporary directory per sweep."""
+    spark_log_path().unlink(missing_ok=True)
+
+
+def keep_spark_log() -> Path:
+    """Keep the JVM's log of a sweep Spark could not finish, under a name of its own (a later sweep of the same
+    process would otherwise write to it, and delete it when it ends well); return where it is."""
+    log = spark_log_path()
+    kept = log.with_name(f"kafkasim-spark-{os.getpid()}-failed-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    try:
+        log.rename(kept)  # the JVM, still running, goes on writing to it under the new name
+    except OSError:
+        return log
+    return kept
 
 
 @contextmanager
