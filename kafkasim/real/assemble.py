@@ -3,8 +3,9 @@ grouped into the batches the brokers appended, and audited against the final log
 
 Batches: Kafka's producer tells its application each record's offset, not its batch. The brokers' request
 logs do: every PRODUCE partition the broker answered without error gives the batch's base offset. A record
-acknowledged at offset o belongs to the batch of its producer and partition with the largest base offset
-<= o. Records without one (acks=0, failed, never acknowledged before the run ended) are grouped the way their
+acknowledged at offset o at time t belongs to the batch of its producer and partition answered last before t
+(within ``ANSWER_SLACK_MS``) whose base offset is <= o: after an unclean election a new leader hands out the
+offsets of the records the old one acknowledged again, so an offset alone does not name a batch. Records without one (acks=0, failed, never acknowledged before the run ended) are grouped the way their
 callbacks came: consecutive records of one partition whose callbacks ran within ``SAME_CALLBACK_MS`` of each
 other (the producer completes a batch's records in one loop), or consecutive pending records of one
 partition.
@@ -39,6 +40,9 @@ from kafkasim.record.log_audit import FinalLog, audit_records
 from kafkasim.record.recorder import BatchTrace, records_frame
 
 SAME_CALLBACK_MS = 0.05
+# The broker's request log stamps a response when it was sent, in whole ms, on the clock the driver's
+# acknowledgements use: an acknowledgement may read up to a millisecond before its answer (rounding).
+ANSWER_SLACK_MS = 2.0
 NAN = math.nan
 
 _EXCEPTION_ERRORS = {
@@ -150,10 +154,26 @@ class _Batch:
     attempts: int = 1
 
 
+def _answered_batch(candidates: Sequence[ProducedBatch], answered: np.ndarray, offset: int,
+                    ack_ms: float) -> ProducedBatch | None:
+    """The batch (``candidates`` sorted by when the broker answered, ``answered`` those times) that holds the
+    record acknowledged at ``offset`` at ``ack_ms``: the last answered before the acknowledgement whose base
+    offset is <= ``offset``. One leader answers a partition's batches in offset order, so an older batch with a
+    smaller base offset was answered earlier; a batch answered after the acknowledgement is not its batch."""
+    i = int(np.searchsorted(answered, ack_ms + ANSWER_SLACK_MS, side="right")) - 1
+    while i >= 0:
+        if candidates[i].base_offset <= offset:
+            return candidates[i]
+        i -= 1
+    return None
+
+
 def _group(rows: ProducerRows, duration_ms: float, log_batches: Mapping[tuple[str, int], list[ProducedBatch]]) -> list[_Batch]:
     acked_in_time = np.isfinite(rows.ack) & (rows.ack <= duration_ms)
     batches: list[_Batch] = []
-    by_base: dict[tuple[int, int], _Batch] = {}
+    by_log_batch: dict[tuple[int, int], _Batch] = {}  # (partition, request id) or (partition, -1 - offset)
+    by_answer = {tp: sorted(found, key=lambda b: (b.end_ms, b.base_offset)) for tp, found in log_batches.items()}
+    answered = {tp: np.array([b.end_ms for b in found], dtype=float) for tp, found in by_answer.items()}
     loose: list[int] = []
     for seq in range(len(rows.intended)):
         ok = acked_in_time[seq] and not rows.error[seq] and rows.offset[seq] >= 0
@@ -161,14 +181,14 @@ def _group(rows: ProducerRows, duration_ms: float, log_batches: Mapping[tuple[st
             loose.append(seq)
             continue
         partition, offset = int(rows.partition[seq]), int(rows.offset[seq])
-        candidates = log_batches.get((rows.topic, partition), [])
-        bases = [b.base_offset for b in candidates]
-        i = int(np.searchsorted(bases, offset, side="right")) - 1
-        log_batch = candidates[i] if i >= 0 else None
-        base = log_batch.base_offset if log_batch is not None else offset
-        batch = by_base.get((partition, base))
+        tp = (rows.topic, partition)
+        log_batch = (_answered_batch(by_answer[tp], answered[tp], offset, float(rows.ack[seq]))
+                     if tp in by_answer else None)
+        key = (partition, log_batch.request_id) if log_batch is not None else (partition, -1 - offset)
+        batch = by_log_batch.get(key)
         if batch is None:
-            batch = by_base[(partition, base)] = _Batch(rows, [], partition, base, log_batch)
+            base = log_batch.base_offset if log_batch is not None else offset
+            batch = by_log_batch[key] = _Batch(rows, [], partition, base, log_batch)
             batches.append(batch)
         batch.seqs.append(seq)
     current: _Batch | None = None
