@@ -1,19 +1,58 @@
-"""Suite-wide: tests that can only run against the interpreted (pure-Python) build.
+"""Suite-wide: tests that can only run against the interpreted (pure-Python) build; the groups pytest-xdist
+keeps on one worker; the differential suite's agreement table.
 
 A few tests reach inside a class to count or break its calls (``monkeypatch.setattr`` on a method). A class
 compiled with mypyc is a C type: its methods cannot be replaced, and compiled callers would not see a
 replacement anyway. Those tests carry ``@pytest.mark.pure_only``: against the compiled build they are
 skipped here and run instead by tests/test_builds.py, in a pure copy of the package.
+
+The suite runs in pytest-xdist workers (pyproject's addopts: ``-n auto --dist loadgroup``). The tests that
+start a real Kafka cluster share one worker (tests/real/conftest.py), and so do the Spark tests (one Spark
+JVM at a time). Every differential assertion adds a row to the agreement table (what was compared,
+kafkasim's value, the real cluster's, the tolerance, the verdict), printed at the end of the session and,
+when ``KAFKASIM_AGREEMENT_FILE`` names a file, written there as Markdown (benchmarks/README.md quotes it).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from kafkasim.compiled import compiled_modules
+from tests.real.agreement import SPOOL_ENV, recorded, table
+
+TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The controlling process (not an xdist worker) names the file every worker's agreement rows go to.
+    if not hasattr(config, "workerinput") and SPOOL_ENV not in os.environ:
+        fd, path = tempfile.mkstemp(prefix="kafkasim-agreements-", suffix=".jsonl")
+        os.close(fd)
+        os.environ[SPOOL_ENV] = path
+        config.add_cleanup(lambda: (Path(path).unlink(missing_ok=True), os.environ.pop(SPOOL_ENV, None)))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    rows = recorded()
+    if not rows:
+        return
+    terminalreporter.section("kafkasim vs Kafka 4.3.1: agreement table")
+    terminalreporter.write_line(table(rows))
+    target = os.environ.get(TABLE_ENV)
+    if target:
+        Path(target).write_text(table(rows) + "\n", encoding="utf-8")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "spark" in item.keywords or "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
     if not compiled_modules():
         return
     skip = pytest.mark.skip(reason="patches or fakes a compiled class: runs in the pure copy (tests/test_builds.py)")
