@@ -343,6 +343,8 @@ def build(
         env, controller, brokers_by_id, sampler_from_spec(scenario.controller.link_latency),
         {b: streams.stream(f"controller/link/broker-{b}") for b in layout.broker_ids}, observer,
         partitions=partitions,
+        apply_costs={b: zero_arg_sampler(scenario.controller.metadata_apply, streams.stream(f"broker-{b}/metadata_apply"))
+                     for b in layout.broker_ids},
     )
     ids = IdSource()
     partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
