@@ -7,10 +7,16 @@ the metadata offset it last reported, and the offset of the records that put it 
 not shutting down) are kept sorted by metadata offset (``MetadataOffsetComparator``) for
 ``lowestActiveOffset``.
 
-Example (session timeout 10 ms, Kafka's ``testNextCheckTimeNs``): brokers 0, 1, 2, 3 heartbeat at 0, 2, 3
-and 4 ms. ``next_check_time_ms`` is 10 (broker 0's deadline). At 11 ms ``find_one_stale_broker`` returns 0;
-once 0 is fenced the next check is at 12 (broker 1). A session is valid while
-``last_contact + timeout >= now`` (``hasValidSession``), so broker 0 is still valid at exactly 10 ms.
+Example (session timeout 10 ms): brokers 0, 1, 2, 3 heartbeat at 0, 2, 3 and 4 ms. At 11 ms
+``find_one_stale_broker`` returns 0; once 0 is fenced, broker 1 is the next to go stale (after 12 ms). A session
+is valid while ``last_contact + timeout >= now`` (Kafka 4.3's ``BrokerHeartbeatTracker.isExpired`` is
+``lastContact + timeout < now``), so broker 0 is still valid at exactly 10 ms. When the controller looks is
+``QuorumController``'s periodic check (every timeout / 8).
+
+Simplification: Kafka 4.3 keeps the last contact times in a ``BrokerHeartbeatTracker`` keyed by broker id and
+epoch, apart from the fencing state, so the entry of a broker that a controlled shutdown fenced still expires
+a session later (the controller then logs "Fencing broker N ... because its session has timed out" once more
+and writes a fence record that changes nothing); here only unfenced brokers expire.
 
 SimPy-free: time comes from a clock with ``milliseconds()`` (``kafkasim.timer.ManualTime`` in tests, like
 Kafka's ``MockTime``).
@@ -174,13 +180,6 @@ class BrokerHeartbeatManager:
         if unfenced and not self._has_valid_session(unfenced[0]):
             return unfenced[0].id
         return None
-
-    def next_check_time_ms(self) -> float | None:
-        """Kafka's ``nextCheckTimeNs``: when the first unfenced broker's session ends (None: no broker)."""
-        unfenced = self.unfenced()
-        if not unfenced:
-            return None
-        return unfenced[0].last_contact_ms + self.session_timeout_ms
 
     def lowest_active_offset(self) -> int | None:
         """Kafka's ``lowestActiveOffset``: the smallest metadata offset any active broker reported (None,

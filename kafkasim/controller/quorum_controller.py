@@ -2,11 +2,16 @@
 
 What the clock adds to the core:
 
-* **Stale-broker fencing** (``rescheduleMaybeFenceStaleBrokers``): after every event a deferred event is
-  armed at the first unfenced broker's session deadline (``last contact + broker.session.timeout.ms``). It
-  fences one stale broker (``maybeFenceOneStaleBroker``) and re-arms at once, so several dead brokers are
-  fenced in consecutive events, each with its own batch. Kafka's deadlines are in nanoseconds and a session is
-  still valid *at* its deadline (``hasValidSession`` uses >=), so the event runs one nanosecond after it.
+* **Stale-broker fencing** (Kafka 4.3's periodic task ``maybeFenceStaleBroker``,
+  ``QuorumController.registerMaybeFenceStaleBroker`` run by ``PeriodicTaskControlManager``): every
+  ``broker.session.timeout.ms / 8`` (``maybeFenceStaleBrokerPeriodNs``: 1125 ms for 9 s) the controller fences
+  at most one broker whose last heartbeat is older than the session (``BrokerHeartbeatTracker.isExpired``:
+  ``lastContact + timeout < now``); a run that fenced one reruns 10 ms later (``PeriodicTask``'s immediate
+  period), so several dead brokers are fenced in consecutive events, each with its own batch. The task runs
+  from the controller's activation, so its phase against the brokers' heartbeats is whatever the cluster's
+  start made it: ``fence_check_phase_ms`` (the engine draws it from the seed). A broker is therefore fenced
+  between ``timeout`` and ``timeout + timeout / 8`` after its last heartbeat reached the controller -- Kafka
+  4.0 (the source mirror's version) fenced it at exactly ``timeout`` with a deferred event at the deadline.
 * **Append linger** (``controller.quorum.append.linger.ms``, 25 ms; ``QuorumConfig.DEFAULT_QUORUM_LINGER_MS``):
   the first batch appended after a commit starts the linger; every batch appended until it ends is
   committed with it (one controller voter: commit = the linger's end). An event's reply is due when its
@@ -24,10 +29,10 @@ What the clock adds to the core:
   ``leader.imbalance.check.interval.seconds`` (300 s) runs a PREFERRED election for them, so leadership
   returns to a restarted preferred replica once it is back in the ISR.
 
-Example (Kafka's defaults, latency 5 ms): brokers 0-2 bootstrapped at t=0, topic "t" = [(0, 1, 2)]; brokers 1
-and 2 heartbeat every 2000 ms, broker 0 stops after its heartbeat at t=4000. At t=13000 (+1 ns) the controller
-fences 0: leader 1, ISR [1, 2], leader epoch 1. The batch commits at 13025; broker 1 applies the delta at
-13030.
+Example (Kafka's defaults, latency 5 ms, the fence check first at 1125 ms): brokers 0-2 bootstrapped at t=0,
+topic "t" = [(0, 1, 2)]; brokers 1 and 2 heartbeat every 2000 ms, broker 0 stops after its heartbeat at t=4000.
+Its session ends at 13000; the checks run at 1125 k ms, so the one at 13500 fences 0: leader 1, ISR [1, 2],
+leader epoch 1. The batch commits at 13525; broker 1 applies the delta at 13530.
 """
 
 from __future__ import annotations
@@ -61,9 +66,15 @@ DEFAULT_UNCLEAN_LEADER_ELECTION_INTERVAL_MS = 300_000.0
 DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS = 300_000.0
 """``leader.imbalance.check.interval.seconds`` (300) in ms."""
 IMMEDIATE_RESCHEDULE_MS = 10.0
-"""QuorumController: a deferred task to rerun "immediately" waits 10 ms (fairness with other events)."""
-DEADLINE_RESOLUTION_MS = 1e-6
-"""Kafka's controller clock resolution (1 ns): a deferred event at a deadline runs just after it."""
+"""QuorumController: a deferred task to rerun "immediately" waits 10 ms (fairness with other events;
+``PeriodicTask.DEFAULT_IMMEDIATE_PERIOD_NS``)."""
+
+
+def fence_stale_broker_period_ms(session_timeout_ms: float) -> float:
+    """Kafka 4.3's ``QuorumController.maybeFenceStaleBrokerPeriodNs``: ``max(1 ms, sessionTimeoutNs / 8)`` --
+    "we sample 8 times per broker timeout period, so we'll generally fence a broker in no more than 112.5% of
+    the given broker session timeout" (integer nanoseconds: 1125 ms for 9000)."""
+    return max(1_000_000, int(session_timeout_ms * 1_000_000) // 8) / 1_000_000
 
 R = TypeVar("R")
 DeltaCallback = Callable[[MetadataDelta], None]
@@ -86,7 +97,8 @@ class QuorumController:
 
     __slots__ = ("env", "core", "propagation_latency", "rng", "append_linger_ms",
                  "unclean_leader_election_interval_ms", "_subscribers", "_last_delivery", "_drain",
-                 "_pending_replies", "_fence_call", "_fence_at", "_unclean_call", "_unclean_immediately",
+                 "_pending_replies", "_fence_call", "_fence_at", "fence_check_period_ms", "_fence_check_phase_ms",
+                 "_unclean_call", "_unclean_immediately",
                  "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms", "_balance_call",
                  "_balance_immediately", "_running", "commits", "deliveries")
 
@@ -96,7 +108,10 @@ class QuorumController:
         unclean_leader_election_interval_ms: float = DEFAULT_UNCLEAN_LEADER_ELECTION_INTERVAL_MS,
         auto_leader_rebalance_enable: bool = True,
         leader_imbalance_check_interval_ms: float = DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS,
+        fence_check_phase_ms: float | None = None,
     ) -> None:
+        """``fence_check_phase_ms``: when the periodic stale-broker check first runs (default: one period after
+        the start, as for a controller activated at t=0)."""
         self.env = env
         self.core = ControllerCore(_EnvTime(env), session_timeout_ms)
         self.propagation_latency = propagation_latency
@@ -109,6 +124,12 @@ class QuorumController:
         self._pending_replies: list[Callable[[], None]] = []
         self._fence_call: Call | None = None
         self._fence_at = -1.0
+        self.fence_check_period_ms = fence_stale_broker_period_ms(session_timeout_ms)
+        self._fence_check_phase_ms = (self.fence_check_period_ms if fence_check_phase_ms is None
+                                      else fence_check_phase_ms)
+        if not 0.0 <= self._fence_check_phase_ms <= self.fence_check_period_ms:
+            raise ValueError(f"fence_check_phase_ms must be in [0, {self.fence_check_period_ms}], "
+                             f"got {fence_check_phase_ms}")
         self._unclean_call: Call | None = None
         self._unclean_immediately = False
         self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
@@ -129,7 +150,7 @@ class QuorumController:
 
     @property
     def fence_check_at_ms(self) -> float | None:
-        """When the armed stale-broker check runs (None: not armed)."""
+        """When the periodic stale-broker check runs next (None: not started, or stopped)."""
         return self._fence_at if self._fence_call is not None else None
 
     # ----- set-up
@@ -143,7 +164,7 @@ class QuorumController:
         for name in sorted(topics or {}):
             self.core.create_topic(name, (topics or {})[name], name in unclean_topics)
         self.core.commit()
-        self._reschedule_maybe_fence_stale_brokers()
+        self._start_fence_check()
         self._after_event()
 
     def create_topic(
@@ -188,14 +209,15 @@ class QuorumController:
         """Kafka's ``registerBroker``: the reply (new epoch, or DUPLICATE_BROKER_REGISTRATION) is decided now
         and due (``on_reply``) when the registration record is committed."""
         result = self.core.register_broker(broker_id, incarnation_id, rack)
-        return self._finish(result, on_reply, reschedule_fencing=True)
+        self._start_fence_check()
+        return self._finish(result, on_reply)
 
     def heartbeat(
         self, request: BrokerHeartbeatRequest, on_reply: Callable[[BrokerHeartbeatReply], None] | None = None,
     ) -> BrokerHeartbeatReply:
         """Kafka's ``processBrokerHeartbeat``; the reply is due (``on_reply``) once the event's records commit."""
         result = self.core.process_broker_heartbeat(request)
-        return self._finish(result, on_reply, reschedule_fencing=True)
+        return self._finish(result, on_reply)
 
     def alter_partition(
         self, broker_id: int, broker_epoch: int, partitions: Sequence[AlterPartitionRequest],
@@ -203,12 +225,10 @@ class QuorumController:
     ) -> AlterPartitionReply:
         """Kafka's ``alterPartition``; the reply is due (``on_reply``) once the new records commit."""
         result = self.core.alter_partition(broker_id, broker_epoch, partitions)
-        return self._finish(result, on_reply, reschedule_fencing=False)
+        return self._finish(result, on_reply)
 
     # ----- event plumbing
-    def _finish(
-        self, result: ControllerResult[R], on_reply: Callable[[R], None] | None, reschedule_fencing: bool,
-    ) -> R:
+    def _finish(self, result: ControllerResult[R], on_reply: Callable[[R], None] | None) -> R:
         if result.batch is not None:
             self._appended(result.batch)
         if on_reply is not None:
@@ -217,8 +237,6 @@ class QuorumController:
                 self._pending_replies.append(lambda: on_reply(response))
             else:
                 on_reply(response)
-        if reschedule_fencing:
-            self._reschedule_maybe_fence_stale_brokers()
         self._after_event()
         return result.response
 
@@ -259,28 +277,25 @@ class QuorumController:
         self._maybe_schedule_next_balance_partition_leaders()
         self._maybe_schedule_next_elect_unclean_leaders()
 
-    def _reschedule_maybe_fence_stale_brokers(self) -> None:
-        """Kafka's ``rescheduleMaybeFenceStaleBrokers``."""
-        if not self._running:
-            return
-        deadline = self.core.heartbeat_manager.next_check_time_ms()
-        if deadline is None:
-            if self._fence_call is not None:
-                self._fence_call.cancel()
-                self._fence_call = None
-            return
-        at = max(deadline + DEADLINE_RESOLUTION_MS, self.env.now)
-        if self._fence_call is not None:
-            if at == self._fence_at:
-                return
-            self._fence_call.cancel()
-        self._fence_at = at
-        self._fence_call = Call(self.env, at - self.env.now, self._on_maybe_fence)
+    def _start_fence_check(self) -> None:
+        """``PeriodicTaskControlManager.activate``: the stale-broker check's first run (once)."""
+        if self._running and self._fence_call is None and self._fence_at < 0:
+            self._schedule_fence_check(self._fence_check_phase_ms)
+
+    def _schedule_fence_check(self, delay_ms: float) -> None:
+        self._fence_at = self.env.now + delay_ms
+        self._fence_call = Call(self.env, delay_ms, self._on_maybe_fence)
 
     def _on_maybe_fence(self, _event: Any) -> None:
+        """The periodic ``maybeFenceStaleBroker`` task (``ReplicationControlManager.maybeFenceOneStaleBroker``):
+        ``PeriodicTaskOperation`` reschedules it when it runs -- 10 ms later if it fenced a broker (there may be
+        another), else one period later."""
         self._fence_call = None
         result = self.core.maybe_fence_one_stale_broker()
-        self._finish(result, None, reschedule_fencing=True)
+        if self._running:
+            self._schedule_fence_check(IMMEDIATE_RESCHEDULE_MS if result.response is not None
+                                       else self.fence_check_period_ms)
+        self._finish(result, None)
 
     def _maybe_schedule_next_elect_unclean_leaders(self) -> None:
         """Kafka's ``maybeScheduleNextElectUncleanLeaders``."""
@@ -295,7 +310,7 @@ class QuorumController:
         self._unclean_call = None
         result = self.core.maybe_elect_unclean_leaders()
         self._unclean_immediately = result.response
-        self._finish(result, None, reschedule_fencing=False)
+        self._finish(result, None)
 
     def _maybe_schedule_next_balance_partition_leaders(self) -> None:
         """Kafka's ``maybeScheduleNextBalancePartitionLeaders``."""
@@ -310,4 +325,4 @@ class QuorumController:
         self._balance_call = None
         result = self.core.maybe_balance_partition_leaders()
         self._balance_immediately = result.response
-        self._finish(result, None, reschedule_fencing=False)
+        self._finish(result, None)

@@ -116,7 +116,7 @@ def not_applied(scenario: Scenario) -> list[str]:
         notes.append("cluster.nic (the brokers share this machine's loopback)")
     controller = _dumped(scenario.controller)
     default = _dumped(ControllerConfig())
-    for key in ("link_latency", "metadata_propagation"):
+    for key in ("link_latency", "metadata_propagation", "metadata_apply"):
         if controller.get(key) != default.get(key) or key == "link_latency":
             notes.append(f"controller.{key}")
     notes.append("clock (a real cluster runs in real time)")

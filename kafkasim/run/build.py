@@ -30,7 +30,7 @@ from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
-from kafkasim.controller.quorum_controller import QuorumController
+from kafkasim.controller.quorum_controller import QuorumController, fence_stale_broker_period_ms
 from kafkasim.network.connection import Connection, NetworkPath, open_connection
 from kafkasim.network.ids import IdSource
 from kafkasim.network.nic import Nic
@@ -322,15 +322,20 @@ def build(
     layout = layout if layout is not None else cluster_layout(scenario, seed=seed)
     server_configs = {b: broker_server_config(scenario, b) for b in layout.broker_ids}
     config = server_configs[layout.broker_ids[0]].broker
+    session_timeout_ms = scenario.controller.broker_session_timeout_ms
     controller = QuorumController(
         env,
         sampler_from_spec(scenario.controller.metadata_propagation),
         streams.stream("controller/metadata_propagation"),
-        session_timeout_ms=scenario.controller.broker_session_timeout_ms,
+        session_timeout_ms=session_timeout_ms,
         append_linger_ms=float(scenario.controller.controller_quorum_append_linger_ms),
         unclean_leader_election_interval_ms=float(scenario.controller.unclean_leader_election_interval_ms),
         auto_leader_rebalance_enable=scenario.controller.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms=1000.0 * scenario.controller.leader_imbalance_check_interval_seconds,
+        # The periodic stale-broker check runs from the controller's activation: a real cluster's start puts
+        # it anywhere against the brokers' heartbeats.
+        fence_check_phase_ms=streams.stream("controller/fence_check_phase").uniform(
+            0.0, fence_stale_broker_period_ms(session_timeout_ms)),
     )
     brokers_by_id: dict[int, BrokerServer] = {}
     partitions = network_partitions(scenario)
@@ -338,6 +343,8 @@ def build(
         env, controller, brokers_by_id, sampler_from_spec(scenario.controller.link_latency),
         {b: streams.stream(f"controller/link/broker-{b}") for b in layout.broker_ids}, observer,
         partitions=partitions,
+        apply_costs={b: zero_arg_sampler(scenario.controller.metadata_apply, streams.stream(f"broker-{b}/metadata_apply"))
+                     for b in layout.broker_ids},
     )
     ids = IdSource()
     partitions_by_topic = {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()}
@@ -428,7 +435,10 @@ def build(
             rng=streams.stream(f"broker-{b}/lifecycle"),
         )
         registration = controller.image.brokers[b]
-        lifecycle.start_running(registration.epoch)
+        # Each broker started on its own: its heartbeats have their own phase (BrokerLifecycleManager).
+        interval = float(scenario.broker.broker_heartbeat_interval_ms)
+        phase = streams.stream(f"broker-{b}/heartbeat_phase").uniform(0.0, interval)
+        lifecycle.start_running(registration.epoch, first_heartbeat_ms=phase)
 
     # Clients route by leadership: a connection per broker they talk to, all over the client's one path.
     leaders: Mapping[TopicPartition, int] = MappingProxyType({tp: r[0] for tp, r in layout.replicas.items()})

@@ -7,6 +7,17 @@ each broker applies the metadata the controller commits (``BrokerMetadataPublish
 
 * every message between a broker and the controller takes one draw of ``controller.link_latency`` (a
   stream per broker), each way;
+* each broker publishes the committed metadata on its own, one delta at a time in log order (Kafka's
+  ``MetadataLoader`` thread calling ``BrokerMetadataPublisher.onMetadataUpdate``): the delta reaches it after its
+  own propagation latency (``QuorumController``), its ``MetadataCache`` takes the new image at once (what it
+  answers clients' Metadata requests with: ``metadataCache.setImage`` comes first), then
+  ``ReplicaManager.applyDelta`` makes its leaders and followers and moves its fetchers -- which, for a delta
+  that moves a leadership this broker hosts, takes ``controller.metadata_apply`` (drawn per broker per such
+  delta). Only then does the broker report the delta's offset in its heartbeats (``MetadataLoader``'s
+  ``lastAppliedOffset`` is updated after every publisher ran): what the controller's controlled-shutdown
+  check (``BrokerHeartbeatManager``'s lowest active offset) waits for. So brokers apply a leadership change
+  at different times: a follower may fetch from the new leader before it leads (UNKNOWN_LEADER_EPOCH, and
+  its fetcher backs that partition off ``replica.fetch.backoff.ms``: ``AbstractFetcherThread``);
 * a broker that is crashed neither sends nor receives: a request it sent before crashing still reaches the
   controller, the answer is dropped, and the metadata the controller commits meanwhile is not delivered to
   it -- on restart it registers again and loads the whole committed image (a catch-up subscription);
@@ -37,7 +48,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.broker.alter_partition import AlterPartitionCallback, LeaderAndIsr
@@ -61,6 +74,8 @@ from kafkasim.server.broker_server import BrokerServer
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import Sampler
 
+ApplyCost = Callable[[], float]
+
 if TYPE_CHECKING:
     from simpy import Environment
 
@@ -82,8 +97,12 @@ class ControllerLink:
         observer: Observer,
         *,
         partitions: NetworkPartitions | None = None,
+        apply_costs: dict[int, ApplyCost] | None = None,
     ) -> None:
+        """``apply_costs``: per broker, the time ``ReplicaManager.applyDelta`` takes for a delta that moves a
+        leadership the broker hosts (default: none)."""
         self.env = env
+        self.apply_costs = apply_costs or {}
         self.controller = controller
         self.brokers = brokers
         self.latency = latency
@@ -164,15 +183,50 @@ class ControllerLink:
             self.applied_offset[broker_id] = self.controller.image.offset  # it starts with the bootstrap image
             self.metadata_cache[broker_id] = dict(self.controller.image.partitions)
         cache = self.metadata_cache[broker_id]
+        incarnation = self.incarnations[broker_id]
+        waiting: deque[MetadataDelta] = deque()  # committed, reached the broker, not published yet
+        publishing = [False]
+
+        def publish_next() -> None:
+            """``MetadataLoader.maybePublishMetadata``: one delta at a time, in log order."""
+            while waiting and not publishing[0]:
+                if broker.crashed or self.incarnations[broker_id] != incarnation:
+                    waiting.clear()
+                    return
+                delta = waiting.popleft()
+                apply_cost = self.apply_costs.get(broker_id)
+                # BrokerMetadataPublisher.onMetadataUpdate: metadataCache.setImage first ...
+                moves = apply_cost is not None and _moves_leadership(broker_id, cache, delta)
+                cache.update(delta.partitions)
+                for tp in delta.deleted:
+                    cache.pop(tp, None)
+                cost = apply_cost() if moves and apply_cost is not None else 0.0
+                if cost <= 0.0:
+                    applied(delta)
+                else:
+                    # ... then ReplicaManager.applyDelta (makeLeader / makeFollower, the fetchers), which takes
+                    # time: meanwhile the broker's partitions are as they were.
+                    publishing[0] = True
+                    Call(self.env, cost, partial(applied_later, delta))
+
+        def applied(delta: MetadataDelta) -> None:
+            broker.apply_delta(delta, log_config_for=log_config_for)
+            # MetadataLoader: lastAppliedOffset (what the heartbeats report) moves once every publisher ran.
+            self.applied_offset[broker_id] = max(self.applied_offset[broker_id], delta.offset)
+
+        def applied_later(delta: MetadataDelta, _event: Any) -> None:
+            publishing[0] = False
+            if broker.crashed or self.incarnations[broker_id] != incarnation:
+                waiting.clear()
+                return
+            applied(delta)
+            publish_next()
 
         def apply_now(delta: MetadataDelta) -> None:
             if broker.crashed:
                 return
-            self.applied_offset[broker_id] = max(self.applied_offset[broker_id], delta.offset)
-            cache.update(delta.partitions)
-            for tp in delta.deleted:
-                cache.pop(tp, None)
-            broker.apply_delta(delta, log_config_for=log_config_for)
+            waiting.append(delta)
+            publish_next()
 
         cut = self._cuts.get(broker_id)
         if cut is None:
@@ -303,6 +357,19 @@ class ControllerLink:
             Call(self.env, CONTROLLER_SOCKET_TIMEOUT_MS, check)
 
         Call(self.env, CONTROLLER_SOCKET_TIMEOUT_MS, check)
+
+
+def _moves_leadership(broker_id: int, cache: dict[TopicPartition, PartitionRegistration], delta: MetadataDelta) -> bool:
+    """Whether ``delta`` gives a partition that ``broker_id`` hosts a new leader or leader epoch (Kafka's
+    ``TopicsDelta.localChanges`` leading to a state change in ``Partition.makeLeader`` / ``makeFollower``);
+    an ISR-only change ("Skipped the become-leader state change") costs nothing here."""
+    for tp, registration in delta.partitions.items():
+        if broker_id not in registration.replicas:
+            continue
+        before = cache.get(tp)
+        if before is None or before.leader != registration.leader or before.leader_epoch != registration.leader_epoch:
+            return True
+    return False
 
 
 def _leader_and_isr(reply: AlterPartitionReply) -> LeaderAndIsr | Errors:

@@ -41,5 +41,11 @@ class ControllerConfig(ScenarioModel):
     """Simulator-only: one-way latency between a broker and the controller, drawn per message (heartbeats,
     registrations, AlterPartition requests and their answers)."""
     metadata_propagation: DurationDistribution = Field(default_factory=lambda: constant_ms(2.0))
-    """Simulator-only: from a batch's commit until a broker has applied it, drawn per broker per batch (Kafka:
-    the brokers fetch the metadata log from the controller, one round trip or two, then apply the change)."""
+    """Simulator-only: from a batch's commit until a broker's metadata loader has it, drawn per broker per
+    batch (Kafka: each broker's KRaft client fetches the metadata log from the controller, one round trip or
+    two, and hands the committed batches to its MetadataLoader)."""
+    metadata_apply: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Simulator-only: how long a broker takes to apply a committed delta that moves a leadership it hosts
+    (BrokerMetadataPublisher -> ReplicaManager.applyDelta: makeLeader / makeFollower, fetchers removed and
+    added), drawn per broker per such delta. Meanwhile the broker's partitions keep their old state, and it
+    reports the delta's offset to the controller only once it is applied."""

@@ -158,15 +158,24 @@ class BrokerLifecycleManager:
         self._failed_attempts = 0
         self._communicate()  # a process started inside a pause fault in force registers when it resumes
 
-    def start_running(self, broker_epoch: int) -> None:
+    def start_running(self, broker_epoch: int, first_heartbeat_ms: float | None = None) -> None:
         """A broker that was already registered, unfenced and RUNNING when the run began (the controller was
-        bootstrapped with it): it heartbeats every interval from now on."""
+        bootstrapped with it): it heartbeats every interval from now on, the first after
+        ``first_heartbeat_ms`` (default: one interval). In a real cluster each broker's heartbeats keep the
+        phase its start gave them (every answer schedules the next one an interval later,
+        ``BrokerHeartbeatResponseHandler``), so where a crash falls between two of them is random: the engine
+        draws each broker's phase from the seed."""
+        if first_heartbeat_ms is None:
+            first_heartbeat_ms = self.heartbeat_interval_ms
+        if not 0.0 <= first_heartbeat_ms <= self.heartbeat_interval_ms:
+            raise ValueError(f"first_heartbeat_ms must be in [0, {self.heartbeat_interval_ms}], "
+                             f"got {first_heartbeat_ms}")
         self._state = BrokerState.RUNNING
         self._registered = True
         self._ready_to_unfence = True
         self._broker_epoch = broker_epoch
         self._failed_attempts = 0
-        self._schedule(self.heartbeat_interval_ms)
+        self._schedule(first_heartbeat_ms)
 
     def set_ready_to_unfence(self) -> None:
         """``setReadyToUnfence``: the broker may be unfenced; the next heartbeat goes at once."""

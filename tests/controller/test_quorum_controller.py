@@ -13,9 +13,10 @@ from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER, Meta
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.broker_heartbeat_manager import BrokerHeartbeatRequest
 from kafkasim.controller.quorum_controller import (
-    DEADLINE_RESOLUTION_MS,
     DEFAULT_APPEND_LINGER_MS,
+    IMMEDIATE_RESCHEDULE_MS,
     QuorumController,
+    fence_stale_broker_period_ms,
 )
 from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord, PartitionChangeRecord
 from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerState
@@ -25,6 +26,7 @@ from kafkasim.sim.distributions import Constant
 HEARTBEAT_INTERVAL_MS = 2000.0
 SESSION_TIMEOUT_MS = 9000
 LINGER = DEFAULT_APPEND_LINGER_MS
+CHECK_MS = 1125.0  # the periodic stale-broker check: broker.session.timeout.ms / 8
 P0 = TopicPartition("t", 0)  # replicas [0, 1, 2]: broker 0 leads
 P1 = TopicPartition("t", 1)  # replicas [1, 0, 2]: broker 0 follows
 
@@ -71,29 +73,46 @@ def cluster(latency: float = 5.0, brokers: int = 3) -> tuple[simpy.Environment, 
     return env, controller
 
 
-def test_crashed_broker_fenced_at_last_heartbeat_plus_session_timeout() -> None:
-    """Kafka: BrokerHeartbeatManager.hasValidSession / QuorumController.rescheduleMaybeFenceStaleBrokers --
-    broker 0 heartbeats last at 4000 and is fenced at 4000 + 9000; its partitions' new leader reaches a
-    subscribed broker after the append linger (25 ms) plus the propagation latency (5 ms)."""
+def first_check_after(deadline: float, phase: float = CHECK_MS) -> float:
+    """The first run of the periodic stale-broker check (at phase + k * 1125) strictly after ``deadline``."""
+    k = 0
+    while phase + k * CHECK_MS <= deadline:
+        k += 1
+    return phase + k * CHECK_MS
+
+
+def test_fence_check_period_is_an_eighth_of_the_session() -> None:
+    """Kafka 4.3: QuorumController.maybeFenceStaleBrokerPeriodNs -- max(1 ms, sessionTimeoutNs / 8)."""
+    assert fence_stale_broker_period_ms(9000) == 1125.0
+    assert fence_stale_broker_period_ms(18_000) == 2250.0
+    assert fence_stale_broker_period_ms(4) == 1.0
+    assert fence_stale_broker_period_ms(9) == 1.125
+
+
+def test_crashed_broker_fenced_at_the_first_check_after_its_session() -> None:
+    """Kafka 4.3: BrokerHeartbeatTracker.isExpired / the periodic maybeFenceStaleBroker task -- broker 0
+    heartbeats last at 4000, its session ends at 13000, and the check that runs every 1125 ms (from 1125)
+    fences it at 13500; its partitions' new leader reaches a subscribed broker after the append linger (25 ms)
+    plus the propagation latency (5 ms)."""
     env, controller = cluster(latency=5.0)
     beats = [Heartbeater(env, controller, 0, crash_at=5000.0)] + [Heartbeater(env, controller, b) for b in (1, 2)]
     seen = Recorder(env)
     controller.subscribe(1, seen)
-    env.run(until=12_999.0)
+    env.run(until=13_499.0)
     assert beats[0].last_heartbeat == 4000.0
     assert not controller.core.registration(0).fenced  # type: ignore[union-attr]
-    assert controller.fence_check_at_ms == pytest.approx(13_000.0)
+    assert controller.fence_check_at_ms == pytest.approx(13_500.0)
     env.run(until=20_000.0)
     fence_batch = [b for b in controller.core.log.batches
                    if BrokerRegistrationChangeRecord(0, 0, fenced=FENCE) in b.records][0]
-    assert fence_batch.append_ms == pytest.approx(13_000.0 + DEADLINE_RESOLUTION_MS)
+    assert fence_batch.append_ms == pytest.approx(13_500.0)
     assert fence_batch.records == (
         PartitionChangeRecord(P0, leader=1, isr=(1, 2)),
         PartitionChangeRecord(P1, isr=(1, 2)),
         BrokerRegistrationChangeRecord(0, 0, fenced=FENCE),
     )
     at, delta = seen.first_with_leader(P0, 1)
-    assert at == pytest.approx(13_000.0 + LINGER + 5.0)
+    assert at == pytest.approx(13_500.0 + LINGER + 5.0)
     assert (delta.partitions[P0].leader_epoch, delta.partitions[P0].partition_epoch) == (1, 1)
     assert (delta.partitions[P1].leader, delta.partitions[P1].leader_epoch) == (1, 0)
     assert delta.brokers[0].fenced
@@ -102,7 +121,8 @@ def test_crashed_broker_fenced_at_last_heartbeat_plus_session_timeout() -> None:
 @pytest.mark.parametrize("crash_at", [4000.5, 5000.0, 5999.5])
 def test_timeline_a_leader_crash(crash_at: float) -> None:
     """Kafka's failover timeline for an uncontrolled leader crash (replicas [A, B, C] = [0, 1, 2], leader A,
-    heartbeats every 2000 ms): A is fenced at t_lastHeartbeat + 9000, i.e. 7000-9000 ms after the crash; one
+    heartbeats every 2000 ms): A is fenced at the first check after t_lastHeartbeat + 9000, i.e. 7000-10125 ms
+    after the crash; one
     batch makes B leader with ISR {B, C}, leader epoch +1, partition epoch +1, shrinks the ISR of the
     partition A followed (same leader epoch), then fences A; brokers B and C apply it linger + latency later."""
     latency = 12.0
@@ -115,19 +135,20 @@ def test_timeline_a_leader_crash(crash_at: float) -> None:
     controller.subscribe(2, on_c)
     env.run(until=crash_at + 10_000.0)
     last_heartbeat = 4000.0  # the last multiple of 2000 before the crash
-    fenced_at = last_heartbeat + SESSION_TIMEOUT_MS
-    assert 7000.0 <= fenced_at - crash_at <= 9000.0
+    fenced_at = first_check_after(last_heartbeat + SESSION_TIMEOUT_MS)
+    assert 7000.0 <= fenced_at - crash_at <= 9000.0 + CHECK_MS
     p0, p1 = controller.image.partitions[P0], controller.image.partitions[P1]
     assert (p0.leader, p0.isr, p0.leader_epoch, p0.partition_epoch) == (1, (1, 2), 1, 1)
     assert (p1.leader, p1.isr, p1.leader_epoch, p1.partition_epoch) == (1, (1, 2), 0, 1)
     for recorder in (on_b, on_c):
         at, _ = recorder.first_with_leader(P0, 1)
-        assert at == pytest.approx(fenced_at + DEADLINE_RESOLUTION_MS + LINGER + latency)
+        assert at == pytest.approx(fenced_at + LINGER + latency)
 
 
 def test_several_dead_brokers_fenced_in_consecutive_events() -> None:
-    """Kafka: maybeFenceOneStaleBroker + rescheduleMaybeFenceStaleBrokers -- two brokers dead since the same
-    heartbeat are fenced one per event, at the same deadline, each in its own batch (committed together)."""
+    """Kafka 4.3: maybeFenceOneStaleBroker fences one broker per run and the periodic task reruns 10 ms later
+    when it fenced one -- two brokers dead since the same heartbeat are fenced in consecutive events, each in
+    its own batch (committed together)."""
     env = simpy.Environment()
     controller = QuorumController(env, Constant(0.0), random.Random(1))
     controller.bootstrap([0, 1, 2, 3], {"t": [(0, 1, 2)]})
@@ -137,7 +158,8 @@ def test_several_dead_brokers_fenced_in_consecutive_events() -> None:
     fences = [b for b in controller.core.log.batches
               if any(isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE for r in b.records)]
     assert [f.records[-1].broker_id for f in fences] == [0, 1]  # type: ignore[union-attr]
-    assert all(f.append_ms == pytest.approx(2000.0 + SESSION_TIMEOUT_MS) for f in fences)
+    first = first_check_after(2000.0 + SESSION_TIMEOUT_MS)
+    assert [f.append_ms for f in fences] == pytest.approx([first, first + IMMEDIATE_RESCHEDULE_MS])
     p = controller.image.partitions[P0]
     assert (p.leader, p.isr, p.leader_epoch) == (2, (2,), 2)
 
@@ -169,7 +191,7 @@ def test_linger_batches_and_replies_after_commit() -> None:
 
 def test_duplicate_registration_until_old_session_fenced() -> None:
     """Kafka: ClusterControlManager.registerBroker -- a broker restarted within its session timeout gets
-    DUPLICATE_BROKER_REGISTRATION until the controller fences the old incarnation."""
+    DUPLICATE_BROKER_REGISTRATION until the old incarnation's session has expired."""
     env, controller = cluster()
     Heartbeater(env, controller, 1)
     Heartbeater(env, controller, 2)
@@ -178,6 +200,8 @@ def test_duplicate_registration_until_old_session_fenced() -> None:
     Call(env, 9500.0, lambda _e: results.append(controller.register_broker(0, "incarnation-0-b")))
     env.run(until=10_000.0)
     assert results[0].error.name == "DUPLICATE_BROKER_REGISTRATION"
+    # Its session ended at 9000: the registration is accepted although the periodic check (at 10125) has not
+    # fenced the old incarnation yet (Kafka 4.3: ClusterControlManager.registerBroker asks hasValidSession).
     assert results[1].error.name == "NONE" and results[1].epoch > 0
 
 
@@ -225,8 +249,8 @@ def test_periodic_unclean_election_after_config_enabled() -> None:
     Heartbeater(env, controller, 0, crash_at=1000.0)
     Heartbeater(env, controller, 1)
     Heartbeater(env, controller, 2)
-    env.run(until=10_000.0)
-    fenced_at = 0.0 + SESSION_TIMEOUT_MS
+    fenced_at = first_check_after(0.0 + SESSION_TIMEOUT_MS)
+    env.run(until=fenced_at + 1000.0)
     assert controller.image.partitions[P0].leader == NO_LEADER
     Call(env, 1000.0, lambda _e: controller.set_unclean_leader_election("t", True))
     env.run(until=fenced_at + 300_000.0 - 1.0)
@@ -245,7 +269,7 @@ def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() 
     Heartbeater(env, controller, 0, crash_at=1000.0)
     Heartbeater(env, controller, 1)
     Heartbeater(env, controller, 2)
-    fenced_at = 0.0 + SESSION_TIMEOUT_MS
+    fenced_at = first_check_after(0.0 + SESSION_TIMEOUT_MS)
 
     def restart(_event: Any) -> None:
         reply = controller.register_broker(0, "incarnation-0-b")
@@ -280,13 +304,39 @@ def test_subscribe_with_catch_up_and_unsubscribe() -> None:
     restarted, gone = Recorder(env), Recorder(env)
     controller.subscribe(2, gone)
     Call(env, 100.0, lambda _e: controller.subscribe(0, restarted, catch_up=True))
-    env.run(until=9_020.0)  # broker 0 (never heartbeating) is fenced at 9000; the commit is at 9025
+    fenced_at = first_check_after(SESSION_TIMEOUT_MS)  # broker 0 never heartbeats: fenced at 10125
+    env.run(until=fenced_at + 20.0)  # the commit is at +25
     controller.unsubscribe(2)
-    env.run(until=9_100.0)
+    env.run(until=fenced_at + 100.0)
     at, snapshot = restarted.seen[0]
     assert at == 107.0
     assert snapshot.offset == controller.core.log.batches[1].last_offset  # bootstrap + topic, committed
     assert set(snapshot.partitions) == {P0, P1} and set(snapshot.brokers) == {0, 1, 2}
     at, delta = restarted.first_with_leader(P0, 1)
-    assert at == pytest.approx(9_000.0 + DEADLINE_RESOLUTION_MS + LINGER + 7.0)
+    assert at == pytest.approx(fenced_at + LINGER + 7.0)
     assert gone.seen == []
+
+
+@pytest.mark.parametrize("phase", [0.0, 1.0, 600.0, 1124.0, CHECK_MS])
+@pytest.mark.parametrize("last_heartbeat", [4000.0, 4400.0, 5123.5])
+def test_fence_waits_for_the_periodic_check(phase: float, last_heartbeat: float) -> None:
+    """Kafka 4.3's rule, by the phase of the controller's check (its activation) against the broker's last
+    heartbeat: fenced at the first check strictly after last heartbeat + session, so 9000 < heartbeat -> fence
+    <= 10125 ms (the real cluster here: 9045-9760 ms). Kafka 4.0 fenced at exactly +9000 whatever the phase."""
+    env = simpy.Environment()
+    controller = QuorumController(env, Constant(0.0), random.Random(1), fence_check_phase_ms=phase)
+    controller.bootstrap([0, 1, 2], {"t": [(0, 1, 2)]})
+    Heartbeater(env, controller, 1)
+    Heartbeater(env, controller, 2)
+    Call(env, last_heartbeat, lambda _e: controller.heartbeat(
+        BrokerHeartbeatRequest(0, controller.image.brokers[0].epoch, controller.image.offset)))
+    env.run(until=last_heartbeat + 12_000.0)
+    fences = [b.append_ms for b in controller.core.log.batches
+              if any(isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE for r in b.records)]
+    assert fences == [pytest.approx(first_check_after(last_heartbeat + SESSION_TIMEOUT_MS, phase))]
+    assert SESSION_TIMEOUT_MS < fences[0] - last_heartbeat <= SESSION_TIMEOUT_MS + CHECK_MS
+
+
+def test_fence_check_phase_must_lie_in_one_period() -> None:
+    with pytest.raises(ValueError, match="fence_check_phase_ms"):
+        QuorumController(simpy.Environment(), Constant(0.0), random.Random(1), fence_check_phase_ms=1200.0)

@@ -107,3 +107,42 @@ def test_without_the_controllers_answer_the_broker_stops_after_5_minutes() -> No
         assert engine.components.controller_link.lifecycles[1].state is not BrokerState.RUNNING
         down_at.append(engine.components.broker(1).crashed)
     assert down_at == [False, True]
+
+
+
+
+def _after_the_shutdown(apply_ms: dict[int, float]) -> tuple[Any, Any]:
+    """Broker-1's controlled shutdown at 5 s moves t-0 (replicas [1, 2, 0]) to broker-2; ``apply_ms``: how long
+    each broker takes to apply a delta that moves a leadership it hosts (``ReplicaManager.applyDelta``). The
+    produce requests that reached broker-2 after the shutdown began, and broker-0's fetches from broker-2."""
+    engine = Engine(_leader_fault("shutdown", duration="9s", restart_after=None))
+    engine.components.controller_link.apply_costs = {b: (lambda ms=ms: ms) for b, ms in apply_ms.items()}
+    requests = engine.run().requests
+    after = (requests["start_ms"] >= 5_000.0) & (requests["broker"] == 2)
+    produce = requests[after & (requests["api"] == "Produce") & (requests["error_name"] == "NONE")]
+    fetches = requests[after & (requests["client"] == "broker-0/ReplicaFetcherThread-0-2")]
+    return produce, fetches
+
+
+def test_a_follower_that_applies_the_new_leadership_first_backs_off_and_holds_acks_all() -> None:
+    """Kafka: brokers publish a committed delta on their own (MetadataLoader -> BrokerMetadataPublisher ->
+    ReplicaManager.applyDelta). When the new leader (broker-2) takes 300 ms longer than the remaining follower
+    (broker-0), the follower's first fetch reaches a broker that does not lead yet: UNKNOWN_LEADER_EPOCH
+    (Partition.checkCurrentLeaderEpoch), and its fetcher backs the partition off replica.fetch.backoff.ms
+    (1 s, AbstractFetcherThread.handlePartitionsWithErrors) -- the first acks=all produce broker-2 accepts
+    waits in its purgatory until that follower fetches again. Seen on a real Kafka 4.3.1 cluster (a 1,284 ms
+    produce in a controlled shutdown of the leader)."""
+    produce, fetches = _after_the_shutdown({})
+    assert set(fetches["error_name"]) == {"NONE"} and float(produce["RemoteTimeMs"].max()) < 50.0
+
+    produce, fetches = _after_the_shutdown({2: 300.0})
+    refused = fetches[fetches["error_name"] == "UNKNOWN_LEADER_EPOCH"]
+    assert len(refused) == 1
+    back_at = float(refused["end_ms"].iloc[0]) + 1_000.0  # replica.fetch.backoff.ms
+    first = produce.sort_values("start_ms").iloc[0]
+    assert float(first["start_ms"]) > float(refused["end_ms"].iloc[0]) + 300.0 - 30.0  # broker-2 leads by then
+    assert back_at < float(first["end_ms"]) < back_at + 10.0 and float(first["RemoteTimeMs"]) > 300.0
+
+    # The other way round (the follower late): no refused fetch, the produce waits at most for its apply.
+    produce, fetches = _after_the_shutdown({0: 300.0})
+    assert set(fetches["error_name"]) == {"NONE"} and float(produce["RemoteTimeMs"].max()) < 320.0

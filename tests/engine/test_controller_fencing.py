@@ -19,7 +19,7 @@ def _isr_changes(result) -> list[tuple[float, float]]:
     return [(float(times[i]), float(values[i])) for i in range(len(values)) if i == 0 or values[i] != values[i - 1]]
 
 
-def test_a_crashed_follower_is_fenced_7_to_9_s_later_and_rejoins_after_its_restart() -> None:
+def test_a_crashed_follower_is_fenced_7_to_10_s_later_and_rejoins_after_its_restart() -> None:
     s = scenario(
         duration="30s",
         controller={"link_latency": FIXED["latency"]},
@@ -29,9 +29,10 @@ def test_a_crashed_follower_is_fenced_7_to_9_s_later_and_rejoins_after_its_resta
     changes = _isr_changes(result)
     (start, three), (out, two), (back, three_again) = changes
     assert (three, two, three_again) == (3.0, 2.0, 3.0)
-    # Last heartbeat at most 2 s before the crash; fenced 9 s after it; the commit linger (25 ms) and the
+    # Last heartbeat at most 2 s before the crash; fenced by the first periodic check (every 9000 / 8 = 1125 ms,
+    # Kafka 4.3's maybeFenceStaleBroker) after its session ended 9 s after it; the commit linger (25 ms) and the
     # propagation (2 ms) before the leader applies it; gauges every 50 ms.
-    assert 5_000 + 7_000 <= out <= 5_000 + 9_000 + 100
+    assert 5_000 + 7_000 <= out <= 5_000 + 9_000 + 1_125 + 100
     # Restarted at 20 s: registers (the old session already expired), catches up with the metadata,
     # is unfenced, fetches; the leader adds it back once it has caught up (AlterPartition via the controller).
     assert 20_000 < back < 21_000
@@ -54,7 +55,7 @@ def test_a_follower_back_before_its_session_expired_is_still_fenced_then_registe
     values = [v for _, v in changes]
     assert values == [3.0, 2.0, 3.0]
     out, back = changes[1][0], changes[2][0]
-    assert 5_000 + 7_000 <= out <= 5_000 + 9_000 + 100
+    assert 5_000 + 7_000 <= out <= 5_000 + 9_000 + 1_125 + 100  # as above: the periodic check
     assert out < back < out + 2_000  # registered and unfenced within the registration backoff
 
 
@@ -96,10 +97,11 @@ def test_a_crash_of_a_broker_that_became_leader_moves_leadership_back(tmp_path) 
     result = run_scenario(load_scenario(path))
     changes = _leader_changes(result)
     # broker-0 leads; fenced during its pause (broker-1 elected ~8 s in); broker-1 crashes at 30 s, restarts at
-    # 31 s but cannot register before its old session expires: broker-0 is elected 7-9 s after the crash.
-    assert changes[0] == (0.0, 0.0) and changes[1][1] == 1.0 and 5_000 + 7_000 <= changes[1][0] <= 5_000 + 9_100
+    # 31 s but cannot register before its old session expires: broker-0 is elected 7-10.1 s after the crash
+    # (session 9 s, then the controller's periodic check, every 1125 ms).
+    assert changes[0] == (0.0, 0.0) and changes[1][1] == 1.0 and 5_000 + 7_000 <= changes[1][0] <= 5_000 + 10_225
     last_time, last_leader = changes[-1]
-    assert last_leader == 0.0 and 30_000 + 7_000 <= last_time <= 30_000 + 9_100
+    assert last_leader == 0.0 and 30_000 + 7_000 <= last_time <= 30_000 + 10_225
     records = result.records
     assert set(records["outcome"].astype(str)) <= {"acknowledged", "pending"}
     assert (records["outcome"] == "acknowledged").sum() > 0.95 * len(records)
@@ -113,7 +115,7 @@ def test_a_crash_of_a_broker_that_became_leader_moves_leadership_back(tmp_path) 
     assert_no_traceback(cli)
 
 
-def test_a_crashed_leader_is_replaced_7_to_9_s_later_and_clients_follow_the_new_leader() -> None:
+def test_a_crashed_leader_is_replaced_7_to_10_s_later_and_clients_follow_the_new_leader() -> None:
     """Kafka 4.x's timeline of a leader crash: the controller fences the broker once broker.session.timeout.ms
     passes without a heartbeat (BrokerHeartbeatManager), elects a new leader from the ISR
     (PartitionChangeBuilder), brokers apply it; the producer's request to the dead broker fails
@@ -125,10 +127,11 @@ def test_a_crashed_leader_is_replaced_7_to_9_s_later_and_clients_follow_the_new_
     s = leader_crash("40s")
     result = run_scenario(s)
     changes = _leader_changes(result)
-    # broker-1 leads t-0; while it is down it reports nothing; broker-2 is elected 7-9 s after the crash.
+    # broker-1 leads t-0; while it is down it reports nothing; broker-2 is elected 7-10.1 s after the crash
+    # (session 9 s after its last heartbeat, then the periodic check, every 1125 ms).
     assert changes[0] == (0.0, 1.0)
     (elected_at, new_leader), = changes[1:]
-    assert new_leader in (0.0, 2.0) and 5_000 + 7_000 <= elected_at <= 5_000 + 9_000 + 100
+    assert new_leader in (0.0, 2.0) and 5_000 + 7_000 <= elected_at <= 5_000 + 9_000 + 1_125 + 100
     assert [v for _, v in _isr_changes(result)] == [3.0, 2.0, 3.0]  # shrinks at the election, back after restart
     assert 20_000 < _isr_changes(result)[-1][0] < 21_000
 
@@ -198,3 +201,31 @@ def test_a_broker_restarted_while_a_pause_is_in_force_registers_only_when_the_pa
     assert not lifecycle._registered
     engine.env.run(until=27_000.0)
     assert lifecycle._registered
+
+
+def test_heartbeat_and_fence_check_phases_are_drawn_from_the_seed() -> None:
+    """A real cluster's brokers and controller start when they start: each broker's heartbeats
+    (BrokerLifecycleManager) and the controller's periodic stale-broker check (Kafka 4.3's maybeFenceStaleBroker,
+    every 9000 / 8 ms) keep the phase their start gave them, so where a crash falls between two heartbeats,
+    and how long the fence then waits for the check, differ run to run. kafkasim draws those phases from the
+    seed: the same seed gives the same phases; seeds spread them over the interval."""
+    from kafkasim.run import Engine
+
+    def phases(seed: int) -> tuple[tuple[float, ...], float]:
+        engine = Engine(scenario(duration="2001ms", cluster={"brokers": 3},
+                                 controller={"link_latency": FIXED["latency"]}), seed=seed)
+        controller = engine.components.controller_link.controller
+        check = controller.fence_check_at_ms
+        assert check is not None and 0.0 <= check <= 1_125.0
+        engine.run()
+        manager = controller.core.heartbeat_manager
+        # Each broker's first heartbeat reached the controller at phase + 0.5 ms (the link latency).
+        return tuple(manager.state(b).last_contact_ms - 0.5 for b in (0, 1, 2)), check  # type: ignore[union-attr]
+
+    first = phases(1)
+    assert phases(1) == first
+    assert len(set(first[0])) == 3 and all(0.0 <= t <= 2_000.0 for t in first[0])
+    seen = [phases(seed) for seed in range(2, 8)]
+    heartbeats = [t for beats, _ in seen for t in beats]
+    checks = [c for _, c in seen]
+    assert max(heartbeats) - min(heartbeats) > 1_000.0 and max(checks) - min(checks) > 400.0

@@ -26,12 +26,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kafkasim import load_scenario
 from kafkasim.run.engine import Engine
 
 FOUND = Path(__file__).parent / "random_found" / "idempotent-duplicate-after-epoch-bump.yaml"
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 29 item 5: the chain needs broker 4 fenced at ~15.0 s, as Kafka 4.0's deadline fence with every "
+    "heartbeat in step put it; with Kafka 4.3's periodic fence check and heartbeat phases drawn from the seed it "
+    "is fenced at 17.4 s and no batch is written twice (nor at seeds 0-38 of the same file, nor with the pause "
+    "started 0.4-1.5 s earlier): the scenario needs hunting again (tests/engine/test_random_scenarios.py)"))
 def test_an_epoch_bump_that_rewrites_a_written_batch_writes_it_twice_and_the_run_goes_on() -> None:
     engine = Engine(load_scenario(FOUND))
     assert engine.scenario.invariants

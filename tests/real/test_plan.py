@@ -52,6 +52,9 @@ def test_simulator_only_knobs_are_listed_and_kafka_keys_pass_through() -> None:
     scenario = load_scenario(ROOT / "scenarios/acks_compared.yaml")
     notes = not_applied(scenario)
     assert notes[0].startswith("broker.costs") and any("own link" in n for n in notes)
+    assert "controller.metadata_apply" not in notes
+    applied = not_applied(scenario.with_overrides(["controller.metadata_apply=5ms"]))
+    assert "controller.metadata_apply" in applied
     configs = kafka_configs(scenario, cluster_layout(scenario, seed=scenario.seed))
     assert sorted(configs.brokers) == [0, 1, 2]
     assert configs.brokers[1]["replica.fetch.wait.max.ms"] == "500"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import simpy
 
 from kafkasim.broker.metadata import BrokerHeartbeatReply, BrokerRegistrationReply
@@ -147,3 +148,30 @@ def test_exponential_backoff_is_kafkas_formula():
         assert nominal * 0.8 - 1 <= value <= min(1000, nominal * 1.2)
     assert ExponentialBackoff(100, 2, 100, 0.2).backoff(5, rng) == 100  # max <= initial: constant
     assert ExponentialBackoff(100, 2, 1000, 0.0).backoff(2, rng) == 400  # no jitter: exact
+
+
+def test_a_broker_running_from_the_start_heartbeats_with_its_own_phase():
+    """A broker already RUNNING when the run begins keeps the phase its start gave its heartbeats (each answer
+    schedules the next one an interval later): first at ``first_heartbeat_ms``, then every interval plus the
+    answer's round trip. Without a phase, one interval."""
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=1.0)
+    m = manager(env, controller)
+    m.start_running(7, first_heartbeat_ms=733.0)
+    env.run(until=5000)
+    assert [t for t, _ in controller.heartbeats] == [733.0, 2734.0, 4735.0]
+    assert all(not r.want_fence for _, r in controller.heartbeats)
+
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=1.0)
+    manager(env, controller).start_running(7)
+    env.run(until=5000)
+    assert [t for t, _ in controller.heartbeats] == [2000.0, 4001.0]
+
+
+def test_a_heartbeat_phase_outside_one_interval_is_refused():
+    env = simpy.Environment()
+    m = manager(env, ScriptedController(env))
+    for bad in (-1.0, 2000.5):
+        with pytest.raises(ValueError, match="first_heartbeat_ms"):
+            m.start_running(7, first_heartbeat_ms=bad)
