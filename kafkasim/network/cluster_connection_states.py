@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kafkasim.sim.backoff import ExponentialBackoff
+from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS
 
 # ConnectionState: AUTHENTICATION_FAILED and CHECKING_API_VERSIONS are not modelled.
 DISCONNECTED: Final = 0
@@ -101,13 +102,18 @@ class ClusterConnectionStates:
         state = self._node_state.get(node)
         if state is None:
             return True
-        return state.state == DISCONNECTED and now - state.last_connect_attempt_ms >= state.reconnect_backoff_ms
+        return state.state == DISCONNECTED and not self._backing_off(state, now)
 
     def is_blacked_out(self, node: int, now: float) -> bool:
         """``isBlackedOut``: disconnected and still inside the reconnect backoff."""
         state = self._node_state.get(node)
-        return (state is not None and state.state == DISCONNECTED
-                and now - state.last_connect_attempt_ms < state.reconnect_backoff_ms)
+        return state is not None and state.state == DISCONNECTED and self._backing_off(state, now)
+
+    @staticmethod
+    def _backing_off(state: NodeConnectionState, now: float) -> bool:
+        # Kafka's times are whole ms; ours are floats: a wakeup at last attempt + backoff can compute its
+        # "now - last attempt" one ulp short of the backoff, and would then wait for ever at the same instant.
+        return now - state.last_connect_attempt_ms + DEADLINE_TOLERANCE_MS < state.reconnect_backoff_ms
 
     def connection_delay(self, node: int, now: float) -> float:
         """``connectionDelay``: disconnected, the rest of the reconnect backoff; connecting, the setup timeout
@@ -118,7 +124,7 @@ class ClusterConnectionStates:
         if state.state == CONNECTING:
             return state.connection_setup_timeout_ms
         if state.state == DISCONNECTED:
-            return max(state.reconnect_backoff_ms - (now - state.last_connect_attempt_ms), 0.0)
+            return state.reconnect_backoff_ms - (now - state.last_connect_attempt_ms) if self._backing_off(state, now) else 0.0
         return math.inf
 
     def is_connecting(self, node: int) -> bool:
