@@ -5,8 +5,10 @@ Clean elections (the default): every topic has ``min.insync.replicas`` 2 and at 
 placer or an explicit ``replica_assignment``), unclean leader election is off, every producer uses
 ``acks=all`` and, but for one producer in ten, idempotence (Kafka's default). Kafka promises that a record
 acknowledged to such a producer survives any number of clean leader elections, and that an idempotent
-producer writes each batch once, in order, across leader changes. A seed draws 1-2 topics (1-6
-partitions), 1-2 producers (request timeouts down to 1 s, 1-5 requests in flight), 1-2 consumers, link
+producer writes each batch once, in order, across leader changes -- unless an epoch bump rewrote the batch's
+sequence while it was in flight (``sequence_reset``: Kafka's own client may then write it twice,
+tests/engine/test_idempotent_failover.py). A seed draws 1-2 topics (1-24 partitions), 1-3 producers
+(request timeouts down to 1 s, 1-5 requests in flight), 1-2 consumers, link
 latencies, ``replica.lag.time.max.ms``, the controller's link and 1-5 faults on the brokers: ``crash``
 (most restart after a while), ``shutdown`` (Kafka's controlled shutdown, some restarting), ``pause`` (often
 longer than the controller's session, so the broker is fenced and its partitions get new leaders) and
@@ -53,6 +55,10 @@ from random_scenarios import _Dumper, _latency, _link, _ms, _wall_limit, failure
 
 MAX_TOTAL_RATE = 400.0  # records/s over all producers: a run of 30 simulated seconds stays cheap
 SESSION_MS = 9_000.0  # broker.session.timeout.ms: a pause longer than this gets the broker fenced
+# After the last fault heals, every partition has a leader and every producer is acknowledged again within:
+# the controller's session (a broker back from a pause that was fenced registers again), an election and the
+# metadata it publishes, the clients' metadata backoff (retry.backoff.max.ms 1 s) and a request timeout.
+LIVENESS_BOUND_MS = SESSION_MS + 4_000.0
 
 
 def _fault_time(rng: random.Random, duration_ms: float, length_ms: float) -> float:
@@ -125,7 +131,8 @@ def _faults(rng: random.Random, duration_ms: float, brokers: int, clients: list[
 
 def _topic(rng: random.Random, index: int, brokers: int, unclean: bool) -> dict[str, Any]:
     replicas = rng.randint(3, min(brokers, 4))
-    topic: dict[str, Any] = {"name": f"t{index}", "partitions": rng.randint(1, 6), "min.insync.replicas": 2}
+    partitions = rng.choice([1, 2, 3, 6, 12, 24])
+    topic: dict[str, Any] = {"name": f"t{index}", "partitions": partitions, "min.insync.replicas": 2}
     if rng.random() < 0.4:
         topic["replica_assignment"] = [rng.sample(range(brokers), replicas) for _ in range(topic["partitions"])]
     else:
@@ -143,7 +150,7 @@ def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
     brokers = rng.choice([3, 3, 4, 5, 6])
     topics = [_topic(rng, i, brokers, unclean) for i in range(rng.choice([1, 1, 2]))]
     names = [t["name"] for t in topics]
-    rates = [10 ** rng.uniform(1.0, 2.6) for _ in range(rng.choice([1, 1, 2]))]
+    rates = [10 ** rng.uniform(1.0, 2.6) for _ in range(rng.choice([1, 1, 2, 3]))]
     scale = min(1.0, MAX_TOTAL_RATE / sum(rates))
     producers: list[dict[str, Any]] = []
     for i, rate in enumerate(rates):
@@ -188,7 +195,21 @@ def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
         data["controller"] = {"link_latency": _latency(rng, 0.05, 20.0)}
     clients = [p["name"] for p in producers] + [c["name"] for c in consumers]
     data["faults"] = _faults(rng, duration_ms, brokers, clients)
+    # Long enough after the last fault heals for the liveness check (up to 45 s): decided after every draw.
+    ends = [_fault_end_ms(f) for f in data["faults"]]
+    if ends and all(end is not None for end in ends):
+        wanted = max(e for e in ends if e is not None) + LIVENESS_BOUND_MS + 2_000.0
+        if wanted > duration_ms:
+            data["duration"] = _ms(min(45_000.0, float(math.ceil(wanted / 1000.0) * 1000)))
     return data
+
+
+def _fault_end_ms(fault: dict[str, Any]) -> float | None:
+    at = float(fault["at"].removesuffix("ms"))
+    length = fault.get("duration", fault.get("restart_after"))
+    if length is None:
+        return None
+    return at + float(length.removesuffix("ms")) + (1_000.0 if fault["type"] == "shutdown" else 0.0)
 
 
 def scenario_text(seed: int, unclean: bool = False) -> str:
@@ -206,11 +227,24 @@ class Outcome:
     lost: int
     invariant_checks: int
     duplicates: int = 0
-    """Batches of idempotent producers written twice (Kafka promises none)."""
+    """Batches of idempotent producers written twice with their sequence intact (Kafka promises none)."""
+    duplicates_after_epoch_bump: int = 0
+    """Batches written twice after an epoch bump rewrote their sequence in flight (Kafka's client does that)."""
+    epoch_bumps: int = 0
+    """Idempotent producers' epoch bumps (TransactionManager.bumpIdempotentProducerEpoch)."""
     out_of_order: int = 0
     """OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers' produce requests."""
     retried_to_the_end: int = 0
     """Batches of idempotent producers still pending at the end after an OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    liveness_checked: int = 0
+    """1 if every fault ended early enough for the liveness check (``LIVENESS_BOUND_MS`` before the end)."""
+    offline_after_heal: int = 0
+    """Partitions without a leader ``LIVENESS_BOUND_MS`` after the last fault healed (must be 0)."""
+    producers_stalled: int = 0
+    """Producers with no acknowledgement after heal + bound, whose stall Kafka's rules do not explain."""
+    producers_stalled_by_out_of_order: int = 0
+    """Producers stalled because a batch is retried on OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka's client does
+    until delivery.timeout.ms (``TransactionManager.canRetry``: a batch behind the last acknowledged one)."""
 
 
 def run(seed: int, unclean: bool = False) -> Outcome:
@@ -240,10 +274,66 @@ def run(seed: int, unclean: bool = False) -> Outcome:
                             & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")]
     stuck = mine[(mine["outcome"].astype(str) == "pending")
                  & mine["request_id"].isin(out_of_order["request_id"])]
+    twice = mine["outcome"].astype(str) == "duplicated"
+    reset = mine["sequence_reset"].astype(bool)
+    bumps = sum(p.txn.epoch_bumps for p in engine.components.producers if p.txn is not None)
+    checked, offline, stalled, stalled_oosn = liveness(scenario, engine, result)
     return Outcome(len(scenario.faults), elections, unclean_elections, acknowledged,
                    int(records["lost_after_ack"].sum()), int(result.summary["counters"].get("invariant_checks", 0)),
-                   duplicates=int((mine["outcome"].astype(str) == "duplicated").sum()),
-                   out_of_order=len(out_of_order), retried_to_the_end=len(stuck))
+                   duplicates=int((twice & ~reset).sum()), duplicates_after_epoch_bump=int((twice & reset).sum()),
+                   epoch_bumps=bumps, out_of_order=len(out_of_order), retried_to_the_end=len(stuck),
+                   liveness_checked=checked, offline_after_heal=offline, producers_stalled=stalled,
+                   producers_stalled_by_out_of_order=stalled_oosn)
+
+
+def heal_ms(scenario: Any) -> float | None:
+    """When the last fault ends, or None if one never does (a crash without restart, an endless cut)."""
+    ends = [f.end for f in scenario.faults]
+    if any(end is None for end in ends):
+        return None
+    # A controlled shutdown stops the process only when the controller lets it: allow a second for it.
+    return max((end + (1_000.0 if f.type == "shutdown" else 0.0) for f, end in zip(scenario.faults, ends,
+                                                                                  strict=True)), default=0.0)
+
+
+def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, int]:
+    """(checked, partitions offline after heal + bound, producers stalled unexplained, stalled by an
+    OUT_OF_ORDER_SEQUENCE_NUMBER retry) -- TigerBeetle's VOPR has such a liveness mode beside its safety
+    checks: after the faults heal, the system must make progress again."""
+    from kafkasim.broker.metadata import NO_LEADER
+    from kafkasim.controller.records import NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord
+
+    healed = heal_ms(scenario)
+    duration = float(scenario.duration)
+    if healed is None or healed + LIVENESS_BOUND_MS > duration - 1_000.0:
+        return 0, 0, 0, 0
+    deadline = healed + LIVENESS_BOUND_MS
+    leader_at_deadline: dict[Any, int] = {}
+    offline_later: set[Any] = set()
+    for batch in engine.components.controller_link.controller.core.log.batches:
+        for record in batch.records:
+            if isinstance(record, PartitionRecord):
+                leader_at_deadline[record.topic_partition] = record.leader
+            elif isinstance(record, PartitionChangeRecord) and record.leader != NO_LEADER_CHANGE:
+                if batch.append_ms <= deadline:
+                    leader_at_deadline[record.topic_partition] = record.leader
+                elif record.leader == NO_LEADER:
+                    offline_later.add(record.topic_partition)
+    offline = {tp for tp, leader in leader_at_deadline.items() if leader == NO_LEADER} | offline_later
+    records, requests = result.records, result.requests
+    stalled = by_out_of_order = 0
+    for producer in scenario.producers:
+        mine = records[records["producer"] == producer.name]
+        if not len(mine) or (mine["ack_ms"] > deadline).any() or mine["first_intended_ms"].max() < deadline:
+            continue
+        oosn = requests[(requests["client"] == producer.name)
+                        & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")
+                        & (requests["client_send_ms"] > healed)]
+        if len(oosn):
+            by_out_of_order += 1
+        else:
+            stalled += 1
+    return 1, len(offline), stalled, by_out_of_order
 
 
 class DataLost(Exception):
@@ -259,7 +349,12 @@ def check(seed: int, unclean: bool = False) -> Outcome:
     if not unclean and (outcome.lost or outcome.unclean_elections):
         broken.append(f"{outcome.lost} acknowledged batches lost, {outcome.unclean_elections} unclean elections")
     if outcome.duplicates:
-        broken.append(f"{outcome.duplicates} batches of idempotent producers written twice")
+        broken.append(f"{outcome.duplicates} batches of idempotent producers written twice with their sequence "
+                      "intact")
+    if outcome.offline_after_heal or outcome.producers_stalled:
+        broken.append(f"liveness: {outcome.offline_after_heal} partitions without a leader and "
+                      f"{outcome.producers_stalled} producers without an acknowledgement "
+                      f"{LIVENESS_BOUND_MS / 1000:g} s after the last fault healed")
     if broken:
         raise DataLost("; ".join(broken))
     return outcome
@@ -301,10 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"clean runs: {totals.faults} faults, {totals.leader_changes} leader changes "
           f"({totals.unclean_elections} unclean), {totals.acknowledged} batches acknowledged, {totals.lost} lost, "
           f"{totals.invariant_checks} invariant checks")
-    print(f"idempotent producers: {totals.duplicates} batches written twice, {totals.out_of_order} "
-          f"OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
+    print(f"idempotent producers: {totals.duplicates} batches written twice with their sequence intact, "
+          f"{totals.duplicates_after_epoch_bump} after an epoch bump rewrote it ({totals.epoch_bumps} bumps); "
+          f"{totals.out_of_order} OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
           + (f" (seeds {', '.join(map(str, out_of_order_seeds[:12]))})" if out_of_order_seeds else "")
           + f", {totals.retried_to_the_end} batches still retrying at the end after one")
+    print(f"liveness ({totals.liveness_checked} runs healed {LIVENESS_BOUND_MS / 1000:g} s before their end): "
+          f"{totals.offline_after_heal} partitions still without a leader, {totals.producers_stalled} producers "
+          f"stalled unexplained, {totals.producers_stalled_by_out_of_order} stalled retrying an "
+          "OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka retries it until delivery.timeout.ms)")
     for signature, seeds in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(map(str, seeds[:12])) + (" ..." if len(seeds) > 12 else "")
         print(f"  {len(seeds):4d}  {signature}\n        seeds: {shown}")

@@ -338,7 +338,25 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
         crash_rng = random.Random(f"{seed}/leader-crash")
         if duration is None and crash_rng.random() < LEADER_CRASH_SHARE:
             _add_broker_crashes(crash_rng, data)
+    data["faults"] = _without_crashes_of_crashed_brokers(data["faults"])
     return data
+
+
+def _without_crashes_of_crashed_brokers(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The faults without a crash that starts while an earlier crash of the same broker has it down (or at
+    the instant it restarts): the scenario's checks refuse those, as a crash of a crashed broker does nothing.
+    Decided after every draw, so no other draw moves."""
+    down_until: dict[str, float] = {}
+    dropped: set[int] = set()
+    crashes = sorted((_duration_ms(f["at"]), i) for i, f in enumerate(faults) if f["type"] == "crash")
+    for at, i in crashes:
+        target = faults[i]["target"]
+        if at <= down_until.get(target, -math.inf):
+            dropped.add(i)
+            continue
+        restart = faults[i].get("restart_after")
+        down_until[target] = math.inf if restart is None else at + _duration_ms(restart)
+    return [f for i, f in enumerate(faults) if i not in dropped]
 
 
 # The share of cluster scenarios that get crashes of any broker, leaders included.

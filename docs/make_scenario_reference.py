@@ -28,8 +28,13 @@ Every key a scenario file may hold, generated from the JSON Schema that validate
 (`num.io.threads`) are Kafka's own config names, one key each, not nested sections. Quantities take
 units: durations `us`, `ms`, `s`, `m`, `h`, `d` (`30s`, `500ms`; a bare number is milliseconds where the
 unit column says so), sizes `B`, `KB`, `MB`, `GB`, `KiB`, `MiB`, `GiB` (a bare number is bytes), rates
-`/s`, `/m`, `/h` (`5000/s`). A key whose default is "required" must be given. The range column repeats
-what the validator allows; a value outside it is reported as `file:line: key.path: ...`.
+`/s`, `/m`, `/h` (`5000/s`). Spaces, tabs and line breaks around a quantity are ignored, as Kafka's
+ConfigDef trims a config value (`" 30s"` is `30s`); between the number and its unit only spaces may
+stand (`10 s`); other whitespace (a tab inside, a no-break space anywhere) is refused. A key whose
+default is "required" must be given. The range column repeats
+what the validator allows; a value outside it is reported as `file:line: key.path: ...`. A scenario file
+is a regular UTF-8 file of at most 4 MiB, read as plain YAML 1.2 (no explicit tags, no `<<` merge keys);
+a directory, a FIFO or a device is refused before it is read.
 """
 
 
@@ -65,7 +70,7 @@ def kind(schema: Schema) -> str:
         return "duration"
     if typ == "string" and "(B|KB|" in pattern:
         return "size"
-    if typ == "string" and "/\\s*[smh]" in pattern:
+    if typ == "string" and "/ *[smh]" in pattern:
         return "rate"
     if typ == "array":
         return f"list of {kind(schema.get('items', {}))}"

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clients",),
     ("record",),
     ("run",),
+    ("real",),
     ("report",),
     ("sweep",),
     ("console",),

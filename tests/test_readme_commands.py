@@ -33,7 +33,8 @@ PLACEHOLDERS = {
     "DIR": "runs/readme-sweep",
 }
 # A line that shows the command got past its arguments and imports into its real work.
-STARTED = re.compile(r"kafkasim: running |^sweep \S+: \d+ variant|Jupyter Server .* is running at", re.M)
+STARTED = re.compile(r"kafkasim: running |kafkasim: starting a KRaft controller|^sweep \S+: \d+ variant|"
+                     r"Jupyter Server .* is running at", re.M)
 IGNORED = ("runs", "results", ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
            ".hypothesis", "spark-warehouse", "*.egg-info", ".ipynb_checkpoints")
 
@@ -71,7 +72,11 @@ def test_the_readme_has_the_commands_this_test_runs() -> None:
 SAVED_RUNS = {
     "runs/quickstart-42": [],
     "runs/linger0": ["--set", "producers[0].linger.ms=0"],
+    "runs/leader_crash-11": ["scenarios/leader_crash.yaml", "--set", "faults[0].at=3s"],
 }
+# What `--on-kafka` would write, for the command that compares it: a copy of the simulated run stands in (the
+# real run itself is tested by tests/real/, which runs it for minutes).
+STAND_INS = {"runs/leader_crash-11-kafka": "runs/leader_crash-11"}
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +84,15 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = tmp_path_factory.mktemp("readme") / "kafkasim"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(*IGNORED), symlinks=True)
     for out, extra in SAVED_RUNS.items():
+        scenario = extra[0] if extra and extra[0].endswith(".yaml") else "scenarios/quickstart.yaml"
+        extra = extra[1:] if extra and extra[0].endswith(".yaml") else extra
         subprocess.run(
-            [sys.executable, "-m", "kafkasim", "run", "scenarios/quickstart.yaml", *extra, "--set", "duration=6s",
+            [sys.executable, "-m", "kafkasim", "run", scenario, *extra, "--set", "duration=6s",
              "--no-figures", "--out", out],
             cwd=copy, check=True, capture_output=True, timeout=300,
         )
+    for out, source in STAND_INS.items():
+        shutil.copytree(copy / source, copy / out)
     return copy
 
 

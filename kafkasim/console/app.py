@@ -206,6 +206,14 @@ def run(
         help="Also draw figures/*.png and report.html now (matplotlib: more CPU than the quickstart's "
         "simulation). Default: not drawn; "
         "`kafkasim report RUN_DIR` draws both later from the saved tables, byte for byte the same.")] = False,
+    on_kafka: Annotated[bool, typer.Option(
+        "--on-kafka", help="Run the scenario on a real Apache Kafka cluster (KRaft, on 127.0.0.1) instead of "
+        "simulating it: the same load, seed and faults, the result in the same format (default directory "
+        "runs/<scenario>-<seed>-kafka). Needs Java 17+ and Maven (the jars are fetched once into the user cache) "
+        "or --kafka-home.")] = False,
+    kafka_home: Annotated[str | None, typer.Option(
+        "--kafka-home", metavar="DIR", help="With --on-kafka: use this Apache Kafka distribution's libs/ instead "
+        "of fetching Kafka's jars (default: $KAFKA_HOME if set).", show_default=False)] = None,
 ) -> None:
     """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml) and
     print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
@@ -215,6 +223,12 @@ def run(
 
     options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),
                          wallclock=wallclock, speed=speed, live=live, progress=progress, figures=figures)
+    if on_kafka:
+        from kafkasim.console.real_run import real_run_command
+
+        raise typer.Exit(real_run_command(options, kafka_home))
+    if kafka_home is not None:
+        raise typer.BadParameter("applies only with --on-kafka", param_hint="'--kafka-home'")
     raise typer.Exit(run_command(options))
 
 
@@ -336,6 +350,28 @@ def report(
     raise typer.Exit(report_command(run_dir))
 
 
+@app.command("import-request-log",
+             short_help="Read a real broker's request log (kafka.request.logger) into a result directory.")
+def import_request_log(
+    logs: Annotated[list[str], typer.Argument(metavar="LOG...", help="Request log files, one per broker.",
+                                              show_default=False)],
+    out: Annotated[str, typer.Option("--out", metavar="DIR", help="Result directory to write (new, empty, or an "
+                                     "earlier kafkasim result).", show_default=False)],
+    broker_ids: Annotated[str | None, typer.Option(
+        "--broker-ids", metavar="ID,ID,...", help="The broker id of each LOG, in order (default: 0, 1, ...).",
+        show_default=False)] = None,
+) -> None:
+    """Turn real brokers' request logs into a result directory with requests.parquet and summary.json, so that
+    `kafkasim report` explains their latency phase by phase (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs: the
+    purgatory wait, ...). A request log is what Kafka writes with `kafka.request.logger` at DEBUG: one line per
+    completed request, `<epoch ms> Completed request:{json}` (log4j2 pattern `%d{UNIX_MILLIS} %m%n`). PRODUCE
+    and FETCH requests are kept (a follower's FETCH as FetchFollower); lines that are not completed requests are
+    counted and named, and skipped (exit 2 when no request could be read)."""
+    from kafkasim.console.import_command import import_request_log_command
+
+    raise typer.Exit(import_request_log_command(logs, out, broker_ids))
+
+
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")
 def sweep(
     sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep YAML file.", show_default=False)],
@@ -391,8 +427,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(130)
     except MemoryError:
         # The last resort (`kafkasim run` handles a run's own): one line, never a cascade of tracebacks.
-        print("kafkasim: out of memory; lower the producers' rate or the duration, or give kafkasim more memory",
-              file=sys.stderr)
+        # Not a run's (`kafkasim run` names what a run held): nothing to say what filled the memory.
+        print("kafkasim: out of memory (give kafkasim more memory)", file=sys.stderr)
         sys.exit(1)
     if isinstance(code, int) and code != 0:
         sys.exit(code)

@@ -57,6 +57,9 @@ def group_table(runs: Sequence[Run], group: Group) -> Table:
 def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Group]) -> None:
     for run in runs:
         console.print(Text.assemble((f"{run.letter} ", "bold"), f"= {run.path}  ({run.name})"))
+    for run in runs:
+        if run.cannot_show is not None:
+            console.print(Text(f"{run.letter} {run.cannot_show}.", style="dim"))
     console.print(Text("A-B rows: the later run minus A, in ms; X/A rows: the later run divided by A.", style="dim"))
     kind = None
     for group in groups:

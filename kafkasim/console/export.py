@@ -25,6 +25,11 @@ def export_command(run_dir: str, *, hlog: str | None, csv_dir: str | None) -> in
         result = RunResult.load(run_dir)
     except (ExportError, ResultDirectoryError) as exc:
         return fail(str(exc))
+    from kafkasim.report.compare import cannot_show
+
+    note = cannot_show(result.run_info)
+    if note is not None:
+        print(f"kafkasim export: note: this run {note}; those columns are exported empty", file=sys.stderr)
     try:
         if hlog is not None:
             written = export_hlog(result, Path(run_dir), hlog, label=f"--hlog {hlog}")

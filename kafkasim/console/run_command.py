@@ -66,9 +66,10 @@ def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
     """Load and validate a scenario file, then apply `--set` overrides; ScenarioError on any problem."""
     from kafkasim.scenario import load_scenario
 
-    if not Path(path).is_file():
-        # load_scenario reads any other string as YAML text; on the command line it is always a file.
+    if not Path(path).exists():
         raise UsageProblem(f"{path}: no such scenario file")
+    # On the command line it is always a file: a Path is never read as YAML text, and anything but a
+    # regular file of at most 4 MiB (a directory, a FIFO, /dev/zero) is refused by name before it is read.
     scenario = load_scenario(Path(path))
     if overrides:
         scenario = scenario.with_overrides(list(overrides))
@@ -213,6 +214,7 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     _load_writers()
     engine = Engine(scenario, seed=seed, clock=SimClock(wallclock=paced, speed=speed), progress=on_progress,
                     on_request=recent)
+    result: RunResult | None = None
     try:
         with StopOnInterrupt(engine) as stopper:
             # Printed once Ctrl-C is handled: from here on an interrupt still writes the results.
@@ -250,11 +252,9 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     except SimulationOutOfMemory as exc:
         return _out_of_memory(exc, out)
     except MemoryError:
-        # Outside the simulation loop (its own MemoryError is SimulationOutOfMemory): setting up, or
-        # tabulating and writing the results of a run that fitted.
-        print(f"kafkasim: out of memory running {scenario.name}: {OUT_OF_MEMORY_ADVICE}; no results written",
-              file=sys.stderr)
-        return EXIT_RUN_FAILED
+        # Writing the results of a run whose tables were built (building them is the engine's, which
+        # raises SimulationOutOfMemory when it runs out of memory).
+        return _out_of_memory_saving(engine, result, out, options.figures)
     except InvariantViolation as exc:
         print(f"kafkasim: run failed: {exc}", file=sys.stderr)
         print("kafkasim: no results written (a run that broke an invariant is not a result)", file=sys.stderr)
@@ -289,16 +289,16 @@ def _load_writers() -> None:
     import pyarrow.parquet  # noqa: F401
 
 
-OUT_OF_MEMORY_ADVICE = "lower the producers' rate or the duration (or give kafkasim more memory)"
-
-
 def _out_of_memory(exc: SimulationOutOfMemory, out: Path) -> int:
-    """One line for a run that ran out of memory; the results up to then are saved (no figures) if they
-    could be tabulated and there is memory to write them."""
-    when = f"kafkasim: out of memory at simulated time {seconds(exc.at_ms)} of {seconds(exc.duration_ms)}"
-    written = "no results written"
+    """One line for a run that ran out of memory: when, what it held (what most likely filled the memory,
+    and what to change), and whether the results up to then were saved (no figures) -- they are if they
+    could be tabulated and there is memory to write them; otherwise it says why not."""
+    at = f"simulated time {seconds(exc.at_ms)} of {seconds(exc.duration_ms)}"
+    when = (f"out of memory building the tables at the end of the run ({at})" if exc.tabulating
+            else f"out of memory at {at}")
+    written = f"no results written ({exc.why_no_result})" if exc.why_no_result else "no results written"
     if exc.result is not None:
-        exc.result.run_info["partial"] = when.removeprefix("kafkasim: ")
+        exc.result.run_info["partial"] = when
         import pyarrow
 
         # Arrow's own allocator asks the system for fresh memory; malloc reuses what the simulation gave
@@ -307,12 +307,40 @@ def _out_of_memory(exc: SimulationOutOfMemory, out: Path) -> int:
         try:
             written = f"partial results written to {_display_path(_save(exc.result, out, figures=False))}"
         except MemoryError:
-            written = "no results written (no memory left to write them)"
+            written = (f"no results written (writing the tables of {_rows(exc.result)} rows needed more memory "
+                       "than was left)")
         except (OSError, ValueError) as problem:  # ResultDirectoryError is a ValueError
             written = f"no results written ({problem})"
     exc.result = None  # let the tables go before printing
-    print(f"{when}: {OUT_OF_MEMORY_ADVICE}; {written}", file=sys.stderr)
+    held = f", {exc.held.describe()}" if exc.held is not None else ""
+    print(f"kafkasim: {when}{held}; {written}", file=sys.stderr)
     return EXIT_RUN_FAILED
+
+
+def _out_of_memory_saving(engine: Engine, result: RunResult | None, out: Path, figures: bool) -> int:
+    """One line for a run whose results did not fit in memory while being written. Drawing the figures is
+    what needs most memory beside the tables: without them, the results are written again."""
+    from kafkasim.run.memory_use import memory_use
+
+    held = f", {memory_use(engine.recorder, None).describe()}" if result is None else ""
+    written = "no results written"
+    if result is not None:
+        written = f"no results written (writing the tables of {_rows(result)} rows needed more memory than was left)"
+        if figures:
+            try:
+                saved = _save(result, out, figures=False)
+                written = (f"results written to {_display_path(saved)} without figures (no memory left to draw "
+                           f"them; {report_hint(saved)} draws them later)")
+            except MemoryError:
+                pass
+            except (OSError, ValueError) as problem:  # ResultDirectoryError is a ValueError
+                written = f"no results written ({problem})"
+    print(f"kafkasim: out of memory writing the results{held}; {written}", file=sys.stderr)
+    return EXIT_RUN_FAILED
+
+
+def _rows(result: RunResult) -> str:
+    return f"{len(result.requests):,} request, {len(result.records):,} batch and {len(result.timeseries):,} gauge"
 
 
 def _save(result: RunResult, out: Path, figures: bool) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,7 @@ def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, 
     layout = _layout()
     try:
         result = RunResult.load(run_dir)
+        _say_what_a_real_run_cannot_show(result.run_info)
         trace = trace_request(result, request_id=request_id, slowest=slowest, client=client, at_ms=at_ms)
         rid = int(trace.request["request_id"])
         target_text = out if out is not None else str(Path("runs") / f"trace-{Path(run_dir).resolve().name}-{rid}")
@@ -85,3 +87,11 @@ def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, 
     console.print(f"swimlane: {where}" if figure is not None else f"no swimlane (never completed); story: {where}",
                   markup=False)
     return 0
+
+
+def _say_what_a_real_run_cannot_show(run_info: dict[str, object]) -> None:
+    from kafkasim.report.compare import cannot_show
+
+    note = cannot_show(run_info)
+    if note is not None:
+        print(f"kafkasim trace: note: this run {note}; a trace starts at the broker", file=sys.stderr)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import tempfile
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from operator import attrgetter
@@ -29,6 +28,7 @@ from mypy_extensions import mypyc_attr
 from kafkasim.broker.errors import Errors
 from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
 from kafkasim.record.log_audit import LOSS_REASONS
+from kafkasim.record.spool_dir import make_spool_dir
 
 NAN: Final = math.nan
 
@@ -116,7 +116,8 @@ class BatchTrace:
     """One produced batch's row. `offset` is the base offset the leader assigned, -1 if never appended.
     `attempts` is how many times the producer sent it (1 + retries); `duplicated` is set when a consumer
     read the batch at another offset than the acknowledged one (written twice: a non-idempotent retry after
-    a lost response)."""
+    a lost response); `sequence_reset`: an idempotent producer's epoch bump rewrote its sequence while it was
+    in flight (Kafka's ``ProducerBatch.sequenceHasBeenReset``)."""
 
     __slots__ = (
         "batch_id",
@@ -137,6 +138,7 @@ class BatchTrace:
         "consumed",
         "attempts",
         "duplicated",
+        "sequence_reset",
     )
 
     def __init__(
@@ -157,6 +159,7 @@ class BatchTrace:
         request_id: int = -1,
         attempts: int = 1,
         first_request_id: int = -1,
+        sequence_reset: bool = False,
     ) -> None:
         self.batch_id = batch_id
         self.producer = producer
@@ -178,6 +181,7 @@ class BatchTrace:
         # consumer name -> first receive time; filled by Recorder.batch_consumed
         self.consumed: dict[str, float] = {}
         self.attempts = attempts
+        self.sequence_reset = sequence_reset
         self.duplicated = False
 
     def __repr__(self) -> str:
@@ -272,7 +276,9 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
     """The `records` table: one row per batch, a `consumed_ms:<consumer>` column per consumer.
 
     `attempts` is how many times the batch was sent, `first_request_id` the request of its first send (the
-    `request_id` column is the last send's); `outcome` one of ``OUTCOMES``; `lost_after_ack` and
+    `request_id` column is the last send's); `sequence_reset` whether an epoch bump of its idempotent producer
+    rewrote its sequence in flight (a batch already written may then be written again); `outcome` one of
+    ``OUTCOMES``; `lost_after_ack` and
     `lost_reason` (one of ``kafkasim.record.log_audit.LOSS_REASONS``) are False / missing here: the engine
     fills them in from the final logs at the end of the run (``log_audit.audit_records``)."""
     errors, _ = _error_columns(batches)
@@ -293,6 +299,7 @@ def records_frame(batches: Sequence[BatchTrace], consumers: Sequence[str]) -> pd
         "request_id": _column(batches, "request_id", np.int64),
         "first_request_id": _column(batches, "first_request_id", np.int64),
         "attempts": _column(batches, "attempts", np.int32),
+        "sequence_reset": _column(batches, "sequence_reset", np.bool_),
         "outcome": pd.Categorical([_outcome(b) for b in batches], categories=OUTCOMES),
         "lost_after_ack": np.zeros(len(batches), dtype=bool),
         "lost_reason": pd.Categorical([None] * len(batches), categories=LOSS_REASONS),
@@ -338,7 +345,8 @@ def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: S
 
 
 class _Spool:
-    """Row groups of one table in a Parquet file; the file is read back once at the end."""
+    """Row groups of one table in a Parquet file; the file is read back at the end (again, if building the
+    tables ran out of memory the first time)."""
 
     def __init__(self, directory: Path, name: str) -> None:
         self.path = directory / f"{name}.parquet"
@@ -358,15 +366,31 @@ class _Spool:
         self.rows += len(frame)
         self.row_groups += 1
 
-    def read_all(self, tail: pd.DataFrame) -> pd.DataFrame:
+    def finish(self, tail: pd.DataFrame) -> None:
+        """Write the rows still in memory and close the file (once: the caller then lets `tail`'s rows go)."""
         if self._writer is None:
-            return tail
+            return
         if len(tail):
             self.write(tail)
         self._writer.close()
         self._writer = None
+
+    def read(self, key: str | None) -> pd.DataFrame:
+        """The table, sorted by `key` (stable) if given. Built a column at a time so that it never holds much
+        more than one copy of the table: each column sorted in Arrow in turn (the unsorted one let go), then
+        converted to pandas letting Arrow's buffers go as it goes."""
         # pre_buffer=False: Arrow's read-ahead cache starts an I/O thread (see write()).
-        return pq.ParquetFile(self.path, pre_buffer=False).read(use_threads=False).to_pandas(use_threads=False)
+        table = pq.ParquetFile(self.path, pre_buffer=False).read(use_threads=False)
+        if key is not None:
+            order = np.argsort(table.column(key).to_numpy(), kind="stable")
+            schema = table.schema
+            columns = table.columns
+            del table
+            for i in range(len(columns)):
+                columns[i] = columns[i].take(order)
+            table = pa.Table.from_arrays(columns, schema=schema)
+            del columns, order
+        return table.to_pandas(use_threads=False, split_blocks=True, self_destruct=True)
 
 
 class RecordedTables:
@@ -389,7 +413,9 @@ class _SpoolDirectory:
     """The spool's temporary directory: deleted when the recorder that alone holds this goes, or at exit."""
 
     def __init__(self, parent: Path | None) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="kafkasim-spool-", dir=parent))
+        # Its owner is written in it: a run that starts clears the directories of runs that were killed
+        # (kafkasim.record.spool_dir).
+        self.path = make_spool_dir(parent)
         self.cleanup = weakref.finalize(self, shutil.rmtree, self.path, True)
 
 
@@ -560,6 +586,17 @@ class Recorder:
         return {name: spool.rows for name, spool in self._spools.items()}
 
     @property
+    def rows(self) -> dict[str, int]:
+        """Rows recorded so far per table, spooled or not: what the tables will hold (requests and gauge
+        samples handed over, batches finished by their producers), including those not yet spooled."""
+        spooled = self.spooled_rows
+        return {
+            "requests": spooled.get("requests", 0) + len(self._finished_requests),
+            "records": spooled.get("records", 0) + len(self._finished_batches) + len(self._pending_batches),
+            "timeseries": spooled.get("timeseries", 0) + len(self._ts_time),
+        }
+
+    @property
     def spooled_row_groups(self) -> dict[str, int]:
         return {name: spool.row_groups for name, spool in self._spools.items()}
 
@@ -569,27 +606,48 @@ class Recorder:
 
     def tables(self) -> RecordedTables:
         """The finished tables, sorted by request id / batch id (gauges in sampling order). Batches still
-        waiting for a consumer are included. Closes the recorder."""
+        waiting for a consumer are included. Closes the recorder -- unless building them raised (say
+        MemoryError): then every row is still there and `tables()` may be called again."""
         if self._closed:
             raise RuntimeError("Recorder.tables() was already called; a recorder yields its tables once")
-        self._closed = True
-        try:
-            requests = self._read("requests", requests_frame(self._finished_requests))
-            leftover = self._finished_batches + [self._pending_batches[b] for b in sorted(self._pending_batches)]
-            records = self._read("records", records_frame(leftover, self._consumers))
-            timeseries = self._read(
-                "timeseries", timeseries_frame(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value)
-            )
-            segments = self._read("segments", segments_frame(self._segment_rows))
-        finally:
-            self.close()
-        requests = requests.sort_values("request_id", kind="stable", ignore_index=True)
-        records = records.sort_values("batch_id", kind="stable", ignore_index=True)
+        requests = self._table("requests", "request_id")
+        records = self._table("records", "batch_id")
+        timeseries = self._table("timeseries", None)
+        segments = self._table("segments", None)
+        self.close()
         return RecordedTables(requests, records, timeseries, segments)
 
-    def _read(self, table: str, tail: pd.DataFrame) -> pd.DataFrame:
+    def _table(self, table: str, key: str | None) -> pd.DataFrame:
+        """One finished table: read back from its spool (the rows still in memory written to it first, and
+        let go), or built from memory when it has none."""
         spool = self._spools.get(table)
-        return tail if spool is None else spool.read_all(tail)
+        if spool is None:
+            frame = self._tail(table)
+            return frame if key is None else frame.sort_values(key, kind="stable", ignore_index=True)
+        spool.finish(self._tail(table))
+        self._drop_tail(table)
+        return spool.read(key)
+
+    def _tail(self, table: str) -> pd.DataFrame:
+        if table == "requests":
+            return requests_frame(self._finished_requests)
+        if table == "records":
+            leftover = self._finished_batches + [self._pending_batches[b] for b in sorted(self._pending_batches)]
+            return records_frame(leftover, self._consumers)
+        if table == "segments":
+            return segments_frame(self._segment_rows)
+        return timeseries_frame(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value)
+
+    def _drop_tail(self, table: str) -> None:
+        if table == "requests":
+            self._finished_requests = []
+        elif table == "records":
+            self._finished_batches = []
+            self._pending_batches = {}
+        elif table == "segments":
+            self._segment_rows = []
+        else:
+            self._ts_time, self._ts_metric, self._ts_entity, self._ts_value = [], [], [], []
 
     def close(self) -> None:
         """Drop buffers and delete the spool directory."""

@@ -37,12 +37,16 @@ SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.yaml"
 RUN_INFO_FILE = "run-info.json"
 FIGURES_DIR = "figures"
+# A run on a real Kafka cluster (kafkasim.real) keeps its nodes' server.log and request log here.
+KAFKA_LOGS_DIR = "kafka"
 # The HTML report kafkasim.report.html writes next to the figures (and its name while being written).
 REPORT_FILE = "report.html"
 REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
 # Every figure kafkasim.report.write_figures can draw (its builders use these names; a test keeps them equal).
 FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
                 "fetch_waits", "produce_swimlane", "failover_swimlane")
+# Rows per Parquet row group: pq.write_table's default (Arrow's default max_row_group_length, 1024 * 1024).
+ROW_GROUP_ROWS = 1024 * 1024
 _RESULT_FILES = frozenset((*REQUIRED_FILES, *(f"{t}.parquet" for t in OPTIONAL_TABLES), SCENARIO_FILE, RUN_INFO_FILE,
                            REPORT_FILE, f".{REPORT_FILE}.partial"))
 _FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
@@ -68,6 +72,8 @@ def _foreign_result_entries(directory: Path) -> list[str]:
                 foreign.append(name)
         elif name == FIGURES_DIR and path.is_dir():
             foreign.extend(f"{FIGURES_DIR}/{n}" for n in _foreign_figures(path))
+        elif name == KAFKA_LOGS_DIR and path.is_dir() and (directory / RUN_INFO_FILE).is_file():
+            pass  # a real run's Kafka logs, written with it
         elif not (name.startswith(_PLOT_STAGING_PREFIX) and path.is_dir()):
             foreign.append(name)
     return foreign
@@ -127,6 +133,8 @@ class RunResult:
         self.scenario_yaml = scenario_yaml
         # What a replay of the same scenario and seed cannot reproduce: wall seconds, version, date.
         self.run_info: dict[str, Any] = dict(run_info or {})
+        # Other files of the result, by relative path (a real run's Kafka logs under kafka/).
+        self.extra_files: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
         return (
@@ -176,12 +184,27 @@ class RunResult:
 
         for name in (*TABLES, *OPTIONAL_TABLES):
             frame: pd.DataFrame = getattr(self, name)
-            # One conversion thread (each Arrow thread maps ~72 MB of address space, and a run that ran out
-            # of memory still writes its partial results); the tables are a few columns wide.
-            table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
-            pq.write_table(table, directory / f"{name}.parquet")
+            # A row group at a time: the file pq.write_table writes (its row groups are ROW_GROUP_ROWS long),
+            # without an Arrow copy of the whole table beside the DataFrame. One conversion thread (each
+            # Arrow thread maps ~72 MB of address space, and a run that ran out of memory still writes its
+            # partial results).
+            writer: pq.ParquetWriter | None = None
+            for start in range(0, max(len(frame), 1), ROW_GROUP_ROWS):
+                piece = frame.iloc[start:start + ROW_GROUP_ROWS]
+                table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
+                                             schema=writer.schema if writer is not None else None)
+                if writer is None:
+                    writer = pq.ParquetWriter(directory / f"{name}.parquet", table.schema)
+                writer.write_table(table)
+                del table, piece
+            assert writer is not None
+            writer.close()
         if self.scenario_yaml is not None:
             (directory / SCENARIO_FILE).write_text(self.scenario_yaml, encoding="utf-8")
+        for relative, data in self.extra_files.items():
+            path = directory / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         (directory / SUMMARY_FILE).write_text(
             json.dumps(self.summary, indent=2, allow_nan=False) + "\n", encoding="utf-8"
         )

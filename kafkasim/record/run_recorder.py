@@ -112,6 +112,7 @@ class RunRecorder(Observer):
             batch.request_id,
             batch.sends,
             batch.first_request_id,
+            batch.sequence_reset,
         )
 
     def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:

@@ -95,18 +95,46 @@ def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _breakdown(rows: pd.DataFrame) -> dict[str, Any]:
+class _Rows:
+    """Some rows of the requests table, picked by a mask over the whole table and read a column at a time (the
+    picked values of one column): picking rows never copies the table, which for a long run is most of what
+    it holds in memory when the summary is made."""
+
+    __slots__ = ("frame", "mask", "count")
+
+    def __init__(self, frame: pd.DataFrame, mask: np.ndarray | None = None) -> None:
+        self.frame = frame
+        self.mask = mask
+        self.count = len(frame) if mask is None else int(np.count_nonzero(mask))
+
+    def __len__(self) -> int:
+        return self.count
+
+    def where(self, mask: np.ndarray) -> _Rows:
+        """These rows where `mask` (over the whole table) holds."""
+        return _Rows(self.frame, mask if self.mask is None else self.mask & mask)
+
+    def column(self, name: str, dtype: Any = None) -> np.ndarray:
+        values = self.frame[name].to_numpy(dtype=dtype)
+        return values if self.mask is None else values[self.mask]
+
+    def floats(self, name: str) -> np.ndarray:
+        values = _floats(self.frame, name)
+        return values if self.mask is None else values[self.mask]
+
+
+def _breakdown(rows: _Rows) -> dict[str, Any]:
     """Kafka's RequestMetrics breakdown of these requests, and the client's send -> receive."""
-    out = {name: percentiles(_floats(rows, name)) for name, _, _ in BREAKDOWN}
-    out["client_latency_ms"] = percentiles(_floats(rows, "client_latency_ms"))
+    out = {name: percentiles(rows.floats(name)) for name, _, _ in BREAKDOWN}
+    out["client_latency_ms"] = percentiles(rows.floats("client_latency_ms"))
     return out
 
 
-def _api_summary(rows: pd.DataFrame) -> dict[str, Any]:
+def _api_summary(rows: _Rows) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "count": int(len(rows)),
-        "errors": int((rows["error"].to_numpy() != 0).sum()),
-        "client_timeouts": int(rows["client_timeout"].to_numpy(dtype=bool).sum()),
+        "errors": int((rows.column("error") != 0).sum()),
+        "client_timeouts": int(rows.column("client_timeout", dtype=bool).sum()),
     }
     summary.update(_breakdown(rows))
     return summary
@@ -128,22 +156,22 @@ def _produce_latency(records: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _error_counts(rows: pd.DataFrame) -> dict[str, int]:
+def _error_counts(rows: _Rows) -> dict[str, int]:
     """The requests' errors by Kafka's error name, most frequent first (ties by name); {} when none."""
-    failed = rows.loc[rows["error"].to_numpy() != 0, "error_name"].astype(str)
+    failed = pd.Series(rows.column("error_name")[rows.column("error") != 0], dtype=object).astype(str)
     counts = failed.value_counts()
     return {str(name): int(n) for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
 
 
-def _client_requests(rows: pd.DataFrame) -> dict[str, Any]:
+def _client_requests(rows: _Rows) -> dict[str, Any]:
     return {
         "requests": int(len(rows)),
         "errors": _error_counts(rows),
-        "client_timeouts": int(rows["client_timeout"].to_numpy(dtype=bool).sum()),
+        "client_timeouts": int(rows.column("client_timeout", dtype=bool).sum()),
     }
 
 
-def _producer_summary(requests: pd.DataFrame, batches: pd.DataFrame) -> dict[str, Any]:
+def _producer_summary(requests: _Rows, batches: pd.DataFrame) -> dict[str, Any]:
     """One producer: its batches' latency from the intended send and from the send (acknowledged batches),
     end to end (until the first consumer received the batch), its requests' errors and their breakdown."""
     acks = batches["acks"].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -201,7 +229,7 @@ def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any] | None:
     }
 
 
-def _consumer_summary(requests: pd.DataFrame, batches: pd.DataFrame, consumer: str) -> dict[str, Any]:
+def _consumer_summary(requests: _Rows, batches: pd.DataFrame, consumer: str) -> dict[str, Any]:
     """One consumer: the batches it received, from their intended send (end to end) and from their send
     until it received them, and its fetches' errors and breakdown (RemoteTimeMs: parked in the purgatory)."""
     column = CONSUMED_PREFIX + consumer
@@ -217,7 +245,7 @@ def _consumer_summary(requests: pd.DataFrame, batches: pd.DataFrame, consumer: s
 
 def _per_client(
     requests: pd.DataFrame,
-    kept: pd.DataFrame,
+    kept: _Rows,
     records: pd.DataFrame,
     batches: pd.DataFrame,
     producers: Sequence[str] | None,
@@ -233,17 +261,14 @@ def _per_client(
     if consumers is None:
         columns = [c[len(CONSUMED_PREFIX):] for c in records.columns if c.startswith(CONSUMED_PREFIX)]
         consumers = columns + sorted(set(client[api == "FetchConsumer"].tolist()) - set(columns))
-    kept_api = kept["api"].astype(str).to_numpy()
-    kept_client = kept["client"].astype(str).to_numpy()
     producer_column = batches["producer"].astype(str).to_numpy()
     return {
         "producers": {
-            name: _producer_summary(kept[(kept_api == "Produce") & (kept_client == name)],
-                                    batches[producer_column == name])
+            name: _producer_summary(kept.where((api == "Produce") & (client == name)), batches[producer_column == name])
             for name in producers
         },
         "consumers": {
-            name: _consumer_summary(kept[(kept_api == "FetchConsumer") & (kept_client == name)], batches, name)
+            name: _consumer_summary(kept.where((api == "FetchConsumer") & (client == name)), batches, name)
             for name in consumers
         },
     }
@@ -259,11 +284,12 @@ def _broker_id(entity: str) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
-def _per_broker(kept: pd.DataFrame, timeseries: pd.DataFrame | None, warmup_ms: float) -> dict[str, Any]:
+def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) -> dict[str, Any]:
     """Per broker: the requests it handled per API (count, errors, client timeouts, TotalTimeMs), and its
     queue and idle gauges after the warm-up. Brokers named by a request row or by a broker gauge."""
-    broker_column = kept["broker"].to_numpy() if "broker" in kept.columns else np.full(len(kept), -1)
-    brokers = {int(b) for b in np.unique(broker_column) if b >= 0}
+    requests = kept.frame
+    broker_column = requests["broker"].to_numpy() if "broker" in requests.columns else np.full(len(requests), -1)
+    brokers = {int(b) for b in np.unique(broker_column if kept.mask is None else broker_column[kept.mask]) if b >= 0}
     gauges: dict[str, pd.DataFrame] = {}
     if timeseries is not None and len(timeseries) and {"time_ms", "metric", "entity", "value"} <= set(timeseries):
         ts = timeseries[_floats(timeseries, "time_ms") >= warmup_ms]
@@ -272,29 +298,28 @@ def _per_broker(kept: pd.DataFrame, timeseries: pd.DataFrame | None, warmup_ms: 
             rows = ts[metric_column == name]
             gauges[name] = rows
             brokers |= {b for e in set(rows["entity"].astype(str)) if (b := _broker_id(e)) is not None}
-    api_column = kept["api"].astype(str).to_numpy()
+    api_column = requests["api"].astype(str).to_numpy()
     out: dict[str, Any] = {}
     for broker in sorted(brokers):
         mine = broker_column == broker
-        rows = kept[mine]
         entry: dict[str, Any] = {
-            **_client_requests(rows),  # requests, errors by Kafka's name, client timeouts
+            **_client_requests(kept.where(mine)),  # requests, errors by Kafka's name, client timeouts
             "apis": {},
         }
         for api in APIS:
-            api_rows = kept[mine & (api_column == api)]
+            api_rows = kept.where(mine & (api_column == api))
             if len(api_rows):
                 entry["apis"][api] = {
                     "count": int(len(api_rows)),
-                    "errors": int((api_rows["error"].to_numpy() != 0).sum()),
-                    "client_timeouts": int(api_rows["client_timeout"].to_numpy(dtype=bool).sum()),
-                    "TotalTimeMs": percentiles(_floats(api_rows, "TotalTimeMs")),
+                    "errors": int((api_rows.column("error") != 0).sum()),
+                    "client_timeouts": int(api_rows.column("client_timeout", dtype=bool).sum()),
+                    "TotalTimeMs": percentiles(api_rows.floats("TotalTimeMs")),
                 }
         entity = f"{BROKER_PREFIX}{broker}"
         for name, extreme in BROKER_GAUGES:
-            frame = gauges.get(name)
-            values = (frame.loc[frame["entity"].astype(str) == entity, "value"].to_numpy(dtype=np.float64)
-                      if frame is not None else np.empty(0))
+            sampled = gauges.get(name)
+            values = (sampled.loc[sampled["entity"].astype(str) == entity, "value"].to_numpy(dtype=np.float64)
+                      if sampled is not None else np.empty(0))
             if values.size:
                 entry[name] = {"mean": float(values.mean()),
                                extreme: float(values.max() if extreme == "max" else values.min())}
@@ -331,14 +356,14 @@ def summarize(
     messages, ...) are copied as given. `producers` and `consumers` name the clients of `per_client`, in
     the order it lists them (the scenario's); by default, every client the tables name. `timeseries` (the
     sampled gauges) adds each broker's queue and idle figures to `per_broker`."""
-    kept = requests[_floats(requests, "client_send_ms") >= warmup_ms] if warmup_ms > 0 else requests
+    kept = _Rows(requests, _floats(requests, "client_send_ms") >= warmup_ms if warmup_ms > 0 else None)
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
     summary: dict[str, Any] = {
         "seed": seed,
         "simulated_duration_ms": simulated_duration_ms,
         "warmup_ms": warmup_ms,
         "simulated_requests": int(len(requests)),
-        "requests_after_warmup": int(len(kept)),
+        "requests_after_warmup": len(kept),
         "apis": {},
         "produce_latency": _produce_latency(batches),
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
@@ -349,9 +374,9 @@ def summarize(
     lost = _lost_after_ack(records)
     if lost is not None:
         summary["lost_after_ack"] = lost
-    api_column = kept["api"].astype(str).to_numpy()
+    api_column = requests["api"].astype(str).to_numpy()
     for api in APIS:
-        rows = kept[api_column == api]
+        rows = kept.where(api_column == api)
         if len(rows):
             summary["apis"][api] = _api_summary(rows)
     return _json_value(summary)

@@ -58,10 +58,36 @@ class Run:
 
     @property
     def name(self) -> str:
-        """The scenario's name and seed as the summary and scenario.yaml tell them, else the directory's name."""
+        """The scenario's name and seed as the summary and scenario.yaml tell them, else the directory's name;
+        where it ran when not in the simulator ("on Kafka 4.3.1")."""
         seed = self.result.summary.get("seed")
         scenario = _scenario_name(self.result.scenario_yaml)
-        return f"{scenario or self.path.name}, seed {seed}" if seed is not None else (scenario or self.path.name)
+        name = f"{scenario or self.path.name}, seed {seed}" if seed is not None else (scenario or self.path.name)
+        engine = self.result.run_info.get("engine")
+        if engine == "kafka":
+            return f"{name}, on Kafka {self.result.run_info.get('kafka_version', '?')}"
+        if engine == "kafka-request-log":
+            return f"{name}, a broker's request log"
+        return name
+
+    @property
+    def cannot_show(self) -> str | None:
+        """What this run's tables lack that a simulated run has (None for a simulated run)."""
+        return cannot_show(self.result.run_info)
+
+
+def cannot_show(run_info: dict[str, Any]) -> str | None:
+    """What a result's tables lack that a simulated run's have, from its run-info (None for a simulated run)."""
+    engine = run_info.get("engine")
+    if engine == "kafka":
+        return ("ran on a real Kafka cluster: the brokers' request logs give each request's RequestMetrics "
+                "breakdown, but not the clients' send and receive times (client send -> receive is empty; "
+                "warm-up is cut at the broker's arrival time); its producer and consumer latencies come from "
+                "the load driver per record, grouped into the batches the brokers appended; no high "
+                "watermark or handler idle gauges (Kafka has no such JMX gauge)")
+    if engine == "kafka-request-log":
+        return "is a broker's request log: requests and their breakdown only (no client times, no records, no gauges)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -192,7 +218,8 @@ def difference(base: dict[str, Any] | None, other: dict[str, Any] | None, stat: 
 def comparison_json(runs: Sequence[Run], groups: Sequence[Group]) -> dict[str, Any]:
     """What compare.json holds: the runs and, per group, each run's statistics and its differences to A."""
     return {
-        "runs": [{"letter": r.letter, "path": str(r.path), "name": r.name} for r in runs],
+        "runs": [{"letter": r.letter, "path": str(r.path), "name": r.name,
+                  "engine": r.result.run_info.get("engine", "kafkasim"), "cannot_show": r.cannot_show} for r in runs],
         "groups": [
             {
                 "kind": g.kind, "key": g.key, "measure": g.measure,

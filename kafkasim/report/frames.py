@@ -37,10 +37,14 @@ def require_columns(frame: pd.DataFrame | None, columns: Iterable[str], what: st
 
 
 def after_warmup(requests: pd.DataFrame, warmup: float) -> pd.DataFrame:
-    """Requests the client sent at or after the warm-up (the summary's rule for latency figures)."""
+    """Requests the client sent at or after the warm-up (the summary's rule for latency figures). A table read
+    from a real broker's request log has no client send times: there the broker's arrival time stands in."""
     if warmup <= 0 or "client_send_ms" not in requests.columns:
         return requests
-    return requests[requests["client_send_ms"].to_numpy(dtype=float, na_value=np.nan) >= warmup]
+    sent = requests["client_send_ms"].to_numpy(dtype=float, na_value=np.nan)
+    if len(sent) and np.isnan(sent).all() and "start_ms" in requests.columns:
+        sent = requests["start_ms"].to_numpy(dtype=float, na_value=np.nan)
+    return requests[sent >= warmup]
 
 
 def finite(values: pd.Series) -> np.ndarray:

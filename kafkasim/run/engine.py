@@ -37,15 +37,17 @@ from kafkasim.clients.producer import Producer
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
 from kafkasim.record.log_audit import UNEXPLAINED, audit_records
-from kafkasim.record.recorder import Recorder
+from kafkasim.record.recorder import RecordedTables, Recorder
 from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
+from kafkasim.record.spool_dir import clear_abandoned_spools_once
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
 from kafkasim.run.memory_guard import AddressSpaceGuard
+from kafkasim.run.memory_use import MemoryUse, memory_use
 from kafkasim.run.observer import CheckedRunObserver
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
@@ -71,16 +73,24 @@ NAN = math.nan
 
 
 class SimulationOutOfMemory(MemoryError):
-    """The run ran out of memory at simulated time `at_ms` (of `duration_ms`). `result` holds what was
-    recorded up to then (summary `interrupted_at_ms`, `interrupted_by: "out of memory"`), or is None when
-    even that could not be tabulated. Its causes are the scenario's load and length: a producer rate the
-    broker cannot keep up with piles records up in the producers and the logs."""
+    """The run ran out of memory at simulated time `at_ms` (of `duration_ms`), or, when `tabulating`, while
+    its tables were built at the end (at `at_ms`, where the run stopped). `result` holds what was recorded up
+    to then (summary `interrupted_at_ms`, `interrupted_by: "out of memory"`), or is None when even that could
+    not be tabulated (`why_no_result` says why). `held` counts what the run held then -- its request rows,
+    batch rows and gauge samples, the records waiting in its producers and the batches in its logs -- and
+    names what most likely filled the memory (``MemoryUse.describe``)."""
 
-    def __init__(self, at_ms: float, duration_ms: float, result: RunResult | None) -> None:
-        super().__init__(f"out of memory at simulated time {at_ms:g} ms of {duration_ms:g} ms")
+    def __init__(self, at_ms: float, duration_ms: float, result: RunResult | None, held: MemoryUse | None = None,
+                 *, tabulating: bool = False, why_no_result: str | None = None) -> None:
+        where = "building the tables of the run stopped" if tabulating else "out of memory"
+        super().__init__(f"{where} at simulated time {at_ms:g} ms of {duration_ms:g} ms"
+                         + (f", {held.describe()}" if held is not None else ""))
         self.at_ms = at_ms
         self.duration_ms = duration_ms
         self.result = result
+        self.held = held
+        self.tabulating = tabulating
+        self.why_no_result = why_no_result
 
 ProgressCallback = Callable[[float, float], None]
 
@@ -114,8 +124,11 @@ class Engine:
         # Under an address-space limit, the guard ends the run before the limit is reached (_run_until), and
         # before a spool write that would not fit (see AddressSpaceGuard.before_spool).
         self._guard = AddressSpaceGuard.from_process_limit()
+        # Runs that were killed left their spool directories behind; their owners are gone (spool_dir.py).
+        clear_abandoned_spools_once()
         self.recorder = Recorder(consumers, max_rows_in_memory=MAX_ROWS_IN_MEMORY,
                                  before_spool=self._guard.before_spool if self._guard is not None else None)
+        self._tables: RecordedTables | None = None
         consumers_by_topic: dict[str, int] = {}
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
@@ -181,7 +194,15 @@ class Engine:
         end = min(self.env.now, duration)
         if self.invariants is not None:
             self.invariants.at_end()
-        result = self._result(end, wall_seconds)
+        try:
+            result = self._result(end, wall_seconds)
+        except MemoryError:
+            # Building the tables with the simulation still in memory did not fit: handled below (as in the
+            # loop: once this exception and the frames it holds are gone) by letting the simulation go and
+            # building them again -- what a run that ran out of memory in its loop does.
+            out_of_memory = True
+        if out_of_memory:
+            raise self._out_of_memory(duration, wall_seconds, tabulating=True)
         if self.invariants is not None:
             self._check_no_unexplained_loss(result.records, end)
             self._check_no_idempotent_duplicate(result.records, end)
@@ -208,12 +229,19 @@ class Engine:
 
     def _check_no_idempotent_duplicate(self, records: Any, end: float) -> None:
         """Kafka's promise to an idempotent producer: each batch written once (the audit marks a batch found
-        twice in its final log, or read by a consumer at two offsets, ``duplicated``)."""
+        twice in its final log, or read by a consumer at two offsets, ``duplicated``) -- as far as Kafka's own
+        client keeps it: a batch whose sequence an epoch bump rewrote while it was in flight
+        (``sequence_reset``, ``TransactionManager.bumpIdempotentProducerEpoch`` ->
+        ``startSequencesAtBeginning``) may already have been written under the old epoch, and the broker
+        cannot tell the copy under the new epoch from a new batch (``ProducerAppendInfo.checkSequence`` takes a
+        new epoch's sequence 0 as a fresh start). Kafka's OutOfOrderSequenceException says so: an idempotent
+        producer that goes on after one "risks reordering of sent records"."""
         assert self.invariants is not None
         idempotent = [p.name for p in self.scenario.producers if p.enable_idempotence]
         if not idempotent:
             return
-        twice = records[(records["outcome"].astype(object) == "duplicated") & records["producer"].isin(idempotent)]
+        twice = records[(records["outcome"].astype(object) == "duplicated") & records["producer"].isin(idempotent)
+                        & ~records["sequence_reset"].astype(bool)]
         if len(twice):
             row = twice.iloc[0]
             tp = TopicPartition(str(row["topic"]), int(row["partition"]))
@@ -265,13 +293,18 @@ class Engine:
                 self.progress(env.now, duration)
                 last_report = now_wall
 
-    def _out_of_memory(self, duration: float, wall_seconds: float) -> SimulationOutOfMemory:
+    def _out_of_memory(self, duration: float, wall_seconds: float, *, tabulating: bool = False) -> SimulationOutOfMemory:
         """The exception for a run that ran out of memory, with the rows recorded so far if they fit in the
         memory given back. The simulation state is not trusted (an event was cut short), so neither the
-        end-of-run invariants nor the walk over open requests and unacknowledged batches are done."""
+        end-of-run invariants nor the walk over open requests and unacknowledged batches are done; when it is
+        the building of the tables that ran out (`tabulating`), the state is let go all the same, so the
+        end-of-run audit of the logs (``lost_after_ack``) is not done either."""
         end = min(self.env.now, duration)
-        result: RunResult | None
+        result: RunResult | None = None
+        why: str | None = None
+        held: MemoryUse | None = None
         try:
+            held = memory_use(self.recorder, self.components, self._tables)
             counters = self._counters()
             # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
             # is over: let it go so that the recorded rows can be tabulated and written.
@@ -282,16 +315,24 @@ class Engine:
             result = self._result(end, wall_seconds, open_work=False, counters=counters)
             result.summary["interrupted_at_ms"] = end
             result.summary["interrupted_by"] = "out of memory"
-        except Exception:  # MemoryError again, or a state the cut-short event left inconsistent
-            result = None
-        return SimulationOutOfMemory(end, duration, result)
+        except MemoryError:
+            self._tables = None
+            rows = held.counts["request rows"] + held.counts["batch rows"] if held is not None else 0
+            why = f"its {rows:,} request and batch rows did not fit in memory as tables"
+        except Exception as exc:  # a state the cut-short event left inconsistent
+            why = f"the state the run stopped in could not be tabulated ({type(exc).__name__}: {exc})"
+        return SimulationOutOfMemory(end, duration, result, held, tabulating=tabulating, why_no_result=why)
 
     def _result(self, duration: float, wall_seconds: float, *, open_work: bool = True,
                 counters: dict[str, Any] | None = None) -> RunResult:
         """The run's tables and summary; `open_work` adds rows for requests in flight and batches never
         acknowledged (left out after running out of memory: there may be millions of them)."""
         self.run_recorder.flush(self._record_open_work() if open_work else [])
-        tables = self.recorder.tables()
+        if self._tables is None:
+            # Kept until the result holds them: if what follows runs out of memory, _out_of_memory builds
+            # the result again from them (the recorder yields its tables once).
+            self._tables = self.recorder.tables()
+        tables = self._tables
         records = tables.records
         if open_work:
             # Acknowledged batches the final leaders no longer have, batches written twice.
@@ -310,6 +351,7 @@ class Engine:
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
         scenario_yaml = self._scenario_yaml()
+        self._tables = None
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
         return RunResult(tables.requests, records, tables.timeseries, summary, scenario_yaml,
                          run_info={"wall_seconds": wall_seconds}, segments=tables.segments)

@@ -80,9 +80,11 @@ class CheckedRunObserver(RunRecorder):
         self._handled: set[int] = set()
 
     def became_leader(self, broker_id: int, tp: TopicPartition, partition: Partition) -> None:
-        if self._leader_of.get(tp) == broker_id and self._partitions.get(tp) is partition:
-            # Still the leader (a metadata change of its ISR or epochs): what the checker knows of the
-            # replicas' logs stays; only the ISR is new.
+        if (self._leader_of.get(tp) == broker_id and self._partitions.get(tp) is partition
+                and partition.leader_epoch <= self._leader_epoch[tp]):
+            # Still the leader at the same epoch (a metadata change of its ISR): what the checker knows of the
+            # replicas' logs stays; only the ISR is new. Elected again at a newer epoch (after a fence, say),
+            # possibly uncleanly, it is a new leadership, checked below.
             self._report_isr(tp, partition.maximal_isr)
             return
         elected = self._elected.pop(tp, None)

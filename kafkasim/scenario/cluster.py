@@ -23,7 +23,8 @@ from kafkasim.scenario.broker import (
 from kafkasim.scenario.errors import allowed_list, fail_at
 from kafkasim.scenario.units import Bandwidth
 
-RACK_PATTERN = r"^[A-Za-z0-9._-]{1,100}$"
+RACK_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
+"""Matched whole (`fullmatch`): a `$` would also match before a final newline."""
 
 _WHY_CLUSTER_WIDE = {
     "min.insync.replicas": "a topic default",
@@ -144,7 +145,7 @@ class ClusterConfig(ScenarioModel):
                     (("racks",), f"lists {len(self.racks)} rack(s) for {self.brokers} broker(s) (allowed: one rack "
                                  f"name per broker, in id order)"))
             for i, rack in enumerate(self.racks):
-                if re.match(RACK_PATTERN, rack) is None:
+                if RACK_PATTERN.fullmatch(rack) is None:
                     problems.append((("racks", i), f"{rack!r} is not a valid rack name (allowed: 1 to 100 letters, "
                                                    "digits, '.', '_', '-')"))
         seen: dict[int, int] = {}

@@ -109,6 +109,8 @@ def allowed_list(values: Iterable[object], budget: int = 150) -> str:
 
 def unknown_message(what: str, word: str, candidates: Sequence[str]) -> str:
     """`unknown key 'x', did you mean 'y'?` or, with no near match, `unknown key 'x' (allowed: ...)`."""
+    if not candidates:  # never "(allowed: )": say there is nothing to name
+        return f"unknown {what} {word!r} (there are none here)"
     near = suggest(word, candidates)
     if near is not None:
         return f"unknown {what} {word!r}, did you mean {near!r}?"

@@ -59,7 +59,9 @@ class CrashFault(FaultBase):
     memory is lost (parked requests are never answered), its logs stay; the controller fences it once its
     heartbeats stop (broker.session.timeout.ms) and elects new leaders for the partitions it led. On restart
     it registers again, loads the metadata and fetches from the end of its log with its latest leader epoch
-    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks)."""
+    (Kafka 4.x: it truncates only what a diverging epoch in the leader's answer says the leader lacks).
+    A broker is crashed while it is up: not while a crash or shutdown has it down, nor at the instant of its
+    restart."""
 
     type: Literal["crash"] = "crash"
     restart_after: Duration | None = Field(default=None, gt=0)
@@ -82,7 +84,8 @@ class ShutdownFault(FaultBase):
     the controller answers shouldShutDown, fences it, and the process stops: its connections close and it
     fetches nothing more. If the controller never agrees, it stops anyway after 5 minutes (Kafka's
     controlledShutdownFuture timeout). It restarts like a crashed broker: registers again, loads the
-    metadata, rejoins the ISRs."""
+    metadata, rejoins the ISRs. A broker is shut down while it is up: not while a crash or shutdown has it
+    down, nor at the instant of its restart."""
 
     type: Literal["shutdown"] = "shutdown"
     restart_after: Duration | None = Field(default=None, gt=0)

@@ -15,6 +15,7 @@ from kafkasim.scenario.errors import Problem, ScenarioError
 from kafkasim.scenario.messages import problems_from, show
 from kafkasim.scenario.ranges import allowed
 from kafkasim.scenario.scenario import Scenario
+from kafkasim.scenario.source_file import names_a_file, read_text
 from kafkasim.scenario.structure import models
 from kafkasim.scenario.units import (
     BANDWIDTH_PATTERN,
@@ -34,47 +35,18 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def load_scenario(path_or_text: str | Path) -> Scenario:
-    """A Path or the path of an existing file is read; any other string is YAML text ("<string>")."""
+    """A Path, or a one-line string naming an existing path, is read as a file (a regular file of at most
+    4 MiB: anything else is refused by name, see kafkasim.scenario.source_file); any other string is YAML
+    text ("<string>")."""
     text, label = _read(path_or_text)
     return validate_source(load_yaml(text, label))
 
 
 def _read(path_or_text: str | Path) -> tuple[str, str]:
-    if isinstance(path_or_text, str) and not _looks_like_path(path_or_text):
+    if isinstance(path_or_text, str) and not names_a_file(path_or_text):
         return path_or_text, STRING_LABEL
     path = Path(path_or_text)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        problem = "file not found"
-    except OSError as e:
-        problem = f"cannot read the file: {e.strerror or e}"
-    else:
-        try:
-            return data.decode("utf-8"), str(path)
-        except UnicodeDecodeError as e:
-            raise ScenarioError([_not_utf8(str(path), data, e.start)]) from None
-    raise ScenarioError([Problem(str(path), None, "", problem)])
-
-
-def _not_utf8(file: str, data: bytes, start: int) -> Problem:
-    """The line and column (in characters, 1-based) of the first byte that is not UTF-8."""
-    line_start = data.rfind(b"\n", 0, start) + 1
-    column = len(data[line_start:start].decode("utf-8")) + 1
-    line = data.count(b"\n", 0, start) + 1
-    return Problem(file, line, "", f"not UTF-8 text (byte 0x{data[start]:02x})", column)
-
-
-def _looks_like_path(text: str) -> bool:
-    if "\n" in text or len(text) > 4096:
-        return False
-    try:
-        if Path(text).is_file():
-            return True
-    except (OSError, ValueError):  # NUL bytes, names too long for the OS
-        return False
-    # A single-line "something.yaml" that does not exist is a mistyped path, not a YAML document.
-    return text.strip().endswith((".yaml", ".yml")) and ":" not in text
+    return read_text(path, "scenario"), str(path)
 
 
 def validate_source(source: Source) -> Scenario:

@@ -83,7 +83,10 @@ def _message(err: dict[str, Any], place: Place, parent: Place) -> tuple[Loc, str
         return path, unknown_message("key", key, keys(parent.models))
     if kind == "union_tag_invalid":
         disc = str(ctx.get("discriminator", "'type'")).strip("'")
-        return (*path, disc), unknown_message(disc, str(ctx.get("tag")), place.union_tags)
+        tag = value.get(disc) if isinstance(value, dict) else ctx.get("tag")
+        if not isinstance(tag, str):  # pydantic's ctx holds str(tag): a null is not a type named 'None'
+            return (*path, disc), f"expected text, got {show(tag)} (allowed: {allowed_list(place.union_tags)})"
+        return (*path, disc), unknown_message(disc, tag, place.union_tags)
     if kind == "union_tag_not_found":
         disc = str(ctx.get("discriminator", "'type'")).strip("'")
         if isinstance(value, dict):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kafkasim.scenario.scenario import Scenario
 
 _TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+_INDEX = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() also takes other scripts' digits and "²"
 
 
 class _OverrideError(Exception):
@@ -159,13 +160,24 @@ def _container(current: Any, alternatives: list[Any], path: list[str | int]) -> 
 
 
 def _index(node: Any, token: str, path: list[str | int]) -> int:
+    """The position in a list that `token` names: an index, or the `name` of one of its items."""
     items = node if isinstance(node, list) else []
-    if token.lstrip("-").isdigit():
+    where = format_path(path)
+    if not items:
+        shown = token if _INDEX.fullmatch(token) else repr(token)
+        raise _OverrideError(f"has no item {shown}: the list is empty (allowed: set the whole list, e.g. "
+                             f"{where}=[...])", path)
+    positions = "0" if len(items) == 1 else f"0 to {len(items) - 1}"
+    if _INDEX.fullmatch(token):
         index = int(token)
         if not 0 <= index < len(items):
-            raise _OverrideError(f"has no item {index} (it has {len(items)})", path)
+            raise _OverrideError(f"has no item {index} (allowed: {positions})", path)
         return index
-    names = [item.get("name") for item in items if isinstance(item, dict)]
+    names = {item["name"]: i for i, item in reversed(list(enumerate(items)))
+             if isinstance(item, dict) and isinstance(item.get("name"), str)}
     if token in names:
-        return names.index(token)
-    raise _OverrideError(unknown_message("name", token, [str(n) for n in names]), path)
+        return names[token]
+    if not names:
+        raise _OverrideError(f"{token!r} is not an index, and the items of {where} have no names (allowed: "
+                             f"{positions})", path)
+    raise _OverrideError(unknown_message("name", token, list(names)), path)

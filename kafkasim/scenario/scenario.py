@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from kafkasim.scenario import request_rows
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.broker import MAX_PARTITIONS, BrokerConfig
-from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, OnOffArrival, ProducerConfig
+from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
 from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
@@ -19,15 +20,20 @@ from kafkasim.scenario.faults import Fault, NetworkPartitionFault, TargetKind
 from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
-from kafkasim.scenario.units import Duration, format_duration
+from kafkasim.scenario.units import Duration, show_duration
 
-FOLLOWER_NAME = re.compile(r"^follower-(\d+)$")
-BROKER_NAME = re.compile(r"^broker-(0|[1-9]\d*)$")
+# The shapes of the brokers' names, to be matched whole (`fullmatch`: a `$` would also match before a final
+# newline, and `\d` digits of any script). A fault target is a name the scenario has (`target_kind`):
+# `follower-02` has the shape, not the name. Client names of these shapes are reserved.
+FOLLOWER_NAME = re.compile(r"follower-([0-9]+)")
+BROKER_NAME = re.compile(r"broker-([0-9]+)")
 # Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
 MIN_SPEED = 0.001
 MAX_SPEED = 1e6
-# What a run keeps in memory grows with its records and its gauge rows (about 100-200 bytes each).
+# What a run keeps grows with its records, its requests and its gauge rows (about 100-300 bytes each, all
+# held at once when the tables are built at the end).
 MAX_RECORDS = 10_000_000
+MAX_REQUEST_ROWS = 20_000_000
 MAX_GAUGE_ROWS = 20_000_000
 # A fetch that is answered at once is sent again one round trip later; below this the run would spend
 # millions of fetches per simulated second (with no latency and no costs: forever at one instant).
@@ -136,12 +142,10 @@ class Scenario(ScenarioModel):
         raise KeyError(name)
 
     def target_kind(self, target: str) -> TargetKind | None:
-        """What a fault target names, or None if nothing."""
-        m = FOLLOWER_NAME.match(target)
-        if m and int(m.group(1)) in self.follower_ids:
+        """What a fault target names, or None if nothing (the run looks its target up by this very name)."""
+        if target in (f"follower-{i}" for i in self.follower_ids):
             return "follower"
-        m = BROKER_NAME.match(target)
-        if m and self.cluster is not None and int(m.group(1)) < self.cluster.brokers:
+        if self.cluster is not None and target in (f"broker-{i}" for i in self.cluster.broker_ids):
             return "broker"
         if any(p.name == target for p in self.producers):
             return "producer"
@@ -228,9 +232,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
     for section, i, c in clients:
         if c.name in client_names:
             add((section, i, "name"), f"name {c.name!r} is already used by another producer or consumer")
-        elif FOLLOWER_NAME.match(c.name):
+        elif FOLLOWER_NAME.fullmatch(c.name):
             add((section, i, "name"), "names 'follower-<id>' are reserved for the followers")
-        elif BROKER_NAME.match(c.name):
+        elif BROKER_NAME.fullmatch(c.name):
             add((section, i, "name"), "names 'broker-<id>' are reserved for the brokers")
         client_names.add(c.name)
         if c.topic not in topic_names:
@@ -243,10 +247,10 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             _partition_checks(s, i, f, [c.name for _, _, c in clients], add)
             continue
         kind = s.target_kind(f.target)
-        if kind is None and s.cluster is not None and FOLLOWER_NAME.match(f.target):
+        if kind is None and s.cluster is not None and FOLLOWER_NAME.fullmatch(f.target):
             add(("faults", i, "target"), f"a cluster's brokers are named broker-<id>, not follower-<id> (allowed: "
                                          f"{allowed_list(valid_targets)})")
-        elif kind is None and s.cluster is None and BROKER_NAME.match(f.target):
+        elif kind is None and s.cluster is None and BROKER_NAME.fullmatch(f.target):
             add(("faults", i, "target"), "broker-<id> targets need a cluster: section; without one the brokers are "
                                          f"the leader and its followers (allowed: {allowed_list(valid_targets)})")
         elif kind is None:
@@ -265,26 +269,30 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
 
 
 def _down_window_checks(s: Scenario, add: Any) -> None:
-    """A broker is shut down while it is up: a `shutdown` may not start while a `crash` or another `shutdown`
-    of the same broker has it down, nor a `crash` during a `shutdown` (its process is stopping or stopped)."""
+    """A broker is crashed or shut down while it is up: a `crash` or `shutdown` may not start while an earlier
+    one of the same broker has it down, nor at the very instant of its restart (which of the two came first
+    would depend on the order of the faults in the file). A crash of a crashed broker did nothing, and its
+    restart_after restarted a broker that was up or never came."""
     windows: dict[int, list[tuple[int, Fault]]] = {}
     for i, f in enumerate(s.faults):
         if f.type not in ("crash", "shutdown"):
             continue
-        name = FOLLOWER_NAME.match(f.target) or BROKER_NAME.match(f.target)
-        if name is not None:
-            windows.setdefault(int(name.group(1)), []).append((i, f))
+        if s.target_kind(f.target) in ("broker", "follower"):  # follower-<k> is broker k's process too
+            windows.setdefault(int(f.target.rpartition("-")[2]), []).append((i, f))
     for faults in windows.values():
         faults.sort(key=lambda item: (float(item[1].at), item[0]))
-        for (_, earlier), (j, later) in zip(faults, faults[1:], strict=False):
-            if "shutdown" not in (earlier.type, later.type):
-                continue  # overlapping crashes: the later one finds the broker already down
-            end = earlier.end
-            if end is None or later.at < end:
-                until = "the end of the run" if end is None else format_duration(end)
-                add(("faults", j, "at"), f"{format_duration(later.at)}: {later.target} is down then ({earlier.type} "
-                                         f"at {format_duration(earlier.at)} until {until}); a broker is "
-                                         "crashed or shut down while it is up (allowed: an `at` after the restart)")
+        down = faults[0][1]  # of the windows accepted so far, the one that ends last
+        for j, later in faults[1:]:
+            end = down.end
+            if end is not None and later.at > end:
+                down = later
+                continue
+            until = "the end of the run" if end is None else show_duration(end)
+            allowed = (f"an `at` after {until}, its restart" if end is not None else
+                       f"a restart_after for the {down.type} at {show_duration(down.at)}, and an `at` after its restart")
+            add(("faults", j, "at"), f"{show_duration(later.at)}: {later.target} is down then ({down.type} at "
+                                     f"{show_duration(down.at)} until {until}); a broker is crashed or shut down "
+                                     f"while it is up (allowed: {allowed})")
 
 
 def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_names: list[str], add: Any) -> None:
@@ -299,7 +307,7 @@ def _partition_checks(s: Scenario, i: int, f: NetworkPartitionFault, client_name
             add(("faults", i, "sides", k), f"is empty: a side names at least one host (allowed: {allowed})")
         for j, host in enumerate(side):
             where = ("faults", i, "sides", k, j)
-            follower = FOLLOWER_NAME.match(host)
+            follower = FOLLOWER_NAME.fullmatch(host)
             if host in seen:
                 add(where, f"{host} is listed twice on this side" if seen[host] == k else
                     f"{host} is on both sides: a partition cuts the hosts of one side off from those of the other, "
@@ -403,26 +411,58 @@ def _work_checks(s: Scenario, add: Any) -> None:
     partitions = sum(t.partitions for t in s.topics)
     if partitions > MAX_PARTITIONS:
         add(("topics",), f"{partitions} partitions in all is out of range (allowed: up to {MAX_PARTITIONS} over all topics)")
-    seconds = s.duration / 1000.0
-    records = [(i, p.rate * seconds * _active_fraction(p)) for i, p in enumerate(s.producers)]
+    records = [(i, request_rows.records(s, p)) for i, p in enumerate(s.producers)]
     total = sum(n for _, n in records)
     if total > MAX_RECORDS:
         worst = max(records, key=lambda item: item[1])[0]
         add(
             ("producers", worst, "rate"),
-            f"the producers would send about {total:,.0f} records in {format_duration(s.duration)}; a run keeps every "
+            f"the producers would send about {total:,.0f} records in {show_duration(s.duration)}; a run keeps every "
             f"record, and at most {MAX_RECORDS:,} fit (allowed: lower the rates or the duration)",
         )
+    _request_rows_check(s, add)
     per_sample = gauge_rows_per_sample(s)
     samples = s.duration / s.sample_interval
     if samples * per_sample > MAX_GAUGE_ROWS:
         shortest = s.duration * per_sample / MAX_GAUGE_ROWS
         add(
             ("sample_interval",),
-            f"{format_duration(s.sample_interval)} over {format_duration(s.duration)} is {samples:,.0f} samples of "
+            f"{show_duration(s.sample_interval)} over {show_duration(s.duration)} is {samples:,.0f} samples of "
             f"{per_sample} gauges, more than the {MAX_GAUGE_ROWS:,} rows a run keeps (allowed: at least "
-            f"{format_duration(float(math.ceil(shortest)))} for this duration and these partitions)",
+            f"{show_duration(float(math.ceil(shortest)))} for this duration and these partitions)",
         )
+
+
+def _request_rows_check(s: Scenario, add: Any) -> None:
+    """Refuse a run whose requests table would not fit: its rows are estimated from the scenario's fetch
+    waits, round trips and load (``kafkasim.scenario.request_rows``); the message names the producers,
+    consumers or followers that send most of them, why, and the key to change."""
+    contributors = request_rows.estimate(s)
+    total = math.fsum(r.rows for r in contributors)
+    if total <= MAX_REQUEST_ROWS:
+        return
+    kinds: dict[str, list[request_rows.RequestRows]] = {}
+    for r in contributors:
+        kinds.setdefault(r.kind, []).append(r)
+    ranked = sorted(kinds.values(), key=lambda group: -math.fsum(r.rows for r in group))
+    parts = []
+    for group in ranked:
+        rows = math.fsum(r.rows for r in group)
+        if rows < 0.01 * total:
+            break
+        largest = max(group, key=lambda r: r.rows)
+        if len(group) == 1:
+            parts.append(f"{largest.who} about {rows:,.0f} ({largest.why})")
+        else:
+            name = "the followers" if largest.kind == "followers" else f"the {len(group)} {largest.kind}"
+            parts.append(f"{name} about {rows:,.0f} (most, {largest.who}: {largest.why})")
+    top = max(ranked[0], key=lambda r: r.rows)
+    add(
+        top.loc,
+        f"a run of {show_duration(s.duration)} would record about {total:,.0f} requests, more than the "
+        f"{MAX_REQUEST_ROWS:,} a run keeps (it keeps every request): {'; '.join(parts)} (allowed: a shorter "
+        f"duration, or {top.advice})",
+    )
 
 
 def gauge_rows_per_sample(s: Scenario) -> int:
@@ -435,10 +475,3 @@ def gauge_rows_per_sample(s: Scenario) -> int:
     partition_rows = sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
     per_broker = sum(12 + s.broker_for(b).num_network_threads for b in s.broker_ids)
     return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + 2 * len(s.producers)
-
-
-def _active_fraction(p: ProducerConfig) -> float:
-    arrival = p.arrival
-    if isinstance(arrival, OnOffArrival):
-        return arrival.on / (arrival.on + arrival.off)
-    return 1.0

@@ -1,4 +1,4 @@
-"""Human units in scenario files, converted once to the canonical units the engine uses.
+r"""Human units in scenario files, converted once to the canonical units the engine uses.
 
 Canonical units: durations in milliseconds (float for simulator settings, int for Kafka's `.ms` keys,
 which are integers in Kafka), sizes in bytes (int), rates in events per second (float), bandwidth in bytes
@@ -9,6 +9,14 @@ Two families of inputs:
   unit, and also a human string ("30s", "1MiB").
 * Simulator settings always need a unit in a file: `duration: 60` is ambiguous, `duration: 60s` is not.
   Code that builds a model directly (no "yaml" validation context) may pass canonical numbers.
+
+Whitespace: around a value, spaces, tabs, line breaks and other ASCII control characters are ignored
+(`" 30s"`, `"30s\n"` read as 30s), as Kafka's ConfigDef.parseType trims every numeric config value
+(Java's String.trim, which removes the characters up to U+0020); between the number and its unit, spaces
+are allowed (`10 s`, as SI writes it; a rate's `/` may have spaces around it: `100 / s`). Any other
+whitespace is refused: a tab or line break inside (`"30\ts"`), a no-break or other Unicode space
+anywhere (`"30\u00a0s"`), which Kafka does not trim either. Digits are ASCII (`\d` would take any
+script's).
 
 Every formatter here produces a string its parser turns back into exactly the same number, which is what
 lets a dumped scenario load back equal.
@@ -70,14 +78,18 @@ BANDWIDTH_UNITS: dict[str, float] = {
 }
 RATE_UNITS: dict[str, float] = {"/s": 1.0, "/m": 1 / 60, "/h": 1 / 3600}
 
-_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z/]*)\s*$")
-_UNSIGNED = r"(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
+# What Java's String.trim removes (Kafka's ConfigDef.parseType trims numeric values with it).
+_TRIMMED = "".join(chr(c) for c in range(0x21))
+_T = r"[\x00-\x20]*"  # the same, in the JSON Schema patterns (ECMA-262 and Python read \xHH alike)
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_QUANTITY = re.compile(rf"({_NUMBER}) *([A-Za-z/]*)")  # matched whole on the trimmed value
+_UNSIGNED = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 
-DURATION_PATTERN = rf"^\s*{_UNSIGNED}\s*(us|ms|s|m|h|d)\s*$"
-SIZE_PATTERN = rf"^\s*{_UNSIGNED}\s*(B|KB|MB|GB|KiB|MiB|GiB)\s*$"
-BANDWIDTH_PATTERN = rf"^\s*{_UNSIGNED}\s*([KMG]?bit/s|[KMG]?B/s|[KMG]iB/s)\s*$"
-RATE_PATTERN = rf"^\s*{_UNSIGNED}\s*/\s*[smh]\s*$"
+DURATION_PATTERN = rf"^{_T}{_UNSIGNED} *(us|ms|s|m|h|d){_T}$"
+SIZE_PATTERN = rf"^{_T}{_UNSIGNED} *(B|KB|MB|GB|KiB|MiB|GiB){_T}$"
+BANDWIDTH_PATTERN = rf"^{_T}{_UNSIGNED} *([KMG]?bit/s|[KMG]?B/s|[KMG]iB/s){_T}$"
+RATE_PATTERN = rf"^{_T}{_UNSIGNED} */ *[smh]{_T}$"
 
 YAML_CONTEXT = {"source": "yaml"}
 """Validation context of anything read from a file or a --set override: simulator units are required."""
@@ -96,11 +108,22 @@ def _show(value: object) -> str:
     return text if len(text) <= 30 else text[:27] + "..."
 
 
+def trim(value: str) -> str:
+    """`value` without what Kafka's ConfigDef trims around a config value (Java's String.trim)."""
+    return value.strip(_TRIMMED)
+
+
 def _split(value: str, what: str, units: dict[str, Any], example: str) -> tuple[Decimal, str]:
-    m = _QUANTITY.match(value)
+    trimmed = trim(value)
+    m = _QUANTITY.fullmatch(trimmed)
     if m is None or m.group(2) not in units:
         allowed = ", ".join(units)
-        fail(f"{_show(value)} is not a {what} (write a number and a unit, e.g. {example!r}; units: {allowed})")
+        why = ""
+        if any(c.isspace() and c != " " for c in trimmed):
+            why = ": only spaces may stand inside it, and only ASCII whitespace around it"
+        elif any(c.isdigit() and not c.isascii() for c in trimmed):
+            why = ": digits are 0-9"
+        fail(f"{_show(value)} is not a {what}{why} (write a number and a unit, e.g. {example!r}; units: {allowed})")
     try:
         number = Decimal(m.group(1))
     except InvalidOperation:  # pragma: no cover - the regex only lets numbers through
@@ -134,7 +157,7 @@ def parse_size(value: str) -> int:
 
 def parse_rate(value: str) -> float:
     """'5000/s' -> 5000.0, '300/m' -> 5.0 (per second)."""
-    number, unit = _split(value.replace(" ", ""), "rate", RATE_UNITS, "5000/s")
+    number, unit = _split(re.sub(r"/ +", "/", value), "rate", RATE_UNITS, "5000/s")
     return _check_rate(float(number) * RATE_UNITS[unit], value)
 
 
@@ -178,6 +201,29 @@ def format_duration(ms: float) -> str:
         return "0ms"
     largest_first = dict(reversed(list(DURATION_UNITS.items())))
     return _first_exact(ms, largest_first, parse_duration, f"{_num(ms)}ms")
+
+
+def show_duration(ms: float) -> str:
+    """A duration for a message, as an author writes one: the largest of d, h, m, s that holds it whole ("6s",
+    "2m"), else ms ("19080.878ms", "1500.5ms"), or us below a millisecond ("500us", "0.5us"). The binary
+    noise of a float is left out: "19.080878s" is 19080.877999999997 ms, shown as 19080.878ms. Unlike
+    `format_duration` it need not parse back to the same float, so it is for people, not for files."""
+    clean = float(f"{ms:.12g}")
+    if clean == 0:
+        return "0ms"
+    for unit in ("d", "h", "m", "s"):
+        whole = clean / DURATION_UNITS[unit]
+        if whole.is_integer():
+            return f"{int(whole)}{unit}"
+    if abs(clean) < 1:
+        return f"{_decimal(clean * 1000)}us"
+    return f"{_decimal(clean)}ms"
+
+
+def _decimal(x: float) -> str:
+    """`x` in plain decimal notation, no exponent, no float noise (`1e-05` -> `0.00001`, `2.0` -> `2`)."""
+    text = format(Decimal(f"{x:.12g}"), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_size(n: int) -> str:
@@ -265,8 +311,8 @@ def _bandwidth(value: Any, info: ValidationInfo) -> Any:
 def _kafka_ms(value: Any) -> Any:
     """Kafka's `.ms` keys: an integer number of milliseconds (Kafka's own form) or a duration string."""
     _reject_non_numbers(value, "number of milliseconds")
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())  # Kafka parses "500" from a properties file too
+    if isinstance(value, str) and _ASCII_DIGITS.fullmatch(trim(value)):
+        value = int(trim(value))  # Kafka parses "500" from a properties file too (trimmed, as ConfigDef does)
     if isinstance(value, str):
         ms = parse_duration(value)
         if not ms.is_integer():
@@ -284,8 +330,8 @@ def _kafka_ms(value: Any) -> Any:
 def _kafka_bytes(value: Any) -> Any:
     """Kafka's byte-count keys: an integer number of bytes (Kafka's own form) or a size string."""
     _reject_non_numbers(value, "number of bytes")
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
+    if isinstance(value, str) and _ASCII_DIGITS.fullmatch(trim(value)):
+        value = int(trim(value))
     if isinstance(value, str):
         return parse_size(value)
     if isinstance(value, float):
@@ -326,7 +372,7 @@ Duration = Annotated[
     BeforeValidator(_sim_duration),
     PlainSerializer(format_duration, when_used="json"),
     WithJsonSchema(_schema(DURATION_PATTERN, "500ms")),
-    Quantity(0, MAX_SIM_MS, format_duration),
+    Quantity(0, MAX_SIM_MS, show_duration),
 ]
 """A simulator duration: needs a unit in a file ("500ms", "30s", "2m"); float milliseconds in the model."""
 

@@ -7,7 +7,10 @@ so every key path gets its line and a duplicate key is an error naming both line
 Plain scalars resolve by YAML 1.2's core schema, not PyYAML's YAML 1.1 rules, which silently change
 values: `042` is 42 (not octal 34), `1:30`, `yes`, `on`, `1_000`, `0b101` and dates stay text (not 90,
 true, 1000, 5 and a date). Explicit tags (`!!str`, `!!binary`, `!foo`, ...) are refused: a scenario is
-plain YAML. Mapping keys are taken as written (`node.value`).
+plain YAML. So are YAML 1.1's merge keys (`<<: *defaults`), which YAML 1.2 dropped: a plain `<<` key is
+refused at its line (PyYAML would merge it), a `<<` value is the text "<<". Anchors and aliases, which
+repeat a whole value (`link: *shared`), are YAML 1.2 and kept. Mapping keys are taken as written
+(`node.value`).
 
 Before anything is composed, one pass over libyaml's events (an iterative parser) checks the nesting
 depth and the tags: PyYAML's composer recurses once per level, and a file nested some 30 000 levels deep
@@ -26,13 +29,15 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
 
-MERGE_TAG = "tag:yaml.org,2002:merge"
 YAML_TAG_PREFIX = "tag:yaml.org,2002:"
 # Aliases can make a small file expand exponentially ("billion laughs"); a scenario is a few hundred nodes,
 # and a reasonable use of aliases (a shared link for every client) repeats a few thousand at most.
 MAX_NODES = 100_000
 MAX_ALIASED_NODES = 10_000
 MAX_DEPTH = 40
+MERGE_KEY_REFUSED = ("invalid YAML: merge key '<<' is YAML 1.1, not part of the YAML 1.2 that scenario files are "
+                     "(allowed: write the keys out, or repeat a whole value with an anchor and an alias, "
+                     "e.g. `link: *shared`)")
 
 
 # libyaml's parser with PyYAML's SafeConstructor (CSafeLoader) is twenty times faster than the pure-Python
@@ -42,7 +47,7 @@ _SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class LineLoader(_SafeBase):  # type: ignore[valid-type,misc]
     """A SafeLoader used only to compose nodes (with their marks) and to construct scalars safely, with
-    YAML 1.2 core-schema resolution of plain scalars (plus `<<` merge keys)."""
+    YAML 1.2 core-schema resolution of plain scalars."""
 
     yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
 
@@ -58,11 +63,10 @@ _CORE_RESOLVERS: list[tuple[str, str, str]] = [
         r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
         "-+0123456789.",
     ),
-    ("merge", r"<<", "<"),  # YAML 1.1's merge key, kept: shipped scenarios share link settings with it
 ]
 for _name, _pattern, _first in _CORE_RESOLVERS:
     _chars: list[str | None] = list(_first) + ([None] if _name == "null" else [])
-    LineLoader.add_implicit_resolver(YAML_TAG_PREFIX + _name, re.compile(rf"^(?:{_pattern})$"), _chars)
+    LineLoader.add_implicit_resolver(YAML_TAG_PREFIX + _name, re.compile(rf"(?:{_pattern})\Z"), _chars)
 
 
 def _construct_core_int(loader: yaml.SafeLoader, node: ScalarNode) -> int:
@@ -217,10 +221,11 @@ class _Builder:
     def _mapping(self, node: MappingNode, loc: Loc, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         key_line: dict[str, int] = {}
-        merged: list[tuple[str, Node, Node]] = []
         for key_node, value_node in node.value:
-            if key_node.tag == MERGE_TAG:
-                merged.extend(self._merge_sources(value_node, loc))
+            if isinstance(key_node, ScalarNode) and key_node.value == "<<" and not key_node.style:  # plain, not "<<"
+                mark = key_node.start_mark
+                self.problems.append(
+                    Problem(self.file, mark.line + 1, format_path(loc), MERGE_KEY_REFUSED, mark.column + 1))
                 continue
             if not isinstance(key_node, ScalarNode):
                 self._fail(key_node, loc, "a key must be a plain word, not a list or mapping")
@@ -233,23 +238,4 @@ class _Builder:
             key_line[key] = line
             self.lines[(*loc, key)] = line
             out[key] = self.build(value_node, (*loc, key), depth + 1)
-        # YAML merge keys (`<<: *defaults`): explicit keys win over merged ones, as in PyYAML.
-        for key, key_node, value_node in merged:
-            if key not in out:
-                self.lines[(*loc, key)] = key_node.start_mark.line + 1
-                out[key] = self.build(value_node, (*loc, key), depth + 1)
         return out
-
-    def _merge_sources(self, value: Node, loc: Loc) -> list[tuple[str, Node, Node]]:
-        sources = value.value if isinstance(value, SequenceNode) else [value]
-        entries: list[tuple[str, Node, Node]] = []
-        seen: set[str] = set()
-        for source in sources:
-            if not isinstance(source, MappingNode):
-                self._fail(source, loc, "'<<' merges a mapping (or a list of mappings) only")
-                continue
-            for key_node, value_node in source.value:
-                if isinstance(key_node, ScalarNode) and key_node.tag != MERGE_TAG and key_node.value not in seen:
-                    seen.add(key_node.value)
-                    entries.append((str(key_node.value), key_node, value_node))
-        return entries

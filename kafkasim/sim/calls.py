@@ -38,9 +38,11 @@ class Call(Event):
         heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
     def cancel(self) -> None:
-        callbacks = self.callbacks
-        if callbacks:
-            callbacks.clear()
+        # An event that already ran has no callback list any more (SimPy sets it to None): nothing to cancel.
+        # Asked through SimPy's ``processed`` rather than by reading ``callbacks``, which the compiled build
+        # types as a list and would refuse as None.
+        if not self.processed:
+            self.callbacks.clear()
 
 
 class Delivery(Event):

@@ -38,18 +38,20 @@ from pydantic_core import PydanticCustomError
 
 from kafkasim.scenario.errors import Problem, ScenarioError
 from kafkasim.scenario.messages import problems_from
+from kafkasim.scenario.source_file import names_a_file, read_text
 from kafkasim.scenario.yaml_source import Source, load_yaml
 from kafkasim.sweep.metrics import DEFAULT_METRICS, MetricSpec
 
 MAX_VARIANTS = 100_000
 MAX_SEEDS = 10_000
 
-# `broker.num.io.threads`, `producers[0].acks`, `topics[1].retention.ms`
-_KEY_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*(\[\d+\])?([.][A-Za-z_][A-Za-z0-9_.\-]*(\[\d+\])?)*$")
+# `broker.num.io.threads`, `producers[0].acks`, `topics[1].retention.ms`; matched whole (`fullmatch`: a `$`
+# would also match before a final newline) with ASCII digits (`\d` takes any script's).
+_KEY_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(\[[0-9]+\])?([.][A-Za-z_][A-Za-z0-9_.\-]*(\[[0-9]+\])?)*")
 
 
 def _key_path(key: str) -> str:
-    if not _KEY_PATH.match(key) or ".." in key:
+    if not _KEY_PATH.fullmatch(key) or ".." in key:
         raise PydanticCustomError(
             "sweep_key", f"{key!r} is not a scenario key path (write e.g. broker.num.io.threads or producers[0].acks)"
         )
@@ -216,23 +218,18 @@ def is_sweep_file(path: Path) -> bool:
     scenario cannot (the key is not in the scenario format). Anything else is left to the scenario loader,
     whose messages then say what is wrong."""
     try:
-        data = load_yaml(path.read_text(encoding="utf-8"), str(path)).data
-    except (OSError, UnicodeDecodeError, ScenarioError):
+        data = load_yaml(read_text(path, "sweep"), str(path)).data
+    except ScenarioError:  # unreadable, not a regular file, too large, not UTF-8, not YAML
         return False
     return isinstance(data, dict) and "base" in data
 
 
 def load_sweep(path_or_text: str | Path) -> LoadedSweep:
     """Parse and validate a sweep file (a path, or YAML text); raises ScenarioError listing every problem."""
-    if isinstance(path_or_text, Path) or ("\n" not in path_or_text and Path(path_or_text).is_file()):
+    if isinstance(path_or_text, Path) or names_a_file(path_or_text):
         path = Path(path_or_text)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ScenarioError([Problem(str(path), None, "", f"cannot read sweep file: {exc}")]) from None
+        text = read_text(path, "sweep")  # a regular file of at most 4 MiB, else refused by name
         file, directory = str(path), path.resolve().parent
-    elif isinstance(path_or_text, str) and "\n" not in path_or_text and path_or_text.endswith((".yaml", ".yml")):
-        raise ScenarioError([Problem(path_or_text, None, "", "no such sweep file")])
     else:
         text, file, directory = str(path_or_text), "<sweep>", Path.cwd()
     source = load_yaml(text, file)

@@ -10,7 +10,8 @@ its run's Parquet there.
 Spark is chatty when it starts (log4j profile banner, JVM module warnings, native-hadoop and hostname
 warnings, console progress bars). A sweep has its own progress display, so the JVM's stdout/stderr go to a
 log file (`spark_log_path()`), its log level is WARN, and the console progress bar is off. When Spark fails,
-the error message points at that file.
+the file is kept (``keep_spark_log``) and the error message points at it; a sweep that ends otherwise deletes
+it with the session it started.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,13 +38,13 @@ run on): the C1 JIT only and the serial collector. A sweep's JVM runs short-live
 would spend more CPU compiling than they run; measured in benchmarks/README.md ("Sweeps on Spark"): the
 fixed cost of a sweep in a new session about halves, mostly the JVM's own CPU."""
 
-_LOCAL_MASTER_RE = re.compile(r"^local(\[(\*|\d+)(,\s*\d+)?\])?$")
+_LOCAL_MASTER_RE = re.compile(r"local(\[(\*|[0-9]+)(, *[0-9]+)?\])?")  # matched whole (fullmatch)
 _LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def is_local_master(master: str) -> bool:
     """True for `local`, `local[*]`, `local[N]` and `local[N,F]` (Spark inside this machine's JVM)."""
-    return _LOCAL_MASTER_RE.match(master) is not None
+    return _LOCAL_MASTER_RE.fullmatch(master) is not None
 
 
 def resolve_master(master: str | None, parallelism: int | None) -> str:
@@ -57,8 +59,26 @@ def resolve_master(master: str | None, parallelism: int | None) -> str:
 
 
 def spark_log_path() -> Path:
-    """Where the Spark JVM's own output goes (one file per driver process)."""
+    """Where the Spark JVM's own output goes (one file per driver process) while a session runs."""
     return Path(tempfile.gettempdir()) / f"kafkasim-spark-{os.getpid()}.log"
+
+
+def remove_spark_log() -> None:
+    """Delete the JVM's log once the sweep that started the session ended well: nothing in it is needed, and
+    one was left in the temporary directory per sweep."""
+    spark_log_path().unlink(missing_ok=True)
+
+
+def keep_spark_log() -> Path:
+    """Keep the JVM's log of a sweep Spark could not finish, under a name of its own (a later sweep of the same
+    process would otherwise write to it, and delete it when it ends well); return where it is."""
+    log = spark_log_path()
+    kept = log.with_name(f"kafkasim-spark-{os.getpid()}-failed-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    try:
+        log.rename(kept)  # the JVM, still running, goes on writing to it under the new name
+    except OSError:
+        return log
+    return kept
 
 
 @contextmanager

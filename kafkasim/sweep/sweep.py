@@ -33,7 +33,14 @@ from kafkasim.sweep.model import LoadedSweep, load_sweep
 from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, write_manifest
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
-from kafkasim.sweep.session import build_spark_session, is_local_master, resolve_master, spark_log_path
+from kafkasim.sweep.session import (
+    build_spark_session,
+    is_local_master,
+    keep_spark_log,
+    remove_spark_log,
+    resolve_master,
+    spark_log_path,
+)
 from kafkasim.sweep.shipping import ship_kafkasim
 from kafkasim.sweep.spark_job import (
     DEFAULT_RUNNER,
@@ -210,6 +217,7 @@ def run_sweep(
     session = spark if spark is not None else build_spark_session(master, parallelism=parallelism)
     timings = {"spark_start": time.perf_counter() - t_start}
     job: JobOutput | None = None
+    spark_failed = False
     try:
         session_master = getattr(getattr(session, "sparkContext", None), "master", None)
         if isinstance(session_master, str) and not is_local_master(session_master):
@@ -224,15 +232,18 @@ def run_sweep(
         )
         timings["aggregate"] = time.perf_counter() - t_aggregate
     except Exception as exc:
+        spark_failed = True
         first = spark_failure_cause(exc)
         write_manifest(partial, _manifest(plan, loaded, resolved_master, job, complete=False, error=first))
+        log = keep_spark_log() if own_session else spark_log_path()
         raise SweepAbortedError(
-            f"Spark could not finish the sweep: {first} (Spark log: {spark_log_path()}; "
-            f"incomplete output left in {partial})"
+            f"Spark could not finish the sweep: {first} (Spark log: {log}; incomplete output left in {partial})"
         ) from exc
     finally:
         if own_session:
             session.stop()
+            if not spark_failed:
+                remove_spark_log()  # the session this sweep started wrote it; kept only when Spark failed
 
     explicit = loaded.sweep.metrics is not None
     problems = aggregates.problems if explicit else []

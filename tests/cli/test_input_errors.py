@@ -6,7 +6,11 @@ the same entry point in process, to keep the test set fast.
 
 from __future__ import annotations
 
+import os
 import re
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +18,16 @@ import pytest
 from kafkasim.console.run_command import resolve_clock
 from kafkasim.scenario import load_scenario
 
-from .support import QUICKSTART, SCHEMA_FILE, SHIPPED_SCENARIOS, SHORT, assert_no_traceback, call, kafkasim
+from .support import (
+    QUICKSTART,
+    SCHEMA_FILE,
+    SHIPPED_SCENARIOS,
+    SHORT,
+    assert_no_traceback,
+    call,
+    cli_env,
+    kafkasim,
+)
 
 BAD_SCENARIO = """\
 name: bad
@@ -244,3 +257,67 @@ def test_a_bad_network_partition_is_bad_input(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert f"{path}:6: faults[0].sides[1][0]: broker-1 is on both sides" in err
     assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("cluster", "target"), [(True, "broker-0"), (False, "follower-2")])
+def test_a_fault_target_with_a_trailing_newline_is_bad_input(tmp_path: Path, cluster: bool, target: str) -> None:
+    # Both validated (the target patterns ended in `$`, which matches before a final newline), then the run
+    # failed with a traceback.
+    path = tmp_path / "newline.yaml"
+    path.write_text(
+        "name: newline\ndescription: a target with a newline\nduration: 2s\n"
+        + ("cluster: {brokers: 3}\n" if cluster else "")
+        + "topics: [{name: t, replication.factor: 3}]\n"
+        + f'faults:\n  - type: crash\n    target: "{target}\\n"\n    at: 1s\n'
+    )
+    line = 8 if cluster else 7
+    for verb in (["validate", path], ["run", path, "--no-figures", "--out", tmp_path / "out"]):
+        result = kafkasim(*verb)
+        assert result.returncode == 2, result.stderr
+        assert_no_traceback(result)
+        assert f"{path}:{line}: faults[0].target: unknown target '{target}\\n', did you mean '{target}'?" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _kafkasim_bounded(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """kafkasim in a subprocess that can neither block the suite (120 s: `sweep` alone imports for seconds on
+    a busy machine) nor fill the machine's memory (2 GiB of address space): `validate /dev/zero` read until
+    memory ran out, `validate FIFO` blocked forever."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-m", "kafkasim", *map(str, args)], capture_output=True, text=True,
+                          env=cli_env(), timeout=120, preexec_fn=limit)
+
+
+@pytest.mark.parametrize("verb", ["validate", "run", "sweep"])
+def test_anything_but_a_regular_file_is_refused_before_it_is_read(tmp_path: Path, verb: str) -> None:
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    (tmp_path / "dir.yaml").mkdir()
+    kinds = {
+        "/dev/zero": "a character device",
+        "/dev/urandom": "a character device",
+        str(fifo): "a named pipe (FIFO)",
+        str(tmp_path / "dir.yaml"): "a directory",
+    }
+    what = "sweep" if verb == "sweep" else "scenario"
+    if verb == "sweep":  # the slowest verb to start: the two kinds that read forever or block
+        kinds = {path: kind for path, kind in kinds.items() if path in ("/dev/zero", str(fifo))}
+    for path, kind in kinds.items():
+        try:
+            result = _kafkasim_bounded(verb, path)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"kafkasim {verb} {path} did not return")
+        assert result.returncode == 2, (path, result.returncode, result.stderr[-300:])
+        assert_no_traceback(result)
+        assert f"{path}: is {kind}, not a regular file (allowed: a {what} YAML file)" in result.stderr, result.stderr
+
+
+def test_a_scenario_file_larger_than_the_limit_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(QUICKSTART.read_bytes() + b"#" * (4 << 20))
+    for verb in ("validate", "run"):
+        assert call(verb, path) == 2
+        assert f"{path}: is larger than 4 MiB (allowed: a scenario file of at most 4 MiB;" in capsys.readouterr().err

@@ -52,7 +52,9 @@ def test_out_of_memory_ends_with_one_line_and_a_partial_result(tmp_path: Path) -
     assert "MemoryError" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("kafkasim: out of memory at simulated time "), done.stderr
-    assert "lower the producers' rate or the duration" in last
+    # What filled the memory is named from what the run held, not assumed (issue 26, item 5).
+    assert " records in the producers and " in last and "batches in the logs: most of it the records in the producers " \
+        "(lower the producers' rates, which the brokers do not keep up with, or their buffer.memory" in last, last
     assert f"partial results written to {out}" in last
     loaded = RunResult.load(out)
     stopped = loaded.summary["interrupted_at_ms"]
@@ -63,3 +65,64 @@ def test_out_of_memory_ends_with_one_line_and_a_partial_result(tmp_path: Path) -
     info = json.loads((out / "run-info.json").read_text())
     assert info["partial"].startswith("out of memory at simulated time")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result"]  # no temporary directory left behind
+
+
+class _NoRoomForTheEighthSpool:
+    """A guard with room for the run, and for seven spool writes but not the eighth."""
+
+    def __init__(self) -> None:
+        self.spools = 0
+
+    def exhausted(self) -> bool:
+        return False
+
+    def before_spool(self) -> None:
+        self.spools += 1
+        if self.spools == 8:
+            raise MemoryError("address space nearly exhausted (no room for a spool write)")
+
+
+def test_the_message_names_what_filled_the_memory_in_a_run_without_producers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 26, item 5: "lower the producers' rate" in a scenario without producers. The followers here fetch
+    # from an idle leader without a wait: request rows pile up.
+    from kafkasim.run import engine as engine_module
+
+    from .support import call
+
+    guard = _NoRoomForTheEighthSpool()
+    monkeypatch.setattr(engine_module.AddressSpaceGuard, "from_process_limit", classmethod(lambda cls: guard))
+    monkeypatch.setattr(engine_module, "MAX_ROWS_IN_MEMORY", 10)
+    out = tmp_path / "result"
+    code = call("run", QUICKSTART, "--set", "producers=[]", "--set", "consumers=[]", "--set", "duration=5s",
+                "--set", "broker.replica.fetch.wait.max.ms=0", "--out", out)
+    assert code == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("kafkasim: out of memory at simulated time "), last
+    assert " request rows and " in last and "most of it the request rows (a shorter duration, longer fetch waits" in last
+    assert "producer" not in last, last
+    assert last.endswith(f"partial results written to {out}"), last
+    assert RunResult.load(out).summary["interrupted_by"] == "out of memory"
+
+
+def test_out_of_memory_drawing_the_figures_still_writes_the_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 26, item 5 (keep the results when memory runs out while saving): the figures are what saving needs
+    # most memory for beside the tables; without them the results fit, and are written.
+    import kafkasim.report
+
+    from .support import call
+
+    def no_memory_for_figures(*args: object, **kwargs: object) -> None:
+        raise MemoryError("matplotlib")
+
+    monkeypatch.setattr(kafkasim.report, "write_figures", no_memory_for_figures)
+    out = tmp_path / "result"
+    code = call("run", QUICKSTART, "--set", "duration=1s", "--set", "warmup=0s", "--figures", "--out", out)
+    assert code == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"kafkasim: out of memory writing the results; results written to {out} without "
+                           "figures (no memory left to draw them; "), last
+    assert "kafkasim report" in last
+    loaded = RunResult.load(out)
+    assert len(loaded.requests) > 0 and not (out / "figures").exists()

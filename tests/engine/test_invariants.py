@@ -151,3 +151,39 @@ def test_an_acks_all_partition_settled_before_the_followers_have_it_stops_the_ru
         engine.run()
     first = engine.components.producers[0]
     assert caught.value.partition is not None and first.records_sent == 1
+
+
+@pytest.mark.pure_only
+def test_an_idempotent_producer_s_batch_written_twice_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A broker that neither recognises a retried batch (ProducerStateEntry's last 5 batches) nor checks its
+    # sequence appends a retry whose response was lost a second time: Kafka promises an idempotent producer
+    # that cannot happen, so the run must stop (it used to finish with the copy marked `duplicated`).
+    from kafkasim.broker import producer_state_manager
+
+    monkeypatch.setattr(producer_state_manager.ProducerStateEntry, "batch_with_sequence_range",
+                        lambda self, first_seq, last_seq: None)
+    monkeypatch.setattr(producer_state_manager.ProducerAppendInfo, "_check_sequence",
+                        lambda self, producer_epoch, append_first_seq, offset: None)
+    engine = Engine(scenario(
+        duration="6s",
+        producers=[{"name": "p1", "topic": "t", "acks": "all", "rate": "50/s", "arrival": "constant",
+                    "record_size": "100B", "linger.ms": 0, "request.timeout.ms": 1000}],
+        consumers=[{"name": "c1", "topic": "t"}],
+        faults=[{"type": "link_drop", "target": "p1", "at": "2s", "duration": "100ms", "direction": "from_broker"}],
+    ))
+    with pytest.raises(InvariantViolation, match=r"an idempotent producer's batch was written twice: batch \d+ of p1"):
+        engine.run()
+
+
+def test_a_not_idempotent_producer_may_write_a_retried_batch_twice() -> None:
+    # Without idempotence Kafka promises nothing of the kind: the same lost response gives a copy, and the run
+    # finishes with the batch marked `duplicated`.
+    engine = Engine(scenario(
+        duration="6s",
+        producers=[{"name": "p1", "topic": "t", "acks": "all", "rate": "50/s", "arrival": "constant",
+                    "record_size": "100B", "linger.ms": 0, "request.timeout.ms": 1000, "enable.idempotence": False}],
+        consumers=[{"name": "c1", "topic": "t"}],
+        faults=[{"type": "link_drop", "target": "p1", "at": "2s", "duration": "100ms", "direction": "from_broker"}],
+    ))
+    result = engine.run()
+    assert (result.records["outcome"].astype(str) == "duplicated").sum() >= 1

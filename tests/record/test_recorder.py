@@ -203,3 +203,67 @@ def test_a_batch_neither_acknowledged_nor_failed_when_the_run_ends_is_pending():
     rec.finish_batch(never_sent)
     df = rec.tables().records
     assert df["outcome"].astype(str).tolist() == ["acknowledged", "pending", "pending", "sent", "pending"]
+
+
+def _fill(rec: Recorder, n: int) -> None:
+    """n requests finished out of id order, n gauge samples and n batches, half of them read by consumer c."""
+    order = list(range(n))
+    order = order[1::2] + order[0::2]
+    for k, i in enumerate(order):
+        row = Row(i, "Produce" if i % 3 else "FetchConsumer", f"client-{i % 4}", 1, 100,
+                  acks=-1 if i % 3 else None, intended_ms=float(k), client_send_ms=float(k) + 1)
+        row.end_ms, row.error = float(k) + 3, 0 if i % 7 else 6
+        rec.finish_request(row)
+        rec.sample(float(k), "HighWatermark", f"orders-{i % 5}", float(i))
+        rec.finish_batch(_batch(i))
+        if i % 2:
+            rec.batch_consumed(i, "c", float(k) + 5)
+
+
+def test_spooled_tables_are_the_tables_built_in_memory():
+    # The spool is read back a column at a time (each sorted in Arrow, then converted letting Arrow's buffers
+    # go: the end of a long run holds about one copy of each table, not three); the tables must not change.
+    in_memory = Recorder(["c"], max_rows_in_memory=None)
+    _fill(in_memory, 2000)
+    expected = in_memory.tables()
+    spooled = Recorder(["c"], max_rows_in_memory=300)
+    _fill(spooled, 2000)
+    assert spooled.spooled_rows == {"requests": 1800, "timeseries": 1800, "records": 900}  # half wait for c
+    got = spooled.tables()
+    for name in ("requests", "records", "timeseries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(expected, name), check_exact=True)
+
+
+class _RowOutOfMemoryOnce(Row):
+    """A request row whose `error` cannot be read the first time: building the tables runs out of memory."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.failed = False
+
+    @property
+    def error(self):
+        if not self.failed:
+            self.failed = True
+            raise MemoryError("no memory left for the tables")
+        return 0
+
+    @error.setter
+    def error(self, value):
+        pass
+
+
+@pytest.mark.parametrize("max_rows", [None, 300])
+def test_tables_can_be_built_again_after_running_out_of_memory(tmp_path, max_rows):
+    # Issue 26, item 5: a run that runs out of memory building its tables lets the simulation go and builds them
+    # again; until then the recorder must have lost nothing and written nothing twice (the spool was
+    # deleted, and a second call refused).
+    rec = Recorder(["c"], max_rows_in_memory=max_rows, spool_dir=tmp_path)
+    _fill(rec, 1000)
+    rec.finish_request(_RowOutOfMemoryOnce(1000, "Produce", "client-0", 1, 100, acks=-1, client_send_ms=5.0))
+    with pytest.raises(MemoryError):
+        rec.tables()
+    tables = rec.tables()
+    assert tables.requests["request_id"].tolist() == list(range(1001))
+    assert len(tables.records) == 1000 and len(tables.timeseries) == 1000
+    assert list(tmp_path.iterdir()) == []  # the spool goes once the tables are built

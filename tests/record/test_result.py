@@ -86,7 +86,7 @@ def test_crash_during_write_never_leaves_a_result_under_the_name(tmp_path, monke
 
     import pyarrow.parquet as pq
 
-    monkeypatch.setattr(pq, "write_table", crash)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", crash)  # what RunResult.save writes row groups with
     with pytest.raises(KeyboardInterrupt):
         _result().save(tmp_path / "run")
     assert list(tmp_path.iterdir()) == []
@@ -133,3 +133,23 @@ def test_a_saved_result_has_ordinary_permissions_not_mkdtemps_private_ones(tmp_p
     finally:
         os.umask(old)
     assert out.stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize(("rows", "row_group_rows"), [(0, 1000), (2500, 1000), (2500, 1024 * 1024)])
+def test_tables_are_written_a_row_group_at_a_time_as_write_table_writes_them(tmp_path, monkeypatch, rows,
+                                                                             row_group_rows):
+    # RunResult.save converts a row group at a time to Arrow (no Arrow copy of a whole table beside the
+    # DataFrame); the files are still the bytes pq.write_table writes.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import kafkasim.record.result as result_module
+
+    monkeypatch.setattr(result_module, "ROW_GROUP_ROWS", row_group_rows)
+    result = _result(n=rows)
+    result.save(tmp_path / "run")
+    for name in ("requests", "records", "timeseries"):
+        expected = tmp_path / f"{name}.parquet"
+        table = pa.Table.from_pandas(getattr(result, name), preserve_index=False, nthreads=1)
+        pq.write_table(table, expected, row_group_size=row_group_rows if row_group_rows < 1024 * 1024 else None)
+        assert (tmp_path / "run" / f"{name}.parquet").read_bytes() == expected.read_bytes(), name

@@ -182,3 +182,37 @@ def test_a_new_leader_knows_the_log_ends_its_followers_already_reported():
     c.on_log_end("tp", 1, 12, 3.0)
     with pytest.raises(InvariantViolation, match="ISR replica 2's log ends at 10"):
         c.on_acked("tp", 12, -1, 4.0)
+
+
+@pytest.mark.pure_only  # fakes the Partition that the compiled observer types
+def test_a_leader_elected_again_at_a_newer_epoch_is_followed_at_that_epoch():
+    """Found by failover stress --unclean seed 152 (issue 26): broker 2 led, was fenced, and was elected again
+    (uncleanly, leader epoch 3) while still holding the same Partition; the checker took that for "still the
+    leader" and kept epoch 0. Broker 0, back from a pause, then applied the superseded epoch 1 and led for a
+    moment (a stale leader, ``Partition.makeLeader`` from old metadata): the checker took it for broker 2's
+    clean successor and stopped the run ("log ending at 0, before offset 716, the high watermark of broker 2")."""
+    from types import SimpleNamespace
+
+    import simpy
+
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.record.recorder import Recorder
+    from kafkasim.run.observer import CheckedRunObserver
+
+    def partition(epoch: int, end: int, hw: int) -> SimpleNamespace:
+        log = SimpleNamespace(log_start_offset=0, log_end_offset=end, segments=[])
+        return SimpleNamespace(leader_epoch=epoch, maximal_isr={0, 1, 2}, effective_min_isr=1,
+                               high_watermark=hw, log_end_offset=end, log=log)
+
+    observer = CheckedRunObserver(simpy.Environment(), {}, Recorder(), {})
+    tp = TopicPartition("t", 0)
+    on_broker_2 = partition(0, 716, 716)
+    observer.became_leader(2, tp, on_broker_2)
+    on_broker_2.leader_epoch = 3
+    on_broker_2.maximal_isr = {2}
+    observer.isr_from_metadata(2, tp, (2,), unclean=True)
+    observer.became_leader(2, tp, on_broker_2)
+    observer.became_leader(0, tp, partition(1, 0, 0))  # stale: epoch 1 < 3, not a successor
+    # Broker 2 at epoch 3 is the leader followed: a clean successor must hold its committed offsets.
+    with pytest.raises(InvariantViolation, match="before offset 716, the high watermark of broker 2"):
+        observer.became_leader(1, tp, partition(4, 700, 700))

@@ -254,6 +254,36 @@ def test_bad_fault_targets_in_a_cluster(fault: str, message: str) -> None:
     assert (p.line, p.path, p.message) == (11, "faults[0].target", message)
 
 
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        # `$` matches before a final newline: these validated, then the run failed with a traceback.
+        (r'"broker-0\n"', "unknown target 'broker-0\\n', did you mean 'broker-0'?"),
+        (r'"broker-2\n"', "unknown target 'broker-2\\n', did you mean 'broker-2'?"),
+        ("broker-01", "unknown target 'broker-01', did you mean 'broker-1'?"),
+    ],
+)
+def test_a_broker_target_is_exactly_a_brokers_name(target: str, message: str) -> None:
+    p = only(FAULTS + f"faults: [{{type: crash, target: {target}, at: 1s}}]\n")
+    assert (p.line, p.path, p.message) == (11, "faults[0].target", message)
+
+
+# The follower names the run knows: no newline, no leading zero, no digits of other scripts (all three
+# validated, then the run failed with a traceback).
+@pytest.mark.parametrize("target", [r'"follower-2\n"', "follower-02", '"follower-\u0662"'])
+def test_a_follower_target_is_exactly_a_followers_name(target: str) -> None:
+    text = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 3}")
+    p = only(text + f"faults: [{{type: crash, target: {target}, at: 1s}}]\n")
+    assert (p.line, p.path) == (6, "faults[0].target")
+    assert p.message.startswith("unknown target ") and p.message.endswith("did you mean 'follower-2'?"), p.message
+
+
+def test_a_rack_name_ends_where_it_ends() -> None:
+    p = only(_cluster('  brokers: 3\n  racks: [a, b, "c\\n"]\n'))
+    assert (p.path, p.message) == ("cluster.racks[2]", "'c\\n' is not a valid rack name (allowed: 1 to 100 letters, "
+                                                       "digits, '.', '_', '-')")
+
+
 def test_broker_targets_need_a_cluster() -> None:
     text = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 2}")
     p = only(text + "faults: [{type: pause, target: broker-1, at: 1s, duration: 1s}]\n")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from kafkasim.scenario import Problem, ScenarioError, load_scenario
+from kafkasim.scenario import Problem, ScenarioError, load_scenario, source_file
+from kafkasim.scenario.errors import unknown_message
+from kafkasim.scenario.source_file import MAX_FILE_BYTES
 
 from .samples import MINIMAL
 
@@ -281,9 +285,196 @@ def test_a_shutdown_applies_to_brokers_and_not_while_the_broker_is_down() -> Non
                     "  - {type: shutdown, target: follower-1, at: 3s}\n")
     assert (p.path, p.line) == ("faults[1].at", 9)
     assert p.message == ("3s: follower-1 is down then (crash at 1s until 6s); a broker is crashed or shut down "
-                         "while it is up (allowed: an `at` after the restart)")
+                         "while it is up (allowed: an `at` after 6s, its restart)")
     p = only(base + "faults:\n  - {type: shutdown, target: follower-1, at: 1s}\n"
                     "  - {type: crash, target: follower-1, at: 8s}\n")
-    assert p.message.startswith("8s: follower-1 is down then (shutdown at 1s until the end of the run)")
+    assert p.message == ("8s: follower-1 is down then (shutdown at 1s until the end of the run); a broker is crashed "
+                         "or shut down while it is up (allowed: a restart_after for the shutdown at 1s, and an `at` "
+                         "after its restart)")
     load_scenario(base + "faults:\n  - {type: shutdown, target: follower-1, at: 1s, restart_after: 5s}\n"
-                         "  - {type: crash, target: follower-1, at: 6s}\n")
+                         "  - {type: crash, target: follower-1, at: 7s}\n")
+
+
+CRASHES = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 2}") + "faults:\n"
+
+
+def _crashes(*faults: str) -> str:
+    return CRASHES + "".join(f"  - {{{f}}}\n" for f in faults)
+
+
+@pytest.mark.parametrize(
+    ("faults", "index", "message"),
+    [
+        # A crash of a crashed broker was accepted and did nothing (its restart_after neither).
+        (("type: crash, target: follower-1, at: 1s, restart_after: 5s", "type: crash, target: follower-1, at: 3s"),
+         1, "3s: follower-1 is down then (crash at 1s until 6s); a broker is crashed or shut down while it is up "
+            "(allowed: an `at` after 6s, its restart)"),
+        (("type: crash, target: follower-1, at: 1s", "type: crash, target: follower-1, at: 8s, restart_after: 1s"),
+         1, "8s: follower-1 is down then (crash at 1s until the end of the run); a broker is crashed or shut down "
+            "while it is up (allowed: a restart_after for the crash at 1s, and an `at` after its restart)"),
+        # Listed in any order: the later `at` is the one refused.
+        (("type: crash, target: follower-1, at: 3s", "type: crash, target: follower-1, at: 1s, restart_after: 5s"),
+         0, "3s: follower-1 is down then (crash at 1s until 6s); a broker is crashed or shut down while it is up "
+            "(allowed: an `at` after 6s, its restart)"),
+        # At the very instant of the restart: which came first depended on the order of the faults in the file
+        # (listed first, the crash found the broker still down and did nothing).
+        (("type: crash, target: follower-1, at: 6s", "type: crash, target: follower-1, at: 1s, restart_after: 5s"),
+         0, "6s: follower-1 is down then (crash at 1s until 6s); a broker is crashed or shut down while it is up "
+            "(allowed: an `at` after 6s, its restart)"),
+        (("type: shutdown, target: follower-1, at: 1s, restart_after: 5s", "type: crash, target: follower-1, at: 6s"),
+         1, "6s: follower-1 is down then (shutdown at 1s until 6s); a broker is crashed or shut down while it is up "
+            "(allowed: an `at` after 6s, its restart)"),
+        # A crash refused in between does not hide the long one before it.
+        (("type: crash, target: follower-1, at: 1s, restart_after: 8s", "type: crash, target: follower-1, at: 2s, "
+          "restart_after: 1s", "type: crash, target: follower-1, at: 7s"),
+         2, "7s: follower-1 is down then (crash at 1s until 9s); a broker is crashed or shut down while it is up "
+            "(allowed: an `at` after 9s, its restart)"),
+    ],
+)
+def test_a_crash_is_refused_while_the_broker_is_down(faults: tuple[str, ...], index: int, message: str) -> None:
+    found = problems(_crashes(*faults))
+    assert [p.message for p in found if p.path == f"faults[{index}].at"] == [message], found
+    assert all(p.path.endswith(".at") and "is down then" in p.message for p in found)
+
+
+def test_a_crash_of_a_cluster_broker_that_is_down_is_refused() -> None:
+    text = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 3}") + "cluster: {brokers: 3}\nfaults:\n"
+    p = only(text + "  - {type: crash, target: broker-2, at: 1s}\n  - {type: crash, target: broker-2, at: 2s}\n")
+    assert (p.line, p.path) == (9, "faults[1].at")
+    assert p.message.startswith("2s: broker-2 is down then (crash at 1s until the end of the run)")
+    # Other brokers, and a crash after the restart, are fine.
+    load_scenario(text + "  - {type: crash, target: broker-2, at: 1s, restart_after: 1s}\n"
+                         "  - {type: crash, target: broker-1, at: 1500ms}\n  - {type: crash, target: broker-2, at: 2500ms}\n")
+
+
+def test_a_crash_during_a_pause_and_a_pause_during_a_crash_are_accepted() -> None:
+    # Both are modelled (BrokerServer.crash of a paused broker; a pause still in force when it restarts).
+    load_scenario(_crashes("type: pause, target: follower-1, at: 1s, duration: 5s",
+                           "type: crash, target: follower-1, at: 2s, restart_after: 1s",
+                           "type: pause, target: follower-1, at: 2500ms, duration: 5s"))
+
+
+@pytest.mark.parametrize(
+    ("faults", "message"),
+    [
+        # Printed 19080.877999999997ms.
+        (("type: crash, target: follower-1, at: 1s, restart_after: 20s",
+          "type: shutdown, target: follower-1, at: 19.080878s"),
+         "19080.878ms: follower-1 is down then (crash at 1s until 21s); a broker is crashed or shut down while it is "
+         "up (allowed: an `at` after 21s, its restart)"),
+        # Printed 1100us, 1100us and 3.3000000000000003ms.
+        (("type: crash, target: follower-1, at: 1.1ms, restart_after: 2.2ms", "type: crash, target: follower-1, at: 2ms"),
+         "2ms: follower-1 is down then (crash at 1.1ms until 3.3ms); a broker is crashed or shut down while it is up "
+         "(allowed: an `at` after 3.3ms, its restart)"),
+    ],
+)
+def test_times_in_messages_have_no_float_noise(faults: tuple[str, ...], message: str) -> None:
+    p = only(_crashes(*faults).replace("duration: 10s", "duration: 30s"))
+    assert p.message == message
+
+
+def test_an_out_of_range_duration_is_shown_without_float_noise() -> None:
+    p = only(MINIMAL + "sample_interval: 0.000123s\n")  # printed 0.12300000000000001ms
+    assert (p.path, p.message) == ("sample_interval", "123us is out of range (allowed: 1ms to 1d)")
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [("null", "nothing (null)"), ("5", "5"), ("[pause]", "a list")],
+)
+def test_a_type_that_is_not_text_is_not_named_like_one(value: str, got: str) -> None:
+    # A null type was "unknown type 'None'", a list "unknown type \"['pause']\"".
+    p = only(MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s}}]\nfaults: [{{type: {value}, target: p, at: 1s}}]\n")
+    assert (p.path, p.message) == ("faults[0].type", f"expected text, got {got} (allowed: pause, slow_disk, crash, "
+                                                     "shutdown, link_delay, link_drop, network_partition)")
+
+
+# --- what is read as a scenario file --------------------------------------------------------------------
+
+
+def _load_within(path: Path | str, seconds: float = 20.0) -> Problem:
+    """The one problem of loading `path`, which must come back promptly (a FIFO with no writer blocked
+    forever: it is then opened for writing here, which releases the reader)."""
+    outcome: list[object] = []
+
+    def load() -> None:
+        try:
+            load_scenario(path)
+            outcome.append("loaded")
+        except ScenarioError as e:
+            outcome.append(e.problems)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        with open(path, "wb"):
+            pass
+        thread.join(seconds)
+        pytest.fail(f"loading {path} blocked")
+    (found,) = outcome
+    assert isinstance(found, list) and len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path, as_text: bool) -> None:
+    fifo = tmp_path / "s.yaml"
+    os.mkfifo(fifo)
+    p = _load_within(str(fifo) if as_text else fifo)
+    assert (p.file, p.line, p.message) == (str(fifo), None, "is a named pipe (FIFO), not a regular file (allowed: a "
+                                                            "scenario YAML file)")
+
+
+@pytest.mark.parametrize(("device", "kind"), [("/dev/zero", "a character device"), ("/dev/null", "a character device")])
+def test_a_device_is_refused_before_it_is_read(device: str, kind: str) -> None:
+    # /dev/zero was read until memory ran out.
+    p = _load_within(Path(device))
+    assert p.message == f"is {kind}, not a regular file (allowed: a scenario YAML file)"
+
+
+def test_a_directory_is_refused_by_name(tmp_path: Path) -> None:
+    assert _load_within(tmp_path).message == "is a directory, not a regular file (allowed: a scenario YAML file)"
+    # A one-line string naming it is that directory, not the YAML text "/tmp/...".
+    assert _load_within(str(tmp_path)).message.startswith("is a directory")
+
+
+def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(MINIMAL.encode() + b"#" * MAX_FILE_BYTES)
+    assert _load_within(path).message == ("is larger than 4 MiB (allowed: a scenario file of at most 4 MiB; a "
+                                          "scenario is a few KB)")
+    path.write_bytes(MINIMAL.encode() + b"#" * (MAX_FILE_BYTES - len(MINIMAL)))  # exactly the limit: read
+    assert load_scenario(path).name == "minimal"
+
+
+def test_an_unreadable_file_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL)
+
+    def denied(*_args: object, **_kwargs: object) -> int:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(source_file.os, "open", denied)  # root reads anything: deny it this way
+    p = only(path)
+    assert (p.file, p.message) == (str(path), "cannot read the file: Permission denied")
+
+
+@pytest.mark.parametrize(
+    ("value", "ms"), [('" 5 "', 5), ('"5\\n"', 5), ('"\\uff15"', None), ('"\\u00b2"', None), ('"\\u00a05"', None)]
+)
+def test_a_kafka_ms_key_trims_as_kafka_and_reads_ascii_digits(value: str, ms: int | None) -> None:
+    # Fullwidth 5 was read as 5, a no-break space was trimmed, and a superscript 2 failed with "invalid literal
+    # for int() with base 10".
+    text = MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s, linger.ms: {value}}}]\n"
+    if ms is not None:
+        assert load_scenario(text).producers[0].linger_ms == ms
+        return
+    p = only(text)
+    assert p.path == "producers[0].linger.ms" and " is not a duration" in p.message, p
+
+
+def test_an_unknown_name_among_none_does_not_list_nothing() -> None:
+    # A list of no candidates rendered as "(allowed: )", as an empty list did for --set items.
+    assert unknown_message("name", "x", []) == "unknown name 'x' (there are none here)"
+    assert unknown_message("name", "x", ["y"]) == "unknown name 'x' (allowed: y)"

@@ -82,6 +82,7 @@ def test_cross_checks_run_after_overrides(quickstart) -> None:
         ("nokey", "expected key.path=value"),
         ("producers[5].rate=1/s", "has no item 5"),
         ("producers[nobody].rate=1/s", "unknown name 'nobody'"),
+        ("producers[\u0660].rate=1/s", "unknown name '\u0660'"),  # an index is ASCII digits (it was item 0)
         ("broker..x=1", "cannot read key path"),
         ("broker.num.io.threads=[1", "invalid YAML"),
         ("duration=30", "needs a unit"),
@@ -98,3 +99,26 @@ def test_several_bad_overrides_are_reported_together(quickstart) -> None:
     with pytest.raises(ScenarioError) as info:
         quickstart.with_overrides(["nokey", "broker.zzz=1"])
     assert len(info.value.problems) == 2
+
+
+@pytest.mark.parametrize(
+    ("scenario", "override", "message"),
+    [
+        # The items of faults have no names: this said "allowed: None" (one None per fault).
+        ("follower_partitioned_from_leader", "faults[network_partition].at=1s",
+         "'network_partition' is not an index, and the items of faults have no names (allowed: 0)"),
+        # An empty list said "allowed: " (nothing).
+        ("quickstart", "faults[x].at=1s", "has no item 'x': the list is empty (allowed: set the whole list, e.g. "
+                                          "faults=[...])"),
+        ("quickstart", "faults[0].at=1s", "has no item 0: the list is empty (allowed: set the whole list, e.g. "
+                                          "faults=[...])"),
+        ("quickstart", "cluster.racks[x]=a", "has no item 'x': the list is empty (allowed: set the whole list, e.g. "
+                                             "cluster.racks=[...])"),
+        ("quickstart", "producers[5].rate=1/s", "has no item 5 (allowed: 0)"),
+        ("cluster_slow_broker", "topics[0].replica_assignment[x]=[0]",
+         "'x' is not an index, and the items of topics[0].replica_assignment have no names (allowed: 0 to 5)"),
+    ],
+)
+def test_a_list_item_that_is_not_there_says_which_are(scenario: str, override: str, message: str) -> None:
+    p = _problem(load_scenario(ROOT / "scenarios" / f"{scenario}.yaml"), override)
+    assert p.message == message

@@ -16,6 +16,7 @@ from kafkasim.scenario.units import (
     parse_duration,
     parse_rate,
     parse_size,
+    show_duration,
 )
 
 
@@ -133,3 +134,59 @@ def test_rates_round_trip_exactly(rate: float) -> None:
 @given(st.floats(min_value=125.0, max_value=1e15, allow_nan=False))
 def test_bandwidths_round_trip_exactly(bps: float) -> None:
     assert parse_bandwidth(format_bandwidth(bps)) == bps
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"),
+    [
+        (19080.877999999997, "19080.878ms"),  # "19.080878s" as a float: no binary noise in a message
+        (3.3000000000000003, "3.3ms"),  # 1.1ms + 2.2ms
+        (0.12300000000000001, "123us"),  # "0.000123s"
+        (0.0005, "0.5us"),
+        (1500.5, "1500.5ms"),
+        (6000.0, "6s"),
+        (120_000.0, "2m"),
+        (86_400_000.0, "1d"),
+        (0.0, "0ms"),
+    ],
+)
+def test_durations_in_messages_are_shown_as_written(ms: float, shown: str) -> None:
+    assert show_duration(ms) == shown
+
+
+# --- whitespace: trimmed around a value as Kafka's ConfigDef.parseType does (String.trim), spaces inside ---
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "value"),
+    [
+        (parse_duration, " 10 s ", 10_000.0),
+        (parse_duration, "30s\n", 30_000.0),  # a block scalar's line break
+        (parse_duration, "\t30s\r\n", 30_000.0),
+        (parse_duration, "30  s", 30_000.0),
+        (parse_size, " 1 KiB ", 1024),
+        (parse_rate, "100 / s", 100.0),
+        (parse_bandwidth, "10 Gbit/s\n", 1.25e9),
+    ],
+)
+def test_ascii_whitespace_around_a_quantity_is_trimmed_and_spaces_may_separate_its_unit(parse, text, value) -> None:
+    assert parse(text) == value
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "why"),
+    [
+        # All of these were read as 30 s / 5000/s (`\s` takes any Unicode space, `\d` any script's digits).
+        (parse_duration, "30\u00a0s", "only spaces may stand inside it"),  # a no-break space
+        (parse_duration, "30s\u00a0", "only ASCII whitespace around it"),
+        (parse_duration, "\u300030s", "only ASCII whitespace around it"),  # an ideographic space
+        (parse_duration, "30\ts", "only spaces may stand inside it"),
+        (parse_duration, "30\ns", "only spaces may stand inside it"),
+        (parse_duration, "\u0663\u0660s", "digits are 0-9"),  # Arabic-Indic 30
+        (parse_rate, "5 000/s", "not a rate"),  # spaces were removed anywhere: 5000/s
+    ],
+)
+def test_other_whitespace_and_other_digits_are_refused(parse, text: str, why: str) -> None:
+    with pytest.raises(PydanticCustomError) as info:
+        parse(text)
+    assert why in str(info.value)

@@ -231,3 +231,39 @@ def test_a_long_set_argument_is_shortened_in_the_message(override: str) -> None:
 )
 def test_a_control_character_is_refused_at_its_line_and_column(text: str, where: str, code: str) -> None:
     assert _problem(text) == f"<string>:{where}: invalid YAML: control character #x{code} is not allowed"
+
+
+# --- merge keys -----------------------------------------------------------------------------------------
+
+MERGED = """\
+name: merged
+description: a link shared by merging
+duration: 10s
+topics: [{name: t}]
+network:
+  default_link: &link {latency: 2ms}
+producers:
+  - name: p
+    topic: t
+    rate: 1/s
+    link:
+      <<: *link
+      bandwidth: 1Gbit/s
+"""
+
+
+def test_a_merge_key_is_refused_at_its_line() -> None:
+    # YAML 1.1's `<<` was honoured (the producer got latency 2ms) although the files are YAML 1.2.
+    assert _problem(MERGED) == (
+        "<string>:12:7: producers[0].link: invalid YAML: merge key '<<' is YAML 1.1, not part of the YAML 1.2 that "
+        "scenario files are (allowed: write the keys out, or repeat a whole value with an anchor and an alias, e.g. "
+        "`link: *shared`)")
+    # What the message suggests reads.
+    s = load_scenario(MERGED.replace("    link:\n      <<: *link\n      bandwidth: 1Gbit/s\n", "    link: *link\n"))
+    assert s.producers[0].link == s.network.default_link
+
+
+def test_a_quoted_merge_key_and_a_merge_value_are_text() -> None:
+    assert load_yaml('"<<": 1\n', "f").data == {"<<": 1}
+    assert load_yaml("a: <<\n", "f").data == {"a": "<<"}  # was "could not determine a constructor"
+    assert "unknown key '<<'" in _problem(BASE + '"<<": 1\n')

@@ -34,3 +34,6 @@ def spark() -> Iterator[SparkSession]:
     session = build_spark_session("local[2]")
     yield session
     session.stop()
+    from kafkasim.sweep.session import remove_spark_log
+
+    remove_spark_log()  # as a sweep does with the session it started

@@ -130,7 +130,8 @@ def test_resolve_master(master: str | None, parallelism: int | None, expected: s
 
 def test_local_master_recognition() -> None:
     assert all(is_local_master(m) for m in ("local", "local[*]", "local[4]", "local[4, 2]"))
-    assert not any(is_local_master(m) for m in ("yarn", "spark://h:7077", "localhost", "local[x]"))
+    assert not any(is_local_master(m) for m in ("yarn", "spark://h:7077", "localhost", "local[x]", "local[4]\n",
+                                                "local[\u0664]"))
 
 
 def _per_variant(values: dict[str, float]) -> pd.DataFrame:

@@ -134,3 +134,10 @@ def test_override_values_round_trip_as_yaml() -> None:
     assert override_text("a.b", "all") == "a.b=all"
     assert override_text("a.b", "1") == "a.b='1'"  # a string that looks like a number stays a string
     assert override_text("a.b", {"type": "constant", "value": "1ms"}) == "a.b={type: constant, value: 1ms}"
+
+
+@pytest.mark.parametrize("key", ['"producers[0].acks\\n"', '"producers[\\u0660].acks"'])
+def test_a_key_path_is_matched_whole_and_in_ascii_digits(sweep_dir: Path, key: str) -> None:
+    # `$` matched before the final newline, and `\d` any script's digits: both passed as key paths.
+    message = _error(sweep_dir, f"base: base.yaml\ngrid:\n  {key}: [1, all]\nseeds: [1]\n")
+    assert ":3: grid." in message and "is not a scenario key path" in message, message

@@ -53,6 +53,42 @@ def test_a_worker_failure_names_the_python_exception(sweep_dir: Path, monkeypatc
     assert "the workers' Python cannot import kafkasim" in message
 
 
+def test_a_sweep_spark_could_not_finish_keeps_its_spark_log_and_names_it(
+        sweep_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 26, item 8: the JVM's log of the session a sweep starts is deleted when the sweep ends, except
+    # when Spark failed: then it is kept under a name of its own, which the error names.
+    import tempfile
+
+    import pyspark.sql
+
+    from kafkasim.sweep import session as session_module
+
+    (sweep_dir / "s.yaml").write_text(TINY_SWEEP)
+    scratch = sweep_dir / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    stopped = []
+
+    def start_session(*args: Any, **kwargs: Any) -> SimpleNamespace:
+        session_module.spark_log_path().write_text("ERROR the JVM's own words\n")
+        return SimpleNamespace(conf=SimpleNamespace(set=lambda key, value: None), stop=lambda: stopped.append(1))
+
+    def failing_job(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("lost the executors")
+
+    monkeypatch.setattr(sweep_module, "check_pyspark", lambda: None)
+    monkeypatch.setattr(sweep_module, "check_java", lambda: None)
+    monkeypatch.setattr(pyspark.sql.SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    monkeypatch.setattr(sweep_module, "build_spark_session", start_session)
+    monkeypatch.setattr(sweep_module, "run_job", failing_job)
+    with pytest.raises(SweepAbortedError) as caught:
+        run_sweep(sweep_dir / "s.yaml", out=sweep_dir / "out")
+    assert stopped == [1]
+    [kept] = list(scratch.iterdir())
+    assert kept.name.startswith(f"kafkasim-spark-{os.getpid()}-failed-") and kept.read_text().startswith("ERROR")
+    assert f"(Spark log: {kept}; incomplete output left in " in str(caught.value)
+
+
 @pytest.mark.spark
 def test_the_venvs_console_script_sweeps_without_uv_or_an_activated_venv(sweep_dir: Path) -> None:
     script = Path(sys.executable).with_name("kafkasim")
@@ -66,14 +102,18 @@ def test_the_venvs_console_script_sweeps_without_uv_or_an_activated_venv(sweep_d
     path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
     if java is not None:
         path.append(str(Path(java).parent))
+    scratch = sweep_dir / "tmp"  # the sweep's temporary directory: what it leaves there is checked below
+    scratch.mkdir()
     env = {"HOME": os.environ.get("HOME", "/tmp"), "PATH": os.pathsep.join(path), "LANG": "C.UTF-8",
-           "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
+           "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb", "TMPDIR": str(scratch)}
     if os.environ.get("JAVA_HOME"):
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]
     done = subprocess.run([str(script), "sweep", "s.yaml", "--out", "out", "--parallelism", "1"],
                           capture_output=True, text=True, env=env, cwd=sweep_dir, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "planned 2, succeeded 2, failed 0" in done.stdout
+    # Issue 26, item 8: every sweep left kafkasim-spark-<pid>.log behind (the JVM's output).
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("kafkasim-spark-")] == []
 
 
 def test_a_missing_dependency_names_what_ships_it() -> None:

@@ -1,0 +1,199 @@
+"""A scenario's configs as a real cluster takes them: broker, controller, topic and client properties, what a
+real cluster cannot take (refused before the run, one line naming it) and the simulator-only knobs it
+ignores (listed once at the start as "not applied on a real cluster").
+
+Kafka's own keys pass through under their own names. Simulator-only knobs (handler and network costs,
+link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
+followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
+do is refused: a slow disk, a network fault (link_delay, link_drop, network_partition: no proxy yet), a pause
+of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkasim.run.cluster_layout import ClusterLayout
+from kafkasim.scenario import Scenario
+from kafkasim.scenario.broker import HandlerCosts, PerBrokerConfig
+from kafkasim.scenario.clients import ConsumerConfig, FollowerCosts, ProducerConfig
+from kafkasim.scenario.cluster import NicConfig
+from kafkasim.scenario.controller import ControllerConfig
+from kafkasim.scenario.network import Link
+
+SUPPORTED_FAULTS = ("crash", "shutdown", "pause")
+LINK_FAULTS = ("link_delay", "link_drop", "network_partition")
+MIN_SEGMENT_BYTES = 1024 * 1024
+"""Kafka 4's smallest segment.bytes / log.segment.bytes (LogConfig, KIP-1030)."""
+
+_PER_BROKER_KEYS = [f.alias for n, f in PerBrokerConfig.model_fields.items() if f.alias and n != "costs"]
+_CLUSTER_WIDE_BROKER_KEYS = (
+    "broker.heartbeat.interval.ms", "message.max.bytes", "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms",
+    "log.index.size.max.bytes", "log.index.interval.bytes", "log.retention.ms", "log.retention.bytes",
+    "log.retention.check.interval.ms", "min.insync.replicas", "unclean.leader.election.enable",
+    "default.replication.factor", "num.partitions",
+)
+_TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable", "segment.bytes", "segment.ms",
+               "segment.jitter.ms", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
+               "retention.ms", "retention.bytes")
+_PRODUCER_KEYS = ("acks", "linger.ms", "batch.size", "max.in.flight.requests.per.connection", "request.timeout.ms",
+                  "delivery.timeout.ms", "retries", "retry.backoff.ms", "retry.backoff.max.ms", "buffer.memory",
+                  "max.block.ms", "enable.idempotence")
+_CONSUMER_KEYS = ("fetch.min.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes", "fetch.max.bytes",
+                  "request.timeout.ms")
+
+
+class RefusedOnKafka(ValueError):
+    """What the scenario asks that a real cluster here cannot do; the message is one line per problem."""
+
+
+@dataclass
+class KafkaConfigs:
+    brokers: dict[int, dict[str, str]]
+    controller: dict[str, str]
+    topics: list[dict[str, Any]]
+    producers: list[dict[str, str]]
+    consumers: list[dict[str, str]]
+    not_applied: list[str] = field(default_factory=list)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _dumped(model: Any) -> dict[str, Any]:
+    return dict(model.model_dump(mode="json", by_alias=True))
+
+
+def refusals(scenario: Scenario) -> list[str]:
+    """Every fault or config of ``scenario`` a real cluster here cannot take, one line each."""
+    problems = []
+    for i, fault in enumerate(scenario.faults):
+        where = f"faults[{i}] ({fault.type}"
+        if fault.type in LINK_FAULTS:
+            problems.append(f"{where} {fault.target}): network faults on a real cluster need a proxy between the "
+                            "brokers and their clients, which kafkasim does not start yet (no tc/netem on this "
+                            "kernel); remove it or run the simulation")
+        elif fault.type == "slow_disk":
+            problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
+                            "mapper or cgroup I/O limit is set up); remove it or run the simulation")
+        elif fault.type == "pause" and scenario.target_kind(fault.target) in ("producer", "consumer"):
+            problems.append(f"{where} {fault.target}): the clients share one driver JVM, so one client cannot be "
+                            "paused alone; pause a broker, or run the simulation")
+    for b in scenario.broker_ids:
+        if scenario.broker_for(b).purgatory != "timing_wheel":
+            problems.append(f"broker.purgatory: {scenario.broker_for(b).purgatory} is Kafka 0.8's purgatory; a "
+                            "real Kafka 4 broker has the timing wheel only")
+            break
+    for t in scenario.topics:
+        if t.segment_bytes < MIN_SEGMENT_BYTES:
+            problems.append(f"topics[{scenario.topics.index(t)}].segment.bytes: {t.segment_bytes} is below Kafka 4's "
+                            f"minimum of {MIN_SEGMENT_BYTES} (1 MiB), which a real broker refuses")
+    if scenario.broker.log_segment_bytes < MIN_SEGMENT_BYTES:
+        problems.append(f"broker.log.segment.bytes: {scenario.broker.log_segment_bytes} is below Kafka 4's minimum "
+                        f"of {MIN_SEGMENT_BYTES} (1 MiB)")
+    return problems
+
+
+def not_applied(scenario: Scenario) -> list[str]:
+    """The simulator-only knobs ``scenario`` sets (or takes by default) that a real cluster ignores."""
+    notes = ["broker.costs (handler and network service times: the real broker has its own)"]
+    if any(_dumped(o.costs) != _dumped(HandlerCosts()) for o in (scenario.cluster.overrides if scenario.cluster else [])):
+        notes.append("cluster.overrides[].costs")
+    if _dumped(scenario.followers.costs) != _dumped(FollowerCosts()):
+        notes.append("followers.costs")
+    links = "network.default_link (latency, bandwidth: clients and brokers talk over 127.0.0.1 here)"
+    if any("link" in c.model_fields_set for c in [*scenario.producers, *scenario.consumers]) or \
+            "link" in scenario.followers.model_fields_set:
+        links += ", and the producers', consumers' or followers' own link"
+    notes.append(links)
+    if scenario.cluster is not None and _dumped(scenario.cluster.nic) != _dumped(NicConfig()):
+        notes.append("cluster.nic (the brokers share this machine's loopback)")
+    controller = _dumped(scenario.controller)
+    default = _dumped(ControllerConfig())
+    for key in ("link_latency", "metadata_propagation"):
+        if controller.get(key) != default.get(key) or key == "link_latency":
+            notes.append(f"controller.{key}")
+    notes.append("clock (a real cluster runs in real time)")
+    return notes
+
+
+def kafka_configs(scenario: Scenario, layout: ClusterLayout) -> KafkaConfigs:
+    """The properties of every broker, the controller, every topic and client of ``scenario``."""
+    brokers: dict[int, dict[str, str]] = {}
+    replication = max(t.replication_factor for t in scenario.topics)
+    internal_rf = str(min(3, len(layout.broker_ids)))
+    for b in layout.broker_ids:
+        config = _dumped(scenario.broker_for(b))
+        props = {key: _value(config[key]) for key in _PER_BROKER_KEYS if key in config}
+        props.update({key: _value(config[key]) for key in _CLUSTER_WIDE_BROKER_KEYS if key in config})
+        props.update({
+            # Internal topics sized to the cluster (a 1-broker cluster cannot have 3 replicas).
+            "offsets.topic.replication.factor": internal_rf,
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": internal_rf,
+            "transaction.state.log.min.isr": str(min(2, len(layout.broker_ids))),
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            "log.message.timestamp.type": "CreateTime",
+            "controlled.shutdown.enable": "true",
+        })
+        if scenario.cluster is not None and scenario.cluster.racks is not None:
+            props["broker.rack"] = scenario.cluster.racks[b]
+        brokers[b] = props
+    c = scenario.controller
+    controller = {
+        "broker.session.timeout.ms": _value(c.broker_session_timeout_ms),
+        "controller.quorum.append.linger.ms": _value(c.controller_quorum_append_linger_ms),
+        "unclean.leader.election.interval.ms": _value(c.unclean_leader_election_interval_ms),
+        "auto.leader.rebalance.enable": _value(c.auto_leader_rebalance_enable),
+        "leader.imbalance.check.interval.seconds": _value(c.leader_imbalance_check_interval_seconds),
+        "broker.heartbeat.interval.ms": _value(scenario.broker.broker_heartbeat_interval_ms),
+    }
+    for props in brokers.values():
+        props["broker.session.timeout.ms"] = controller["broker.session.timeout.ms"]
+        props["auto.leader.rebalance.enable"] = controller["auto.leader.rebalance.enable"]
+        props["leader.imbalance.check.interval.seconds"] = controller["leader.imbalance.check.interval.seconds"]
+    topics = []
+    for t in scenario.topics:
+        config = _dumped(t)
+        topics.append({
+            "name": t.name,
+            "replicas": [list(layout.replicas[tp]) for tp in layout.partitions_by_topic[t.name]],
+            "config": {key: _value(config[key]) for key in _TOPIC_KEYS if key in config},
+        })
+    del replication
+    return KafkaConfigs(brokers, controller, topics,
+                        [producer_properties(p) for p in scenario.producers],
+                        [consumer_properties(c) for c in scenario.consumers],
+                        not_applied(scenario))
+
+
+def producer_properties(p: ProducerConfig) -> dict[str, str]:
+    config = _dumped(p)
+    props = {"client.id": p.name}
+    for key in _PRODUCER_KEYS:
+        if key == "delivery.timeout.ms" and "delivery_timeout_ms" not in p.model_fields_set:
+            # Kafka raises a default one to linger.ms + request.timeout.ms itself, as the scenario did.
+            props[key] = _value(p.delivery_timeout_ms)
+        elif key in config:
+            props[key] = "all" if key == "acks" and config[key] in (-1, "all") else _value(config[key])
+    # kafkasim's partitioner names: sticky is Kafka's built-in partitioner for records without a key; a
+    # round-robin or random producer's partitions come with each record (kafkasim.real.schedule).
+    return props
+
+
+def consumer_properties(c: ConsumerConfig) -> dict[str, str]:
+    config = _dumped(c)
+    props = {"client.id": c.name, "enable.auto.commit": "false", "auto.offset.reset": "earliest"}
+    props.update({key: _value(config[key]) for key in _CONSUMER_KEYS if key in config})
+    return props
+
+
+def link_is_default(link: Link | None) -> bool:
+    return link is None or _dumped(link) == _dumped(Link())

@@ -1,0 +1,418 @@
+"""`kafkasim run --on-kafka`: a scenario on a real Apache Kafka cluster, written as a simulated run's result.
+
+1. Refuse what a real cluster here cannot take (``config_map.refusals``), list once what it ignores.
+2. Kafka's jars (``kafka_libs``), the load driver compiled once into the user cache.
+3. A KRaft controller and the scenario's brokers (``cluster``), every node's files inside the run's
+   temporary directory; topics created with the replica assignment kafkasim's placer gives for the seed.
+4. The load driver (``driver/LoadDriver.java``: Kafka's own producer and consumer) sends the records of the
+   simulated run's schedule (``schedule``) at their intended times from time 0; faults happen at their
+   scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; link faults through ``proxy``); a JMX poller samples
+   the brokers' gauges every ``sample_interval``.
+5. At the end, brokers still down are started again (their logs are what the simulated audit reads), every
+   partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
+   ``assemble``, ``jmx``); ``summary.json`` by the simulated run's summary code.
+
+Every process is stopped by pid whatever happens (``processes.Processes``); a stop request (Ctrl-C) ends
+the load at once and the result covers the time until then (summary ``interrupted_at_ms``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kafkasim.real import assemble
+from kafkasim.real.cluster import RealCluster
+from kafkasim.real.config_map import RefusedOnKafka, kafka_configs, refusals
+from kafkasim.real.jmx import read_samples
+from kafkasim.real.kafka_libs import KafkaLibs, compiled_class_dir, locate
+from kafkasim.real.processes import Proc, Processes, rss_bytes
+from kafkasim.real.request_log import parse_lines
+from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
+from kafkasim.real.server_log import controller_events
+from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
+from kafkasim.record.summary import summarize
+from kafkasim.run.build import fetcher_counts, fetcher_name
+from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
+from kafkasim.scenario import Scenario, dump_scenario
+from kafkasim.scenario.faults import CrashFault, PauseFault, ShutdownFault
+
+DRIVER_DIR = Path(__file__).with_name("driver")
+DRIVER_SOURCES = [DRIVER_DIR / "LoadDriver.java", DRIVER_DIR / "JmxPoller.java"]
+DRIVER_LOG4J = DRIVER_DIR / "log4j2.properties"
+DRAIN_MS = 1000
+"""How long the producers may still finish what is in flight after the run's end (what they finish after
+the end counts as pending, as in a simulated run that stops at its duration)."""
+GO_DELAY_MS = 500
+WARMUP_MS = 3000
+"""Before time 0 each producer sends this long of its load to a warm-up topic (JIT, connections), then the
+topic is deleted: a fresh client JVM's first second is several times slower than the rest."""
+ENGINE = "kafka"
+MIN_JMX_INTERVAL_MS = 1000.0
+"""The brokers' gauges are sampled over JMX at the scenario's sample_interval, but at most once a second: a
+sample is some fifty RMI calls per broker, which every 100 ms would cost the brokers CPU that shows in the
+latencies measured."""
+KEEP_ENV = "KAFKASIM_KEEP_REAL_DIR"
+
+
+@dataclass
+class FaultAction:
+    at_ms: float
+    label: str
+    act: Callable[[], None]
+    done_ms: float = math.nan
+
+
+@dataclass
+class RealRun:
+    """What a real run measured besides its tables (run-info.json)."""
+
+    setup_s: float = 0.0
+    cluster_start_s: float = 0.0
+    rss_bytes: dict[str, int] = field(default_factory=dict)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    load_average: float | None = None
+    """The machine's 1-minute load average half way through the load (the latencies depend on it)."""
+    pids: list[int] = field(default_factory=list)
+    """Every process the run started (all stopped when it returns)."""
+
+
+def broker_of(target: str) -> int:
+    """``broker-3`` or ``follower-3`` -> 3."""
+    return int(target.rsplit("-", 1)[1])
+
+
+def fault_actions(scenario: Scenario, cluster: RealCluster, proxies: Any = None) -> list[FaultAction]:
+    """The scenario's faults as timed actions on the cluster (and the proxy, for link faults)."""
+    actions: list[FaultAction] = []
+    for i, fault in enumerate(scenario.faults):
+        label = f"faults[{i}] {fault.type} {fault.target}"
+        if isinstance(fault, CrashFault | ShutdownFault):
+            b = broker_of(fault.target)
+            stop = cluster.crash if isinstance(fault, CrashFault) else cluster.shutdown
+            actions.append(FaultAction(float(fault.at), label, partial(stop, b)))
+            if fault.restart_after is not None:
+                actions.append(FaultAction(float(fault.at + fault.restart_after), f"{label}: restart",
+                                           partial(cluster.restart, b)))
+        elif isinstance(fault, PauseFault):
+            b = broker_of(fault.target)
+            actions.append(FaultAction(float(fault.at), label, partial(cluster.pause, b)))
+            actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: resume",
+                                       partial(cluster.resume, b)))
+        elif proxies is not None:
+            actions.extend(proxies.actions(i, fault))
+    return sorted(actions, key=lambda a: a.at_ms)
+
+
+class FaultSchedule:
+    """Runs each action at time 0 + its ``at_ms`` on its own thread (a controlled shutdown's restart waits for
+    the old process; a pause must not wait for it)."""
+
+    def __init__(self, actions: list[FaultAction], t0_epoch_ms: float) -> None:
+        self.actions = actions
+        self.t0 = t0_epoch_ms
+        self._cancel = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(a,), daemon=True) for a in actions]
+        self.errors: list[str] = []
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, action: FaultAction) -> None:
+        delay = (self.t0 + action.at_ms) / 1000.0 - time.time()
+        if delay > 0 and self._cancel.wait(delay):
+            return
+        try:
+            action.done_ms = time.time() * 1000.0 - self.t0  # when the signal is sent (a crash then waits for the exit)
+            action.act()
+        except Exception as exc:  # reported in run-info, the run goes on
+            self.errors.append(f"{action.label}: {exc}")
+
+    def stop(self, timeout_s: float = 90.0) -> None:
+        self._cancel.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+
+
+def _follower_namer(layout: ClusterLayout, scenario: Scenario) -> Callable[[int, int, int], str]:
+    counts = fetcher_counts(scenario, layout)
+
+    def name(replica: int, fetcher: int, source: int) -> str:
+        return fetcher_name(layout, counts.get(replica, 1), replica, fetcher, source)
+
+    return name
+
+
+def run_on_kafka(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    kafka_home: str | None = None,
+    say: Callable[[str], None] = lambda _m: None,
+    stop: threading.Event | None = None,
+    libs: KafkaLibs | None = None,
+) -> RunResult:
+    """Run ``scenario`` on a local Kafka cluster; its result in the simulated run's format. Raises
+    ``RefusedOnKafka`` (what it cannot take) or ``RealKafkaUnavailable`` (what to install) before starting
+    anything."""
+    problems = refusals(scenario)
+    if problems:
+        raise RefusedOnKafka("\n".join(problems))
+    seed = scenario.seed if seed is None else seed
+    started = time.monotonic()
+    libs = libs if libs is not None else locate(kafka_home, progress=say)
+    classes = compiled_class_dir(DRIVER_SOURCES, libs, progress=say)
+    layout = cluster_layout(scenario, seed=seed)
+    configs = kafka_configs(scenario, layout)
+    say("not applied on a real cluster (simulator-only): " + "; ".join(configs.not_applied))
+    workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
+    info = RealRun(setup_s=time.monotonic() - started)
+    try:
+        return _run(scenario, seed, libs, classes, layout, configs, workdir, info, say, stop)
+    finally:
+        if os.environ.get(KEEP_ENV):
+            say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _java(libs: KafkaLibs, classes: Path, heap: str, *extra: str) -> list[str]:
+    return [libs.java, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *extra,
+            "-cp", f"{classes}{os.pathsep}{libs.classpath}"]
+
+
+def _run(scenario: Scenario, seed: int, libs: KafkaLibs, classes: Path, layout: ClusterLayout, configs: Any,
+         workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None) -> RunResult:
+    stop = stop or threading.Event()
+    wall_started = time.monotonic()
+    driver_dir = workdir / "driver"
+    driver_dir.mkdir()
+    with Processes() as procs:
+        cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say)
+        info.cluster_start_s = cluster.start()
+        say(f"cluster ready in {info.cluster_start_s:.1f} s: brokers {', '.join(map(str, cluster.brokers))} "
+            f"on {cluster.bootstrap_servers}")
+        sizes: list[np.ndarray] = []
+        producers_spec = []
+        for i, (p, props) in enumerate(zip(scenario.producers, configs.producers, strict=True)):
+            planned = list(planned_records(scenario, p, seed))
+            path = workdir / f"schedule-{i}.bin"
+            write_schedule(path, iter(planned))
+            sizes.append(np.array([max(r.size, MIN_RECORD_BYTES) for r in planned], dtype=np.int64))
+            producers_spec.append({"name": p.name, "topic": p.topic, "count": len(planned), "schedule": str(path),
+                                   "config": {"bootstrap.servers": cluster.bootstrap_servers, **props}})
+        consumers_spec = [
+            {"name": c.name, "topic": c.topic, "partitions": list(range(scenario.topic(c.topic).partitions)),
+             "config": {"bootstrap.servers": cluster.bootstrap_servers, **props}}
+            for c, props in zip(scenario.consumers, configs.consumers, strict=True)
+        ]
+        duration = float(scenario.duration)
+        spec = {
+            "bootstrap": cluster.bootstrap_servers, "out_dir": str(driver_dir),
+            "ready_file": str(workdir / "ready"), "go_file": str(workdir / "go"),
+            "duration_ms": duration, "drain_ms": DRAIN_MS, "topics": configs.topics,
+            "producers": producers_spec, "consumers": consumers_spec, "audit_timeout_ms": 60_000,
+            "warmup_ms": WARMUP_MS,
+            "jmx": [{"broker": b, "port": n.jmx_port} for b, n in cluster.brokers.items()],
+            "sample_interval_ms": max(float(scenario.sample_interval), MIN_JMX_INTERVAL_MS),
+            "jmx_out": str(workdir / "jmx.tsv"),
+        }
+        spec_path = workdir / "spec.json"
+        spec_path.write_text(json.dumps(spec, indent=1))
+        log4j = [f"-Dlog4j2.configurationFile={DRIVER_LOG4J}", f"-Dkafkasim.driver.log={driver_dir / 'clients.log'}"]
+        driver = procs.start("driver", [*_java(libs, classes, "-Xmx768m", *log4j), "LoadDriver", "run",
+                                        str(spec_path)], driver_dir / "stdout.log")
+        poller = procs.start("jmx", [*_java(libs, classes, "-Xmx128m", "-Dsun.rmi.transport.tcp.responseTimeout=1000",
+                                            *log4j), "JmxPoller", str(spec_path)], workdir / "jmx.log")
+        _wait_for_file(workdir / "ready", driver, 180.0, stop)
+        t0 = int(time.time() * 1000) + GO_DELAY_MS
+        (workdir / "go").write_text(f"{t0}\n")
+        schedule = FaultSchedule(fault_actions(scenario, cluster), t0)
+        schedule.start()
+        say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
+        interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+        schedule.stop()
+        info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms}
+                       for a in schedule.actions]
+        poller.signal(signal.SIGTERM)
+        # The simulated audit reads every partition's final leader's log, crashed brokers' included: start
+        # the brokers that are down, continue the paused ones.
+        for b, node in cluster.brokers.items():
+            node.proc.signal(signal.SIGCONT) if node.proc else None
+            if not node.running:
+                say(f"starting broker-{b} again to read its log")
+                cluster.restart(b)
+                cluster.wait_ready(node)
+        audit = procs.start("audit", [*_java(libs, classes, "-Xmx256m", *log4j), "LoadDriver", "audit",
+                                      str(spec_path)], driver_dir / "audit.log")
+        audit.popen.wait(timeout=120)
+        procs.stop(poller, 5.0)
+        cluster.stop()
+        info.pids = procs.pids
+    end = duration if interrupted_at is None else interrupted_at
+    result = _assemble(scenario, seed, layout, configs, cluster, workdir, sizes, end, t0, info)
+    result.run_info["wall_seconds"] = time.monotonic() - wall_started
+    if interrupted_at is not None:
+        result.summary["interrupted_at_ms"] = interrupted_at
+    if schedule.errors:
+        result.run_info["fault_errors"] = schedule.errors
+    _attach_logs(result, cluster)
+    return result
+
+
+def _wait_for_file(path: Path, proc: Proc, timeout_s: float, stop: threading.Event) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if not proc.running():
+            raise RuntimeError(f"the load driver exited with code {proc.popen.returncode} before it was ready: "
+                               f"{_tail(proc.output)}")
+        if stop.is_set():
+            raise KeyboardInterrupt
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the load driver was not ready within {timeout_s:.0f} s: {_tail(proc.output)}")
+        time.sleep(0.05)
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no output)"
+    return " / ".join(text[-lines:]) or "(no output)"
+
+
+def _wait_for_driver(driver: Proc, duration: float, t0: int, stop: threading.Event, info: RealRun,
+                     cluster: RealCluster, procs: Processes) -> float | None:
+    """Wait for the load to end; sample the JVMs' memory meanwhile. The time of a stop request, if any."""
+    deadline = t0 / 1000.0 + duration / 1000.0 + DRAIN_MS / 1000.0 + 120.0
+    sampled = False
+    while driver.running():
+        if stop.wait(0.1):
+            at = time.time() * 1000.0 - t0
+            driver.signal(signal.SIGTERM)  # its shutdown hook writes what it recorded
+            try:
+                driver.popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                procs.stop(driver, kill_first=True)
+            return max(0.0, min(at, duration))
+        if not sampled and time.time() * 1000.0 - t0 > duration / 2:
+            sampled = True
+            for node in cluster.nodes:
+                if node.proc is not None and (rss := rss_bytes(node.proc.pid)) is not None:
+                    info.rss_bytes[node.name] = rss
+            if (rss := rss_bytes(driver.pid)) is not None:
+                info.rss_bytes["driver"] = rss
+            info.load_average = os.getloadavg()[0]
+        if time.time() > deadline:
+            procs.stop(driver, kill_first=True)
+            raise RuntimeError("the load driver did not finish in time")
+    if driver.popen.returncode != 0:
+        raise RuntimeError(f"the load driver failed (exit {driver.popen.returncode}): {_tail(driver.output)}")
+    return None
+
+
+def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any, cluster: RealCluster,
+              workdir: Path, sizes: list[np.ndarray], end: float, t0: int, info: RealRun) -> RunResult:
+    driver_dir = workdir / "driver"
+    topic_ids = {}
+    topics_file = driver_dir / "topics.tsv"
+    if topics_file.is_file():
+        for line in topics_file.read_text().splitlines():
+            name, topic_id = line.split("\t")
+            topic_ids[topic_id] = name
+    log = parse_lines([(b, n.request_log) for b, n in cluster.brokers.items()], origin_epoch_ms=float(t0),
+                      topic_names=topic_ids, follower_name=_follower_namer(layout, scenario),
+                      heartbeat_sources=[cluster.controller.request_log])
+    requests = log.requests[log.requests["end_ms"].to_numpy(dtype=float) >= 0].reset_index(drop=True)
+    requests = requests[requests["start_ms"].to_numpy(dtype=float) <= end].reset_index(drop=True)
+    producers = [
+        assemble.read_producer(driver_dir / f"producer-{i}.tsv", i, p.name, p.topic, p.acks, sizes[i])
+        for i, p in enumerate(scenario.producers)
+    ]
+    consumers = {c.name: assemble.read_consumer(driver_dir / f"consumer-{i}.tsv")
+                 for i, c in enumerate(scenario.consumers)}
+    retries = assemble.read_retries(driver_dir / "clients.log")
+    records, batch_of = assemble.records_table(producers, consumers, log.batches, retries, end)
+    events = controller_events(cluster.controller.server_log, float(t0))
+    names = {v: k for k, v in topic_ids.items()}
+    unclean: dict[tuple[str, int], list[float]] = {}
+    for t, topic_id, partition, _ in events.unclean:
+        unclean.setdefault((topic_ids.get(topic_id, topic_id), partition), []).append(t)
+    min_isr = {t.name: min(t.min_insync_replicas, t.replication_factor) for t in scenario.topics}
+    audit = assemble.read_audit(driver_dir / "audit.tsv")
+    final = assemble.final_logs(audit, batch_of, {}, min_isr, unclean)
+    records = assemble.audited(records, final)
+    timeseries = read_samples(workdir / "jmx.tsv", end)
+    # The summary's warm-up cut is by client send time, which a broker does not know: its arrival stands in.
+    for_summary = requests.copy()
+    for_summary["client_send_ms"] = for_summary["start_ms"]
+    counters = {
+        "brokers_fenced": len(events.fenced),
+        "unclean_elections": len(events.unclean),
+        "elr_elections": len(events.elr),
+        "requests_handled": int(len(requests)),
+        "other_requests": dict(sorted(log.other_apis.items())),
+    }
+    summary = summarize(for_summary, records, seed=seed, simulated_duration_ms=end,
+                        warmup_ms=float(scenario.warmup), counters=counters,
+                        producers=[p.name for p in scenario.producers],
+                        consumers=[c.name for c in scenario.consumers], timeseries=timeseries)
+    summary["engine"] = ENGINE
+    heartbeats = log.heartbeats
+    fences = []
+    for t, broker in events.fenced:
+        before = [h for h in heartbeats.get(broker, []) if h <= t]
+        fences.append({"at_ms": t, "broker": broker, "last_heartbeat_ms": max(before) if before else None})
+    run_info = {
+        "engine": ENGINE,
+        "kafka_version": cluster.libs.version,
+        "kafka_libs": cluster.libs.source,
+        "epoch_ms_at_0": t0,
+        "brokers": {f"broker-{b}": {"node_id": b, "port": n.port} for b, n in cluster.brokers.items()},
+        "controller": {"node_id": cluster.controller.node_id},
+        "not_applied": configs.not_applied,
+        "setup_seconds": info.setup_s,
+        "cluster_start_seconds": info.cluster_start_s,
+        "rss_bytes": info.rss_bytes,
+        "load_average": info.load_average,
+        "cpus": os.cpu_count(),
+        "faults": info.faults,
+        "pids": info.pids,
+        "controller_events": {
+            "fenced": fences,
+            "unclean_elections": [{"at_ms": t, "topic": topic_ids.get(i, i), "partition": p, "leader": b}
+                                  for t, i, p, b in events.unclean],
+            "elr_elections": [{"at_ms": t, "topic": topic_ids.get(i, i), "partition": p, "leader": b}
+                              for t, i, p, b in events.elr],
+        },
+        "heartbeats_ms": {f"broker-{b}": times for b, times in sorted(heartbeats.items())},
+        "request_log_bad_lines": [str(b) for b in log.bad_lines[:20]],
+        "audit_incomplete": sorted(f"{t}-{p}" for t, p in audit.incomplete),
+    }
+    del names
+    return RunResult(requests, records, timeseries, summary, dump_scenario(scenario.model_copy(update={"seed": seed})),
+                     run_info)
+
+
+def _attach_logs(result: RunResult, cluster: RealCluster) -> None:
+    """Keep the Kafka nodes' logs with the result (``kafka/<node>/``): the lines a reader checks a figure by."""
+    for node in cluster.nodes:
+        for path in (node.server_log, node.request_log):
+            if path.is_file():
+                result.extra_files[f"{KAFKA_LOGS_DIR}/{node.name}/{path.name}"] = path.read_bytes()
+    result.run_info["kafka_logs"] = sorted(result.extra_files)

@@ -1,0 +1,48 @@
+"""What the controller's server.log says happened: brokers fenced, leaders elected uncleanly.
+
+The controller logs at INFO (``ReplicationControlManager``, ``PartitionChangeBuilder``):
+``Fencing broker 2 at epoch 18 because its session has timed out.`` and ``Setting new leader for topicId X, partition 0 to 1
+using an unclean election``. Lines carry epoch-ms timestamps (kafkasim.real's log4j2 pattern
+``[%d{UNIX_MILLIS}] %p %m (%c)``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_TIME = re.compile(r"^\[(\d{10,16})\]")
+_FENCE = re.compile(r"Fencing broker (\d+)(?: at epoch \d+)? because its session has timed out")
+_UNCLEAN = re.compile(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using an unclean election")
+_ELR = re.compile(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using ELR")
+
+
+@dataclass
+class ControllerEvents:
+    fenced: list[tuple[float, int]] = field(default_factory=list)
+    """(ms since time 0, broker id) of every fence for a session timeout."""
+    unclean: list[tuple[float, str, int, int]] = field(default_factory=list)
+    """(ms, topic id, partition, new leader) of every unclean election."""
+    elr: list[tuple[float, str, int, int]] = field(default_factory=list)
+    """(ms, topic id, partition, new leader) of every election from the eligible leader replicas (KIP-966)."""
+
+
+def controller_events(path: Path, origin_epoch_ms: float) -> ControllerEvents:
+    events = ControllerEvents()
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return events
+    for line in lines:
+        stamp = _TIME.match(line)
+        if stamp is None:
+            continue
+        t = float(stamp.group(1)) - origin_epoch_ms
+        if (m := _FENCE.search(line)) is not None:
+            events.fenced.append((t, int(m.group(1))))
+        elif (m := _UNCLEAN.search(line)) is not None:
+            events.unclean.append((t, m.group(1), int(m.group(2)), int(m.group(3))))
+        elif (m := _ELR.search(line)) is not None:
+            events.elr.append((t, m.group(1), int(m.group(2)), int(m.group(3))))
+    return events

@@ -1,0 +1,50 @@
+"""Fixtures of the real-cluster tests (marked ``real``): Kafka's jars and Java, or a skip that says why, and
+the differential suite's agreement table.
+
+On a machine without Java (or Maven and no cached jars) the tests skip with the reason. ``.ci/run`` sets
+``KAFKASIM_REAL_KAFKA_REQUIRED=1``: there a missing Java, Maven or jar fails the suite instead of skipping it.
+
+Every differential assertion adds a row to the agreement table (what was compared, kafkasim's value, the
+real cluster's, the tolerance, the verdict), printed at the end of the session and, when
+``KAFKASIM_AGREEMENT_FILE`` names a file, written there as Markdown (benchmarks/README.md quotes it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kafkasim.real.kafka_libs import KafkaLibs, RealKafkaUnavailable, locate
+from tests.real.agreement import AGREEMENTS, table
+
+REQUIRED_ENV = "KAFKASIM_REAL_KAFKA_REQUIRED"
+TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The tests that start Kafka (they take its jars): `-m real` selects them, `-m "not real"` leaves them out.
+    for item in items:
+        if "kafka_libs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not AGREEMENTS:
+        return
+    terminalreporter.section("kafkasim vs Kafka 4.3.1: agreement table")
+    terminalreporter.write_line(table())
+    target = os.environ.get(TABLE_ENV)
+    if target:
+        Path(target).write_text(table() + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def kafka_libs() -> KafkaLibs:
+    try:
+        return locate(progress=lambda line: print(line, flush=True))
+    except RealKafkaUnavailable as exc:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 and the real cluster cannot run: {exc}", pytrace=False)
+        pytest.skip(f"no real Kafka here: {exc}")

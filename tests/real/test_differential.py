@@ -1,0 +1,522 @@
+"""The differential suite: the same scenarios on kafkasim and on a real Apache Kafka 4.3.1 cluster, asserting
+agreement on what Kafka's timers and protocol rules decide, each with the tolerance it needs and why.
+
+What a real broker on this machine measures reliably is what timers and rules decide: long-poll waits, the
+session timeout that fences a broker, purgatory holds, request counts of idle fetchers, losses and
+duplicates. Absolute latencies (p50, p99) are dominated by JIT, garbage collection and five JVMs sharing two
+cores with whatever else runs: they are reported side by side in the agreement table, never asserted.
+
+Each scenario runs once per session on each engine (``pair``); its assertions share the runs. The real runs
+are shortened with --set-style overrides (durations, rates lowered where this machine's real cluster cannot
+keep up; the rule each assertion checks does not depend on them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kafkasim import load_scenario
+from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord
+from kafkasim.real.kafka_libs import KafkaLibs
+from kafkasim.real.processes import alive
+from kafkasim.real.runner import run_on_kafka
+from kafkasim.record.result import RunResult
+from kafkasim.run.engine import Engine
+from kafkasim.scenario import Scenario
+from tests.real.agreement import AGREEMENTS, Agreement
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).parent
+RESULTS_ENV = "KAFKASIM_REAL_RESULTS_DIR"
+
+# scenario key -> (file, --set overrides)
+SCENARIOS: dict[str, tuple[Path, list[str]]] = {
+    "fetch_min_bytes_vs_max_wait": (ROOT / "scenarios/fetch_min_bytes_vs_max_wait.yaml", ["duration=10s"]),
+    "segment_roll_wakes_fetches": (ROOT / "scenarios/segment_roll_wakes_fetches.yaml",
+                                   ["duration=12s", "topics[0].segment.bytes=1GiB"]),
+    "acks_compared": (ROOT / "scenarios/acks_compared.yaml",
+                      ["duration=10s", "producers[0].rate=100/s", "producers[1].rate=100/s",
+                       "producers[2].rate=100/s"]),
+    "quickstart": (ROOT / "scenarios/quickstart.yaml", ["duration=10s", "producers[0].rate=200/s"]),
+    # Restarted after the fence (7-10 s after the crash), so the fence is the old incarnation's session expiry.
+    "leader_crash": (ROOT / "scenarios/leader_crash.yaml", ["duration=24s", "faults[0].restart_after=11s"]),
+    "leader_controlled_shutdown": (ROOT / "scenarios/leader_controlled_shutdown.yaml",
+                                   ["duration=18s", "faults[0].restart_after=6s"]),
+    "follower_crash_fenced": (ROOT / "scenarios/follower_crash_fenced.yaml",
+                              ["duration=20s", "faults[0].at=5s", "faults[0].restart_after=12s"]),
+    "gc_paused_follower": (ROOT / "scenarios/gc_paused_follower.yaml",
+                           ["duration=12s", "faults[0].at=5s", "faults[0].duration=3s"]),
+    "unclean_acks1_crashes": (HERE / "scenarios/unclean_acks1_crashes.yaml", []),
+    "idempotence_paused_leader": (HERE / "scenarios/idempotence_paused_leader.yaml", []),
+}
+
+
+@dataclass
+class Pair:
+    key: str
+    scenario: Scenario
+    sim: RunResult
+    engine: Engine
+    real: RunResult
+
+
+_CACHE: dict[str, Pair] = {}
+
+
+def scenario_of(key: str) -> Scenario:
+    path, overrides = SCENARIOS[key]
+    scenario = load_scenario(path)
+    return scenario.with_overrides(overrides) if overrides else scenario
+
+
+@pytest.fixture(scope="session")
+def pair(kafka_libs: KafkaLibs, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pair]:
+    def get(key: str) -> Pair:
+        if key not in _CACHE:
+            scenario = scenario_of(key)
+            engine = Engine(scenario)
+            sim = engine.run()
+            real = run_on_kafka(scenario, libs=kafka_libs, say=lambda m: print(f"[{key}] {m}", flush=True))
+            # Every JVM the run started is gone once it returns.
+            assert real.run_info["pids"] and alive(real.run_info["pids"]) == []
+            keep = os.environ.get(RESULTS_ENV)
+            out = Path(keep) if keep else tmp_path_factory.mktemp("real")
+            sim.save(out / f"{key}-sim")
+            real.save(out / f"{key}-kafka")
+            _CACHE[key] = Pair(key, scenario, sim, engine, real)
+        return _CACHE[key]
+
+    return get
+
+
+def agree(p: Pair, what: str, sim: Any, real: Any, tolerance: str, ok: bool) -> None:
+    AGREEMENTS.append(Agreement(p.key, what, _show(sim), _show(real), tolerance, "agree" if ok else "DISAGREE"))
+
+
+def report(p: Pair, what: str, sim: Any, real: Any) -> None:
+    AGREEMENTS.append(Agreement(p.key, what, _show(sim), _show(real), "reported, not asserted", "-"))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float | np.floating):
+        return f"{value:.4g}"
+    if isinstance(value, tuple):
+        return "-".join(_show(v) for v in value)
+    return str(value)
+
+
+# --- reading the tables the same way for both engines ----------------------------------------------------
+
+
+def rows(result: RunResult, api: str, *, client: str | None = None, broker: int | None = None,
+         after_ms: float | None = None, before_ms: float | None = None) -> pd.DataFrame:
+    """Requests of ``api`` (optionally one client's, one broker's) that arrived at the broker in the window
+    (default: after the warm-up)."""
+    r = result.requests
+    start = r["start_ms"].to_numpy(dtype=float)
+    keep = (r["api"].astype(str) == api).to_numpy()
+    low = float(result.summary.get("warmup_ms", 0.0)) if after_ms is None else after_ms
+    keep &= start >= low
+    if before_ms is not None:
+        keep &= start < before_ms
+    if client is not None:
+        keep &= (r["client"].astype(str) == client).to_numpy()
+    if broker is not None:
+        keep &= (r["broker"].to_numpy() == broker)
+    return r[keep]
+
+
+def per_second(result: RunResult, api: str, end_ms: float, **kw: Any) -> float:
+    start = float(result.summary.get("warmup_ms", 0.0))
+    return len(rows(result, api, before_ms=end_ms, **kw)) / ((end_ms - start) / 1000.0)
+
+
+def p50(frame: pd.DataFrame, column: str) -> float:
+    values = frame[column].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if values.size else float("nan")
+
+
+def latency(result: RunResult, producer: str | None = None) -> tuple[float, float]:
+    rec = result.records
+    ok = rec[(rec["error"].to_numpy() == 0) & np.isfinite(rec["ack_ms"].to_numpy(dtype=float))
+             & (rec["send_ms"].to_numpy(dtype=float) >= float(result.summary.get("warmup_ms", 0.0)))]
+    if producer is not None:
+        ok = ok[ok["producer"].astype(str) == producer]
+    values = (ok["ack_ms"] - ok["first_intended_ms"]).to_numpy(dtype=float)
+    if not values.size:
+        return float("nan"), float("nan")
+    return float(np.percentile(values, 50)), float(np.percentile(values, 99))
+
+
+def lost(result: RunResult, producer: str | None = None) -> int:
+    rec = result.records
+    mask = rec["lost_after_ack"].to_numpy(dtype=bool)
+    if producer is not None:
+        mask &= (rec["producer"].astype(str) == producer).to_numpy()
+    return int(mask.sum())
+
+
+def duplicated(result: RunResult, producer: str) -> int:
+    rec = result.records
+    return int(((rec["outcome"].astype(str) == "duplicated") & (rec["producer"].astype(str) == producer)).sum())
+
+
+def first_ack_after(result: RunResult, t_ms: float) -> float:
+    ack = result.records["ack_ms"].to_numpy(dtype=float)
+    ack = ack[np.isfinite(ack) & (ack > t_ms)]
+    return float(ack.min()) if ack.size else float("nan")
+
+
+def sim_fences(engine: Engine, broker: int) -> list[float]:
+    """When kafkasim's controller fenced ``broker`` (its metadata log's BrokerRegistrationChangeRecord)."""
+    found = []
+    for batch in engine.components.controller_link.controller.core.log.batches:
+        for record in batch.records:
+            if isinstance(record, BrokerRegistrationChangeRecord) and record.broker_id == broker \
+                    and record.fenced == FENCE:
+                found.append(float(batch.append_ms))
+    return found
+
+
+def real_fences(result: RunResult, broker: int) -> list[dict[str, Any]]:
+    return [f for f in result.run_info["controller_events"]["fenced"] if f["broker"] == broker]
+
+
+def contended(p: Pair) -> str | None:
+    """Why the real run's per-cycle times cannot be held to a rule, if they cannot: more than two runnable
+    threads per core (the 1-minute load average half way through the run). A request's timer part is the
+    same then, but everything around it (queues, handler and network threads, the follower's append, the next
+    request) waits for a CPU: a 500 ms long-poll cycle measured 620 ms at a load average of 10 on 2 cores."""
+    load, cpus = p.real.run_info.get("load_average"), p.real.run_info.get("cpus") or 2
+    if load is not None and load > 2 * cpus:
+        return f"the real run shared {cpus} cores at a load average of {load:.1f}"
+    return None
+
+
+def assert_or_contended(p: Pair, ok: bool, detail: Any) -> None:
+    """Assert ``ok``; a disagreement on a machine too busy to time a cycle is an expected failure saying so."""
+    if not ok and (why := contended(p)) is not None:
+        pytest.xfail(f"{why}: per-cycle counts are not comparable ({detail})")
+    assert ok, detail
+
+
+def end_of(p: Pair) -> float:
+    return float(p.real.summary.get("interrupted_at_ms", p.scenario.duration))
+
+
+# --- long polls: fetch.max.wait.ms, fetch.min.bytes, replica.fetch.wait.max.ms ----------------------------
+
+
+def test_a_starved_consumer_fetch_waits_fetch_max_wait_ms(pair: Callable[[str], Pair]) -> None:
+    """fetch.min.bytes above what 500 ms of traffic brings: every FetchConsumer waits fetch.max.wait.ms in the
+    fetch purgatory (DelayedFetch expires). Tolerance +-100 ms: the timing wheel's 1 ms tick and the expiration
+    reaper cost nothing near that, but a broker JVM sharing two cores can be descheduled for tens of ms."""
+    p = pair("fetch_min_bytes_vs_max_wait")
+    sim = p50(rows(p.sim, "FetchConsumer", client="starved"), "RemoteTimeMs")
+    real = p50(rows(p.real, "FetchConsumer", client="starved"), "RemoteTimeMs")
+    ok = all(abs(v - 500) <= 100 for v in (sim, real))
+    agree(p, "starved consumer: FetchConsumer RemoteTimeMs p50 (fetch.max.wait.ms 500)", sim, real, "500 +-100 ms", ok)
+    assert ok, (sim, real)
+
+
+def test_fetch_min_bytes_met_early_completes_early(pair: Callable[[str], Pair]) -> None:
+    """fetch.min.bytes 1: the next high-watermark move completes the parked fetch, long before 500 ms. Bound
+    250 ms: half the max wait; the real cluster's fetches complete within a follower round trip plus CPU
+    contention."""
+    p = pair("fetch_min_bytes_vs_max_wait")
+    sim = p50(rows(p.sim, "FetchConsumer", client="eager"), "RemoteTimeMs")
+    real = p50(rows(p.real, "FetchConsumer", client="eager"), "RemoteTimeMs")
+    ok = sim < 250 and real < 250
+    agree(p, "eager consumer: FetchConsumer RemoteTimeMs p50 (fetch.min.bytes 1)", sim, real, "< 250 ms", ok)
+    batched = (p50(rows(p.sim, "FetchConsumer", client="batched"), "RemoteTimeMs"),
+               p50(rows(p.real, "FetchConsumer", client="batched"), "RemoteTimeMs"))
+    report(p, "batched consumer: FetchConsumer RemoteTimeMs p50 (32 KiB)", *batched)
+    assert ok, (sim, real)
+
+
+def test_idle_followers_fetch_at_the_replica_fetch_wait_max_ms_cadence(pair: Callable[[str], Pair]) -> None:
+    """replica.fetch.min.bytes 1 MiB, far above the traffic: each follower's fetch waits
+    replica.fetch.wait.max.ms (500 ms), so each follower sends 2 FetchFollower per second. Tolerance +-15%:
+    a fetch's own round trip (a few ms) and the JVM's scheduling delays lengthen each cycle a little."""
+    p = pair("segment_roll_wakes_fetches")
+    end = end_of(p)
+    for follower in (1, 2):
+        sim = per_second(p.sim, "FetchFollower", end, client=f"follower-{follower}")
+        real = per_second(p.real, "FetchFollower", end, client=f"follower-{follower}")
+        ok = all(abs(v - 2.0) <= 0.3 for v in (sim, real))
+        agree(p, f"follower-{follower}: FetchFollower per second (replica.fetch.wait.max.ms 500)", sim, real,
+              "2 +-15%", ok)
+        assert_or_contended(p, ok, (follower, sim, real))
+    sim_wait = p50(rows(p.sim, "FetchFollower"), "RemoteTimeMs")
+    real_wait = p50(rows(p.real, "FetchFollower"), "RemoteTimeMs")
+    ok = all(abs(v - 500) <= 100 for v in (sim_wait, real_wait))
+    agree(p, "FetchFollower RemoteTimeMs p50", sim_wait, real_wait, "500 +-100 ms", ok)
+    assert ok, (sim_wait, real_wait)
+
+
+def test_request_counts_per_api_per_second_agree(pair: Callable[[str], Pair]) -> None:
+    """A steady workload (acks=1, 100 records/s, linger.ms 5; followers and consumer long-polling 500 ms):
+    requests per second of every API within +-15% of kafkasim's. Both engines send the same records at the same
+    intended times, so the produce batches are the same linger windows; the fetchers' counts are timer-decided."""
+    p = pair("segment_roll_wakes_fetches")
+    end = end_of(p)
+    for api in ("Produce", "FetchConsumer", "FetchFollower"):
+        sim = per_second(p.sim, api, end)
+        real = per_second(p.real, api, end)
+        ok = abs(real - sim) <= 0.15 * sim
+        agree(p, f"{api} requests per second", sim, real, "+-15%", ok)
+        assert_or_contended(p, ok, (api, sim, real))
+
+
+# --- acks=all waits for the followers --------------------------------------------------------------------
+
+
+def _completed_after_a_follower_fetch(result: RunResult) -> float:
+    """The fraction of acks=all produce requests answered after a follower fetch that reached their broker
+    after the append (the fetch that copies the batch and moves the high watermark, Partition.maybeIncrementLeaderHW)."""
+    produce = rows(result, "Produce")
+    produce = produce[produce["acks"].astype("Int64").fillna(99).to_numpy() == -1]
+    fetches = rows(result, "FetchFollower", after_ms=0.0)
+    if not len(produce):
+        return float("nan")
+    hits = 0
+    for broker, group in produce.groupby("broker"):
+        starts = np.sort(fetches.loc[fetches["broker"] == broker, "start_ms"].to_numpy(dtype=float))
+        appended = group["local_complete_ms"].to_numpy(dtype=float)
+        answered = group["response_complete_ms"].to_numpy(dtype=float)
+        first_after = np.searchsorted(starts, appended - 0.001)
+        ok = (first_after < len(starts)) & (starts[np.minimum(first_after, len(starts) - 1)] <= answered + 0.001)
+        hits += int(ok.sum())
+    return hits / len(produce)
+
+
+def test_acks_all_completes_after_the_follower_fetch_that_copies_the_batch(pair: Callable[[str], Pair]) -> None:
+    """Order of events (DelayedProduce.tryComplete, Partition.checkEnoughReplicasReachOffset): an acks=all
+    produce is answered only after a follower fetch arrived after its append. At least 95% of them on both
+    engines (a request log's times are whole milliseconds plus the broker's own microsecond parts: a fetch
+    and the append in the same millisecond can look simultaneous)."""
+    p = pair("acks_compared")
+    sim, real = _completed_after_a_follower_fetch(p.sim), _completed_after_a_follower_fetch(p.real)
+    ok = sim >= 0.95 and real >= 0.95
+    agree(p, "acks=all produces answered after a follower fetch that arrived after the append", sim, real,
+          ">= 95%", ok)
+    assert ok, (sim, real)
+
+
+def test_acks_1_never_waits_in_the_purgatory(pair: Callable[[str], Pair]) -> None:
+    """acks=1: the leader answers after its own append; RemoteTimeMs is 0 by rule (only a DelayedProduce has
+    a remote phase). Bound 1 ms at p99: the breakdown's rounding."""
+    p = pair("acks_compared")
+    results = []
+    for result in (p.sim, p.real):
+        produce = rows(result, "Produce", client="acks-1")
+        results.append(float(np.percentile(produce["RemoteTimeMs"].to_numpy(dtype=float), 99)))
+    ok = all(v <= 1.0 for v in results)
+    agree(p, "acks=1 Produce RemoteTimeMs p99", results[0], results[1], "<= 1 ms", ok)
+    for producer in ("acks-0", "acks-1", "acks-all"):
+        report(p, f"{producer}: produce latency from intended p50-p99 (ms)", latency(p.sim, producer),
+               latency(p.real, producer))
+    assert ok, results
+
+
+def test_follower_fetches_per_acks_all_produce(pair: Callable[[str], Pair]) -> None:
+    """With acks=all and light load every append is copied by both followers' next fetches: FetchFollower
+    requests per Produce request near 2 on both. Tolerance +-25%: a real follower fetch that arrives while
+    two batches wait copies both (fewer fetches per produce), and an idle one returns at 500 ms (more)."""
+    p = pair("quickstart")
+    end = end_of(p)
+    ratios = [per_second(r, "FetchFollower", end) / max(per_second(r, "Produce", end), 1e-9) for r in (p.sim, p.real)]
+    ok = abs(ratios[1] - ratios[0]) <= 0.25 * ratios[0]
+    agree(p, "FetchFollower requests per Produce request", ratios[0], ratios[1], "+-25%", ok)
+    report(p, "load average during the real run", "-", p.real.run_info.get("load_average"))
+    report(p, "produce latency from intended p50-p99 (ms)", latency(p.sim), latency(p.real))
+    sim_e2e = p.sim.summary["e2e_latency"]
+    real_e2e = p.real.summary["e2e_latency"]
+    report(p, "end-to-end latency p50-p99 (ms)", (sim_e2e["p50"], sim_e2e["p99"]), (real_e2e["p50"], real_e2e["p99"]))
+    assert_or_contended(p, ok, ratios)
+
+
+# --- failover: fencing, elections, controlled shutdown ---------------------------------------------------
+
+SESSION_MS = 9000.0
+HEARTBEAT_MS = 2000.0
+# QuorumController's maybeFenceStaleBroker task runs every broker.session.timeout.ms / 8 (1125 ms for 9 s).
+FENCE_CHECK_MS = SESSION_MS / 8
+# A JVM on two shared cores runs a due task late by up to a few hundred ms (measured: 150-300 ms).
+SCHEDULING_SLACK_MS = 400.0
+
+
+def _fence_checks(p: Pair, broker: int, crash_ms: float) -> None:
+    fences = real_fences(p.real, broker)
+    assert fences, f"the controller never fenced broker {broker}"
+    fence = fences[0]
+    since_heartbeat = fence["at_ms"] - fence["last_heartbeat_ms"]
+    ok = SESSION_MS <= since_heartbeat <= SESSION_MS + FENCE_CHECK_MS + SCHEDULING_SLACK_MS
+    agree(p, f"Kafka: broker-{broker}'s last heartbeat -> fence (broker.session.timeout.ms 9000)", "-",
+          since_heartbeat, "9000..9000+1125 (+400 slack)", ok)
+    assert ok, since_heartbeat
+    sim_fence = sim_fences(p.engine, broker)
+    assert sim_fence, "kafkasim never fenced the broker"
+    window = (SESSION_MS - HEARTBEAT_MS, SESSION_MS + FENCE_CHECK_MS + SCHEDULING_SLACK_MS)
+    sim_after, real_after = sim_fence[0] - crash_ms, fence["at_ms"] - crash_ms
+    ok = all(window[0] <= v <= window[1] for v in (sim_after, real_after))
+    agree(p, f"broker-{broker} crash -> fence (ms)", sim_after, real_after, "7000..10525", ok)
+    assert ok, (sim_after, real_after)
+
+
+def test_leader_crash_is_fenced_after_the_session_timeout_and_nothing_acknowledged_is_lost(
+        pair: Callable[[str], Pair]) -> None:
+    p = pair("leader_crash")
+    crash = float(p.scenario.faults[0].at)
+    _fence_checks(p, 0, crash)
+    sim_lost, real_lost = lost(p.sim), lost(p.real)
+    ok = sim_lost == 0 and real_lost == 0
+    agree(p, "acks=all batches lost after their acknowledgement", sim_lost, real_lost, "0", ok)
+    assert ok
+    sim_fence = sim_fences(p.engine, 0)[0]
+    real_fence = real_fences(p.real, 0)[0]["at_ms"]
+    sim_ack, real_ack = first_ack_after(p.sim, sim_fence), first_ack_after(p.real, real_fence)
+    # The producer learns the new leader at its next metadata refresh (backed off up to retry.backoff.max.ms,
+    # 1 s, while the dead leader was still in the metadata), then its retry waits for the followers' fetch.
+    ok = abs((real_ack - real_fence) - (sim_ack - sim_fence)) <= 500
+    agree(p, "fence -> first acknowledgement on the new leader (ms)", sim_ack - sim_fence, real_ack - real_fence,
+          "+-500 ms", ok)
+    assert_or_contended(p, ok, (sim_ack - sim_fence, real_ack - real_fence))
+
+
+@pytest.mark.xfail(reason="issue 29 item 5, first gap: kafkasim draws almost the same heartbeat phase for every seed "
+                          "(20 seeds of leader_crash.yaml: first acknowledgement 7.1-7.8 s after the crash), where "
+                          "a real crash falls anywhere between two heartbeats (real: fence 7.7-8.9 s, first ack "
+                          "up to 9.4 s after the crash); until the broker start and heartbeat phases are drawn "
+                          "from the seed, the real time can fall outside the simulated range", strict=False)
+def test_leader_crash_first_acknowledgement_lies_in_the_simulated_range_over_seeds(
+        pair: Callable[[str], Pair]) -> None:
+    p = pair("leader_crash")
+    crash = float(p.scenario.faults[0].at)
+    sims = []
+    for seed in range(10):
+        result = Engine(p.scenario, seed=seed).run()
+        sims.append(first_ack_after(result, crash) - crash)
+    real = first_ack_after(p.real, crash) - crash
+    low, high = min(sims) - 500, max(sims) + 500
+    ok = low <= real <= high
+    agree(p, "crash -> first acknowledgement (ms), kafkasim over 10 seeds", (min(sims), max(sims)), real,
+          "inside +-500 ms (xfail: item 5)", ok)
+    assert ok, (sims, real)
+
+
+def test_follower_crash_holds_acks_all_until_the_fence(pair: Callable[[str], Pair]) -> None:
+    """The crashed follower stays in the ISR until its fence, so acks=all produces wait in the purgatory until
+    then (RemoteTimeMs): the longest hold is crash -> fence, 7-10 s by the timers."""
+    p = pair("follower_crash_fenced")
+    crash = float(p.scenario.faults[0].at)
+    _fence_checks(p, 2, crash)
+    holds = [float(rows(r, "Produce")["RemoteTimeMs"].max()) for r in (p.sim, p.real)]
+    ok = all(SESSION_MS - HEARTBEAT_MS - 500 <= v <= SESSION_MS + FENCE_CHECK_MS + SCHEDULING_SLACK_MS for v in holds)
+    agree(p, "longest acks=all purgatory hold (crash -> fence, ms)", holds[0], holds[1], "6500..10525", ok)
+    assert ok, holds
+
+
+def test_a_paused_follower_holds_acks_all_for_the_pause(pair: Callable[[str], Pair]) -> None:
+    """A 3 s SIGSTOP of a follower, shorter than the session timeout: no fence, and acks=all produces wait in
+    the purgatory for the pause (the follower's next fetch after SIGCONT moves the high watermark). Tolerance
+    -500/+700 ms: the hold starts when the request arrives (up to a linger and a round trip after the pause
+    began) and ends after the resumed JVM's first fetch."""
+    p = pair("gc_paused_follower")
+    pause = float(p.scenario.faults[0].duration)
+    holds = [float(rows(r, "Produce", client="orders-acks-all")["RemoteTimeMs"].max()) for r in (p.sim, p.real)]
+    ok = all(pause - 500 <= v <= pause + 700 for v in holds)
+    agree(p, "longest acks=all purgatory hold during a 3 s pause (ms)", holds[0], holds[1], "2500..3700", ok)
+    no_fence = not real_fences(p.real, 2) and not sim_fences(p.engine, 2)
+    agree(p, "paused follower fenced", "no", "no" if not real_fences(p.real, 2) else "yes", "no fence", no_fence)
+    assert ok and no_fence, holds
+
+
+def _answers_not_leader_before_it_stops(result: RunResult, at_ms: float) -> tuple[int, float]:
+    """(requests broker 0 answered NOT_LEADER_OR_FOLLOWER after ``at_ms``, ms from ``at_ms`` to the end of the
+    last request it handled)."""
+    r = result.requests
+    old = r[(r["start_ms"].to_numpy(dtype=float) >= at_ms) & (r["broker"].to_numpy() == 0)]
+    not_leader = int((old["error_name"].astype(str) == "NOT_LEADER_OR_FOLLOWER").sum())
+    return not_leader, (float(old["end_ms"].max()) - at_ms) if len(old) else 0.0
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops_and_loses_nothing(
+        pair: Callable[[str], Pair]) -> None:
+    """Kafka's controlled shutdown (SIGTERM): the controller moves the leadership away first
+    (ReplicationControlManager.handleBrokerInControlledShutdown), then grants the shutdown
+    (BrokerHeartbeatManager: once the other brokers' metadata has caught up). So the old leader, still running,
+    answers NOT_LEADER_OR_FOLLOWER before it stops; no acknowledged record is lost."""
+    p = pair("leader_controlled_shutdown")
+    at = float(p.scenario.faults[0].at)
+    answers = [_answers_not_leader_before_it_stops(r, at) for r in (p.sim, p.real)]
+    ok = all(n > 0 for n, _ in answers)
+    agree(p, "old leader's NOT_LEADER_OR_FOLLOWER answers before it stopped", answers[0][0], answers[1][0], "> 0",
+          ok)
+    report(p, "SIGTERM -> the old leader's last request (ms)", answers[0][1], answers[1][1])
+    assert ok, answers
+    losses = lost(p.sim), lost(p.real)
+    ok = losses == (0, 0)
+    agree(p, "acks=all batches lost after their acknowledgement", *losses, "0", ok)
+    assert ok, losses
+
+
+@pytest.mark.xfail(reason="issue 29 item 5, second gap: in a controlled shutdown kafkasim holds acks=all produce "
+                          "10.6-12.0 ms (5 seeds) where the real cluster held 338 ms and 1,284 ms: brokers apply a "
+                          "leadership change at different times (BrokerMetadataPublisher, ReplicaManager.applyDelta) "
+                          "and a follower that fetches before the new leader applied it gets UNKNOWN_LEADER_EPOCH "
+                          "and backs off replica.fetch.backoff.ms (AbstractFetcherThread); kafkasim models neither",
+                   strict=False)
+def test_controlled_shutdown_worst_produce_lies_in_the_simulated_range(pair: Callable[[str], Pair]) -> None:
+    p = pair("leader_controlled_shutdown")
+    at = float(p.scenario.faults[0].at)
+
+    def worst(result: RunResult) -> float:
+        produce = rows(result, "Produce", after_ms=at, before_ms=at + 3000)
+        return float(produce["RemoteTimeMs"].max()) if len(produce) else float("nan")
+
+    sims = [worst(Engine(p.scenario, seed=seed).run()) for seed in range(5)]
+    real = worst(p.real)
+    ok = min(sims) - 100 <= real <= max(sims) + 100
+    agree(p, "worst acks=all purgatory hold within 3 s of SIGTERM (ms), kafkasim over 5 seeds",
+          (min(sims), max(sims)), real, "inside +-100 ms (xfail: item 5)", ok)
+    assert ok, (sims, real)
+
+
+def test_acks_1_and_an_unclean_election_lose_acknowledged_records_on_both(pair: Callable[[str], Pair]) -> None:
+    """Both followers crash, broker 0 alone acknowledges acks=1 records, then crashes; a follower that lacks
+    them is elected (unclean.leader.election.enable): the acknowledged records of that window are lost on both
+    engines (log_audit's reading of every partition's final log). Kafka 4.3.1 may elect it from the eligible
+    leader replicas (KIP-966, on by default since 4.1) rather than uncleanly: the loss is the same."""
+    p = pair("unclean_acks1_crashes")
+    losses = lost(p.sim), lost(p.real)
+    ok = all(n > 0 for n in losses)
+    agree(p, "acks=1 batches lost after their acknowledgement", *losses, "> 0 on both", ok)
+    events = p.real.run_info["controller_events"]
+    report(p, "Kafka's election of the new leader", "unclean",
+           "unclean" if events["unclean_elections"] else ("ELR" if events["elr_elections"] else "none logged"))
+    assert ok, losses
+
+
+def test_an_idempotent_producer_writes_nothing_twice_after_lost_responses(pair: Callable[[str], Pair]) -> None:
+    """The paused leader outlasts request.timeout.ms: the producers give up on their requests and send them
+    again; the leader appends what it had read once it resumes. The idempotent producer's retries carry the
+    same sequence numbers and are not written twice (ProducerStateManager), on both engines."""
+    p = pair("idempotence_paused_leader")
+    dups = duplicated(p.sim, "idempotent"), duplicated(p.real, "idempotent")
+    ok = dups == (0, 0)
+    agree(p, "idempotent producer: batches written twice", *dups, "0", ok)
+    report(p, "not-idempotent producer: batches written twice", duplicated(p.sim, "not-idempotent"),
+           duplicated(p.real, "not-idempotent"))
+    retried = [int((r.records["attempts"] > 1).sum()) for r in (p.sim, p.real)]
+    report(p, "batches sent more than once", *retried)
+    assert ok, dups
