@@ -112,3 +112,32 @@ def test_a_follower_cut_from_its_leader_fetches_nothing_into_the_cut_after_its_f
     # Back once a handshake gets through (a setup timeout of 10 s +-20 %, then replica.fetch.backoff.ms).
     after = sent[sent >= 45_000]
     assert len(after) and after.min() <= 36_000 + 12_000 + 1_000 + 500
+
+
+def test_a_refused_connection_whose_reset_is_lost_in_a_cut_times_out_and_the_producer_comes_back() -> None:
+    """Found by failover stress seed 1's liveness check: a producer silent ~26 s after every fault healed.
+    Its leader crashed, and a cut between them began while it was reconnecting: the SYN (or the refusing
+    RST) was lost, and the attempt neither completed nor failed -- the producer waited on it for ever, even
+    after the broker restarted and led again. Kafka's NetworkClient closes such a connection after
+    socket.connection.setup.timeout.ms (10 s +-20 %) and connects again after reconnect.backoff.ms."""
+    crash_at, restart_after, cut_at, cut_for = 5_000.0, 5_000.0, 5_030.0, 3_000.0
+    s = scenario(
+        duration="30s",
+        cluster={"brokers": 2},
+        topics=[{"name": "t", "partitions": 1, "replica_assignment": [[0]], "min.insync.replicas": 1}],
+        producers=[producer("p1", rate="50/s")],
+        faults=[
+            {"type": "crash", "target": "broker-0", "at": f"{crash_at:g}ms", "restart_after": f"{restart_after:g}ms"},
+            {"type": "network_partition", "at": f"{cut_at:g}ms", "sides": [["broker-0"], ["p1"]],
+             "duration": f"{cut_for:g}ms"},
+        ],
+    )
+    result = run_scenario(s)
+    sent = _rows(result, "p1", "Produce")["client_send_ms"].to_numpy(dtype=float)
+    back = sent[sent > crash_at]
+    # The attempt made in the cut times out at most 12 s after it began (plus the reconnect backoff, at most
+    # 1.2 s), and the producer sends again; before the fix it never did.
+    assert len(back) and float(back.min()) <= cut_at + cut_for + 12_000 + 1_200
+    records = result.records
+    settled = records[records["first_intended_ms"] < 30_000 - 1_000]
+    assert set(settled["outcome"].astype(str)) == {"acknowledged"}
