@@ -2,12 +2,15 @@
 
 Field names are Kafka's client config names with dots turned into underscores (the Kafka name is in the
 comment where it differs); only what the client reads is here. The workload fields (``rate_per_s``,
-``arrival``) are the simulator's own.
+``arrival``) are the simulator's own. The connection configs every client shares (``reconnect.backoff.*``,
+``socket.connection.setup.timeout.*``) are one ``ConnectionConfig``, read by its ``NetworkClient``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from kafkasim.network.cluster_connection_states import ConnectionConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,8 @@ class ProducerClientConfig:
     producer_id: int = 0  # the idempotent producer's id (InitProducerId is not simulated: the builder assigns it)
     buffer_memory: int = 33_554_432  # buffer.memory
     max_block_ms: float = 60_000.0  # max.block.ms (how long send() waits for buffer memory)
+    # reconnect.backoff.ms, reconnect.backoff.max.ms, socket.connection.setup.timeout.ms and .max.ms
+    connection: ConnectionConfig = ConnectionConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +64,5 @@ class ConsumerClientConfig:
     request_timeout_ms: int  # request.timeout.ms
     retry_backoff_ms: int = 100  # retry.backoff.ms (Kafka's default; not a scenario key)
     retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (Kafka's default; not a scenario key)
+    # reconnect.backoff.ms, reconnect.backoff.max.ms, socket.connection.setup.timeout.ms and .max.ms
+    connection: ConnectionConfig = ConnectionConfig()

@@ -15,9 +15,15 @@ batch.
 Errors: OFFSET_OUT_OF_RANGE resets the partition to the log start (``auto.offset.reset=earliest``, which
 is where the consumer starts too); other errors retry that broker's fetch after ``retry.backoff.ms``
 (100). A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) answers no partition;
-the next fetch, a full one, goes at once. A fetch without a response after ``request.timeout.ms``
-disconnects from that broker and fetches from it again after the backoff, a full request that closes
-the session and asks for a new one.
+the next fetch, a full one, goes at once.
+
+Connections (``kafkasim.network.network_client``, Kafka's ``NetworkClient`` under ``ConsumerNetworkClient``):
+a fetch to a broker goes out once the connection to it is READY (the first one, and each after a
+disconnect, is a TCP handshake bounded by ``socket.connection.setup.timeout.ms``). A fetch without a
+response after ``request.timeout.ms`` disconnects from that broker (REQUEST_TIMED_OUT); a reset or refused
+connection fails it with NETWORK_EXCEPTION. Either way the fetch session's next request is a full one
+(``AbstractFetch.handleFetchFailure``) and the broker is fetched from again once its reconnect backoff has
+passed (``ConsumerNetworkClient.isUnavailable``), after a request timeout no sooner than ``retry.backoff.ms``.
 
 Leader changes (``AbstractFetch``, ``FetchCollector.handleInitializeErrors``, KIP-320): NOT_LEADER_OR_FOLLOWER,
 FENCED_LEADER_EPOCH and the other invalid-metadata errors, a disconnect or a request timeout request a
@@ -40,7 +46,6 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.broker.errors import Errors
@@ -49,13 +54,14 @@ from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, NO_LEADER, Metadata
+from kafkasim.network.connection import ClientConnection
+from kafkasim.network.fetch_request import fetch_request
 from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_CONSUMER, RequestEnvelope
-from kafkasim.network.network_client import NetworkClient, fail_disconnected, fail_timed_out, fetch_request
+from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
-from kafkasim.network.request_timer import RequestTimer
 from kafkasim.sim.backoff import ExponentialBackoff
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -66,36 +72,30 @@ RETRY_BACKOFF_MS: Final = 100.0  # consumer retry.backoff.ms default
 # CommonClientConfigs: the backoff's multiplier and jitter (KIP-580), for metadata refreshes.
 RETRY_BACKOFF_EXP_BASE: Final = 2
 RETRY_BACKOFF_JITTER: Final = 0.2
-# reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
-RECONNECT_BACKOFF_MS: Final = 50
-RECONNECT_BACKOFF_MAX_MS: Final = 1000
+# ConsumerUtils.CONSUMER_MAX_INFLIGHT_REQUESTS_PER_CONNECTION: the consumer's NetworkClient's limit (its
+# fetcher keeps one fetch per node in flight anyway: nodesWithPendingFetchRequests).
+CONSUMER_MAX_INFLIGHT_REQUESTS_PER_CONNECTION: Final = 100
 
 
 class NodeFetch:
-    """The consumer's fetch toward one broker: the connection, the fetch session (``AbstractFetch.sessionHandlers``:
-    one ``FetchSessionHandler`` per node), the request in flight (at most one) and its request timeout;
+    """The consumer's fetch toward one broker: the fetch session (``AbstractFetch.sessionHandlers``: one
+    ``FetchSessionHandler`` per node), the request in flight (at most one: ``nodesWithPendingFetchRequests``);
     ``changed`` the partitions whose position moved, or which joined or left this node, since the last request
     (all the session needs to build an incremental one: ``FetchSessionHandler.build_incremental``)."""
 
-    __slots__ = ("node_id", "changed", "connection", "session", "in_flight", "request_timer", "wanted",
-                 "reconnect_at", "failures")
+    __slots__ = ("node_id", "changed", "session", "in_flight", "wanted")
 
-    def __init__(self, node_id: int, connection: Any) -> None:
+    def __init__(self, node_id: int) -> None:
         self.node_id = node_id
         self.changed: dict[TopicPartition, None] = {}
-        self.connection = connection
         self.session = FetchSessionHandler(node_id)
         self.in_flight: RequestEnvelope | None = None
-        self.request_timer: RequestTimer | None = None
         self.wanted = 0  # partitions this node leads that the consumer fetches now
-        # ClusterConnectionStates: after a reset or refused connection, no new one before reconnect_at.
-        self.reconnect_at = -math.inf
-        self.failures = 0
 
 
-class Consumer(NetworkClient):
+class Consumer(Pausable):
     """One consumer client fetching all partitions of its topic from offset 0, each from its leader:
-    ``connect(broker_id)`` opens a connection, ``leaders`` maps each partition to its leader (default:
+    ``connect(broker_id)`` makes a connection (for its NetworkClient), ``leaders`` maps each partition to its leader (default:
     broker 0 leads them all). ``fetch_metadata()`` answers a Metadata request (``{tp: (leader, epoch)}``)
     one ``metadata_round_trip_ms`` after it is sent; ``validate(broker, tp, epoch)`` answers an
     OffsetsForLeaderEpoch request at the broker (the end offset of ``epoch`` there, or None if that broker
@@ -106,7 +106,7 @@ class Consumer(NetworkClient):
         env: Environment,
         config: ConsumerClientConfig,
         partitions: Sequence[TopicPartition],
-        connect: Callable[[int], Any],
+        connect: Callable[[int], ClientConnection],
         ids: IdSource,
         observer: Observer,
         *,
@@ -116,8 +116,14 @@ class Consumer(NetworkClient):
         validate: Callable[[int, TopicPartition, int], int | None] | None = None,
         metadata_round_trip_ms: float = 0.0,
         retry_rng: random.Random | None = None,
+        connection_rng: random.Random | None = None,
     ) -> None:
-        super().__init__(env, config.name, None, ids, observer, stop_ms=stop_ms)
+        super().__init__()
+        self.env = env
+        self.name = config.name
+        self._ids = ids
+        self._observer = observer
+        self._stop_ms = stop_ms  # nothing new is sent from then on
         self.config = config
         self.partitions = list(partitions)
         self._rank = {tp: i for i, tp in enumerate(self.partitions)}
@@ -127,8 +133,14 @@ class Consumer(NetworkClient):
         self.batches_consumed = 0
         self.validations = 0  # OffsetsForLeaderEpoch round trips after leader changes
         self.truncations_seen = 0  # validations that moved a position back (the log was truncated)
-        self._connect_to = connect
-        self._request_timeout_ms = float(config.request_timeout_ms)
+        self.client: NetworkClient[None] = NetworkClient(
+            env, self, connect, config.connection,
+            connection_rng if connection_rng is not None else random.Random(0),
+            request_timeout_ms=float(config.request_timeout_ms),
+            max_in_flight=CONSUMER_MAX_INFLIGHT_REQUESTS_PER_CONNECTION,
+            complete=self._handle_fetch_response, on_ready=self._on_node_ready,
+            on_disconnect=self._on_node_disconnect,
+        )
         layout = {tp: (leaders[tp] if leaders is not None else 0, 0) for tp in self.partitions}
         rng = retry_rng if retry_rng is not None else random.Random(0)
         self.metadata = Metadata(layout, ExponentialBackoff(
@@ -143,35 +155,22 @@ class Consumer(NetworkClient):
         self._leader: dict[TopicPartition, int] = {tp: leader for tp, (leader, _) in layout.items()}
         self._awaiting: set[TopicPartition] = set()
         self._nodes: dict[int, NodeFetch] = {}
-        self._reconnect_backoff = ExponentialBackoff(
-            RECONNECT_BACKOFF_MS, RETRY_BACKOFF_EXP_BASE, RECONNECT_BACKOFF_MAX_MS, RETRY_BACKOFF_JITTER, rng)
         for tp in self.partitions:
             self._node(self._leader[tp]).wanted += 1
-
-    def _connect_node(self, node: NodeFetch) -> Any:
-        connection = self._connect_to(node.node_id)
-        connection.on_disconnect = partial(self._on_disconnect_node, node)
-        return connection
 
     def _node(self, node_id: int) -> NodeFetch:
         node = self._nodes.get(node_id)
         if node is None:
-            node = NodeFetch(node_id, None)
-            node.connection = self._connect_node(node)
-            node.request_timer = RequestTimer(
-                self.env, self._request_timeout_ms, self, partial(_in_flight_of, node),
-                partial(self._on_request_timeout, node),
-            )
-            self._nodes[node_id] = node
+            node = self._nodes[node_id] = NodeFetch(node_id)
         return node
 
     def _wanted(self, node: NodeFetch, tp: TopicPartition) -> bool:
         return self._leader[tp] == node.node_id and tp not in self._awaiting
 
     @property
-    def connections(self) -> dict[int, Any]:
-        """The open connection to each broker, by broker id."""
-        return {node.node_id: node.connection for node in self._nodes.values()}
+    def connections(self) -> dict[int, ClientConnection]:
+        """The current connection to each broker, by broker id."""
+        return self.client.connections
 
     def start(self) -> None:
         Call(self.env, 0.0, lambda _e: self._fetch())
@@ -188,21 +187,18 @@ class Consumer(NetworkClient):
         now = self.env.now
         if now >= self._stop_ms or node.in_flight is not None or node.wanted == 0:
             return
-        if node.connection.closed:
-            if now < node.reconnect_at:
-                return  # the backoff's end fetches again
-            node.connection = self._connect_node(node)
-        if not node.connection.connected:
-            return  # refused (the broker is down): _on_disconnect_node backs off
+        if not self.client.ready(node.node_id, now):
+            # ConsumerNetworkClient.trySend: the fetch goes once the node is READY. A connection under way
+            # fetches when it is (on_ready); a node in its reconnect backoff (isUnavailable) when that ends
+            # (on_disconnect scheduled it).
+            return
         cfg = self.config
         envelope = fetch_request(
             self._ids, API_FETCH_CONSUMER, self.name, CONSUMER_REPLICA_ID, cfg.fetch_max_wait_ms,
-            cfg.fetch_min_bytes, cfg.fetch_max_bytes, self.build_fetch(node), now, partial(self._on_response, node),
+            cfg.fetch_min_bytes, cfg.fetch_max_bytes, self.build_fetch(node), now,
         )
         node.in_flight = envelope
-        node.connection.send(envelope)
-        assert node.request_timer is not None
-        node.request_timer.arm()
+        self.client.send(node.node_id, envelope, None)
 
     def build_fetch(self, node: NodeFetch) -> FetchSessionRequestData:
         """AbstractFetch.prepareFetchRequests: every partition fetched from the node goes to the node's
@@ -229,14 +225,19 @@ class Consumer(NetworkClient):
         changed.clear()
         return session.build_incremental(changes)
 
-    def _on_response(self, node: NodeFetch, envelope: RequestEnvelope) -> None:
-        if self.paused:
-            self._deferred.append(lambda: self._on_response(node, envelope))
-            return
+    def _handle_fetch_response(self, node_id: int, envelope: RequestEnvelope, _payload: None,
+                               disconnected: bool) -> None:
+        """The outcome of a fetch from the NetworkClient (never while paused: it holds them back)."""
+        node = self._nodes[node_id]
         if envelope is not node.in_flight:
-            return  # timed out earlier; ignored
+            return
         node.in_flight = None
-        node.failures = 0
+        if disconnected:
+            # AbstractFetch.handleFetchFailure: the session's next request is a full one (FetchSessionHandler.
+            # handleError); on_disconnect schedules it.
+            node.session.handle_error()
+            self._observer.request_finished(envelope)
+            return
         response: FetchResponse = envelope.response
         if not node.session.handle_response(response):
             # AbstractFetch.handleFetchSuccess: a session error -- the partitions are ignored and the next
@@ -278,35 +279,20 @@ class Consumer(NetworkClient):
         else:
             self._fetch_from(node)
 
-    def _on_request_timeout(self, node: NodeFetch, envelope: RequestEnvelope) -> None:
-        """``NetworkClient.handleTimedOutRequests``: the request fails with REQUEST_TIMED_OUT, the consumer
-        disconnects from that broker (a metadata update is requested: ``handleServerDisconnect``), opens a
-        new connection and fetches again after the backoff."""
-        node.in_flight = None
-        fail_timed_out(envelope, self._observer)
-        node.session.handle_error()  # AbstractFetch.handleFetchFailure
-        node.connection.close()
-        node.connection = self._connect_node(node)
-        self._request_metadata_update()
-        Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch_from(node))
+    def _on_node_ready(self, node_id: int) -> None:
+        """The connection is READY (``NetworkClient.handleConnections``): the fetch waiting for it goes."""
+        self._fetch_from(self._nodes[node_id])
 
-    def _on_disconnect_node(self, node: NodeFetch) -> None:
-        """The connection to ``node`` was reset or refused (its process died): the fetch in flight fails with
-        NETWORK_EXCEPTION (``AbstractFetch.handleFetchFailure``), a metadata update is requested
-        (``handleServerDisconnect``), and the node is backed off (``reconnect.backoff.ms`` 50 ms, doubling up
-        to ``reconnect.backoff.max.ms`` 1 s, KIP-144) before the next connection attempt."""
-        if self.paused:
-            self._deferred.append(lambda: self._on_disconnect_node(node))
-            return
-        envelope = node.in_flight
-        node.in_flight = None
-        if envelope is not None:
-            fail_disconnected(envelope, self._observer)
-        node.session.handle_error()
-        delay = self._reconnect_backoff.backoff(node.failures)
-        node.failures += 1
-        node.reconnect_at = self.env.now + delay
+    def _on_node_disconnect(self, node_id: int, request_timed_out: bool) -> None:
+        """The connection to the node was closed (reset, refused, a setup or request timeout) and its fetch
+        failed: a metadata update is requested (``handleServerDisconnect``), and the node is fetched from again
+        once its reconnect backoff has passed (``ConsumerNetworkClient.isUnavailable``) -- after a request
+        timeout, no sooner than retry.backoff.ms (the poll loop's wait when nothing is in flight)."""
+        node = self._nodes[node_id]
         self._request_metadata_update()
+        delay = self.client.connection_delay(node_id, self.env.now)
+        if request_timed_out and delay < RETRY_BACKOFF_MS:
+            delay = RETRY_BACKOFF_MS
         Call(self.env, delay, lambda _e: self._fetch_from(node))
 
     # --- metadata and leader changes -----------------------------------------------------------------
@@ -405,13 +391,8 @@ class Consumer(NetworkClient):
 
     def on_resume(self) -> None:
         # After the responses that arrived during the pause (NetworkClient.poll's order).
-        for node in list(self._nodes.values()):
-            assert node.request_timer is not None
-            node.request_timer.check()
+        self.client.check_timeouts()
 
     def unfinished(self) -> list[RequestEnvelope]:
         return [node.in_flight for node in self._nodes.values() if node.in_flight is not None]
 
-
-def _in_flight_of(node: NodeFetch) -> RequestEnvelope | None:
-    return node.in_flight

@@ -11,11 +11,15 @@
   requests in flight, one ProduceRequest with the batches drained for that broker
   (``RecordAccumulator.drain``), round after round while any broker still has a sendable batch and room.
 * acks=0: the request completes when it is sent (no response: ``KafkaApis.handleProduceRequest``).
-* ``request.timeout.ms`` client-side, per connection: when the oldest in-flight request on a connection is
-  that old, Kafka's NetworkClient disconnects from that node ("Disconnecting from node due to request
-  timeout"): that request fails with REQUEST_TIMED_OUT, every other request in flight on the connection
-  with NETWORK_EXCEPTION, and a new connection to that broker is opened. Late responses on the old connection are never delivered (the broker still
-  handles the requests; their broker-side timing stays in the request table).
+* Connections (``kafkasim.network.network_client``, Kafka's ``NetworkClient`` the ``Sender`` owns): the Sender
+  connects to a broker when it first has a sendable batch for it (``NetworkClient.ready``: a TCP handshake,
+  ``socket.connection.setup.timeout.ms``), and its batches wait until the connection is READY. When the
+  oldest in-flight request on a connection is ``request.timeout.ms`` old, the NetworkClient disconnects from
+  that node ("Disconnecting from node due to request timeout"): every request in flight on it fails with
+  REQUEST_TIMED_OUT (``cancelInFlightRequests`` with timedOut), a reset or refused connection fails them with
+  NETWORK_EXCEPTION; either way a metadata update is requested and the node is backed off
+  (``reconnect.backoff.ms``) before the Sender connects again. Late responses on the old connection are never
+  delivered (the broker still handles the requests; their broker-side timing stays in the request table).
 * Delivery semantics (``Sender.completeBatch``): a batch that fails with a retriable error (or, when
   idempotent, one ``TransactionManager.canRetry`` accepts) is re-enqueued (``RecordAccumulator.reenqueue``)
   while ``retries`` allow and ``delivery.timeout.ms`` has not passed since it was created, after an
@@ -45,7 +49,6 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from kafkasim.broker.errors import Errors
@@ -60,6 +63,7 @@ from kafkasim.clients.accumulator import (
 from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
 from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, Metadata
 from kafkasim.clients.transaction_manager import RETRIABLE_ERRORS, TransactionManager
+from kafkasim.network.connection import ClientConnection
 from kafkasim.network.ids import IdSource
 from kafkasim.network.messages import (
     API_PRODUCE,
@@ -71,7 +75,7 @@ from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
 from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS as _DEADLINE_TOLERANCE_MS
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
@@ -81,9 +85,6 @@ NAN: Final = float("nan")
 # CommonClientConfigs: the retry backoff's multiplier and jitter (KIP-580).
 RETRY_BACKOFF_EXP_BASE: Final = 2
 RETRY_BACKOFF_JITTER: Final = 0.2
-# reconnect.backoff.ms / reconnect.backoff.max.ms defaults (ClusterConnectionStates, KIP-144).
-RECONNECT_BACKOFF_MS: Final = 50
-RECONNECT_BACKOFF_MAX_MS: Final = 1000
 # How far RecordAccumulator.first_waking_record looks ahead before the producer acts anyway.
 MAX_LOOKAHEAD_RECORDS = 10_000
 
@@ -129,33 +130,17 @@ class ArrivalProcess:
         return -math.log(1.0 - self._rng.random()) * self._mean_gap_ms
 
 
-class NodeConnection:
-    """The producer's connection to one broker and the requests in flight on it, in send order."""
-
-    __slots__ = ("node_id", "connection", "in_flight", "timeout_check", "on_response", "reconnect_at", "failures")
-
-    def __init__(self, node_id: int, connection: Any, on_response: Callable[[RequestEnvelope], None]) -> None:
-        self.node_id = node_id
-        self.connection = connection
-        self.in_flight: deque[tuple[RequestEnvelope, list[ProducerBatch]]] = deque()
-        self.timeout_check: Call | None = None
-        self.on_response = on_response
-        # ClusterConnectionStates: after a reset or refused connection, no new one before reconnect_at.
-        self.reconnect_at = -math.inf
-        self.failures = 0
-
-
-class Producer(NetworkClient):
-    """One producer client (``KafkaProducer`` + ``Sender`` + ``NetworkClient``), one connection per broker
-    it writes to: ``connect(broker_id)`` opens one, ``leaders`` maps each partition to its leader (default:
-    broker 0 leads them all)."""
+class Producer(Pausable):
+    """One producer client (``KafkaProducer`` + ``Sender``), whose ``NetworkClient`` keeps a connection per
+    broker it writes to: ``connect(broker_id)`` makes one, ``leaders`` maps each partition to its leader
+    (default: broker 0 leads them all)."""
 
     def __init__(
         self,
         env: Environment,
         config: ProducerClientConfig,
         partitions: Sequence[TopicPartition],
-        connect: Callable[[int], Any],
+        connect: Callable[[int], ClientConnection],
         record_size: Callable[[], float],
         arrival_rng: random.Random,
         partitioner_rng: random.Random,
@@ -165,10 +150,16 @@ class Producer(NetworkClient):
         leaders: Mapping[TopicPartition, int] | None = None,
         stop_ms: float = math.inf,
         retry_rng: random.Random | None = None,
+        connection_rng: random.Random | None = None,
         fetch_metadata: Callable[[], Mapping[TopicPartition, tuple[int, int]]] | None = None,
         metadata_round_trip_ms: float = 0.0,
     ) -> None:
-        super().__init__(env, config.name, None, ids, observer, stop_ms)
+        super().__init__()
+        self.env = env
+        self.name = config.name
+        self._ids = ids
+        self._observer = observer
+        self._stop_ms = stop_ms  # nothing new is sent from then on
         self.acks = config.acks
         self.timeout_ms = config.request_timeout_ms
         self.max_in_flight = config.max_in_flight_requests_per_connection
@@ -182,8 +173,6 @@ class Producer(NetworkClient):
         self.metadata = Metadata(layout, ExponentialBackoff(
             config.retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, config.retry_backoff_max_ms, RETRY_BACKOFF_JITTER, rng
         ))
-        self._reconnect_backoff = ExponentialBackoff(
-            RECONNECT_BACKOFF_MS, RETRY_BACKOFF_EXP_BASE, RECONNECT_BACKOFF_MAX_MS, RETRY_BACKOFF_JITTER, rng)
         self._fetch_metadata = fetch_metadata
         self._metadata_round_trip_ms = metadata_round_trip_ms
         self._metadata_fetch: Call | None = None
@@ -195,13 +184,19 @@ class Producer(NetworkClient):
             partitions, config.batch_size, float(config.linger_ms), leaders=self.metadata.leaders(), txn=self.txn
         )
         self.accumulator.set_leaders(self.metadata.leaders(), {tp: epoch for tp, (_, epoch) in layout.items()})
-        self._connect_to = connect
-        # One connection per leader, opened in partition order (NetworkClient connects to each node it
-        # has a ready batch for; every node here is one).
-        self._nodes: list[NodeConnection] = []
-        self._node_by_id: dict[int, NodeConnection] = {}
+        # The Sender's NetworkClient: a connection per broker, made when the Sender first has a batch for it.
+        self.client: NetworkClient[list[ProducerBatch]] = NetworkClient(
+            env, self, connect, config.connection,
+            connection_rng if connection_rng is not None else random.Random(0),
+            request_timeout_ms=float(config.request_timeout_ms),
+            max_in_flight=config.max_in_flight_requests_per_connection,
+            complete=self._handle_produce_response, on_ready=self._on_node_ready,
+            on_disconnect=self._on_node_disconnect,
+        )
+        # The brokers the Sender visits, in the order the partitions first named them.
+        self._node_ids: list[int] = []
         for node_id in self.accumulator.nodes:
-            self._node(node_id)
+            self._add_node(node_id)
         # BufferPool: free bytes of buffer.memory; while send() waits for memory, since when (else inf).
         self.batch_size = config.batch_size
         self._buffer_free = config.buffer_memory
@@ -230,20 +225,9 @@ class Producer(NetworkClient):
         self._append_floor = -math.inf
         self._plan_key: tuple[int, bool] | None = None
 
-    def _connect_node(self, node: NodeConnection) -> Any:
-        connection = self._connect_to(node.node_id)
-        connection.on_disconnect = partial(self._on_disconnect_node, node)
-        return connection
-
-    def _node(self, node_id: int) -> NodeConnection:
-        node = self._node_by_id.get(node_id)
-        if node is None:
-            node = NodeConnection(node_id, None, lambda _e: None)
-            node.connection = self._connect_node(node)
-            node.on_response = partial(self._on_response, node)
-            self._nodes.append(node)
-            self._node_by_id[node_id] = node
-        return node
+    def _add_node(self, node_id: int) -> None:
+        if node_id not in self._node_ids:
+            self._node_ids.append(node_id)
 
     def start(self) -> None:
         self._next_intended = self._arrivals.first()
@@ -368,9 +352,10 @@ class Producer(NetworkClient):
         # Appends since the last plan were the plan's own virtual appends; only a drain or a change of
         # in-flight room can change which record wakes the Sender.
         max_in_flight = self.max_in_flight
+        client = self.client
         can_send = False  # any node with room for another request (a loop: no generator per plan)
-        for node in self._nodes:
-            if len(node.in_flight) < max_in_flight:
+        for node_id in self._node_ids:
+            if client.in_flight_count(node_id) < max_in_flight:
                 can_send = True
                 break
         key = (self.accumulator.drains, can_send)
@@ -424,23 +409,28 @@ class Producer(NetworkClient):
             self._expire_batches(now)
         self._maybe_update_metadata(now)
         max_in_flight = self.max_in_flight
+        client = self.client
         sending = True
         while sending:
             sending = False
-            for node in self._nodes:
-                if len(node.in_flight) >= max_in_flight:
+            for node_id in self._node_ids:
+                if client.in_flight_count(node_id) >= max_in_flight:
                     continue  # at max in flight the next response on this connection wakes us
-                delay = acc.ready_delay_ms(now, node.node_id)
+                delay = acc.ready_delay_ms(now, node_id)
                 if delay is None:
                     continue
                 if delay > 0:
                     self._wake_at(now + delay)
                     continue
-                if not node.connection.connected and not self._connect_ready(node, now):
-                    continue  # NetworkClient.ready: not connected (yet); its batches wait
-                batches = acc.drain(node.node_id, now)
+                if not client.ready(node_id, now):
+                    # Not READY: its batches wait. A connection being made wakes the Sender when it is
+                    # (on_ready); a node backed off after a disconnect, when it may connect again (pollDelayMs).
+                    if client.connection_failed(node_id):
+                        self._wake_at(now + client.connection_delay(node_id, now))
+                    continue
+                batches = acc.drain(node_id, now)
                 if batches:  # empty when the first partition visited holds its batch back (idempotence)
-                    self._send_request(node, batches, now)
+                    self._send_request(node_id, batches, now)
                     sending = True
         self._plan()
 
@@ -457,7 +447,7 @@ class Producer(NetworkClient):
         self._wakeup_at = math.inf
         self._run_sender()
 
-    def _send_request(self, node: NodeConnection, batches: list[ProducerBatch], now: float) -> None:
+    def _send_request(self, node_id: int, batches: list[ProducerBatch], now: float) -> None:
         name = self.name
         entries: dict[TopicPartition, list[RecordBatch]] = {b.tp: [b.to_record_batch(name)] for b in batches}
         request_id = self._ids.request_id()
@@ -471,7 +461,6 @@ class Producer(NetworkClient):
             intended,
             now,
             expects_response=self.acks != 0,
-            on_response=node.on_response,
         )
         for b in batches:
             b.send_ms = now
@@ -479,32 +468,26 @@ class Producer(NetworkClient):
             if not b.sends:
                 b.first_request_id = request_id
             b.sends += 1
-        node.connection.send(envelope)
+        self.client.send(node_id, envelope, batches)
         if self.acks == 0:
             # Completed once written to the socket; the offsets are unknown to an acks=0 producer.
             self._complete(envelope, batches, Errors.NONE, now)
-            return
-        node.in_flight.append((envelope, batches))
-        if node.timeout_check is None:
-            self._arm_timeout_check(node)
 
     # --- responses and timeouts --------------------------------------------------------------------
 
-    def _on_response(self, node: NodeConnection, envelope: RequestEnvelope) -> None:
-        if self.paused:
-            self._deferred.append(lambda: self._on_response(node, envelope))
-            return
-        # The records intended before now were sent before this response frees any buffer memory.
-        self._catch_up(self.env.now)
-        # Responses come back in order on one connection (the broker mutes it while one is processed).
-        in_flight = node.in_flight
-        index = next((i for i, (sent, _) in enumerate(in_flight) if sent is envelope), -1)
-        if index < 0:
-            return  # request already failed (timeout / disconnect); the late response is ignored
-        batches = in_flight[index][1]
-        del in_flight[index]
-        node.failures = 0
+    def _handle_produce_response(self, node_id: int, envelope: RequestEnvelope, batches: list[ProducerBatch],
+                                 disconnected: bool) -> None:
+        """``Sender.handleProduceResponse``: the outcome of a request from the NetworkClient (never while paused:
+        it holds them back)."""
         now = self.env.now
+        # The records intended before now were sent before this response frees any buffer memory.
+        self._catch_up(now)
+        if disconnected:
+            # wasTimedOut: REQUEST_TIMED_OUT; wasDisconnected: NETWORK_EXCEPTION (the NetworkClient set it). The
+            # NetworkClient's on_disconnect runs the Sender once every request of the node is failed.
+            error = envelope.error
+            self._complete(envelope, batches, error if error is not None else Errors.NETWORK_EXCEPTION, now)
+            return
         statuses = envelope.response
         for b in batches:
             status = statuses.get(b.tp)
@@ -587,8 +570,9 @@ class Producer(NetworkClient):
         sequence unresolved (``markSequenceUnresolved``). Then re-arm at the next deadline."""
         timeout = self.delivery_timeout_ms
         txn = self.txn
+        in_flight = self.client.in_flight_requests()
         expired = [
-            b for node in self._nodes for _, batches in node.in_flight for b in batches
+            b for request in in_flight for b in request.payload
             if not b.done and timeout <= now - b.created_ms + _DEADLINE_TOLERANCE_MS
         ]
         expired.extend(self.accumulator.expired_batches(now + _DEADLINE_TOLERANCE_MS, timeout))
@@ -599,11 +583,10 @@ class Producer(NetworkClient):
                     txn.mark_sequence_unresolved(b)
             self._finish(b, Errors.REQUEST_TIMED_OUT, -1, now)
         oldest = self.accumulator.oldest_created_ms()
-        for node in self._nodes:
-            for _, batches in node.in_flight:
-                for b in batches:
-                    if not b.done and b.created_ms < oldest:
-                        oldest = b.created_ms
+        for request in in_flight:
+            for b in request.payload:
+                if not b.done and b.created_ms < oldest:
+                    oldest = b.created_ms
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
@@ -639,98 +622,35 @@ class Producer(NetworkClient):
             metadata = self.metadata
             self.accumulator.set_leaders(metadata.leaders(), {tp: metadata.leader_epoch(tp) for tp in changed})
             for node_id in self.accumulator.nodes:
-                self._node(node_id)
+                self._add_node(node_id)
         self._run_sender()
 
-    def _arm_timeout_check(self, node: NodeConnection) -> None:
-        # One timer per connection for its oldest in-flight request rather than one per request.
-        if not node.in_flight:
-            node.timeout_check = None
-            return
-        deadline = node.in_flight[0][0].client_send_ms + self.timeout_ms
-        node.timeout_check = Call(
-            self.env, max(0.0, deadline - self.env.now), lambda _e: self._on_timeout_check(node)
-        )
+    def _on_node_ready(self, node_id: int) -> None:
+        """The connection to the node is READY (``NetworkClient.handleConnections``): its batches can go."""
+        self._run_sender()
 
-    def _on_timeout_check(self, node: NodeConnection) -> None:
-        node.timeout_check = None
-        if self.paused:
-            return  # on_resume checks again
-        self._check_timeouts(node)
-
-    def _check_timeouts(self, node: NodeConnection) -> None:
-        now = self.env.now
-        # The check was armed for `client_send_ms + timeout_ms`, but `now` (start + that delay, in float) can
-        # land one ulp short of it; without the tolerance the check re-arms with delay 0 forever.
-        deadline = node.in_flight[0][0].client_send_ms + self.timeout_ms if node.in_flight else math.inf
-        if now + _DEADLINE_TOLERANCE_MS >= deadline:
-            self._catch_up(now)
-            self._disconnect(node, now)
-            self._run_sender()
-        if node.timeout_check is None:
-            self._arm_timeout_check(node)
-
-    def _connect_ready(self, node: NodeConnection, now: float) -> bool:
-        """``NetworkClient.ready`` of a node whose connection was reset or refused: a new attempt once its
-        reconnect backoff has passed (``initiateConnect``); True if it is connected now."""
-        if now < node.reconnect_at:
-            self._wake_at(node.reconnect_at)
-            return False
-        if node.connection.closed:
-            node.connection = self._connect_node(node)
-        return bool(node.connection.connected)
-
-    def _on_disconnect_node(self, node: NodeConnection) -> None:
-        """The connection to ``node`` was reset or refused (its process died; ``handleDisconnections``): every
-        request in flight on it fails with NETWORK_EXCEPTION (retriable: the batches go back to the
-        accumulator), a metadata update is requested (``handleServerDisconnect``), and the node is backed off
-        ``reconnect.backoff.ms`` (50 ms, doubling up to ``reconnect.backoff.max.ms`` 1 s, KIP-144)."""
-        if self.paused:
-            self._deferred.append(lambda: self._on_disconnect_node(node))
-            return
-        now = self.env.now
-        self._catch_up(now)
-        failed, node.in_flight = node.in_flight, deque()
-        if node.timeout_check is not None:
-            node.timeout_check.cancel()
-            node.timeout_check = None
-        for envelope, batches in failed:
-            envelope.error = Errors.NETWORK_EXCEPTION
-            self._complete(envelope, batches, Errors.NETWORK_EXCEPTION, now)
-        node.reconnect_at = now + self._reconnect_backoff.backoff(node.failures)
-        node.failures += 1
+    def _on_node_disconnect(self, node_id: int, request_timed_out: bool) -> None:
+        """The node was disconnected and what was in flight on it failed (``handleServerDisconnect``): a
+        metadata update is requested; the Sender connects again once the node's reconnect backoff allows."""
         self.metadata.request_update()
         self._run_sender()
-
-    def _disconnect(self, node: NodeConnection, now: float) -> None:
-        """``NetworkClient.disconnect(node)``: every request in flight on it fails; a new connection."""
-        failed, node.in_flight = node.in_flight, deque()
-        for i, (envelope, batches) in enumerate(failed):
-            error = Errors.REQUEST_TIMED_OUT if i == 0 else Errors.NETWORK_EXCEPTION
-            envelope.client_timeout = i == 0
-            envelope.error = error
-            self._complete(envelope, batches, error, now)
-        node.connection.close()
-        node.connection = self._connect_node(node)
-        self.metadata.request_update()  # DefaultMetadataUpdater.handleServerDisconnect
 
     def on_resume(self) -> None:
         self._append_floor = self.env.now
         self._plan_key = None
         self._run_sender()
-        for node in self._nodes:
-            self._check_timeouts(node)
+        self.client.check_timeouts()
 
     # --- state for gauges and the end of a run -----------------------------------------------------
 
     @property
     def in_flight(self) -> int:
-        return sum(len(node.in_flight) for node in self._nodes)
+        return self.client.in_flight
 
     @property
-    def connections(self) -> dict[int, Any]:
-        """The open connection to each broker, by broker id."""
-        return {node.node_id: node.connection for node in self._nodes}
+    def connections(self) -> dict[int, ClientConnection]:
+        """The current connection to each broker, by broker id."""
+        return self.client.connections
 
     def catch_up(self) -> None:
         """Append the records intended up to now (the end of a run reads the accumulator)."""
@@ -738,4 +658,4 @@ class Producer(NetworkClient):
             self._catch_up(self.env.now)
 
     def unfinished(self) -> list[tuple[RequestEnvelope, list[ProducerBatch]]]:
-        return [entry for node in self._nodes for entry in node.in_flight]
+        return [(request.envelope, request.payload) for request in self.client.in_flight_requests()]

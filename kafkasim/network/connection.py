@@ -1,16 +1,36 @@
-"""A client's connection to the broker: the network path (``kafkasim.network.link.NetworkPath``, a pair
-of one-way links) plus the broker-side channel in the ``SocketServer``.
+"""A client's connection to a broker: the network path (``kafkasim.network.link.NetworkPath``, a pair of
+one-way links) plus the broker-side channel in the ``SocketServer``.
 
-Requests travel ``to_broker`` into the socket server's ``KafkaChannel``; responses come back ``from_broker`` to the
-envelope's ``on_response``. Closing it (a client-side timeout disconnects, a crash) closes the broker
-channel too; a reconnect is a new ``Connection`` over the same network path (same links, same
-faults, same random streams).
+``connect()`` opens it with a TCP handshake across the path, as the kernel does under Kafka's
+``Selector.connect``: a SYN travels ``to_broker``; the broker host's kernel answers it with a SYN-ACK
+``from_broker`` and queues the connection for the broker's ``SocketServer`` (its ``KafkaChannel``), and the
+SYN-ACK's arrival makes the connection established (``on_established``; the NetworkClient then marks the
+node READY). What each host does with a SYN follows Linux:
+
+* a live broker, paused or not: the kernel completes the handshake itself (a stopped process's listening
+  socket still accepts into its backlog), so a client connects to a paused broker and its requests wait in
+  the socket until the pause ends (or the client's request timeout);
+* a crashed broker (the process is gone, the host is up): nothing listens, so the kernel answers with an RST
+  and the attempt is refused one round trip after it began (``on_disconnect``); the broker that is
+  listening when the SYN arrives answers (a broker restarted meanwhile accepts);
+* a cut (a ``network_partition`` or ``link_drop`` fault): the SYN or SYN-ACK is lost; the client's kernel
+  retransmits the SYN 1 s after the connect, then 2 s, 4 s, 8 s, 16 s, 32 s after each previous one
+  (Linux's initial RTO and ``tcp_syn_retries`` = 6) and gives up 64 s after the last (127 s in all; the
+  connection fails), unless the client closes it first -- Kafka's ``socket.connection.setup.timeout.ms``
+  does. A SYN that gets through after the cut completes the handshake.
+
+Simplifications: a handshake packet is a 0-byte message on its link (like the RST); the broker's own SYN-ACK
+retransmissions are not modelled (the client's SYN retransmissions, on the same schedule, stand in for them);
+the accept backlog never overflows; the client's final ACK travels with its first request.
+
+Requests travel ``to_broker`` into the socket server's ``KafkaChannel``; responses come back ``from_broker`` to
+the envelope's ``on_response``. Closing it (a client-side timeout disconnects, a crash) closes the broker
+channel too; a reconnect is a new ``Connection`` over the same network path (same links, same faults, same
+random streams).
 
 When the broker's process dies the connection is reset: the RST travels ``from_broker`` like any message
 (after what the broker had already sent; lost if the link drops it) and then ``on_disconnect`` tells the
-client (Kafka's ``Selector`` sees the channel closed: ``NetworkClient.handleDisconnections``). A connection
-opened while the broker is down is refused: ``connected`` is False, and ``on_disconnect`` comes one round
-trip later (the SYN there, the RST back). Simplification: connecting to a live broker takes no time.
+client (Kafka's ``Selector`` sees the channel closed: ``NetworkClient.handleDisconnections``).
 
 A connection is one ordered byte stream each way: once a link drops a message of this connection, nothing
 sent after it in that direction arrives either (TCP delivers in order; with no retransmission -- the
@@ -30,19 +50,42 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from kafkasim.network.link import NetworkLink, NetworkPath
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import Cut
+from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.network.socket_server import SocketServer
+    from kafkasim.network.socket_server import KafkaChannel, SocketServer
 
-__all__ = ["Connection", "NetworkPath", "PartitionedConnection", "open_connection"]
+__all__ = ["ClientConnection", "Connection", "NetworkPath", "PartitionedConnection", "open_connection"]
+
+# Linux: the first SYN retransmission 1 s after the connect (TCP_TIMEOUT_INIT), each later one after twice
+# the previous wait, tcp_syn_retries = 6 of them; the attempt fails 64 s after the last (127 s in all).
+SYN_RTO_INITIAL_MS: Final = 1_000.0
+SYN_RETRIES: Final = 6
+
+
+class ClientConnection(Protocol):
+    """What a ``NetworkClient`` needs of a connection: a ``Connection`` (or a test's scripted one).
+
+    ``connect`` starts the handshake; ``on_established`` runs when it completes, ``on_disconnect`` when the
+    connection is refused, reset by the broker or given up by the kernel. A connection already established
+    when ``connect`` returns (a scripted one) calls neither."""
+
+    closed: bool
+    connected: bool
+
+    def connect(self, on_established: Callable[[], None], on_disconnect: Callable[[], None]) -> None: ...
+
+    def send(self, envelope: RequestEnvelope) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class _Stream:
@@ -56,35 +99,92 @@ class _Stream:
 
 
 class Connection:
-    """One TCP connection of client ``name``: ``send(envelope)`` to the broker, ``close()``."""
+    """One TCP connection of client ``name`` to the broker whose ``SocketServer`` ``listener()`` returns when
+    the SYN arrives (the broker's current process): ``connect(...)``, then ``send(envelope)``, ``close()``."""
 
-    __slots__ = ("env", "name", "path", "socket_server", "channel", "closed", "observer", "_checks", "connected",
-                 "on_disconnect", "_requests", "_responses")
+    __slots__ = ("env", "name", "path", "listener", "socket_server", "channel", "closed", "observer", "_checks",
+                 "connected", "on_established", "on_disconnect", "_requests", "_responses", "_syn_timer",
+                 "_syn_retries")
 
     def __init__(
         self,
         env: Environment,
         name: str,
         path: NetworkPath,
-        socket_server: SocketServer,
+        listener: Callable[[], SocketServer],
         observer: Observer,
     ) -> None:
         self.env = env
         self.name = name
         self.path = path
-        self.socket_server = socket_server
-        self.channel = socket_server.connect(name, self._send_response)
+        self.listener = listener
+        # The broker's side, once the first SYN reached a live broker.
+        self.socket_server: SocketServer | None = None
+        self.channel: KafkaChannel | None = None
         self.closed = False
+        self.connected = False  # the handshake completed
         self.observer = observer
         self._checks = observer.checks
+        self.on_established: Callable[[], None] | None = None
         self.on_disconnect: Callable[[], None] | None = None
         self._requests = _Stream(path.to_broker)
         self._responses = _Stream(path.from_broker)
-        self.connected = not self.channel.closed
-        if self.connected:
-            self.channel.on_reset = self._reset
-        else:  # refused: the SYN reaches the dead host, its RST comes back
-            path.to_broker.send(0, self._reset)
+        self._syn_timer: Call | None = None
+        self._syn_retries = 0
+
+    # --- the handshake -----------------------------------------------------------------------------
+
+    def connect(self, on_established: Callable[[], None], on_disconnect: Callable[[], None]) -> None:
+        """``Selector.connect``: send the SYN."""
+        self.on_established = on_established
+        self.on_disconnect = on_disconnect
+        self._send_syn()
+
+    def _send_syn(self) -> None:
+        self._packet(self.path.to_broker, self._syn_arrived)
+        self._syn_timer = Call(self.env, SYN_RTO_INITIAL_MS * 2.0**self._syn_retries, self._syn_timeout)
+
+    def _syn_timeout(self, _event: Any) -> None:
+        self._syn_timer = None
+        if self.closed or self.connected:
+            return
+        if self._syn_retries == SYN_RETRIES:
+            self._disconnected()  # ETIMEDOUT: the kernel gave up
+            return
+        self._syn_retries += 1
+        self._send_syn()
+
+    def _syn_arrived(self) -> None:
+        if self.closed:
+            return  # the client gave up meanwhile (its kernel would reset the SYN-ACK: nothing to model)
+        server = self.listener()
+        if server.down:
+            # Nothing listens (the process died): the kernel refuses with an RST.
+            self._packet(self.path.from_broker, self._disconnected)
+            return
+        if self.channel is None:
+            # The kernel completes the handshake even for a paused process (the accept backlog).
+            self.socket_server = server
+            channel = self.channel = server.connect(self.name, self._send_response)
+            channel.on_reset = self._reset
+        self._packet(self.path.from_broker, self._syn_acked)
+
+    def _syn_acked(self) -> None:
+        if self.closed or self.connected:
+            return  # a duplicate SYN-ACK (a retransmitted SYN answered too)
+        self.connected = True
+        self._cancel_syn_timer()
+        callback = self.on_established
+        if callback is not None:
+            callback()
+
+    def _cancel_syn_timer(self) -> None:
+        timer = self._syn_timer
+        if timer is not None:
+            timer.cancel()
+            self._syn_timer = None
+
+    # --- resets --------------------------------------------------------------------------------------
 
     def _reset(self) -> None:
         # The broker's kernel resets the connection: the RST follows what was already sent back.
@@ -95,14 +195,18 @@ class Connection:
             return
         self.closed = True
         self.connected = False
+        self._cancel_syn_timer()
         if self.on_disconnect is not None:
             self.on_disconnect()
+
+    # --- data ----------------------------------------------------------------------------------------
 
     def send(self, envelope: RequestEnvelope) -> None:
         if self._checks:
             self.observer.request_sent(envelope)
         channel = self.channel
         socket_server = self.socket_server
+        assert channel is not None and socket_server is not None, "send on a connection not established"
         envelope.broker = socket_server.broker_id  # the destination, for a request that never arrives
         requests = self._requests
         if requests.lost:
@@ -129,7 +233,7 @@ class Connection:
         return not link.is_dropping
 
     def _packet(self, link: NetworkLink, deliver: Callable[[], None]) -> None:
-        """An RST: a packet of its own, not behind the stream's data."""
+        """A SYN, SYN-ACK or RST: a packet of its own, not behind the stream's data."""
         link.send(0, deliver)
 
     def _deliver(self, envelope: RequestEnvelope) -> None:
@@ -143,7 +247,10 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.socket_server.close_channel(self.channel)
+            self._cancel_syn_timer()
+            channel = self.channel
+            if channel is not None and self.socket_server is not None:
+                self.socket_server.close_channel(channel)
 
 
 class PartitionedConnection(Connection):
@@ -159,12 +266,12 @@ class PartitionedConnection(Connection):
         env: Environment,
         name: str,
         path: NetworkPath,
-        socket_server: SocketServer,
+        listener: Callable[[], SocketServer],
         observer: Observer,
         cut: Cut,
     ) -> None:
         self.cut = cut
-        super().__init__(env, name, path, socket_server, observer)
+        super().__init__(env, name, path, listener, observer)
 
     def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
         link = stream.link
@@ -201,11 +308,11 @@ class PartitionedConnection(Connection):
 
 
 def open_connection(
-    env: Environment, name: str, path: NetworkPath, socket_server: SocketServer, observer: Observer,
+    env: Environment, name: str, path: NetworkPath, listener: Callable[[], SocketServer], observer: Observer,
     cut: Cut | None,
 ) -> Connection:
-    """A connection of client ``name`` to ``socket_server``'s broker: a ``PartitionedConnection`` if a
-    partition ever separates the two hosts (``cut``), else a plain one."""
+    """A connection (not yet connected) of client ``name`` to the broker ``listener()`` returns: a
+    ``PartitionedConnection`` if a partition ever separates the two hosts (``cut``), else a plain one."""
     if cut is None:
-        return Connection(env, name, path, socket_server, observer)
-    return PartitionedConnection(env, name, path, socket_server, observer, cut)
+        return Connection(env, name, path, listener, observer)
+    return PartitionedConnection(env, name, path, listener, observer, cut)

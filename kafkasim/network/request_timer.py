@@ -1,5 +1,5 @@
-"""A client's request timeout (Kafka's ``NetworkClient.handleTimedOutRequests``) for a client with one
-request in flight: the follower's replica fetcher and the consumer."""
+"""A connection's request timeout (Kafka's ``NetworkClient.handleTimedOutRequests``): the ``NetworkClient``
+keeps one per node, for the oldest request in flight on it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from kafkasim.sim.calls import DEADLINE_TOLERANCE_MS, Call, Pausable
 
 
 class RequestTimer:
-    """The request timeout of a client with one request in flight (Kafka's ``NetworkClient``
+    """The request timeout of the requests in flight on one connection (Kafka's ``NetworkClient``
     ``handleTimedOutRequests``), as one lazily re-armed timer rather than one per request.
 
-    ``arm()`` at each send starts the timer if none is running. When it fires it looks at the request in
-    flight *now*: past its deadline -> ``expire(envelope)``; otherwise it re-arms for that request's
-    deadline. A request whose response has been received is no longer in flight, so it cannot time out
+    ``arm()`` at each send starts the timer if none is running. When it fires it looks at the oldest request
+    in flight *now* (``in_flight()``; they are in send order, so its deadline comes first): past its deadline
+    -> ``expire(envelope)``; otherwise it re-arms for that request's deadline. A request whose response has been received is no longer in flight, so it cannot time out
     while the client processes the response.
 
     While the client is paused the timer does nothing; the client's ``on_resume`` calls ``check()`` after

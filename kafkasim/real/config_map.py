@@ -37,11 +37,14 @@ _CLUSTER_WIDE_BROKER_KEYS = (
 _TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable", "segment.bytes", "segment.ms",
                "segment.jitter.ms", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
                "retention.ms", "retention.bytes")
+# CommonClientConfigs' connection keys, the same for producers and consumers.
+_CONNECTION_KEYS = ("reconnect.backoff.ms", "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
+                    "socket.connection.setup.timeout.max.ms")
 _PRODUCER_KEYS = ("acks", "linger.ms", "batch.size", "max.in.flight.requests.per.connection", "request.timeout.ms",
                   "delivery.timeout.ms", "retries", "retry.backoff.ms", "retry.backoff.max.ms", "buffer.memory",
-                  "max.block.ms", "enable.idempotence")
+                  "max.block.ms", "enable.idempotence", *_CONNECTION_KEYS)
 _CONSUMER_KEYS = ("fetch.min.bytes", "fetch.max.wait.ms", "max.partition.fetch.bytes", "fetch.max.bytes",
-                  "request.timeout.ms")
+                  "request.timeout.ms", *_CONNECTION_KEYS)
 
 
 class RefusedOnKafka(ValueError):

@@ -31,6 +31,7 @@ from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, Produce
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
 from kafkasim.controller.quorum_controller import QuorumController, fence_stale_broker_period_ms
+from kafkasim.network.cluster_connection_states import ConnectionConfig
 from kafkasim.network.connection import Connection, NetworkPath, open_connection
 from kafkasim.network.ids import IdSource
 from kafkasim.network.nic import Nic
@@ -137,6 +138,7 @@ def producer_config_of(p: ProducerConfig, producer_id: int = 0) -> ProducerClien
         producer_id=producer_id,
         buffer_memory=p.buffer_memory,
         max_block_ms=float(p.max_block_ms),
+        connection=connection_config_of(p),
     )
 
 
@@ -148,6 +150,17 @@ def consumer_config_of(c: ConsumerConfig) -> ConsumerClientConfig:
         max_partition_fetch_bytes=c.max_partition_fetch_bytes,
         fetch_max_bytes=c.fetch_max_bytes,
         request_timeout_ms=c.request_timeout_ms,
+        connection=connection_config_of(c),
+    )
+
+
+def connection_config_of(client: ProducerConfig | ConsumerConfig) -> ConnectionConfig:
+    """A client's reconnect.backoff.* and socket.connection.setup.timeout.* configs."""
+    return ConnectionConfig(
+        float(client.reconnect_backoff_ms),
+        float(client.reconnect_backoff_max_ms),
+        float(client.socket_connection_setup_timeout_ms),
+        float(client.socket_connection_setup_timeout_max_ms),
     )
 
 
@@ -159,6 +172,8 @@ def replica_fetcher_config_of(b: ScenarioBrokerConfig) -> ReplicaFetcherConfig:
         max_bytes=b.replica_fetch_max_bytes,
         response_max_bytes=b.replica_fetch_response_max_bytes,
         backoff_ms=b.replica_fetch_backoff_ms,
+        socket_connection_setup_timeout_ms=b.socket_connection_setup_timeout_ms,
+        socket_connection_setup_timeout_max_ms=b.socket_connection_setup_timeout_max_ms,
     )
 
 
@@ -355,11 +370,10 @@ def build(
 
     def connect_to(broker_id: int, name: str, path: NetworkPath) -> Connection:
         # Any connection, opened whenever, between two hosts that a network partition separates obeys its cut.
+        # Its SYN reaches whichever process of the broker listens when it arrives (a restart makes a new one).
         cut = None if partitions is None else partitions.between(fetcher_hosts.get(name, name), broker_host(broker_id))
-        return open_connection(env, name, path, brokers_by_id[broker_id].socket_server, observer, cut)
-
-    def connector(broker_id: int, name: str, path: NetworkPath) -> Callable[[], Connection]:
-        return lambda: connect_to(broker_id, name, path)
+        broker = brokers_by_id[broker_id]
+        return open_connection(env, name, path, lambda: broker.socket_server, observer, cut)
 
     f_cfg = scenario.followers
     assert f_cfg.link is not None
@@ -379,11 +393,12 @@ def build(
             source,
             fetcher_config,
             broker.replica_manager,
-            connector(source, name, links),
+            lambda broker_id: connect_to(broker_id, name, links),
             zero_arg_sampler(f_cfg.costs.append, streams.stream(f"{name}/append")),
             zero_arg_sampler(f_cfg.costs.append_per_kib, streams.stream(f"{name}/append_per_kib")),
             ids,
             observer,
+            connection_rng=streams.stream(f"{name}/connection_states"),
         )
 
     for broker_id in layout.broker_ids:
@@ -504,6 +519,7 @@ def build(
                 observer,
                 leaders=leaders,
                 retry_rng=streams.stream(f"{p_cfg.name}/retry_backoff"),
+                connection_rng=streams.stream(f"{p_cfg.name}/connection_states"),
                 fetch_metadata=metadata_of(p_cfg.topic),
                 metadata_round_trip_ms=round_trip_ms(p_cfg.link),
             )
@@ -515,6 +531,7 @@ def build(
             Consumer(env, consumer_config_of(c_cfg), partitions_by_topic[c_cfg.topic],
                      connect, ids, observer, leaders=leaders, fetch_metadata=metadata_of(c_cfg.topic),
                      validate=validate, metadata_round_trip_ms=round_trip_ms(c_cfg.link),
-                     retry_rng=streams.stream(f"{c_cfg.name}/retry_backoff"))
+                     retry_rng=streams.stream(f"{c_cfg.name}/retry_backoff"),
+                     connection_rng=streams.stream(f"{c_cfg.name}/connection_states"))
         )
     return c

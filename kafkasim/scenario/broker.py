@@ -105,6 +105,17 @@ class PerBrokerConfig(ScenarioModel):
     with news; without one, every request and response lists every partition. A full shard evicts a
     session by FetchSessionCacheShard.tryEvict's rules (a consumer never evicts a follower's session unless
     it sat unused 120 s); below 8 slots no session is ever created (ServerConfigs)."""
+    socket_connection_setup_timeout_ms: KafkaMs = Field(default=10_000, alias="socket.connection.setup.timeout.ms", ge=0)
+    """How long this broker's replica fetchers wait for a connection to the leader to be set up (its TCP
+    handshake: no SYN-ACK comes through a cut link) before the fetch fails and its partitions back off
+    replica.fetch.backoff.ms (ServerConfigs; the NetworkClient of BrokerBlockingSender, which Kafka builds with
+    no reconnect backoff: reconnect.backoff.ms is not a broker config). A failed connection closes that client,
+    so every new attempt starts from this value (+/-20% jitter)."""
+    socket_connection_setup_timeout_max_ms: KafkaMs = Field(
+        default=30_000, alias="socket.connection.setup.timeout.max.ms", ge=0
+    )
+    """The cap of the replica fetchers' connection setup timeout (ServerConfigs); below
+    socket.connection.setup.timeout.ms it is the timeout."""
     costs: HandlerCosts = Field(default_factory=HandlerCosts)
     """Simulator-only: service times of the request pipeline."""
 

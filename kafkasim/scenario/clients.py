@@ -16,6 +16,37 @@ from kafkasim.scenario.units import Duration, KafkaBytes, KafkaMs, Rate
 # Clients are referred to by name in faults; follower-<id> names the followers.
 CLIENT_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
+# CommonClientConfigs' connection configs, the same keys (and Kafka defaults) for producers and consumers: their
+# NetworkClient's ClusterConnectionStates.
+ReconnectBackoffMs = Annotated[KafkaMs, Field(
+    alias="reconnect.backoff.ms", ge=0,
+    description="How long a client waits after a disconnect before it connects to that broker again "
+    "(ClusterConnectionStates); doubled after each failed attempt up to reconnect.backoff.max.ms, with "
+    "+/-20% jitter, and back to this value once a connection is made. Set without reconnect.backoff.max.ms, it "
+    "disables the growth, as in Kafka (CommonClientConfigs.postProcessReconnectBackoffConfigs): the resolved "
+    "scenario shows reconnect.backoff.max.ms equal to it.")]
+ReconnectBackoffMaxMs = Annotated[KafkaMs, Field(
+    alias="reconnect.backoff.max.ms", ge=0,
+    description="The cap of the reconnect backoff (before the jitter); below reconnect.backoff.ms it is the "
+    "backoff, constant (Kafka's ExponentialBackoff).")]
+SocketConnectionSetupTimeoutMs = Annotated[KafkaMs, Field(
+    alias="socket.connection.setup.timeout.ms", ge=0,
+    description="How long a connection may take to be set up (its TCP handshake: no SYN-ACK comes through a "
+    "cut link) before the client closes it and backs the broker off (NetworkClient.handleTimedOutConnections); "
+    "doubled after each failed attempt up to socket.connection.setup.timeout.max.ms, with +/-20% jitter.")]
+SocketConnectionSetupTimeoutMaxMs = Annotated[KafkaMs, Field(
+    alias="socket.connection.setup.timeout.max.ms", ge=0,
+    description="The cap of the connection setup timeout; below socket.connection.setup.timeout.ms it is the "
+    "timeout, constant.")]
+
+
+def reconnect_backoff_max(model: ProducerConfig | ConsumerConfig) -> None:
+    """CommonClientConfigs.postProcessReconnectBackoffConfigs: ``reconnect.backoff.ms`` given without
+    ``reconnect.backoff.max.ms`` disables the exponential growth (the max becomes the base)."""
+    given = model.model_fields_set
+    if "reconnect_backoff_ms" in given and "reconnect_backoff_max_ms" not in given:
+        object.__setattr__(model, "reconnect_backoff_max_ms", model.reconnect_backoff_ms)
+
 
 def _acks(value: Any) -> Any:
     # Kafka's producer accepts "all", "-1", "0", "1" (ProducerConfig ACKS_CONFIG); "all" is -1.
@@ -126,8 +157,17 @@ class ProducerConfig(ScenarioModel):
     """poisson | constant | {type: on_off, on: 1s, off: 4s}."""
     record_size: SizeDistribution = Field(default_factory=lambda: SizeConstant(value=1024))
     """Bytes per record (a size or a size distribution)."""
+    reconnect_backoff_ms: ReconnectBackoffMs = 50
+    reconnect_backoff_max_ms: ReconnectBackoffMaxMs = 1000
+    socket_connection_setup_timeout_ms: SocketConnectionSetupTimeoutMs = 10_000
+    socket_connection_setup_timeout_max_ms: SocketConnectionSetupTimeoutMaxMs = 30_000
     link: Link | None = None
     """This producer's link; keys left out come from network.default_link. Resolved after validation."""
+
+    @model_validator(mode="after")
+    def _reconnect_backoff(self) -> ProducerConfig:
+        reconnect_backoff_max(self)
+        return self
 
     @model_validator(mode="after")
     def _delivery_timeout(self) -> ProducerConfig:
@@ -174,8 +214,17 @@ class ConsumerConfig(ScenarioModel):
     max_partition_fetch_bytes: KafkaBytes = Field(default=1024 * 1024, alias="max.partition.fetch.bytes", ge=0, le=INT32_MAX)
     fetch_max_bytes: KafkaBytes = Field(default=50 * 1024 * 1024, alias="fetch.max.bytes", ge=0, le=INT32_MAX)
     request_timeout_ms: KafkaMs = Field(default=30_000, alias="request.timeout.ms", ge=0, le=INT32_MAX)
+    reconnect_backoff_ms: ReconnectBackoffMs = 50
+    reconnect_backoff_max_ms: ReconnectBackoffMaxMs = 1000
+    socket_connection_setup_timeout_ms: SocketConnectionSetupTimeoutMs = 10_000
+    socket_connection_setup_timeout_max_ms: SocketConnectionSetupTimeoutMaxMs = 30_000
     link: Link | None = None
     """This consumer's link; keys left out come from network.default_link. Resolved after validation."""
+
+    @model_validator(mode="after")
+    def _reconnect_backoff(self) -> ConsumerConfig:
+        reconnect_backoff_max(self)
+        return self
 
 
 class FollowerCosts(ScenarioModel):

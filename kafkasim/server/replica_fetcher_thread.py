@@ -36,6 +36,16 @@ made follower (``Partition.makeFollower``) whose log the fetcher appends to. Its
   for a new one.
 * Then the next fetch, at once.
 
+The fetcher's connection is Kafka's ``BrokerBlockingSender``: a ``NetworkClient`` toward the source broker
+with one request in flight, the broker's ``request.timeout.ms`` (30 s), its
+``socket.connection.setup.timeout.ms`` / ``.max.ms``, and no reconnect backoff (0 and 0). Before a fetch goes
+out, ``NetworkClientUtils.awaitReady`` connects (a TCP handshake); a send that fails -- the connection refused,
+reset or not set up in time, the fetch timed out -- closes the client (``NetworkClient.close``: the next
+connection starts afresh) and fails the fetch as a whole (``RemoteLeaderEndPoint.fetch``: the session's next
+request is full; ``AbstractFetcherThread.processFetchRequest``: every partition backs off
+``replica.fetch.backoff.ms``). Not modelled: ``awaitReady``'s own bound, ``replica.socket.timeout.ms`` (30 s),
+reached only with a connection setup timeout above it.
+
 Every fetch carries each partition's ``lastFetchedEpoch`` (the log's latest leader epoch), from which the
 leader finds divergence (``Partition.fetchRecords``). Partitions join and leave a thread when metadata
 moves leadership (``BrokerServer.apply_delta`` -> ``addFetcherForPartitions`` /
@@ -57,6 +67,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -69,11 +80,14 @@ from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_
 from kafkasim.broker.log import Log
 from kafkasim.broker.partition import Partition
 from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.network.cluster_connection_states import ConnectionConfig
+from kafkasim.network.connection import ClientConnection
+from kafkasim.network.fetch_request import fetch_request
 from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
-from kafkasim.network.network_client import FetchClient, fail_disconnected
+from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
-from kafkasim.sim.calls import Call
+from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
 
 if TYPE_CHECKING:
@@ -99,14 +113,23 @@ class ReplicaFetcherConfig:
     max_bytes: int = MIB  # replica.fetch.max.bytes: per partition
     response_max_bytes: int = 10 * MIB  # replica.fetch.response.max.bytes: the fetch's max_bytes
     backoff_ms: int = 1000  # replica.fetch.backoff.ms: wait after an error / when no partition is ready
+    socket_connection_setup_timeout_ms: int = 10_000  # socket.connection.setup.timeout.ms (ServerConfigs)
+    socket_connection_setup_timeout_max_ms: int = 30_000  # socket.connection.setup.timeout.max.ms (ServerConfigs)
 
     def __post_init__(self) -> None:
         # ReplicationConfigs defines every one of them with atLeast(0): with max bytes 0 the leader still
         # returns one batch for the first partition (ReplicaManager.readFromLog's minOneMessage).
-        for name in ("wait_max_ms", "min_bytes", "max_bytes", "response_max_bytes", "backoff_ms"):
+        for name in ("wait_max_ms", "min_bytes", "max_bytes", "response_max_bytes", "backoff_ms",
+                     "socket_connection_setup_timeout_ms", "socket_connection_setup_timeout_max_ms"):
             value = getattr(self, name)
             if value < 0:
                 raise ValueError(f"ReplicaFetcherConfig.{name} must be >= 0, got {value}")
+
+    @property
+    def connection(self) -> ConnectionConfig:
+        """``BrokerBlockingSender``'s NetworkClient: reconnect backoff 0 and 0, the broker's setup timeouts."""
+        return ConnectionConfig(0.0, 0.0, float(self.socket_connection_setup_timeout_ms),
+                                float(self.socket_connection_setup_timeout_max_ms))
 
 
 def offset_truncation_offset(log: Log, leader_epoch: int, leader_end_offset: int) -> int:
@@ -152,7 +175,7 @@ class FollowerPartition:
         self.rank = rank
 
 
-class ReplicaFetcherThread(FetchClient):
+class ReplicaFetcherThread(Pausable):
     """A replica fetcher thread of broker ``broker_id`` toward ``source_broker`` (the leader of its
     partitions), named ``name`` (its client name in the request rows)."""
 
@@ -164,15 +187,31 @@ class ReplicaFetcherThread(FetchClient):
         source_broker: int,
         config: ReplicaFetcherConfig,
         replica_manager: ReplicaManager,
-        connect: Callable[[], Any],
+        connect: Callable[[int], ClientConnection],
         append_cost: Callable[[], float],
         append_cost_per_kib: Callable[[], float],
         ids: IdSource,
         observer: Observer,
         *,
         stop_ms: float = math.inf,
+        connection_rng: random.Random | None = None,
     ) -> None:
-        super().__init__(env, name, connect, ids, observer, FOLLOWER_REQUEST_TIMEOUT_MS, stop_ms=stop_ms)
+        super().__init__()
+        self.env = env
+        self.name = name
+        self._ids = ids
+        self._observer = observer
+        self._checks = observer.checks
+        self._stop_ms = stop_ms  # nothing new is sent from then on
+        # BrokerBlockingSender's NetworkClient: the source broker only, one request in flight.
+        self.client: NetworkClient[None] = NetworkClient(
+            env, self, connect, config.connection,
+            connection_rng if connection_rng is not None else random.Random(0),
+            request_timeout_ms=FOLLOWER_REQUEST_TIMEOUT_MS, max_in_flight=1,
+            complete=self._handle_fetch_response, on_ready=self._on_node_ready,
+            on_disconnect=self._on_node_disconnect,
+        )
+        self._in_flight: RequestEnvelope | None = None
         self.broker_id = broker_id
         self._source_broker = source_broker
         self.config = config
@@ -276,22 +315,33 @@ class ReplicaFetcherThread(FetchClient):
         now = self.env.now
         if now >= self._stop_ms:
             return
-        if self.connection.closed:
-            self._reconnect()  # ReplicaFetcherBlockingSend connects before it sends
-        if not self.connection.connected:
-            return  # refused (the leader's process is down): _on_disconnect backs off
+        client = self.client
+        source = self._source_broker
+        if not client.is_ready(source, now):
+            # BrokerBlockingSender.sendRequest: NetworkClientUtils.awaitReady connects before the fetch goes
+            # (on_ready fetches) -- when there is a fetch to send: some partition is ready.
+            if not any(fp.delayed_until <= now for fp in self.partitions.values()):
+                self._wait_for_ready_partition(now)
+                return
+            if not client.ready(source, now):
+                return
         cfg = self.config
         fetch_data = self.build_fetch(now)
         if not fetch_data.session_partitions and not fetch_data.to_forget:
-            # No partition ready: wait for the first delayed one (Kafka waits on a condition, backoff).
-            next_ready = self._next_ready(now)
-            if next_ready < math.inf:
-                self._schedule_fetch(next_ready - now)
+            self._wait_for_ready_partition(now)
             return
-        self._send_fetch(
-            API_FETCH_FOLLOWER, self.broker_id, cfg.wait_max_ms, cfg.min_bytes, cfg.response_max_bytes,
-            fetch_data, now,
+        envelope = fetch_request(
+            self._ids, API_FETCH_FOLLOWER, self.name, self.broker_id, cfg.wait_max_ms, cfg.min_bytes,
+            cfg.response_max_bytes, fetch_data, now,
         )
+        self._in_flight = envelope
+        client.send(source, envelope, None)
+
+    def _wait_for_ready_partition(self, now: float) -> None:
+        """No partition ready: wait for the first delayed one (Kafka waits on a condition, backoff)."""
+        next_ready = self._next_ready(now)
+        if next_ready < math.inf:
+            self._schedule_fetch(next_ready - now)
 
     def build_fetch(self, now: float) -> FetchSessionRequestData:
         """ReplicaFetcherThread.buildFetch: every partition ready to fetch goes to the session's builder; a
@@ -362,11 +412,15 @@ class ReplicaFetcherThread(FetchClient):
 
     # --- responses ---------------------------------------------------------------------------------
 
-    def _on_response(self, envelope: RequestEnvelope) -> None:
+    def _handle_fetch_response(self, _node_id: int, envelope: RequestEnvelope, _payload: None,
+                               disconnected: bool) -> None:
+        """The outcome of the fetch from the NetworkClient (never while paused: it holds them back)."""
         if self.crashed or envelope is not self._in_flight:
             return
-        if self.paused:
-            self._deferred.append(lambda: self._on_response(envelope))
+        if disconnected:
+            # REQUEST_TIMED_OUT or NETWORK_EXCEPTION (set by the NetworkClient); on_disconnect backs off.
+            self._in_flight = None
+            self._observer.request_finished(envelope)
             return
         # Received: the request is complete -- its outcome is recorded now and no timeout can touch it
         # (NetworkClient completes a request when it reads the response). The append is the fetcher
@@ -498,34 +552,20 @@ class ReplicaFetcherThread(FetchClient):
         self._changed[fp.tp] = None
         self._report_log(fp)
 
-    def _on_request_timeout(self, envelope: RequestEnvelope) -> None:
-        # The whole request failed: reconnect, the session's next request is a full one
-        # (FetchSessionHandler.handleError), every partition backs off
-        # (AbstractFetcherThread.handlePartitionsWithErrors).
-        self._fail_timed_out(envelope)
-        self.fetch_session.handle_error()
-        backoff = float(self.config.backoff_ms)
-        for fp in self.partitions.values():
-            self._delay(fp, self.env.now + backoff)
-        self._schedule_fetch(backoff)
+    def _on_node_ready(self, _node_id: int) -> None:
+        """Connected to the source broker (``awaitReady`` returns): the fetch goes."""
+        self._maybe_fetch()
 
-    def _on_disconnect(self) -> None:
-        """The leader's connection was reset or refused (its process died): the fetch in flight fails with
-        NETWORK_EXCEPTION, the session's next request is a full one, and every partition backs off
+    def _on_node_disconnect(self, node_id: int, _request_timed_out: bool) -> None:
+        """The connection to the leader failed (refused, reset, not set up in time, or the fetch timed out):
+        ``BrokerBlockingSender.sendRequest`` closes its NetworkClient (the node is forgotten), the session's
+        next request is a full one (``RemoteLeaderEndPoint.fetch``), and every partition backs off
         ``replica.fetch.backoff.ms`` (``AbstractFetcherThread.handlePartitionsWithErrors``); the next fetch
         connects again."""
-        if self.crashed:
-            return
-        if self.paused:
-            self._deferred.append(self._on_disconnect)
-            return
-        envelope = self._in_flight
-        self._in_flight = None
-        if envelope is not None:
-            fail_disconnected(envelope, self._observer)
+        self.client.close(node_id)
         self.fetch_session.handle_error()
         if self._appending:
-            return  # the append in progress finishes first; its end fetches (and reconnects)
+            return  # the append in progress finishes first; its end fetches (and connects)
         backoff = float(self.config.backoff_ms)
         for fp in self.partitions.values():
             self._delay(fp, self.env.now + backoff)
@@ -550,8 +590,9 @@ class ReplicaFetcherThread(FetchClient):
         self._in_flight = None
         self._appending = False
         if envelope is not None:
-            fail_disconnected(envelope, self._observer)
-        self.connection.close()
+            envelope.error = Errors.NETWORK_EXCEPTION
+            self._observer.request_finished(envelope)
+        self.client.close(self._source_broker)
 
     def restart(self) -> None:
         """Come back: reconnect and fetch again, each partition from its LEO with its latest epoch (Kafka 4.x:
@@ -570,7 +611,6 @@ class ReplicaFetcherThread(FetchClient):
                 self._report_log(fp)
             fp.delayed_until = -math.inf
             self._changed[fp.tp] = None
-        self._reconnect()
         self._maybe_fetch()
 
     def shutdown(self) -> None:
@@ -582,8 +622,11 @@ class ReplicaFetcherThread(FetchClient):
 
     def on_resume(self) -> None:
         # After the responses that arrived during the pause (NetworkClient.poll's order).
-        self._request_timer.check()
+        self.client.check_timeouts()
         self._maybe_fetch()
+
+    def unfinished(self) -> list[RequestEnvelope]:
+        return [self._in_flight] if self._in_flight is not None else []
 
     def delete_old_segments(self) -> None:
         """The retention task's pass over this fetcher's logs (not when crashed)."""

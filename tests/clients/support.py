@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kafkasim.network.messages import RequestEnvelope
 
 
 class ScriptedConnection:
-    """Keeps what the client sends on it; the test answers with ``respond``."""
+    """Keeps what the client sends on it; the test answers with ``respond``. It is established as soon as the
+    client connects (no handshake: ``NetworkClient.ready`` answers True at once)."""
 
     def __init__(self, sent: list[RequestEnvelope]) -> None:
         self.sent = sent
         self.closed = False
+        self.connected = False
+        self.on_disconnect: Callable[[], None] | None = None  # set by the client; ``reset`` calls it
+
+    def connect(self, on_established: Callable[[], None], on_disconnect: Callable[[], None]) -> None:
         self.connected = True
-        self.on_disconnect = None  # set by the client; ``reset`` calls it
+        self.on_disconnect = on_disconnect
 
     def send(self, envelope: RequestEnvelope) -> None:
         envelope.connection = self

@@ -139,31 +139,35 @@ def test_a_response_frees_a_slot_and_the_sender_sends_the_next_ready_batch() -> 
 
 def test_request_timeout_disconnects_and_fails_every_request_in_flight() -> None:
     # NetworkClient.handleTimedOutRequests: the oldest request is past request.timeout.ms, so the client
-    # disconnects from the node ("Disconnecting from node due to request timeout"): that request fails
-    # with REQUEST_TIMED_OUT, every other in flight on the connection with NETWORK_EXCEPTION, and the
-    # next request goes out on a new connection.
+    # disconnects from the node ("Disconnecting from node due to request timeout"): every request in flight
+    # on the connection fails as timed out (cancelInFlightRequests with timedOut: Sender.handleProduceResponse
+    # answers REQUEST_TIMED_OUT for each), and no new connection is made until the Sender has a batch for
+    # the node again.
     h = Harness(max_in_flight=3, request_timeout_ms=100, stop_ms=3.5)  # records at 1, 2, 3 ms
     h.run(until=50.0)
     assert len(h.sent) == 3 and len(h.connections) == 1
     h.run(until=102.0)
     assert [(ack, error) for ack, _id, _n, error, _base in h.reports.batches] == [
         (101.0, Errors.REQUEST_TIMED_OUT),
-        (101.0, Errors.NETWORK_EXCEPTION),
-        (101.0, Errors.NETWORK_EXCEPTION),
+        (101.0, Errors.REQUEST_TIMED_OUT),
+        (101.0, Errors.REQUEST_TIMED_OUT),
     ]
-    assert [e.client_timeout for e in h.reports.finished] == [True, False, False]
-    assert [e.error for e in h.sent] == [Errors.REQUEST_TIMED_OUT, Errors.NETWORK_EXCEPTION, Errors.NETWORK_EXCEPTION]
-    assert h.connections[0].closed and len(h.connections) == 2 and not h.connections[1].closed
-    assert h.producer.connections == {0: h.connections[1]} and h.producer.in_flight == 0
+    assert [e.client_timeout for e in h.reports.finished] == [True, True, True]
+    assert [e.error for e in h.sent] == [Errors.REQUEST_TIMED_OUT] * 3
+    assert h.connections[0].closed and len(h.connections) == 1
+    assert h.producer.connections == {} and h.producer.in_flight == 0
     # A late response on the old connection is never delivered to the application.
     h.respond(h.sent[1], base_offset=1)
     assert len(h.reports.batches) == 3
 
 
-def test_after_a_request_timeout_the_next_request_goes_on_the_new_connection() -> None:
+def test_after_a_request_timeout_the_next_request_goes_on_a_new_connection_after_the_reconnect_backoff() -> None:
+    # ClusterConnectionStates.disconnected: the node may connect again reconnect.backoff.ms (50 ms +-20%)
+    # after the disconnect; the waiting batch goes on the new connection then.
     h = Harness(max_in_flight=1, request_timeout_ms=100, stop_ms=2.5)  # records at 1 and 2 ms
     h.run(until=200.0)
-    assert [e.client_send_ms for e in h.sent] == [1.0, 101.0]
+    assert [e.client_send_ms for e in h.sent][0] == 1.0 and len(h.sent) == 2
+    assert 101.0 + 40 <= h.sent[1].client_send_ms <= 101.0 + 60
     assert [e.connection for e in h.sent] == h.connections  # one request on each connection
     assert h.sent[0].error == Errors.REQUEST_TIMED_OUT and h.sent[1].error is None
 
@@ -232,8 +236,11 @@ def test_one_connection_per_leader_with_its_own_in_flight_limit_and_timeout() ->
     sent[0].on_response(sent[0])
     assert [(e.client_send_ms, list(e.body.entries)) for e in sent[2:]] == [(10.0, [a])]
     env.run(until=103.0)
-    # Broker 1's request timed out at 102 (sent at 2): only its connection was closed and reopened.
+    # Broker 1's request timed out at 102 (sent at 2): only its connection was closed.
     assert sent[1].error == Errors.REQUEST_TIMED_OUT and sent[2].error is None
-    assert opened[1][0].closed and len(opened[1]) == 2 and len(opened[0]) == 1 and not opened[0][0].closed
-    assert [(e.client_send_ms, list(e.body.entries)) for e in sent[3:]] == [(102.0, [b])]
-    assert producer.connections == {0: opened[0][0], 1: opened[1][1]}
+    assert opened[1][0].closed and len(opened[1]) == 1 and len(opened[0]) == 1 and not opened[0][0].closed
+    assert producer.connections == {0: opened[0][0]}
+    # Its waiting batch goes on a new connection once the reconnect backoff (50 ms +-20%) has passed.
+    env.run(until=102.0 + 61)
+    to_b = [e for e in sent[3:] if list(e.body.entries) == [b]]
+    assert len(to_b) == 1 and 102.0 + 40 <= to_b[0].client_send_ms <= 102.0 + 60 and to_b[0].connection is opened[1][1]

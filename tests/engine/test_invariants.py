@@ -108,14 +108,16 @@ producers:
      retries: 0}
 consumers: []
 faults:
-  - {type: crash, target: follower-1, at: 3.29s, restart_after: 2.53s}
+  - {type: crash, target: follower-1, at: 3.35s, restart_after: 2.47s}
   - {type: pause, target: follower-3, at: 1.69s, duration: 1.92s}
 """
 
 
 @pytest.mark.pure_only
 def test_a_crashed_follower_still_in_the_isr_counts_toward_min_isr() -> None:
-    # Follower 1 crashes at 3.29 s with its log at the leader's LEO; the leader does not know (no fencing
+    # Follower 1 crashes at 3.35 s with its log at the leader's LEO (just after it fetched the produce sent at
+    # 3.325 s; before the connection handshake that produce went out earlier and the crash was at 3.29 s, with
+    # the restart at the same 5.82 s); the leader does not know (no fencing
     # within replica.lag.time.max.ms), so it stays in the maximal ISR. When paused follower 3 catches up
     # at ~3.63 s the HW reaches the waiting produce's offset and Kafka answers NONE:
     # Partition.checkEnoughReplicasReachOffset compares min.insync.replicas (4) with |maximal ISR| (4).

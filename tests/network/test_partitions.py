@@ -86,6 +86,7 @@ class _SocketServer:
     """What a connection needs of a broker's SocketServer; records what arrives."""
 
     broker_id = 0
+    down = False
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
@@ -115,14 +116,17 @@ class _Envelope:
 
 
 def _connection(cut: Cut | None):
+    """A connection opened at 0: its SYN arrives at 1, its SYN-ACK at 2."""
     env = simpy.Environment()
     path = NetworkPath.create(env, "p1", Constant(1.0), lambda _s: random.Random(0), float("inf"))
     server = _SocketServer(env)
-    return env, server, path, open_connection(env, "p1", path, server, Observer(), cut)  # type: ignore[arg-type]
+    return env, server, path, _reconnect(env, server, path, cut)
 
 
-def _reconnect(env, server, path, cut: Cut):
-    return open_connection(env, "p1", path, server, Observer(), cut)  # type: ignore[arg-type]
+def _reconnect(env, server, path, cut: Cut | None):
+    connection = open_connection(env, "p1", path, lambda: server, Observer(), cut)  # type: ignore[arg-type,return-value]
+    connection.connect(lambda: None, lambda: None)
+    return connection
 
 
 def _at(env: simpy.Environment, t: float, action) -> None:
@@ -135,7 +139,7 @@ def test_requests_to_the_broker_are_lost_while_the_cut_lasts() -> None:
     assert isinstance(connection, PartitionedConnection)
     for t, name in ((5.0, "before"), (9.5, "in-flight"), (15.0, "during"), (19.5, "sent-during"), (20.0, "after")):
         _at(env, t, lambda name=name: connection.send(_Envelope(name)))  # type: ignore[arg-type]
-    env.run()
+    env.run(until=25.0)  # (not to the end: the cancelled SYN retransmission timer still ticks at 1 s)
     # The in-flight request is lost on the wire; the stream stays stalled behind it (TCP order, no
     # retransmission): nothing later on this connection arrives, even after the cut.
     assert server.received == [(6.0, "before")]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import simpy
 
+from kafkasim.network.connection import Connection
+from kafkasim.network.link import NetworkPath
 from kafkasim.network.messages import API_PRODUCE, ProduceRequestData, RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
@@ -19,6 +21,16 @@ from kafkasim.sim.calls import Call
 
 READ_MS = 1.0  # network_read; no per-KiB part unless a test says so
 SEND_MS = 2.0  # network_send
+
+
+def established(env: simpy.Environment, path: NetworkPath, server: SocketServer, observer: Observer) -> Connection:
+    """A connection of client "c" whose TCP handshake has completed (the SYN there, the SYN-ACK back: one
+    round trip of ``path``, run now)."""
+    connection = Connection(env, "c", path, lambda: server, observer)
+    connection.connect(lambda: None, lambda: None)
+    while not connection.connected:
+        env.step()
+    return connection
 
 
 class Done(Observer):
@@ -200,8 +212,6 @@ def test_check_events_reach_only_an_observer_that_wants_them() -> None:
     recording observer (checks off) costs no call there."""
     import random
 
-    from kafkasim.network.connection import Connection
-    from kafkasim.network.link import NetworkPath
     from kafkasim.sim.distributions import Constant
 
     class Sent(Observer):
@@ -216,7 +226,7 @@ def test_check_events_reach_only_an_observer_that_wants_them() -> None:
         b = Broker()
         observer = Sent(checks)
         path = NetworkPath.create(b.env, "c", Constant(0.5), lambda _name: random.Random(0), float("inf"))
-        connection = Connection(b.env, "c", path, b.server, observer)
+        connection = established(b.env, path, b.server, observer)
         envelope = RequestEnvelope(1, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
         connection.send(envelope)
         assert observer.sent == ([1] if checks else [])
@@ -240,8 +250,6 @@ def test_the_broker_that_reads_a_request_names_itself_on_it() -> None:
 def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to() -> None:
     import random
 
-    from kafkasim.network.connection import Connection
-    from kafkasim.network.link import NetworkPath
     from kafkasim.sim.distributions import Constant
 
     b = Broker()
@@ -249,8 +257,8 @@ def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to() -> None:
     costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
     server = SocketServer(env, RequestChannel(env, 500), costs, observer=b.observer, broker_id=7)
     path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e6)
+    connection = established(env, path, server, b.observer)
     path.drop_until(1_000.0)
-    connection = Connection(env, "c", path, server, b.observer)
     envelope = RequestEnvelope(1, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
     connection.send(envelope)
     env.run()
@@ -265,8 +273,6 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
     the responses of a connection in request order. A new connection over the same path is not stalled."""
     import random
 
-    from kafkasim.network.connection import Connection
-    from kafkasim.network.link import NetworkPath
     from kafkasim.sim.distributions import Constant
 
     b = Broker()
@@ -293,8 +299,8 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
             answer(envelope)
 
     serve()
-    first = Connection(env, "c", path, server, b.observer)
-    send(first, 1, 0.0)
+    first = established(env, path, server, b.observer)  # at 1.0
+    send(first, 1, 1.0)
     Call(env, 10.0, lambda _e: path.from_broker.drop_until(20.0))  # the response to request 2 is lost
     send(first, 2, 10.0)
     send(first, 3, 30.0)  # the link is fine again, but this response is behind the lost one
@@ -303,8 +309,8 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
     assert received == [1]
     assert path.from_broker.dropped == 1  # one message lost; the later ones never left the broker's socket
     first.close()  # the client's request timeout closes it and connects again
-    second = Connection(env, "c", path, server, b.observer)
-    send(second, 5, 100.0)
+    second = established(env, path, server, b.observer)  # at 101.0
+    send(second, 5, 101.0)
     env.run(until=200.0)
     assert received == [1, 5]
 
@@ -316,8 +322,6 @@ def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -
     that expect no response goes on once the link carries messages again."""
     import random
 
-    from kafkasim.network.connection import Connection
-    from kafkasim.network.link import NetworkPath
     from kafkasim.sim.distributions import Constant
 
     b = Broker()
@@ -338,7 +342,7 @@ def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -
             take(envelope)
 
     serve()
-    connection = Connection(env, "c", path, server, b.observer)
+    connection = established(env, path, server, b.observer)  # at 1.0
 
     def send(request_id: int, at: float) -> None:
         def go(_e: object) -> None:
@@ -347,7 +351,7 @@ def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -
         Call(env, at - env.now, go)
 
     Call(env, 10.0, lambda _e: path.to_broker.drop_until(20.0))
-    for request_id, at in ((1, 0.0), (2, 15.0), (3, 18.0), (4, 30.0), (5, 40.0)):
+    for request_id, at in ((1, 1.0), (2, 15.0), (3, 18.0), (4, 30.0), (5, 40.0)):
         send(request_id, at)
     env.run(until=100.0)
     assert read == [1, 4, 5]  # 2 and 3 were sent during the drop

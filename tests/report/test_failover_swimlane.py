@@ -66,7 +66,9 @@ def test_the_story_of_a_batch_across_a_leader_crash_matches_the_tables() -> None
     # and the last one is when attempt 2 went (KIP-951: a new leader skips the retry backoff).
     refreshes = np.array(story.refreshes_ms)
     assert len(refreshes) >= 5 and (np.diff(refreshes) <= 1_000 * 1.2 + 1).all()
-    assert story.found_leader_ms == pytest.approx(story.last.send_ms)
+    # (The new leader is a broker the producer had no connection to: attempt 2 waits for its TCP handshake,
+    # one round trip, ~1 ms here.)
+    assert story.found_leader_ms <= story.last.send_ms <= story.found_leader_ms + 5
     # The caption tells it in words with those times and brokers.
     caption = story.caption
     for text in (f"Attempt 1 at {story.first.send_ms / 1000:.3f} s to broker 1", "NETWORK_EXCEPTION",

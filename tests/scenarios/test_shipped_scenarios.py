@@ -393,7 +393,9 @@ def test_follower_partitioned_from_leader_leaves_the_isr_by_isr_expiration_and_r
     out = first_time(isr, 2.0)
     assert 10_000 + 30_000 <= out <= 10_000 + 45_200  # never fenced: the leader's isr-expiration removes it
     back = first_time(isr, 3.0, after_ms=out)
-    assert 71_000 < back < 73_000  # the fetch lost in the cut times out at ~71 s, the next one goes through
+    # The fetch lost in the cut times out at ~40 s; no connection can be set up across the cut, and the first
+    # handshake after it ends (60 s) gets through: fetching again from ~61.7 s.
+    assert 61_000 < back < 63_000
     counters = result.summary["counters"]
     assert counters["isr_shrinks"] == 1 and counters["isr_expands"] == 1
 

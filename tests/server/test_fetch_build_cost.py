@@ -74,7 +74,7 @@ def test_a_follower_builds_data_for_the_changed_partition_only(monkeypatch: pyte
         rm.make_follower(tp, leader=0, replicas=[0, 1], leader_epoch=0, partition_epoch=0)
     sent: list[RequestEnvelope] = []
     thread = ReplicaFetcherThread(
-        env, "follower", 1, 0, ReplicaFetcherConfig(), rm, lambda: ScriptedConnection(sent),
+        env, "follower", 1, 0, ReplicaFetcherConfig(), rm, lambda _broker: ScriptedConnection(sent),
         lambda: 0.0, lambda: 0.0, IdSource(), Sink(),
     )
     thread.add_partitions({tp: InitialFetchState(0, 0) for tp in TPS})

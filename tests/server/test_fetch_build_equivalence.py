@@ -152,7 +152,7 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     monkeypatch.setattr(ReplicaFetcherThread, "build_fetch", check_follower)
     monkeypatch.setattr(ReplicaFetcherThread, "_next_ready", check_next_ready)
     monkeypatch.setattr(Consumer, "build_fetch", check_consumer)
-    for name in ("_handle_out_of_range", "_on_request_timeout", "restart", "_delay", "_truncate_on_fetch_response",
+    for name in ("_handle_out_of_range", "_on_node_disconnect", "restart", "_delay", "_truncate_on_fetch_response",
                  "remove_partitions"):
         monkeypatch.setattr(ReplicaFetcherThread, name, counting(f"follower {name}", getattr(ReplicaFetcherThread, name)))
     original_truncate = ReplicaFetcherThread._truncate_on_fetch_response
@@ -322,7 +322,7 @@ def follower_history(seed: int) -> None:
     sent: list[RequestEnvelope] = []
     config = ReplicaFetcherConfig(backoff_ms=rng.choice((0, 7, 50, 1000)))
     thread = ReplicaFetcherThread(
-        env, "follower", 1, 0, config, rm, lambda: ScriptedConnection(sent),
+        env, "follower", 1, 0, config, rm, lambda _broker: ScriptedConnection(sent),
         lambda: rng.choice((0.0, 0.0, 2.0)), lambda: 0.0, IdSource(), Sink(),
     )
 
@@ -396,7 +396,7 @@ def test_scripted_histories_cover_every_path(checked: Counter[str]) -> None:
         consumer_history(seed)
     for what in (
         "follower full", "follower incremental with partitions", "follower incremental forgetting",
-        "follower incremental empty", "follower _handle_out_of_range", "follower _on_request_timeout",
+        "follower incremental empty", "follower _handle_out_of_range", "follower _on_node_disconnect",
         "follower restart", "follower _delay", "follower log start moved by retention",
         "follower delayed partitions at a build", "follower waits for a delayed partition",
         "follower _truncate_on_fetch_response", "follower truncated on a diverging epoch",

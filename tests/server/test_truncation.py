@@ -96,7 +96,7 @@ class Pair:
         self.sent: list[RequestEnvelope] = []
         self.thread = ReplicaFetcherThread(
             self.env, "follower", 1, 0, ReplicaFetcherConfig(wait_max_ms=0), self.follower,
-            lambda: ScriptedConnection(self.sent), lambda: 0.0, lambda: 0.0, IdSource(), Sink(),
+            lambda _broker: ScriptedConnection(self.sent), lambda: 0.0, lambda: 0.0, IdSource(), Sink(),
         )
         self.thread.add_partitions({TP: InitialFetchState(0, follower_epoch)})
         self.answered = 0
