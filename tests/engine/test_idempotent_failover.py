@@ -27,20 +27,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from kafkasim import load_scenario
 from kafkasim.run.engine import Engine
 
 FOUND = Path(__file__).parent / "random_found" / "idempotent-duplicate-after-epoch-bump.yaml"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the found case no longer runs the chain: since connections take a TCP handshake and a backoff "
-    "(NetworkClient, ClusterConnectionStates) the sticky partitioner's draws fall differently and p2 first "
-    "writes t-6 at 14.3 s, after the leader change (0 epoch bumps); seeds 1-40 of the same file do not "
-    "run it either -- it needs a new hunt: until then nothing runs the sequence_reset exemption end to end "
-    "(test_invariants still pins that a duplicate with its sequence intact stops the run)"))
 def test_an_epoch_bump_that_rewrites_a_written_batch_writes_it_twice_and_the_run_goes_on() -> None:
     engine = Engine(load_scenario(FOUND))
     assert engine.scenario.invariants
