@@ -49,14 +49,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         Path(target).write_text(table(rows) + "\n", encoding="utf-8")
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as each test is collected: pytest-xdist reads the xdist_group marks in its own
+    # pytest_collection_modifyitems, which runs before a conftest's.
+    if "kafka_libs" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.xdist_group("real-kafka"))
+    elif "spark" in item.keywords or "spark" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The real-Kafka tests first, then the Spark tests: pytest-xdist hands out work in collection order, so
     # one worker starts on the longest group (mostly waiting for clusters) while the other runs the rest.
     items.sort(key=lambda item: (0 if "kafka_libs" in getattr(item, "fixturenames", ()) else
                                  1 if "spark" in item.keywords or "spark" in getattr(item, "fixturenames", ()) else 2))
-    for item in items:
-        if "spark" in item.keywords or "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
     if not compiled_modules():
         return
     skip = pytest.mark.skip(reason="patches or fakes a compiled class: runs in the pure copy (tests/test_builds.py)")

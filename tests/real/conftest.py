@@ -21,12 +21,11 @@ REQUIRED_ENV = "KAFKASIM_REAL_KAFKA_REQUIRED"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The tests that start Kafka (they take its jars): `-m real` selects them, `-m "not real"` leaves them out.
-    # They run one after another in one pytest-xdist worker (the session's runs are shared, and two clusters
-    # at once would time each other), while the other worker runs the rest of the suite.
+    # They run one after another in one pytest-xdist worker (tests/conftest.py: the session's runs are shared,
+    # and two clusters at once would time each other), while the other worker runs the rest of the suite.
     for item in items:
         if "kafka_libs" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real)
-            item.add_marker(pytest.mark.xdist_group("real-kafka"))
 
 
 @pytest.fixture(scope="session")
