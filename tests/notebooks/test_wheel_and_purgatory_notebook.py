@@ -30,7 +30,8 @@ def test_notebook_runs_and_its_stored_outputs_are_current(tmp_path: Path) -> Non
     assert not [o for o in outputs if o.output_type == "error"]
     stored = nbformat.read(NOTEBOOK, as_version=4)
     stored_outputs = [o for cell in stored.cells if cell.cell_type == "code" for o in cell.outputs]
-    assert texts(outputs) == texts(stored_outputs), (
+    # Compared as one text: a kernel on a busy machine may flush one cell's print()s as several stream outputs.
+    assert "".join(texts(outputs)) == "".join(texts(stored_outputs)), (
         "notebooks/wheel_and_purgatory.ipynb's stored outputs are stale: "
         "run `uv run --extra dev python notebooks/make_wheel_and_purgatory.py`"
     )
