@@ -7,7 +7,7 @@ replacement anyway. Those tests carry ``@pytest.mark.pure_only``: against the co
 skipped here and run instead by tests/test_builds.py, in a pure copy of the package.
 
 The suite runs in pytest-xdist workers (pyproject's addopts: ``-n auto --dist loadgroup``). The tests that
-start a real Kafka cluster share one worker (tests/real/conftest.py), and so do the Spark tests (one Spark
+start a real Kafka cluster share one worker (``pytest_itemcollected`` below), and so do the Spark tests (one Spark
 JVM at a time). Every differential assertion adds a row to the agreement table (what was compared,
 kafkasim's value, the real cluster's, the tolerance, the verdict), printed at the end of the session and,
 when ``KAFKASIM_AGREEMENT_FILE`` names a file, written there as Markdown (benchmarks/README.md quotes it).
@@ -50,8 +50,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    # Marked as each test is collected: pytest-xdist reads the xdist_group marks in its own
-    # pytest_collection_modifyitems, which runs before a conftest's.
+    # Marked as each test is collected, before any pytest_collection_modifyitems: pytest-xdist reads the
+    # xdist_group marks in its own (and needs pytest < 9.2, whose nodeids its loadgroup cannot rewrite).
     if "kafka_libs" in getattr(item, "fixturenames", ()):
         item.add_marker(pytest.mark.xdist_group("real-kafka"))
     elif "spark" in item.keywords or "spark" in getattr(item, "fixturenames", ()):
