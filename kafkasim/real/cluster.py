@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import Proc, Processes, free_ports
 
@@ -33,6 +34,7 @@ READY_LINE = "Kafka Server started"
 BROKER_HEAP = "-Xmx384m"
 CONTROLLER_HEAP = "-Xmx256m"
 START_TIMEOUT_S = 120.0
+DUMP_STOP_TIMEOUT_S = 60.0
 SERVER_LOG = "server.log"
 REQUEST_LOG = "kafka-request.log"
 
@@ -102,6 +104,8 @@ class RealCluster:
         self.procs = procs
         self._say = say or (lambda _m: None)
         self.cluster_id = random_cluster_id()
+        self.archive = ClassArchive(archive_path(libs, "node"))
+        self._dumps: list[tuple[Path, Proc]] = []
         ids = sorted(broker_properties)
         ports = free_ports(2 * len(ids) + 2)
         self.controller = Node(CONTROLLER_ID, "controller", workdir / "controller", ports[0], ports[0], ports[1])
@@ -182,9 +186,13 @@ class RealCluster:
 
     def _launch(self, node: Node) -> None:
         heap = CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
+        archive_flags, dump = self.archive.flags(node.name)
+        # Small heaps, the serial collector and the client compiler only (no C2): on 2 shared cores the JVMs'
+        # own threads (G1's, C2's) took a fifth of a differential test's CPU and tripled Kafka's produce latency
+        # (quickstart p50 152 ms with G1 and C2, 19 ms without, same machine). Kafka's rules are the same.
         argv = [
-            self.libs.java, "-Xms64m", heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-            "-XX:TieredStopAtLevel=1" if node.role == "controller" else "-XX:+UseStringDeduplication",
+            self.libs.java, "-Xms64m", heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *archive_flags,
+            "-Djava.awt.headless=true",
             f"-Dkafka.logs.dir={node.directory}", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             "-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
             "-Dcom.sun.management.jmxremote.ssl=false", f"-Dcom.sun.management.jmxremote.port={node.jmx_port}",
@@ -193,6 +201,8 @@ class RealCluster:
         ]
         node.starts += 1
         node.proc = self.procs.start(node.name, argv, node.directory / "stdout.log")
+        if dump is not None:
+            self._dumps.append((dump, node.proc))
 
     def wait_ready(self, node: Node, timeout_s: float = START_TIMEOUT_S, *, since_line: int = 0) -> None:
         """Block until ``node`` logged ``Kafka Server started`` (its start number ``node.starts``)."""
@@ -248,6 +258,8 @@ class RealCluster:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the brokers (all at once), then the controller: SIGTERM, SIGKILL after ``timeout_s``."""
+        if self._dumps:
+            timeout_s = max(timeout_s, DUMP_STOP_TIMEOUT_S)  # writing the class archive takes its time, once
         brokers = [n.proc for n in self.brokers.values() if n.proc is not None and n.proc.running()]
         for proc in brokers:
             proc.signal(signal.SIGCONT)
@@ -263,6 +275,10 @@ class RealCluster:
         for node in self.nodes:
             if node.proc is not None:
                 self.procs.stop(node.proc, kill_first=True)
+        # A broker's dump first: it holds the classes both roles load, the controller's only its own.
+        ordered = sorted(self._dumps, key=lambda d: d[1].name == "controller")
+        self.archive.keep([(dump, proc.popen.returncode) for dump, proc in ordered])
+        self._dumps.clear()
 
 
 def _write_properties(path: Path, properties: Mapping[str, str]) -> None:

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,14 +186,16 @@ def _stop_group(proc: subprocess.Popen[str]) -> None:
     stop_process(proc.pid, proc, timeout_s=5.0)
 
 
-def compiled_class_dir(sources: list[Path], libs: KafkaLibs, *, progress: Callable[[str], None] | None = None) -> Path:
-    """``sources`` compiled against ``libs`` into the user cache (once per content), for ``java -cp``."""
+def compiled_jar(sources: list[Path], libs: KafkaLibs, *, progress: Callable[[str], None] | None = None) -> Path:
+    """``sources`` compiled against ``libs`` into a jar in the user cache (once per content), for ``java -cp``.
+    A jar, not a directory of classes: the JVM's class-data sharing archives no class from a directory
+    (kafkasim.real.class_archive)."""
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.read_bytes())
     digest.update(str(libs.libs).encode())
-    target = cache_root() / f"kafka-{libs.version}" / f"classes-{digest.hexdigest()[:16]}"
-    if (target / _DONE_MARKER).is_file():
+    target = cache_root() / f"kafka-{libs.version}" / f"driver-{digest.hexdigest()[:16]}.jar"
+    if target.is_file():
         return target
     if libs.javac is None:
         raise RealKafkaUnavailable(f"the load driver is compiled with javac, which was not found; {JAVA_HINT}")
@@ -205,10 +208,12 @@ def compiled_class_dir(sources: list[Path], libs: KafkaLibs, *, progress: Callab
                                 capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             raise RuntimeError(f"javac failed on kafkasim's load driver:\n{result.stderr[-4000:]}")
-        (work / _DONE_MARKER).write_text("ok\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.rename(work, target)
+        jar = work / target.name
+        with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: kafkasim\n")
+            for path in sorted(work.rglob("*.class")):
+                archive.write(path, path.relative_to(work).as_posix())
+        os.replace(jar, target)  # atomic: a concurrent run sees the whole jar or none
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target

@@ -36,10 +36,11 @@ from typing import Any
 import numpy as np
 
 from kafkasim.real import assemble
+from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.cluster import RealCluster
 from kafkasim.real.config_map import RefusedOnKafka, kafka_configs, refusals
 from kafkasim.real.jmx import read_samples
-from kafkasim.real.kafka_libs import KafkaLibs, compiled_class_dir, locate
+from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
@@ -176,14 +177,14 @@ def run_on_kafka(
     seed = scenario.seed if seed is None else seed
     started = time.monotonic()
     libs = libs if libs is not None else locate(kafka_home, progress=say)
-    classes = compiled_class_dir(DRIVER_SOURCES, libs, progress=say)
+    driver_jar = compiled_jar(DRIVER_SOURCES, libs, progress=say)
     layout = cluster_layout(scenario, seed=seed)
     configs = kafka_configs(scenario, layout)
     say("not applied on a real cluster (simulator-only): " + "; ".join(configs.not_applied))
     workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
     info = RealRun(setup_s=time.monotonic() - started)
     try:
-        return _run(scenario, seed, libs, classes, layout, configs, workdir, info, say, stop)
+        return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop)
     finally:
         if os.environ.get(KEEP_ENV):
             say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
@@ -191,12 +192,12 @@ def run_on_kafka(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _java(libs: KafkaLibs, classes: Path, heap: str, *extra: str) -> list[str]:
-    return [libs.java, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *extra,
-            "-cp", f"{classes}{os.pathsep}{libs.classpath}"]
+def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str], *extra: str) -> list[str]:
+    return [libs.java, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *archive_flags, *extra,
+            "-cp", f"{driver_jar}{os.pathsep}{libs.classpath}"]
 
 
-def _run(scenario: Scenario, seed: int, libs: KafkaLibs, classes: Path, layout: ClusterLayout, configs: Any,
+def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layout: ClusterLayout, configs: Any,
          workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None) -> RunResult:
     stop = stop or threading.Event()
     wall_started = time.monotonic()
@@ -235,10 +236,21 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, classes: Path, layout: 
         spec_path = workdir / "spec.json"
         spec_path.write_text(json.dumps(spec, indent=1))
         log4j = [f"-Dlog4j2.configurationFile={DRIVER_LOG4J}", f"-Dkafkasim.driver.log={driver_dir / 'clients.log'}"]
-        driver = procs.start("driver", [*_java(libs, classes, "-Xmx768m", *log4j), "LoadDriver", "run",
-                                        str(spec_path)], driver_dir / "stdout.log")
-        poller = procs.start("jmx", [*_java(libs, classes, "-Xmx128m", "-Dsun.rmi.transport.tcp.responseTimeout=1000",
-                                            *log4j), "JmxPoller", str(spec_path)], workdir / "jmx.log")
+        # The tools' classes are shared between runs as Kafka's are (kafkasim.real.class_archive): the driver
+        # (Kafka's clients) dumps the archive the first time, every later tool JVM maps it.
+        tools = ClassArchive(archive_path(libs, "tools", driver_jar))
+        dumps: list[tuple[Path, Proc]] = []
+
+        def tool(name: str, heap: str, args: list[str], output: Path, *extra: str) -> Proc:
+            flags, dump = tools.flags(name)
+            proc = procs.start(name, [*_java(libs, driver_jar, heap, flags, *extra, *log4j), *args], output)
+            if dump is not None:
+                dumps.append((dump, proc))
+            return proc
+
+        driver = tool("driver", "-Xmx768m", ["LoadDriver", "run", str(spec_path)], driver_dir / "stdout.log")
+        poller = tool("jmx", "-Xmx128m", ["JmxPoller", str(spec_path)], workdir / "jmx.log",
+                      "-Dsun.rmi.transport.tcp.responseTimeout=1000")
         _wait_for_file(workdir / "ready", driver, 180.0, stop)
         t0 = int(time.time() * 1000) + GO_DELAY_MS
         (workdir / "go").write_text(f"{t0}\n")
@@ -258,11 +270,11 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, classes: Path, layout: 
                 say(f"starting broker-{b} again to read its log")
                 cluster.restart(b)
                 cluster.wait_ready(node)
-        audit = procs.start("audit", [*_java(libs, classes, "-Xmx256m", *log4j), "LoadDriver", "audit",
-                                      str(spec_path)], driver_dir / "audit.log")
+        audit = tool("audit", "-Xmx256m", ["LoadDriver", "audit", str(spec_path)], driver_dir / "audit.log")
         audit.popen.wait(timeout=120)
         procs.stop(poller, 5.0)
         cluster.stop()
+        tools.keep([(dump, proc.popen.returncode) for dump, proc in dumps])
         info.pids = procs.pids
     end = duration if interrupted_at is None else interrupted_at
     result = _assemble(scenario, seed, layout, configs, cluster, workdir, sizes, end, t0, info)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,17 @@ def _one_broker(libs: KafkaLibs, tmp_path: Path, procs: Processes) -> RealCluste
     return RealCluster(libs, tmp_path, procs, {0: props}, {})
 
 
-def test_a_cluster_starts_and_stops_leaving_no_process_or_port(kafka_libs: KafkaLibs, tmp_path: Path) -> None:
+def test_a_cluster_starts_and_stops_leaving_no_process_or_port(kafka_libs: KafkaLibs, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cache of its own: this cluster is the first, its nodes dump the class archive the next ones map.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run_dir = tmp_path / "run"
     with Processes() as procs:
-        cluster = _one_broker(kafka_libs, tmp_path, procs)
+        cluster = _one_broker(kafka_libs, run_dir, procs)
+        assert not cluster.archive.path.exists()
         cluster.start()
+        assert all(any(a.startswith("-XX:ArchiveClassesAtExit=") for a in node.proc.argv)
+                   for node in cluster.nodes if node.proc is not None)
         assert all(port_in_use(node.port) for node in cluster.nodes)
         assert "Kafka Server started" in cluster.brokers[0].server_log.read_text()
         pids = procs.pids
@@ -32,7 +40,23 @@ def test_a_cluster_starts_and_stops_leaving_no_process_or_port(kafka_libs: Kafka
         assert alive(pids) == []
         assert not any(port_in_use(node.port) for node in cluster.nodes)
     # Every file of the run is inside its directory.
-    assert {p.name for p in tmp_path.iterdir()} == {"controller", "broker-0"}
+    assert {p.name for p in run_dir.iterdir()} == {"controller", "broker-0"}
+    # The broker's dump became the archive, and nothing else was left beside it.
+    archive = cluster.archive.path
+    assert [p.name for p in archive.parent.iterdir()] == [archive.name]
+    # A JVM maps it (-Xshare:on fails if it cannot) and takes Kafka's classes from it, not from the jars.
+    probe = subprocess.run([kafka_libs.java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-Xlog:class+load=info",
+                            "-cp", kafka_libs.classpath, "kafka.Kafka", "--version"],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stdout[-2000:] + probe.stderr[-2000:]
+    loaded = [line for line in probe.stdout.splitlines() if " kafka.Kafka " in line]
+    assert loaded and "shared objects file (top)" in loaded[0], loaded
+    assert kafka_libs.version in [line.strip() for line in probe.stdout.splitlines()]
+    # The next cluster's nodes map it.
+    with Processes() as procs:
+        again = _one_broker(kafka_libs, tmp_path / "again", procs)
+        argv = again.archive.flags("broker-0")[0]
+        assert argv == ["-Xshare:auto", f"-XX:SharedArchiveFile={archive}"]
 
 
 def test_an_exception_stops_every_process(kafka_libs: KafkaLibs, tmp_path: Path) -> None:

@@ -343,24 +343,30 @@ def test_every_segment_roll_wakes_each_parked_fetch(pair: Callable[[str], Pair])
     rolls_sim, rolls_real = sim_rolls(p.sim, 0, "logs"), real_rolls(p.real, 0, "logs", warmup)
     agree(p, "leader's segment rolls after the warm-up", len(rolls_sim), len(rolls_real), ">= 3 on both, +-1",
           min(len(rolls_sim), len(rolls_real)) >= 3 and abs(len(rolls_sim) - len(rolls_real)) <= 1)
-    failures = []
+    sim_failures, real_failures = [], []
     for api, client in (("FetchFollower", "follower-1"), ("FetchFollower", "follower-2"),
                         ("FetchConsumer", "consumer-1")):
         over_sim, woken_sim = woken_at_rolls(p.sim, api, client, rolls_sim, WAKE_MS_SIM)
         over_real, woken_real = woken_at_rolls(p.real, api, client, rolls_real, WAKE_MS_REAL)
+        sim_ok = over_sim >= 3 and woken_sim == over_sim
         if api == "FetchConsumer":
-            ok = over_sim >= 3 and woken_sim == over_sim
+            real_ok = True
             report(p, f"{client}: fetches parked over a roll and woken within {WAKE_MS_REAL:g} ms",
                    f"{woken_sim}/{over_sim}", f"{woken_real}/{over_real}")
         else:
-            ok = over_sim >= 3 and woken_sim == over_sim and over_real >= 3 and woken_real >= over_real - 1
+            real_ok = over_real >= 3 and woken_real >= over_real - 1
             agree(p, f"{client}: fetches parked over a roll and woken by it", f"{woken_sim}/{over_sim}",
-                  f"{woken_real}/{over_real}", "all (Kafka: all but one at most)", ok)
-        if not ok:
-            failures.append((client, woken_sim, over_sim, woken_real, over_real))
+                  f"{woken_real}/{over_real}", "all (Kafka: all but one at most)", sim_ok and real_ok)
+        if not sim_ok:
+            sim_failures.append((client, woken_sim, over_sim))
+        if not real_ok:
+            real_failures.append((client, woken_real, over_real))
     assert min(len(rolls_sim), len(rolls_real)) >= 3 and abs(len(rolls_sim) - len(rolls_real)) <= 1, \
         (rolls_sim, rolls_real)
-    assert not failures, failures
+    # kafkasim's wakes are held whatever the machine's load; Kafka's answer within WAKE_MS_REAL of the roll only
+    # on a machine that can time a cycle (one CI run at a load average of 10 on 2 cores: follower-2 3/5).
+    assert not sim_failures, sim_failures
+    assert_or_contended(p, not real_failures, real_failures)
 
 
 # --- acks=all waits for the followers --------------------------------------------------------------------
