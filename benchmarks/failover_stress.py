@@ -245,6 +245,11 @@ class Outcome:
     producers_stalled_by_out_of_order: int = 0
     """Producers stalled because a batch is retried on OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka's client does
     until delivery.timeout.ms (``TransactionManager.canRetry``: a batch behind the last acknowledged one)."""
+    producers_stalled_behind_a_lost_message: int = 0
+    """Producers stalled while a request sent before the heal still waits for an answer a cut lost: kafkasim's
+    links lose a message on a cut link and its sender waits its timeout (a follower's fetcher the broker's
+    request.timeout.ms, 30 s: ``BrokerBlockingSender``'s NetworkClient), where TCP would
+    retransmit it after the heal (the open issue "TCP under the links"). Reported, not a failure."""
 
 
 def run(seed: int, unclean: bool = False) -> Outcome:
@@ -277,13 +282,14 @@ def run(seed: int, unclean: bool = False) -> Outcome:
     twice = mine["outcome"].astype(str) == "duplicated"
     reset = mine["sequence_reset"].astype(bool)
     bumps = sum(p.txn.epoch_bumps for p in engine.components.producers if p.txn is not None)
-    checked, offline, stalled, stalled_oosn = liveness(scenario, engine, result)
+    checked, offline, stalled, stalled_oosn, behind_lost = liveness(scenario, engine, result)
     return Outcome(len(scenario.faults), elections, unclean_elections, acknowledged,
                    int(records["lost_after_ack"].sum()), int(result.summary["counters"].get("invariant_checks", 0)),
                    duplicates=int((twice & ~reset).sum()), duplicates_after_epoch_bump=int((twice & reset).sum()),
                    epoch_bumps=bumps, out_of_order=len(out_of_order), retried_to_the_end=len(stuck),
                    liveness_checked=checked, offline_after_heal=offline, producers_stalled=stalled,
-                   producers_stalled_by_out_of_order=stalled_oosn)
+                   producers_stalled_by_out_of_order=stalled_oosn,
+                   producers_stalled_behind_a_lost_message=behind_lost)
 
 
 def heal_ms(scenario: Any) -> float | None:
@@ -296,17 +302,18 @@ def heal_ms(scenario: Any) -> float | None:
                                                                                   strict=True)), default=0.0)
 
 
-def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, int]:
+def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, int, int]:
     """(checked, partitions offline after heal + bound, producers stalled unexplained, stalled by an
-    OUT_OF_ORDER_SEQUENCE_NUMBER retry) -- TigerBeetle's VOPR has such a liveness mode beside its safety
-    checks: after the faults heal, the system must make progress again."""
+    OUT_OF_ORDER_SEQUENCE_NUMBER retry, stalled behind a message a cut lost) -- TigerBeetle's VOPR has such a
+    liveness mode beside its safety checks: after the faults heal, the system must make progress again."""
     from kafkasim.broker.metadata import NO_LEADER
     from kafkasim.controller.records import NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord
+    from kafkasim.server.replica_fetcher_thread import FOLLOWER_REQUEST_TIMEOUT_MS
 
     healed = heal_ms(scenario)
     duration = float(scenario.duration)
     if healed is None or healed + LIVENESS_BOUND_MS > duration - 1_000.0:
-        return 0, 0, 0, 0
+        return 0, 0, 0, 0, 0
     deadline = healed + LIVENESS_BOUND_MS
     leader_at_deadline: dict[Any, int] = {}
     offline_later: set[Any] = set()
@@ -321,7 +328,15 @@ def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, in
                     offline_later.add(record.topic_partition)
     offline = {tp for tp, leader in leader_at_deadline.items() if leader == NO_LEADER} | offline_later
     records, requests = result.records, result.requests
-    stalled = by_out_of_order = 0
+    # Requests sent before the heal, never answered, whose senders' timeouts end after the deadline: a cut lost
+    # them (or their responses), and every later message of their connections waits behind them (TCP order).
+    # One whose timeout should have fired by the deadline explains nothing.
+    timeouts = {c.name: float(c.request_timeout_ms) for c in (*scenario.producers, *scenario.consumers)}
+    waiting = requests[(requests["client_send_ms"] < healed) & requests["client_receive_ms"].isna()
+                       & ~requests["client_timeout"].astype(bool)]
+    timeout_ms = waiting["client"].astype(str).map(lambda c: timeouts.get(c, FOLLOWER_REQUEST_TIMEOUT_MS))
+    still_waiting = waiting[waiting["client_send_ms"] + timeout_ms > deadline]
+    stalled = by_out_of_order = behind_lost = 0
     for producer in scenario.producers:
         mine = records[records["producer"] == producer.name]
         if not len(mine) or (mine["ack_ms"] > deadline).any() or mine["first_intended_ms"].max() < deadline:
@@ -331,9 +346,11 @@ def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, in
                         & (requests["client_send_ms"] > healed)]
         if len(oosn):
             by_out_of_order += 1
+        elif len(still_waiting) and result.summary["counters"].get("messages_dropped", 0):
+            behind_lost += 1
         else:
             stalled += 1
-    return 1, len(offline), stalled, by_out_of_order
+    return 1, len(offline), stalled, by_out_of_order, behind_lost
 
 
 class DataLost(Exception):
@@ -404,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"liveness ({totals.liveness_checked} runs healed {LIVENESS_BOUND_MS / 1000:g} s before their end): "
           f"{totals.offline_after_heal} partitions still without a leader, {totals.producers_stalled} producers "
           f"stalled unexplained, {totals.producers_stalled_by_out_of_order} stalled retrying an "
-          "OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka retries it until delivery.timeout.ms)")
+          "OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka retries it until delivery.timeout.ms), "
+          f"{totals.producers_stalled_behind_a_lost_message} stalled behind a message a cut lost (its sender waits "
+          "its timeout, 30 s for a follower's fetcher; TCP would retransmit it)")
     for signature, seeds in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         shown = ", ".join(map(str, seeds[:12])) + (" ..." if len(seeds) > 12 else "")
         print(f"  {len(seeds):4d}  {signature}\n        seeds: {shown}")
