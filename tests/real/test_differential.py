@@ -181,6 +181,23 @@ def first_ack_after(result: RunResult, t_ms: float) -> float:
     return float(ack.min()) if ack.size else float("nan")
 
 
+def first_ack_of_a_batch_begun_after(result: RunResult, t_ms: float) -> float:
+    """The first acknowledgement of a batch whose first record was meant to be sent after ``t_ms``: one the
+    crashed leader cannot have answered (an ack of an earlier batch may reach a loaded client late)."""
+    records = result.records
+    ack = records["ack_ms"].to_numpy(dtype=float)
+    ack = ack[np.isfinite(ack) & (records["first_intended_ms"].to_numpy(dtype=float) > t_ms)]
+    return float(ack.min()) if ack.size else float("nan")
+
+
+def real_fault_ms(p: Pair, index: int = 0) -> float:
+    """When the real run's fault ``index`` was signalled (its schedule's thread may wake late on a loaded
+    machine), else when it was scheduled."""
+    faults = p.real.run_info.get("faults") or []
+    done = faults[index].get("done_ms") if index < len(faults) else None
+    return float(done) if done is not None else float(p.scenario.faults[index].at)
+
+
 def sim_fences(engine: Engine, broker: int) -> list[float]:
     """When kafkasim's controller fenced ``broker`` (its metadata log's BrokerRegistrationChangeRecord)."""
     found = []
@@ -488,12 +505,15 @@ def test_leader_crash_is_fenced_after_the_session_timeout_and_nothing_acknowledg
 def test_leader_crash_first_acknowledgement_lies_in_the_simulated_range_over_seeds(
         pair: Callable[[str], Pair]) -> None:
     p = pair("leader_crash")
-    crash = float(p.scenario.faults[0].at)
+    crash, real_crash = float(p.scenario.faults[0].at), real_fault_ms(p)
     sims = []
     for seed in range(10):
         result = Engine(p.scenario, seed=seed).run()
-        sims.append(first_ack_after(result, crash) - crash)
-    real = first_ack_after(p.real, crash) - crash
+        sims.append(first_ack_of_a_batch_begun_after(result, crash) - crash)
+    # Measured from the SIGKILL, for batches begun after it: one CI run at a load average of 9.8 counted an
+    # acknowledgement 101 ms after the crash's scheduled time (a batch begun before the kill: broker 0 answered
+    # it before it died, or the loaded client took it in late).
+    real = first_ack_of_a_batch_begun_after(p.real, real_crash) - real_crash
     low, high = min(sims) - 500, max(sims) + 500
     ok = low <= real <= high
     agree(p, "crash -> first acknowledgement (ms), kafkasim over 10 seeds", (min(sims), max(sims)), real,
