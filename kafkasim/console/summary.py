@@ -75,6 +75,42 @@ def client_latency_table(summary: Mapping[str, Any]) -> Table | None:
     return table
 
 
+def phases_table(summary: Mapping[str, Any]) -> Table | None:
+    """A run with faults, phase by phase (summary ``phases``, kafkasim.record.phases): when each phase ran, its
+    batches' produce latency from the intended send, the produce errors of the requests sent in it, and the
+    records acknowledged per second. None without faults."""
+    phases: list[Mapping[str, Any]] = summary.get("phases") or []
+    if not phases:
+        return None
+    table = Table(title="Phases: before, during and after the faults (produce latency from the intended send, "
+                        "ms; a batch counts in the phase its first record was meant for)",
+                  title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("phase", max_width=24)
+    for column in ("batches", "p50", "p99", "max", "errors", "acked/s"):
+        table.add_column(column, justify="right", no_wrap=True)
+    blank = [""] * 6
+    for phase in phases:
+        # The name on a line of its own (it can be long: several faults, the brokers fenced), wrapped if it
+        # must; the numbers on the line below, beside the phase's time window.
+        table.add_row(Text(str(phase.get("name", "")), style="bold"), *blank)
+        window = f"  {seconds(phase.get('from_ms'))}-{seconds(phase.get('to_ms'))}"
+        errors = count(sum((phase.get("produce_errors") or {}).values()))
+        rate = count(round(phase.get("acknowledged_records_per_s") or 0))
+        latency: Mapping[str, Any] = phase.get("produce_latency") or {}
+        if len(latency) <= 1:
+            only: Mapping[str, Any] = next(iter(latency.values()), {})
+            stats = only.get("from_intended") or {}
+            table.add_row(window, count(phase.get("batches")), ms(stats.get("p50")), ms(stats.get("p99")),
+                          ms(stats.get("max")), errors, rate)
+            continue
+        table.add_row(window, count(phase.get("batches")), "", "", "", errors, rate)
+        for label, data in latency.items():
+            stats = data.get("from_intended") or {}
+            table.add_row(f"    {label}", count(data.get("batches")), ms(stats.get("p50")), ms(stats.get("p99")),
+                          ms(stats.get("max")), "", "")
+    return table
+
+
 def per_client_tables(summary: Mapping[str, Any]) -> list[Table]:
     """Each producer's and each consumer's own latency rows (summary per_client): a table for the
     producers when there is more than one, one for the consumers likewise (with one, the tables above
@@ -243,6 +279,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     `planned_ms` is the scenario's duration (an interrupted run says how far it got), `wall_seconds` the
     time the simulation took (from the result's run-info)."""
     items: list[RenderableType] = [headline(summary, name, planned_ms, wall_seconds)]
+    phases = phases_table(summary)
+    if phases is not None:
+        items.append(phases)
     apis = summary.get("apis") or {}
     if not apis:
         items.append(Text("no requests completed after the warm-up", style="yellow"))

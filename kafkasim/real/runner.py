@@ -45,6 +45,7 @@ from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
 from kafkasim.real.server_log import controller_events
+from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import fetcher_counts, fetcher_name
@@ -383,7 +384,10 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
     summary = summarize(for_summary, records, seed=seed, simulated_duration_ms=end,
                         warmup_ms=float(scenario.warmup), counters=counters,
                         producers=[p.name for p in scenario.producers],
-                        consumers=[c.name for c in scenario.consumers], timeseries=timeseries)
+                        consumers=[c.name for c in scenario.consumers], timeseries=timeseries,
+                        # Cut at the scenario's fault times and the real controller's fences (its server.log).
+                        phases=cut_phases(fault_spans(scenario.faults), list(events.fenced),
+                                          float(scenario.warmup), end))
     summary["engine"] = ENGINE
     heartbeats = log.heartbeats
     fences = []

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from kafkasim.record.phases import Phase
 from kafkasim.record.recorder import APIS, BREAKDOWN, CONSUMED_PREFIX
 
 PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
@@ -203,6 +204,31 @@ def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _phase_summary(phase: Phase, kept: _Rows, batches: pd.DataFrame) -> dict[str, Any]:
+    """One phase of a run with faults (kafkasim.record.phases): its batches (by the intended send of their
+    first record) with their produce and end-to-end latency and outcomes, the produce requests sent in it
+    with their errors, and the records acknowledged per second of it."""
+    intended = _floats(batches, "first_intended_ms")
+    mine = batches[(intended >= phase.from_ms) & (intended < phase.to_ms)]
+    sent = _floats(kept.frame, "client_send_ms")  # masks over the whole table, as _Rows.where takes them
+    produce = kept.where((sent >= phase.from_ms) & (sent < phase.to_ms)
+                         & (kept.frame["api"].astype(str).to_numpy() == "Produce"))
+    ok = (mine["error"].to_numpy() == 0) & np.isfinite(_floats(mine, "ack_ms"))
+    seconds = (phase.to_ms - phase.from_ms) / 1000.0
+    return {
+        "name": phase.name,
+        "from_ms": phase.from_ms,
+        "to_ms": phase.to_ms,
+        "batches": int(len(mine)),
+        "produce_latency": _produce_latency(mine),
+        "e2e_latency": percentiles(_floats(mine, "e2e_latency_ms")),
+        **_delivery(mine),
+        "produce_requests": int(len(produce)),
+        "produce_errors": _error_counts(produce),
+        "acknowledged_records_per_s": float(mine["record_count"].to_numpy()[ok].sum()) / seconds,
+    }
+
+
 def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any] | None:
     """Acknowledged batches the final leaders no longer have (the records table's `lost_after_ack`, over the
     whole run, warm-up included: a record lost is lost): their batches, records and reasons, in all and per
@@ -350,12 +376,14 @@ def summarize(
     producers: Sequence[str] | None = None,
     consumers: Sequence[str] | None = None,
     timeseries: pd.DataFrame | None = None,
+    phases: Sequence[Phase] = (),
 ) -> dict[str, Any]:
     """A JSON-able summary of a run: a function of the run's rows alone, so a replay writes the same bytes
     (wall-clock facts go to the result's run-info, never here). `counters` (ISR shrinks/expands, expirations per purgatory, dropped
     messages, ...) are copied as given. `producers` and `consumers` name the clients of `per_client`, in
     the order it lists them (the scenario's); by default, every client the tables name. `timeseries` (the
-    sampled gauges) adds each broker's queue and idle figures to `per_broker`."""
+    sampled gauges) adds each broker's queue and idle figures to `per_broker`. `phases` (a run with faults,
+    kafkasim.record.phases) adds each phase's latency, outcomes and errors under `phases`."""
     kept = _Rows(requests, _floats(requests, "client_send_ms") >= warmup_ms if warmup_ms > 0 else None)
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
     summary: dict[str, Any] = {
@@ -371,6 +399,9 @@ def summarize(
         "per_broker": _per_broker(kept, timeseries, warmup_ms),
         "counters": dict(counters or {}),
     }
+    if phases:
+        # Every batch meant for a phase, sent or not (one still in the accumulator at the end is pending there).
+        summary["phases"] = [_phase_summary(phase, kept, records) for phase in phases]
     lost = _lost_after_ack(records)
     if lost is not None:
         summary["lost_after_ack"] = lost

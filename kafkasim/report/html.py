@@ -173,11 +173,47 @@ def _facts_table(title: str, facts: list[tuple[str, Any]]) -> str:
     return f"<table><caption>{escape(title)}</caption><tbody>{body}</tbody></table>"
 
 
+def _seconds(value_ms: Any) -> str:
+    return f"{float(value_ms or 0.0) / 1000.0:,.3f}".rstrip("0").rstrip(".")
+
+
+def phases_table(summary: Mapping[str, Any]) -> str:
+    """A run with faults, phase by phase (summary.json ``phases``): each phase's time window, batches, produce
+    latency from the intended send per acks, produce errors and records acknowledged per second; "" without
+    faults."""
+    phases: list[Mapping[str, Any]] = summary.get("phases") or []
+    if not phases:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("phase", "from (s)", "to (s)", "batches", "acks", "p50", "p99", "max",
+                                               "produce errors", "acknowledged records/s"))
+    rows = []
+    for phase in phases:
+        latency: Mapping[str, Any] = phase.get("produce_latency") or {}
+        errors = phase.get("produce_errors") or {}
+        error_text = ", ".join(f"{_number(n)} {escape(str(name))}" for name, n in errors.items()) or "0"
+        labels = list(latency.items()) or [("-", {})]
+        for i, (label, data) in enumerate(labels):
+            stats = data.get("from_intended") or {}
+            lead = (f"<td>{escape(str(phase.get('name', '')))}</td>"
+                    f"<td>{_seconds(phase.get('from_ms'))}</td><td>{_seconds(phase.get('to_ms'))}</td>"
+                    f"<td>{_number(phase.get('batches'))}</td>") if i == 0 else "<td></td>" * 4
+            tail = (f"<td>{error_text}</td><td>{_number(phase.get('acknowledged_records_per_s'))}</td>"
+                    if i == 0 else "<td></td><td></td>")
+            rows.append(f"<tr>{lead}<td>{escape(str(label))}</td>"
+                        + "".join(f"<td>{_number(stats.get(s))}</td>" for s in ("p50", "p99", "max")) + tail + "</tr>")
+    caption = ("Phases: before, during and after the faults. Produce latency (ms) from the intended send; a batch "
+               "counts in the phase its first record was meant for, a request in the phase it was sent in.")
+    return (f'<table id="phases"><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
 def summary_tables(summary: Mapping[str, Any]) -> str:
     """Every table of summary.json, whatever its nesting: a mapping whose values include percentile stats
     becomes a table (one row per stats entry, its plain values in the caption); a mapping of plain values
-    (counters) becomes a two-column table."""
+    (counters) becomes a two-column table. A run with faults opens with its phases."""
     parts: list[str] = []
+    if phases := phases_table(summary):
+        parts.append(phases)
     facts = [(k, v) for k, v in summary.items() if not isinstance(v, Mapping | list)]
     if facts:
         parts.append(_facts_table("Run", facts))

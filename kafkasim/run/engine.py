@@ -34,9 +34,11 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.clients.producer import Producer
+from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
 from kafkasim.record.log_audit import UNEXPLAINED, audit_records
+from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.recorder import RecordedTables, Recorder
 from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
@@ -347,6 +349,8 @@ class Engine:
             producers=[p.name for p in self.scenario.producers],
             consumers=[c.name for c in self.scenario.consumers],
             timeseries=tables.timeseries,
+            phases=cut_phases(fault_spans(self.scenario.faults), self._fences(), float(self.scenario.warmup),
+                              duration),
         )
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
@@ -379,6 +383,14 @@ class Engine:
 
     def _unacked_batch(self, producer: Producer, b: ProducerBatch) -> None:
         self.recorder.finish_batch(self.run_recorder.batch_trace(producer.name, producer.acks, b, NAN, -1, Errors.NONE))
+
+    def _fences(self) -> list[tuple[float, int]]:
+        """When the controller fenced which broker: its metadata log's BrokerRegistrationChangeRecords
+        (ReplicationControlManager.handleBrokerFenced commits the new leaders in the same batch)."""
+        return [(float(batch.append_ms), record.broker_id)
+                for batch in self.components.controller_link.controller.core.log.batches
+                for record in batch.records
+                if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == FENCE]
 
     def _counters(self) -> dict[str, Any]:
         c = self.components
