@@ -1,6 +1,6 @@
-"""The layer list in ARCHITECTURE.md, checked over the whole package: an import only ever points down.
+"""The layer list in docs/architecture.md, checked over the whole package: an import only ever points down.
 
-Layers, bottom up (ARCHITECTURE.md, "Layers"): timer/ and sim/ side by side (neither imports the other),
+Layers, bottom up (docs/architecture.md, "Layers"): timer/ and sim/ side by side (neither imports the other),
 purgatory/, broker/, scenario/, network/, server/, controller/, clients/, record/, run/, report/, sweep/,
 console/. The top-level modules: ``kafkasim/__init__.py`` and ``__main__.py`` are the top (they may import
 anything, lazily); ``_lazy.py`` and ``compiled.py`` are the bottom (anything may import them, they import
@@ -233,7 +233,7 @@ def test_the_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
 
 def test_every_package_is_in_the_layer_list() -> None:
     packages = {p.name for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").is_file()}
-    assert packages - set(LEVEL) == set(), "a new package must be placed in ARCHITECTURE.md's layer list (and here)"
+    assert packages - set(LEVEL) == set(), "a new package must be placed in docs/architecture.md's layer list (and here)"
     assert set(LEVEL) - {TOP, BOTTOM} - packages == NOT_YET_BUILT, "a layer in the list has no package"
 
 
@@ -246,7 +246,7 @@ def test_no_import_points_up_the_layers() -> None:
     bad = upward_imports()
     known = {entry for entry in bad if (entry.split(":")[0], entry.split("(")[-1].rstrip(")")) in KNOWN_UPWARD}
     assert not sorted(set(bad) - known), (
-        "imports that point up ARCHITECTURE.md's layer list:\n" + "\n".join(sorted(set(bad) - known))
+        "imports that point up docs/architecture.md's layer list:\n" + "\n".join(sorted(set(bad) - known))
     )
     gone = {key for key in KNOWN_UPWARD
             if not any(entry.startswith(f"{key[0]}:") and entry.endswith(f"({key[1]})") for entry in known)}
