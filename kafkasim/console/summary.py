@@ -111,6 +111,39 @@ def phases_table(summary: Mapping[str, Any]) -> Table | None:
     return table
 
 
+FAILOVER_ROWS = 12
+
+
+def failovers_table(summary: Mapping[str, Any]) -> Table | None:
+    """Each leadership change (summary ``failovers``, kafkasim.run.failovers), phase by phase: from the fault
+    to the controller's fence (or the shutdown request it acted on), from the election to the first
+    acknowledgement on the new leader, and the whole time the partition's producers waited. The first
+    ``FAILOVER_ROWS``; the rest are in summary.json."""
+    moved: list[Mapping[str, Any]] = summary.get("failovers") or []
+    if not moved:
+        return None
+    more = len(moved) - FAILOVER_ROWS
+    title = ("Failovers: each leadership change, phase by phase (ms)"
+             + (f"; {count(more)} more in summary.json (failovers)" if more > 0 else ""))
+    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("partition: leaders, cause", max_width=40)
+    for column in ("fault->fence", "elected->ack", "unavailable"):
+        table.add_column(column, justify="right", no_wrap=True)
+
+    def leader(value: Any) -> str:
+        return "none" if value is None else str(value)
+
+    def between(a: Any, b: Any) -> str:
+        return "-" if a is None or b is None else ms(float(b) - float(a))
+
+    for f in moved[:FAILOVER_ROWS]:
+        table.add_row(Text(f"{f.get('partition')}: {leader(f.get('old_leader'))} -> {leader(f.get('new_leader'))}",
+                           style="bold"), "", "", "")
+        table.add_row(f"  {f.get('cause')}", between(f.get("fault_ms"), f.get("fenced_ms")),
+                      between(f.get("elected_ms"), f.get("first_ack_ms")), ms(f.get("unavailable_ms")))
+    return table
+
+
 def per_client_tables(summary: Mapping[str, Any]) -> list[Table]:
     """Each producer's and each consumer's own latency rows (summary per_client): a table for the
     producers when there is more than one, one for the consumers likewise (with one, the tables above
@@ -279,9 +312,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     `planned_ms` is the scenario's duration (an interrupted run says how far it got), `wall_seconds` the
     time the simulation took (from the result's run-info)."""
     items: list[RenderableType] = [headline(summary, name, planned_ms, wall_seconds)]
-    phases = phases_table(summary)
-    if phases is not None:
-        items.append(phases)
+    for table in (phases_table(summary), failovers_table(summary)):
+        if table is not None:
+            items.append(table)
     apis = summary.get("apis") or {}
     if not apis:
         items.append(Text("no requests completed after the warm-up", style="yellow"))

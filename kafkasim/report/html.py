@@ -207,13 +207,45 @@ def phases_table(summary: Mapping[str, Any]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
+def failovers_table(summary: Mapping[str, Any]) -> str:
+    """Each leadership change of the run, phase by phase (summary.json ``failovers``); "" without any."""
+    moved: list[Mapping[str, Any]] = summary.get("failovers") or []
+    if not moved:
+        return ""
+
+    def between(a: Any, b: Any) -> str:
+        return "-" if a is None or b is None else _number(float(b) - float(a))
+
+    def leader(value: Any) -> str:
+        return "none" if value is None else escape(str(value))
+
+    head = "".join(f"<th>{h}</th>" for h in ("partition", "old leader", "new leader", "cause", "fault (s)",
+                                               "fault → fence (ms)", "election (s)", "election → first ack (ms)",
+                                               "unavailable (ms)", "bounded by"))
+    rows = "".join(
+        f"<tr><td>{escape(str(f.get('partition')))}</td><td>{leader(f.get('old_leader'))}</td>"
+        f"<td>{leader(f.get('new_leader'))}</td><td>{escape(str(f.get('cause')))}</td>"
+        f"<td>{'-' if f.get('fault_ms') is None else _seconds(f.get('fault_ms'))}</td>"
+        f"<td>{between(f.get('fault_ms'), f.get('fenced_ms'))}</td><td>{_seconds(f.get('elected_ms'))}</td>"
+        f"<td>{between(f.get('elected_ms'), f.get('first_ack_ms'))}</td><td>{_number(f.get('unavailable_ms'))}</td>"
+        f"<td>{escape(', '.join(f.get('bounded_by') or []))}</td></tr>"
+        for f in moved)
+    caption = ("Failovers: each leadership change. The controller fences a crashed or paused leader when its "
+               "session expires (ReplicationControlManager.handleBrokerFenced) and elects a new leader in the same "
+               "event; the producers find it at their next metadata refresh and their batches are acknowledged "
+               "there.")
+    return (f'<table id="failovers"><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
 def summary_tables(summary: Mapping[str, Any]) -> str:
     """Every table of summary.json, whatever its nesting: a mapping whose values include percentile stats
     becomes a table (one row per stats entry, its plain values in the caption); a mapping of plain values
     (counters) becomes a two-column table. A run with faults opens with its phases."""
     parts: list[str] = []
-    if phases := phases_table(summary):
-        parts.append(phases)
+    for table in (phases_table(summary), failovers_table(summary)):
+        if table:
+            parts.append(table)
     facts = [(k, v) for k, v in summary.items() if not isinstance(v, Mapping | list)]
     if facts:
         parts.append(_facts_table("Run", facts))

@@ -46,6 +46,7 @@ from kafkasim.record.spool_dir import clear_abandoned_spools_once
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
+from kafkasim.run.failovers import failovers
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
 from kafkasim.run.memory_guard import AddressSpaceGuard
@@ -352,6 +353,11 @@ class Engine:
             phases=cut_phases(fault_spans(self.scenario.faults), self._fences(), float(self.scenario.warmup),
                               duration),
         )
+        # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
+        moved = failovers(self.components.controller_link.controller.core.log.batches, self.scenario.faults,
+                          records)
+        if moved:
+            summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
         scenario_yaml = self._scenario_yaml()

@@ -69,5 +69,37 @@ def test_the_console_and_the_report_show_the_summarys_phases(crashed: tuple[Engi
 
 def test_a_run_without_faults_has_no_phases() -> None:
     result = Engine(load_scenario(SCENARIOS / "quickstart.yaml")).run()
-    assert "phases" not in result.summary
+    assert "phases" not in result.summary and "failovers" not in result.summary
     assert phases_table(result.summary) == ""
+
+
+def test_a_crashed_leaders_failover_phase_by_phase(crashed: tuple[Engine, RunResult]) -> None:
+    engine, result = crashed
+    [failover] = result.summary["failovers"]
+    fence = result.summary["phases"][2]["from_ms"]
+    records = result.records
+    acked = records["ack_ms"].to_numpy(dtype=float)
+    first_ack = float(np.nanmin(acked[acked > fence]))
+    assert failover == {
+        "partition": "orders-0", "old_leader": 0, "new_leader": 1, "cause": "crash broker-0: fenced",
+        "fault_ms": 10_001.0, "fenced_ms": fence, "elected_ms": fence, "first_ack_ms": first_ack,
+        "unavailable_ms": first_ack - 10_001.0,
+        "bounded_by": ["broker.session.timeout.ms", "broker.heartbeat.interval.ms", "retry.backoff.max.ms",
+                       "metadata.max.age.ms", "request.timeout.ms"],
+    }
+    # Kafka's fence comes a session (9 s) after the last heartbeat: 7-10 s after the crash.
+    assert 7_000 <= fence - 10_001.0 <= 10_525
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(summary_renderable(result.summary, "leader_crash"))
+    lines = out.getvalue().splitlines()
+    row = lines[lines.index(next(line for line in lines if "orders-0: 0 -> 1" in line)) + 1]
+    assert "crash broker-0: fenced" in row and ms(fence - 10_001.0) in row and ms(first_ack - 10_001.0) in row
+
+
+@pytest.mark.parametrize(("scenario", "cause"), [("leader_controlled_shutdown", "shutdown broker-0: shutdown"),
+                                                 ("unclean_election_loses_acks1", "crash broker-0: unclean")])
+def test_the_cause_of_a_leadership_change_is_named(scenario: str, cause: str) -> None:
+    result = Engine(load_scenario(SCENARIOS / f"{scenario}.yaml")).run()
+    [failover] = result.summary["failovers"]
+    assert failover["cause"] == cause and failover["old_leader"] == 0 and failover["new_leader"] == 1
+    assert failover["elected_ms"] <= failover["first_ack_ms"]

@@ -1,0 +1,169 @@
+"""Every leadership change of a run, phase by phase: why the controller moved the partition and how long its
+producers waited (summary.json ``failovers``).
+
+Read off the controller's metadata log (every ``PartitionChangeRecord`` that sets a leader, in the batch of the
+controller event that made it) and the records table:
+
+* ``cause``: what made the controller move the leader. The old leader fenced in the same event
+  (``ReplicationControlManager.handleBrokerFenced``: its session expired, or it was cut from the controller),
+  named after the scenario's fault on it when there is one (``crash broker-0: fenced``); its controlled
+  shutdown (``handleBrokerInControlledShutdown``); an unclean election (the new leader outside the ISR,
+  ``leader_recovery_state`` RECOVERING); a broker unfenced while the partition had no leader; the preferred
+  replica taking the leadership back (``maybeBalancePartitionLeaders``); else "election".
+* ``fault_ms``: when the scenario's fault on the old leader began (None without one); ``fenced_ms``: the
+  controller's fence (or the shutdown request it acted on) of the old leader; ``elected_ms``: when the
+  change was committed to the metadata log (one event with the fence); ``first_ack_ms``: the first
+  acknowledgement, after the election, of a batch of the partition (None if no producer wrote to it).
+* ``unavailable_ms``: from the fault (or, without a fault, from the election) to that first acknowledgement.
+* ``bounded_by``: the settings that decide each phase: ``broker.session.timeout.ms`` (and the heartbeat
+  interval) until a crashed or paused broker is fenced; the producers' ``retry.backoff.ms`` /
+  ``retry.backoff.max.ms`` and ``metadata.max.age.ms`` until they learn the new leader; ``request.timeout.ms``
+  for a request the old leader never answered.
+
+Left out (the open issue "Answer an operator's questions about a fault"): the instants each broker applied the
+change and each client learned it, and the last heartbeat the controller saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
+from kafkasim.controller.metadata_log import MetadataBatch
+from kafkasim.controller.records import (
+    FENCE,
+    NO_LEADER_CHANGE,
+    UNFENCE,
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+)
+
+BOUNDED_BY = {
+    "fenced": ["broker.session.timeout.ms", "broker.heartbeat.interval.ms", "retry.backoff.max.ms",
+               "metadata.max.age.ms", "request.timeout.ms"],
+    "shutdown": ["controlled.shutdown (the controller moves leaders first)", "retry.backoff.max.ms"],
+    "unclean": ["unclean.leader.election.enable", "broker.session.timeout.ms", "retry.backoff.max.ms"],
+    "unfenced": ["broker.session.timeout.ms", "retry.backoff.max.ms"],
+    "preferred": ["leader.imbalance.check.interval.seconds", "retry.backoff.max.ms"],
+    "election": ["retry.backoff.max.ms"],
+}
+
+
+def _broker_of(target: str) -> int | None:
+    kind, _, number = target.partition("-")
+    return int(number) if kind in ("broker", "follower") and number.isdigit() else None
+
+
+def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame) -> list[dict[str, Any]]:
+    """The run's leadership changes (see the module's docstring), in the order the controller made them."""
+    faults = list(faults)
+    leaders: dict[Any, int] = {}
+    replicas: dict[Any, tuple[int, ...]] = {}
+    fenced: dict[int, float] = {}
+    shutdown: dict[int, float] = {}
+    out: list[dict[str, Any]] = []
+    acks = _acks_by_partition(records)
+    for batch in batches:
+        event_fenced = {r.broker_id for r in batch.records
+                        if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE}
+        event_unfenced = {r.broker_id for r in batch.records
+                          if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == UNFENCE}
+        for r in batch.records:
+            if isinstance(r, BrokerRegistrationChangeRecord):
+                if r.fenced == FENCE:
+                    fenced[r.broker_id] = batch.append_ms
+                if r.in_controlled_shutdown:
+                    shutdown[r.broker_id] = batch.append_ms
+        for r in batch.records:
+            if isinstance(r, PartitionRecord):
+                leaders[r.topic_partition] = r.leader
+                replicas[r.topic_partition] = r.replicas
+                continue
+            if not isinstance(r, PartitionChangeRecord):
+                continue
+            tp = r.topic_partition
+            if r.replicas is not None:
+                replicas[tp] = r.replicas
+            if r.leader == NO_LEADER_CHANGE:
+                continue
+            old = leaders.get(tp, NO_LEADER)
+            leaders[tp] = r.leader
+            if r.leader == old:
+                continue
+            kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas.get(tp, ()))
+            fault = _fault_on(faults, old, batch.append_ms)
+            cause = kind if fault is None else f"{fault.type} {fault.target}: {kind}"
+            fault_ms = None if fault is None else float(fault.at)
+            first_ack = _first_after(acks.get((tp.topic, tp.partition)), batch.append_ms) if r.leader != NO_LEADER \
+                else None
+            start = fault_ms if fault_ms is not None else batch.append_ms
+            out.append({
+                "partition": f"{tp.topic}-{tp.partition}",
+                "old_leader": None if old == NO_LEADER else old,
+                "new_leader": None if r.leader == NO_LEADER else r.leader,
+                "cause": cause,
+                "fault_ms": fault_ms,
+                "fenced_ms": fenced.get(old) if kind in ("fenced", "unclean") and old != NO_LEADER else (
+                    shutdown.get(old) if kind == "shutdown" else None),
+                "elected_ms": float(batch.append_ms),
+                "first_ack_ms": first_ack,
+                "unavailable_ms": None if first_ack is None else first_ack - start,
+                "bounded_by": BOUNDED_BY[kind],
+            })
+    return out
+
+
+def _kind(record: PartitionChangeRecord, old: int, event_fenced: set[int], event_unfenced: set[int],
+          shutdown: dict[int, float], replicas: tuple[int, ...]) -> str:
+    if record.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
+        return "unclean"
+    if old in event_fenced:
+        return "fenced"
+    if old in shutdown:
+        return "shutdown"
+    if old == NO_LEADER and record.leader in event_unfenced:
+        return "unfenced"
+    if replicas and record.leader == replicas[0]:
+        return "preferred"
+    return "election"
+
+
+def _fault_on(faults: Sequence[Any], broker: int, at_ms: float) -> Any | None:
+    """The latest fault on ``broker`` (crash, shutdown, pause, a cut) that began before ``at_ms``."""
+    found = None
+    for fault in faults:
+        if fault.at > at_ms:
+            continue
+        targets = [_broker_of(fault.target)] if fault.type != "network_partition" else [
+            _broker_of(host) for side in fault.sides for host in side]
+        if broker in targets and (found is None or fault.at >= found.at):
+            found = fault
+    return found
+
+
+def _acks_by_partition(records: pd.DataFrame) -> dict[tuple[str, int], np.ndarray]:
+    ack = records["ack_ms"].to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(ack) & (records["error"].to_numpy() == 0)
+    topics = records["topic"].astype(str).to_numpy()[ok]
+    partitions = records["partition"].to_numpy(dtype=np.int64)[ok]
+    acked = ack[ok]
+    # One sort for all partitions (a run may have thousands): by partition, then by time; split where it changes.
+    order = np.lexsort((acked, partitions, topics))
+    topics, partitions, acked = topics[order], partitions[order], acked[order]
+    if not len(acked):
+        return {}
+    starts = np.flatnonzero(np.r_[True, (topics[1:] != topics[:-1]) | (partitions[1:] != partitions[:-1])])
+    ends = np.r_[starts[1:], len(acked)]
+    return {(str(topics[s]), int(partitions[s])): acked[s:e] for s, e in zip(starts, ends, strict=True)}
+
+
+def _first_after(acks: np.ndarray | None, t_ms: float) -> float | None:
+    if acks is None:
+        return None
+    i = int(np.searchsorted(acks, t_ms, side="right"))
+    return float(acks[i]) if i < len(acks) else None
