@@ -328,12 +328,11 @@ def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, in
                     offline_later.add(record.topic_partition)
     offline = {tp for tp, leader in leader_at_deadline.items() if leader == NO_LEADER} | offline_later
     records, requests = result.records, result.requests
-    # Requests sent before the heal, never answered, whose senders' timeouts end after the deadline: a cut lost
-    # them (or their responses), and every later message of their connections waits behind them (TCP order).
-    # One whose timeout should have fired by the deadline explains nothing.
+    # Requests sent before the heal, never answered, whose senders' timeouts end after the deadline (whether
+    # they fired before the run's end or not): a cut lost them (or their responses), and every later message of
+    # their connections waited behind them (TCP order). One whose timeout fired by the deadline explains nothing.
     timeouts = {c.name: float(c.request_timeout_ms) for c in (*scenario.producers, *scenario.consumers)}
-    waiting = requests[(requests["client_send_ms"] < healed) & requests["client_receive_ms"].isna()
-                       & ~requests["client_timeout"].astype(bool)]
+    waiting = requests[(requests["client_send_ms"] < healed) & requests["client_receive_ms"].isna()]
     timeout_ms = waiting["client"].astype(str).map(lambda c: timeouts.get(c, FOLLOWER_REQUEST_TIMEOUT_MS))
     still_waiting = waiting[waiting["client_send_ms"] + timeout_ms > deadline]
     stalled = by_out_of_order = behind_lost = 0
