@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafkasim.console.format import count, ms, seconds
+from kafkasim.record.summary import OUTCOME_WORDS, outcome_counts
 
 STATS = ("p50", "p95", "p99", "p99.9", "max")
 # Kafka's RequestMetrics breakdown, in the order a request goes through the broker (``RequestMetrics``).
@@ -73,6 +74,23 @@ def client_latency_table(summary: Mapping[str, Any]) -> Table | None:
     if e2e.get("count"):
         table.add_row("end to end, intended", *_stat_cells(e2e))
     return table
+
+
+def outcomes_line(summary: Mapping[str, Any]) -> Text | None:
+    """One line: the run's batches by outcome, the losses' reasons (summary lost_after_ack) beside them."""
+    if not (summary.get("per_client") or {}).get("producers"):
+        return None
+    totals = outcome_counts(summary)
+    reasons = ((summary.get("lost_after_ack") or {}).get("by_reason") or {})
+    parts = []
+    for outcome, n in totals.items():
+        words = OUTCOME_WORDS.get(outcome, outcome)
+        if outcome == "lost" and reasons:
+            words += " (" + ", ".join(f"{count(k)} {reason}" for reason, k in reasons.items()) + ")"
+        parts.append(f"{count(n)} {words}")
+    line = Text("Outcomes (batches sent after the warm-up): ", style="bold")
+    line.append(", ".join(parts), style="yellow" if totals.get("lost") or totals.get("duplicated") else "")
+    return line
 
 
 def phases_table(summary: Mapping[str, Any]) -> Table | None:
@@ -312,9 +330,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     `planned_ms` is the scenario's duration (an interrupted run says how far it got), `wall_seconds` the
     time the simulation took (from the result's run-info)."""
     items: list[RenderableType] = [headline(summary, name, planned_ms, wall_seconds)]
-    for table in (phases_table(summary), failovers_table(summary)):
-        if table is not None:
-            items.append(table)
+    for renderable in (outcomes_line(summary), phases_table(summary), failovers_table(summary)):
+        if renderable is not None:
+            items.append(renderable)
     apis = summary.get("apis") or {}
     if not apis:
         items.append(Text("no requests completed after the warm-up", style="yellow"))

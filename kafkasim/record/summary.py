@@ -229,6 +229,24 @@ def _phase_summary(phase: Phase, kept: _Rows, batches: pd.DataFrame) -> dict[str
     }
 
 
+OUTCOMES = ("acknowledged", "sent", "lost", "duplicated", "failed", "pending")
+OUTCOME_WORDS = {"sent": "sent (acks=0: never acknowledged)", "lost": "acknowledged then lost",
+                 "duplicated": "written twice", "failed": "failed", "pending": "pending at the end"}
+
+
+def outcome_counts(summary: Mapping[str, Any]) -> dict[str, int]:
+    """Every producer's batches per outcome (a summary's per_client), summed: the answer to "was anything
+    acknowledged lost, written twice, failed?", zeros included (acknowledged, lost, duplicated, failed and
+    pending always; sent only under acks=0)."""
+    totals = dict.fromkeys(OUTCOMES, 0)
+    for data in ((summary.get("per_client") or {}).get("producers") or {}).values():
+        for outcome, n in (data.get("outcomes") or {}).items():
+            totals[outcome] = totals.get(outcome, 0) + int(n)
+    if not totals["sent"]:
+        del totals["sent"]
+    return totals
+
+
 def _lost_after_ack(records: pd.DataFrame) -> dict[str, Any] | None:
     """Acknowledged batches the final leaders no longer have (the records table's `lost_after_ack`, over the
     whole run, warm-up included: a record lost is lost): their batches, records and reasons, in all and per

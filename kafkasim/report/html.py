@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from kafkasim.record.summary import OUTCOME_WORDS, outcome_counts
 from kafkasim.report.run_events import RunEvents, run_events, scenario_from_yaml
 from kafkasim.report.skip import logger
 
@@ -177,6 +178,21 @@ def _seconds(value_ms: Any) -> str:
     return f"{float(value_ms or 0.0) / 1000.0:,.3f}".rstrip("0").rstrip(".")
 
 
+def outcomes_table(summary: Mapping[str, Any]) -> str:
+    """The run's batches by outcome, zeros included, and why acknowledged ones were lost; "" without
+    producers."""
+    if not (summary.get("per_client") or {}).get("producers"):
+        return ""
+    reasons = (summary.get("lost_after_ack") or {}).get("by_reason") or {}
+    rows = []
+    for outcome, n in outcome_counts(summary).items():
+        why = ", ".join(f"{_number(k)} {escape(str(r))}" for r, k in reasons.items()) if outcome == "lost" else ""
+        rows.append(f"<tr><td>{escape(OUTCOME_WORDS.get(outcome, outcome))}</td><td>{_number(n)}</td>"
+                    f"<td>{why}</td></tr>")
+    return ('<table id="outcomes"><caption>Outcomes: every batch sent after the warm-up</caption>'
+            f"<thead><tr><th>outcome</th><th>batches</th><th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
 def phases_table(summary: Mapping[str, Any]) -> str:
     """A run with faults, phase by phase (summary.json ``phases``): each phase's time window, batches, produce
     latency from the intended send per acks, produce errors and records acknowledged per second; "" without
@@ -243,7 +259,7 @@ def summary_tables(summary: Mapping[str, Any]) -> str:
     becomes a table (one row per stats entry, its plain values in the caption); a mapping of plain values
     (counters) becomes a two-column table. A run with faults opens with its phases."""
     parts: list[str] = []
-    for table in (phases_table(summary), failovers_table(summary)):
+    for table in (outcomes_table(summary), phases_table(summary), failovers_table(summary)):
         if table:
             parts.append(table)
     facts = [(k, v) for k, v in summary.items() if not isinstance(v, Mapping | list)]

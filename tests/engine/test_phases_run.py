@@ -15,7 +15,8 @@ from kafkasim.console.format import ms
 from kafkasim.console.summary import summary_renderable
 from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord
 from kafkasim.record.result import RunResult
-from kafkasim.report.html import phases_table
+from kafkasim.record.summary import OUTCOME_WORDS, outcome_counts
+from kafkasim.report.html import outcomes_table, phases_table
 from kafkasim.run.engine import Engine
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -103,3 +104,16 @@ def test_the_cause_of_a_leadership_change_is_named(scenario: str, cause: str) ->
     [failover] = result.summary["failovers"]
     assert failover["cause"] == cause and failover["old_leader"] == 0 and failover["new_leader"] == 1
     assert failover["elected_ms"] <= failover["first_ack_ms"]
+    # The outcomes open the console and the report, zeros included, the same counts in both.
+    totals = outcome_counts(result.summary)
+    assert {"acknowledged", "lost", "duplicated", "failed", "pending"} <= set(totals)
+    assert (totals["lost"] > 0) == (scenario == "unclean_election_loses_acks1")
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(summary_renderable(result.summary, scenario))
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("Outcomes"))
+    html = outcomes_table(result.summary)
+    for outcome, n in totals.items():
+        assert f"{n:,} {OUTCOME_WORDS.get(outcome, outcome)}" in line
+        assert f"<td>{OUTCOME_WORDS.get(outcome, outcome)}</td><td>{n:,}</td>" in html
+    if totals["lost"]:
+        assert f"({totals['lost']:,} unclean election)" in line
