@@ -34,6 +34,7 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.clients.producer import Producer
+from kafkasim.controller.metadata_log import MetadataBatch
 from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
@@ -309,13 +310,15 @@ class Engine:
         try:
             held = memory_use(self.recorder, self.components, self._tables)
             counters = self._counters()
+            # The controller's metadata log is small and settled (the phases and failovers read it): kept.
+            metadata = self._metadata_batches()
             # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
             # is over: let it go so that the recorded rows can be tabulated and written.
             if self.invariants is not None:
                 self.invariants.release()  # the run's observer (which records) holds them
             del self.components, self.gauges, self.observer, self.invariants, self.env, self.clock
             gc.collect()
-            result = self._result(end, wall_seconds, open_work=False, counters=counters)
+            result = self._result(end, wall_seconds, open_work=False, counters=counters, metadata=metadata)
             result.summary["interrupted_at_ms"] = end
             result.summary["interrupted_by"] = "out of memory"
         except MemoryError:
@@ -327,7 +330,7 @@ class Engine:
         return SimulationOutOfMemory(end, duration, result, held, tabulating=tabulating, why_no_result=why)
 
     def _result(self, duration: float, wall_seconds: float, *, open_work: bool = True,
-                counters: dict[str, Any] | None = None) -> RunResult:
+                counters: dict[str, Any] | None = None, metadata: list[MetadataBatch] | None = None) -> RunResult:
         """The run's tables and summary; `open_work` adds rows for requests in flight and batches never
         acknowledged (left out after running out of memory: there may be millions of them)."""
         self.run_recorder.flush(self._record_open_work() if open_work else [])
@@ -350,12 +353,11 @@ class Engine:
             producers=[p.name for p in self.scenario.producers],
             consumers=[c.name for c in self.scenario.consumers],
             timeseries=tables.timeseries,
-            phases=cut_phases(fault_spans(self.scenario.faults), self._fences(), float(self.scenario.warmup),
+            phases=cut_phases(fault_spans(self.scenario.faults), self._fences(metadata), float(self.scenario.warmup),
                               duration),
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
-        moved = failovers(self.components.controller_link.controller.core.log.batches, self.scenario.faults,
-                          records)
+        moved = failovers(self._metadata_batches() if metadata is None else metadata, self.scenario.faults, records)
         if moved:
             summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
@@ -390,11 +392,14 @@ class Engine:
     def _unacked_batch(self, producer: Producer, b: ProducerBatch) -> None:
         self.recorder.finish_batch(self.run_recorder.batch_trace(producer.name, producer.acks, b, NAN, -1, Errors.NONE))
 
-    def _fences(self) -> list[tuple[float, int]]:
+    def _metadata_batches(self) -> list[MetadataBatch]:
+        return list(self.components.controller_link.controller.core.log.batches)
+
+    def _fences(self, metadata: list[MetadataBatch] | None = None) -> list[tuple[float, int]]:
         """When the controller fenced which broker: its metadata log's BrokerRegistrationChangeRecords
         (ReplicationControlManager.handleBrokerFenced commits the new leaders in the same batch)."""
         return [(float(batch.append_ms), record.broker_id)
-                for batch in self.components.controller_link.controller.core.log.batches
+                for batch in (self._metadata_batches() if metadata is None else metadata)
                 for record in batch.records
                 if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == FENCE]
 
