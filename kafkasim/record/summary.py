@@ -204,15 +204,14 @@ def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _phase_summary(phase: Phase, kept: _Rows, batches: pd.DataFrame) -> dict[str, Any]:
-    """One phase of a run with faults (kafkasim.record.phases): its batches (by the intended send of their
-    first record) with their produce and end-to-end latency and outcomes, the produce requests sent in it
-    with their errors, and the records acknowledged per second of it."""
-    intended = _floats(batches, "first_intended_ms")
+def _phase_summary(phase: Phase, batches: pd.DataFrame, intended: np.ndarray, produce_requests: _Rows,
+                   sent: np.ndarray) -> dict[str, Any]:
+    """One phase of a run with faults (kafkasim.record.phases): its batches (by ``intended``, the intended
+    send of their first record) with their produce and end-to-end latency and outcomes, the produce requests
+    sent in it (``sent``: every request's send time, a mask over the whole table as _Rows.where takes) with
+    their errors, and the records acknowledged per second of it."""
     mine = batches[(intended >= phase.from_ms) & (intended < phase.to_ms)]
-    sent = _floats(kept.frame, "client_send_ms")  # masks over the whole table, as _Rows.where takes them
-    produce = kept.where((sent >= phase.from_ms) & (sent < phase.to_ms)
-                         & (kept.frame["api"].astype(str).to_numpy() == "Produce"))
+    produce = produce_requests.where((sent >= phase.from_ms) & (sent < phase.to_ms))
     ok = (mine["error"].to_numpy() == 0) & np.isfinite(_floats(mine, "ack_ms"))
     seconds = (phase.to_ms - phase.from_ms) / 1000.0
     return {
@@ -417,13 +416,16 @@ def summarize(
         "per_broker": _per_broker(kept, timeseries, warmup_ms),
         "counters": dict(counters or {}),
     }
+    api_column = requests["api"].astype(str).to_numpy()
     if phases:
         # Every batch meant for a phase, sent or not (one still in the accumulator at the end is pending there).
-        summary["phases"] = [_phase_summary(phase, kept, records) for phase in phases]
+        intended = _floats(records, "first_intended_ms")
+        produce_requests = kept.where(api_column == "Produce")
+        sent = _floats(requests, "client_send_ms")
+        summary["phases"] = [_phase_summary(phase, records, intended, produce_requests, sent) for phase in phases]
     lost = _lost_after_ack(records)
     if lost is not None:
         summary["lost_after_ack"] = lost
-    api_column = requests["api"].astype(str).to_numpy()
     for api in APIS:
         rows = kept.where(api_column == api)
         if len(rows):

@@ -35,7 +35,6 @@ from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.clients.producer import Producer
 from kafkasim.controller.metadata_log import MetadataBatch
-from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.record.gauges import GaugeSampler
 from kafkasim.record.log_audit import UNEXPLAINED, audit_records
@@ -47,7 +46,7 @@ from kafkasim.record.spool_dir import clear_abandoned_spools_once
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import Components, build, client_deadlines
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
-from kafkasim.run.failovers import failovers
+from kafkasim.run.failovers import failovers, fences
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
 from kafkasim.run.memory_guard import AddressSpaceGuard
@@ -340,6 +339,7 @@ class Engine:
             self._tables = self.recorder.tables()
         tables = self._tables
         records = tables.records
+        metadata = self._metadata_batches() if metadata is None else metadata
         if open_work:
             # Acknowledged batches the final leaders no longer have, batches written twice.
             records = audit_records(records, final_logs(self.components))
@@ -353,11 +353,11 @@ class Engine:
             producers=[p.name for p in self.scenario.producers],
             consumers=[c.name for c in self.scenario.consumers],
             timeseries=tables.timeseries,
-            phases=cut_phases(fault_spans(self.scenario.faults), self._fences(metadata), float(self.scenario.warmup),
+            phases=cut_phases(fault_spans(self.scenario.faults), fences(metadata), float(self.scenario.warmup),
                               duration),
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
-        moved = failovers(self._metadata_batches() if metadata is None else metadata, self.scenario.faults, records)
+        moved = failovers(metadata, self.scenario.faults, records)
         if moved:
             summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
@@ -394,14 +394,6 @@ class Engine:
 
     def _metadata_batches(self) -> list[MetadataBatch]:
         return list(self.components.controller_link.controller.core.log.batches)
-
-    def _fences(self, metadata: list[MetadataBatch] | None = None) -> list[tuple[float, int]]:
-        """When the controller fenced which broker: its metadata log's BrokerRegistrationChangeRecords
-        (ReplicationControlManager.handleBrokerFenced commits the new leaders in the same batch)."""
-        return [(float(batch.append_ms), record.broker_id)
-                for batch in (self._metadata_batches() if metadata is None else metadata)
-                for record in batch.records
-                if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == FENCE]
 
     def _counters(self) -> dict[str, Any]:
         c = self.components

@@ -54,6 +54,13 @@ BOUNDED_BY = {
 }
 
 
+def fences(batches: Iterable[MetadataBatch]) -> list[tuple[float, int]]:
+    """When the controller fenced which broker: the metadata log's BrokerRegistrationChangeRecords
+    (ReplicationControlManager.handleBrokerFenced commits the new leaders in the same batch)."""
+    return [(float(batch.append_ms), record.broker_id) for batch in batches for record in batch.records
+            if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == FENCE]
+
+
 def _broker_of(target: str) -> int | None:
     kind, _, number = target.partition("-")
     return int(number) if kind in ("broker", "follower") and number.isdigit() else None
