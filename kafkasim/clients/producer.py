@@ -522,11 +522,13 @@ class Producer(Pausable):
             self.accumulator.reenqueue(b, now, self._retry_backoff.backoff(b.attempts))
             return
         # failBatch(batch, response, adjustSequenceNumbers = attempts < retries): a batch the broker refused
-        # gives its sequences back to the batches after it.
+        # gives its sequences back to the batches after it -- only if completeExceptionally changed its state:
+        # the answer for a batch that already expired (FAILED -> FAILED) is ignored, TransactionManager included.
+        if b.done:
+            return
         if txn is not None:
             txn.handle_failed(b, error, b.attempts < self.retries)
-        if not b.done:
-            self._finish(b, error, -1, now)
+        self._finish(b, error, -1, now)
 
     def _can_retry(self, b: ProducerBatch, error: Errors, log_start_offset: int, now: float) -> bool:
         """``Sender.canRetry``: not past the delivery timeout, attempts left, not done, and a retriable error

@@ -226,6 +226,26 @@ def test_expiry_of_first_batch_should_cause_epoch_bump_if_future_batches_fail() 
     assert _seq(h.sent[-1]) == (1, 1)
 
 
+def test_a_late_error_for_an_expired_batch_leaves_the_transaction_manager_alone() -> None:
+    """Sender.failBatch calls TransactionManager.handleFailedBatch only if ProducerBatch.completeExceptionally
+    changed the batch's state: an error answer for a batch that already expired (FAILED -> FAILED, ignored)
+    neither bumps the epoch nor rewrites the sequences of the batches after it. (kafkasim bumped it: with a
+    delivery.timeout.ms shorter than the faults, failover stress seed 15 bumped twice on two late answers,
+    rewrote the sequences of batches already written in the old epoch, and its next batch was refused
+    OUT_OF_ORDER_SEQUENCE_NUMBER until it expired.)"""
+    h = Harness(retries=INT_MAX, enable_idempotence=True, stop_ms=1.5, delivery_timeout_ms=1500,
+                request_timeout_ms=30_000)
+    h.run(until=1502.0)
+    assert [(t, e) for t, _id, _n, e, _b in h.reports.batches] == [(1501.0, Errors.REQUEST_TIMED_OUT)]
+    txn = h.producer.txn
+    assert txn is not None and not txn.epoch_bump_required
+    for error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER):
+        h.respond_with(h.sent[0], error, log_start_offset=0)
+        h.run(until=h.env.now + 100.0)
+        assert (txn.producer_epoch, txn.epoch_bumps, txn.epoch_bump_required) == (0, 0, False)
+        assert len(h.reports.batches) == 1
+
+
 def test_expired_unsent_batches_do_not_leave_sequences_unresolved() -> None:
     """SenderTest.testExpiryOfUnsentBatchesShouldNotCauseUnresolvedSequences: a batch that expires before it
     was ever sent has no sequence; nothing is unresolved."""
