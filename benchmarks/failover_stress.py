@@ -8,7 +8,8 @@ acknowledged to such a producer survives any number of clean leader elections, a
 producer writes each batch once, in order, across leader changes -- unless an epoch bump rewrote the batch's
 sequence while it was in flight (``sequence_reset``: Kafka's own client may then write it twice,
 tests/engine/test_idempotent_failover.py). A seed draws 1-2 topics (1-24 partitions), 1-3 producers
-(request timeouts down to 1 s, 1-5 requests in flight), 1-2 consumers, link
+(request timeouts down to 1 s, most of those with a delivery timeout a run outlives, 1-5 requests in
+flight), 1-2 consumers, link
 latencies, ``replica.lag.time.max.ms``, the controller's link and 1-5 faults on the brokers: ``crash``
 (most restart after a while), ``shutdown`` (Kafka's controlled shutdown, some restarting), ``pause`` (often
 longer than the controller's session, so the broker is fenced and its partitions get new leaders) and
@@ -23,7 +24,10 @@ lost (that is Kafka's bargain), but a valid scenario must still run to its end w
 
 Counted besides: OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers (Kafka's broker answers it
 only for a sequence gap it cannot explain: ``ProducerStateManager``'s checks in
-``UnifiedLog.analyzeAndValidateProducerState``).
+``UnifiedLog.analyzeAndValidateProducerState``), and the batches still retried after one at the end, with
+how many sit behind a later batch of their partition that was written first (Kafka's client retries those
+until delivery.timeout.ms: see ``behind``). A batch still pending past its delivery.timeout.ms fails the run
+(Kafka's ``Sender`` fails every batch by then).
 
     uv run python benchmarks/failover_stress.py --count 200 --seed 1
     uv run python benchmarks/failover_stress.py --count 200 --seed 1 --unclean
@@ -59,6 +63,8 @@ SESSION_MS = 9_000.0  # broker.session.timeout.ms: a pause longer than this gets
 # the controller's session (a broker back from a pause that was fenced registers again), an election and the
 # metadata it publishes, the clients' metadata backoff (retry.backoff.max.ms 1 s) and a request timeout.
 LIVENESS_BOUND_MS = SESSION_MS + 4_000.0
+# A batch still pending this long after its delivery.timeout.ms is a defect (Kafka's Sender expires it then).
+EXPIRY_MARGIN_MS = 100.0
 
 
 def _fault_time(rng: random.Random, duration_ms: float, length_ms: float) -> float:
@@ -195,6 +201,7 @@ def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
         data["controller"] = {"link_latency": _latency(rng, 0.05, 20.0)}
     clients = [p["name"] for p in producers] + [c["name"] for c in consumers]
     data["faults"] = _faults(rng, duration_ms, brokers, clients)
+    _delivery_timeouts(random.Random(f"{seed}/delivery" + ("/unclean" if unclean else "")), producers)
     # Long enough after the last fault heals for the liveness check (up to 45 s): decided after every draw.
     ends = [_fault_end_ms(f) for f in data["faults"]]
     if ends and all(end is not None for end in ends):
@@ -202,6 +209,19 @@ def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
         if wanted > duration_ms:
             data["duration"] = _ms(min(45_000.0, float(math.ceil(wanted / 1000.0) * 1000)))
     return data
+
+
+def _delivery_timeouts(rng: random.Random, producers: list[dict[str, Any]]) -> None:
+    """Most producers with a short request timeout get a delivery.timeout.ms a run outlives (Kafka's floor:
+    linger.ms + request.timeout.ms, plus 1-8 s), so that a batch Kafka's client retries until then -- an
+    OUT_OF_ORDER_SEQUENCE_NUMBER behind a later batch written first, a leader that does not come back -- is
+    seen to expire and the producer to go on (``Sender``'s expiry, ``TransactionManager.maybeResolveSequences``
+    or its epoch bump). Drawn from a stream of its own: the rest of the scenario stays what the seed drew."""
+    for p in producers:
+        request_timeout = p.get("request.timeout.ms")
+        if request_timeout is None or request_timeout > 10_000 or rng.random() >= 0.7:
+            continue
+        p["delivery.timeout.ms"] = p.get("linger.ms", 5) + request_timeout + rng.choice([1_000, 3_000, 8_000])
 
 
 def _fault_end_ms(fault: dict[str, Any]) -> float | None:
@@ -234,8 +254,21 @@ class Outcome:
     """Idempotent producers' epoch bumps (TransactionManager.bumpIdempotentProducerEpoch)."""
     out_of_order: int = 0
     """OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers' produce requests."""
+    out_of_order_not_next: int = 0
+    """Partition answers ``TransactionManager.canRetry`` retried as they were: the batch is not the next after
+    the last acknowledged one (an earlier batch not written yet, or a later one written first) or its
+    sequence was rewritten by an epoch bump, or it waits behind an unresolved sequence."""
+    out_of_order_gaps: int = 0
+    """Partition answers for the next sequence (or the one right after an unresolved sequence): a real gap,
+    retried after an epoch bump."""
     retried_to_the_end: int = 0
-    """Batches of idempotent producers still pending at the end after an OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    """Batches of idempotent producers still pending at the end after an OUT_OF_ORDER_SEQUENCE_NUMBER (each
+    inside its delivery.timeout.ms: Kafka's client retries it until then; ``past_delivery_timeout`` else)."""
+    retried_behind_a_later_batch: int = 0
+    """Of those, batches behind a later batch of their partition that was written first (see ``behind``)."""
+    past_delivery_timeout: int = 0
+    """Batches pending at the end although their delivery.timeout.ms passed (Kafka's ``Sender`` fails every
+    batch by then, queued or in flight: must be 0)."""
     liveness_checked: int = 0
     """1 if every fault ended early enough for the liveness check (``LIVENESS_BOUND_MS`` before the end)."""
     offline_after_heal: int = 0
@@ -279,17 +312,47 @@ def run(seed: int, unclean: bool = False) -> Outcome:
                             & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")]
     stuck = mine[(mine["outcome"].astype(str) == "pending")
                  & mine["request_id"].isin(out_of_order["request_id"])]
+    overdue = past_delivery_timeout(records, {p.name: p.delivery_timeout_ms for p in scenario.producers},
+                                    float(scenario.duration))
     twice = mine["outcome"].astype(str) == "duplicated"
     reset = mine["sequence_reset"].astype(bool)
-    bumps = sum(p.txn.epoch_bumps for p in engine.components.producers if p.txn is not None)
+    txns = [p.txn for p in engine.components.producers if p.txn is not None]
+    bumps = sum(t.epoch_bumps for t in txns)
     checked, offline, stalled, stalled_oosn, behind_lost = liveness(scenario, engine, result)
     return Outcome(len(scenario.faults), elections, unclean_elections, acknowledged,
                    int(records["lost_after_ack"].sum()), int(result.summary["counters"].get("invariant_checks", 0)),
                    duplicates=int((twice & ~reset).sum()), duplicates_after_epoch_bump=int((twice & reset).sum()),
-                   epoch_bumps=bumps, out_of_order=len(out_of_order), retried_to_the_end=len(stuck),
+                   epoch_bumps=bumps, out_of_order=len(out_of_order),
+                   out_of_order_not_next=sum(t.out_of_order_not_next for t in txns),
+                   out_of_order_gaps=sum(t.out_of_order_gaps for t in txns), retried_to_the_end=len(stuck),
+                   retried_behind_a_later_batch=behind(stuck, mine), past_delivery_timeout=overdue,
                    liveness_checked=checked, offline_after_heal=offline, producers_stalled=stalled,
                    producers_stalled_by_out_of_order=stalled_oosn,
                    producers_stalled_behind_a_lost_message=behind_lost)
+
+
+def past_delivery_timeout(records: Any, delivery_timeout_ms: dict[str, float], end_ms: float) -> int:
+    """Batches still pending at ``end_ms`` although their producer's delivery.timeout.ms ended before it."""
+    timeouts = records["producer"].astype(str).map(delivery_timeout_ms)
+    pending = records["outcome"].astype(str) == "pending"
+    return int((pending & (records["created_ms"] + timeouts < end_ms - EXPIRY_MARGIN_MS)).sum())
+
+
+def behind(stuck: Any, records: Any) -> int:
+    """How many of ``stuck`` (batches answered OUT_OF_ORDER_SEQUENCE_NUMBER) sit behind a later batch of the
+    same producer and partition that was written: Kafka's broker accepts any sequence from a producer it knows
+    nothing of (``ProducerAppendInfo.checkSequence``: no current epoch), so when a producer's first batches to
+    a partition are refused before the append (NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER) while a later one
+    in flight is appended, the first ones can never follow it; ``TransactionManager.canRetry`` retries a
+    batch that is not the next sequence without an epoch bump, until delivery.timeout.ms (the partition then
+    flows again: ``maybeResolveSequences`` finds the last acknowledged sequence right before the next)."""
+    written = records[records["offset"] >= 0]
+    count = 0
+    for batch in stuck.itertuples():
+        later = written[(written["producer"] == batch.producer) & (written["topic"] == batch.topic)
+                        & (written["partition"] == batch.partition) & (written["batch_id"] > batch.batch_id)]
+        count += bool(len(later))
+    return count
 
 
 def heal_ms(scenario: Any) -> float | None:
@@ -338,7 +401,9 @@ def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, in
     stalled = by_out_of_order = behind_lost = 0
     for producer in scenario.producers:
         mine = records[records["producer"] == producer.name]
-        if not len(mine) or (mine["ack_ms"] > deadline).any() or mine["first_intended_ms"].max() < deadline:
+        # Progress is an acknowledgement: a batch that failed (its delivery.timeout.ms passed) is none.
+        acked = mine[(mine["error"] == 0) & (mine["offset"] >= 0)]
+        if not len(mine) or (acked["ack_ms"] > deadline).any() or mine["first_intended_ms"].max() < deadline:
             continue
         oosn = requests[(requests["client"] == producer.name)
                         & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")
@@ -364,6 +429,8 @@ def check(seed: int, unclean: bool = False) -> Outcome:
     broken = []
     if not unclean and (outcome.lost or outcome.unclean_elections):
         broken.append(f"{outcome.lost} acknowledged batches lost, {outcome.unclean_elections} unclean elections")
+    if outcome.past_delivery_timeout:
+        broken.append(f"{outcome.past_delivery_timeout} batches pending past their delivery.timeout.ms")
     if outcome.duplicates:
         broken.append(f"{outcome.duplicates} batches of idempotent producers written twice with their sequence "
                       "intact")
@@ -416,7 +483,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{totals.duplicates_after_epoch_bump} after an epoch bump rewrote it ({totals.epoch_bumps} bumps); "
           f"{totals.out_of_order} OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
           + (f" (seeds {', '.join(map(str, out_of_order_seeds[:12]))})" if out_of_order_seeds else "")
-          + f", {totals.retried_to_the_end} batches still retrying at the end after one")
+          + f" -- by TransactionManager.canRetry's rule, {totals.out_of_order_not_next} partition answers retried "
+          f"as not the next batch, {totals.out_of_order_gaps} a gap that bumped the epoch"
+          + f"; {totals.retried_to_the_end} batches still retrying at the end after one, all inside their "
+          f"delivery.timeout.ms ({totals.retried_behind_a_later_batch} behind a later batch of their partition "
+          "written first: Kafka's client retries them until then)")
     print(f"liveness ({totals.liveness_checked} runs healed {LIVENESS_BOUND_MS / 1000:g} s before their end): "
           f"{totals.offline_after_heal} partitions still without a leader, {totals.producers_stalled} producers "
           f"stalled unexplained, {totals.producers_stalled_by_out_of_order} stalled retrying an "

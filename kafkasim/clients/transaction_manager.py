@@ -70,7 +70,7 @@ class TransactionManager:
     """Kafka's ``TransactionManager`` for an idempotent, non-transactional producer."""
 
     __slots__ = ("producer_id", "producer_epoch", "_partitions", "_unresolved", "_to_rewrite", "epoch_bump_required",
-                 "epoch_bumps", "_next_producer_id")
+                 "epoch_bumps", "_next_producer_id", "out_of_order_not_next", "out_of_order_gaps")
 
     def __init__(self, producer_id: int, producer_epoch: int = 0) -> None:
         self.producer_id = producer_id
@@ -81,7 +81,11 @@ class TransactionManager:
         self._to_rewrite: set[TopicPartition] = set()
         self.epoch_bump_required = False
         self.epoch_bumps = 0
-        self._next_producer_id = producer_id  # a new id after an epoch overflow: the builder spaces ids apart
+        self._next_producer_id = producer_id
+        # OUT_OF_ORDER_SEQUENCE_NUMBER answers by canRetry's branch: not the next batch (retried as it is), or
+        # a gap after the last acknowledged or unresolved sequence (an epoch bump).
+        self.out_of_order_not_next = 0
+        self.out_of_order_gaps = 0  # a new id after an epoch overflow: the builder spaces ids apart
 
     def _entry(self, tp: TopicPartition) -> TxnPartitionEntry:
         entry = self._partitions.get(tp)
@@ -193,10 +197,14 @@ class TransactionManager:
         if error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
             unresolved = tp in self._unresolved
             if not unresolved and (batch.sequence_reset or not self.is_next_sequence(tp, batch.base_sequence)):
+                self.out_of_order_not_next += 1
                 return True  # not the next batch: rejected only because an earlier one is missing
             # A real gap (or the batch right after an unresolved sequence): bump the epoch and retry.
             if not unresolved or self._unresolved[tp] == batch.base_sequence:
+                self.out_of_order_gaps += 1
                 self.request_epoch_bump(tp)
+            else:
+                self.out_of_order_not_next += 1  # behind an unresolved sequence: wait until it resolves
             return True
         return error in RETRIABLE_ERRORS
 

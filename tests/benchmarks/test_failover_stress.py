@@ -117,3 +117,59 @@ def test_a_lost_fetch_that_times_out_after_the_deadline_still_explains_the_stall
     outcome = stress.check(301, unclean=True)
     assert outcome.liveness_checked == 1 and outcome.producers_stalled == 0
     assert outcome.producers_stalled_behind_a_lost_message == 1
+
+
+def test_a_first_batch_behind_a_later_one_written_first_is_retried_until_its_delivery_timeout() -> None:
+    """Seed 2: p1's first two batches to t0-1 (sequences 0 and 1) are refused NOT_ENOUGH_REPLICAS before the
+    append; a later batch (sequence 16) in flight is appended 1 ms later, once the leader learnt of the ISR's
+    expansion -- Kafka's broker accepts any sequence from a producer it knows nothing of
+    (``ProducerAppendInfo.checkSequence``). Sequence 0 can then never follow it: every retry is answered
+    OUT_OF_ORDER_SEQUENCE_NUMBER, and ``TransactionManager.canRetry`` retries it as not the next batch, without
+    an epoch bump, until delivery.timeout.ms (120 s: past the run's end)."""
+    outcome = stress.check(2)
+    assert (outcome.out_of_order, outcome.out_of_order_not_next, outcome.out_of_order_gaps) == (20, 20, 0)
+    assert outcome.retried_to_the_end == outcome.retried_behind_a_later_batch == 1
+    assert outcome.epoch_bumps == 0 and outcome.past_delivery_timeout == 0
+
+
+def test_a_batch_pending_past_its_delivery_timeout_is_counted_and_fails_the_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    records = pd.DataFrame({"producer": ["p0", "p0", "p1", "p1"], "outcome": ["pending", "acknowledged", "pending",
+                                                                              "pending"],
+                            "created_ms": [1_000.0, 0.0, 20_000.0, 1_000.0]})
+    # p0's pending batch expired at 9 s, p1's (30 s) at 31 s and 50 s: at 30 s only p0's is overdue.
+    assert stress.past_delivery_timeout(records, {"p0": 8_000.0, "p1": 30_000.0}, 30_000.0) == 1
+    assert stress.past_delivery_timeout(records, {"p0": 30_000.0, "p1": 30_000.0}, 30_000.0) == 0
+    real = stress.run
+    monkeypatch.setattr(stress, "run", lambda seed, unclean=False: stress.Outcome(
+        **{**vars(real(seed, unclean)), "past_delivery_timeout": 1}))
+    with pytest.raises(stress.DataLost, match="1 batches pending past their delivery.timeout.ms"):
+        stress.check(9)
+
+
+def test_most_short_request_timeouts_come_with_a_delivery_timeout_a_run_outlives() -> None:
+    from kafkasim import load_scenario
+
+    drawn = 0
+    for seed in range(1, 60):
+        for unclean in (False, True):
+            data = stress.scenario_data(seed, unclean)
+            for p in data["producers"]:
+                if "delivery.timeout.ms" in p:
+                    drawn += 1
+                    assert p["request.timeout.ms"] <= 10_000
+                    assert 1_000 <= p["delivery.timeout.ms"] - p.get("linger.ms", 5) - p["request.timeout.ms"] <= 8_000
+            load_scenario(stress.scenario_text(seed, unclean))  # Kafka's floor: valid as drawn
+    assert drawn >= 20
+
+
+def test_late_answers_for_expired_batches_do_not_bump_the_epoch_again() -> None:
+    """Seed 15 (found once the generator drew delivery timeouts): p0's batches expired in flight while broker-2
+    was paused (delivery.timeout.ms 6 s); the late answers to them bumped the epoch twice more (kafkasim
+    called TransactionManager.handleFailedBatch for a batch already failed, where Kafka's
+    ``Sender.failBatch`` does not), rewrote the sequences of batches already written in the older epoch, and
+    the next batch was refused OUT_OF_ORDER_SEQUENCE_NUMBER to the end (4 bumps, 3 batches stuck)."""
+    outcome = stress.check(15)
+    assert outcome.epoch_bumps == 1 and outcome.retried_to_the_end == 0 and outcome.past_delivery_timeout == 0
