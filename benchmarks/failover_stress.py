@@ -266,6 +266,8 @@ class Outcome:
     inside its delivery.timeout.ms: Kafka's client retries it until then; ``past_delivery_timeout`` else)."""
     retried_behind_a_later_batch: int = 0
     """Of those, batches behind a later batch of their partition that was written first (see ``behind``)."""
+    rows_per_batch_id: int = 1
+    """The most rows one batch has in the records table (must be 1)."""
     past_delivery_timeout: int = 0
     """Batches pending at the end although their delivery.timeout.ms passed (Kafka's ``Sender`` fails every
     batch by then, queued or in flight: must be 0)."""
@@ -326,6 +328,7 @@ def run(seed: int, unclean: bool = False) -> Outcome:
                    out_of_order_not_next=sum(t.out_of_order_not_next for t in txns),
                    out_of_order_gaps=sum(t.out_of_order_gaps for t in txns), retried_to_the_end=len(stuck),
                    retried_behind_a_later_batch=behind(stuck, mine), past_delivery_timeout=overdue,
+                   rows_per_batch_id=int(records["batch_id"].value_counts().max()) if len(records) else 1,
                    liveness_checked=checked, offline_after_heal=offline, producers_stalled=stalled,
                    producers_stalled_by_out_of_order=stalled_oosn,
                    producers_stalled_behind_a_lost_message=behind_lost)
@@ -429,6 +432,8 @@ def check(seed: int, unclean: bool = False) -> Outcome:
     broken = []
     if not unclean and (outcome.lost or outcome.unclean_elections):
         broken.append(f"{outcome.lost} acknowledged batches lost, {outcome.unclean_elections} unclean elections")
+    if outcome.rows_per_batch_id > 1:
+        broken.append(f"a batch has {outcome.rows_per_batch_id} rows in the records table")
     if outcome.past_delivery_timeout:
         broken.append(f"{outcome.past_delivery_timeout} batches pending past their delivery.timeout.ms")
     if outcome.duplicates:

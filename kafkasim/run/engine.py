@@ -384,7 +384,10 @@ class Engine:
             producer.catch_up()
             for _, batches in producer.unfinished():
                 for b in batches:
-                    self._unacked_batch(producer, b)
+                    # A request in flight still holds the batches that expired in it (Kafka's Sender keeps
+                    # them in its in-flight list until the answer comes): those already have their row.
+                    if not b.done:
+                        self._unacked_batch(producer, b)
             for b in producer.accumulator.all_batches():
                 self._unacked_batch(producer, b)
         return unfinished

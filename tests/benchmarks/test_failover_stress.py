@@ -173,3 +173,12 @@ def test_late_answers_for_expired_batches_do_not_bump_the_epoch_again() -> None:
     the next batch was refused OUT_OF_ORDER_SEQUENCE_NUMBER to the end (4 bumps, 3 batches stuck)."""
     outcome = stress.check(15)
     assert outcome.epoch_bumps == 1 and outcome.retried_to_the_end == 0 and outcome.past_delivery_timeout == 0
+
+
+def test_a_batch_that_expired_in_a_request_still_in_flight_has_one_row() -> None:
+    """Seed 59: p0's batch 1235 expired (delivery.timeout.ms 4,005 ms) in a request still unanswered when the
+    run ended; the records table had its `failed` row and a second, `pending` one written at the end for the
+    batches of requests in flight (kafkasim's end-of-run rows did not skip the batches already done), and the
+    stress counted it pending past its delivery timeout."""
+    outcome = stress.check(59)
+    assert outcome.rows_per_batch_id == 1 and outcome.past_delivery_timeout == 0
