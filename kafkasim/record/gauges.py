@@ -22,7 +22,13 @@ the bytes its NIC (``cluster.nic``) took on for receiving and sending over the l
 (simulator-only: compare them with ``cluster.nic``'s bandwidth; a NIC at its bandwidth queues).
 
 Per partition, read from its leader (entity ``<topic>-<p>``): ``HighWatermark``, ``IsrSize``,
-``UnderMinIsr`` (0/1) and ``LeaderId`` (the leader's broker id). Per replica (entity
+``UnderMinIsr`` (0/1) and ``LeaderId`` (the leader's broker id; -1 while the controller's metadata names no
+leader and no broker acts as one, as Kafka's metadata reports a leaderless partition).
+
+For the cluster (entity ``controller``): ``OfflinePartitionsCount``, the partitions whose registration
+names no leader (Kafka's ``KafkaController`` gauge, counted by ``ControllerMetadataMetricsPublisher``:
+``!partition.hasLeader()``), read from the controller's state as it appends its records (Kafka's gauge
+follows the published image, a commit later). Sampled with the partition gauges. Per replica (entity
 ``<topic>-<p>/replica-<broker id>``): ``LogEndOffset``, each broker's own LEO (the leader's included);
 ``ReplicaLogEndOffsetAtLeader``, the leader's view of each follower's LEO (what the HW is computed from;
 it lags the follower's own LEO by up to one fetch).
@@ -55,6 +61,9 @@ if TYPE_CHECKING:
 
 Sink = Callable[[float, str, str, float], None]
 
+
+
+CONTROLLER_ENTITY = "controller"
 
 
 def broker_entity(broker_id: int) -> str:
@@ -99,11 +108,14 @@ class GaugeSampler:
     and writes one row per gauge to ``sink(t, metric, entity, value)``."""
 
     def __init__(self, brokers: Sequence[BrokerServer], producers: Sequence[Producer], sink: Sink, *,
-                 partition_stride: int | None = None, nics: Mapping[int, Nic] | None = None) -> None:
+                 partition_stride: int | None = None, nics: Mapping[int, Nic] | None = None,
+                 leaderless: Callable[[], Sequence[TopicPartition]] | None = None) -> None:
         self.brokers = [_BrokerGauges(b) for b in brokers]
         self._nics = [_NicGauges(broker_entity(b), nic) for b, nic in sorted((nics or {}).items())]
         self.producers = list(producers)
         self._sink = sink
+        self._leaderless = leaderless
+        self._led: set[str] = set()  # the partitions some broker sampled as their leader at this sample
         self._last_t: float | None = None
         self._samples = 0
         self._names: dict[TopicPartition, str] = {}
@@ -127,6 +139,8 @@ class GaugeSampler:
         self._samples += 1
         span = t - self._last_t if self._last_t is not None and t > self._last_t else None
         self._last_t = t
+        led = self._led
+        led.clear()
         for gauges in self.brokers:
             if gauges.broker.crashed:
                 continue  # a dead process reports nothing: its JMX does not answer while it is down
@@ -134,6 +148,13 @@ class GaugeSampler:
                 self._sample_partitions(t, gauges)
             self._sample_request_plane(t, gauges, span)
         sink = self._sink
+        if partitions_now and self._leaderless is not None:
+            offline = self._leaderless()
+            sink(t, "OfflinePartitionsCount", CONTROLLER_ENTITY, float(len(offline)))
+            for tp in offline:
+                name = self._name(tp)
+                if name not in led:  # a deposed leader that has not heard yet still samples itself
+                    sink(t, "LeaderId", name, -1.0)
         for producer in self.producers:
             sink(t, "InFlightRequests", producer.name, float(producer.in_flight))
             sink(t, "MetadataAgeMs", producer.name, t - producer.metadata_refreshed_ms)
@@ -162,6 +183,7 @@ class GaugeSampler:
                 sink(t, "IsrSize", name, float(isr))
                 sink(t, "UnderMinIsr", name, 1.0 if below_min else 0.0)
                 sink(t, "LeaderId", name, float(broker_id))
+                self._led.add(name)
                 sink(t, "LogEndOffset", replica_entity(name, broker_id), float(partition.log_end_offset))
                 for replica in partition.remote_replicas:
                     sink(t, "ReplicaLogEndOffsetAtLeader", replica_entity(name, replica.broker_id),

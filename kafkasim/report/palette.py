@@ -60,6 +60,7 @@ ISR_SHRINK_COLOUR: Final = PURPLE
 ISR_EXPAND_COLOUR: Final = GREEN
 # The min.insync.replicas level on the ISR figure.
 MIN_ISR_COLOUR: Final = VERMILLION
+OFFLINE_COLOUR: Final = BLACK
 
 
 def api_colour(api: str) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from kafkasim.report.frames import metric
-from kafkasim.report.palette import MIN_ISR_COLOUR, replica_colour
+from kafkasim.report.palette import MIN_ISR_COLOUR, OFFLINE_COLOUR, replica_colour
 from kafkasim.report.time_axis import TimeUnit
 
 REPLICA_SEPARATOR = "/replica-"
@@ -93,7 +93,15 @@ def isr_counts(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
     return counts, under_count
 
 
-def draw_isr_counts(ax: Axes, counts: pd.DataFrame, under: pd.Series, unit: TimeUnit, until_ms: float) -> None:
+def offline_counts(frame: pd.DataFrame) -> pd.Series:
+    """Partitions without a leader per time, from the controller's OfflinePartitionsCount gauge (empty for
+    results without it: written by an older kafkasim, or a real run)."""
+    offline = metric(frame, "OfflinePartitionsCount")
+    return offline.groupby("time_ms")["value"].sum().sort_index() if not offline.empty else pd.Series(dtype=float)
+
+
+def draw_isr_counts(ax: Axes, counts: pd.DataFrame, under: pd.Series, unit: TimeUnit, until_ms: float,
+                    offline: pd.Series | None = None) -> None:
     def step(times: np.ndarray, values: np.ndarray, **style: object) -> None:
         if times.size and times[-1] < until_ms:
             times, values = np.append(times, until_ms), np.append(values, values[-1])
@@ -106,3 +114,7 @@ def draw_isr_counts(ax: Axes, counts: pd.DataFrame, under: pd.Series, unit: Time
     if len(under) and float(under.max()) > 0:
         step(under.index.to_numpy(float), under.to_numpy(float), color=MIN_ISR_COLOUR, lw=1.4, ls=(0, (6, 3)),
              label="under min.insync.replicas")
+    if offline is not None and len(offline) and float(offline.max()) > 0:
+        # No leader: nobody can produce to or fetch from them (Kafka's OfflinePartitionsCount).
+        step(offline.index.to_numpy(float), offline.to_numpy(float), color=OFFLINE_COLOUR, lw=2.2,
+             label="offline: no leader (OfflinePartitionsCount)")

@@ -25,7 +25,13 @@ from matplotlib.ticker import MaxNLocator
 from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import metric, natural_key, require_columns, warmup_ms
 from kafkasim.report.palette import BLUE, HIGH_WATERMARK_COLOUR, MIN_ISR_COLOUR, ORANGE, replica_colour
-from kafkasim.report.partition_aggregate import draw_isr_counts, draw_spread, isr_counts, offset_spreads
+from kafkasim.report.partition_aggregate import (
+    draw_isr_counts,
+    draw_spread,
+    isr_counts,
+    offline_counts,
+    offset_spreads,
+)
 from kafkasim.report.run_events import RunEvents, mark_events, run_events
 from kafkasim.report.skip import SkipFigure, skippable
 from kafkasim.report.time_axis import (
@@ -203,7 +209,8 @@ def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] 
     """ISR size per partition over time (Kafka's `Partition.maybeShrinkIsr`: a follower leaves after
     replica.lag.time.max.ms without catching up), with min.insync.replicas drawn as a level when
     `scenario` gives it, and its fault windows shaded. With more than `MAX_PARTITIONS` partitions (see
-    `per_partition`): how many partitions have each ISR size, and how many are under min ISR."""
+    `per_partition`): how many partitions have each ISR size, how many are under min ISR, and how many have
+    no leader at all (the controller's OfflinePartitionsCount)."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     isr = metric(frame, "IsrSize")
     partitions = sorted(set(isr["entity"]), key=natural_key)
@@ -249,7 +256,7 @@ def _aggregate_isr_figure(frame: pd.DataFrame, summary: Mapping[str, Any] | None
     shade_warmup(ax, warmup_ms(summary), unit)
     mark_events(ax, _faults_only(run_events(frame, scenario)), unit, end)
     counts, under = isr_counts(frame)
-    draw_isr_counts(ax, counts, under, unit, end)
+    draw_isr_counts(ax, counts, under, unit, end, offline_counts(frame))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, partitions * 1.05 + 0.5)
     ax.set_ylabel("partitions")

@@ -150,8 +150,11 @@ class Engine:
         )
         self.observer = self.run_recorder
         self.components: Components = build(scenario, clock, self.seed, self.observer, self.layout)
+        replication = self.components.controller_link.controller.core.replication_control
         self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample,
-                                   nics=self.components.nics)
+                                   nics=self.components.nics, leaderless=lambda: (
+                                       replication.partitions_with_no_leader()
+                                       if replication.are_some_partitions_leaderless() else ()))
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.

@@ -229,3 +229,46 @@ def test_heartbeat_and_fence_check_phases_are_drawn_from_the_seed() -> None:
     heartbeats = [t for beats, _ in seen for t in beats]
     checks = [c for _, c in seen]
     assert max(heartbeats) - min(heartbeats) > 1_000.0 and max(checks) - min(checks) > 400.0
+
+
+ONLY_REPLICA_CRASHES = """\
+name: only-replica-crashes
+description: the only replica of a partition crashes, is fenced, and restarts
+seed: 7
+duration: 30s
+sample_interval: 100ms
+cluster:
+  brokers: 3
+topics:
+  - name: t
+    partitions: 2
+    replica_assignment: [[0], [1]]
+producers:
+  - {name: p1, topic: t, rate: 50/s}
+faults:
+  - {type: crash, target: broker-0, at: 3s, restart_after: 15s}
+"""
+
+
+def test_a_partition_without_a_leader_shows_in_offline_partitions_and_leader_id_minus_one(tmp_path) -> None:
+    """Kafka's OfflinePartitionsCount (ControllerMetadataMetricsPublisher: partitions whose registration has no
+    leader) and the partition's leader as its metadata reports it (-1) while its only replica is fenced."""
+    from kafkasim import load_scenario
+
+    path = tmp_path / "offline.yaml"
+    path.write_text(ONLY_REPLICA_CRASHES)
+    result = run_scenario(load_scenario(path))
+    offline = gauge(result, "OfflinePartitionsCount", "controller")
+    changes = [(float(t), float(v)) for t, v in zip(offline["time_ms"], offline["value"], strict=True)]
+    changes = [c for i, c in enumerate(changes) if i == 0 or c[1] != changes[i - 1][1]]
+    (start, zero), (fenced, one), (back, zero_again) = changes
+    assert (start, zero, one, zero_again) == (0.0, 0.0, 1.0, 0.0)
+    assert 3_000 + 7_000 <= fenced <= 3_000 + 9_000 + 1_125 + 200  # the controller's periodic fencing check
+    assert 18_000 < back < 20_000  # restarted at 18 s, registered and unfenced: leader again
+    leaders = _leader_changes(result)
+    assert [v for _, v in leaders] == [0.0, -1.0, 0.0]
+    assert abs(leaders[1][0] - fenced) <= 100.0 and abs(leaders[2][0] - back) <= 100.0
+    other = gauge(result, "LeaderId", "t-1")
+    assert set(other["value"]) == {1.0}  # the other partition never lost its leader
+    ids = gauge(result, "LeaderId", "t-0")
+    assert not ids["time_ms"].duplicated().any()  # one leader per partition per sample

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from kafkasim.report import isr_size_figure, log_offsets_figure, purgatory_figure
-from kafkasim.report.partition_aggregate import isr_counts, offset_spreads
+from kafkasim.report.partition_aggregate import isr_counts, offline_counts, offset_spreads
 
 
 def _cluster_timeseries(partitions: int, *, leader_of=lambda p: p % 3) -> pd.DataFrame:  # type: ignore[no-untyped-def]
@@ -42,6 +42,19 @@ def test_isr_counts_per_size_and_time() -> None:
     assert counts.loc[0.0].to_dict() == {2.0: 0, 3.0: 12}
     assert counts.loc[100.0].to_dict() == {2.0: 1, 3.0: 11}
     assert under.max() == 0
+
+
+def test_partitions_without_a_leader_are_drawn_from_offline_partitions_count() -> None:
+    ts = _cluster_timeseries(12)
+    assert offline_counts(ts).empty  # an older result without the gauge
+    offline = pd.DataFrame([(0.0, "OfflinePartitionsCount", "controller", 0.0),
+                            (100.0, "OfflinePartitionsCount", "controller", 3.0)], columns=list(ts.columns))
+    ts = pd.concat([ts, offline], ignore_index=True)
+    assert offline_counts(ts).to_dict() == {0.0: 0.0, 100.0: 3.0}
+    figure = isr_size_figure(ts)
+    assert figure is not None
+    labels = [line.get_label() for line in figure.axes[0].get_lines()]
+    assert "offline: no leader (OfflinePartitionsCount)" in labels
 
 
 def test_many_partitions_are_aggregated_by_default_and_drawn_each_on_request() -> None:
