@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -335,10 +337,16 @@ def run(seed: int, unclean: bool = False) -> Outcome:
 
 
 def past_delivery_timeout(records: Any, delivery_timeout_ms: dict[str, float], end_ms: float) -> int:
-    """Batches still pending at ``end_ms`` although their producer's delivery.timeout.ms ended before it."""
+    """Batches still pending at ``end_ms`` although their producer's delivery.timeout.ms ended before it --
+    and before that of every other batch of theirs still pending for the same partition: Kafka's
+    ``RecordAccumulator.expiredBatches`` expires from the front of a partition's deque only, so an older
+    batch behind a younger retried one (re-enqueued at the front, without idempotence) expires with it."""
     timeouts = records["producer"].astype(str).map(delivery_timeout_ms)
-    pending = records["outcome"].astype(str) == "pending"
-    return int((pending & (records["created_ms"] + timeouts < end_ms - EXPIRY_MARGIN_MS)).sum())
+    pending = (records["outcome"].astype(str) == "pending").to_numpy()
+    deadline = (records["created_ms"] + timeouts).to_numpy(dtype=float)
+    keys = records["producer"].astype(str) + "/" + records["topic"].astype(str) + "/" + records["partition"].astype(str)
+    latest = pd.Series(np.where(pending, deadline, -np.inf)).groupby(keys.to_numpy()).transform("max").to_numpy()
+    return int((pending & (latest < end_ms - EXPIRY_MARGIN_MS)).sum())
 
 
 def behind(stuck: Any, records: Any) -> int:

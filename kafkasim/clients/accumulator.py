@@ -388,15 +388,19 @@ class RecordAccumulator:
             self.drains += 1
         return expired
 
-    def oldest_created_ms(self) -> float:
-        """The creation time of the oldest queued batch (inf if none): the next delivery deadline."""
+    def front_created_ms(self) -> float:
+        """The creation time of the oldest batch at the front of a deque (inf if none): the next delivery
+        deadline, as Kafka's ``nextBatchExpiryTimeMs`` (``expiredBatches`` calls
+        ``maybeUpdateNextBatchExpiryTime`` with each deque's first batch that has not expired). A batch behind
+        a younger one -- a retried batch re-enqueued at the front after an older one, without idempotence --
+        expires only when it reaches the front."""
         oldest = math.inf
         for node, nonempty in self._nonempty.items():
             parts = self._node_partitions[node]
             for index in nonempty:
-                for b in self._deques[parts[index]]:
-                    if b.created_ms < oldest:
-                        oldest = b.created_ms
+                dq = self._deques[parts[index]]
+                if dq and dq[0].created_ms < oldest:
+                    oldest = dq[0].created_ms
         return oldest
 
     def first_waking_record(

@@ -584,7 +584,7 @@ class Producer(Pausable):
                 if b.attempts > 0:
                     txn.mark_sequence_unresolved(b)
             self._finish(b, Errors.REQUEST_TIMED_OUT, -1, now)
-        oldest = self.accumulator.oldest_created_ms()
+        oldest = self.accumulator.front_created_ms()
         for request in in_flight:
             for b in request.payload:
                 if not b.done and b.created_ms < oldest:

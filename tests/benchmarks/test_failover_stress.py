@@ -136,12 +136,16 @@ def test_a_batch_pending_past_its_delivery_timeout_is_counted_and_fails_the_run(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import pandas as pd
 
-    records = pd.DataFrame({"producer": ["p0", "p0", "p1", "p1"], "outcome": ["pending", "acknowledged", "pending",
-                                                                              "pending"],
-                            "created_ms": [1_000.0, 0.0, 20_000.0, 1_000.0]})
-    # p0's pending batch expired at 9 s, p1's (30 s) at 31 s and 50 s: at 30 s only p0's is overdue.
+    records = pd.DataFrame({"producer": ["p0", "p0", "p1", "p1", "p1"],
+                            "outcome": ["pending", "acknowledged", "pending", "pending", "pending"],
+                            "topic": ["t"] * 5, "partition": [0, 0, 0, 0, 1],
+                            "created_ms": [1_000.0, 0.0, 20_000.0, 1_000.0, 2_000.0]})
+    # p0's pending batch expired at 9 s; p1's on partition 0 at 31 s and 50 s, on partition 1 at 32 s.
     assert stress.past_delivery_timeout(records, {"p0": 8_000.0, "p1": 30_000.0}, 30_000.0) == 1
     assert stress.past_delivery_timeout(records, {"p0": 30_000.0, "p1": 30_000.0}, 30_000.0) == 0
+    # At 40 s p1's batch of 1 s on partition 0 is past its deadline, but may sit behind the one of 20 s (a
+    # retried batch goes back to the front): it expires with that one. Partition 1's is overdue.
+    assert stress.past_delivery_timeout(records, {"p0": 30_000.0, "p1": 30_000.0}, 40_000.0) == 2
     real = stress.run
     monkeypatch.setattr(stress, "run", lambda seed, unclean=False: stress.Outcome(
         **{**vars(real(seed, unclean)), "past_delivery_timeout": 1}))
@@ -182,3 +186,12 @@ def test_a_batch_that_expired_in_a_request_still_in_flight_has_one_row() -> None
     stress counted it pending past its delivery timeout."""
     outcome = stress.check(59)
     assert outcome.rows_per_batch_id == 1 and outcome.past_delivery_timeout == 0
+
+
+def test_an_older_batch_behind_a_younger_retried_one_does_not_stall_the_clock() -> None:
+    """Seed 90: p1 (not idempotent, delivery.timeout.ms 4 s) re-enqueued a younger batch in front of an older
+    one; kafkasim armed its next expiry at the older one's deadline, where RecordAccumulator.expiredBatches
+    (front of each deque only) expired nothing, and re-armed at the same instant forever: the run never
+    finished (nor did the stress's wall-time limit, whose signal compiled code never checks)."""
+    outcome = stress.check(90)
+    assert outcome.past_delivery_timeout == 0 and outcome.acknowledged > 3_000

@@ -418,3 +418,23 @@ def test_a_node_that_no_longer_leads_has_nothing_ready_or_to_drain():
     assert acc.drain(0, 5.0) == []
     assert acc.ready_delay_ms(5.0, 1) == 0.0
     assert [b.tp for b in acc.drain(1, 5.0)] == [tp0]
+
+
+def test_a_batch_behind_a_younger_retried_one_expires_when_it_reaches_the_front() -> None:
+    """RecordAccumulator.expiredBatches takes expired batches from the front of each deque only, and the next
+    expiry time is the first non-expired batch's (maybeUpdateNextBatchExpiryTime). Without idempotence a
+    retried batch goes back to the front (addFirst): the older batch A, retried first, ends behind the
+    younger B. kafkasim armed the producer's next expiry at A's deadline, where nothing expired, and re-armed
+    at the same instant forever (failover stress seed 90 never finished)."""
+    acc = RecordAccumulator([TP1], 16_384, 0.0)
+    partitioner = Partitioner("sticky", [TP1], 16_384, random.Random(1))
+    send(acc, partitioner, 100, 10.0)
+    (a,) = acc.drain()
+    send(acc, partitioner, 100, 20.0)
+    (b,) = acc.drain()
+    acc.reenqueue(a, 30.0, 100.0)
+    acc.reenqueue(b, 31.0, 100.0)  # at the front, before A
+    assert acc.front_created_ms() == b.created_ms == 20.0
+    assert acc.expired_batches(1_015.0, 1_000.0) == []  # A's deadline passed, but B is in front
+    assert acc.expired_batches(1_020.0, 1_000.0) == [b, a]  # B expires, and A behind it
+    assert acc.front_created_ms() == math.inf
