@@ -273,6 +273,13 @@ def plot(
 
 
 
+FROM_HELP = ("Only the part of the run from T on (a time from its start, e.g. 20s): requests sent, batches meant to "
+             "be sent, gauges sampled in the window.")
+TO_HELP = "Only the part of the run before T (e.g. 30s)."
+FROM_OPTION = typer.Option("--from", metavar="T", help=FROM_HELP, show_default=False)
+TO_OPTION = typer.Option("--to", metavar="T", help=TO_HELP, show_default=False)
+
+
 @app.command(short_help="Compare saved runs: percentiles side by side, differences, an overlaid figure.")
 def compare(
     runs: Annotated[list[str], typer.Argument(metavar="RUN_A RUN_B [RUN...]",
@@ -282,13 +289,15 @@ def compare(
         "--out", metavar="DIR", help="Where to write compare.png and compare.json (default: "
         "runs/compare-<A>-vs-<B>). A new or empty directory, or an earlier comparison holding only those files.",
         show_default=False)] = None,
+    from_: Annotated[str | None, FROM_OPTION] = None,
+    to: Annotated[str | None, TO_OPTION] = None,
 ) -> None:
     """Compare two or more saved runs: p50, p95, p99, p99.9, max and count per API (broker TotalTimeMs), per
     client, per producer and per consumer, with each later run's difference and ratio to the first; and a
     latency-by-percentile figure with one line per run (exit 2 on a directory that is not a result)."""
     from kafkasim.console.compare import compare_command
 
-    raise typer.Exit(compare_command(runs, out))
+    raise typer.Exit(compare_command(runs, out, from_text=from_, to_text=to))
 
 
 @app.command(short_help="Export a saved run: HdrHistogram interval logs (.hlog) and CSV summary tables.")
@@ -301,13 +310,15 @@ def export(
     csv: Annotated[str | None, typer.Option(
         "--csv", metavar="DIR", help="Write latency.csv and counters.csv (the summary's tables, plus per client, "
         "producer and consumer) into DIR.", show_default=False)] = None,
+    from_: Annotated[str | None, FROM_OPTION] = None,
+    to: Annotated[str | None, TO_OPTION] = None,
 ) -> None:
     """Export a saved run for other tools: HdrHistogram interval logs readable by HdrHistogram's own tools
     (microseconds, 1 s intervals of simulated time, warm-up left out) and CSV tables. Each DIR must be new,
     empty, or an earlier export holding only kafkasim's files; exit 2 otherwise."""
     from kafkasim.console.export import export_command
 
-    raise typer.Exit(export_command(run_dir, hlog=hlog, csv_dir=csv))
+    raise typer.Exit(export_command(run_dir, hlog=hlog, csv_dir=csv, from_text=from_, to_text=to))
 
 
 @app.command(short_help="Trace one request of a saved run: its RequestMetrics stages, why it waited, a swimlane.")
@@ -327,27 +338,43 @@ def trace(
     out: Annotated[str | None, typer.Option(
         "--out", metavar="DIR", help="Where to write trace.png and trace.json (default: runs/trace-<run>-<id>); a "
         "new or empty directory, or an earlier trace.", show_default=False)] = None,
+    from_: Annotated[str | None, FROM_OPTION] = None,
+    to: Annotated[str | None, TO_OPTION] = None,
 ) -> None:
     """Tell the story of one request: each of Kafka's RequestMetrics stages with its time and duration and
     what happens there; for a request that waited in a purgatory, why it waited and what completed it (for a
     DelayedFetch: max wait expired, min bytes reached, a segment roll, an error); and its swimlane figure."""
     from kafkasim.console.trace import trace_command
 
-    raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out))
+    raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out,
+                                   from_text=from_, to_text=to))
 
 
 @app.command(short_help="Draw the figures and the HTML report (report.html) of a saved run.")
 def report(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="A result directory of kafkasim run.",
                                             show_default=False)],
+    from_: Annotated[str | None, FROM_OPTION] = None,
+    to: Annotated[str | None, TO_OPTION] = None,
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR", help="With --from/--to: where to write the window's report.html and figures "
+        "(default: runs/report-<run>-<from>-<to>); a new or empty directory, or an earlier window report.",
+        show_default=False)] = None,
 ) -> None:
     """(Re)write RUN_DIR/report.html: one self-contained page (figures embedded, no network needed) with the
     scenario and what it teaches, the summary tables, every figure, faults and ISR changes on a timeline,
     and the slowest requests as swimlanes. A run saved without figures (kafkasim run's default) gets them
-    drawn into RUN_DIR/figures first."""
-    from kafkasim.console.commands import report_command
+    drawn into RUN_DIR/figures first. With --from and/or --to, a report of that window of the run (its rows cut,
+    its summary computed again, its own figures) goes to a directory of its own: the run's report is left as
+    it is."""
+    from kafkasim.console.commands import report_command, window_report_command
 
-    raise typer.Exit(report_command(run_dir))
+    if from_ is None and to is None:
+        if out is not None:
+            typer.echo("kafkasim report: --out is for a window's report: give --from and/or --to too", err=True)
+            raise typer.Exit(2)
+        raise typer.Exit(report_command(run_dir))
+    raise typer.Exit(window_report_command(run_dir, from_text=from_, to_text=to, out=out))
 
 
 @app.command("import-request-log",

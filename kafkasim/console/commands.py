@@ -152,6 +152,39 @@ def has_figures(run_dir: Path) -> bool:
     return any((run_dir / FIGURES_DIR / f"{name}.png").is_file() for name in FIGURE_NAMES)
 
 
+def window_report_command(run_dir: Path, *, from_text: str | None, to_text: str | None, out: str | None) -> int:
+    """Write the report of a window of a saved run (`kafkasim report RUN_DIR --from T --to T`) into a
+    directory of its own: the rows cut and the summary computed again (kafkasim.record.window), the figures
+    drawn from them and embedded; the run's own report and figures are left as they are."""
+    from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
+    from kafkasim.record.result import REPORT_FILE, ResultDirectoryError, RunResult
+    from kafkasim.record.window import WindowError, window_of, windowed
+    from kafkasim.report.html import write_report
+
+    def foreign(directory: Path) -> list[str]:
+        return [p.name for p in directory.iterdir() if p.name != REPORT_FILE or p.is_symlink() or not p.is_file()]
+
+    layout = Layout("a kafkasim window report", REPORT_FILE, lambda d: (d / REPORT_FILE).is_file(), foreign)
+    try:
+        result = RunResult.load(run_dir)
+        window = window_of(result, from_text, to_text)
+        assert window is not None  # the caller gave --from or --to
+        target_text = out if out is not None else str(
+            Path("runs") / f"report-{Path(run_dir).resolve().name}-{window.label}")
+        target = check_output_dir(target_text, layout, label=f"--out {out}" if out is not None else target_text)
+        cut = windowed(result, window)
+
+        def write(tmp: Path) -> None:
+            write_report(cut, tmp)
+
+        write_dir(target, layout, write, label=target_text)
+    except (ResultDirectoryError, WindowError, OutputDirError) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    print(target / REPORT_FILE)
+    return EXIT_OK
+
+
 def report_command(run_dir: Path) -> int:
     """(Re)write RUN_DIR/report.html from a saved run, embedding RUN_DIR/figures; a run saved without figures
     (`kafkasim run` draws none unless given --figures) gets them drawn into RUN_DIR/figures first, as

@@ -60,7 +60,12 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
     for run in runs:
         if run.cannot_show is not None:
             console.print(Text(f"{run.letter} {run.cannot_show}.", style="dim"))
-    console.print(Text("A-B rows: the later run minus A, in ms; X/A rows: the later run divided by A.", style="dim"))
+    windows = {run.result.summary.get("window", {}).get("from_ms") for run in runs}
+    if windows != {None}:
+        window = runs[0].result.summary["window"]
+        console.print(Text(f"Each run from {window['from_ms'] / 1000:g} s to {window['to_ms'] / 1000:g} s only: "
+                           "requests sent and batches meant to be sent in that window.", style="dim"))
+    console.print(Text("X-A rows: the later run X minus A, in ms; X/A rows: X divided by A.", style="dim"))
     kind = None
     for group in groups:
         if group.kind != kind:
@@ -70,7 +75,21 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
         console.print(group_table(runs, group))
 
 
-def compare_command(paths: Sequence[str], out: str | None) -> int:
+def _windowed(run: Run, from_text: str | None, to_text: str | None) -> Run:
+    """The run cut to --from/--to (each run by its own clock: the same window of every run)."""
+    from dataclasses import replace
+
+    from kafkasim.record.window import WindowError, window_of, windowed
+
+    try:
+        window = window_of(run.result, from_text, to_text)
+    except WindowError as exc:
+        raise CompareError(f"{run.path}: {exc}") from None
+    return run if window is None else replace(run, result=windowed(run.result, window))
+
+
+def compare_command(paths: Sequence[str], out: str | None, *, from_text: str | None = None,
+                    to_text: str | None = None) -> int:
     from pathlib import Path
 
     from kafkasim.report.compare import (
@@ -84,6 +103,7 @@ def compare_command(paths: Sequence[str], out: str | None) -> int:
     error = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         runs = load_runs(paths)
+        runs = [_windowed(run, from_text, to_text) for run in runs]
         target = Path(out) if out is not None else default_compare_dir(runs)
         check_compare_dir(target, label=f"--out {out}" if out is not None else str(target))
         groups = compare_groups(runs)

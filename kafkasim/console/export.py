@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 
-def export_command(run_dir: str, *, hlog: str | None, csv_dir: str | None) -> int:
+def export_command(run_dir: str, *, hlog: str | None, csv_dir: str | None, from_text: str | None = None,
+                   to_text: str | None = None) -> int:
     from kafkasim.record.result import ResultDirectoryError, RunResult
+    from kafkasim.record.window import WindowError, window_of, windowed
     from kafkasim.report.export import ExportError, check_export_dir, export_csv, export_hlog
 
     def fail(message: str) -> int:
@@ -23,7 +25,12 @@ def export_command(run_dir: str, *, hlog: str | None, csv_dir: str | None) -> in
             if out is not None:
                 check_export_dir(out, label=f"{option} {out}")
         result = RunResult.load(run_dir)
-    except (ExportError, ResultDirectoryError) as exc:
+        window = window_of(result, from_text, to_text)
+        if window is not None:
+            result = windowed(result, window)
+            print(f"kafkasim export: the window {window.describe()} only (counters.csv: its request counts; the "
+                  "run's counters are whole-run totals, left out)", file=sys.stderr)
+    except (ExportError, ResultDirectoryError, WindowError) as exc:
         return fail(str(exc))
     from kafkasim.report.compare import cannot_show
 

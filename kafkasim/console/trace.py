@@ -51,22 +51,29 @@ def print_trace(console: Console, trace: Trace) -> None:
 
 
 def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, client: str | None,
-                  at_ms: float | None, out: str | None) -> int:
+                  at_ms: float | None, out: str | None, from_text: str | None = None,
+                  to_text: str | None = None) -> int:
     from kafkasim.record.output_dir import OutputDirError, check_output_dir, write_dir
     from kafkasim.record.result import ResultDirectoryError, RunResult
+    from kafkasim.record.window import WindowError, window_of, windowed
     from kafkasim.report.trace import TraceError, trace_figure, trace_json, trace_request
 
     error = Console(stderr=True, highlight=False, soft_wrap=True)
     layout = _layout()
     try:
         result = RunResult.load(run_dir)
+        window = window_of(result, from_text, to_text)
+        if window is not None:
+            result = windowed(result, window)  # --slowest among the requests sent in it; --request one of them
         _say_what_a_real_run_cannot_show(result.run_info)
         trace = trace_request(result, request_id=request_id, slowest=slowest, client=client, at_ms=at_ms)
         rid = int(trace.request["request_id"])
         target_text = out if out is not None else str(Path("runs") / f"trace-{Path(run_dir).resolve().name}-{rid}")
         target = check_output_dir(target_text, layout, label=f"--out {out}" if out is not None else target_text)
-    except (ResultDirectoryError, TraceError, OutputDirError) as exc:
-        error.print(f"kafkasim trace: {exc}", markup=False)
+    except (ResultDirectoryError, TraceError, OutputDirError, WindowError) as exc:
+        error.print(f"kafkasim trace: {exc}" + (f" (in the window {window.describe()})"
+                                                if window is not None and isinstance(exc, TraceError) else ""),
+                    markup=False)
         return 2
     console = Console(highlight=False, width=min(Console().width, 80))
     print_trace(console, trace)

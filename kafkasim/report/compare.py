@@ -292,8 +292,12 @@ def check_compare_dir(out: str | Path, *, label: str | None = None) -> Path:
 
 
 def default_compare_dir(runs: Sequence[Run]) -> Path:
-    """runs/compare-<A's dir>-vs-<B's dir>[-...] under the working directory."""
-    return Path("runs") / ("compare-" + "-vs-".join(r.path.resolve().name for r in runs))[:200]
+    """runs/compare-<A's dir>-vs-<B's dir>[-...][-<from>-<to> for a window] under the working directory."""
+    from kafkasim.record.window import Window
+
+    window = runs[0].result.summary.get("window") if runs else None
+    suffix = f"-{Window(window['from_ms'], window['to_ms']).label}" if window else ""
+    return Path("runs") / (("compare-" + "-vs-".join(r.path.resolve().name for r in runs))[:180] + suffix)
 
 
 def write_comparison(runs: Sequence[Run], groups: Sequence[Group], out: str | Path) -> Path:

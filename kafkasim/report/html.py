@@ -537,8 +537,11 @@ def render_report(result: RunResult, figures: Mapping[str, bytes]) -> str:
     partial = (f"the run stopped at simulated time {float(stopped) / 1000:g} s"
                f" ({result.summary.get('interrupted_by', 'interrupted')}); everything here covers the time up "
                "to then" if stopped is not None else "")
+    window = result.summary.get("window")
+    during = (f", from {float(window['from_ms']) / 1000:g} s to {float(window['to_ms']) / 1000:g} s only"
+              if isinstance(window, Mapping) else "")
     return _PAGE.substitute(
-        title=escape(scenario.name if scenario is not None else "a kafkasim run"),
+        title=escape((scenario.name if scenario is not None else "a kafkasim run") + during),
         facts=_facts(result, scenario),
         partial=f'<p class="partial">Partial result: {escape(str(partial))}</p>' if partial else "",
         scenario=_scenario_section(scenario, result.scenario_yaml),
