@@ -57,7 +57,16 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from random_scenarios import _Dumper, _latency, _link, _ms, _wall_limit, failure_signature  # noqa: E402
+from random_scenarios import (  # noqa: E402
+    ChildFailure,
+    WallTimeout,
+    _Dumper,
+    _latency,
+    _link,
+    _ms,
+    failure_signature,
+    in_child,
+)
 
 MAX_TOTAL_RATE = 400.0  # records/s over all producers: a run of 30 simulated seconds stays cheap
 SESSION_MS = 9_000.0  # broker.session.timeout.ms: a pause longer than this gets the broker fenced
@@ -473,9 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for seed in range(args.seed, args.seed + args.count):
         try:
-            with _wall_limit(args.wall_limit):
-                outcome = check(seed, args.unclean)
-        except Exception as error:  # noqa: BLE001 - every failure is a finding, grouped below
+            outcome = in_child(check, (seed, args.unclean), args.wall_limit)  # a hang is stopped, not waited on
+        except ChildFailure as error:  # every failure is a finding, grouped below
+            failures[error.signature].append(seed)
+        except WallTimeout as error:
             failures[failure_signature(error)].append(seed)
         else:
             for name in vars(totals):

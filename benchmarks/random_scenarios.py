@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import random
 import re
 import signal
@@ -33,7 +34,7 @@ import sys
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -492,6 +493,54 @@ def _wall_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+class ChildFailure(Exception):
+    """A run in a child process failed: ``signature`` is its failure_signature, taken in the child (a
+    traceback does not cross the pipe); ``kind`` the exception's class name."""
+
+    def __init__(self, signature: str, kind: str) -> None:
+        super().__init__(signature)
+        self.signature = signature
+        self.kind = kind
+
+
+def in_child(fn: Callable[..., Any], args: tuple[Any, ...], seconds: float) -> Any:
+    """``fn(*args)`` in a forked child process, stopped by its pid after ``seconds`` of wall time: a hang
+    inside kafkasim's compiled code never returns to Python's interpreter loop, so ``_wall_limit``'s signal
+    would never be handled there (a whole sweep stood still on one such run). Returns ``fn``'s value;
+    raises ChildFailure for an exception in the child, WallTimeout for a hang. The child is killed on any
+    way out (Ctrl-C included)."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            message: tuple[Any, ...] = ("ok", fn(*args))
+        except BaseException as error:  # noqa: BLE001 - every failure goes to the parent
+            message = ("error", failure_signature(error), type(error).__name__)
+        send.send(message)
+        send.close()
+
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    send.close()
+    try:
+        if not receive.poll(seconds):
+            raise WallTimeout(f"still running after {seconds:g} s of wall time")
+        try:
+            message = receive.recv()
+        except EOFError:
+            process.join(5.0)
+            raise ChildFailure(f"the run's process died (exit code {process.exitcode})", "died") from None
+    finally:
+        receive.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+    if message[0] == "error":
+        raise ChildFailure(message[1], message[2])
+    return message[1]
+
+
 def failure_signature(error: BaseException) -> str:
     """Exception type and message with numbers masked, plus the innermost kafkasim frame: one per defect."""
     message = re.sub(r"\d+(\.\d+)?", "N", str(error).splitlines()[0] if str(error) else "")[:160]
@@ -501,6 +550,10 @@ def failure_signature(error: BaseException) -> str:
             where = f" @ {frame.filename.split('/kafkasim/')[-1]}:{frame.name}"
             break
     return f"{type(error).__name__}: {message}{where}"
+
+
+def _run_quietly(seed: int, duration: str | None) -> None:
+    run(seed, duration)  # the result stays in the child: only success or the failure crosses the pipe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -523,11 +576,11 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(args.seed, args.seed + args.count):
         t0 = time.perf_counter()
         try:
-            with _wall_limit(args.wall_limit):
-                run(seed, args.duration)
-        except ScenarioError as error:  # the generator wrote something the loader refuses: its own bug
-            invalid[failure_signature(error)].append(seed)
-        except Exception as error:  # noqa: BLE001 - every failure is a finding, grouped below
+            in_child(_run_quietly, (seed, args.duration), args.wall_limit)
+        except ChildFailure as error:
+            # ScenarioError: the generator wrote something the loader refuses (its own bug).
+            (invalid if error.kind == ScenarioError.__name__ else failures)[error.signature].append(seed)
+        except WallTimeout as error:
             failures[failure_signature(error)].append(seed)
         wall = time.perf_counter() - t0
         walls.append((wall, seed))

@@ -195,3 +195,41 @@ def test_an_older_batch_behind_a_younger_retried_one_does_not_stall_the_clock() 
     finished (nor did the stress's wall-time limit, whose signal compiled code never checks)."""
     outcome = stress.check(90)
     assert outcome.past_delivery_timeout == 0 and outcome.acknowledged > 3_000
+
+
+def _answer(x: int) -> int:
+    return x * 2
+
+
+def _refuse(x: int) -> int:
+    raise ValueError(f"refused {x}")
+
+
+def _hang(_x: int) -> int:
+    while True:  # as a run stuck at one simulated instant inside compiled code: no signal is ever handled
+        pass
+
+
+def test_each_run_goes_in_a_child_stopped_by_its_pid_when_it_hangs() -> None:
+    import multiprocessing
+    import time
+
+    from random_scenarios import ChildFailure, WallTimeout, in_child
+
+    assert in_child(_answer, (21,), 30.0) == 42
+    with pytest.raises(ChildFailure) as failed:
+        in_child(_refuse, (7,), 30.0)
+    assert failed.value.kind == "ValueError" and failed.value.signature.startswith("ValueError: refused N")
+    started = time.perf_counter()
+    with pytest.raises(WallTimeout, match="still running after 0.5 s"):
+        in_child(_hang, (0,), 0.5)
+    assert time.perf_counter() - started < 10.0
+    assert multiprocessing.active_children() == []  # killed by its pid and reaped
+
+
+def test_main_survives_a_hung_run_and_reports_it(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(stress, "check", lambda seed, unclean=False: _hang(seed))
+    assert stress.main(["--count", "1", "--seed", "3", "--wall-limit", "0.5"]) == 1
+    out = capsys.readouterr().out
+    assert "1 failed" in out and "WallTimeout: still running after N s of wall time" in out
