@@ -5,6 +5,7 @@ Every number comes from the summary (kafkasim.record.summary computed it); nothi
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -286,7 +287,9 @@ def lost_after_ack_table(summary: Mapping[str, Any]) -> Table | None:
 
 
 def counters_table(counters: Mapping[str, Any]) -> Table:
-    """ISR changes and expirations per purgatory (Kafka's ExpiresPerSec meters, as totals)."""
+    """ISR changes by who made them -- the leaders (Kafka's IsrShrinksPerSec / IsrExpandsPerSec, through
+    AlterPartition) and the controller (fencing, controlled shutdown, elections) -- and expirations per
+    purgatory (Kafka's ExpiresPerSec meters, as totals)."""
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -295,14 +298,20 @@ def counters_table(counters: Mapping[str, Any]) -> Table:
     follower = counters.get("fetch_expires_follower")
     consumer = counters.get("fetch_expires_consumer")
     fetch = None if follower is None and consumer is None else (follower or 0) + (consumer or 0)
-    table.add_row("ISR shrinks", count(counters.get("isr_shrinks")),
-                  "Produce purgatory expirations", count(counters.get("produce_expires")))
-    table.add_row("ISR expands", count(counters.get("isr_expands")),
-                  "Fetch purgatory expirations", count(fetch))
-    table.add_row("failed ISR updates", count(counters.get("failed_isr_updates")),
-                  "  of follower / consumer fetches", f"{count(follower)} / {count(consumer)}")
+    # A real run's JMX has the leaders' meters only: no controller rows then.
+    by = " (leaders)" if "controller_isr_shrinks" in counters else ""
+    left = [(f"ISR shrinks{by}", counters.get("isr_shrinks")), (f"ISR expands{by}", counters.get("isr_expands"))]
+    if by:
+        left += [("ISR shrinks (controller)", counters.get("controller_isr_shrinks")),
+                 ("ISR expands (controller)", counters.get("controller_isr_expands"))]
+    left.append(("failed ISR updates", counters.get("failed_isr_updates")))
+    right = [("Produce purgatory expirations", count(counters.get("produce_expires"))),
+             ("Fetch purgatory expirations", count(fetch)),
+             ("  of follower / consumer fetches", f"{count(follower)} / {count(consumer)}")]
     if counters.get("messages_dropped"):
-        table.add_row("messages dropped", count(counters.get("messages_dropped")), "", "")
+        right.append(("messages dropped", count(counters.get("messages_dropped"))))
+    for (name, value), (other, shown) in itertools.zip_longest(left, right, fillvalue=("", None)):
+        table.add_row(name, count(value) if name else "", other, shown if other else "")
     return table
 
 

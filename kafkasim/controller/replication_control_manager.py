@@ -90,7 +90,7 @@ class ReplicationControlManager:
     """Kafka's ``ReplicationControlManager`` (no reassignment, no ELR)."""
 
     __slots__ = ("cluster_control", "_partitions", "_topics", "_unclean", "_isr_index", "_leaderships",
-                 "_leaderless", "_imbalanced")
+                 "_leaderless", "_imbalanced", "isr_shrinks", "isr_expands")
 
     def __init__(self, cluster_control: ClusterControlManager) -> None:
         self.cluster_control = cluster_control
@@ -102,6 +102,10 @@ class ReplicationControlManager:
         self._leaderships: dict[int, int] = {}
         self._leaderless = 0  # partitions with leader -1 (asked after every controller event)
         self._imbalanced: set[TopicPartition] = set()  # leader != replicas[0] (Kafka's imbalancedPartitions)
+        # The ISR changes the controller makes itself (fencing, controlled shutdown, elections), one per
+        # partition record: a leader's IsrShrinksPerSec / IsrExpandsPerSec never counts them.
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     # ----- reads
     def partition(self, topic_partition: TopicPartition) -> PartitionRegistration | None:
@@ -183,6 +187,9 @@ class ReplicationControlManager:
             record = builder.build()
             if record is not None:
                 records.append(record)
+                if record.isr is not None:
+                    self.isr_shrinks += len(record.isr) < len(partition.isr)
+                    self.isr_expands += len(record.isr) > len(partition.isr)
 
     def handle_broker_fenced(self, broker_id: int, records: list[MetadataRecord]) -> None:
         registration = self.cluster_control.registration(broker_id)

@@ -382,8 +382,11 @@ def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str
 def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
     parts = [timeline_svg(events, duration_ms, warmup_ms),
              "<p><small>Grey: warm-up. Orange bands: fault windows. Ticks: ISR shrinks (pink) and expands "
-             "(green), at the first IsrSize sample showing the change (every sample_interval; the counters "
-             "count each replica leaving or joining). Hover for details.</small></p>"]
+             "(green), at the first IsrSize sample showing the change (every sample_interval), whoever made "
+             "it: the summary's counters say who -- isr_shrinks / isr_expands the leaders (Kafka's "
+             "IsrShrinksPerSec / IsrExpandsPerSec), controller_isr_shrinks / controller_isr_expands the "
+             "controller (fencing, controlled shutdown, elections); each counts a replica leaving or joining. "
+             "Hover for details.</small></p>"]
     rows: list[tuple[float, str]] = []
     for fault in events.faults:
         until = "the end of the run" if fault.end_ms is None else f"{fault.end_ms / 1000:g} s"

@@ -406,10 +406,15 @@ class Engine:
         # Summed over the brokers (in a scenario without a cluster only broker 0 leads, so the sums are its
         # own counts).
         metrics = [broker.replica_manager.metrics for broker in c.brokers]
+        replication = c.controller_link.controller.core.replication_control
         invariants = self.invariants
         return {
+            # Who changed the ISR: the leaders (Kafka's IsrShrinksPerSec / IsrExpandsPerSec, through
+            # AlterPartition) and the controller itself (fencing, controlled shutdown, elections).
             "isr_shrinks": sum(m.isr_shrinks for m in metrics),
             "isr_expands": sum(m.isr_expands for m in metrics),
+            "controller_isr_shrinks": replication.isr_shrinks,
+            "controller_isr_expands": replication.isr_expands,
             "failed_isr_updates": sum(m.failed_isr_updates for m in metrics),
             "produce_expires": sum(m.produce_expires for m in metrics),
             "fetch_expires_follower": sum(m.fetch_expires_follower for m in metrics),

@@ -38,6 +38,8 @@ def test_a_crashed_follower_is_fenced_7_to_10_s_later_and_rejoins_after_its_rest
     assert 20_000 < back < 21_000
     counters = result.summary["counters"]
     assert counters["isr_shrinks"] == 0 and counters["isr_expands"] == 1 and counters["alter_partition_requests"] == 1
+    # Who made each change: the fence's shrink is the controller's, the rejoin the leader's AlterPartition.
+    assert counters["controller_isr_shrinks"] == 1 and counters["controller_isr_expands"] == 0
 
 
 def test_a_follower_back_before_its_session_expired_is_still_fenced_then_registers() -> None:
@@ -272,3 +274,25 @@ def test_a_partition_without_a_leader_shows_in_offline_partitions_and_leader_id_
     assert set(other["value"]) == {1.0}  # the other partition never lost its leader
     ids = gauge(result, "LeaderId", "t-0")
     assert not ids["time_ms"].duplicated().any()  # one leader per partition per sample
+
+
+def test_the_console_names_who_changed_the_isr() -> None:
+    from rich.console import Console
+
+    from kafkasim.console.summary import counters_table
+
+    def text(counters: dict[str, int]) -> str:
+        console = Console(width=80, record=True)
+        console.print(counters_table(counters))
+        return console.export_text()
+
+    simulated = text({"isr_shrinks": 2, "isr_expands": 4, "controller_isr_shrinks": 30, "controller_isr_expands": 0,
+                      "failed_isr_updates": 0, "produce_expires": 0, "fetch_expires_follower": 5,
+                      "fetch_expires_consumer": 1})
+    rows = {" ".join(line.split()[:3]): line.split()[3] for line in simulated.splitlines()
+            if line.startswith("ISR")}
+    assert rows == {"ISR shrinks (leaders)": "2", "ISR expands (leaders)": "4", "ISR shrinks (controller)": "30",
+                    "ISR expands (controller)": "0"}
+    assert max(map(len, simulated.splitlines())) <= 80
+    real = text({"isr_shrinks": 2, "isr_expands": 4})  # a real run's JMX: the leaders' meters only
+    assert "ISR shrinks  " in real and "controller" not in real
