@@ -60,6 +60,7 @@ def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, 
 
     error = Console(stderr=True, highlight=False, soft_wrap=True)
     layout = _layout()
+    window = None
     try:
         result = RunResult.load(run_dir)
         window = window_of(result, from_text, to_text)
