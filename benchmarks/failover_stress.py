@@ -24,9 +24,10 @@ lost (that is Kafka's bargain), but a valid scenario must still run to its end w
 
 Counted besides: OUT_OF_ORDER_SEQUENCE_NUMBER answers to idempotent producers (Kafka's broker answers it
 only for a sequence gap it cannot explain: ``ProducerStateManager``'s checks in
-``UnifiedLog.analyzeAndValidateProducerState``), and the batches still retried after one at the end, with
-how many sit behind a later batch of their partition that was written first (Kafka's client retries those
-until delivery.timeout.ms: see ``behind``). A batch still pending past its delivery.timeout.ms fails the run
+``UnifiedLog.analyzeAndValidateProducerState``), by ``TransactionManager.canRetry``'s branch (not the next
+batch: retried as it is; a gap: an epoch bump), and the batches still retried after one at the end: each
+must sit behind a later batch of its partition that was written first (``behind``) or after an earlier one
+still pending (``ahead``) -- Kafka's client retries both as not the next batch -- or the run fails. A batch still pending past its delivery.timeout.ms fails the run
 (Kafka's ``Sender`` fails every batch by then).
 
     uv run python benchmarks/failover_stress.py --count 200 --seed 1
@@ -277,6 +278,9 @@ class Outcome:
     inside its delivery.timeout.ms: Kafka's client retries it until then; ``past_delivery_timeout`` else)."""
     retried_behind_a_later_batch: int = 0
     """Of those, batches behind a later batch of their partition that was written first (see ``behind``)."""
+    retried_ahead_of_a_pending_batch: int = 0
+    """Of those, batches after an earlier batch of their partition that is itself still pending (see
+    ``ahead``). A batch retried to the end that is neither fails the run."""
     rows_per_batch_id: int = 1
     """The most rows one batch has in the records table (must be 1)."""
     past_delivery_timeout: int = 0
@@ -338,7 +342,8 @@ def run(seed: int, unclean: bool = False) -> Outcome:
                    epoch_bumps=bumps, out_of_order=len(out_of_order),
                    out_of_order_not_next=sum(t.out_of_order_not_next for t in txns),
                    out_of_order_gaps=sum(t.out_of_order_gaps for t in txns), retried_to_the_end=len(stuck),
-                   retried_behind_a_later_batch=behind(stuck, mine), past_delivery_timeout=overdue,
+                   retried_behind_a_later_batch=behind(stuck, mine), retried_ahead_of_a_pending_batch=ahead(stuck, mine),
+                   past_delivery_timeout=overdue,
                    rows_per_batch_id=int(records["batch_id"].value_counts().max()) if len(records) else 1,
                    liveness_checked=checked, offline_after_heal=offline, producers_stalled=stalled,
                    producers_stalled_by_out_of_order=stalled_oosn,
@@ -372,6 +377,24 @@ def behind(stuck: Any, records: Any) -> int:
         later = written[(written["producer"] == batch.producer) & (written["topic"] == batch.topic)
                         & (written["partition"] == batch.partition) & (written["batch_id"] > batch.batch_id)]
         count += bool(len(later))
+    return count
+
+
+def ahead(stuck: Any, records: Any) -> int:
+    """How many of ``stuck`` (batches answered OUT_OF_ORDER_SEQUENCE_NUMBER, not behind a later batch) come
+    after an earlier batch of the same producer and partition that is still pending: the broker has not got
+    that one yet (in flight to a leader a cut isolated, or waiting for its own retry), so it refuses the
+    later sequence, and ``TransactionManager.canRetry`` retries it as not the next batch until the earlier
+    one is written or expires."""
+    pending = records[records["outcome"].astype(str) == "pending"]
+    written = records[records["offset"] >= 0]
+    count = 0
+    for batch in stuck.itertuples():
+        same = ((pending["producer"] == batch.producer) & (pending["topic"] == batch.topic)
+                & (pending["partition"] == batch.partition))
+        later_written = ((written["producer"] == batch.producer) & (written["topic"] == batch.topic)
+                         & (written["partition"] == batch.partition) & (written["batch_id"] > batch.batch_id))
+        count += bool((same & (pending["batch_id"] < batch.batch_id)).any()) and not later_written.any()
     return count
 
 
@@ -453,6 +476,11 @@ def check(seed: int, unclean: bool = False) -> Outcome:
         broken.append(f"a batch has {outcome.rows_per_batch_id} rows in the records table")
     if outcome.past_delivery_timeout:
         broken.append(f"{outcome.past_delivery_timeout} batches pending past their delivery.timeout.ms")
+    unexplained = (outcome.retried_to_the_end - outcome.retried_behind_a_later_batch
+                   - outcome.retried_ahead_of_a_pending_batch)
+    if unexplained:
+        broken.append(f"{unexplained} batches retried on OUT_OF_ORDER_SEQUENCE_NUMBER to the end, neither behind a "
+                      "later batch written first nor after an earlier one still pending")
     if outcome.duplicates:
         broken.append(f"{outcome.duplicates} batches of idempotent producers written twice with their sequence "
                       "intact")
@@ -478,7 +506,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     failures: dict[str, list[int]] = defaultdict(list)
     totals = Outcome(0, 0, 0, 0, 0, 0)
-    out_of_order_seeds: list[int] = []
+    out_of_order_runs = 0
+    stuck_seeds: list[int] = []
     started = time.perf_counter()
     for seed in range(args.seed, args.seed + args.count):
         try:
@@ -490,8 +519,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for name in vars(totals):
                 setattr(totals, name, getattr(totals, name) + getattr(outcome, name))
-            if outcome.out_of_order:
-                out_of_order_seeds.append(seed)
+            out_of_order_runs += bool(outcome.out_of_order)
+            if outcome.retried_to_the_end:
+                stuck_seeds.append(seed)
         done = seed - args.seed + 1
         bad = sum(map(len, failures.values()))
         print(f"  {done}/{args.count} run, {bad} failed, {time.perf_counter() - started:.0f} s", file=sys.stderr,
@@ -504,13 +534,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{totals.invariant_checks} invariant checks")
     print(f"idempotent producers: {totals.duplicates} batches written twice with their sequence intact, "
           f"{totals.duplicates_after_epoch_bump} after an epoch bump rewrote it ({totals.epoch_bumps} bumps); "
-          f"{totals.out_of_order} OUT_OF_ORDER_SEQUENCE_NUMBER answers in {len(out_of_order_seeds)} runs"
-          + (f" (seeds {', '.join(map(str, out_of_order_seeds[:12]))})" if out_of_order_seeds else "")
+          f"{totals.out_of_order} OUT_OF_ORDER_SEQUENCE_NUMBER answers in {out_of_order_runs} runs"
           + f" -- by TransactionManager.canRetry's rule, {totals.out_of_order_not_next} partition answers retried "
           f"as not the next batch, {totals.out_of_order_gaps} a gap that bumped the epoch"
           + f"; {totals.retried_to_the_end} batches still retrying at the end after one, all inside their "
-          f"delivery.timeout.ms ({totals.retried_behind_a_later_batch} behind a later batch of their partition "
-          "written first: Kafka's client retries them until then)")
+          f"delivery.timeout.ms: {totals.retried_behind_a_later_batch} behind a later batch of their partition "
+          f"written first, {totals.retried_ahead_of_a_pending_batch} after an earlier one still pending (Kafka's "
+          "client retries both as not the next batch)"
+          + (f"; seeds with one: {', '.join(map(str, stuck_seeds[:40]))}" if stuck_seeds else ""))
     print(f"liveness ({totals.liveness_checked} runs healed {LIVENESS_BOUND_MS / 1000:g} s before their end): "
           f"{totals.offline_after_heal} partitions still without a leader, {totals.producers_stalled} producers "
           f"stalled unexplained, {totals.producers_stalled_by_out_of_order} stalled retrying an "

@@ -233,3 +233,13 @@ def test_main_survives_a_hung_run_and_reports_it(monkeypatch: pytest.MonkeyPatch
     assert stress.main(["--count", "1", "--seed", "3", "--wall-limit", "0.5"]) == 1
     out = capsys.readouterr().out
     assert "1 failed" in out and "WallTimeout: still running after N s of wall time" in out
+
+
+def test_a_batch_after_an_earlier_one_still_pending_is_retried_as_not_the_next() -> None:
+    """Seed 44: broker-0 is cut from everyone at 9.5 s with three of p1's t1-1 batches in flight to it
+    (request.timeout.ms 30 s: their answers would come after the run); the new leader refuses the next
+    batch OUT_OF_ORDER_SEQUENCE_NUMBER (its sequence is not the one after its last), and
+    TransactionManager.canRetry retries it as not the next batch until the earlier ones land."""
+    outcome = stress.check(44)
+    assert (outcome.retried_to_the_end, outcome.retried_ahead_of_a_pending_batch) == (1, 1)
+    assert outcome.retried_behind_a_later_batch == 0 and outcome.out_of_order_gaps == 0
