@@ -173,7 +173,8 @@ def run(
         typer.Option(
             "--set",
             metavar="KEY.PATH=VALUE",
-            help="Override a scenario value, e.g. --set producers[0].linger.ms=0 --set duration=10s. Repeatable.",
+            # The example stays short enough for the help's narrow column at 80 columns; the docstring gives more.
+            help="Override a scenario value, e.g. --set duration=10s. Repeatable: see the examples above.",
             show_default=False,
         ),
     ] = None,
@@ -208,8 +209,8 @@ def run(
         "`kafkasim report RUN_DIR` draws both later from the saved tables, byte for byte the same.")] = False,
     on_kafka: Annotated[bool, typer.Option(
         "--on-kafka", help="Run the scenario on a real Apache Kafka cluster (KRaft, on 127.0.0.1) instead of "
-        "simulating it: the same load, seed and faults, the result in the same format (default directory "
-        "runs/<scenario>-<seed>-kafka). Needs Java 17+ and Maven (the jars are fetched once into the user cache) "
+        "simulating it: the same load, seed and faults, the result in the same format (by default in "
+        "runs/, named after the scenario and seed, ending -kafka). Needs Java 17+ and Maven (the jars are fetched once into the user cache) "
         "or --kafka-home.")] = False,
     kafka_home: Annotated[str | None, typer.Option(
         "--kafka-home", metavar="DIR", help="With --on-kafka: use this Apache Kafka distribution's libs/ instead "
@@ -218,7 +219,10 @@ def run(
     """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml) and
     print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
     end-to-end latency, ISR shrinks/expands and purgatory expirations. The figures and report.html are
-    drawn by `kafkasim report RUN_DIR` afterwards (the last line printed says how), or now with --figures."""
+    drawn by `kafkasim report RUN_DIR` afterwards (the last line printed says how), or now with --figures.
+
+    Overrides, one --set each: --set producers[0].linger.ms=0 --set duration=10s
+    --set 'faults[0].at=5s'."""
     from kafkasim.console.run_command import RunOptions, run_command
 
     options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),

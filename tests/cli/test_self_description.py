@@ -22,3 +22,22 @@ def test_kafkasim_describes_itself_as_more_than_one_broker() -> None:
     for where, text in _descriptions().items():
         assert "one Kafka broker" not in text, where
         assert "cluster" in text, where
+
+
+def test_help_examples_are_whole_at_80_columns() -> None:
+    """Issue 23's trial: `run --help` at 80 columns cut its --set example to `producers[0].linger.…`."""
+    import os
+    import subprocess
+    import sys
+
+    from .support import cli_env
+
+    for command in ("run", "report", "compare", "export", "trace", "sweep", "validate", "import-request-log"):
+        done = subprocess.run([sys.executable, "-m", "kafkasim", command, "--help"], capture_output=True, text=True,
+                              env={**cli_env(), "COLUMNS": "80"}, timeout=60, cwd=os.getcwd())
+        assert done.returncode == 0, done.stderr
+        assert "…" not in done.stdout, (command, done.stdout)
+        assert max(map(len, done.stdout.splitlines())) <= 80, command
+    run_help = subprocess.run([sys.executable, "-m", "kafkasim", "run", "--help"], capture_output=True, text=True,
+                              env={**cli_env(), "COLUMNS": "80"}, timeout=60).stdout
+    assert "--set producers[0].linger.ms=0" in run_help
