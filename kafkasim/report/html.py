@@ -335,6 +335,16 @@ def _scenario_section(scenario: Scenario | None, scenario_yaml: str | None) -> s
     return "\n".join(parts)
 
 
+def round_ticks(span_ms: float, seconds: bool) -> list[float]:
+    """About seven ticks from 0 to `span_ms` at round values (1, 2, 2.5 or 5 times a power of ten, in the
+    unit shown): a 35 s run reads 0, 5, 10, ... s, not 0, 5.83333, 11.6667, ... s."""
+    from matplotlib.ticker import MaxNLocator
+
+    unit = 1000.0 if seconds else 1.0
+    values = MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]).tick_values(0.0, span_ms / unit)
+    return [float(v) * unit for v in values if -1e-9 <= v <= span_ms / unit + 1e-9]
+
+
 def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
     """Faults as bands (one row each) and ISR changes as ticks on one time axis, as inline SVG."""
     width, left, right, row_h = 1000, 170, 20, 26
@@ -371,7 +381,7 @@ def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str
                    f'y1="{isr_y}" y2="{isr_y + row_h - 6}" stroke="{colour}" stroke-width="3">'
                    f'<title>{what}</title></line>')
     out.append(f'<line x1="{left}" x2="{width - right}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
-    for tick in np.linspace(0, span, 7):
+    for tick in round_ticks(span, seconds):
         text = f"{tick / 1000:g} s" if seconds else f"{tick:g} ms"
         out.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{axis_y}" y2="{axis_y + 5}" stroke="#333"/>'
                    f'<text x="{x(tick):.1f}" y="{axis_y + 19}" text-anchor="middle" font-size="12">{text}</text>')

@@ -190,3 +190,17 @@ def test_kafkasim_report_of_a_directory_that_is_no_result_is_a_clear_error(
     assert call("report", tmp_path / "nothing") == 2
     err = capsys.readouterr().err
     assert "no kafkasim result at" in err and "Traceback" not in err
+
+
+def test_the_timeline_ticks_at_round_times() -> None:
+    """Issue 23's trial: a 35 s run's timeline read 0, 5.83333, 11.6667, ... s."""
+    import re
+
+    from kafkasim.report.html import round_ticks, timeline_svg
+    from kafkasim.report.run_events import RunEvents
+
+    assert round_ticks(35_000.0, True) == [0.0, 5_000.0, 10_000.0, 15_000.0, 20_000.0, 25_000.0, 30_000.0, 35_000.0]
+    assert round_ticks(1_500.0, False) == [0.0, 250.0, 500.0, 750.0, 1_000.0, 1_250.0, 1_500.0]
+    svg = timeline_svg(RunEvents((), ()), 35_000.0, 0.0)
+    labels = re.findall(r'font-size="12">([^<]+)</text>', svg)
+    assert labels == ["0 s", "5 s", "10 s", "15 s", "20 s", "25 s", "30 s", "35 s"]
