@@ -280,7 +280,11 @@ class Outcome:
     """Of those, batches behind a later batch of their partition that was written first (see ``behind``)."""
     retried_ahead_of_a_pending_batch: int = 0
     """Of those, batches after an earlier batch of their partition that is itself still pending (see
-    ``ahead``). A batch retried to the end that is neither fails the run."""
+    ``ahead``).
+    A batch retried to the end that is neither fails the run."""
+    retried_answered_at_the_end: int = 0
+    """Of those, the others answered within their producer's retry.backoff.max.ms of the run's end: the
+    next try had not come yet (often the batch an epoch bump had just rewritten to sequence 0)."""
     rows_per_batch_id: int = 1
     """The most rows one batch has in the records table (must be 1)."""
     past_delivery_timeout: int = 0
@@ -343,6 +347,7 @@ def run(seed: int, unclean: bool = False) -> Outcome:
                    out_of_order_not_next=sum(t.out_of_order_not_next for t in txns),
                    out_of_order_gaps=sum(t.out_of_order_gaps for t in txns), retried_to_the_end=len(stuck),
                    retried_behind_a_later_batch=behind(stuck, mine), retried_ahead_of_a_pending_batch=ahead(stuck, mine),
+                   retried_answered_at_the_end=answered_at_the_end(stuck, mine, requests, scenario),
                    past_delivery_timeout=overdue,
                    rows_per_batch_id=int(records["batch_id"].value_counts().max()) if len(records) else 1,
                    liveness_checked=checked, offline_after_heal=offline, producers_stalled=stalled,
@@ -395,6 +400,24 @@ def ahead(stuck: Any, records: Any) -> int:
         later_written = ((written["producer"] == batch.producer) & (written["topic"] == batch.topic)
                          & (written["partition"] == batch.partition) & (written["batch_id"] > batch.batch_id))
         count += bool((same & (pending["batch_id"] < batch.batch_id)).any()) and not later_written.any()
+    return count
+
+
+def answered_at_the_end(stuck: Any, records: Any, requests: Any, scenario: Any) -> int:
+    """How many of ``stuck`` neither ``behind`` nor ``ahead`` got their answer within their producer's
+    retry.backoff.max.ms of the run's end: their next try was still to come (Sender's reenqueueBatch waits
+    the backoff), so they were not retried to the end but caught between two tries -- often right after
+    the epoch bump the answer caused had rewritten them to sequence 0 of the new epoch."""
+    backoff = {p.name: float(p.retry_backoff_max_ms) for p in scenario.producers}
+    answered = requests.set_index("request_id")["client_receive_ms"]
+    end = float(scenario.duration)
+    count = 0
+    for batch in stuck.itertuples():
+        one = stuck[stuck["batch_id"] == batch.batch_id]
+        if behind(one, records) or ahead(one, records):
+            continue
+        at = answered.get(batch.request_id)
+        count += at is not None and at == at and at >= end - backoff[batch.producer]
     return count
 
 
@@ -477,10 +500,11 @@ def check(seed: int, unclean: bool = False) -> Outcome:
     if outcome.past_delivery_timeout:
         broken.append(f"{outcome.past_delivery_timeout} batches pending past their delivery.timeout.ms")
     unexplained = (outcome.retried_to_the_end - outcome.retried_behind_a_later_batch
-                   - outcome.retried_ahead_of_a_pending_batch)
+                   - outcome.retried_ahead_of_a_pending_batch - outcome.retried_answered_at_the_end)
     if unexplained:
         broken.append(f"{unexplained} batches retried on OUT_OF_ORDER_SEQUENCE_NUMBER to the end, neither behind a "
-                      "later batch written first nor after an earlier one still pending")
+                      "later batch written first, nor after an earlier one still pending, nor answered in the "
+                      "run's last retry backoff")
     if outcome.duplicates:
         broken.append(f"{outcome.duplicates} batches of idempotent producers written twice with their sequence "
                       "intact")
@@ -540,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
           + f"; {totals.retried_to_the_end} batches still retrying at the end after one, all inside their "
           f"delivery.timeout.ms: {totals.retried_behind_a_later_batch} behind a later batch of their partition "
           f"written first, {totals.retried_ahead_of_a_pending_batch} after an earlier one still pending (Kafka's "
-          "client retries both as not the next batch)"
+          f"client retries both as not the next batch), {totals.retried_answered_at_the_end} answered in the run's "
+          "last retry backoff (their next try still to come)"
           + (f"; seeds with one: {', '.join(map(str, stuck_seeds[:40]))}" if stuck_seeds else ""))
     print(f"liveness ({totals.liveness_checked} runs healed {LIVENESS_BOUND_MS / 1000:g} s before their end): "
           f"{totals.offline_after_heal} partitions still without a leader, {totals.producers_stalled} producers "
