@@ -274,8 +274,9 @@ class Outcome:
     """Partition answers for the next sequence (or the one right after an unresolved sequence): a real gap,
     retried after an epoch bump."""
     retried_to_the_end: int = 0
-    """Batches of idempotent producers still pending at the end after an OUT_OF_ORDER_SEQUENCE_NUMBER (each
-    inside its delivery.timeout.ms: Kafka's client retries it until then; ``past_delivery_timeout`` else)."""
+    """Batches of idempotent producers still pending at the end after an OUT_OF_ORDER_SEQUENCE_NUMBER answered
+    to a request for their partition alone (the requests table keeps one error per request), each inside its
+    delivery.timeout.ms: Kafka's client retries it until then (``past_delivery_timeout`` else)."""
     retried_behind_a_later_batch: int = 0
     """Of those, batches behind a later batch of their partition that was written first (see ``behind``)."""
     retried_ahead_of_a_pending_batch: int = 0
@@ -331,8 +332,11 @@ def run(seed: int, unclean: bool = False) -> Outcome:
     requests = result.requests
     out_of_order = requests[(requests["api"] == "Produce") & requests["client"].isin(idempotent)
                             & (requests["error_name"] == "OUT_OF_ORDER_SEQUENCE_NUMBER")]
-    stuck = mine[(mine["outcome"].astype(str) == "pending")
-                 & mine["request_id"].isin(out_of_order["request_id"])]
+    # The requests table keeps one error per request: a request of several partitions answered
+    # OUT_OF_ORDER_SEQUENCE_NUMBER may have answered this batch's partition otherwise (seed 901: its batch got
+    # NOT_ENOUGH_REPLICAS, another partition's got OUT_OF_ORDER). Only single-partition answers are the batch's.
+    own = out_of_order[out_of_order["partitions"] == 1]
+    stuck = mine[(mine["outcome"].astype(str) == "pending") & mine["request_id"].isin(own["request_id"])]
     overdue = past_delivery_timeout(records, {p.name: p.delivery_timeout_ms for p in scenario.producers},
                                     float(scenario.duration))
     twice = mine["outcome"].astype(str) == "duplicated"

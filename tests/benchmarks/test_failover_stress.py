@@ -252,3 +252,13 @@ def test_a_batch_answered_in_the_last_retry_backoff_is_caught_between_two_tries(
     It is not retried to the end; the strict check first called it unexplained."""
     outcome = stress.check(143)
     assert (outcome.retried_to_the_end, outcome.retried_answered_at_the_end) == (1, 1)
+
+
+def test_an_out_of_order_answer_for_another_partition_of_the_request_is_not_the_batchs() -> None:
+    """Seed 901: p2's batch for t0-3 went in one request with a t0-0 batch; the request's row says
+    OUT_OF_ORDER_SEQUENCE_NUMBER (t0-0's answer) while t0-3's was NOT_ENOUGH_REPLICAS, and the batch then
+    waited behind requests a cut lost. The strict check called it an unexplained OUT_OF_ORDER batch."""
+    outcome = stress.check(901)
+    assert outcome.retried_to_the_end == (outcome.retried_behind_a_later_batch
+                                          + outcome.retried_ahead_of_a_pending_batch
+                                          + outcome.retried_answered_at_the_end)
