@@ -304,6 +304,12 @@ def counters_table(counters: Mapping[str, Any]) -> Table:
     if by:
         left += [("ISR shrinks (controller)", counters.get("controller_isr_shrinks")),
                  ("ISR expands (controller)", counters.get("controller_isr_expands"))]
+    if "controller_elr_elections" in counters:
+        # Kafka's PartitionChangeBuilder.tryElection: "Setting new leader ... using ELR / an unclean election".
+        left += [("leaders elected clean", counters.get("controller_clean_elections")),
+                 ("  from the ELR", counters.get("controller_elr_elections")),
+                 ("  unclean", (counters.get("controller_unclean_elections") or 0)
+                  + (counters.get("controller_last_known_leader_elections") or 0))]
     left.append(("failed ISR updates", counters.get("failed_isr_updates")))
     right = [("Produce purgatory expirations", count(counters.get("produce_expires"))),
              ("Fetch purgatory expirations", count(fetch)),

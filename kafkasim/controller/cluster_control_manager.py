@@ -45,6 +45,15 @@ class ClusterControlManager:
         """Kafka's ``registerBrokerRecordOffset``: where the broker's current registration was written."""
         return self._register_offsets.get(broker_id)
 
+    def is_new_incarnation(self, broker_id: int, incarnation_id: str) -> bool:
+        return self._incarnations.get(broker_id) != incarnation_id
+
+    def is_clean_shutdown(self, broker_id: int, previous_broker_epoch: int) -> bool:
+        """Kafka's ``registerBroker``: a new incarnation shut down cleanly iff the epoch its clean-shutdown file
+        holds (``previousBrokerEpoch``, -1: none) is the stored registration's (-2 when there is none)."""
+        existing = self._registrations.get(broker_id)
+        return (existing.epoch if existing is not None else -2) == previous_broker_epoch
+
     def register_broker(
         self, broker_id: int, incarnation_id: str, new_broker_epoch: int, rack: str | None = None,
     ) -> RegisterBrokerRecord:

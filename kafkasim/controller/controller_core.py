@@ -34,6 +34,7 @@ from kafkasim.controller.cluster_control_manager import ClusterControlManager
 from kafkasim.controller.metadata_log import MetadataBatch, MetadataImage, MetadataLog
 from kafkasim.controller.records import (
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -48,6 +49,9 @@ from kafkasim.controller.replication_control_manager import (
 )
 
 R = TypeVar("R")
+
+ELIGIBLE_LEADER_REPLICAS_VERSION_DEFAULT = 1
+"""``EligibleLeaderReplicasVersion.LATEST_PRODUCTION`` as ``kafka-storage format`` sets it since Kafka 4.1."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +76,19 @@ class ControllerCore:
 
     __slots__ = ("time", "heartbeat_manager", "cluster_control", "replication_control", "log")
 
-    def __init__(self, time: ControllerTime, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> None:
+    def __init__(
+        self, time: ControllerTime, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        eligible_leader_replicas_version: int = ELIGIBLE_LEADER_REPLICAS_VERSION_DEFAULT,
+    ) -> None:
+        """``eligible_leader_replicas_version``: Kafka's feature of that name, 1 (KIP-966's eligible leader
+        replicas, the default of a cluster formatted by Kafka 4.1+) or 0 (Kafka 4.0's default)."""
+        if eligible_leader_replicas_version not in (0, 1):
+            raise ValueError(f"eligible.leader.replicas.version must be 0 or 1, got {eligible_leader_replicas_version}")
         self.time = time
         self.heartbeat_manager = BrokerHeartbeatManager(time, session_timeout_ms)
         self.cluster_control = ClusterControlManager(self.heartbeat_manager)
-        self.replication_control = ReplicationControlManager(self.cluster_control)
+        self.replication_control = ReplicationControlManager(self.cluster_control,
+                                                             eligible_leader_replicas_version >= 1)
         self.log = MetadataLog()
 
     # ----- reads
@@ -113,6 +125,8 @@ class ControllerCore:
                 brokers[record.broker_id] = cluster.replay_register(record, base + i)
             elif isinstance(record, TopicRecord):
                 replication.replay_topic(record)
+            elif isinstance(record, ClearElrRecord):
+                partitions.update(replication.replay_clear_elr(record))
         return self.log.append(tuple(records), partitions, brokers, self.time.milliseconds())
 
     def bootstrap(self, broker_ids: Iterable[int], racks: dict[int, str | None] | None = None) -> MetadataBatch:
@@ -134,14 +148,27 @@ class ControllerCore:
         return batch
 
     def register_broker(
-        self, broker_id: int, incarnation_id: str, rack: str | None = None,
+        self, broker_id: int, incarnation_id: str, rack: str | None = None, previous_broker_epoch: int = -1,
     ) -> ControllerResult[BrokerRegistrationReply]:
-        """Kafka's ``registerBroker``: a new epoch (the record's offset); the broker starts fenced."""
+        """Kafka's ``registerBroker``: a new epoch (the record's offset); the broker starts fenced. A new
+        incarnation first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) of its previous
+        one (``BrokerShutdownHandler``); ``previous_broker_epoch`` is the epoch its clean-shutdown file holds
+        (-1: none, the process was killed)."""
+        cluster = self.cluster_control
+        records: list[MetadataRecord] = []
         try:
-            record = self.cluster_control.register_broker(broker_id, incarnation_id, self.log.next_offset, rack)
+            new_incarnation = cluster.is_new_incarnation(broker_id, incarnation_id)
+            # Kafka checks the registration first, then generates the shutdown records, then the record itself
+            # at the offset after them.
+            cluster.register_broker(broker_id, incarnation_id, self.log.next_offset, rack)
+            if new_incarnation:
+                self.replication_control.handle_broker_shutdown(
+                    broker_id, cluster.is_clean_shutdown(broker_id, previous_broker_epoch), records)
+            record = cluster.register_broker(broker_id, incarnation_id, self.log.next_offset + len(records), rack)
         except KafkaError as e:
             return ControllerResult(BrokerRegistrationReply(-1, e.error), None)
-        batch = self._append([record])
+        records.append(record)
+        batch = self._append(records)
         return ControllerResult(BrokerRegistrationReply(record.broker_epoch), batch)
 
     def process_broker_heartbeat(self, request: BrokerHeartbeatRequest) -> ControllerResult[BrokerHeartbeatReply]:
@@ -190,14 +217,22 @@ class ControllerCore:
 
     def create_topic(
         self, name: str, assignment: Sequence[tuple[int, ...]], unclean_leader_election_enable: bool = False,
+        min_insync_replicas: int = 1,
     ) -> MetadataBatch:
-        records = self.replication_control.create_topic(name, assignment, unclean_leader_election_enable)
+        records = self.replication_control.create_topic(name, assignment, unclean_leader_election_enable,
+                                                        min_insync_replicas)
         batch = self._append(records)
         assert batch is not None
         return batch
 
     def set_unclean_leader_election(self, topic: str, enabled: bool) -> None:
         self.replication_control.set_unclean_leader_election(topic, enabled)
+
+    def set_min_insync_replicas(self, topic: str, value: int) -> MetadataBatch | None:
+        """The topic's min.insync.replicas changes: with ELR on, a ``ClearElrRecord`` (the batch appended)."""
+        records: list[MetadataRecord] = []
+        self.replication_control.set_min_insync_replicas(topic, value, records)
+        return self._append(records)
 
     def commit(self, offset: int | None = None) -> list[MetadataBatch]:
         """Commit every batch up to ``offset`` (default: everything appended)."""

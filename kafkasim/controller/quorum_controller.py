@@ -49,6 +49,7 @@ from kafkasim.controller.broker_heartbeat_manager import (
     BrokerHeartbeatRequest,
 )
 from kafkasim.controller.controller_core import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION_DEFAULT,
     AlterPartitionReply,
     BrokerRegistrationReply,
     ControllerCore,
@@ -109,11 +110,12 @@ class QuorumController:
         auto_leader_rebalance_enable: bool = True,
         leader_imbalance_check_interval_ms: float = DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS,
         fence_check_phase_ms: float | None = None,
+        eligible_leader_replicas_version: int = ELIGIBLE_LEADER_REPLICAS_VERSION_DEFAULT,
     ) -> None:
         """``fence_check_phase_ms``: when the periodic stale-broker check first runs (default: one period after
         the start, as for a controller activated at t=0)."""
         self.env = env
-        self.core = ControllerCore(_EnvTime(env), session_timeout_ms)
+        self.core = ControllerCore(_EnvTime(env), session_timeout_ms, eligible_leader_replicas_version)
         self.propagation_latency = propagation_latency
         self.rng = rng
         self.append_linger_ms = append_linger_ms
@@ -156,13 +158,14 @@ class QuorumController:
     # ----- set-up
     def bootstrap(
         self, broker_ids: Sequence[int], topics: Mapping[str, Sequence[tuple[int, ...]]] | None = None,
-        unclean_topics: frozenset[str] = frozenset(),
+        unclean_topics: frozenset[str] = frozenset(), min_insync_replicas: Mapping[str, int] | None = None,
     ) -> None:
         """A cluster already running at the start: brokers registered and unfenced, topics created, all
         committed at once (no linger, nothing delivered: brokers start from the same state)."""
         self.core.bootstrap(broker_ids)
         for name in sorted(topics or {}):
-            self.core.create_topic(name, (topics or {})[name], name in unclean_topics)
+            self.core.create_topic(name, (topics or {})[name], name in unclean_topics,
+                                   (min_insync_replicas or {}).get(name, 1))
         self.core.commit()
         self._start_fence_check()
         self._after_event()
@@ -177,6 +180,13 @@ class QuorumController:
 
     def set_unclean_leader_election(self, topic: str, enabled: bool) -> None:
         self.core.set_unclean_leader_election(topic, enabled)
+
+    def set_min_insync_replicas(self, topic: str, value: int) -> None:
+        """The controller's side of a min.insync.replicas change (the ELR is cleared, with ELR on)."""
+        batch = self.core.set_min_insync_replicas(topic, value)
+        if batch is not None:
+            self._appended(batch)
+        self._after_event()
 
     def subscribe(self, broker_id: int, callback: DeltaCallback, catch_up: bool = False) -> None:
         """Deliver every delta committed from now on to ``callback`` (replacing an earlier subscription of the
@@ -204,11 +214,11 @@ class QuorumController:
     # ----- broker requests
     def register_broker(
         self, broker_id: int, incarnation_id: str, rack: str | None = None,
-        on_reply: Callable[[BrokerRegistrationReply], None] | None = None,
+        on_reply: Callable[[BrokerRegistrationReply], None] | None = None, previous_broker_epoch: int = -1,
     ) -> BrokerRegistrationReply:
         """Kafka's ``registerBroker``: the reply (new epoch, or DUPLICATE_BROKER_REGISTRATION) is decided now
         and due (``on_reply``) when the registration record is committed."""
-        result = self.core.register_broker(broker_id, incarnation_id, rack)
+        result = self.core.register_broker(broker_id, incarnation_id, rack, previous_broker_epoch)
         self._start_fence_check()
         return self._finish(result, on_reply)
 

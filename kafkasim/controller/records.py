@@ -3,7 +3,8 @@
 ``PartitionRegistration`` (Kafka's ``PartitionRegistration.merge``).
 
 A ``PartitionChangeRecord`` only carries the fields that change: ``leader`` is ``NO_LEADER_CHANGE`` (-2)
-when the leader is unchanged, ``isr`` / ``leader_recovery_state`` / ``replicas`` are None when unchanged.
+when the leader is unchanged, ``isr`` / ``elr`` / ``last_known_elr`` / ``leader_recovery_state`` / ``replicas``
+are None when unchanged (``elr`` is the record's ``eligibleLeaderReplicas`` field, KIP-966).
 Merging bumps the partition epoch by one for every record, the leader epoch only when the record sets
 the ``leader`` field (to any value, even the current leader or -1).
 """
@@ -64,10 +65,21 @@ class PartitionChangeRecord:
     isr: tuple[int, ...] | None = None
     leader_recovery_state: int | None = None
     replicas: tuple[int, ...] | None = None
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClearElrRecord:
+    """Kafka's ``ClearElrRecord``, written when min.insync.replicas changes
+    (``ConfigurationControlManager.createClearElrRecordsAsNeeded``): the ELR and last known ELR of every
+    partition of ``topic`` (None: of every topic) are emptied (``ReplicationControlManager.replay(ClearElrRecord)``)."""
+
+    topic: str | None = None
 
 
 MetadataRecord = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-                  | PartitionChangeRecord)
+                  | PartitionChangeRecord | ClearElrRecord)
 
 
 def merge(partition: PartitionRegistration, record: PartitionChangeRecord) -> PartitionRegistration:
@@ -85,4 +97,6 @@ def merge(partition: PartitionRegistration, record: PartitionChangeRecord) -> Pa
         partition_epoch=partition.partition_epoch + 1,
         leader_recovery_state=(partition.leader_recovery_state if record.leader_recovery_state is None
                                else record.leader_recovery_state),
+        elr=partition.elr if record.elr is None else record.elr,
+        last_known_elr=partition.last_known_elr if record.last_known_elr is None else record.last_known_elr,
     )

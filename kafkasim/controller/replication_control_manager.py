@@ -12,6 +12,15 @@ controller replays the batch (``replay_*``), exactly like Kafka's ``generateReco
   partition with **no leader** (the broker being unfenced is acceptable though not yet unfenced in the
   registrations). It never re-adds the broker to an ISR: that is the leader's AlterPartition.
 * ``alter_partition``: the leader's ISR change, validated in Kafka's order (``validateAlterPartitionData``).
+* ``handle_broker_shutdown``: a new incarnation of a broker registers (``ClusterControlManager.registerBroker``'s
+  ``BrokerShutdownHandler``). After an unclean shutdown (no clean-shutdown epoch) with ELR on, it leaves every
+  ISR and ELR it is in and cannot lead them (``handleBrokerUncleanShutdown``); otherwise it leaves every ISR as
+  if fenced.
+* ``set_min_insync_replicas``: the topic's min.insync.replicas changes; with ELR on a ``ClearElrRecord``
+  empties its partitions' ELR and last known ELR (``ConfigurationControlManager.createClearElrRecordsAsNeeded``).
+
+Eligible leader replicas (KIP-966) follow ``eligible.leader.replicas.version`` (``FeatureControlManager
+.isElrFeatureEnabled``): 1, Kafka 4.1+'s default for a new cluster, or 0, Kafka 4.0's.
 
 The per-partition work is ``generateLeaderAndIsrUpdates``: ``isAcceptableLeader(r) = r != brokerToRemove and
 (r == brokerToAdd or isActive(r))``, ``targetIsr = isr - {brokerToRemove}``, election ONLINE, or UNCLEAN when
@@ -20,7 +29,7 @@ the topic has ``unclean.leader.election.enable``. Partitions are visited in sort
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kafkasim.broker.errors import Errors, KafkaError
@@ -42,6 +51,7 @@ from kafkasim.controller.records import (
     FENCE,
     UNFENCE,
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -87,18 +97,23 @@ class AlterPartitionResponse:
 
 
 class ReplicationControlManager:
-    """Kafka's ``ReplicationControlManager`` (no reassignment, no ELR)."""
+    """Kafka's ``ReplicationControlManager`` (no reassignment)."""
 
-    __slots__ = ("cluster_control", "_partitions", "_topics", "_unclean", "_isr_index", "_leaderships",
-                 "_leaderless", "_imbalanced", "isr_shrinks", "isr_expands")
+    __slots__ = ("cluster_control", "eligible_leader_replicas_enabled", "_partitions", "_topics", "_unclean",
+                 "_min_isr", "_isr_index", "_elr_index", "_leaderships", "_leaderless", "_imbalanced",
+                 "isr_shrinks", "isr_expands", "elections")
 
-    def __init__(self, cluster_control: ClusterControlManager) -> None:
+    def __init__(self, cluster_control: ClusterControlManager, eligible_leader_replicas_enabled: bool = True) -> None:
         self.cluster_control = cluster_control
+        self.eligible_leader_replicas_enabled = eligible_leader_replicas_enabled
         self._partitions: dict[TopicPartition, PartitionRegistration] = {}
         self._topics: dict[str, int] = {}
         self._unclean: dict[str, bool] = {}
+        self._min_isr: dict[str, int] = {}  # min.insync.replicas as configured (the effective one is capped)
         # Kafka's BrokersToIsrs: which partitions have a broker in their ISR, and how many it leads.
         self._isr_index: dict[int, set[TopicPartition]] = {}
+        # Kafka's BrokersToElrs: which partitions have a broker in their ELR.
+        self._elr_index: dict[int, set[TopicPartition]] = {}
         self._leaderships: dict[int, int] = {}
         self._leaderless = 0  # partitions with leader -1 (asked after every controller event)
         self._imbalanced: set[TopicPartition] = set()  # leader != replicas[0] (Kafka's imbalancedPartitions)
@@ -106,6 +121,9 @@ class ReplicationControlManager:
         # partition record: a leader's IsrShrinksPerSec / IsrExpandsPerSec never counts them.
         self.isr_shrinks = 0
         self.isr_expands = 0
+        # The leaders the controller elected, by how (PartitionChangeBuilder.elected): "clean", "ELR",
+        # "unclean", "last known leader".
+        self.elections: dict[str, int] = {"clean": 0, "ELR": 0, "unclean": 0, "last known leader": 0}
 
     # ----- reads
     def partition(self, topic_partition: TopicPartition) -> PartitionRegistration | None:
@@ -120,6 +138,35 @@ class ReplicationControlManager:
 
     def partitions_with_broker_in_isr(self, broker_id: int) -> list[TopicPartition]:
         return sorted(self._isr_index.get(broker_id, ()))
+
+    def partitions_with_broker_in_elr(self, broker_id: int) -> list[TopicPartition]:
+        """Kafka's ``BrokersToElrs.partitionsWithBrokerInElr``."""
+        return sorted(self._elr_index.get(broker_id, ()))
+
+    def elr_sizes(self) -> dict[TopicPartition, int]:
+        """How many eligible leader replicas each partition that has some holds (sorted)."""
+        found: dict[TopicPartition, int] = {}
+        for broker in self._elr_index.values():
+            for tp in broker:
+                found[tp] = found.get(tp, 0) + 1
+        return dict(sorted(found.items()))
+
+    def effective_min_isr(self, topic: str) -> int:
+        """Kafka's ``getTopicEffectiveMinIsr``: min.insync.replicas, at most the replication factor."""
+        first = self._partitions.get(TopicPartition(topic, 0))  # Kafka: topic.parts.get(0).replicas.length
+        return min(self._min_isr.get(topic, 1), len(first.replicas) if first is not None else 1)
+
+    def set_min_insync_replicas(self, topic: str, value: int, records: list[MetadataRecord]) -> None:
+        """A topic's min.insync.replicas changes (Kafka: IncrementalAlterConfigs). With ELR on the partitions'
+        ELR and last known ELR are cleared (``createClearElrRecordsAsNeeded``); it acts at once, like the
+        config record it follows."""
+        if topic not in self._topics:
+            raise KeyError(f"unknown topic {topic!r}")
+        if value < 1:
+            raise ValueError(f"min.insync.replicas must be at least 1, got {value}")
+        self._min_isr[topic] = value
+        if self.eligible_leader_replicas_enabled:
+            records.append(ClearElrRecord(topic))
 
     def partitions_with_no_leader(self) -> list[TopicPartition]:
         return sorted(tp for tp, p in self._partitions.items() if p.leader == NO_LEADER)
@@ -143,6 +190,7 @@ class ReplicationControlManager:
     # ----- topic creation
     def create_topic(
         self, name: str, assignment: Sequence[tuple[int, ...]], unclean_leader_election_enable: bool = False,
+        min_insync_replicas: int = 1,
     ) -> list[MetadataRecord]:
         """Kafka's ``createTopic`` with a manual assignment (the placement): partition i gets ``assignment[i]``,
         ISR = its active replicas in replica order, leader = the first of them, epochs 0."""
@@ -163,33 +211,52 @@ class ReplicationControlManager:
                                  "are fenced or in controlled shutdown.")
             records.append(PartitionRecord(TopicPartition(name, index), tuple(replicas), isr, isr[0]))
         self._unclean[name] = unclean_leader_election_enable
+        self._min_isr[name] = min_insync_replicas
         return records
 
     # ----- broker state changes
+    def _builder(
+        self, partition: PartitionRegistration, tp: TopicPartition, is_acceptable_leader: Callable[[int], bool],
+    ) -> PartitionChangeBuilder:
+        return PartitionChangeBuilder(partition, tp, is_acceptable_leader, self.effective_min_isr(tp.topic),
+                                      self.eligible_leader_replicas_enabled)
+
+    def _count(self, partition: PartitionRegistration, record: PartitionChangeRecord,
+               builder: PartitionChangeBuilder) -> None:
+        """The controller's own ISR changes and the kind of each election it made."""
+        if record.isr is not None:
+            self.isr_shrinks += len(record.isr) < len(partition.isr)
+            self.isr_expands += len(record.isr) > len(partition.isr)
+        if builder.elected:
+            self.elections[builder.elected] += 1
+
     def _generate_leader_and_isr_updates(
         self, broker_to_remove: int, broker_to_add: int, partitions: Iterable[TopicPartition],
         records: list[MetadataRecord], election: Election | None = None,
+        broker_with_unclean_shutdown: int = NO_LEADER,
     ) -> None:
-        """Kafka's ``generateLeaderAndIsrUpdates``."""
+        """Kafka's ``generateLeaderAndIsrUpdates``: ``broker_with_unclean_shutdown`` leaves the ISR and the
+        ELR and may not lead."""
         is_active = self.cluster_control.is_active
+        removed = (broker_to_remove, broker_with_unclean_shutdown)
 
         def is_acceptable_leader(r: int) -> bool:
-            return r != broker_to_remove and (r == broker_to_add or is_active(r))
+            return r not in removed and (r == broker_to_add or is_active(r))
 
         for tp in partitions:
             partition = self._partitions[tp]
-            builder = PartitionChangeBuilder(partition, tp, is_acceptable_leader)
+            builder = self._builder(partition, tp, is_acceptable_leader)
             if election is not None:
                 builder.set_election(election)
             elif self.unclean_leader_election_enabled(tp.topic):
                 builder.set_election(Election.UNCLEAN)
-            builder.set_target_isr([r for r in partition.isr if r != broker_to_remove])
+            if broker_with_unclean_shutdown != NO_LEADER:
+                builder.set_unclean_shutdown_replicas((broker_with_unclean_shutdown,))
+            builder.set_target_isr([r for r in partition.isr if r not in removed])
             record = builder.build()
             if record is not None:
                 records.append(record)
-                if record.isr is not None:
-                    self.isr_shrinks += len(record.isr) < len(partition.isr)
-                    self.isr_expands += len(record.isr) > len(partition.isr)
+                self._count(partition, record, builder)
 
     def handle_broker_fenced(self, broker_id: int, records: list[MetadataRecord]) -> None:
         registration = self.cluster_control.registration(broker_id)
@@ -210,6 +277,20 @@ class ReplicationControlManager:
             records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch, in_controlled_shutdown=True))
         self._generate_leader_and_isr_updates(broker_id, NO_LEADER, self.partitions_with_broker_in_isr(broker_id),
                                               records)
+
+    def handle_broker_shutdown(self, broker_id: int, is_clean_shutdown: bool, records: list[MetadataRecord]) -> None:
+        """Kafka's ``handleBrokerShutdown``, for a new incarnation registering: after an unclean shutdown with
+        ELR on, the broker leaves every ISR and ELR it is in (its unflushed records may be gone); otherwise it
+        leaves every ISR as if fenced."""
+        if self.eligible_leader_replicas_enabled and not is_clean_shutdown:
+            self._generate_leader_and_isr_updates(NO_LEADER, NO_LEADER, self.partitions_with_broker_in_isr(broker_id),
+                                                  records, broker_with_unclean_shutdown=broker_id)
+            # Kafka visits the ELR partitions as they are before this event's records are replayed.
+            self._generate_leader_and_isr_updates(NO_LEADER, NO_LEADER, self.partitions_with_broker_in_elr(broker_id),
+                                                  records, broker_with_unclean_shutdown=broker_id)
+        else:
+            self._generate_leader_and_isr_updates(broker_id, NO_LEADER, self.partitions_with_broker_in_isr(broker_id),
+                                                  records)
 
     def process_broker_heartbeat(
         self, request: BrokerHeartbeatRequest, register_broker_record_offset: int, records: list[MetadataRecord],
@@ -268,10 +349,12 @@ class ReplicationControlManager:
         for tp in sorted(self._imbalanced):
             if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
                 break
-            builder = PartitionChangeBuilder(self._partitions[tp], tp, is_active).set_election(Election.PREFERRED)
+            partition = self._partitions[tp]
+            builder = self._builder(partition, tp, is_active).set_election(Election.PREFERRED)
             record = builder.build()
             if record is not None:
                 records.append(record)
+                self._count(partition, record, builder)
         return len(records) >= MAX_ELECTIONS_PER_IMBALANCE
 
     # ----- AlterPartition
@@ -290,7 +373,7 @@ class ReplicationControlManager:
             if error is not Errors.NONE or partition is None:
                 responses.append(AlterPartitionResponse(tp, error))
                 continue
-            builder = PartitionChangeBuilder(partition, tp, is_active)
+            builder = self._builder(partition, tp, is_active)
             if self.unclean_leader_election_enabled(tp.topic):
                 builder.set_election(Election.UNCLEAN)
             builder.set_target_isr([s.broker_id for s in data.new_isr_with_epochs])
@@ -361,6 +444,18 @@ class ReplicationControlManager:
         self._set(record.topic_partition, None, registration)
         return registration
 
+    def replay_clear_elr(self, record: ClearElrRecord) -> list[tuple[TopicPartition, PartitionRegistration]]:
+        """Kafka's ``replay(ClearElrRecord)`` (``removeTopicElrs``): each partition of the topic (every topic:
+        ``topic`` None) with an ELR or last known ELR gets both emptied, through ``merge`` (partition epoch +1).
+        The partitions changed, with their new registrations."""
+        changed: list[tuple[TopicPartition, PartitionRegistration]] = []
+        for tp, old in sorted(self._partitions.items()):
+            if (record.topic is None or tp.topic == record.topic) and (old.elr or old.last_known_elr):
+                new = merge(old, PartitionChangeRecord(tp, elr=(), last_known_elr=()))
+                self._set(tp, old, new)
+                changed.append((tp, new))
+        return changed
+
     def replay_partition_change(self, record: PartitionChangeRecord) -> PartitionRegistration:
         tp = record.topic_partition
         old = self._partitions[tp]
@@ -369,7 +464,12 @@ class ReplicationControlManager:
         return new
 
     def _set(self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration) -> None:
+        if set(new.isr) & set(new.elr):
+            # Kafka's updatePartitionInfo logs "has overlapping ISR ... and ELR": a broken rule, here an error.
+            raise AssertionError(f"{tp}: ISR {list(new.isr)} and ELR {list(new.elr)} overlap")
         if old is not None:
+            for r in old.elr:
+                self._elr_index[r].discard(tp)
             for r in old.isr:
                 self._isr_index[r].discard(tp)
             if old.leader != NO_LEADER:
@@ -378,6 +478,8 @@ class ReplicationControlManager:
                 self._leaderless -= 1
         for r in new.isr:
             self._isr_index.setdefault(r, set()).add(tp)
+        for r in new.elr:
+            self._elr_index.setdefault(r, set()).add(tp)
         if new.leader != NO_LEADER:
             self._leaderships[new.leader] = self._leaderships.get(new.leader, 0) + 1
         else:

@@ -296,6 +296,7 @@ def final_logs(
     leaders: Mapping[tuple[str, int], int],
     effective_min_isr: Mapping[str, int],
     unclean_ms: Mapping[tuple[str, int], Sequence[float]],
+    elr_ms: Mapping[tuple[str, int], Sequence[float]] | None = None,
 ) -> dict[tuple[str, int], FinalLog]:
     """Every fully read partition's final log, by batch identity, for ``log_audit.audit_records``."""
     out: dict[tuple[str, int], FinalLog] = {}
@@ -308,7 +309,8 @@ def final_logs(
             if batch is not None:
                 copies[batch] = max(copies[batch], len(offsets))
         out[tp] = FinalLog(leaders.get(tp, -1), audit.log_start.get(tp, 0), dict(copies),
-                           effective_min_isr.get(tp[0], 1), tuple(unclean_ms.get(tp, ())))
+                           effective_min_isr.get(tp[0], 1), tuple(unclean_ms.get(tp, ())),
+                           tuple((elr_ms or {}).get(tp, ())))
     return out
 
 

@@ -98,8 +98,12 @@ class RealCluster:
         *,
         advertised_ports: Mapping[int, int] | None = None,
         say: Callable[[str], None] | None = None,
+        features: Mapping[str, int] | None = None,
     ) -> None:
+        """``features``: levels the metadata is formatted with (StorageTool's ``--feature``), say
+        ``eligible.leader.replicas.version``."""
         self.libs = libs
+        self.features = dict(features or {})
         self.workdir = workdir
         self.procs = procs
         self._say = say or (lambda _m: None)
@@ -179,6 +183,8 @@ class RealCluster:
     def _format(self, node: Node) -> None:
         command = [self.libs.java, "-Xmx128m", "-cp", self.libs.classpath, "kafka.tools.StorageTool", "format",
                    "-t", self.cluster_id, "-c", str(node.directory / "server.properties")]
+        for name, level in sorted(self.features.items()):
+            command += ["--feature", f"{name}={level}"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, start_new_session=True)
         if result.returncode != 0:
             raise ClusterError(f"Kafka's StorageTool could not format {node.name}: "

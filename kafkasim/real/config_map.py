@@ -59,6 +59,8 @@ class KafkaConfigs:
     producers: list[dict[str, str]]
     consumers: list[dict[str, str]]
     not_applied: list[str] = field(default_factory=list)
+    features: dict[str, int] = field(default_factory=dict)
+    """Feature levels the storage is formatted with (``kafka-storage format --feature NAME=LEVEL``)."""
 
 
 def _value(value: Any) -> str:
@@ -171,10 +173,11 @@ def kafka_configs(scenario: Scenario, layout: ClusterLayout) -> KafkaConfigs:
             "config": {key: _value(config[key]) for key in _TOPIC_KEYS if key in config},
         })
     del replication
+    features = {"eligible.leader.replicas.version": c.eligible_leader_replicas_version}
     return KafkaConfigs(brokers, controller, topics,
                         [producer_properties(p) for p in scenario.producers],
                         [consumer_properties(c) for c in scenario.consumers],
-                        not_applied(scenario))
+                        not_applied(scenario), features)
 
 
 def producer_properties(p: ProducerConfig) -> dict[str, str]:

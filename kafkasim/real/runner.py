@@ -205,7 +205,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
     driver_dir = workdir / "driver"
     driver_dir.mkdir()
     with Processes() as procs:
-        cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say)
+        cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say,
+                              features=configs.features)
         info.cluster_start_s = cluster.start()
         say(f"cluster ready in {info.cluster_start_s:.1f} s: brokers {', '.join(map(str, cluster.brokers))} "
             f"on {cluster.bootstrap_servers}")
@@ -366,9 +367,12 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
     unclean: dict[tuple[str, int], list[float]] = {}
     for t, topic_id, partition, _ in events.unclean:
         unclean.setdefault((topic_ids.get(topic_id, topic_id), partition), []).append(t)
+    elr: dict[tuple[str, int], list[float]] = {}
+    for t, topic_id, partition, _ in events.elr:
+        elr.setdefault((topic_ids.get(topic_id, topic_id), partition), []).append(t)
     min_isr = {t.name: min(t.min_insync_replicas, t.replication_factor) for t in scenario.topics}
     audit = assemble.read_audit(driver_dir / "audit.tsv")
-    final = assemble.final_logs(audit, batch_of, {}, min_isr, unclean)
+    final = assemble.final_logs(audit, batch_of, {}, min_isr, unclean, elr)
     records = assemble.audited(records, final)
     timeseries = read_samples(workdir / "jmx.tsv", end)
     # The summary's warm-up cut is by client send time, which a broker does not know: its arrival stands in.

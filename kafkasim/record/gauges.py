@@ -23,7 +23,9 @@ the bytes its NIC (``cluster.nic``) took on for receiving and sending over the l
 
 Per partition, read from its leader (entity ``<topic>-<p>``): ``HighWatermark``, ``IsrSize``,
 ``UnderMinIsr`` (0/1) and ``LeaderId`` (the leader's broker id; -1 while the controller's metadata names no
-leader and no broker acts as one, as Kafka's metadata reports a leaderless partition).
+leader and no broker acts as one, as Kafka's metadata reports a leaderless partition). From the controller:
+``ElrSize``, how many eligible leader replicas (KIP-966) the partition has (``kafka-topics --describe``'s
+``Elr``), written while it has some and once more, 0, when they are gone (no rows: none).
 
 For the cluster (entity ``controller``): ``OfflinePartitionsCount``, the partitions whose registration
 names no leader (Kafka's ``KafkaController`` gauge, counted by ``ControllerMetadataMetricsPublisher``:
@@ -109,12 +111,15 @@ class GaugeSampler:
 
     def __init__(self, brokers: Sequence[BrokerServer], producers: Sequence[Producer], sink: Sink, *,
                  partition_stride: int | None = None, nics: Mapping[int, Nic] | None = None,
-                 leaderless: Callable[[], Sequence[TopicPartition]] | None = None) -> None:
+                 leaderless: Callable[[], Sequence[TopicPartition]] | None = None,
+                 elr: Callable[[], Mapping[TopicPartition, int]] | None = None) -> None:
         self.brokers = [_BrokerGauges(b) for b in brokers]
         self._nics = [_NicGauges(broker_entity(b), nic) for b, nic in sorted((nics or {}).items())]
         self.producers = list(producers)
         self._sink = sink
         self._leaderless = leaderless
+        self._elr = elr
+        self._had_elr: set[str] = set()  # partitions with eligible leader replicas at the previous sample
         self._led: set[str] = set()  # the partitions some broker sampled as their leader at this sample
         self._last_t: float | None = None
         self._samples = 0
@@ -155,6 +160,8 @@ class GaugeSampler:
                 name = self._name(tp)
                 if name not in led:  # a deposed leader that has not heard yet still samples itself
                     sink(t, "LeaderId", name, -1.0)
+        if partitions_now and self._elr is not None:
+            self._sample_elr(t)
         for producer in self.producers:
             sink(t, "InFlightRequests", producer.name, float(producer.in_flight))
             sink(t, "MetadataAgeMs", producer.name, t - producer.metadata_refreshed_ms)
@@ -164,6 +171,18 @@ class GaugeSampler:
                 sink(t, "NicBytesInPerSec", g.entity, (now_in - g.last_in) * 1000.0 / span)
                 sink(t, "NicBytesOutPerSec", g.entity, (now_out - g.last_out) * 1000.0 / span)
             g.last_in, g.last_out = now_in, now_out
+
+    def _sample_elr(self, t: float) -> None:
+        assert self._elr is not None
+        sink = self._sink
+        now: set[str] = set()
+        for tp, size in self._elr().items():
+            name = self._name(tp)
+            now.add(name)
+            sink(t, "ElrSize", name, float(size))
+        for name in sorted(self._had_elr - now):
+            sink(t, "ElrSize", name, 0.0)
+        self._had_elr = now
 
     def _sample_partitions(self, t: float, gauges: _BrokerGauges) -> None:
         sink = self._sink

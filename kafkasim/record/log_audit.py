@@ -10,6 +10,9 @@ after its acknowledgement: its row gets ``lost_after_ack`` and a ``lost_reason``
 * ``unclean election`` -- an unclean election of the partition came after the batch was created: the new
   leader, chosen from outside the ISR, lacked it and the replicas that had it truncated their logs to the
   new leader's (KIP-101/595);
+* ``acks=1, leader from the ELR`` -- the leader acknowledged the batch alone while the ISR was below
+  min.insync.replicas (the high watermark frozen below it), and the controller then elected an eligible
+  leader replica (KIP-966), which holds everything up to the high watermark but not the batch;
 * ``acks=1`` -- the leader acknowledged the batch alone and a clean election chose a follower that had
   not copied it yet;
 * ``min.insync.replicas=1`` -- acks=all, but an ISR of the leader alone was enough to acknowledge it;
@@ -34,7 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-LOSS_REASONS = ("acks=1", "min.insync.replicas=1", "unclean election", "unexplained")
+ELR_ACKS_1 = "acks=1, leader from the ELR"
+LOSS_REASONS = ("acks=1", "min.insync.replicas=1", "unclean election", "unexplained", ELR_ACKS_1)
 """Why an acknowledged batch was lost (the records table's ``lost_reason``); see the module docstring."""
 UNEXPLAINED = "unexplained"
 
@@ -52,14 +56,16 @@ class FinalLog:
     """``min(min.insync.replicas, replication factor)`` (Kafka's ``Partition.effectiveMinIsr``)."""
     unclean_elections_ms: tuple[float, ...] = field(default=())
     """When the controller elected an unclean leader for the partition."""
+    elr_elections_ms: tuple[float, ...] = field(default=())
+    """When the controller elected a leader from the partition's eligible leader replicas."""
 
 
-def reason_for(acks: int, effective_min_isr: int, unclean_after: bool) -> str:
+def reason_for(acks: int, effective_min_isr: int, unclean_after: bool, elr_after: bool = False) -> str:
     """Why Kafka allows an acknowledged batch of this kind to be lost (``unexplained``: it does not)."""
     if unclean_after:
         return "unclean election"
     if acks == 1:
-        return "acks=1"
+        return ELR_ACKS_1 if elr_after else "acks=1"
     if effective_min_isr < 2:
         return "min.insync.replicas=1"
     return UNEXPLAINED
@@ -99,9 +105,11 @@ def audit_records(records: pd.DataFrame, logs: Mapping[tuple[str, int], FinalLog
         if gone.size == 0:
             continue
         last_unclean = max(final.unclean_elections_ms, default=-np.inf)
+        last_elr = max(final.elr_elections_ms, default=-np.inf)
         lost[gone] = True
         for row in gone.tolist():
-            reasons[row] = reason_for(int(acks[row]), final.effective_min_isr, bool(created[row] <= last_unclean))
+            reasons[row] = reason_for(int(acks[row]), final.effective_min_isr, bool(created[row] <= last_unclean),
+                                      bool(created[row] <= last_elr))
     out = records.copy()
     out["lost_after_ack"] = lost
     out["lost_reason"] = pd.Categorical(reasons, categories=LOSS_REASONS)

@@ -207,7 +207,8 @@ def _aggregate_offsets_figure(frame: pd.DataFrame, summary: Mapping[str, Any] | 
 def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] | None = None, *,
                     scenario: Scenario | None = None, per_partition: bool | None = None) -> Figure:
     """ISR size per partition over time (Kafka's `Partition.maybeShrinkIsr`: a follower leaves after
-    replica.lag.time.max.ms without catching up), with min.insync.replicas drawn as a level when
+    replica.lag.time.max.ms without catching up), its eligible leader replicas dotted while it has some,
+    with min.insync.replicas drawn as a level when
     `scenario` gives it, and its fault windows shaded. With more than `MAX_PARTITIONS` partitions (see
     `per_partition`): how many partitions have each ISR size, how many are under min ISR, and how many have
     no leader at all (the controller's OfflinePartitionsCount)."""
@@ -237,8 +238,17 @@ def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] 
         width = 1.6 + 1.8 * max(0, min(len(partitions), 5) - 1 - index)
         rows = isr[isr["entity"] == partition]
         _step(ax, rows, unit, end, color=replica_colour(index), lw=width, label=partition)
+    # Eligible leader replicas (KIP-966): replicas that left the ISR while it was below min.insync.replicas
+    # and may still be elected (PartitionChangeBuilder); the controller's ElrSize, dotted.
+    elr = metric(frame, "ElrSize")
+    for index, partition in enumerate(partitions):
+        rows = elr[elr["entity"] == partition]
+        if len(rows):
+            _step(ax, rows, unit, end, color=replica_colour(index), lw=1.8, ls=(0, (1, 1.5)),
+                  label=f"{partition} eligible leader replicas")
+    top = max(float(isr["value"].max()), float(elr["value"].max()) if len(elr) else 0.0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(0, float(isr["value"].max()) + 0.7)
+    ax.set_ylim(0, top + 0.7)
     ax.set_ylabel("in-sync replicas")
     ax.set_xlabel(unit.label)
     ax.grid(True, alpha=0.3)

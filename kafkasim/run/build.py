@@ -351,6 +351,7 @@ def build(
         # it anywhere against the brokers' heartbeats.
         fence_check_phase_ms=streams.stream("controller/fence_check_phase").uniform(
             0.0, fence_stale_broker_period_ms(session_timeout_ms)),
+        eligible_leader_replicas_version=scenario.controller.eligible_leader_replicas_version,
     )
     brokers_by_id: dict[int, BrokerServer] = {}
     partitions = network_partitions(scenario)
@@ -433,6 +434,7 @@ def build(
         layout.broker_ids,
         {topic: [tuple(layout.replicas[tp]) for tp in tps] for topic, tps in layout.partitions_by_topic.items()},
         frozenset(t.name for t in scenario.topics if t.unclean_leader_election_enable),
+        {t.name: int(t.min_insync_replicas) for t in scenario.topics},
     )
 
     def log_config_for(tp: TopicPartition) -> LogConfig:

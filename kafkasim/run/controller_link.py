@@ -392,7 +392,8 @@ class _Channel:
         self.broker_id = broker_id
 
     def register_broker(
-        self, broker_id: int, rack: str | None, callback: Callable[[BrokerRegistrationReply | None], None]
+        self, broker_id: int, rack: str | None, previous_broker_epoch: int,
+        callback: Callable[[BrokerRegistrationReply | None], None],
     ) -> None:
         link = self.link
         incarnation = link.incarnations[broker_id]
@@ -403,7 +404,8 @@ class _Channel:
             link._to_broker(broker_id, incarnation, lambda: callback(reply))
 
         link._to_controller(broker_id, lambda: link.controller.register_broker(
-            broker_id, f"broker-{broker_id}/incarnation-{incarnation}", rack, on_reply=answer))
+            broker_id, f"broker-{broker_id}/incarnation-{incarnation}", rack, on_reply=answer,
+            previous_broker_epoch=previous_broker_epoch))
 
     def heartbeat(
         self, request: BrokerHeartbeatRequest, callback: Callable[[BrokerHeartbeatReply | None], None]

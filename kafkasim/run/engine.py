@@ -154,7 +154,8 @@ class Engine:
         self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample,
                                    nics=self.components.nics, leaderless=lambda: (
                                        replication.partitions_with_no_leader()
-                                       if replication.are_some_partitions_leaderless() else ()))
+                                       if replication.are_some_partitions_leaderless() else ()),
+                                   elr=replication.elr_sizes)
 
     def request_stop(self) -> None:
         """Ask a running run to end early (Ctrl-C, a notebook's stop button); safe from a signal handler.
@@ -415,6 +416,11 @@ class Engine:
             "isr_expands": sum(m.isr_expands for m in metrics),
             "controller_isr_shrinks": replication.isr_shrinks,
             "controller_isr_expands": replication.isr_expands,
+            # The leaders it elected, by how (Kafka's "Setting new leader ... using ELR / an unclean election").
+            "controller_clean_elections": replication.elections["clean"],
+            "controller_elr_elections": replication.elections["ELR"],
+            "controller_unclean_elections": replication.elections["unclean"],
+            "controller_last_known_leader_elections": replication.elections["last known leader"],
             "failed_isr_updates": sum(m.failed_isr_updates for m in metrics),
             "produce_expires": sum(m.produce_expires for m in metrics),
             "fetch_expires_follower": sum(m.fetch_expires_follower for m in metrics),

@@ -3,10 +3,13 @@
 
 The final leader of a partition is the newest leader anyone knows of: the controller's (its committed
 image), or a broker's that leads at a higher leader epoch (a leadership set on the brokers directly, as
-some tests do). A partition left without a leader (every ISR member fenced, unclean election off) is
-read on its last ISR member, which Kafka's controller keeps in the ISR and elects again when it returns
-(``PartitionChangeBuilder``: the ISR is never left empty). The unclean elections come from the controller's
-metadata log: a ``PartitionChangeRecord`` that sets a leader with ``leaderRecoveryState`` RECOVERING.
+some tests do). A partition left without a leader is read on the broker Kafka's controller would elect
+when it returns (``PartitionChangeBuilder.electAnyLeader``): its last ISR member (without eligible leader
+replicas the ISR is never left empty), else its first eligible leader replica, else its last known leader.
+The elections come from replaying the controller's metadata log: a ``PartitionChangeRecord`` that sets a
+leader with ``leaderRecoveryState`` RECOVERING is unclean (an unclean election or the last known leader,
+both "using an unclean election" in Kafka's log); one that sets a leader from the previous ELR, outside the
+ISR, is an election "using ELR".
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
-from kafkasim.controller.records import PartitionChangeRecord
+from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER, PartitionRegistration
+from kafkasim.controller.records import ClearElrRecord, PartitionChangeRecord, PartitionRecord, merge
 from kafkasim.record.log_audit import FinalLog
 
 if TYPE_CHECKING:
@@ -23,15 +26,32 @@ if TYPE_CHECKING:
     from kafkasim.run.build import Components
 
 
-def unclean_elections(c: Components) -> dict[TopicPartition, list[float]]:
-    """When the controller elected an unclean leader, per partition (the times it appended the records)."""
-    found: dict[TopicPartition, list[float]] = {}
+def elections(c: Components) -> tuple[dict[TopicPartition, list[float]], dict[TopicPartition, list[float]]]:
+    """When the controller elected an unclean leader, and a leader from the ELR, per partition (the times it
+    appended the records)."""
+    unclean: dict[TopicPartition, list[float]] = {}
+    elr: dict[TopicPartition, list[float]] = {}
+    state: dict[TopicPartition, PartitionRegistration] = {}
     for batch in c.controller_link.controller.core.log.batches:
         for record in batch.records:
-            if (isinstance(record, PartitionChangeRecord) and record.leader >= 0
-                    and record.leader_recovery_state == LEADER_RECOVERY_RECOVERING):
-                found.setdefault(record.topic_partition, []).append(batch.append_ms)
-    return found
+            if isinstance(record, PartitionRecord):
+                state[record.topic_partition] = PartitionRegistration(
+                    record.replicas, record.isr, record.leader, record.leader_epoch, record.partition_epoch)
+            elif isinstance(record, ClearElrRecord):
+                for tp, registration in state.items():
+                    if record.topic is None or tp.topic == record.topic:
+                        state[tp] = merge(registration, PartitionChangeRecord(tp, elr=(), last_known_elr=()))
+            elif isinstance(record, PartitionChangeRecord):
+                tp = record.topic_partition
+                before = state[tp]
+                state[tp] = merge(before, record)
+                if record.leader < 0 or record.leader == before.leader:
+                    continue
+                if record.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
+                    unclean.setdefault(tp, []).append(batch.append_ms)
+                elif record.leader in before.elr and record.leader not in before.isr:
+                    elr.setdefault(tp, []).append(batch.append_ms)
+    return unclean, elr
 
 
 def final_leader(c: Components, tp: TopicPartition) -> int:
@@ -42,14 +62,16 @@ def final_leader(c: Components, tp: TopicPartition) -> int:
         partition = broker.replica_manager.partitions.get(tp)
         if partition is not None and partition.is_leader and partition.leader_epoch > epoch:
             epoch, leader = partition.leader_epoch, broker.broker_id
-    if leader == NO_LEADER and registration is not None and registration.isr:
-        leader = registration.isr[0]
+    if leader == NO_LEADER and registration is not None:
+        waiting = registration.isr or registration.elr or registration.last_known_elr
+        if waiting:
+            leader = waiting[0]
     return leader
 
 
 def final_logs(c: Components) -> dict[tuple[str, int], FinalLog]:
     """Every partition's final leader's log, by batch identity."""
-    unclean = unclean_elections(c)
+    unclean, elr = elections(c)
     out: dict[tuple[str, int], FinalLog] = {}
     for partitions in c.partitions_by_topic.values():
         for tp in partitions:
@@ -63,5 +85,6 @@ def final_logs(c: Components) -> dict[tuple[str, int], FinalLog]:
             copies = Counter(batch.batch_id for segment in log.segments for batch in segment.batches)
             out[(tp.topic, tp.partition)] = FinalLog(
                 leader, log.log_start_offset, copies, partition.effective_min_isr, tuple(unclean.get(tp, ())),
+                tuple(elr.get(tp, ())),
             )
     return out

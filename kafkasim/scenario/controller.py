@@ -18,7 +18,8 @@ from kafkasim.scenario.units import KafkaMs
 
 
 class ControllerConfig(ScenarioModel):
-    """Kafka's controller configs (Kafka 4.0's defaults) and the simulator's latencies to and from it."""
+    """Kafka's controller configs and features (Kafka 4.3's defaults) and the simulator's latencies to and
+    from it."""
 
     broker_session_timeout_ms: KafkaMs = Field(default=9000, alias="broker.session.timeout.ms", ge=1)
     """A broker whose last heartbeat is older than this is fenced: it leaves every ISR, and the partitions it
@@ -37,6 +38,11 @@ class ControllerConfig(ScenarioModel):
         default=300, alias="leader.imbalance.check.interval.seconds", ge=1, le=2**31 - 1
     )
     """How often leadership is moved back to preferred replicas (seconds, as Kafka's key says)."""
+    eligible_leader_replicas_version: int = Field(default=1, alias="eligible.leader.replicas.version", ge=0, le=1)
+    """Kafka's feature of that name (KIP-966), set when the cluster is formatted: 1, the default since Kafka
+    4.1 -- replicas that leave the ISR while it is below min.insync.replicas stay *eligible leader replicas*
+    and one of them is elected when the ISR empties (PartitionChangeBuilder); 0, Kafka 4.0's default -- the
+    last ISR member stays in the ISR and the partition waits offline for it (or for an unclean election)."""
     link_latency: DurationDistribution = Field(default_factory=lambda: DurationLogNormal(median=0.5, p99=2.0))
     """Simulator-only: one-way latency between a broker and the controller, drawn per message (heartbeats,
     registrations, AlterPartition requests and their answers)."""

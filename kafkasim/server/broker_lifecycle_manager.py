@@ -62,7 +62,8 @@ class ControllerChannel(Protocol):
     answers later through its callback -- with None if the exchange failed."""
 
     def register_broker(
-        self, broker_id: int, rack: str | None, callback: Callable[[BrokerRegistrationReply | None], None]
+        self, broker_id: int, rack: str | None, previous_broker_epoch: int,
+        callback: Callable[[BrokerRegistrationReply | None], None],
     ) -> None: ...
 
     def heartbeat(
@@ -88,6 +89,8 @@ class BrokerLifecycleManager:
         "_failed_attempts",
         "_state",
         "_broker_epoch",
+        "_clean_shutdown_epoch",
+        "_previous_broker_epoch",
         "_registered",
         "_ready_to_unfence",
         "_got_controlled_shutdown_response",
@@ -127,6 +130,10 @@ class BrokerLifecycleManager:
         self._failed_attempts = 0
         self._state = BrokerState.NOT_RUNNING
         self._broker_epoch = -1
+        # Kafka's clean-shutdown file (LogManager): the epoch of an incarnation that shut down cleanly, read
+        # (and deleted) by the next one, which sends it as previousBrokerEpoch; -1 after a kill.
+        self._clean_shutdown_epoch = -1
+        self._previous_broker_epoch = -1
         self._registered = False
         self._ready_to_unfence = False
         self._got_controlled_shutdown_response = False
@@ -151,6 +158,7 @@ class BrokerLifecycleManager:
     def start(self) -> None:
         """``StartupEvent``: STARTING, and the registration goes out."""
         self._state = BrokerState.STARTING
+        self._previous_broker_epoch, self._clean_shutdown_epoch = self._clean_shutdown_epoch, -1
         self._registered = False
         self._ready_to_unfence = False
         self._got_controlled_shutdown_response = False
@@ -194,7 +202,10 @@ class BrokerLifecycleManager:
             self._begin_shutdown()
 
     def crash(self) -> None:
-        """The broker process died: nothing more is sent, late answers are ignored."""
+        """The broker process died: nothing more is sent, late answers are ignored. Killed before its shutdown
+        finished, it leaves no clean-shutdown epoch."""
+        if self._state is not BrokerState.SHUTTING_DOWN:
+            self._clean_shutdown_epoch = -1
         self._generation += 1
         self._cancel_next()
         self._state = BrokerState.NOT_RUNNING
@@ -263,7 +274,7 @@ class BrokerLifecycleManager:
             self._registered = True
             self._schedule(0.0)  # a heartbeat at once
 
-        self.channel.register_broker(self.broker_id, self.rack, answered)
+        self.channel.register_broker(self.broker_id, self.rack, self._previous_broker_epoch, answered)
 
     # --- heartbeats ---------------------------------------------------------------------------------
 
@@ -315,8 +326,10 @@ class BrokerLifecycleManager:
         # SHUTTING_DOWN / NOT_RUNNING: the answer is ignored.
 
     def _begin_shutdown(self) -> None:
-        """``ShutdownEvent``."""
+        """``ShutdownEvent``: the broker stops; its logs close cleanly (LogManager writes the clean-shutdown
+        file with this incarnation's epoch)."""
         self._state = BrokerState.SHUTTING_DOWN
+        self._clean_shutdown_epoch = self._broker_epoch
         self._cancel_next()
         if self.on_shutdown is not None:
             self.on_shutdown()

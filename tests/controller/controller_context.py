@@ -16,9 +16,10 @@ SESSION_TIMEOUT_MS = 9000
 
 
 class ControllerTestContext:
-    def __init__(self, session_timeout_ms: int = SESSION_TIMEOUT_MS) -> None:
+    def __init__(self, session_timeout_ms: int = SESSION_TIMEOUT_MS, elr: bool = False) -> None:
+        """``elr``: eligible leader replicas on (Kafka's ``Builder.setIsElrEnabled``; off by default there)."""
         self.time = ManualTime()
-        self.core = ControllerCore(self.time, session_timeout_ms)
+        self.core = ControllerCore(self.time, session_timeout_ms, eligible_leader_replicas_version=int(elr))
         self.replication = self.core.replication_control
         self.cluster = self.core.cluster_control
         self.heartbeats = self.core.heartbeat_manager
@@ -58,8 +59,9 @@ class ControllerTestContext:
         fenced = {b for b, r in self.cluster.registrations().items() if r.fenced}
         assert fenced == fence, (fenced, fence)
 
-    def create_topic(self, name: str, assignment: Sequence[tuple[int, ...]], unclean: bool = False) -> None:
-        self.core.create_topic(name, assignment, unclean)
+    def create_topic(self, name: str, assignment: Sequence[tuple[int, ...]], unclean: bool = False,
+                     min_isr: int = 1) -> None:
+        self.core.create_topic(name, assignment, unclean, min_isr)
 
     def partition(self, topic: str, index: int) -> PartitionRegistration:
         registration = self.core.partition(TopicPartition(topic, index))

@@ -26,7 +26,8 @@ OFFLINE = PartitionRegistration((2, 1, 3), (3,), NO_LEADER, 100, 200)
 
 
 def builder(partition: PartitionRegistration, acceptable: Callable[[int], bool]) -> PartitionChangeBuilder:
-    return PartitionChangeBuilder(partition, TP, acceptable)
+    # Kafka's fixtures: min ISR 2, ELR off unless a test turns it on.
+    return PartitionChangeBuilder(partition, TP, acceptable, 2, False)
 
 
 def foo() -> PartitionChangeBuilder:

@@ -27,9 +27,11 @@ class ScriptedController:
         self.down = False
         self.heartbeats: list = []  # (time, request)
         self.registrations: list[float] = []
+        self.previous_epochs: list[int] = []
 
-    def register_broker(self, broker_id, rack, callback):
+    def register_broker(self, broker_id, rack, previous_broker_epoch, callback):
         self.registrations.append(self.env.now)
+        self.previous_epochs.append(previous_broker_epoch)
         answer = None if self.down else BrokerRegistrationReply(7)
         Call(self.env, self.latency, lambda _e: callback(answer))
 
