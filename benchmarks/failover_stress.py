@@ -211,6 +211,10 @@ def scenario_data(seed: int, unclean: bool = False) -> dict[str, Any]:
         data["followers"] = {"link": _link(rng)}
     if rng.random() < 0.3:
         data["controller"] = {"link_latency": _latency(rng, 0.05, 20.0)}
+    # Kafka 4.1+'s eligible leader replicas in half the runs, 4.0's rules in the others (a stream of its own:
+    # the rest of the scenario stays what the seed drew).
+    elr_rng = random.Random(f"{seed}/elr" + ("/unclean" if unclean else ""))
+    data.setdefault("controller", {})["eligible.leader.replicas.version"] = elr_rng.choice([0, 1])
     clients = [p["name"] for p in producers] + [c["name"] for c in consumers]
     data["faults"] = _faults(rng, duration_ms, brokers, clients)
     _delivery_timeouts(random.Random(f"{seed}/delivery" + ("/unclean" if unclean else "")), producers)
@@ -260,6 +264,10 @@ class Outcome:
     invariant_checks: int
     duplicates: int = 0
     """Batches of idempotent producers written twice with their sequence intact (Kafka promises none)."""
+    elr_elections: int = 0
+    """Leaders the controller took from the eligible leader replicas (KIP-966)."""
+    last_known_leader_elections: int = 0
+    """Last known leaders the controller elected, the ISR and ELR being empty (KIP-966's balanced recovery)."""
     duplicates_after_epoch_bump: int = 0
     """Batches written twice after an epoch bump rewrote their sequence in flight (Kafka's client does that)."""
     epoch_bumps: int = 0
@@ -310,7 +318,7 @@ class Outcome:
 def run(seed: int, unclean: bool = False) -> Outcome:
     """Load the scenario of ``seed`` like a user's file, run it with invariants on, and count."""
     from kafkasim import load_scenario
-    from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
+    from kafkasim.broker.metadata import NO_LEADER
     from kafkasim.controller.records import NO_LEADER_CHANGE, PartitionChangeRecord
     from kafkasim.run.engine import Engine
 
@@ -318,13 +326,16 @@ def run(seed: int, unclean: bool = False) -> Outcome:
     assert scenario.invariants
     engine = Engine(scenario)
     result = engine.run()
-    elections = unclean_elections = 0
+    elections = 0
     for batch in engine.components.controller_link.controller.core.log.batches:
         for record in batch.records:
             # An election (a leader set; -1 is a partition left offline, -2 no change of leader).
             if isinstance(record, PartitionChangeRecord) and record.leader not in (NO_LEADER_CHANGE, NO_LEADER):
                 elections += 1
-                unclean_elections += record.leader_recovery_state == LEADER_RECOVERY_RECOVERING
+    counters = engine.components.controller_link.controller.core.replication_control.elections
+    # Unclean: from outside the ISR because the topic allows it. Kafka also marks a last known leader's election
+    # RECOVERING (KIP-966's balanced recovery), with unclean elections off too: counted apart.
+    unclean_elections = counters["unclean"]
     records = result.records
     acknowledged = int(((records["error"] == 0) & records["ack_ms"].notna() & (records["offset"] >= 0)).sum())
     idempotent = {p.name for p in scenario.producers if p.enable_idempotence}
@@ -346,6 +357,7 @@ def run(seed: int, unclean: bool = False) -> Outcome:
     checked, offline, stalled, stalled_oosn, behind_lost = liveness(scenario, engine, result)
     return Outcome(len(scenario.faults), elections, unclean_elections, acknowledged,
                    int(records["lost_after_ack"].sum()), int(result.summary["counters"].get("invariant_checks", 0)),
+                   elr_elections=counters["ELR"], last_known_leader_elections=counters["last known leader"],
                    duplicates=int((twice & ~reset).sum()), duplicates_after_epoch_bump=int((twice & reset).sum()),
                    epoch_bumps=bumps, out_of_order=len(out_of_order),
                    out_of_order_not_next=sum(t.out_of_order_not_next for t in txns),
@@ -558,7 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.count} runs (seeds {args.seed}..{args.seed + args.count - 1}"
           f"{', unclean election allowed' if args.unclean else ''}): {args.count - failed} clean, {failed} failed")
     print(f"clean runs: {totals.faults} faults, {totals.leader_changes} leader changes "
-          f"({totals.unclean_elections} unclean), {totals.acknowledged} batches acknowledged, {totals.lost} lost, "
+          f"({totals.unclean_elections} unclean, {totals.elr_elections} from the ELR, "
+          f"{totals.last_known_leader_elections} last known leaders), {totals.acknowledged} batches acknowledged, "
+          f"{totals.lost} lost, "
           f"{totals.invariant_checks} invariant checks")
     print(f"idempotent producers: {totals.duplicates} batches written twice with their sequence intact, "
           f"{totals.duplicates_after_epoch_bump} after an epoch bump rewrote it ({totals.epoch_bumps} bumps); "

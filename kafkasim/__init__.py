@@ -13,12 +13,16 @@ from kafkasim._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
+KAFKA_VERSION = "4.3.1"
+"""The Apache Kafka release kafkasim models (its rules and defaults; docs/kafka-versions.md lists what changed
+since 4.0), and the one ``kafkasim run --on-kafka`` and the differential suite run."""
+
 if TYPE_CHECKING:
     from kafkasim.record.result import RunResult
     from kafkasim.run.engine import run_scenario
     from kafkasim.scenario import ScenarioError, load_scenario
 
-__all__ = ["RunResult", "ScenarioError", "__version__", "load_scenario", "run_scenario"]
+__all__ = ["KAFKA_VERSION", "RunResult", "ScenarioError", "__version__", "load_scenario", "run_scenario"]
 
 # Lazy re-exports: `import kafkasim` stays cheap (no SimPy, pandas or pydantic until used).
 _LAZY = {

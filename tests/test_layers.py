@@ -107,9 +107,9 @@ def imports_of(path: Path, root: Path = PACKAGE_DIR) -> list[Import]:
         # `from kafkasim import x`: a subpackage/module, a lazily re-exported name, or the top's own names.
         if _is_kafkasim_module(f"kafkasim.{name}", root):
             return f"kafkasim.{name}"
-        if name == "__version__":
-            # The package's version is metadata any module may read; Python imports kafkasim/__init__.py
-            # before any submodule anyway.
+        if name in ("__version__", "KAFKA_VERSION"):
+            # The package's version and the Kafka release it models are metadata any module may read; Python
+            # imports kafkasim/__init__.py before any submodule anyway.
             return "kafkasim._version"
         return top_lazy.get(name, "kafkasim")
 
@@ -210,6 +210,7 @@ def test_the_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
         "    from kafkasim import run_scenario\n"  # up, through the top's lazy table
         "RUNNER = 'kafkasim.run.thing:main'\n"  # up, an import path in a string
         "from kafkasim import __version__\n"  # the version: fine
+        "from kafkasim import KAFKA_VERSION\n"  # the Kafka release modelled: fine
         "SCHEMA = 'kafkasim.schema.json'\n"  # a file name, not a module
         "import kafkasim\n"
         "V = kafkasim.__version__\n"  # fine
@@ -222,7 +223,7 @@ def test_the_checker_sees_every_kind_of_import(tmp_path: Path) -> None:
         "kafkasim/broker/bad.py:8: broker -> run (kafkasim.run.thing)",
         "kafkasim/broker/bad.py:9: broker -> run (kafkasim.run.thing)",
         "kafkasim/broker/bad.py:10: broker -> run (kafkasim.run.thing)",
-        "kafkasim/broker/bad.py:15: broker -> run (kafkasim.run.thing)",
+        "kafkasim/broker/bad.py:16: broker -> run (kafkasim.run.thing)",
         "kafkasim/sim/sideways.py:1: sim -> timer (kafkasim.timer)",
         "kafkasim/timer/sideways.py:1: timer -> sim (kafkasim.sim.thing)",
     ]

@@ -211,6 +211,7 @@ def test_version_prints_the_package_version_and_exits_0() -> None:
     done = subprocess.run([sys.executable, "-m", "kafkasim", "--version"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    # "kafkasim 0.1.0 (70 modules compiled with mypyc)" or "kafkasim 0.1.0 (pure Python)"
-    assert re.fullmatch(rf"kafkasim {re.escape(kafkasim.__version__)} \((pure Python|\d+ modules compiled with mypyc)\)",
+    # "kafkasim 0.1.0, modelling Apache Kafka 4.3.1 (70 modules compiled with mypyc)" or "... (pure Python)"
+    assert re.fullmatch(rf"kafkasim {re.escape(kafkasim.__version__)}, modelling Apache Kafka "
+                        rf"{re.escape(kafkasim.KAFKA_VERSION)} \((pure Python|\d+ modules compiled with mypyc)\)",
                         done.stdout.strip()), done.stdout

@@ -35,10 +35,10 @@ _CANCEL_PATTERN = re.compile(r"\s*[Tt]?(\d+)\s*@\s*(-?\d+)\s*")
 
 def _print_version(value: bool) -> None:
     if value:
-        from kafkasim import __version__
+        from kafkasim import KAFKA_VERSION, __version__
         from kafkasim.compiled import describe
 
-        typer.echo(f"kafkasim {__version__} ({describe()})")
+        typer.echo(f"kafkasim {__version__}, modelling Apache Kafka {KAFKA_VERSION} ({describe()})")
         raise typer.Exit()
 
 

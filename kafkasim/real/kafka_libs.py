@@ -22,7 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-KAFKA_VERSION = "4.3.1"
+import kafkasim
+
+KAFKA_VERSION = kafkasim.KAFKA_VERSION  # one Kafka version for the model and the real cluster
 """The Apache Kafka release the real cluster runs (every hand-measured figure in docs/ was taken on it)."""
 MIN_JAVA_MAJOR = 17
 JAVA_HINT = ("install a Java runtime and compiler, 17 or newer (`apt-get install openjdk-17-jdk-headless`; macOS: "

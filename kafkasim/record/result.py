@@ -167,10 +167,11 @@ class RunResult:
         return target
 
     def _write_run_info(self, directory: Path) -> None:
-        from kafkasim import __version__
+        from kafkasim import KAFKA_VERSION, __version__
 
         info = {
             "kafkasim_version": __version__,
+            "kafka_version_modelled": KAFKA_VERSION,
             "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
             **self.run_info,

@@ -8,7 +8,9 @@ controller event that made it) and the records table:
   (``ReplicationControlManager.handleBrokerFenced``: its session expired, or it was cut from the controller),
   named after the scenario's fault on it when there is one (``crash broker-0: fenced``); its controlled
   shutdown (``handleBrokerInControlledShutdown``); an unclean election (the new leader outside the ISR,
-  ``leader_recovery_state`` RECOVERING); a broker unfenced while the partition had no leader; the preferred
+  ``leader_recovery_state`` RECOVERING); an election from the eligible leader replicas (``from the ELR``,
+  KIP-966: the ISR was empty and the new leader was in the ELR); a broker unfenced while the partition had no
+  leader; the preferred
   replica taking the leadership back (``maybeBalancePartitionLeaders``); else "election".
 * ``fault_ms``: when the scenario's fault on the old leader began (None without one); ``fenced_ms``: the
   controller's fence (or the shutdown request it acted on) of the old leader; ``elected_ms``: when the
@@ -39,6 +41,7 @@ from kafkasim.controller.records import (
     NO_LEADER_CHANGE,
     UNFENCE,
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     PartitionChangeRecord,
     PartitionRecord,
 )
@@ -48,6 +51,8 @@ BOUNDED_BY = {
                "metadata.max.age.ms", "request.timeout.ms"],
     "shutdown": ["controlled.shutdown (the controller moves leaders first)", "retry.backoff.max.ms"],
     "unclean": ["unclean.leader.election.enable", "broker.session.timeout.ms", "retry.backoff.max.ms"],
+    "from the ELR": ["broker.session.timeout.ms", "min.insync.replicas", "eligible.leader.replicas.version",
+                     "retry.backoff.max.ms"],
     "unfenced": ["broker.session.timeout.ms", "retry.backoff.max.ms"],
     "preferred": ["leader.imbalance.check.interval.seconds", "retry.backoff.max.ms"],
     "election": ["retry.backoff.max.ms"],
@@ -71,6 +76,8 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
     faults = list(faults)
     leaders: dict[Any, int] = {}
     replicas: dict[Any, tuple[int, ...]] = {}
+    isr: dict[Any, tuple[int, ...]] = {}
+    elr: dict[Any, tuple[int, ...]] = {}
     fenced: dict[int, float] = {}
     shutdown: dict[int, float] = {}
     out: list[dict[str, Any]] = []
@@ -90,19 +97,29 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
             if isinstance(r, PartitionRecord):
                 leaders[r.topic_partition] = r.leader
                 replicas[r.topic_partition] = r.replicas
+                isr[r.topic_partition] = r.isr
+                continue
+            if isinstance(r, ClearElrRecord):
+                elr = {tp: e for tp, e in elr.items() if r.topic is not None and tp.topic != r.topic}
                 continue
             if not isinstance(r, PartitionChangeRecord):
                 continue
             tp = r.topic_partition
             if r.replicas is not None:
                 replicas[tp] = r.replicas
+            before_isr, before_elr = isr.get(tp, ()), elr.get(tp, ())
+            if r.isr is not None:
+                isr[tp] = r.isr
+            if r.elr is not None:
+                elr[tp] = r.elr
             if r.leader == NO_LEADER_CHANGE:
                 continue
             old = leaders.get(tp, NO_LEADER)
             leaders[tp] = r.leader
             if r.leader == old:
                 continue
-            kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas.get(tp, ()))
+            from_elr = r.leader in before_elr and r.leader not in before_isr
+            kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas.get(tp, ()), from_elr)
             fault = _fault_on(faults, old, batch.append_ms)
             cause = kind if fault is None else f"{fault.type} {fault.target}: {kind}"
             fault_ms = None if fault is None else float(fault.at)
@@ -115,7 +132,7 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
                 "new_leader": None if r.leader == NO_LEADER else r.leader,
                 "cause": cause,
                 "fault_ms": fault_ms,
-                "fenced_ms": fenced.get(old) if kind in ("fenced", "unclean") and old != NO_LEADER else (
+                "fenced_ms": fenced.get(old) if kind in ("fenced", "unclean", "from the ELR") and old != NO_LEADER else (
                     shutdown.get(old) if kind == "shutdown" else None),
                 "elected_ms": float(batch.append_ms),
                 "first_ack_ms": first_ack,
@@ -126,9 +143,11 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
 
 
 def _kind(record: PartitionChangeRecord, old: int, event_fenced: set[int], event_unfenced: set[int],
-          shutdown: dict[int, float], replicas: tuple[int, ...]) -> str:
+          shutdown: dict[int, float], replicas: tuple[int, ...], from_elr: bool) -> str:
     if record.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
         return "unclean"
+    if from_elr:
+        return "from the ELR"
     if old in event_fenced:
         return "fenced"
     if old in shutdown:

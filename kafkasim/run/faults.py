@@ -268,7 +268,11 @@ class _ControlledShutdown:
             return
         env = self.c.env
         self.stopped_at = float(env.now)
-        self.c.controller_link.lifecycles[self.broker_id].on_shutdown = None
+        lifecycle = self.c.controller_link.lifecycles[self.broker_id]
+        lifecycle.on_shutdown = None
+        # Past CONTROLLED_SHUTDOWN_TIMEOUT_MS the broker still shuts down cleanly: its logs close and write the
+        # clean-shutdown file the next incarnation reports (KIP-966's unclean shutdown detection).
+        lifecycle.begin_shutdown()
         _crash(self.c, self.broker, self.broker_id)
         if self.restart_at is not None:
             Call(env, max(0.0, self.restart_at - self.stopped_at),

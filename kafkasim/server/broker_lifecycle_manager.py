@@ -201,6 +201,12 @@ class BrokerLifecycleManager:
         else:
             self._begin_shutdown()
 
+    def begin_shutdown(self) -> None:
+        """``beginShutdown``: the broker stops now, cleanly (``BrokerServer.shutdown`` goes on after its wait
+        for the controlled shutdown, answered or timed out)."""
+        if self._state is not BrokerState.SHUTTING_DOWN:
+            self._begin_shutdown()
+
     def crash(self) -> None:
         """The broker process died: nothing more is sent, late answers are ignored. Killed before its shutdown
         finished, it leaves no clean-shutdown epoch."""

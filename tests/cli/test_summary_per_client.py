@@ -119,11 +119,11 @@ def test_run_prints_the_acknowledged_batches_lost_per_producer_only_when_some_we
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     printed, summary = _run(tmp_path, capsys, "unclean_election_loses_acks1", "duration=40s")
     lost = summary["lost_after_ack"]["by_producer"]["orders-acks-1"]
-    assert lost["by_reason"] == {"unclean election": lost["batches"]}
+    assert lost["by_reason"] == {"acks=1, leader from the ELR": lost["batches"]}
     lines = [line.rstrip() for line in printed.splitlines()]
     start = lines.index("Acknowledged, then lost (batches)")
     assert lines[start + 1].split() == ["orders-acks-1", count(lost["batches"]), f"({count(lost['records'])}",
-                                        "records):", count(lost["batches"]), "unclean", "election"]
+                                        "records):", count(lost["batches"]), "acks=1,", "leader", "from", "the", "ELR"]
     # The quiet case has no table of losses, and its outcomes line says there were none.
     printed, summary = _run(tmp_path, capsys, "acks_compared", "duration=2s", "warmup=1s")
     assert "lost_after_ack" not in summary and "Acknowledged, then lost" not in printed

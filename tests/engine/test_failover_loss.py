@@ -31,7 +31,8 @@ TP = TopicPartition("t", 0)
 
 def _cluster(acks: Any, *, min_isr: int, unclean: bool, faults: list[dict[str, Any]], rf: int = 3,
              duration: str = "30s", also_acks_1: bool = False, assignment: list[int] | None = None,
-             broker: dict[str, Any] | None = None, **producer_config: Any) -> Any:
+             broker: dict[str, Any] | None = None, elr: int | None = None, **producer_config: Any) -> Any:
+    """``elr``: ``controller.eligible.leader.replicas.version`` (None: the default, 1)."""
     producers = [{"name": "p", "topic": "t", "acks": acks, "rate": "200/s", "record_size": "100B", **producer_config}]
     if also_acks_1:
         producers.append({"name": "q", "topic": "t", "acks": 1, "rate": "200/s", "record_size": "100B",
@@ -46,6 +47,7 @@ def _cluster(acks: Any, *, min_isr: int, unclean: bool, faults: list[dict[str, A
         "producers": producers,
         "consumers": [{"name": "c", "topic": "t"}],
         "faults": faults,
+        **({} if elr is None else {"controller": {"eligible.leader.replicas.version": elr}}),
     })
 
 
@@ -68,7 +70,9 @@ def _acknowledged(records: Any) -> Any:
 
 
 def test_an_unclean_election_loses_acknowledged_acks_1_records_and_counts_them_exactly() -> None:
-    engine = Engine(_cluster(1, min_isr=2, unclean=True, faults=LAGGING_FOLLOWERS_THEN_LEADER_PAUSED))
+    # Kafka 4.0's rules (no eligible leader replicas): the lagging followers are outside the ISR, and only an
+    # unclean election brings the partition back.
+    engine = Engine(_cluster(1, min_isr=2, unclean=True, faults=LAGGING_FOLLOWERS_THEN_LEADER_PAUSED, elr=0))
     result = engine.run()
     image = engine.components.controller_link.controller.image
     leader = image.partitions[TP].leader
@@ -87,9 +91,32 @@ def test_an_unclean_election_loses_acknowledged_acks_1_records_and_counts_them_e
     assert result.summary["lost_after_ack"] == {**counted, "by_producer": {"p": counted}}
 
 
+def test_an_election_from_the_eligible_replicas_loses_the_same_acks_1_records_cleanly() -> None:
+    """Kafka 4.3.1's default: the followers left the ISR while it was below min.insync.replicas, so they are
+    eligible leader replicas; at the leader's fence the controller elects broker 1 from them (a clean election,
+    ISR [1]) whether or not the topic allows unclean elections. It holds everything below the frozen high
+    watermark, not the acks=1 records broker 0 acknowledged alone: the same batches are lost, for that reason."""
+    lost_by = {}
+    for unclean in (True, False):
+        engine = Engine(_cluster(1, min_isr=2, unclean=unclean, faults=LAGGING_FOLLOWERS_THEN_LEADER_PAUSED))
+        result = engine.run()
+        partition = engine.components.controller_link.controller.image.partitions[TP]
+        assert partition.leader == 1 and partition.leader_recovery_state == 0  # clean: not RECOVERING
+        counters = result.summary["counters"]
+        assert (counters["controller_elr_elections"], counters["controller_unclean_elections"]) == (1, 0)
+        records = result.records
+        missing = set(_acknowledged(records)["batch_id"]) - _final_log_ids(engine, 1)
+        lost = records[records["lost_after_ack"]]
+        assert len(missing) > 100 and set(lost["batch_id"]) == missing
+        assert set(lost["lost_reason"].astype(str)) == {"acks=1, leader from the ELR"}
+        lost_by[unclean] = missing
+    assert lost_by[True] == lost_by[False]
+
+
 def test_the_same_faults_with_acks_all_and_min_isr_2_lose_nothing() -> None:
-    # The ISR of the leader alone is below min.insync.replicas: nothing more is acknowledged; with unclean
-    # election off the partition is offline while the leader is fenced and it leads again on its return.
+    # The ISR of the leader alone is below min.insync.replicas: nothing more is acknowledged (the high
+    # watermark is frozen); at the leader's fence the controller elects a follower from the eligible leader
+    # replicas, which holds everything acknowledged.
     engine = Engine(_cluster("all", min_isr=2, unclean=False, faults=LAGGING_FOLLOWERS_THEN_LEADER_PAUSED))
     result = engine.run()
     assert engine.invariants is not None

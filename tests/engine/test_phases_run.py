@@ -98,7 +98,7 @@ def test_a_crashed_leaders_failover_phase_by_phase(crashed: tuple[Engine, RunRes
 
 
 @pytest.mark.parametrize(("scenario", "cause"), [("leader_controlled_shutdown", "shutdown broker-0: shutdown"),
-                                                 ("unclean_election_loses_acks1", "crash broker-0: unclean")])
+                                                 ("unclean_election_loses_acks1", "crash broker-0: from the ELR")])
 def test_the_cause_of_a_leadership_change_is_named(scenario: str, cause: str) -> None:
     result = Engine(load_scenario(SCENARIOS / f"{scenario}.yaml")).run()
     [failover] = result.summary["failovers"]
@@ -116,4 +116,4 @@ def test_the_cause_of_a_leadership_change_is_named(scenario: str, cause: str) ->
         assert f"{n:,} {OUTCOME_WORDS.get(outcome, outcome)}" in line
         assert f"<td>{OUTCOME_WORDS.get(outcome, outcome)}</td><td>{n:,}</td>" in html
     if totals["lost"]:
-        assert f"({totals['lost']:,} unclean election)" in line
+        assert f"({totals['lost']:,} acks=1, leader from the ELR)" in line

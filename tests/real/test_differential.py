@@ -60,6 +60,7 @@ SCENARIOS: dict[str, tuple[Path, list[str]]] = {
     "gc_paused_follower": (ROOT / "scenarios/gc_paused_follower.yaml",
                            ["duration=12s", "faults[0].at=5s", "faults[0].duration=3s"]),
     "unclean_acks1_crashes": (HERE / "scenarios/unclean_acks1_crashes.yaml", []),
+    "elr_paused_followers": (HERE / "scenarios/elr_paused_followers.yaml", []),
     "idempotence_paused_leader": (HERE / "scenarios/idempotence_paused_leader.yaml", []),
 }
 
@@ -614,6 +615,32 @@ def test_acks_1_and_an_unclean_election_lose_acknowledged_records_on_both(pair: 
     report(p, "Kafka's election of the new leader", "unclean",
            "unclean" if events["unclean_elections"] else ("ELR" if events["elr_elections"] else "none logged"))
     assert ok, losses
+
+
+def test_a_leader_from_the_eligible_replicas_loses_the_acks_1_records_it_lacks_on_both(
+        pair: Callable[[str], Pair]) -> None:
+    """KIP-966 (Kafka 4.3.1's default): the follower fenced last left the ISR while it was below
+    min.insync.replicas, so it stays an eligible leader replica; once the killed leader is fenced the
+    controller elects it "using ELR" (PartitionChangeBuilder.electAnyLeader) although it lacks the acks=1
+    records acknowledged since the pause. Both engines: one election from the ELR, 7-10.5 s after the kill
+    (the old leader's fence), acks=1 records lost, nothing acks=all lost."""
+    p = pair("elr_paused_followers")
+    events = p.real.run_info["controller_events"]
+    kinds = (p.sim.summary["counters"]["controller_elr_elections"], len(events["elr_elections"]))
+    agree(p, "elections from the ELR", *kinds, "1 on both", kinds == (1, 1))
+    crash = float(p.scenario.faults[2].at)
+    sim_elected = [f["elected_ms"] for f in p.sim.summary["failovers"] if f["cause"].endswith("from the ELR")]
+    delays = (sim_elected[0] - crash if sim_elected else float("nan"),
+              events["elr_elections"][0]["at_ms"] - real_fault_ms(p, 2) if events["elr_elections"] else float("nan"))
+    in_fence_time = all(SESSION_MS - HEARTBEAT_MS - 500 <= d <= SESSION_MS + FENCE_CHECK_MS + SCHEDULING_SLACK_MS
+                        for d in delays)
+    agree(p, "kill -> election from the ELR (ms)", *delays, "6500..10525", in_fence_time)
+    losses = lost(p.sim, "orders-acks-1"), lost(p.real, "orders-acks-1")
+    agree(p, "acks=1 batches lost after their acknowledgement", *losses, "> 0 on both", all(n > 0 for n in losses))
+    safe = lost(p.sim, "orders-acks-all"), lost(p.real, "orders-acks-all")
+    agree(p, "acks=all batches lost", *safe, "0 on both", safe == (0, 0))
+    assert kinds == (1, 1) and all(n > 0 for n in losses) and safe == (0, 0), (kinds, losses, safe)
+    assert_or_contended(p, in_fence_time, delays)
 
 
 def test_an_idempotent_producer_writes_nothing_twice_after_lost_responses(pair: Callable[[str], Pair]) -> None:

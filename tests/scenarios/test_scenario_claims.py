@@ -53,7 +53,13 @@ TRIED = {
     },
     "unclean_election_loses_acks1": {
         "topics[0].unclean.leader.election.enable=false":
-            "test_unclean_election_disabled_the_partition_waits_offline_and_loses_nothing",
+            "test_unclean_election_disabled_changes_nothing_an_elr_election_is_clean",
+        "controller.eligible.leader.replicas.version=0":
+            "test_unclean_election_loses_acks1_on_kafka_4_0_rules_an_unclean_election_loses_the_same",
+    },
+    "eligible_leader_replicas": {
+        "controller.eligible.leader.replicas.version=0":
+            "test_eligible_leader_replicas_off_the_partition_waits_for_its_old_leader_and_loses_nothing",
     },
     "idempotence_and_a_lost_response": {
         "producers[not-idempotent].max.in.flight.requests.per.connection=1":
@@ -978,10 +984,12 @@ def test_unclean_election_loses_acks1_twenty_seconds_of_acknowledged_batches() -
     window = acked[(acked["ack_ms"] > 10_050) & (acked["ack_ms"] < 30_000)]
     assert set(window["batch_id"]) <= set(lost["batch_id"])
     assert lost["ack_ms"].min() >= 10_000 and lost["ack_ms"].max() < 30_000
-    assert set(lost["lost_reason"].astype(str)) == {"unclean election"}
+    assert set(lost["lost_reason"].astype(str)) == {"acks=1, leader from the ELR"}
     # ~20 s at 200 records/s.
     counted = result.summary["lost_after_ack"]
-    assert counted["by_reason"] == {"unclean election": len(lost)}
+    assert counted["by_reason"] == {"acks=1, leader from the ELR": len(lost)}
+    counters = result.summary["counters"]
+    assert (counters["controller_elr_elections"], counters["controller_unclean_elections"]) == (1, 0)
     assert 3_600 <= counted["by_producer"]["orders-acks-1"]["records"] == counted["records"] <= 4_200
     # The lost rows are past the high watermark of 10 s: the consumer never received one.
     assert lost["consumed_ms:consumer-1"].isna().all()
@@ -996,14 +1004,35 @@ def test_unclean_election_loses_acks1_isr_and_leader_over_time() -> None:
     elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
     assert 37_000 <= elected <= 39_200  # crashed at 30 s, fenced 7-9 s later
     two = first_time(isr, 2.0, after_ms=shrunk)
-    assert elected <= two <= elected + 200  # broker 2 joins the unclean leader at once
+    assert elected <= two <= elected + 200  # broker 2 joins the leader from the ELR at once
+    # The followers are eligible leader replicas from the shrink until the election, then none are left.
+    elr = gauge(result, "ElrSize", "orders-0")
+    assert first_time(elr, 2.0) == shrunk and first_time(elr, 0.0) == elected
     three = first_time(isr, 3.0, after_ms=two)
     assert 45_000 < three < 46_000  # broker 0 back at 45 s, truncated and caught up
     assert [float(v) for v in gauge(result, "LeaderId", "orders-0")["value"].drop_duplicates()] == [0.0, 1.0]
 
 
-def test_unclean_election_disabled_the_partition_waits_offline_and_loses_nothing() -> None:
+def test_unclean_election_disabled_changes_nothing_an_elr_election_is_clean() -> None:
+    default = shipped("unclean_election_loses_acks1")
     result = shipped("unclean_election_loses_acks1", "topics[0].unclean.leader.election.enable=false")
+    assert result.summary["lost_after_ack"] == default.summary["lost_after_ack"]
+    assert result.summary["counters"]["controller_elr_elections"] == 1
+
+
+def test_unclean_election_loses_acks1_on_kafka_4_0_rules_an_unclean_election_loses_the_same() -> None:
+    default = shipped("unclean_election_loses_acks1")
+    result = shipped("unclean_election_loses_acks1", "controller.eligible.leader.replicas.version=0")
+    lost = result.summary["lost_after_ack"]
+    assert lost["by_reason"] == {"unclean election": default.summary["lost_after_ack"]["batches"]}
+    counters = result.summary["counters"]
+    assert (counters["controller_elr_elections"], counters["controller_unclean_elections"]) == (0, 1)
+    assert "ElrSize" not in set(result.timeseries["metric"].astype(str))
+
+
+def test_unclean_election_disabled_on_kafka_4_0_rules_the_partition_waits_offline_and_loses_nothing() -> None:
+    result = shipped("unclean_election_loses_acks1", "topics[0].unclean.leader.election.enable=false",
+                     "controller.eligible.leader.replicas.version=0")
     assert not result.records["lost_after_ack"].any()
     assert "lost_after_ack" not in result.summary
     # Offline (LeaderId -1, as Kafka's metadata says) until broker 0 is back and leads again (45 s); the ISR
@@ -1017,3 +1046,51 @@ def test_unclean_election_disabled_the_partition_waits_offline_and_loses_nothing
     assert not ((ack >= 30_000) & (ack < 45_000)).any()  # crashed, then offline: nothing acknowledged
     isr = gauge(result, "IsrSize", "orders-0")
     assert 45_000 < first_time(isr, 3.0, after_ms=25_000) < 47_000
+
+
+# --- eligible_leader_replicas ------------------------------------------------------------------------
+
+
+def test_eligible_leader_replicas_the_partition_is_back_long_before_its_old_leader_acks_1_pays() -> None:
+    result = shipped("eligible_leader_replicas")
+    [failover] = result.summary["failovers"]
+    assert (failover["old_leader"], failover["new_leader"]) == (0, 1)
+    assert failover["cause"] == "crash broker-0: from the ELR"
+    assert 37_000 <= failover["elected_ms"] <= 40_200  # crashed at 30 s, fenced 7-10 s later
+    assert failover["first_ack_ms"] < failover["elected_ms"] + 1_000  # long before broker 0 is back at 60 s
+    lost = result.summary["lost_after_ack"]
+    assert set(lost["by_producer"]) == {"orders-acks-1"}  # acks=all loses nothing
+    assert lost["by_reason"] == {"acks=1, leader from the ELR": lost["batches"]}
+    records = result.records
+    gone = records[records["lost_after_ack"]]
+    assert gone["ack_ms"].min() >= 10_000 and gone["ack_ms"].max() < 30_000
+    assert gone["consumed_ms:consumer-1"].isna().all()  # above the frozen high watermark: never read
+    # The cut followers are eligible leader replicas from the shrink until the election.
+    elr = gauge(result, "ElrSize", "orders-0")
+    shrunk = first_time(gauge(result, "IsrSize", "orders-0"), 1.0)
+    assert first_time(elr, 2.0) == shrunk and 20_000 <= shrunk <= 25_200
+    assert first_time(elr, 0.0) >= failover["elected_ms"]
+
+
+def test_eligible_leader_replicas_acks_all_waits_in_the_purgatory_behind_a_frozen_high_watermark() -> None:
+    result = shipped("eligible_leader_replicas")
+    requests = result.requests
+    produce = requests[(requests["api"] == "Produce") & (requests["client"] == "orders-acks-all")]
+    cut = produce[(produce["start_ms"] > 10_000) & (produce["start_ms"] < 30_000)]
+    # One request read by broker 0 during the cut (the connection muted behind it), never answered: the crash
+    # at 30 s closes the connection.
+    assert len(cut) == 1 and cut["error_name"].astype(str).tolist() == ["NETWORK_EXCEPTION"]
+    acked = result.records[(result.records["producer"] == "orders-acks-all") & result.records["ack_ms"].notna()]
+    ack = acked["ack_ms"].to_numpy(dtype=float)
+    assert not ((ack > 10_100) & (ack < 37_000)).any()
+
+
+def test_eligible_leader_replicas_off_the_partition_waits_for_its_old_leader_and_loses_nothing() -> None:
+    result = shipped("eligible_leader_replicas", "controller.eligible.leader.replicas.version=0")
+    assert "lost_after_ack" not in result.summary
+    causes = [(f["old_leader"], f["new_leader"], f["cause"]) for f in result.summary["failovers"]]
+    assert causes == [(0, None, "crash broker-0: fenced"), (None, 0, "unfenced")]
+    back = result.summary["failovers"][1]["elected_ms"]
+    assert 60_000 <= back <= 61_000  # broker 0 restarted at 60 s, unfenced, elected again
+    ack = result.records["ack_ms"].to_numpy(dtype=float)
+    assert not ((ack > 30_000) & (ack < 60_000)).any()  # nothing written while it was down

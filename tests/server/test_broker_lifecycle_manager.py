@@ -177,3 +177,43 @@ def test_a_heartbeat_phase_outside_one_interval_is_refused():
     for bad in (-1.0, 2000.5):
         with pytest.raises(ValueError, match="first_heartbeat_ms"):
             m.start_running(7, first_heartbeat_ms=bad)
+
+
+def test_the_next_incarnation_reports_the_epoch_of_a_clean_shutdown_and_none_after_a_kill():
+    """KIP-966's unclean shutdown detection: a broker that shut down cleanly left its epoch in the clean-shutdown
+    file (LogManager), which its next incarnation sends as previousBrokerEpoch; a killed one left none (-1);
+    the file is read once (the incarnation after next, killed meanwhile, sends -1 again)."""
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=1.0, shutdown_at=3000.0)
+    m = manager(env, controller)
+    m.on_caught_up = m.set_ready_to_unfence
+    m.start()
+    env.run(until=100)
+    m.begin_controlled_shutdown()
+    env.run(until=10_000)
+    assert m.state is BrokerState.SHUTTING_DOWN
+    m.crash()  # the process stops after its clean shutdown
+    m.start()
+    env.run(until=10_100)
+    m.crash()  # killed: no clean shutdown this time
+    m.start()
+    env.run(until=10_200)
+    assert controller.previous_epochs == [-1, 7, -1]
+
+
+def test_a_shutdown_that_did_not_wait_for_the_controller_is_still_clean():
+    """BrokerServer.shutdown goes on once its wait for the controlled shutdown ends, answered or not: the logs
+    close cleanly all the same (``begin_shutdown``)."""
+    env = simpy.Environment()
+    controller = ScriptedController(env, latency=1.0)  # never agrees to the shutdown
+    m = manager(env, controller)
+    m.on_caught_up = m.set_ready_to_unfence
+    m.start()
+    env.run(until=100)
+    m.begin_controlled_shutdown()
+    env.run(until=5_000)
+    m.begin_shutdown()
+    m.crash()
+    m.start()
+    env.run(until=5_100)
+    assert controller.previous_epochs == [-1, 7]
