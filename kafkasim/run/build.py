@@ -447,9 +447,7 @@ def build(
         lifecycle = controller_link.lifecycle(
             b,
             heartbeat_interval_ms=scenario.broker.broker_heartbeat_interval_ms,
-            session_timeout_ms=scenario.controller.broker_session_timeout_ms,
             rack=racks[b] if racks else None,
-            rng=streams.stream(f"broker-{b}/lifecycle"),
         )
         registration = controller.image.brokers[b]
         # Each broker started on its own: its heartbeats have their own phase (BrokerLifecycleManager).

@@ -30,9 +30,9 @@ link too: a message on the wire during the cut is lost. Kafka's ``NodeToControll
 decides what the broker sees:
 
 * a registration or heartbeat (the "heartbeat" channel, whose request timeout is
-  ``broker.session.timeout.ms / 2``, KAFKA-14392) fails after that timeout: ``BrokerLifecycleManager``
-  retries with its backoff, and the controller fences the broker ``broker.session.timeout.ms`` after the last
-  heartbeat that got through;
+  ``broker.heartbeat.interval.ms`` since Kafka 4.1, KAFKA-19294) fails after that timeout:
+  ``BrokerLifecycleManager`` tries again a heartbeat interval later, and the controller fences the broker
+  ``broker.session.timeout.ms`` after the last heartbeat that got through;
 * an AlterPartition (the "alter-partition" channel: ``retryTimeoutMs`` = Long.MaxValue) is sent again each
   ``controller.socket.timeout.ms`` (30 s) until an answer gets through;
 * the metadata the controller commits while the broker is cut off waits, in order, and is applied when the
@@ -276,19 +276,15 @@ class ControllerLink:
 
     # --- lifecycle (ControllerChannel for each broker) ----------------------------------------------
 
-    def lifecycle(
-        self, broker_id: int, *, heartbeat_interval_ms: int, session_timeout_ms: int, rack: str | None,
-        rng: random.Random,
-    ) -> BrokerLifecycleManager:
+    def lifecycle(self, broker_id: int, *, heartbeat_interval_ms: int, rack: str | None) -> BrokerLifecycleManager:
         manager = BrokerLifecycleManager(
-            self.env, broker_id, _Channel(self, broker_id),
-            heartbeat_interval_ms=heartbeat_interval_ms, session_timeout_ms=session_timeout_ms,
-            metadata_offset=lambda: self.applied_offset[broker_id], rng=rng, rack=rack,
+            self.env, broker_id, _Channel(self, broker_id), heartbeat_interval_ms=heartbeat_interval_ms,
+            metadata_offset=lambda: self.applied_offset[broker_id], rack=rack,
         )
         manager.on_caught_up = manager.set_ready_to_unfence  # no log recovery work to wait for
-        # Kafka's "heartbeat" channel: its request timeout is min(controller.socket.timeout.ms,
-        # broker.session.timeout.ms / 2) (BrokerServer, KAFKA-14392).
-        self._heartbeat_timeout_ms[broker_id] = min(CONTROLLER_SOCKET_TIMEOUT_MS, float(session_timeout_ms // 2))
+        # Kafka's "heartbeat" channel: its request timeout is broker.heartbeat.interval.ms (BrokerServer, 4.1+,
+        # KAFKA-19294; 4.0: min(controller.socket.timeout.ms, broker.session.timeout.ms / 2)).
+        self._heartbeat_timeout_ms[broker_id] = float(heartbeat_interval_ms)
         self.lifecycles[broker_id] = manager
         return manager
 

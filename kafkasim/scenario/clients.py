@@ -144,10 +144,11 @@ class ProducerConfig(ScenarioModel):
     enable_idempotence: bool = Field(default=True, alias="enable.idempotence")
     """Idempotent producer (Kafka's default): per-partition sequence numbers let the leader drop a retried
     batch it already has, so retries write each record once and in order. It needs acks=all, retries > 0
-    and max.in.flight.requests.per.connection <= 5: set explicitly to true with another value, that is an
-    error; left out, idempotence is silently turned off (ProducerConfig.postProcessAndValidateIdempotenceConfigs),
-    e.g. an acks=1 producer is not idempotent, and the resolved scenario shows false. The producer id is
-    assigned per producer (InitProducerId is not simulated)."""
+    and max.in.flight.requests.per.connection <= 5: set explicitly to true with another acks or retries, that
+    is an error; left out, idempotence is silently turned off (ProducerConfig.postProcessAndValidateIdempotenceConfigs),
+    e.g. an acks=1 producer is not idempotent, and the resolved scenario shows false. More than 5 requests in
+    flight is an error unless enable.idempotence is false (Kafka 4.0+ no longer turns idempotence off for
+    it). The producer id is assigned per producer (InitProducerId is not simulated)."""
     partitioner: Literal["sticky", "round_robin", "random"] = "sticky"
     """How records pick a partition: sticky (Kafka's default for records without a key: fill a batch for
     one partition, then move on), round_robin (one record each in turn), random (uniform per record)."""
@@ -184,9 +185,15 @@ class ProducerConfig(ScenarioModel):
     @model_validator(mode="after")
     def _idempotence(self) -> ProducerConfig:
         # ProducerConfig.postProcessAndValidateIdempotenceConfigs: a conflict with an explicit
-        # enable.idempotence=true is a ConfigException; with the default, idempotence is turned off.
+        # enable.idempotence=true is a ConfigException; with the default, idempotence is turned off -- but for
+        # max.in.flight.requests.per.connection above 5, a ConfigException either way since Kafka 4.0.
         if not self.enable_idempotence:
             return self
+        explicit = "enable_idempotence" in self.model_fields_set
+        if self.max_in_flight_requests_per_connection > 5 and not explicit:
+            fail_at([(("max.in.flight.requests.per.connection",),
+                      "must be at most 5 for the idempotent producer, Kafka's default (allowed: 1 to 5; or set "
+                      "enable.idempotence: false)")])
         conflicts: list[tuple[tuple[str, ...], str]] = []
         if self.retries == 0:
             conflicts.append((("retries",), "must be non-zero when enable.idempotence is true (allowed: 1 and more)"))
@@ -197,7 +204,7 @@ class ProducerConfig(ScenarioModel):
             conflicts.append((("max.in.flight.requests.per.connection",),
                               "must be at most 5 when enable.idempotence is true (allowed: 1 to 5)"))
         if conflicts:
-            if "enable_idempotence" in self.model_fields_set:
+            if explicit:
                 fail_at(conflicts)
             object.__setattr__(self, "enable_idempotence", False)
         return self

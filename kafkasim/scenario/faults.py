@@ -132,8 +132,8 @@ class NetworkPartitionFault(ScenarioModel):
     at any moment of the cut is lost, including one already in flight when it starts; the sender notices
     only through its request timeout (NetworkClient's request.timeout.ms for clients,
     replica.socket.timeout.ms for replica fetchers). A broker cut off from the controller gets no heartbeat
-    through (each fails after broker.session.timeout.ms / 2, the request timeout of its heartbeat channel,
-    and BrokerLifecycleManager backs off and tries again) and is fenced broker.session.timeout.ms after its
+    through (each fails after broker.heartbeat.interval.ms, the request timeout of its heartbeat channel,
+    and BrokerLifecycleManager tries again an interval later) and is fenced broker.session.timeout.ms after its
     last heartbeat arrived, while it keeps serving the clients on its side (a leader then is a zombie: its
     followers follow the new leader, so its acks=all produces time out); its AlterPartition requests are
     sent again every controller.socket.timeout.ms (30 s); the metadata the controller commits reaches it

@@ -14,8 +14,10 @@ has applied, ``wantFence``, ``wantShutDown``). Its states are Kafka's ``BrokerSt
   next 50 ms after the first answer, then every interval, until the controller answers ``shouldShutDown``
   (the broker leads nothing any more): SHUTTING_DOWN, and ``on_shutdown`` runs.
 
-A failed exchange (no answer: the controller or the network is down) is retried after Kafka's
-``ExponentialBackoff(100, 2, broker.session.timeout.ms, 0.02)``. A broker whose heartbeats stop (it crashed,
+A failed exchange (no answer within the heartbeat channel's timeout, ``broker.heartbeat.interval.ms``, or an
+error such as DUPLICATE_BROKER_REGISTRATION) is retried ``broker.heartbeat.interval.ms`` later (Kafka 4.1+'s
+``scheduleNextCommunicationAfterFailure``, KAFKA-19294; 4.0 backed off exponentially from 100 ms up to
+``broker.session.timeout.ms``). A broker whose heartbeats stop (it crashed,
 it is paused, it is cut off from the controller) is fenced by the controller ``broker.session.timeout.ms``
 after its last heartbeat arrived.
 
@@ -28,7 +30,6 @@ to the controller with the network latency between the hosts; an answer of None 
 from __future__ import annotations
 
 import enum
-import random
 from collections.abc import Callable
 from typing import Final, Protocol
 
@@ -36,7 +37,6 @@ from simpy import Environment
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.metadata import BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply
-from kafkasim.sim.backoff import ExponentialBackoff
 from kafkasim.sim.calls import Call
 
 STARTING_HEARTBEAT_MS: Final = 10.0
@@ -84,9 +84,6 @@ class BrokerLifecycleManager:
         "metadata_offset",
         "on_shutdown",
         "on_caught_up",
-        "rng",
-        "_backoff",
-        "_failed_attempts",
         "_state",
         "_broker_epoch",
         "_clean_shutdown_epoch",
@@ -108,9 +105,7 @@ class BrokerLifecycleManager:
         channel: ControllerChannel,
         *,
         heartbeat_interval_ms: int,
-        session_timeout_ms: int,
         metadata_offset: Callable[[], int],
-        rng: random.Random,
         rack: str | None = None,
         on_caught_up: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
@@ -125,9 +120,6 @@ class BrokerLifecycleManager:
         # Kafka's initialCatchUpFuture: the broker then recovers its logs and calls set_ready_to_unfence.
         self.on_caught_up = on_caught_up
         self.on_shutdown = on_shutdown
-        self.rng = rng
-        self._backoff = ExponentialBackoff(100, 2, session_timeout_ms, 0.02)
-        self._failed_attempts = 0
         self._state = BrokerState.NOT_RUNNING
         self._broker_epoch = -1
         # Kafka's clean-shutdown file (LogManager): the epoch of an incarnation that shut down cleanly, read
@@ -163,7 +155,6 @@ class BrokerLifecycleManager:
         self._ready_to_unfence = False
         self._got_controlled_shutdown_response = False
         self._broker_epoch = -1
-        self._failed_attempts = 0
         self._communicate()  # a process started inside a pause fault in force registers when it resumes
 
     def start_running(self, broker_epoch: int, first_heartbeat_ms: float | None = None) -> None:
@@ -182,7 +173,6 @@ class BrokerLifecycleManager:
         self._registered = True
         self._ready_to_unfence = True
         self._broker_epoch = broker_epoch
-        self._failed_attempts = 0
         self._schedule(first_heartbeat_ms)
 
     def set_ready_to_unfence(self) -> None:
@@ -250,9 +240,8 @@ class BrokerLifecycleManager:
         self._next = Call(self.env, delay_ms, due)
 
     def _after_failure(self) -> None:
-        delay = self._backoff.backoff(self._failed_attempts, self.rng)
-        self._failed_attempts += 1
-        self._schedule(float(delay))
+        """``scheduleNextCommunicationAfterFailure``: the next try a heartbeat interval later."""
+        self._schedule(self.heartbeat_interval_ms)
 
     def _communicate(self) -> None:
         """``CommunicationEvent``: a heartbeat once registered, else the registration again."""
@@ -275,7 +264,6 @@ class BrokerLifecycleManager:
             if response is None or response.error is not Errors.NONE:
                 self._after_failure()
                 return
-            self._failed_attempts = 0
             self._broker_epoch = response.epoch
             self._registered = True
             self._schedule(0.0)  # a heartbeat at once
@@ -306,7 +294,6 @@ class BrokerLifecycleManager:
         if response is None or response.error is not Errors.NONE:
             self._after_failure()
             return
-        self._failed_attempts = 0
         state = self._state
         if state is BrokerState.STARTING:
             self._schedule(STARTING_HEARTBEAT_MS)

@@ -39,14 +39,26 @@ def test_delivery_defaults_are_kafkas() -> None:
 
 def test_defaulted_idempotence_is_turned_off_by_a_conflicting_setting() -> None:
     """KafkaProducerTest.testAcksAndIdempotenceForIdempotentProducers / testRetriesAndIdempotenceForIdempotentProducers /
-    testInflightRequestsAndIdempotenceForIdempotentProducers (the defaulted half): acks=1, retries=0 or
-    max.in.flight > 5 silently disable idempotence, and the resolved scenario says so."""
+    (the defaulted half): acks=1 or retries=0 silently disable idempotence, and the resolved scenario says
+    so."""
     assert _producer(", acks: 1").enable_idempotence is False
     assert _producer(", retries: 0").enable_idempotence is False
-    assert _producer(", max.in.flight.requests.per.connection: 6").enable_idempotence is False
     assert _producer(", acks: all").enable_idempotence is True
     dumped = _producer(", acks: 1").model_dump(by_alias=True)
     assert dumped["enable.idempotence"] is False
+
+
+def test_more_than_five_in_flight_with_defaulted_idempotence_is_an_error(tmp_path: Path) -> None:
+    """Kafka 4.0+ (ProducerConfig.postProcessAndValidateIdempotenceConfigs, KafkaProducerTest
+    .testInflightRequestsAndIdempotenceForIdempotentProducers): max.in.flight.requests.per.connection above 5
+    is a ConfigException for an idempotent producer even when idempotence is only the default -- with acks=1
+    too; Kafka 3.x turned idempotence off instead. Only an explicit enable.idempotence=false allows it."""
+    expected = ["s.yaml:7: producers[0].max.in.flight.requests.per.connection: must be at most 5 for the idempotent "
+                "producer, Kafka's default (allowed: 1 to 5; or set enable.idempotence: false)"]
+    assert _error(tmp_path, ", max.in.flight.requests.per.connection: 6") == expected
+    assert _error(tmp_path, ", acks: 1, max.in.flight.requests.per.connection: 6") == expected
+    p = _producer(", enable.idempotence: false, max.in.flight.requests.per.connection: 6")
+    assert p.enable_idempotence is False and p.max_in_flight_requests_per_connection == 6
 
 
 def test_explicit_idempotence_with_a_conflicting_setting_is_an_error(tmp_path: Path) -> None:
