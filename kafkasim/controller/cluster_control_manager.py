@@ -1,8 +1,9 @@
 """Kafka's ``ClusterControlManager``: broker registrations and their epochs.
 
 A broker registers (``registerBroker``); the controller writes a ``RegisterBrokerRecord`` whose offset in the
-metadata log becomes the broker's **epoch**, with the broker fenced. Registrations change later only through
-``BrokerRegistrationChangeRecord``s (fence, unfence, in controlled shutdown), written by the
+metadata log becomes the broker's **epoch** (a new incarnation's shutdown records, written first, take the
+offsets before it: then the epoch is the first of them), with the broker fenced. Registrations change later
+only through ``BrokerRegistrationChangeRecord``s (fence, unfence, in controlled shutdown), written by the
 ``ReplicationControlManager`` and applied here by ``replay``.
 
 A restarted broker (a new incarnation id) cannot register while its previous incarnation still has a valid
@@ -57,7 +58,8 @@ class ClusterControlManager:
     def register_broker(
         self, broker_id: int, incarnation_id: str, new_broker_epoch: int, rack: str | None = None,
     ) -> RegisterBrokerRecord:
-        """Kafka's ``registerBroker``: the record to write (``new_broker_epoch`` is its offset)."""
+        """Kafka's ``registerBroker``: the record to write (``new_broker_epoch``: the offset the registration
+        event starts writing at -- the record's own, unless a new incarnation's shutdown records come first)."""
         existing = self._registrations.get(broker_id)
         # Kafka: ClusterControlManager.registerBroker -- "Another broker is registered with that broker id."
         if (existing is not None and self.heartbeat_manager.has_valid_session(broker_id)

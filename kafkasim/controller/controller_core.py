@@ -150,21 +150,24 @@ class ControllerCore:
     def register_broker(
         self, broker_id: int, incarnation_id: str, rack: str | None = None, previous_broker_epoch: int = -1,
     ) -> ControllerResult[BrokerRegistrationReply]:
-        """Kafka's ``registerBroker``: a new epoch (the record's offset); the broker starts fenced. A new
-        incarnation first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) of its previous
-        one (``BrokerShutdownHandler``); ``previous_broker_epoch`` is the epoch its clean-shutdown file holds
-        (-1: none, the process was killed)."""
+        """Kafka's ``registerBroker``: a new epoch (the offset the event starts writing at); the broker starts
+        fenced. A new incarnation first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) of
+        its previous one (``BrokerShutdownHandler``); ``previous_broker_epoch`` is the epoch its clean-shutdown
+        file holds (-1: none, the process was killed)."""
         cluster = self.cluster_control
         records: list[MetadataRecord] = []
+        # Kafka: QuorumController.registerBroker passes offsetControl.nextWriteOffset() as newBrokerEpoch, and
+        # ClusterControlManager.registerBroker puts the shutdown records before the RegisterBrokerRecord: the
+        # epoch is the offset of the batch's first record, the RegisterBrokerRecord's own offset only when no
+        # shutdown record comes first (the heartbeat's catch-up check uses the record's own offset).
+        new_broker_epoch = self.log.next_offset
         try:
             new_incarnation = cluster.is_new_incarnation(broker_id, incarnation_id)
-            # Kafka checks the registration first, then generates the shutdown records, then the record itself
-            # at the offset after them.
-            cluster.register_broker(broker_id, incarnation_id, self.log.next_offset, rack)
+            # Kafka checks the registration first, then generates the shutdown records, then the record itself.
+            record = cluster.register_broker(broker_id, incarnation_id, new_broker_epoch, rack)
             if new_incarnation:
                 self.replication_control.handle_broker_shutdown(
                     broker_id, cluster.is_clean_shutdown(broker_id, previous_broker_epoch), records)
-            record = cluster.register_broker(broker_id, incarnation_id, self.log.next_offset + len(records), rack)
         except KafkaError as e:
             return ControllerResult(BrokerRegistrationReply(-1, e.error), None)
         records.append(record)

@@ -69,19 +69,41 @@ class ElectionResult:
     unclean: bool
 
 
-def java_hash_set_order(items: Sequence[int]) -> list[int]:
+def java_hash_set_order(items: Sequence[int], presized: int = 0) -> list[int]:
     """The iteration order of a ``java.util.HashSet<Integer>`` filled with ``items`` in that order: by bucket
-    (``id & (capacity - 1)``, capacity 16 doubling past 3/4 full), then insertion order within a bucket. Kafka
+    (``hash & (capacity - 1)``, ``hash = id ^ (id >>> 16)``), then insertion order within a bucket. Kafka
     builds the ELR through a HashSet (``maybePopulateTargetElr``) and compares lists, so the order decides
-    whether a record is written."""
+    whether a record is written.
+
+    ``presized``: the set was made by ``new HashSet<>(c)`` from the first ``presized`` items, which sizes the
+    table for ``c``: capacity ``max(size / 0.75 + 1, 16)`` rounded up to a power of two (Java 17's ``HashSet``;
+    Java 19+ sizes for ``size / 0.75``, which differs only when ``c`` holds 12, 24, 48... ids); otherwise it
+    starts at 16. The table doubles when the set grows past 3/4 of it, and also when a bucket gets its 9th entry
+    while the table is below 64 (``HashMap.treeifyBin`` resizes instead of making a tree). Both matter only for
+    replica sets of 9 or more. A bucket that does become a tree (its 9th entry in a table of 64 or more) is not
+    modelled."""
+    capacity = 16
+    if presized:
+        wanted = max(int(presized / 0.75) + 1, 16)
+        while capacity < wanted:
+            capacity *= 2
     seen: list[int] = []
     for item in items:
-        if item not in seen:
-            seen.append(item)
-    capacity = 16
-    while len(seen) > capacity * 3 // 4:
-        capacity *= 2
-    return sorted(seen, key=lambda r: (r ^ (r >> 16)) & (capacity - 1))
+        if item in seen:
+            continue
+        bucket = _java_integer_hash(item) & (capacity - 1)
+        already_in_bucket = sum(1 for r in seen if _java_integer_hash(r) & (capacity - 1) == bucket)
+        seen.append(item)
+        if already_in_bucket >= 8 and capacity < 64:  # HashMap.putVal: TREEIFY_THRESHOLD - 1 == 7
+            capacity *= 2
+        if len(seen) > capacity * 3 // 4:
+            capacity *= 2
+    return sorted(seen, key=lambda r: _java_integer_hash(r) & (capacity - 1))
+
+
+def _java_integer_hash(value: int) -> int:
+    """``HashMap.hash`` of a non-negative ``Integer``."""
+    return value ^ (value >> 16)
 
 
 class PartitionChangeBuilder:
@@ -189,11 +211,14 @@ class PartitionChangeBuilder:
             self.target_last_known_elr = ()
             return
         # The ISR and the ELR so far, less the target ISR and replicas just back from an unclean shutdown.
-        candidates = java_hash_set_order(list(self.target_elr) + list(self.partition.isr))
+        # Kafka: candidateSet = new HashSet<>(targetElr), then the current ISR added (later the last known ELR).
+        presized = len(self.target_elr)
+        inserted = list(self.target_elr) + list(self.partition.isr)
+        candidates = java_hash_set_order(inserted, presized)
         self.target_elr = tuple(r for r in candidates
                                 if r not in self.target_isr and r not in self.unclean_shutdown_replicas)
         # The last known ELR: what left the ISR since it fell below min ISR and is neither in the ISR nor the ELR.
-        candidates = java_hash_set_order(candidates + list(self.target_last_known_elr))
+        candidates = java_hash_set_order(inserted + list(self.target_last_known_elr), presized)
         self.target_last_known_elr = tuple(r for r in candidates
                                            if r not in self.target_isr and r not in self.target_elr)
 

@@ -9,6 +9,8 @@ from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERED, PartitionRegistr
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.broker_heartbeat_manager import BrokerHeartbeatRequest
 from kafkasim.controller.controller_core import AlterPartitionReply, ControllerCore
+from kafkasim.controller.metadata_log import MetadataBatch
+from kafkasim.controller.records import MetadataRecord
 from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerState
 from kafkasim.timer.time import ManualTime
 
@@ -28,6 +30,26 @@ class ControllerTestContext:
         for broker_id in broker_ids:
             reply = self.core.register_broker(broker_id, f"incarnation-{broker_id}").response
             assert reply.epoch >= 0, reply
+
+    def replay(self, records: Sequence[MetadataRecord]) -> MetadataBatch | None:
+        """Kafka's ``replay(records)``: append the records as one batch and replay them."""
+        return self.core._append(list(records))
+
+    def handle_brokers_shutdown(self, is_clean_shutdown: bool, *broker_ids: int) -> None:
+        """Kafka's ``handleBrokersShutdown``: the records a new incarnation of each broker would bring
+        (``ReplicationControlManager.handleBrokerShutdown``), without registering it."""
+        records: list[MetadataRecord] = []
+        for broker_id in broker_ids:
+            self.replication.handle_broker_shutdown(broker_id, is_clean_shutdown, records)
+        self.replay(records)
+
+    def restart_broker(self, broker_id: int, incarnation_id: str, *, clean: bool) -> MetadataBatch | None:
+        """A new incarnation of the broker registers: after a clean shutdown its previous broker epoch is the
+        registered one (Kafka's clean-shutdown file), otherwise it has none (-1)."""
+        previous_broker_epoch = self.epoch(broker_id) if clean else -1
+        result = self.core.register_broker(broker_id, incarnation_id, previous_broker_epoch=previous_broker_epoch)
+        assert result.response.epoch >= 0, result.response
+        return result.batch
 
     def epoch(self, broker_id: int) -> int:
         registration = self.cluster.registration(broker_id)
