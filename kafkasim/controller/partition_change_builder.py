@@ -238,8 +238,9 @@ class PartitionChangeBuilder:
                 self.target_elr = tuple(r for r in self.target_elr if r != result.node)
                 self.elected = "ELR"
             elif result.unclean:
-                last_known = partition.last_known_elr
-                self.elected = "last known leader" if last_known and result.node == last_known[0] else "unclean"
+                # electAnyLeader tries the last known leader before an unclean election: it was elected iff
+                # it could be (an unclean pick may be the same broker when the ELR was not empty).
+                self.elected = "last known leader" if self._can_elect_last_known_leader() else "unclean"
             elif result.node >= 0:
                 self.elected = "clean"
             leader = result.node

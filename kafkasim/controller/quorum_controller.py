@@ -21,13 +21,18 @@ What the clock adds to the core:
   broker after a latency drawn per broker per commit from ``propagation_latency`` (a sampler, with the named
   random stream ``rng`` the engine passes in; brokers in id order), never before an earlier delta to the
   same broker. So a controller decision reaches a broker ``linger + latency`` after the event.
-* **Unclean elections** (``maybeScheduleNextElectUncleanLeaders``): while partitions are leaderless, a
-  deferred pass every ``unclean.leader.election.interval.ms`` (300 s) tries an UNCLEAN election for those
-  whose topic allows it; a pass that left partitions for later runs again 10 ms later.
-* **Preferred leaders** (``maybeScheduleNextBalancePartitionLeaders``, ``auto.leader.rebalance.enable``):
-  while some partition is not led by its first replica, a pass every
-  ``leader.imbalance.check.interval.seconds`` (300 s) runs a PREFERRED election for them, so leadership
-  returns to a restarted preferred replica once it is back in the ISR.
+* **Unclean elections** (the periodic task ``electUnclean``, ``QuorumController.registerElectUnclean``): every
+  ``unclean.leader.election.interval.ms`` (300 s) from the controller's activation, a pass tries an UNCLEAN
+  election for leaderless partitions whose topic allows it; a pass that left partitions for later runs again
+  10 ms later.
+* **Preferred leaders** (the periodic task ``electPreferred``, ``registerElectPreferred``, registered with
+  ``auto.leader.rebalance.enable``): every ``leader.imbalance.check.interval.seconds`` (300 s) from the
+  activation, a PREFERRED election for the partitions not led by their first replica, so leadership returns
+  to a restarted preferred replica once it is back in the ISR.
+  Kafka 4.0's snapshot scheduled both passes one interval after the write that made them needed
+  (``maybeScheduleNextBalancePartitionLeaders``); since KAFKA-17793 they are periodic tasks like the fence
+  check, all rescheduled at the activation (``PeriodicTaskControlManager.activate``): their phase is the fence
+  check's (``fence_check_phase_ms``) -- the controller became active one fence period before it.
 
 Example (Kafka's defaults, latency 5 ms, the fence check first at 1125 ms): brokers 0-2 bootstrapped at t=0,
 topic "t" = [(0, 1, 2)]; brokers 1 and 2 heartbeat every 2000 ms, broker 0 stops after its heartbeat at t=4000.
@@ -99,9 +104,8 @@ class QuorumController:
     __slots__ = ("env", "core", "propagation_latency", "rng", "append_linger_ms",
                  "unclean_leader_election_interval_ms", "_subscribers", "_last_delivery", "_drain",
                  "_pending_replies", "_fence_call", "_fence_at", "fence_check_period_ms", "_fence_check_phase_ms",
-                 "_unclean_call", "_unclean_immediately",
-                 "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms", "_balance_call",
-                 "_balance_immediately", "_running", "commits", "deliveries")
+                 "_unclean_call", "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms",
+                 "_balance_call", "_running", "commits", "deliveries")
 
     def __init__(
         self, env: Environment, propagation_latency: Sampler, rng: random.Random, *,
@@ -133,11 +137,9 @@ class QuorumController:
             raise ValueError(f"fence_check_phase_ms must be in [0, {self.fence_check_period_ms}], "
                              f"got {fence_check_phase_ms}")
         self._unclean_call: Call | None = None
-        self._unclean_immediately = False
         self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self._balance_call: Call | None = None
-        self._balance_immediately = False
         self._running = True
         self.commits = 0
         """Linger drains that committed at least one batch."""
@@ -283,14 +285,29 @@ class QuorumController:
         Call(self.env, at - now, deliver)
 
     def _after_event(self) -> None:
-        # Kafka: ControllerWriteEvent.run -- after every write event.
-        self._maybe_schedule_next_balance_partition_leaders()
-        self._maybe_schedule_next_elect_unclean_leaders()
+        # Kafka 4.0's ControllerWriteEvent.run scheduled the election passes here; since KAFKA-17793 they are
+        # periodic tasks (_start_fence_check), and nothing runs after a write event.
+        return None
 
     def _start_fence_check(self) -> None:
-        """``PeriodicTaskControlManager.activate``: the stale-broker check's first run (once)."""
+        """``PeriodicTaskControlManager.activate``: every periodic task's first run (once). The controller
+        became active one fence period before the fence check's first run."""
         if self._running and self._fence_call is None and self._fence_at < 0:
             self._schedule_fence_check(self._fence_check_phase_ms)
+            activated = self.env.now + self._fence_check_phase_ms - self.fence_check_period_ms
+            self._unclean_call = Call(self.env, self._first_run_after(activated, self.unclean_leader_election_interval_ms),
+                                      self._on_elect_unclean_leaders)
+            if self.auto_leader_rebalance_enable:
+                self._balance_call = Call(
+                    self.env, self._first_run_after(activated, self.leader_imbalance_check_interval_ms),
+                    self._on_balance_partition_leaders)
+
+    def _first_run_after(self, activated: float, period_ms: float) -> float:
+        """How long from now until a task with ``period_ms`` activated at ``activated`` first runs."""
+        delay = activated + period_ms - self.env.now
+        while delay < 0:
+            delay += period_ms
+        return delay
 
     def _schedule_fence_check(self, delay_ms: float) -> None:
         self._fence_at = self.env.now + delay_ms
@@ -307,32 +324,20 @@ class QuorumController:
                                        else self.fence_check_period_ms)
         self._finish(result, None)
 
-    def _maybe_schedule_next_elect_unclean_leaders(self) -> None:
-        """Kafka's ``maybeScheduleNextElectUncleanLeaders``."""
-        if not self._running or self._unclean_call is not None:
-            return
-        if not self.core.replication_control.are_some_partitions_leaderless():
-            return
-        delay = IMMEDIATE_RESCHEDULE_MS if self._unclean_immediately else self.unclean_leader_election_interval_ms
-        self._unclean_call = Call(self.env, delay, self._on_elect_unclean_leaders)
-
     def _on_elect_unclean_leaders(self, _event: Any) -> None:
+        """The periodic ``electUnclean`` task (``ReplicationControlManager.maybeElectUncleanLeaders``)."""
         self._unclean_call = None
         result = self.core.maybe_elect_unclean_leaders()
-        self._unclean_immediately = result.response
+        if self._running:
+            self._unclean_call = Call(self.env, IMMEDIATE_RESCHEDULE_MS if result.response
+                                      else self.unclean_leader_election_interval_ms, self._on_elect_unclean_leaders)
         self._finish(result, None)
 
-    def _maybe_schedule_next_balance_partition_leaders(self) -> None:
-        """Kafka's ``maybeScheduleNextBalancePartitionLeaders``."""
-        if not self._running or not self.auto_leader_rebalance_enable or self._balance_call is not None:
-            return
-        if not self.core.replication_control.are_partition_leaders_imbalanced():
-            return
-        delay = IMMEDIATE_RESCHEDULE_MS if self._balance_immediately else self.leader_imbalance_check_interval_ms
-        self._balance_call = Call(self.env, delay, self._on_balance_partition_leaders)
-
     def _on_balance_partition_leaders(self, _event: Any) -> None:
+        """The periodic ``electPreferred`` task (``ReplicationControlManager.maybeBalancePartitionLeaders``)."""
         self._balance_call = None
         result = self.core.maybe_balance_partition_leaders()
-        self._balance_immediately = result.response
+        if self._running:
+            self._balance_call = Call(self.env, IMMEDIATE_RESCHEDULE_MS if result.response
+                                      else self.leader_imbalance_check_interval_ms, self._on_balance_partition_leaders)
         self._finish(result, None)

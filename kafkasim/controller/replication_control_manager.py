@@ -164,6 +164,8 @@ class ReplicationControlManager:
             raise KeyError(f"unknown topic {topic!r}")
         if value < 1:
             raise ValueError(f"min.insync.replicas must be at least 1, got {value}")
+        if self._min_isr.get(topic) == value:
+            return  # Kafka writes no ConfigRecord, hence no ClearElrRecord, for an unchanged value
         self._min_isr[topic] = value
         if self.eligible_leader_replicas_enabled:
             records.append(ClearElrRecord(topic))

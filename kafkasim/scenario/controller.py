@@ -31,13 +31,14 @@ class ControllerConfig(ScenarioModel):
         default=300_000, alias="unclean.leader.election.interval.ms", ge=1
     )
     """How often the controller retries an unclean election for leaderless partitions whose topic allows it
-    (QuorumController.maybeScheduleNextElectUncleanLeaders)."""
+    (the periodic task QuorumController.registerElectUnclean, from the controller's activation)."""
     auto_leader_rebalance_enable: bool = Field(default=True, alias="auto.leader.rebalance.enable")
     """Move leadership back to each partition's preferred (first) replica once it is in the ISR again."""
     leader_imbalance_check_interval_seconds: int = Field(
         default=300, alias="leader.imbalance.check.interval.seconds", ge=1, le=2**31 - 1
     )
-    """How often leadership is moved back to preferred replicas (seconds, as Kafka's key says)."""
+    """How often leadership is moved back to preferred replicas (seconds, as Kafka's key says; the periodic task
+    QuorumController.registerElectPreferred, from the controller's activation)."""
     eligible_leader_replicas_version: int = Field(default=1, alias="eligible.leader.replicas.version", ge=0, le=1)
     """Kafka's feature of that name (KIP-966), set when the cluster is formatted: 1, the default since Kafka
     4.1 -- replicas that leave the ISR while it is below min.insync.replicas stay *eligible leader replicas*

@@ -239,10 +239,10 @@ def test_deliveries_to_one_broker_stay_in_order() -> None:
 
 
 def test_periodic_unclean_election_after_config_enabled() -> None:
-    """Kafka: QuorumController.maybeScheduleNextElectUncleanLeaders -- a partition left leaderless (its last
+    """Kafka 4.3.1: QuorumController.registerElectUnclean (KAFKA-17793) -- a partition left leaderless (its last
     ISR member fenced, unclean election disabled) stays offline; enabling unclean.leader.election.enable later
-    acts at the periodic pass, 300 s after the partition went leaderless: the first live replica leads with
-    ISR [it], RECOVERING."""
+    acts at the periodic task's next run, 300 s after the controller's activation (t=0 here) whenever the
+    partition went leaderless: the first live replica leads with ISR [it], RECOVERING."""
     env, controller = cluster(latency=0.0)
     epoch0 = controller.image.brokers[0].epoch
     controller.alter_partition(0, epoch0, [AlterPartitionRequest(P0, 0, 0, (BrokerState(0),))])
@@ -253,23 +253,22 @@ def test_periodic_unclean_election_after_config_enabled() -> None:
     env.run(until=fenced_at + 1000.0)
     assert controller.image.partitions[P0].leader == NO_LEADER
     Call(env, 1000.0, lambda _e: controller.set_unclean_leader_election("t", True))
-    env.run(until=fenced_at + 300_000.0 - 1.0)
+    env.run(until=300_000.0 - 1.0)
     assert controller.image.partitions[P0].leader == NO_LEADER
-    env.run(until=fenced_at + 300_000.0 + LINGER + 1.0)
+    env.run(until=300_000.0 + LINGER + 1.0)
     p = controller.image.partitions[P0]
     assert (p.leader, p.isr, p.leader_recovery_state) == (1, (1,), LEADER_RECOVERY_RECOVERING)
 
 
 def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() -> None:
-    """Kafka: QuorumController.maybeScheduleNextBalancePartitionLeaders (auto.leader.rebalance.enable,
-    leader.imbalance.check.interval.seconds = 300): the crashed preferred leader 0 restarts, is unfenced and
-    re-added to the ISR by the leader's AlterPartition; leadership moves back to it only at the periodic pass,
-    300 s after the fencing made the partition imbalanced (unfencing alone never moves it)."""
+    """Kafka 4.3.1: QuorumController.registerElectPreferred (auto.leader.rebalance.enable,
+    leader.imbalance.check.interval.seconds = 300, KAFKA-17793): the crashed preferred leader 0 restarts, is
+    unfenced and re-added to the ISR by the leader's AlterPartition; leadership moves back to it only at the
+    periodic task's run, 300 s after the controller's activation (t=0 here; unfencing alone never moves it)."""
     env, controller = cluster(latency=0.0)
     Heartbeater(env, controller, 0, crash_at=1000.0)
     Heartbeater(env, controller, 1)
     Heartbeater(env, controller, 2)
-    fenced_at = first_check_after(0.0 + SESSION_TIMEOUT_MS)
 
     def restart(_event: Any) -> None:
         reply = controller.register_broker(0, "incarnation-0-b")
@@ -285,14 +284,43 @@ def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() 
 
     Call(env, 20_000.0, restart)
     Call(env, 30_000.0, readmit)
-    env.run(until=fenced_at + 300_000.0 - 1.0)
+    env.run(until=300_000.0 - 1.0)
     p = controller.image.partitions[P0]
     assert (p.leader, p.isr, p.leader_epoch) == (1, (0, 1, 2), 1)
     assert not controller.image.brokers[0].fenced
-    env.run(until=fenced_at + 300_000.0 + LINGER + 1.0)
+    env.run(until=300_000.0 + LINGER + 1.0)
     p = controller.image.partitions[P0]
     assert (p.leader, p.leader_epoch) == (0, 2)
     assert controller.image.partitions[P1].leader == 1  # replicas [1, 0, 2]: already preferred
+
+
+def test_the_election_tasks_run_in_the_phase_of_the_controllers_activation() -> None:
+    """PeriodicTaskControlManager.activate reschedules every task at once: the controller became active one
+    fence period before the fence check's first run (``fence_check_phase_ms``), so with a phase of 500 ms the
+    electPreferred task runs at 500 - 1125 + 300,000 = 299,375 ms, not at 300,000."""
+    env = simpy.Environment()
+    controller = QuorumController(env, Constant(0.0), random.Random(1), fence_check_phase_ms=500.0)
+    controller.bootstrap([0, 1, 2], {"t": [(0, 1, 2)]})
+    for b in (0, 1, 2):
+        Heartbeater(env, controller, b, crash_at=1000.0 if b == 0 else float("inf"))
+
+    def restart(_event: Any) -> None:
+        controller.register_broker(0, "incarnation-0-b")
+        Heartbeater(env, controller, 0, start_at=LINGER)
+
+    def readmit(_event: Any) -> None:
+        p = controller.core.partition(P0)
+        assert p is not None and p.leader == 1
+        controller.alter_partition(1, controller.image.brokers[1].epoch,
+                                   [AlterPartitionRequest(P0, p.leader_epoch, p.partition_epoch,
+                                                          (BrokerState(0), BrokerState(1), BrokerState(2)))])
+
+    Call(env, 20_000.0, restart)
+    Call(env, 30_000.0, readmit)
+    env.run(until=299_375.0 - 1.0)
+    assert controller.image.partitions[P0].leader == 1
+    env.run(until=299_375.0 + LINGER + 1.0)
+    assert controller.image.partitions[P0].leader == 0
 
 
 def test_subscribe_with_catch_up_and_unsubscribe() -> None:
