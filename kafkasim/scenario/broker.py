@@ -131,7 +131,7 @@ REMOVED_BROKER_KEYS: dict[str, str] = {
 
 
 class BrokerConfig(PerBrokerConfig):
-    """Kafka broker configs (Kafka 4.0's defaults) of every broker, plus their simulator costs.
+    """Kafka broker configs (Kafka 4.3.1's defaults) of every broker, plus their simulator costs.
 
     In a scenario with `cluster:` they apply to every broker, and `cluster.overrides` sets the ones that
     differ; without it they configure broker 0 (the leader) and the follower brokers 1..RF-1.

@@ -18,7 +18,7 @@ from kafkasim.scenario.units import KafkaMs
 
 
 class ControllerConfig(ScenarioModel):
-    """Kafka's controller configs and features (Kafka 4.3's defaults) and the simulator's latencies to and
+    """Kafka's controller configs and features (Kafka 4.3.1's defaults) and the simulator's latencies to and
     from it."""
 
     broker_session_timeout_ms: KafkaMs = Field(default=9000, alias="broker.session.timeout.ms", ge=1)
