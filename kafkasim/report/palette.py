@@ -61,6 +61,8 @@ ISR_EXPAND_COLOUR: Final = GREEN
 # The min.insync.replicas level on the ISR figure.
 MIN_ISR_COLOUR: Final = VERMILLION
 OFFLINE_COLOUR: Final = BLACK
+# Partitions with eligible leader replicas (KIP-966) on the aggregated ISR figure.
+ELR_COLOUR: Final = SKY_BLUE
 
 
 def api_colour(api: str) -> str:

@@ -6,7 +6,8 @@ more partitions than one figure can show one by one (`kafkasim plot --per-partit
   leader (leader LEO − follower LEO), each as min / median / max across partitions (replicas) at every
   sample. A partition's HW is the minimum LEO over its ISR (Kafka's `Partition.maybeIncrementLeaderHW`),
   so the slowest follower's lag bounds the tail.
-* ISR: how many partitions have each ISR size, and how many are under min.insync.replicas, over time.
+* ISR: how many partitions have each ISR size, how many are under min.insync.replicas, how many have eligible
+  leader replicas (the controller's ElrSize, KIP-966) and how many no leader, over time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from kafkasim.report.frames import metric
-from kafkasim.report.palette import MIN_ISR_COLOUR, OFFLINE_COLOUR, replica_colour
+from kafkasim.report.palette import ELR_COLOUR, MIN_ISR_COLOUR, OFFLINE_COLOUR, replica_colour
 from kafkasim.report.time_axis import TimeUnit
 
 REPLICA_SEPARATOR = "/replica-"
@@ -100,8 +101,21 @@ def offline_counts(frame: pd.DataFrame) -> pd.Series:
     return offline.groupby("time_ms")["value"].sum().sort_index() if not offline.empty else pd.Series(dtype=float)
 
 
+def elr_counts(frame: pd.DataFrame) -> pd.Series:
+    """Partitions with eligible leader replicas per partition-sample time. ElrSize is written only while a
+    partition has some, and once more (0) when they are gone, so each partition's last value holds until its
+    next row; the sample times are those of IsrSize (empty: no ELR in the run)."""
+    elr = metric(frame, "ElrSize")
+    if elr.empty:
+        return pd.Series(dtype=float)
+    times = np.union1d(metric(frame, "IsrSize")["time_ms"].to_numpy(float), elr["time_ms"].to_numpy(float))
+    held = (elr.pivot_table(index="time_ms", columns="entity", values="value", aggfunc="last")
+            .reindex(times).ffill().fillna(0.0))
+    return (held > 0).sum(axis=1).astype(float)
+
+
 def draw_isr_counts(ax: Axes, counts: pd.DataFrame, under: pd.Series, unit: TimeUnit, until_ms: float,
-                    offline: pd.Series | None = None) -> None:
+                    offline: pd.Series | None = None, elr: pd.Series | None = None) -> None:
     def step(times: np.ndarray, values: np.ndarray, **style: object) -> None:
         if times.size and times[-1] < until_ms:
             times, values = np.append(times, until_ms), np.append(values, values[-1])
@@ -118,3 +132,7 @@ def draw_isr_counts(ax: Axes, counts: pd.DataFrame, under: pd.Series, unit: Time
         # No leader: nobody can produce to or fetch from them (Kafka's OfflinePartitionsCount).
         step(offline.index.to_numpy(float), offline.to_numpy(float), color=OFFLINE_COLOUR, lw=2.2,
              label="offline: no leader (OfflinePartitionsCount)")
+    if elr is not None and len(elr) and float(elr.max()) > 0:
+        # Below min.insync.replicas, replicas that left the ISR stay eligible to lead (PartitionChangeBuilder).
+        step(elr.index.to_numpy(float), elr.to_numpy(float), color=ELR_COLOUR, lw=1.8, ls=(0, (1, 1.5)),
+             label="with eligible leader replicas (ElrSize > 0)")

@@ -28,6 +28,7 @@ from kafkasim.report.palette import BLUE, HIGH_WATERMARK_COLOUR, MIN_ISR_COLOUR,
 from kafkasim.report.partition_aggregate import (
     draw_isr_counts,
     draw_spread,
+    elr_counts,
     isr_counts,
     offline_counts,
     offset_spreads,
@@ -210,8 +211,9 @@ def isr_size_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, Any] 
     replica.lag.time.max.ms without catching up), its eligible leader replicas dotted while it has some,
     with min.insync.replicas drawn as a level when
     `scenario` gives it, and its fault windows shaded. With more than `MAX_PARTITIONS` partitions (see
-    `per_partition`): how many partitions have each ISR size, how many are under min ISR, and how many have
-    no leader at all (the controller's OfflinePartitionsCount)."""
+    `per_partition`): how many partitions have each ISR size, how many are under min ISR, how many have
+    eligible leader replicas (the controller's ElrSize) and how many no leader at all (the controller's
+    OfflinePartitionsCount)."""
     frame = require_columns(timeseries, TIMESERIES_COLUMNS, "time series")
     isr = metric(frame, "IsrSize")
     partitions = sorted(set(isr["entity"]), key=natural_key)
@@ -266,7 +268,7 @@ def _aggregate_isr_figure(frame: pd.DataFrame, summary: Mapping[str, Any] | None
     shade_warmup(ax, warmup_ms(summary), unit)
     mark_events(ax, _faults_only(run_events(frame, scenario)), unit, end)
     counts, under = isr_counts(frame)
-    draw_isr_counts(ax, counts, under, unit, end, offline_counts(frame))
+    draw_isr_counts(ax, counts, under, unit, end, offline_counts(frame), elr_counts(frame))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, partitions * 1.05 + 0.5)
     ax.set_ylabel("partitions")

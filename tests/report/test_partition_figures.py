@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from kafkasim.report import isr_size_figure, log_offsets_figure, purgatory_figure
-from kafkasim.report.partition_aggregate import isr_counts, offline_counts, offset_spreads
+from kafkasim.report.partition_aggregate import elr_counts, isr_counts, offline_counts, offset_spreads
 
 
 def _cluster_timeseries(partitions: int, *, leader_of=lambda p: p % 3) -> pd.DataFrame:  # type: ignore[no-untyped-def]
@@ -55,6 +55,21 @@ def test_partitions_without_a_leader_are_drawn_from_offline_partitions_count() -
     assert figure is not None
     labels = [line.get_label() for line in figure.axes[0].get_lines()]
     assert "offline: no leader (OfflinePartitionsCount)" in labels
+
+
+def test_partitions_with_eligible_leader_replicas_are_counted_while_their_elr_lasts() -> None:
+    """ElrSize is written while a partition has eligible leader replicas and once (0) when they are gone: each
+    value holds until the partition's next row."""
+    ts = _cluster_timeseries(12)
+    assert elr_counts(ts).empty  # no ELR in the run: nothing drawn
+    more = [(t, "IsrSize", "t-1", 3.0) for t in (200.0, 300.0)]
+    elr = [(0.0, "ElrSize", "t-0", 2.0), (100.0, "ElrSize", "t-1", 1.0), (200.0, "ElrSize", "t-0", 0.0)]
+    ts = pd.concat([ts, pd.DataFrame(more + elr, columns=list(ts.columns))], ignore_index=True)
+    assert elr_counts(ts).to_dict() == {0.0: 1.0, 100.0: 2.0, 200.0: 1.0, 300.0: 1.0}
+    figure = isr_size_figure(ts)
+    assert figure is not None
+    labels = [line.get_label() for line in figure.axes[0].get_lines()]
+    assert "with eligible leader replicas (ElrSize > 0)" in labels
 
 
 def test_many_partitions_are_aggregated_by_default_and_drawn_each_on_request() -> None:
