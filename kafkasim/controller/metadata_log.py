@@ -15,12 +15,23 @@ the old leaders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from kafkasim.broker.metadata import BrokerRegistration, MetadataDelta, PartitionRegistration
+from kafkasim.broker.metadata import (
+    LEADER_RECOVERY_RECOVERING,
+    BrokerRegistration,
+    MetadataDelta,
+    PartitionRegistration,
+)
 from kafkasim.broker.records import TopicPartition
-from kafkasim.controller.records import MetadataRecord
+from kafkasim.controller.records import (
+    ClearElrRecord,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    merge,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +123,40 @@ class MetadataLog:
             self._first_uncommitted += 1
             committed.append(batch)
         return committed
+
+
+PartitionChanges = list[tuple[PartitionChangeRecord, PartitionRegistration]]
+
+
+def partition_changes(batches: Iterable[MetadataBatch]) -> Iterator[tuple[MetadataBatch, PartitionChanges]]:
+    """Every batch of the log with its ``PartitionChangeRecord``s, each beside its partition as it was just before
+    it: the log replayed from its ``PartitionRecord``s (``merge``; a ``ClearElrRecord`` empties ELRs)."""
+    state: dict[TopicPartition, PartitionRegistration] = {}
+    for batch in batches:
+        changes: PartitionChanges = []
+        for record in batch.records:
+            if isinstance(record, PartitionRecord):
+                state[record.topic_partition] = PartitionRegistration(
+                    record.replicas, record.isr, record.leader, record.leader_epoch, record.partition_epoch)
+            elif isinstance(record, ClearElrRecord):
+                for tp, registration in state.items():
+                    if record.topic is None or tp.topic == record.topic:
+                        state[tp] = merge(registration, PartitionChangeRecord(tp, elr=(), last_known_elr=()))
+            elif isinstance(record, PartitionChangeRecord):
+                before = state[record.topic_partition]
+                state[record.topic_partition] = merge(before, record)
+                changes.append((record, before))
+        yield batch, changes
+
+
+def election_kind(record: PartitionChangeRecord, before: PartitionRegistration) -> str:
+    """How a change record elected its new leader, as Kafka's log tells it (``PartitionChangeBuilder.tryElection``):
+    "unclean" (leader recovery state RECOVERING: from outside the ISR, or the last known leader), "ELR" (from the
+    eligible leader replicas, outside the ISR), else "clean"; "" when it names no new broker."""
+    if record.leader < 0 or record.leader == before.leader:
+        return ""
+    if record.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
+        return "unclean"
+    if record.leader in before.elr and record.leader not in before.isr:
+        return "ELR"
+    return "clean"

@@ -170,14 +170,12 @@ class QuorumController:
                                    (min_insync_replicas or {}).get(name, 1))
         self.core.commit()
         self._start_fence_check()
-        self._after_event()
 
     def create_topic(
         self, name: str, assignment: Sequence[tuple[int, ...]], unclean_leader_election_enable: bool = False,
     ) -> MetadataBatch:
         batch = self.core.create_topic(name, assignment, unclean_leader_election_enable)
         self._appended(batch)
-        self._after_event()
         return batch
 
     def set_unclean_leader_election(self, topic: str, enabled: bool) -> None:
@@ -188,7 +186,6 @@ class QuorumController:
         batch = self.core.set_min_insync_replicas(topic, value)
         if batch is not None:
             self._appended(batch)
-        self._after_event()
 
     def subscribe(self, broker_id: int, callback: DeltaCallback, catch_up: bool = False) -> None:
         """Deliver every delta committed from now on to ``callback`` (replacing an earlier subscription of the
@@ -249,7 +246,6 @@ class QuorumController:
                 self._pending_replies.append(lambda: on_reply(response))
             else:
                 on_reply(response)
-        self._after_event()
         return result.response
 
     def _appended(self, batch: MetadataBatch) -> None:
@@ -283,11 +279,6 @@ class QuorumController:
                 callback(delta)
 
         Call(self.env, at - now, deliver)
-
-    def _after_event(self) -> None:
-        # Kafka 4.0's ControllerWriteEvent.run scheduled the election passes here; since KAFKA-17793 they are
-        # periodic tasks (_start_fence_check), and nothing runs after a write event.
-        return None
 
     def _start_fence_check(self) -> None:
         """``PeriodicTaskControlManager.activate``: every periodic task's first run (once). The controller

@@ -466,7 +466,7 @@ class ReplicationControlManager:
         return new
 
     def _set(self, tp: TopicPartition, old: PartitionRegistration | None, new: PartitionRegistration) -> None:
-        if set(new.isr) & set(new.elr):
+        if new.elr and not set(new.elr).isdisjoint(new.isr):
             # Kafka's updatePartitionInfo logs "has overlapping ISR ... and ELR": a broken rule, here an error.
             raise AssertionError(f"{tp}: ISR {list(new.isr)} and ELR {list(new.elr)} overlap")
         if old is not None:

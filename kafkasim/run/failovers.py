@@ -34,16 +34,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER
-from kafkasim.controller.metadata_log import MetadataBatch
+from kafkasim.broker.metadata import NO_LEADER
+from kafkasim.controller.metadata_log import MetadataBatch, election_kind, partition_changes
 from kafkasim.controller.records import (
     FENCE,
     NO_LEADER_CHANGE,
     UNFENCE,
     BrokerRegistrationChangeRecord,
-    ClearElrRecord,
     PartitionChangeRecord,
-    PartitionRecord,
 )
 
 BOUNDED_BY = {
@@ -74,15 +72,11 @@ def _broker_of(target: str) -> int | None:
 def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame) -> list[dict[str, Any]]:
     """The run's leadership changes (see the module's docstring), in the order the controller made them."""
     faults = list(faults)
-    leaders: dict[Any, int] = {}
-    replicas: dict[Any, tuple[int, ...]] = {}
-    isr: dict[Any, tuple[int, ...]] = {}
-    elr: dict[Any, tuple[int, ...]] = {}
     fenced: dict[int, float] = {}
     shutdown: dict[int, float] = {}
     out: list[dict[str, Any]] = []
     acks = _acks_by_partition(records)
-    for batch in batches:
+    for batch, changes in partition_changes(batches):
         event_fenced = {r.broker_id for r in batch.records
                         if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE}
         event_unfenced = {r.broker_id for r in batch.records
@@ -93,33 +87,12 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
                     fenced[r.broker_id] = batch.append_ms
                 if r.in_controlled_shutdown:
                     shutdown[r.broker_id] = batch.append_ms
-        for r in batch.records:
-            if isinstance(r, PartitionRecord):
-                leaders[r.topic_partition] = r.leader
-                replicas[r.topic_partition] = r.replicas
-                isr[r.topic_partition] = r.isr
+        for r, before in changes:
+            tp, old = r.topic_partition, before.leader
+            if r.leader == NO_LEADER_CHANGE or r.leader == old:
                 continue
-            if isinstance(r, ClearElrRecord):
-                elr = {tp: e for tp, e in elr.items() if r.topic is not None and tp.topic != r.topic}
-                continue
-            if not isinstance(r, PartitionChangeRecord):
-                continue
-            tp = r.topic_partition
-            if r.replicas is not None:
-                replicas[tp] = r.replicas
-            before_isr, before_elr = isr.get(tp, ()), elr.get(tp, ())
-            if r.isr is not None:
-                isr[tp] = r.isr
-            if r.elr is not None:
-                elr[tp] = r.elr
-            if r.leader == NO_LEADER_CHANGE:
-                continue
-            old = leaders.get(tp, NO_LEADER)
-            leaders[tp] = r.leader
-            if r.leader == old:
-                continue
-            from_elr = r.leader in before_elr and r.leader not in before_isr
-            kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas.get(tp, ()), from_elr)
+            replicas = before.replicas if r.replicas is None else r.replicas
+            kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas, election_kind(r, before))
             fault = _fault_on(faults, old, batch.append_ms)
             cause = kind if fault is None else f"{fault.type} {fault.target}: {kind}"
             fault_ms = None if fault is None else float(fault.at)
@@ -143,10 +116,10 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
 
 
 def _kind(record: PartitionChangeRecord, old: int, event_fenced: set[int], event_unfenced: set[int],
-          shutdown: dict[int, float], replicas: tuple[int, ...], from_elr: bool) -> str:
-    if record.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
+          shutdown: dict[int, float], replicas: tuple[int, ...], elected: str) -> str:
+    if elected == "unclean":
         return "unclean"
-    if from_elr:
+    if elected == "ELR":
         return "from the ELR"
     if old in event_fenced:
         return "fenced"

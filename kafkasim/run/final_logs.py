@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER, PartitionRegistration
-from kafkasim.controller.records import ClearElrRecord, PartitionChangeRecord, PartitionRecord, merge
+from kafkasim.broker.metadata import NO_LEADER
+from kafkasim.controller.metadata_log import election_kind, partition_changes
 from kafkasim.record.log_audit import FinalLog
 
 if TYPE_CHECKING:
@@ -31,26 +31,13 @@ def elections(c: Components) -> tuple[dict[TopicPartition, list[float]], dict[To
     appended the records)."""
     unclean: dict[TopicPartition, list[float]] = {}
     elr: dict[TopicPartition, list[float]] = {}
-    state: dict[TopicPartition, PartitionRegistration] = {}
-    for batch in c.controller_link.controller.core.log.batches:
-        for record in batch.records:
-            if isinstance(record, PartitionRecord):
-                state[record.topic_partition] = PartitionRegistration(
-                    record.replicas, record.isr, record.leader, record.leader_epoch, record.partition_epoch)
-            elif isinstance(record, ClearElrRecord):
-                for tp, registration in state.items():
-                    if record.topic is None or tp.topic == record.topic:
-                        state[tp] = merge(registration, PartitionChangeRecord(tp, elr=(), last_known_elr=()))
-            elif isinstance(record, PartitionChangeRecord):
-                tp = record.topic_partition
-                before = state[tp]
-                state[tp] = merge(before, record)
-                if record.leader < 0 or record.leader == before.leader:
-                    continue
-                if record.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
-                    unclean.setdefault(tp, []).append(batch.append_ms)
-                elif record.leader in before.elr and record.leader not in before.isr:
-                    elr.setdefault(tp, []).append(batch.append_ms)
+    for batch, changes in partition_changes(c.controller_link.controller.core.log.batches):
+        for record, before in changes:
+            kind = election_kind(record, before)
+            if kind == "unclean":
+                unclean.setdefault(record.topic_partition, []).append(batch.append_ms)
+            elif kind == "ELR":
+                elr.setdefault(record.topic_partition, []).append(batch.append_ms)
     return unclean, elr
 
 

@@ -266,9 +266,9 @@ def assert_consistent_alter_partition_response(ctx: ControllerTestContext, reply
         partition.leader, partition.leader_epoch, partition.partition_epoch, partition.isr)
 
 
-def test_rcm_shrink_and_expand_isr() -> None:
-    """Kafka: ReplicationControlManagerTest.testEligibleLeaderReplicas_ShrinkAndExpandIsr. min ISR 2: the leader
-    shrinks the ISR to itself (1 and 2 become the ELR), then expands it to [0, 1] (the ELR is cleared)."""
+def _foo_shrunk_to_its_leader() -> ControllerTestContext:
+    """Kafka's shared start: topic foo [0, 1, 2] led by 0, min ISR 2, the leader shrinks the ISR to itself: 1 and
+    2 become the ELR, no last known ELR."""
     ctx = elr_ctx(0, 1, 2)
     ctx.create_topic("foo", [(0, 1, 2)])
     assert ctx.partition("foo", 0).leader == 0
@@ -277,6 +277,13 @@ def test_rcm_shrink_and_expand_isr() -> None:
     partition = ctx.partition("foo", 0)
     assert partition.elr == (1, 2)
     assert partition.last_known_elr == ()
+    return ctx
+
+
+def test_rcm_shrink_and_expand_isr() -> None:
+    """Kafka: ReplicationControlManagerTest.testEligibleLeaderReplicas_ShrinkAndExpandIsr. min ISR 2: the leader
+    shrinks the ISR to itself (1 and 2 become the ELR), then expands it to [0, 1] (the ELR is cleared)."""
+    ctx = _foo_shrunk_to_its_leader()
     assert_consistent_alter_partition_response(ctx, ctx.alter_partition("foo", 0, 0, [0, 1]))
     partition = ctx.partition("foo", 0)
     assert partition.elr == ()
@@ -327,14 +334,7 @@ def test_rcm_broker_fence() -> None:
 def test_rcm_elr_index_before_delete_topic() -> None:
     """Kafka: ReplicationControlManagerTest.testEligibleLeaderReplicas_DeleteTopic, up to the deletion (the model
     does not delete topics): after the ISR shrink, broker 1 is indexed as an ELR member (``BrokersToElrs``)."""
-    ctx = elr_ctx(0, 1, 2)
-    ctx.create_topic("foo", [(0, 1, 2)])
-    assert ctx.partition("foo", 0).leader == 0
-    ctx.core.set_min_insync_replicas("foo", 2)
-    assert_consistent_alter_partition_response(ctx, ctx.alter_partition("foo", 0, 0, [0]))
-    partition = ctx.partition("foo", 0)
-    assert partition.elr == (1, 2)
-    assert partition.last_known_elr == ()
+    ctx = _foo_shrunk_to_its_leader()
     assert ctx.replication.partitions_with_broker_in_elr(1) == [TP]
 
 

@@ -260,12 +260,9 @@ def test_periodic_unclean_election_after_config_enabled() -> None:
     assert (p.leader, p.isr, p.leader_recovery_state) == (1, (1,), LEADER_RECOVERY_RECOVERING)
 
 
-def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() -> None:
-    """Kafka 4.3.1: QuorumController.registerElectPreferred (auto.leader.rebalance.enable,
-    leader.imbalance.check.interval.seconds = 300, KAFKA-17793): the crashed preferred leader 0 restarts, is
-    unfenced and re-added to the ISR by the leader's AlterPartition; leadership moves back to it only at the
-    periodic task's run, 300 s after the controller's activation (t=0 here; unfencing alone never moves it)."""
-    env, controller = cluster(latency=0.0)
+def _preferred_leader_crashes_and_comes_back(env: simpy.Environment, controller: QuorumController) -> None:
+    """Brokers 0-2 heartbeat; 0, P0's preferred leader, crashes at 1 s (fenced: 1 leads), restarts as a new
+    incarnation at 20 s and is re-added to P0's ISR by leader 1's AlterPartition at 30 s."""
     Heartbeater(env, controller, 0, crash_at=1000.0)
     Heartbeater(env, controller, 1)
     Heartbeater(env, controller, 2)
@@ -284,6 +281,15 @@ def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() 
 
     Call(env, 20_000.0, restart)
     Call(env, 30_000.0, readmit)
+
+
+def test_leadership_returns_to_restarted_preferred_replica_at_imbalance_check() -> None:
+    """Kafka 4.3.1: QuorumController.registerElectPreferred (auto.leader.rebalance.enable,
+    leader.imbalance.check.interval.seconds = 300, KAFKA-17793): the crashed preferred leader 0 restarts, is
+    unfenced and re-added to the ISR by the leader's AlterPartition; leadership moves back to it only at the
+    periodic task's run, 300 s after the controller's activation (t=0 here; unfencing alone never moves it)."""
+    env, controller = cluster(latency=0.0)
+    _preferred_leader_crashes_and_comes_back(env, controller)
     env.run(until=300_000.0 - 1.0)
     p = controller.image.partitions[P0]
     assert (p.leader, p.isr, p.leader_epoch) == (1, (0, 1, 2), 1)
@@ -301,22 +307,7 @@ def test_the_election_tasks_run_in_the_phase_of_the_controllers_activation() -> 
     env = simpy.Environment()
     controller = QuorumController(env, Constant(0.0), random.Random(1), fence_check_phase_ms=500.0)
     controller.bootstrap([0, 1, 2], {"t": [(0, 1, 2)]})
-    for b in (0, 1, 2):
-        Heartbeater(env, controller, b, crash_at=1000.0 if b == 0 else float("inf"))
-
-    def restart(_event: Any) -> None:
-        controller.register_broker(0, "incarnation-0-b")
-        Heartbeater(env, controller, 0, start_at=LINGER)
-
-    def readmit(_event: Any) -> None:
-        p = controller.core.partition(P0)
-        assert p is not None and p.leader == 1
-        controller.alter_partition(1, controller.image.brokers[1].epoch,
-                                   [AlterPartitionRequest(P0, p.leader_epoch, p.partition_epoch,
-                                                          (BrokerState(0), BrokerState(1), BrokerState(2)))])
-
-    Call(env, 20_000.0, restart)
-    Call(env, 30_000.0, readmit)
+    _preferred_leader_crashes_and_comes_back(env, controller)
     env.run(until=299_375.0 - 1.0)
     assert controller.image.partitions[P0].leader == 1
     env.run(until=299_375.0 + LINGER + 1.0)
