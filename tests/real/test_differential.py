@@ -390,9 +390,15 @@ def test_every_segment_roll_wakes_each_parked_fetch(pair: Callable[[str], Pair])
 # --- acks=all waits for the followers --------------------------------------------------------------------
 
 
-def _completed_after_a_follower_fetch(result: RunResult) -> float:
+# A real request log's absolute times have whole milliseconds (kafkasim.real.request_log): two requests' times
+# compare to within 1 ms. kafkasim's are exact.
+REAL_LOG_RESOLUTION_MS = 1.0
+
+
+def _completed_after_a_follower_fetch(result: RunResult, resolution_ms: float = 0.001) -> float:
     """The fraction of acks=all produce requests answered after a follower fetch that reached their broker
-    after the append (the fetch that copies the batch and moves the high watermark, Partition.maybeIncrementLeaderHW)."""
+    after the append (the fetch that copies the batch and moves the high watermark, Partition.maybeIncrementLeaderHW),
+    as far as the tables' times can tell (``resolution_ms``)."""
     produce = rows(result, "Produce")
     produce = produce[produce["acks"].astype("Int64").fillna(99).to_numpy() == -1]
     fetches = rows(result, "FetchFollower", after_ms=0.0)
@@ -403,8 +409,8 @@ def _completed_after_a_follower_fetch(result: RunResult) -> float:
         starts = np.sort(fetches.loc[fetches["broker"] == broker, "start_ms"].to_numpy(dtype=float))
         appended = group["local_complete_ms"].to_numpy(dtype=float)
         answered = group["response_complete_ms"].to_numpy(dtype=float)
-        first_after = np.searchsorted(starts, appended - 0.001)
-        ok = (first_after < len(starts)) & (starts[np.minimum(first_after, len(starts) - 1)] <= answered + 0.001)
+        first_after = np.searchsorted(starts, appended - resolution_ms)
+        ok = (first_after < len(starts)) & (starts[np.minimum(first_after, len(starts) - 1)] <= answered + resolution_ms)
         hits += int(ok.sum())
     return hits / len(produce)
 
@@ -412,10 +418,13 @@ def _completed_after_a_follower_fetch(result: RunResult) -> float:
 def test_acks_all_completes_after_the_follower_fetch_that_copies_the_batch(pair: Callable[[str], Pair]) -> None:
     """Order of events (DelayedProduce.tryComplete, Partition.checkEnoughReplicasReachOffset): an acks=all
     produce is answered only after a follower fetch arrived after its append. At least 95% of them on both
-    engines (a request log's times are whole milliseconds plus the broker's own microsecond parts: a fetch
-    and the append in the same millisecond can look simultaneous)."""
+    engines. A real request log's times are whole milliseconds plus the broker's own microsecond parts, so
+    its fetches and appends are compared to within a millisecond: on a quiet machine the follower's next
+    fetch reaches the leader within a millisecond of the append, and a comparison to the microsecond counted
+    only 91% of them (one run at a load average of 2.5)."""
     p = pair("acks_compared")
-    sim, real = _completed_after_a_follower_fetch(p.sim), _completed_after_a_follower_fetch(p.real)
+    sim = _completed_after_a_follower_fetch(p.sim)
+    real = _completed_after_a_follower_fetch(p.real, REAL_LOG_RESOLUTION_MS)
     ok = sim >= 0.95 and real >= 0.95
     agree(p, "acks=all produces answered after a follower fetch that arrived after the append", sim, real,
           ">= 95%", ok)
@@ -492,25 +501,59 @@ def test_leader_crash_is_fenced_after_the_session_timeout_and_nothing_acknowledg
     ok = sim_lost == 0 and real_lost == 0
     agree(p, "acks=all batches lost after their acknowledgement", sim_lost, real_lost, "0", ok)
     assert ok
-    sim_fence = sim_fences(p.engine, 0)[0]
+
+
+@dataclass
+class CrashSeed:
+    """One simulated seed of the leader crash: fence and first acknowledgements, from the crash (ms)."""
+    fence: float
+    fence_to_first_ack: float
+    crash_to_first_ack: float
+
+
+_CRASH_SEEDS: dict[str, list[CrashSeed]] = {}
+
+
+def crash_seeds(p: Pair, seeds: int = 10) -> list[CrashSeed]:
+    """kafkasim's leader crash over ``seeds`` seeds (run once per session): where the crash falls between two
+    heartbeats, the fence check's phase and the producer's metadata backoff are draws, so a single real run is
+    compared with the simulated range, never with one simulated draw."""
+    if p.key not in _CRASH_SEEDS:
+        crash = float(p.scenario.faults[0].at)
+        found = []
+        for seed in range(seeds):
+            engine = Engine(p.scenario, seed=seed)
+            result = engine.run()
+            fence = sim_fences(engine, 0)[0]
+            found.append(CrashSeed(fence - crash, first_ack_after(result, fence) - fence,
+                                   first_ack_of_a_batch_begun_after(result, crash) - crash))
+        _CRASH_SEEDS[p.key] = found
+    return _CRASH_SEEDS[p.key]
+
+
+def test_leader_crash_fence_to_first_acknowledgement_lies_in_the_simulated_range_over_seeds(
+        pair: Callable[[str], Pair]) -> None:
+    """From the fence to the producer's first acknowledgement on the new leader: the election is in the fence's
+    own controller event, so this is the brokers' metadata propagation, the producer's next metadata refresh
+    (Metadata's refresh backoff, exponential from retry.backoff.ms up to retry.backoff.max.ms, 1 s, with 20%
+    jitter, while the dead leader was still in the metadata), the batch's own retry backoff and the
+    followers' fetch of the retried batch: a draw of phases, compared with kafkasim's range over seeds (a
+    comparison of one draw with one draw measured 297 ms against 851 ms, and 419 against 1,204)."""
+    p = pair("leader_crash")
+    sims = [s.fence_to_first_ack for s in crash_seeds(p)]
     real_fence = real_fences(p.real, 0)[0]["at_ms"]
-    sim_ack, real_ack = first_ack_after(p.sim, sim_fence), first_ack_after(p.real, real_fence)
-    # The producer learns the new leader at its next metadata refresh (backed off up to retry.backoff.max.ms,
-    # 1 s, while the dead leader was still in the metadata), then its retry waits for the followers' fetch.
-    ok = abs((real_ack - real_fence) - (sim_ack - sim_fence)) <= 500
-    agree(p, "fence -> first acknowledgement on the new leader (ms)", sim_ack - sim_fence, real_ack - real_fence,
-          "+-500 ms", ok)
-    assert_or_contended(p, ok, (sim_ack - sim_fence, real_ack - real_fence))
+    real = first_ack_after(p.real, real_fence) - real_fence
+    ok = min(sims) - 500 <= real <= max(sims) + 500
+    agree(p, "fence -> first acknowledgement on the new leader (ms), kafkasim over 10 seeds",
+          (min(sims), max(sims)), real, "inside +-500 ms", ok)
+    assert_or_contended(p, ok, (sims, real))
 
 
 def test_leader_crash_first_acknowledgement_lies_in_the_simulated_range_over_seeds(
         pair: Callable[[str], Pair]) -> None:
     p = pair("leader_crash")
-    crash, real_crash = float(p.scenario.faults[0].at), real_fault_ms(p)
-    sims = []
-    for seed in range(10):
-        result = Engine(p.scenario, seed=seed).run()
-        sims.append(first_ack_of_a_batch_begun_after(result, crash) - crash)
+    real_crash = real_fault_ms(p)
+    sims = [s.crash_to_first_ack for s in crash_seeds(p)]
     # Measured from the SIGKILL, for batches begun after it: one CI run at a load average of 9.8 counted an
     # acknowledgement 101 ms after the crash's scheduled time (a batch begun before the kill: broker 0 answered
     # it before it died, or the loaded client took it in late).
