@@ -623,26 +623,39 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops_and_loses_
     assert ok, losses
 
 
-@pytest.mark.xfail(reason="issue 29 item 5, second gap: in a controlled shutdown kafkasim holds acks=all produce "
-                          "10.6-12.0 ms (5 seeds) where the real cluster held 338 ms and 1,284 ms: brokers apply a "
-                          "leadership change at different times (BrokerMetadataPublisher, ReplicaManager.applyDelta) "
-                          "and a follower that fetches before the new leader applied it gets UNKNOWN_LEADER_EPOCH "
-                          "and backs off replica.fetch.backoff.ms (AbstractFetcherThread); kafkasim models neither",
-                   strict=False)
 def test_controlled_shutdown_worst_produce_lies_in_the_simulated_range(pair: Callable[[str], Pair]) -> None:
+    """Brokers apply a leadership change at different times (each MetadataLoader publishes the batch, then
+    ReplicaManager.applyDelta runs: the scenario's controller.metadata_propagation / metadata_apply, measured
+    on this cluster). The old leader holds acks=all produce in its purgatory until it applied the change (a
+    hundred ms or two); a follower that fetches from the new leader before it leads is answered
+    UNKNOWN_LEADER_EPOCH and backs the partition off replica.fetch.backoff.ms (AbstractFetcherThread), and
+    acks=all on the new leader waits for it (about a second). Which happens is a draw, so the real run is
+    compared with kafkasim's range over ten seeds (before this was modelled: 3-5 ms against a real 121-1,041
+    ms). The worst latency from the intended send adds the clients' own time: reported, not asserted."""
     p = pair("leader_controlled_shutdown")
     at = float(p.scenario.faults[0].at)
+    real_at = real_fault_ms(p)
 
-    def worst(result: RunResult) -> float:
-        produce = rows(result, "Produce", after_ms=at, before_ms=at + 3000)
-        return float(produce["RemoteTimeMs"].max()) if len(produce) else float("nan")
+    def worst(result: RunResult, at_ms: float) -> tuple[float, float]:
+        produce = rows(result, "Produce", after_ms=at_ms, before_ms=at_ms + 3000)
+        hold = float(produce["RemoteTimeMs"].max()) if len(produce) else float("nan")
+        records = result.records
+        begun = records["first_intended_ms"].to_numpy(dtype=float)
+        near = records[(begun >= at_ms - 500) & (begun < at_ms + 3000)]
+        latency = (near["ack_ms"] - near["first_intended_ms"]).to_numpy(dtype=float)
+        latency = latency[np.isfinite(latency)]
+        return hold, float(latency.max()) if latency.size else float("nan")
 
-    sims = [worst(Engine(p.scenario, seed=seed).run()) for seed in range(5)]
-    real = worst(p.real)
-    ok = min(sims) - 100 <= real <= max(sims) + 100
-    agree(p, "worst acks=all purgatory hold within 3 s of SIGTERM (ms), kafkasim over 5 seeds",
-          (min(sims), max(sims)), real, "inside +-100 ms (xfail: item 5)", ok)
-    assert ok, (sims, real)
+    sims = [worst(Engine(p.scenario, seed=seed).run(), at) for seed in range(10)]
+    real = worst(p.real, real_at)
+    holds = [h for h, _ in sims]
+    ok = min(holds) - 100 <= real[0] <= max(holds) + 100
+    agree(p, "worst acks=all purgatory hold within 3 s of SIGTERM (ms), kafkasim over 10 seeds",
+          (min(holds), max(holds)), real[0], "inside +-100 ms", ok)
+    latencies = [w for _, w in sims]
+    report(p, "worst acks=all produce latency from intended, 3 s after SIGTERM (ms), kafkasim over 10 seeds",
+           (min(latencies), max(latencies)), real[1])
+    assert_or_contended(p, ok, (sims, real))
 
 
 def test_acks_1_and_an_unclean_election_lose_acknowledged_records_on_both(pair: Callable[[str], Pair]) -> None:

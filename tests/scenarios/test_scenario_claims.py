@@ -402,24 +402,40 @@ def test_leader_crash_with_a_shorter_session_the_stall_shrinks() -> None:
     _settled_without_errors(result)
 
 
-def test_leader_controlled_shutdown_moves_leadership_at_once_and_stalls_hundreds_of_times_less() -> None:
+def test_leader_controlled_shutdown_moves_leadership_at_once_and_a_follower_that_fetched_early_backs_off() -> None:
     result = shipped("leader_controlled_shutdown")
     crash = shipped("leader_crash")
     elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
-    assert elected == 10_100  # the first sample after the change, ~28 ms after the shutdown began
+    assert elected == 10_100  # the first sample after the change, ~70 ms after the shutdown began
     isr = gauge(result, "IsrSize", "orders-0")
     assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    # Broker 2 applied the change first and fetched from broker 1 before it led: UNKNOWN_LEADER_EPOCH, and
+    # its fetcher held the partition back replica.fetch.backoff.ms (AbstractFetcherThread).
+    follower = requests(result, "FetchFollower")
+    follower = follower[follower["client"].astype(str).str.startswith("broker-2/") & (follower["broker"] == 1)]
+    early = follower[follower["error_name"] == "UNKNOWN_LEADER_EPOCH"]
+    assert len(early) == 1 and 10_000 < float(early["start_ms"].iloc[0]) < 10_150
+    # (an empty fetch of the session follows at once; the partition's next fetch is the backoff later)
+    nxt = follower[follower["start_ms"] > float(early["start_ms"].iloc[0]) + 10]
+    assert 1_000 <= float(nxt["start_ms"].iloc[0]) - float(early["start_ms"].iloc[0]) < 1_010
+    # acks=all on broker 1 waits for that fetch: the worst produce latency is about the backoff, still a
+    # seventh of a crash's (which waits for the session timeout).
     worst = float(result.records["produce_latency_ms"].max())
     worst_crash = float(crash.records["produce_latency_ms"].max())
-    assert worst < 20.0 and 5 * worst < worst_crash and worst_crash > 100 * worst
+    assert 900 < worst < 1_100 and 5 * worst < worst_crash
     _settled_without_errors(result)
     produce = requests(result, "Produce")
     refused = produce[produce["error_name"] != "NONE"]
-    assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
-    assert 10_000 < float(refused["client_send_ms"].iloc[0]) < 10_100
-    later = produce[produce["client_send_ms"] > float(refused["client_receive_ms"].iloc[0])]
+    # Broker 0 leads until it applied the change itself: what it took meanwhile waits in its purgatory and
+    # is answered NOT_LEADER_OR_FOLLOWER when it steps down (Partition.makeFollower, then
+    # ReplicaManager.completeDelayedOperationsWhenNotPartitionLeader).
+    assert set(refused["error_name"]) == {"NOT_LEADER_OR_FOLLOWER"} and set(refused["broker"]) == {0}
+    assert len(refused) == 5 and 10_000 < float(refused["client_send_ms"].min()) < 10_100
+    stepped_down = float(refused["client_receive_ms"].max())
+    assert 10_150 < stepped_down < 10_250
+    later = produce[produce["client_send_ms"] > stepped_down]
     assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
-    assert (result.records["attempts"] > 1).sum() == 1
+    assert (result.records["attempts"] > 1).sum() == 5
     fetches = requests(result, "FetchConsumer")
     refused = fetches[fetches["error_name"] != "NONE"]
     assert list(refused["error_name"]) == ["NOT_LEADER_OR_FOLLOWER"] and list(refused["broker"]) == [0]
@@ -427,6 +443,19 @@ def test_leader_controlled_shutdown_moves_leadership_at_once_and_stalls_hundreds
     assert (later[later["client_send_ms"] < 25_000]["broker"] == 1).all()
     acked = result.records[result.records["ack_ms"] < 34_000]
     assert acked["first_consumed_ms"].notna().all()
+
+
+def test_leader_controlled_shutdown_over_seeds_shows_both_outcomes_the_real_cluster_shows() -> None:
+    """Whether the follower fetches from the new leader before it leads is a draw of the brokers' metadata
+    propagation and apply times: over seeds 1-5 the worst produce latency is ~0.2 s (no early fetch) or ~1 s
+    (UNKNOWN_LEADER_EPOCH, then replica.fetch.backoff.ms), as on the real cluster (a few hundred ms or over a
+    second: the differential suite)."""
+    worst = []
+    for seed in range(1, 6):
+        result = run(load("leader_controlled_shutdown", "duration=14s", f"seed={seed}"))
+        worst.append(float(result.records["produce_latency_ms"].max()))
+    assert any(100 < w < 400 for w in worst) and any(w > 900 for w in worst), worst
+    assert max(worst) < 1_200, worst
 
 
 def test_leader_controlled_shutdown_the_process_stops_at_the_next_heartbeat_2_s_later() -> None:
