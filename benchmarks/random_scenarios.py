@@ -29,13 +29,11 @@ import math
 import multiprocessing
 import random
 import re
-import signal
 import sys
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -477,22 +475,6 @@ class WallTimeout(Exception):
     pass
 
 
-@contextmanager
-def _wall_limit(seconds: float) -> Iterator[None]:
-    """Raise WallTimeout in the running scenario after ``seconds`` (a hang, e.g. an event loop at one time)."""
-
-    def expire(_signum: int, _frame: Any) -> None:
-        raise WallTimeout(f"still running after {seconds:g} s of wall time")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 class ChildFailure(Exception):
     """A run in a child process failed: ``signature`` is its failure_signature, taken in the child (a
     traceback does not cross the pipe); ``kind`` the exception's class name."""
@@ -505,8 +487,8 @@ class ChildFailure(Exception):
 
 def in_child(fn: Callable[..., Any], args: tuple[Any, ...], seconds: float) -> Any:
     """``fn(*args)`` in a forked child process, stopped by its pid after ``seconds`` of wall time: a hang
-    inside kafkasim's compiled code never returns to Python's interpreter loop, so ``_wall_limit``'s signal
-    would never be handled there (a whole sweep stood still on one such run). Returns ``fn``'s value;
+    inside kafkasim's compiled code never returns to Python's interpreter loop, so an alarm signal's handler
+    would never run there (a whole sweep stood still on one such run). Returns ``fn``'s value;
     raises ChildFailure for an exception in the child, WallTimeout for a hang. The child is killed on any
     way out (Ctrl-C included)."""
     context = multiprocessing.get_context("fork")
