@@ -384,6 +384,25 @@ def past_delivery_timeout(records: Any, delivery_timeout_ms: dict[str, float], e
     return int((pending & (latest < end_ms - EXPIRY_MARGIN_MS)).sum())
 
 
+def _partition_keys(frame: Any) -> Any:
+    return (frame["producer"].astype(str) + "/" + frame["topic"].astype(str) + "/"
+            + frame["partition"].astype(str)).to_numpy()
+
+
+def _behind_and_ahead(stuck: Any, records: Any) -> tuple[Any, Any]:
+    """Per batch of ``stuck``: whether it is ``behind`` a later written batch of its producer and partition,
+    and whether it is ``ahead`` of an earlier pending one (and not behind): one pass over ``records``."""
+    keys = _partition_keys(stuck)
+    ids = stuck["batch_id"].to_numpy()
+    written = records[records["offset"] >= 0]
+    last_written = pd.Series(written["batch_id"].to_numpy()).groupby(_partition_keys(written)).max()
+    pending = records[records["outcome"].astype(str) == "pending"]
+    first_pending = pd.Series(pending["batch_id"].to_numpy()).groupby(_partition_keys(pending)).min()
+    is_behind = pd.Series(keys).map(last_written).to_numpy(dtype=float) > ids
+    is_ahead = (pd.Series(keys).map(first_pending).to_numpy(dtype=float) < ids) & ~is_behind
+    return is_behind, is_ahead
+
+
 def behind(stuck: Any, records: Any) -> int:
     """How many of ``stuck`` (batches answered OUT_OF_ORDER_SEQUENCE_NUMBER) sit behind a later batch of the
     same producer and partition that was written: Kafka's broker accepts any sequence from a producer it knows
@@ -392,13 +411,7 @@ def behind(stuck: Any, records: Any) -> int:
     in flight is appended, the first ones can never follow it; ``TransactionManager.canRetry`` retries a
     batch that is not the next sequence without an epoch bump, until delivery.timeout.ms (the partition then
     flows again: ``maybeResolveSequences`` finds the last acknowledged sequence right before the next)."""
-    written = records[records["offset"] >= 0]
-    count = 0
-    for batch in stuck.itertuples():
-        later = written[(written["producer"] == batch.producer) & (written["topic"] == batch.topic)
-                        & (written["partition"] == batch.partition) & (written["batch_id"] > batch.batch_id)]
-        count += bool(len(later))
-    return count
+    return int(_behind_and_ahead(stuck, records)[0].sum())
 
 
 def ahead(stuck: Any, records: Any) -> int:
@@ -407,16 +420,7 @@ def ahead(stuck: Any, records: Any) -> int:
     that one yet (in flight to a leader a cut isolated, or waiting for its own retry), so it refuses the
     later sequence, and ``TransactionManager.canRetry`` retries it as not the next batch until the earlier
     one is written or expires."""
-    pending = records[records["outcome"].astype(str) == "pending"]
-    written = records[records["offset"] >= 0]
-    count = 0
-    for batch in stuck.itertuples():
-        same = ((pending["producer"] == batch.producer) & (pending["topic"] == batch.topic)
-                & (pending["partition"] == batch.partition))
-        later_written = ((written["producer"] == batch.producer) & (written["topic"] == batch.topic)
-                         & (written["partition"] == batch.partition) & (written["batch_id"] > batch.batch_id))
-        count += bool((same & (pending["batch_id"] < batch.batch_id)).any()) and not later_written.any()
-    return count
+    return int(_behind_and_ahead(stuck, records)[1].sum())
 
 
 def answered_at_the_end(stuck: Any, records: Any, requests: Any, scenario: Any) -> int:
@@ -424,13 +428,13 @@ def answered_at_the_end(stuck: Any, records: Any, requests: Any, scenario: Any) 
     retry.backoff.max.ms of the run's end: their next try was still to come (Sender's reenqueueBatch waits
     the backoff), so they were not retried to the end but caught between two tries -- often right after
     the epoch bump the answer caused had rewritten them to sequence 0 of the new epoch."""
+    is_behind, is_ahead = _behind_and_ahead(stuck, records)
     backoff = {p.name: float(p.retry_backoff_max_ms) for p in scenario.producers}
     answered = requests.set_index("request_id")["client_receive_ms"]
     end = float(scenario.duration)
     count = 0
-    for batch in stuck.itertuples():
-        one = stuck[stuck["batch_id"] == batch.batch_id]
-        if behind(one, records) or ahead(one, records):
+    for batch, explained in zip(stuck.itertuples(), is_behind | is_ahead, strict=True):
+        if explained:
             continue
         at = answered.get(batch.request_id)
         count += at is not None and at == at and at >= end - backoff[batch.producer]
