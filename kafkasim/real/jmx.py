@@ -5,7 +5,8 @@ Metric and entity names are kafkasim's (``kafkasim.record.gauges``) where Kafka 
 ``UnderMinIsrPartitionCount`` per broker; ``PurgatorySize`` and ``NumDelayedOperations`` per purgatory
 (``broker-<id>/Produce``, ``broker-<id>/Fetch``); ``IsrSize``, ``UnderMinIsr`` and ``LeaderId`` per partition
 (its leader's ``InSyncReplicasCount``: the broker reporting a non-zero count leads it); ``LogEndOffset`` per
-replica. Kafka's ``IsrShrinksPerSec`` and ``IsrExpandsPerSec`` are meters: their counts since the broker
+replica; ``OfflinePartitionsCount`` for the cluster (entity ``controller``, the active controller's
+``ControllerMetadataMetrics``). Kafka's ``IsrShrinksPerSec`` and ``IsrExpandsPerSec`` are meters: their counts since the broker
 started are ``IsrShrinksTotal`` and ``IsrExpandsTotal``. A real broker has no JMX gauge of its high
 watermark, of the leader's view of each follower, nor (as a ratio of the last interval) of its request
 handlers' idle time: those rows are missing. A paused or crashed broker misses its samples. Samples are at

@@ -232,6 +232,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             "producers": producers_spec, "consumers": consumers_spec, "audit_timeout_ms": 60_000,
             "warmup_ms": WARMUP_MS,
             "jmx": [{"broker": b, "port": n.jmx_port} for b, n in cluster.brokers.items()],
+            "jmx_controller": {"port": cluster.controller.jmx_port},
             "sample_interval_ms": max(float(scenario.sample_interval), MIN_JMX_INTERVAL_MS),
             "jmx_out": str(workdir / "jmx.tsv"),
         }

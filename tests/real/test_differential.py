@@ -670,7 +670,17 @@ def test_acks_1_and_an_unclean_election_lose_acknowledged_records_on_both(pair: 
     events = p.real.run_info["controller_events"]
     report(p, "Kafka's election of the new leader", "unclean",
            "unclean" if events["unclean_elections"] else ("ELR" if events["elr_elections"] else "none logged"))
+    offline = [_offline_partitions(r) for r in (p.sim, p.real)]
+    report(p, "most partitions offline at once (OfflinePartitionsCount, the controller's gauge)", *offline)
     assert ok, losses
+    assert offline[1] is not None, "the real run has no OfflinePartitionsCount samples (the controller's JMX)"
+
+
+def _offline_partitions(result: RunResult) -> float | None:
+    """The highest OfflinePartitionsCount sample of the run (the controller's gauge), None without samples."""
+    ts = result.timeseries
+    values = ts.loc[ts["metric"].astype(str) == "OfflinePartitionsCount", "value"].to_numpy(dtype=float)
+    return float(values.max()) if values.size else None
 
 
 def test_a_leader_from_the_eligible_replicas_loses_the_acks_1_records_it_lacks_on_both(

@@ -1,6 +1,7 @@
 // kafkasim's gauge sampler for a real Kafka cluster: every sample_interval_ms from time 0 (the spec's go file)
 // until duration_ms, each broker's JMX gauges that kafkasim also samples, as tab-separated rows
-// (time_ms, metric, entity, value) in the spec's jmx_out file. One thread per broker: a paused or crashed
+// (time_ms, metric, entity, value) in the spec's jmx_out file; the controller's too (jmx_controller). One thread per
+// node: a paused or crashed
 // broker misses its samples without holding up the others (RMI calls time out after
 // -Dsun.rmi.transport.tcp.responseTimeout ms; a broker that went away is connected to again).
 //
@@ -41,6 +42,10 @@ public class JmxPoller {
         {"UnderMinIsr", "kafka.cluster:type=Partition,name=UnderMinIsr,topic=*,partition=*", "Value", "partition"},
         {"LogEndOffset", "kafka.log:type=Log,name=LogEndOffset,topic=*,partition=*", "Value", "replica"},
     };
+    // The active controller's (KRaft: ControllerMetadataMetrics), entity "controller" as kafkasim's.
+    static final String[][] CONTROLLER_GAUGES = {
+        {"OfflinePartitionsCount", "kafka.controller:type=KafkaController,name=OfflinePartitionsCount", "Value", "controller"},
+    };
     static volatile long baseNanos;
 
     public static void main(String[] args) throws Exception {
@@ -62,7 +67,15 @@ public class JmxPoller {
         for (JsonNode b : spec.get("jmx")) {
             int broker = b.get("broker").asInt();
             int port = b.get("port").asInt();
-            Thread t = new Thread(() -> poll(broker, port, interval, duration, out), "jmx-" + broker);
+            Thread t = new Thread(() -> poll(broker, port, GAUGES, interval, duration, out), "jmx-" + broker);
+            t.setDaemon(true);
+            t.start();
+            threads.add(t);
+        }
+        JsonNode controller = spec.get("jmx_controller");
+        if (controller != null) {
+            int port = controller.get("port").asInt();
+            Thread t = new Thread(() -> poll(-1, port, CONTROLLER_GAUGES, interval, duration, out), "jmx-controller");
             t.setDaemon(true);
             t.start();
             threads.add(t);
@@ -71,7 +84,7 @@ public class JmxPoller {
         synchronized (out) { out.close(); }
     }
 
-    static void poll(int broker, int port, double interval, double duration, BufferedWriter out) {
+    static void poll(int broker, int port, String[][] gauges, double interval, double duration, BufferedWriter out) {
         JMXConnector connector = null;
         MBeanServerConnection server = null;
         for (long k = 0; k * interval <= duration; k++) {
@@ -86,7 +99,7 @@ public class JmxPoller {
                     server = connector.getMBeanServerConnection();
                 }
                 StringBuilder rows = new StringBuilder();
-                for (String[] g : GAUGES) {
+                for (String[] g : gauges) {
                     Set<ObjectName> names = server.queryNames(new ObjectName(g[1]), null);
                     for (ObjectName name : names) {
                         Object value = server.getAttribute(name, g[2]);
@@ -96,6 +109,7 @@ public class JmxPoller {
                             case "purgatory": entity = "broker-" + broker + "/" + name.getKeyProperty("delayedOperation"); break;
                             case "partition": entity = name.getKeyProperty("topic") + "-" + name.getKeyProperty("partition"); break;
                             case "replica": entity = name.getKeyProperty("topic") + "-" + name.getKeyProperty("partition") + "/replica-" + broker; break;
+                            case "controller": entity = "controller"; break;
                             default: entity = "broker-" + broker;
                         }
                         // A partition's ISR gauges are its leader's (0 on a follower): only the leader's count.
