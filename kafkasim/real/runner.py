@@ -39,12 +39,13 @@ from kafkasim.real import assemble
 from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.cluster import RealCluster
 from kafkasim.real.config_map import RefusedOnKafka, kafka_configs, refusals
+from kafkasim.real.failovers import real_failovers
 from kafkasim.real.jmx import read_samples
 from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
-from kafkasim.real.server_log import controller_events
+from kafkasim.real.server_log import controller_events, leader_starts
 from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
 from kafkasim.record.summary import summarize
@@ -394,6 +395,11 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
                         phases=cut_phases(fault_spans(scenario.faults), list(events.fenced),
                                           float(scenario.warmup), end))
     summary["engine"] = ENGINE
+    # Every leadership change, phase by phase, as a simulated run's summary has it (only when there was one).
+    starts = [s for b, node in cluster.brokers.items() for s in leader_starts(node.server_log, b, float(t0))]
+    moved = real_failovers(starts, events, topic_ids, scenario.faults, records, end)
+    if moved:
+        summary["failovers"] = moved
     heartbeats = log.heartbeats
     fences = []
     for t, broker in events.fenced:

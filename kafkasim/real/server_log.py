@@ -1,4 +1,5 @@
-"""What the controller's server.log says happened: brokers fenced, leaders elected uncleanly.
+"""What the nodes' server.logs say happened: brokers fenced, put in controlled shutdown, leaders elected
+uncleanly or from the ELR (the controller's), and when each broker took a leadership (the brokers').
 
 The controller logs at INFO (``ReplicationControlManager``, ``PartitionChangeBuilder``):
 ``Fencing broker 2 at epoch 18 because its session has timed out.`` and ``Setting new leader for topicId X, partition 0 to 1
@@ -16,6 +17,10 @@ _TIME = re.compile(r"^\[(\d{10,16})\]")
 _FENCE = re.compile(r"Fencing broker (\d+)(?: at epoch \d+)? because its session has timed out")
 _UNCLEAN = re.compile(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using an unclean election")
 _ELR = re.compile(r"Setting new leader for topicId (\S+), partition (\d+) to (-?\d+) using ELR")
+_SHUTDOWN = re.compile(r"enterControlledShutdown\[(\d+)\]")
+# state.change.logger, ReplicaManager.applyLocalLeadersDelta -> Partition.makeLeader:
+# "[Broker id=1] Leader orders-0 with topic id Some(X) starts at leader epoch 1 from offset 1976 ..."
+_LEADER_START = re.compile(r"\[Broker id=(\d+)\] Leader (\S+)-(\d+) with topic id .* starts at leader epoch (\d+)")
 
 
 @dataclass
@@ -26,6 +31,35 @@ class ControllerEvents:
     """(ms, topic id, partition, new leader) of every unclean election."""
     elr: list[tuple[float, str, int, int]] = field(default_factory=list)
     """(ms, topic id, partition, new leader) of every election from the eligible leader replicas (KIP-966)."""
+    shutdown: list[tuple[float, int]] = field(default_factory=list)
+    """(ms, broker id) of every controlled shutdown the controller acted on (ReplicationControlManager's
+    enterControlledShutdown moves the broker's leaderships in that event)."""
+
+
+@dataclass(frozen=True)
+class LeaderStart:
+    """A broker took a partition's leadership: it applied the change (``Partition.makeLeader``)."""
+    at_ms: float
+    broker: int
+    topic: str
+    partition: int
+    epoch: int
+
+
+def leader_starts(path: Path, broker: int, origin_epoch_ms: float) -> list[LeaderStart]:
+    """Every leadership ``broker``'s server.log says it took (its state.change.logger lines)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        stamp = _TIME.match(line)
+        if stamp is None or (m := _LEADER_START.search(line)) is None or int(m.group(1)) != broker:
+            continue
+        found.append(LeaderStart(float(stamp.group(1)) - origin_epoch_ms, broker, m.group(2), int(m.group(3)),
+                                 int(m.group(4))))
+    return found
 
 
 def controller_events(path: Path, origin_epoch_ms: float) -> ControllerEvents:
@@ -45,4 +79,6 @@ def controller_events(path: Path, origin_epoch_ms: float) -> ControllerEvents:
             events.unclean.append((t, m.group(1), int(m.group(2)), int(m.group(3))))
         elif (m := _ELR.search(line)) is not None:
             events.elr.append((t, m.group(1), int(m.group(2)), int(m.group(3))))
+        elif (m := _SHUTDOWN.search(line)) is not None:
+            events.shutdown.append((t, int(m.group(1))))
     return events

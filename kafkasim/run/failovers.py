@@ -75,7 +75,7 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
     fenced: dict[int, float] = {}
     shutdown: dict[int, float] = {}
     out: list[dict[str, Any]] = []
-    acks = _acks_by_partition(records)
+    acks = acks_by_partition(records)
     for batch, changes in partition_changes(batches):
         event_fenced = {r.broker_id for r in batch.records
                         if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE}
@@ -93,26 +93,41 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
                 continue
             replicas = before.replicas if r.replicas is None else r.replicas
             kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas, election_kind(r, before))
-            fault = _fault_on(faults, old, batch.append_ms)
-            cause = kind if fault is None else f"{fault.type} {fault.target}: {kind}"
-            fault_ms = None if fault is None else float(fault.at)
-            first_ack = _first_after(acks.get((tp.topic, tp.partition)), batch.append_ms) if r.leader != NO_LEADER \
-                else None
-            start = fault_ms if fault_ms is not None else batch.append_ms
-            out.append({
-                "partition": f"{tp.topic}-{tp.partition}",
-                "old_leader": None if old == NO_LEADER else old,
-                "new_leader": None if r.leader == NO_LEADER else r.leader,
-                "cause": cause,
-                "fault_ms": fault_ms,
-                "fenced_ms": fenced.get(old) if kind in ("fenced", "unclean", "from the ELR") and old != NO_LEADER else (
-                    shutdown.get(old) if kind == "shutdown" else None),
-                "elected_ms": float(batch.append_ms),
-                "first_ack_ms": first_ack,
-                "unavailable_ms": None if first_ack is None else first_ack - start,
-                "bounded_by": BOUNDED_BY[kind],
-            })
+            fenced_ms = fenced.get(old) if kind in ("fenced", "unclean", "from the ELR") and old != NO_LEADER else (
+                shutdown.get(old) if kind == "shutdown" else None)
+            out.append(failover_row(tp.topic, tp.partition, old, r.leader, kind, faults, fenced_ms,
+                                    float(batch.append_ms), acks))
     return out
+
+
+def failover_row(topic: str, partition: int, old: int, new: int, kind: str, faults: Sequence[Any],
+                 fenced_ms: float | None, elected_ms: float, acks: dict[tuple[str, int], np.ndarray],
+                 applied_ms: float | None = None) -> dict[str, Any]:
+    """One leadership change of ``topic``-``partition`` from ``old`` to ``new`` (NO_LEADER for none), made by
+    the controller at ``elected_ms`` for the reason ``kind`` (a key of BOUNDED_BY); ``acks`` as
+    ``acks_by_partition`` gives them; ``applied_ms``, when known, when the new leader took the leadership:
+    the first acknowledgement counted is then one after it (the old leader may acknowledge until it applied
+    the change itself)."""
+    fault = _fault_on(faults, old, elected_ms)
+    fault_ms = None if fault is None else float(fault.at)
+    since = elected_ms if applied_ms is None else max(elected_ms, applied_ms)
+    first_ack = _first_after(acks.get((topic, partition)), since) if new != NO_LEADER else None
+    start = fault_ms if fault_ms is not None else elected_ms
+    row: dict[str, Any] = {
+        "partition": f"{topic}-{partition}",
+        "old_leader": None if old == NO_LEADER else old,
+        "new_leader": None if new == NO_LEADER else new,
+        "cause": kind if fault is None else f"{fault.type} {fault.target}: {kind}",
+        "fault_ms": fault_ms,
+        "fenced_ms": fenced_ms,
+        "elected_ms": elected_ms,
+        "first_ack_ms": first_ack,
+        "unavailable_ms": None if first_ack is None else first_ack - start,
+        "bounded_by": BOUNDED_BY[kind],
+    }
+    if applied_ms is not None:
+        row["applied_ms"] = applied_ms
+    return row
 
 
 def _kind(record: PartitionChangeRecord, old: int, event_fenced: set[int], event_unfenced: set[int],
@@ -145,7 +160,7 @@ def _fault_on(faults: Sequence[Any], broker: int, at_ms: float) -> Any | None:
     return found
 
 
-def _acks_by_partition(records: pd.DataFrame) -> dict[tuple[str, int], np.ndarray]:
+def acks_by_partition(records: pd.DataFrame) -> dict[tuple[str, int], np.ndarray]:
     ack = records["ack_ms"].to_numpy(dtype=float, na_value=np.nan)
     ok = np.isfinite(ack) & (records["error"].to_numpy() == 0)
     topics = records["topic"].astype(str).to_numpy()[ok]

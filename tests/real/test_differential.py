@@ -492,10 +492,24 @@ def _fence_checks(p: Pair, broker: int, crash_ms: float) -> None:
     assert ok, (sim_after, real_after)
 
 
+def changes(result: RunResult) -> list[str]:
+    """The run's leadership changes as summary.json's failovers name them (the real run's from its logs)."""
+    return [f"{f['partition']} {f['old_leader']}->{f['new_leader']} ({f['cause']})"
+            for f in result.summary.get("failovers", [])]
+
+
+def _same_changes(p: Pair) -> None:
+    found = changes(p.sim), changes(p.real)
+    ok = found[0] == found[1] and bool(found[0])
+    agree(p, "leadership changes (summary failovers)", "; ".join(found[0]), "; ".join(found[1]), "the same", ok)
+    assert ok, found
+
+
 def test_leader_crash_is_fenced_after_the_session_timeout_and_nothing_acknowledged_is_lost(
         pair: Callable[[str], Pair]) -> None:
     p = pair("leader_crash")
     crash = float(p.scenario.faults[0].at)
+    _same_changes(p)
     _fence_checks(p, 0, crash)
     sim_lost, real_lost = lost(p.sim), lost(p.real)
     ok = sim_lost == 0 and real_lost == 0
@@ -611,6 +625,7 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops_and_loses_
     answers NOT_LEADER_OR_FOLLOWER before it stops; no acknowledged record is lost."""
     p = pair("leader_controlled_shutdown")
     at = float(p.scenario.faults[0].at)
+    _same_changes(p)
     answers = [_answers_not_leader_before_it_stops(r, at) for r in (p.sim, p.real)]
     ok = all(n > 0 for n, _ in answers)
     agree(p, "old leader's NOT_LEADER_OR_FOLLOWER answers before it stopped", answers[0][0], answers[1][0], "> 0",
