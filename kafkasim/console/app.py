@@ -344,14 +344,19 @@ def trace(
         "new or empty directory, or an earlier trace.", show_default=False)] = None,
     from_: Annotated[str | None, FROM_OPTION] = None,
     to: Annotated[str | None, TO_OPTION] = None,
+    batch: Annotated[int | None, typer.Option(
+        "--batch", metavar="ID", help="Trace a batch (records.parquet's batch_id): why it waited before its first "
+        "request was sent (send() blocked on buffer.memory, in-flight slots held by requests parked in a "
+        "purgatory or unread behind one), then that request's story.", show_default=False)] = None,
 ) -> None:
     """Tell the story of one request: each of Kafka's RequestMetrics stages with its time and duration and
     what happens there; for a request that waited in a purgatory, why it waited and what completed it (for a
-    DelayedFetch: max wait expired, min bytes reached, a segment roll, an error); and its swimlane figure."""
+    DelayedFetch: max wait expired, min bytes reached, a segment roll, an error); and its swimlane figure.
+    With --batch, first where a batch's time went before any request carried it."""
     from kafkasim.console.trace import trace_command
 
     raise typer.Exit(trace_command(run_dir, request_id=request, slowest=slowest, client=client, at_ms=at, out=out,
-                                   from_text=from_, to_text=to))
+                                   from_text=from_, to_text=to, batch_id=batch))
 
 
 @app.command(short_help="Draw the figures and the HTML report (report.html) of a saved run.")

@@ -52,11 +52,12 @@ def print_trace(console: Console, trace: Trace) -> None:
 
 def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, client: str | None,
                   at_ms: float | None, out: str | None, from_text: str | None = None,
-                  to_text: str | None = None) -> int:
+                  to_text: str | None = None, batch_id: int | None = None) -> int:
     from kafkasim.record.output_dir import OutputDirError, check_output_dir, write_dir
     from kafkasim.record.result import ResultDirectoryError, RunResult
     from kafkasim.record.window import WindowError, window_of, windowed
-    from kafkasim.report.trace import TraceError, trace_figure, trace_json, trace_request
+    from kafkasim.report.batch_wait import BatchError, explain_batch, pick_batch
+    from kafkasim.report.trace import TraceError, scenario_of, trace_figure, trace_json, trace_request
 
     error = Console(stderr=True, highlight=False, soft_wrap=True)
     layout = _layout()
@@ -67,23 +68,40 @@ def trace_command(run_dir: str, *, request_id: int | None, slowest: str | None, 
         if window is not None:
             result = windowed(result, window)  # --slowest among the requests sent in it; --request one of them
         _say_what_a_real_run_cannot_show(result.run_info)
+        batch_story: tuple[str, ...] = ()
+        if batch_id is not None:
+            if request_id is not None or slowest is not None or client is not None or at_ms is not None:
+                raise TraceError("pick one: --batch ID, --request ID, --slowest API, or --client NAME --at TIME")
+            batch = pick_batch(result, batch_id)
+            batch_story = explain_batch(result, batch, scenario_of(result))
+            request_id = int(batch["first_request_id"]) if batch["first_request_id"] == batch["first_request_id"] \
+                and int(batch["first_request_id"]) >= 0 else None
+            if request_id is None:
+                raise TraceError(f"--batch {batch_id}: no request carried it ({batch['outcome']})")
         trace = trace_request(result, request_id=request_id, slowest=slowest, client=client, at_ms=at_ms)
         rid = int(trace.request["request_id"])
         target_text = out if out is not None else str(Path("runs") / f"trace-{Path(run_dir).resolve().name}-{rid}")
         target = check_output_dir(target_text, layout, label=f"--out {out}" if out is not None else target_text)
-    except (ResultDirectoryError, TraceError, OutputDirError, WindowError) as exc:
+    except (ResultDirectoryError, TraceError, BatchError, OutputDirError, WindowError) as exc:
         error.print(f"kafkasim trace: {exc}" + (f" (in the window {window.describe()})"
                                                 if window is not None and isinstance(exc, TraceError) else ""),
                     markup=False)
         return 2
     console = Console(highlight=False, width=min(Console().width, 80))
+    for line in batch_story:
+        console.print(line, markup=False)
+    if batch_story:
+        console.print()
     print_trace(console, trace)
     figure = trace_figure(trace)
 
     def write(tmp: Path) -> None:
         if figure is not None:
             figure.savefig(tmp / FIGURE_FILE, dpi=100)
-        (tmp / STORY_FILE).write_text(json.dumps(trace_json(trace), indent=2) + "\n", encoding="utf-8")
+        story = dict(trace_json(trace))
+        if batch_story:
+            story["batch"] = {"batch_id": batch_id, "before_its_request": list(batch_story)}
+        (tmp / STORY_FILE).write_text(json.dumps(story, indent=2) + "\n", encoding="utf-8")
 
     try:
         write_dir(target, layout, write, label=target_text)

@@ -164,7 +164,7 @@ def steps(row: pd.Series) -> tuple[Step, ...]:
 
 
 # ---------------------------------------------------------------------------------------------- fetch
-def _scenario(result: RunResult) -> Any:
+def scenario_of(result: RunResult) -> Any:
     if not result.scenario_yaml:
         return None
     from kafkasim.scenario.load import load_scenario
@@ -177,7 +177,7 @@ def _scenario(result: RunResult) -> Any:
 
 def fetch_limits(result: RunResult, row: pd.Series) -> tuple[float, float] | None:
     """(max wait ms, min bytes) of the client that sent this fetch, from scenario.yaml; None if unknown."""
-    scenario = _scenario(result)
+    scenario = scenario_of(result)
     if scenario is None:
         return None
     if str(row["api"]) == "FetchFollower":
@@ -216,7 +216,7 @@ def segment_rolls(result: RunResult) -> pd.DataFrame | None:
     """Where each partition's log rolled on size, reconstructed from the records table and segment.bytes
     (LogSegment.shouldRoll: size > segment.bytes - incoming bytes of one append); columns topic, partition,
     offset, request_id. None without scenario.yaml or the needed columns."""
-    scenario = _scenario(result)
+    scenario = scenario_of(result)
     records = result.records
     needed = {"topic", "partition", "offset", "size_bytes", "request_id"}
     if scenario is None or records.empty or not needed <= set(records.columns):

@@ -131,3 +131,88 @@ def test_record_bytes_of_an_incremental_fetch_count_the_partitions_its_response_
     assert record_bytes(row) == 500
     old = pd.Series({"api": "FetchFollower", "partitions": 2, "response_bytes": fetch_response_bytes(2, 500)})
     assert record_bytes(old) == 500
+
+
+CRASH_IN_A_CLUSTER = """\
+name: crash_in_a_cluster
+description: Broker 2 of four crashes; acks=all, a small buffer.memory so that the producer blocks soon.
+seed: 3
+duration: 16s
+warmup: 1s
+cluster:
+  brokers: 4
+topics:
+  - name: events
+    partitions: 12
+    replication.factor: 3
+    min.insync.replicas: 2
+producers:
+  - name: producer-1
+    topic: events
+    acks: all
+    rate: 4000/s
+    arrival: poisson
+    record_size: 1KiB
+    buffer.memory: 4MiB
+consumers:
+  - name: consumer-1
+    topic: events
+faults:
+  - {type: crash, target: broker-2, at: 4s}
+"""
+
+
+@pytest.fixture(scope="module")
+def crash(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("trace")
+    scenario = directory / "crash.yaml"
+    scenario.write_text(CRASH_IN_A_CLUSTER)
+    out = directory / "crash"
+    assert call("run", scenario, "--out", out, "--no-figures", "--no-progress") == 0
+    return out
+
+
+def test_a_stalled_batch_of_a_partition_the_crash_never_touched_says_what_held_it(crash: Path, tmp_path: Path) -> None:
+    """Issue 23's trial: partitions with no replica on the crashed broker stall too. The trace of such a
+    batch names the chain: send() blocked on a full buffer.memory, because every connection's in-flight slots
+    were held by a produce parked in a surviving leader's purgatory (a partition whose ISR kept broker 2 until
+    its fence) and the requests unread behind it."""
+    from kafkasim import load_scenario
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.run.cluster_layout import cluster_layout
+
+    scenario = load_scenario(crash / "scenario.yaml")
+    layout = cluster_layout(scenario, scenario.seed)
+    untouched = [p for p in range(12) if 2 not in layout.replicas[TopicPartition("events", p)]]
+    records = RunResult.load(crash).records
+    stalled = records[records["partition"].isin(untouched)
+                      & (records["created_ms"] - records["first_intended_ms"] > 1_000)]
+    assert len(stalled) > 10
+    batch = stalled.iloc[len(stalled) // 2]
+    out = tmp_path / "t"
+    result = kafkasim("trace", crash, "--batch", str(int(batch["batch_id"])), "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    text = " ".join(result.stdout.split())
+    for said in ("before the batch existed", "buffer.memory (4.0 MiB) was full", "BufferPool.allocate",
+                 "in the leader's produce purgatory", "the ones behind it unread in the muted socket",
+                 "crash of broker-2 at 4000 ms, fenced at", f"Produce #{int(batch['first_request_id'])} "):
+        assert said in text, said
+    story = json.loads((out / "trace.json").read_text())
+    assert story["batch"]["batch_id"] == int(batch["batch_id"])
+    assert story["request_id"] == int(batch["first_request_id"])
+    # A batch that went out at once says so, and no more.
+    quick_one = records[(records["first_intended_ms"] < 3_000) & (records["created_ms"] - records["first_intended_ms"]
+                                                                   < 0.5)].iloc[0]
+    result = kafkasim("trace", crash, "--batch", str(int(quick_one["batch_id"])), "--out", tmp_path / "q")
+    assert result.returncode == 0 and "before the batch existed" not in result.stdout
+    assert "after its creation (linger.ms 5)" in " ".join(result.stdout.split())
+
+
+def test_bad_batch_choices_are_one_line_and_exit_2(crash: Path, tmp_path: Path) -> None:
+    for args, expected in ((["--batch", "99999999"], "no such batch"),
+                           (["--batch", "1", "--request", "1"], "pick one")):
+        result = kafkasim("trace", crash, *args, "--out", tmp_path / "x")
+        assert result.returncode == 2, (args, result.stderr)
+        assert expected in result.stderr, (args, result.stderr)
+        assert_no_traceback(result)
