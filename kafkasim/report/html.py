@@ -89,7 +89,8 @@ body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1200px; pa
        color: #1a1a1a; line-height: 1.45; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
 nav a { margin-right: 1em; }
-.facts { color: #444; } .partial { background: #fff3cd; padding: 0.5em 1em; border-left: 4px solid #e69f00; }
+.facts { color: #444; } #glance { background: #eef4fb; padding: 0.5em 1em; border-left: 4px solid #0072b2; }
+#glance ul { margin: 0.3em 0; padding-left: 1.2em; } .partial { background: #fff3cd; padding: 0.5em 1em; border-left: 4px solid #e69f00; }
 .description { white-space: pre-wrap; background: #f7f7f7; padding: 0.8em 1em; border-radius: 4px; }
 table { border-collapse: collapse; margin: 0.6em 0 1.4em; font-size: 0.92em; }
 caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
@@ -109,6 +110,7 @@ svg text { font-family: system-ui, sans-serif; }
 <h1>$title</h1>
 <p class="facts">$facts</p>
 $partial
+$glance
 <nav><a href="#scenario">Scenario</a><a href="#summary">Summary</a><a href="#timeline">Timeline</a>
 <a href="#figures">Figures</a><a href="#slowest">Slowest requests</a></nav>
 </header>
@@ -191,6 +193,42 @@ def outcomes_table(summary: Mapping[str, Any]) -> str:
                     f"<td>{why}</td></tr>")
     return ('<table id="outcomes"><caption>Outcomes: every batch sent after the warm-up</caption>'
             f"<thead><tr><th>outcome</th><th>batches</th><th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def glance(summary: Mapping[str, Any]) -> str:
+    """The operator's three answers at the top of the page, for a run with faults: produce p99 before,
+    during and after them (each phase's), how long partitions had no reachable leader (the failovers), and
+    whether anything acknowledged was lost, written twice or failed. "" for a run without faults."""
+    phases: list[Mapping[str, Any]] = summary.get("phases") or []
+    if not phases:
+        return ""
+    items = []
+    p99s = []
+    for phase in phases:
+        latency: Mapping[str, Any] = phase.get("produce_latency") or {}
+        stats = [(label, (data.get("from_intended") or {}).get("p99")) for label, data in latency.items()]
+        stats = [(label, value) for label, value in stats if value is not None]
+        if not stats:
+            continue
+        values = ", ".join(f"{_number(v)} ms" + (f" ({escape(str(label))})" if len(stats) > 1 else "")
+                           for label, v in stats)
+        p99s.append(f"<b>{escape(str(phase.get('name', '')))}</b> {values}")
+    if p99s:
+        items.append("<li>Produce p99 from the intended send: " + "; ".join(p99s) + ".</li>")
+    moved: list[Mapping[str, Any]] = summary.get("failovers") or []
+    if moved:
+        waits = [float(f["unavailable_ms"]) for f in moved if f.get("unavailable_ms") is not None]
+        causes = sorted({str(f.get("cause")) for f in moved})
+        longest = f"; its producers waited {_number(max(waits) / 1000)} s at most" if waits else ""
+        items.append(f"<li>{len(moved)} leadership change(s) ({escape(', '.join(causes))}){longest} "
+                     '(<a href="#failovers">failovers</a>).</li>')
+    counts = outcome_counts(summary)
+    if counts:
+        bad = [("acknowledged then lost", counts.get("lost", 0)), ("written twice", counts.get("duplicated", 0)),
+               ("failed", counts.get("failed", 0))]
+        items.append("<li>" + ", ".join(f"{_number(n)} {words}" for words, n in bad)
+                     + f" of {_number(sum(counts.values()))} batches.</li>")
+    return f'<div id="glance"><b>At a glance</b><ul>{"".join(items)}</ul></div>'
 
 
 def phases_table(summary: Mapping[str, Any]) -> str:
@@ -557,6 +595,7 @@ def render_report(result: RunResult, figures: Mapping[str, bytes]) -> str:
         title=escape((scenario.name if scenario is not None else "a kafkasim run") + during),
         facts=_facts(result, scenario),
         partial=f'<p class="partial">Partial result: {escape(str(partial))}</p>' if partial else "",
+        glance=glance(result.summary),
         scenario=_scenario_section(scenario, result.scenario_yaml),
         summary=summary_tables(result.summary),
         timeline=_timeline_section(events, duration, warmup),

@@ -117,3 +117,59 @@ def test_the_console_check_catches_a_broken_page(tmp_path: Path) -> None:
                       "</body></html>", encoding="utf-8")
     _dom, console = _browse(broken)
     assert any("undefinedFunction" in line for line in console), console
+
+
+CRASH = """
+name: crash-first-screen
+description: Broker 2 of four crashes at 4 s; acks=all at 4,000 records/s.
+seed: 3
+duration: 16s
+warmup: 1s
+cluster: {brokers: 4}
+topics: [{name: events, partitions: 12, replication.factor: 3, min.insync.replicas: 2}]
+producers: [{name: producer-1, topic: events, acks: all, rate: 4000/s, arrival: poisson, buffer.memory: 4MiB}]
+consumers: [{name: consumer-1, topic: events}]
+faults: [{type: crash, target: broker-2, at: 4s}]
+"""
+
+# What a 1280x800 window shows before any scrolling: the text of every element laid out in it.
+FIRST_SCREEN = """<script>
+window.addEventListener("load", () => {
+  const seen = [];
+  for (const el of document.querySelectorAll("h1, p, li, caption, th, td")) {
+    const r = el.getBoundingClientRect();
+    if (r.height > 0 && r.top < window.innerHeight && r.bottom > 0) seen.push(el.textContent.replace(/\\s+/g, " "));
+  }
+  const probe = document.createElement("pre");
+  probe.id = "first-screen";
+  probe.textContent = seen.join("\\n");
+  document.body.appendChild(probe);
+});
+</script>"""
+
+
+def test_a_runs_first_screen_answers_the_operators_three_questions(tmp_path: Path) -> None:
+    """Issue 23: p99 before / during / after the fault, how long partitions waited for a leader, and whether
+    anything acknowledged was lost -- on report.html's first screen, without scrolling."""
+    from kafkasim import load_scenario
+    from kafkasim.run.engine import Engine
+
+    result = Engine(load_scenario(CRASH)).run()
+    (tmp_path / "run").mkdir()
+    page = write_report(result, tmp_path / "run")
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", FIRST_SCREEN + "</body>"), encoding="utf-8")
+    assert BROWSER is not None
+    done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--virtual-time-budget=5000", "--window-size=1280,800", "--dump-dom", probed.resolve().as_uri()],
+                          capture_output=True, text=True, timeout=60)
+    match = re.search(r'<pre id="first-screen">(.*?)</pre>', done.stdout, re.S)
+    assert match, "the probe did not run"
+    screen = html.unescape(match.group(1))
+    p99 = {p["name"]: p["produce_latency"]["acks=all"]["from_intended"]["p99"] for p in result.summary["phases"]}
+    assert len(p99) == 3
+    for name, value in p99.items():
+        assert f"{name} {value:,.4g} ms".replace(",", "") in screen.replace(",", ""), (name, value, screen)
+    longest = max(f["unavailable_ms"] for f in result.summary["failovers"])
+    assert f"waited {longest / 1000:.4g} s at most" in screen, screen
+    assert "0 acknowledged then lost, 0 written twice, 0 failed" in screen, screen

@@ -1123,3 +1123,34 @@ def test_eligible_leader_replicas_off_the_partition_waits_for_its_old_leader_and
     assert 60_000 <= back <= 61_000  # broker 0 restarted at 60 s, unfenced, elected again
     ack = result.records["ack_ms"].to_numpy(dtype=float)
     assert not ((ack > 30_000) & (ack < 60_000)).any()  # nothing written while it was down
+
+
+# --- broker_crash_cluster ------------------------------------------------------------------------------
+
+
+def test_broker_crash_cluster_answers_the_operators_three_questions_and_explains_the_untouched_stall() -> None:
+    from kafkasim.broker.records import TopicPartition
+    from kafkasim.report.batch_wait import explain_batch
+    from kafkasim.run.cluster_layout import cluster_layout
+
+    result = shipped("broker_crash_cluster")
+    phases = {p["name"]: p["produce_latency"]["acks=all"]["from_intended"]["p99"] for p in result.summary["phases"]}
+    assert list(phases) == ["before", "crash broker-2, until fenced", "crash broker-2, broker-2 fenced"]
+    before, during, after = phases.values()
+    assert before < 15 and 7_000 < during < 10_000 and after < 1_500, phases
+    moved = result.summary["failovers"]
+    assert len(moved) == 10 and {f["old_leader"] for f in moved} == {2}
+    assert all(8_000 < f["unavailable_ms"] < 10_500 for f in moved)
+    records = result.records
+    assert not records["lost_after_ack"].any() and (records["outcome"].astype(str) != "duplicated").all()
+    # Partitions with no replica on broker 2 stall as long, before their batches exist: send() blocked.
+    scenario = load("broker_crash_cluster")
+    layout = cluster_layout(scenario, scenario.seed)
+    untouched = [p for p in range(60) if 2 not in layout.replicas[TopicPartition("events", p)]]
+    during_crash = records[records["partition"].isin(untouched) & (records["first_intended_ms"] > 20_000)
+                           & (records["first_intended_ms"] < 28_000)]
+    assert float(during_crash["produce_latency_ms"].median()) > 2_000
+    waited = during_crash["created_ms"] - during_crash["first_intended_ms"]
+    assert float((waited / during_crash["produce_latency_ms"]).median()) > 0.9
+    story = " ".join(explain_batch(result, during_crash.iloc[len(during_crash) // 2], scenario))
+    assert "buffer.memory (32.0 MiB) was full" in story and "in the leader's produce purgatory" in story

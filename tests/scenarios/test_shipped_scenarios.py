@@ -44,6 +44,7 @@ TEACHING = {
     "leader_controlled_shutdown",
     "unclean_election_loses_acks1",
     "eligible_leader_replicas",
+    "broker_crash_cluster",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
 # every run is watched, and fails if simulated time has not moved for this long.
