@@ -12,6 +12,8 @@ no generator processes on the hot path).
 * Reading a request *mutes* its connection (``Selector.mute``): the next request of that connection waits
   in the socket until this one's response has been sent, so a producer with 5 requests in flight is
   served one at a time.
+* A client's close leaves what it sent before it readable, until the first response that must be written
+  on the closed connection (``SocketServer.close_channel``).
 * A response put on the processor's response queue (``Processor.enqueueResponse``) is taken
   (``responseDequeueTimeNanos``), written (``network_send`` + per KiB), handed to the connection's link
   (``endTimeNanos``), and the connection is unmuted. acks=0 produces get a ``NoOpResponse``: dequeued, no
@@ -74,7 +76,8 @@ def _both_constant(base: Sampler, per_kib: Sampler) -> tuple[float, float] | Non
 class KafkaChannel:
     """The broker side of one client connection (Kafka's ``KafkaChannel``)."""
 
-    __slots__ = ("name", "processor", "muted", "pending", "readable", "send_response", "closed", "on_reset")
+    __slots__ = ("name", "processor", "muted", "pending", "readable", "send_response", "closed", "closing",
+                 "on_reset")
 
     def __init__(self, name: str, processor: Processor, send_response: Callable[[RequestEnvelope], None]) -> None:
         self.name = name
@@ -84,8 +87,10 @@ class KafkaChannel:
         self.pending: deque[RequestEnvelope] = deque()
         self.readable = False  # queued in the processor's readable list
         self.send_response = send_response
-        # A closed channel (client crashed) drops its responses; see SocketServer.close_channel.
+        # A closed channel drops its responses and unread requests; a closing one (the client closed it) is still
+        # read until a response must be written; see SocketServer.close_channel.
         self.closed = False
+        self.closing = False
         # The client's side of a reset connection (the broker process died): set by the client's Connection.
         self.on_reset: Callable[[], None] | None = None
 
@@ -194,7 +199,13 @@ class Processor:
         self.busy = False
         envelope.end_ms = self.env.now
         channel = envelope.connection
-        if not channel.closed:
+        if channel.closing:
+            # Selector.send to a channel its peer closed fails: the channel is closed for good, what it still
+            # had unread is dropped (SocketServer.close_channel).
+            channel.closing = False
+            channel.closed = True
+            channel.pending.clear()
+        elif not channel.closed:
             channel.send_response(envelope)
         self._unmute(envelope)
         self.observer.response_done(envelope)
@@ -260,6 +271,9 @@ class SocketServer:
                 continue
             channel.closed = True
             channel.pending.clear()
+            if channel.closing:  # the client had closed it: nobody hears the reset
+                channel.closing = False
+                continue
             if channel.on_reset is not None:
                 channel.on_reset()
 
@@ -279,10 +293,20 @@ class SocketServer:
                 processor.run()
 
     def close_channel(self, channel: KafkaChannel) -> None:
-        """The client went away (crash): unread requests are dropped, responses are not sent.
+        """The client closed the connection (its request timeout, a disconnect, its process exiting).
 
-        Requests already in the request queue or purgatory are still handled, as in Kafka, whose handlers
-        do not notice a closed connection; their responses are discarded at send time.
+        What it sent before closing is in the broker's socket ahead of the FIN, and Kafka's broker still reads
+        it: ``Selector.close`` keeps a channel its peer closed in ``closingChannels`` while it has receives
+        to process, one request at a time as ever (the channel stays muted while one is in process). The first
+        response that must then be written fails (``Selector.send`` to a closing channel: ``failedSends``):
+        the channel is closed for good and what it still had unread is dropped. So the request in process
+        when the client closed, or else the next one read, is handled and its response discarded; a
+        request without a response (acks=0: ``NoOpResponse``) writes nothing, and every such request sent
+        before the close is handled. Requests already in the request queue or purgatory are handled anyway,
+        as in Kafka, whose handlers do not notice a closed connection.
+
+        Simplification: the broker learns of the close only by the failed write (Kafka may also see the FIN
+        by a read of an idle channel, which then closes at once: nothing was unread, the same outcome).
         """
-        channel.closed = True
-        channel.pending.clear()
+        if not channel.closed:
+            channel.closing = True

@@ -170,6 +170,50 @@ def test_a_closed_channel_drops_unread_requests_and_its_responses_but_queued_req
     assert b.taken == []
 
 
+def test_requests_sent_before_the_client_closed_are_read_until_the_first_response_is_written() -> None:
+    """The client closes its connection (a request timeout) while the broker is paused (SIGSTOP) with its
+    requests unread in the socket: they came before the FIN, so once the broker resumes it still reads the
+    first and handles it (Kafka's Selector keeps a channel closed by its peer in closingChannels while it has
+    completed receives); writing that request's response fails (Selector.send to a closing channel), which
+    closes the channel and drops the rest. A paused broker appends a timed-out produce after all: the
+    duplicate a producer without idempotence writes when it sends the batch again."""
+    b = Broker()
+    conn = b.connect("producer")
+    b.server.stw.pause()
+    first = b.request(conn, 0.0)
+    second = b.request(conn, 0.5)
+    Call(b.env, 3.0, lambda _e: b.server.close_channel(conn))
+    Call(b.env, 5.0, lambda _e: b.server.stw.resume())
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(first, 10.0)
+    b.env.run()
+    assert b.taken == [first]  # read after the pause, handled
+    assert first.start_ms == 5.0 + READ_MS
+    assert first.end_ms == 10.0 + SEND_MS  # the response is written ...
+    assert b.delivered == []  # ... and goes nowhere
+    assert second.start_ms != second.start_ms  # never read: the failed write closed the channel
+    assert conn.closed and not conn.pending
+
+
+def test_requests_without_a_response_are_all_read_after_the_close() -> None:
+    """acks=0: a NoOpResponse writes nothing, so nothing fails and every request sent before the close is
+    read and handled (Selector.close's comment: a producer with acks=0 that sends records and closes)."""
+    b = Broker()
+    conn = b.connect("producer")
+    b.server.stw.pause()
+    first = b.request(conn, 0.0, acks=0)
+    second = b.request(conn, 0.5, acks=0)
+    Call(b.env, 3.0, lambda _e: b.server.close_channel(conn))
+    Call(b.env, 5.0, lambda _e: b.server.stw.resume())
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(first, 10.0)
+    b.respond(second, 20.0)
+    b.env.run()
+    assert b.taken == [first, second]
+
+
 def test_a_noop_response_unmutes_without_a_send() -> None:
     b = Broker()
     conn = b.connect("producer")

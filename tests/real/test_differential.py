@@ -725,15 +725,23 @@ def test_a_leader_from_the_eligible_replicas_loses_the_acks_1_records_it_lacks_o
 
 
 def test_an_idempotent_producer_writes_nothing_twice_after_lost_responses(pair: Callable[[str], Pair]) -> None:
-    """The paused leader outlasts request.timeout.ms: the producers give up on their requests and send them
-    again; the leader appends what it had read once it resumes. The idempotent producer's retries carry the
-    same sequence numbers and are not written twice (ProducerStateManager), on both engines."""
+    """The paused leader outlasts request.timeout.ms: the producers give up on their requests, close the
+    connection and send them again; the leader still appends what they had sent once it resumes. The
+    idempotent producer's retries carry the same sequence numbers and are not written twice
+    (ProducerStateManager), on both engines; the other producer's are."""
     p = pair("idempotence_paused_leader")
     dups = duplicated(p.sim, "idempotent"), duplicated(p.real, "idempotent")
     ok = dups == (0, 0)
     agree(p, "idempotent producer: batches written twice", *dups, "0", ok)
-    report(p, "not-idempotent producer: batches written twice", duplicated(p.sim, "not-idempotent"),
-           duplicated(p.real, "not-idempotent"))
+    # Without idempotence the retries are written twice on both: the paused broker, once resumed, still reads
+    # what the client sent before it closed the timed-out connection (Selector keeps a channel its peer
+    # closed while it has receives to process; SocketServer.close_channel). Kafka 4.3.1 wrote 2 and 4 in two
+    # runs (each closed connection gave one or two, depending on when the peer's reset arrived); kafkasim
+    # handles one per closed connection (before: none, the rule gap this found).
+    twice = duplicated(p.sim, "not-idempotent"), duplicated(p.real, "not-idempotent")
+    written_twice = all(n > 0 for n in twice)
+    agree(p, "not-idempotent producer: batches written twice", *twice, "> 0 on both", written_twice)
     retried = [int((r.records["attempts"] > 1).sum()) for r in (p.sim, p.real)]
     report(p, "batches sent more than once", *retried)
     assert ok, dups
+    assert written_twice, twice
