@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.fetch_session import (
     MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
     FetchManager,
@@ -85,9 +85,9 @@ RETENTION_INITIAL_DELAY_MS: Final = 30_000.0
 
 @dataclass(frozen=True, slots=True)
 class BrokerServerConfig:
-    """A broker's configuration: the state machines' (``BrokerConfig``) and the server's own."""
+    """A broker's configuration: the state machines' (``KafkaConfig``) and the server's own."""
 
-    broker: BrokerConfig
+    broker: KafkaConfig
     num_network_threads: int = 3  # num.network.threads
     num_io_threads: int = 8  # num.io.threads
     queued_max_requests: int = 500  # queued.max.requests

@@ -28,7 +28,7 @@ import simpy
 
 from kafkasim import load_scenario
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, LogReadResult, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
@@ -315,7 +315,7 @@ def follower_history(seed: int) -> None:
     rng = random.Random(seed)
     env = simpy.Environment()
     universe = _universe(rng)
-    rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
+    rm = ReplicaManager(1, KafkaConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
     for tp in universe:
         rm.create_partition(tp, log_config=LogConfig(segment_bytes=rng.choice((350, 1 << 20)), retention_bytes=rng.choice((-1, 300, 300))))
         rm.make_follower(tp, leader=0, replicas=[0, 1], leader_epoch=rng.randrange(3), partition_epoch=0)

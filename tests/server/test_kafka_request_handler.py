@@ -17,7 +17,7 @@ import pytest
 import simpy
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.fetch_session import FetchManager, FetchSessionCache
@@ -134,7 +134,7 @@ class Plane:
         self.observer.env = self.env
         self.rm = ScriptedReplicaManager()
         self.replica_manager = ReplicaManager(
-            0, BrokerConfig(), SimTime(self.env), alter_partition_manager=ControllerAlterPartitionManager()
+            0, KafkaConfig(), SimTime(self.env), alter_partition_manager=ControllerAlterPartitionManager()
         )
         self.channel = RequestChannel(self.env, queue_size)
         self.server = SocketServer(
@@ -146,7 +146,7 @@ class Plane:
         )
         rm = self.replica_manager if real_replica_manager else self.rm
         fetch_manager = FetchManager(SimTime(self.env), FetchSessionCache.create(random.Random(0)))
-        self.apis = KafkaApis(rm, BrokerConfig(), self.channel, fetch_manager=fetch_manager, observer=self.observer)
+        self.apis = KafkaApis(rm, KafkaConfig(), self.channel, fetch_manager=fetch_manager, observer=self.observer)
         self.after = 0
         self.handlers = KafkaRequestHandlerPool(
             self.env,
