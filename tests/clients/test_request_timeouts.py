@@ -39,6 +39,7 @@ from kafkasim.server.replica_fetcher_thread import (
     ReplicaFetcherConfig,
     ReplicaFetcherThread,
 )
+from kafkasim.sim.clock import SimTime
 
 from .support import ScriptedConnection
 
@@ -61,14 +62,6 @@ class Recorder(Observer):
 
     def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
         self.consumed.append(batch.base_offset)
-
-
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
 
 
 def _batch(base_offset: int, records: int = 10) -> RecordBatch:

@@ -45,6 +45,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.run import run_scenario
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
+from kafkasim.sim.clock import SimTime
 from tests.clients.support import ScriptedConnection
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,14 +207,6 @@ def test_cluster_scenarios_build_kafkas_requests(checked: Counter[str], name: st
 
 
 # --- scripted histories: a leader answering at random, so that every path of the fetcher is taken ---------
-
-
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
 
 
 class Sink(Observer):

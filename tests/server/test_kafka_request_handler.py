@@ -40,6 +40,7 @@ from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketS
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
 from kafkasim.sim.calls import Call
+from kafkasim.sim.clock import SimTime
 
 # Drives KafkaRequestHandler with stand-in planes and results (duck-typed fakes), which compiled code rejects by type.
 pytestmark = pytest.mark.pure_only
@@ -95,14 +96,6 @@ class ScriptedReplicaManager:
     def try_complete_actions(self) -> int:
         self.actions += 1
         return 0
-
-
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
 
 
 class Events(Observer):

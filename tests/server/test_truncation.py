@@ -30,17 +30,10 @@ from kafkasim.server.replica_fetcher_thread import (
     ReplicaFetcherThread,
     offset_truncation_offset,
 )
+from kafkasim.sim.clock import SimTime
 from tests.clients.support import ScriptedConnection
 
 TP = TopicPartition("topic", 0)
-
-
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
 
 
 class Sink(Observer):
