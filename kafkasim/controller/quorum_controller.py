@@ -105,7 +105,7 @@ class QuorumController:
                  "unclean_leader_election_interval_ms", "_subscribers", "_last_delivery", "_drain",
                  "_pending_replies", "_fence_call", "_fence_at", "fence_check_period_ms", "_fence_check_phase_ms",
                  "_unclean_call", "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms",
-                 "_balance_call", "_running", "commits", "deliveries")
+                 "_balance_call", "_running")
 
     def __init__(
         self, env: Environment, propagation_latency: Sampler, rng: random.Random, *,
@@ -141,10 +141,6 @@ class QuorumController:
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self._balance_call: Call | None = None
         self._running = True
-        self.commits = 0
-        """Linger drains that committed at least one batch."""
-        self.deliveries = 0
-        """Deltas handed to subscribers."""
 
     # ----- reads
     @property
@@ -258,7 +254,6 @@ class QuorumController:
         batches = self.core.commit()
         replies, self._pending_replies = self._pending_replies, []
         if batches:
-            self.commits += 1
             deltas = [b.delta for b in batches]
             for broker_id in sorted(self._subscribers):
                 self._schedule_delivery(broker_id, deltas, self.propagation_latency.sample(self.rng))
@@ -275,7 +270,6 @@ class QuorumController:
             if self._subscribers.get(broker_id) is not callback:
                 return  # the broker went away (or re-subscribed) meanwhile
             for delta in deltas:
-                self.deliveries += 1
                 callback(delta)
 
         Call(self.env, at - now, deliver)

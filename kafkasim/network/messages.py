@@ -216,15 +216,6 @@ class RequestEnvelope:
         # Set when the client is done with it; the row is written once the broker is done too.
         self.client_done = False
 
-    @property
-    def is_produce(self) -> bool:
-        return self.api == API_PRODUCE
-
-    @property
-    def is_complete(self) -> bool:
-        """The broker sent the response (or dropped it, acks=0) and the pipeline is done with it."""
-        return self.end_ms == self.end_ms  # not NaN
-
     def __repr__(self) -> str:
         return f"RequestEnvelope(#{self.request_id} {self.api} from {self.client})"
 

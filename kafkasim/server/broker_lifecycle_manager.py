@@ -95,7 +95,6 @@ class BrokerLifecycleManager:
         "_generation",
         "_paused",
         "_due_while_paused",
-        "heartbeats_sent",
     )
 
     def __init__(
@@ -134,7 +133,6 @@ class BrokerLifecycleManager:
         self._generation = 0
         self._paused = False
         self._due_while_paused = False
-        self.heartbeats_sent = 0
 
     @property
     def state(self) -> BrokerState:
@@ -280,7 +278,6 @@ class BrokerLifecycleManager:
             not self._ready_to_unfence,
             self._state is BrokerState.PENDING_CONTROLLED_SHUTDOWN,
         )
-        self.heartbeats_sent += 1
         generation = self._generation
 
         def answered(response: BrokerHeartbeatReply | None) -> None:

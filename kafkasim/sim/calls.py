@@ -64,11 +64,6 @@ def _call_deliver(event: Any) -> None:
     event.deliver()
 
 
-def call_later(env: Environment, delay: float, fn: Callable[[Any], None]) -> Call:
-    """Run ``fn(event)`` after ``delay`` ms (0 = later at the current time, after already-queued events)."""
-    return Call(env, delay, fn)
-
-
 class Pausable:
     """A component that a pause fault can freeze (a GC pause, SIGSTOP): work that arrives while it is
     paused waits and runs, in arrival order, when it resumes."""
