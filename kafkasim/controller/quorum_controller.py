@@ -9,7 +9,7 @@ What the clock adds to the core:
   ``lastContact + timeout < now``); a run that fenced one reruns 10 ms later (``PeriodicTask``'s immediate
   period), so several dead brokers are fenced in consecutive events, each with its own batch. The task runs
   from the controller's activation, so its phase against the brokers' heartbeats is whatever the cluster's
-  start made it: ``fence_check_phase_ms`` (the engine draws it from the seed). A broker is therefore fenced
+  start made it: ``fence_check_phase_ms`` (the run's build draws it from the seed). A broker is therefore fenced
   between ``timeout`` and ``timeout + timeout / 8`` after its last heartbeat reached the controller -- Kafka
   4.0 (the source mirror's version) fenced it at exactly ``timeout`` with a deferred event at the deadline.
 * **Append linger** (``controller.quorum.append.linger.ms``, 25 ms; ``QuorumConfig.DEFAULT_QUORUM_LINGER_MS``):
@@ -19,7 +19,7 @@ What the clock adds to the core:
   if some are not committed yet.
 * **Propagation to brokers** (``subscribe``): each committed batch's ``MetadataDelta`` reaches a subscribed
   broker after a latency drawn per broker per commit from ``propagation_latency`` (a sampler, with the named
-  random stream ``rng`` the engine passes in; brokers in id order), never before an earlier delta to the
+  random stream ``rng`` the run passes in; brokers in id order), never before an earlier delta to the
   same broker. So a controller decision reaches a broker ``linger + latency`` after the event.
 * **Unclean elections** (the periodic task ``electUnclean``, ``QuorumController.registerElectUnclean``): every
   ``unclean.leader.election.interval.ms`` (300 s) from the controller's activation, a pass tries an UNCLEAN

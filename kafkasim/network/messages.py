@@ -39,7 +39,7 @@ REQUEST_TIMESTAMPS: Final = (
     "client_receive_ms",
 )
 
-# Simplified wire sizes (ENGINE design): a request header plus a per-partition header; the record bytes
+# Simplified wire sizes: a request header plus a per-partition header; the record bytes
 # are the batches' own sizes (RecordBatch.size_in_bytes already includes Kafka's 61-byte batch header).
 PRODUCE_REQUEST_OVERHEAD_BYTES: Final = 100
 PRODUCE_PARTITION_OVERHEAD_BYTES: Final = 60

@@ -160,8 +160,8 @@ class BrokerLifecycleManager:
         bootstrapped with it): it heartbeats every interval from now on, the first after
         ``first_heartbeat_ms`` (default: one interval). In a real cluster each broker's heartbeats keep the
         phase its start gave them (every answer schedules the next one an interval later,
-        ``BrokerHeartbeatResponseHandler``), so where a crash falls between two of them is random: the engine
-        draws each broker's phase from the seed."""
+        ``BrokerHeartbeatResponseHandler``), so where a crash falls between two of them is random: the run's
+        build (``kafkasim.run.build``) draws each broker's phase from the seed."""
         if first_heartbeat_ms is None:
             first_heartbeat_ms = self.heartbeat_interval_ms
         if not 0.0 <= first_heartbeat_ms <= self.heartbeat_interval_ms:

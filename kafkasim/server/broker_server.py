@@ -18,8 +18,8 @@ Nothing here assumes it is the only broker or that it leads every partition. A b
 partition when the run starts runs no expiration reaper and no isr-expiration task (its purgatories stay
 empty and it has no ISR to shrink) until a metadata delta makes it leader (``apply_delta``).
 
-``apply_delta(delta)`` is how leadership moves: the engine calls it when a committed metadata delta
-reaches this broker (Kafka's ``ReplicaManager.applyDelta``, then the fetcher manager's changes).
+``apply_delta(delta)`` is how leadership moves: the controller channel calls it when a committed metadata
+delta reaches this broker (Kafka's ``ReplicaManager.applyDelta``, then the fetcher manager's changes).
 
 Faults on the whole broker (``broker-<id>`` targets):
 
@@ -37,7 +37,7 @@ Faults on the whole broker (``broker-<id>`` targets):
   the process stops with ``crash()`` once the controller has moved its leaderships away and agreed
   (``kafkasim.run.faults``).
 
-``start`` is split in three so that the engine can start every component's first events in a fixed
+``start`` is split in three so that the run can start every component's first events in a fixed
 order (simulated ties are broken by scheduling order, and the golden runs pin it).
 """
 

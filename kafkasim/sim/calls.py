@@ -1,4 +1,4 @@
-"""The engine's one scheduling primitive: call a function at a later simulated time.
+"""The simulator's one scheduling primitive: call a function at a later simulated time.
 
 Clients, the request pipeline and the fault schedule are written as small state machines that react to
 events ("a response arrived", "the linger time is up") rather than as generator processes. A generator

@@ -132,7 +132,8 @@ class SystemTimer:
         return True
 
     def _flush(self, bucket: TimerTaskList) -> None:
-        """Re-insert every entry of a due bucket: demoted into a finer bucket, or run (``bucket.flush(addTimerTaskEntry)``)."""
+        """Re-insert every entry of a due bucket: demoted into a finer bucket, or run
+        (Kafka's ``bucket.flush(addTimerTaskEntry)``)."""
         bucket.flush(self._add_timer_task_entry)
 
     def locate(self, task: TimerTask) -> tuple[int, int, int] | None:
