@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
@@ -316,11 +316,11 @@ class Consumer(Pausable):
         self.metadata.refresh_started()
         self._metadata_fetch = Call(self.env, self._round_trip_ms, self._on_metadata)
 
-    def _on_metadata_wait(self, _event: Any) -> None:
+    def _on_metadata_wait(self, _event: object) -> None:
         self._metadata_wait = None
         self._maybe_update_metadata()
 
-    def _on_metadata(self, _event: Any) -> None:
+    def _on_metadata(self, _event: object) -> None:
         if self.paused:
             self._deferred.append(lambda: self._on_metadata(None))
             return

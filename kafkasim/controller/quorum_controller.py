@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from simpy import Environment
 
@@ -249,7 +249,7 @@ class QuorumController:
         if self._drain is None and self._running:
             self._drain = Call(self.env, self.append_linger_ms, self._on_drain)
 
-    def _on_drain(self, _event: Any) -> None:
+    def _on_drain(self, _event: object) -> None:
         self._drain = None
         batches = self.core.commit()
         replies, self._pending_replies = self._pending_replies, []
@@ -266,7 +266,7 @@ class QuorumController:
         self._last_delivery[broker_id] = at
         callback = self._subscribers[broker_id]
 
-        def deliver(_event: Any) -> None:
+        def deliver(_event: object) -> None:
             if self._subscribers.get(broker_id) is not callback:
                 return  # the broker went away (or re-subscribed) meanwhile
             for delta in deltas:
@@ -298,7 +298,7 @@ class QuorumController:
         self._fence_at = self.env.now + delay_ms
         self._fence_call = Call(self.env, delay_ms, self._on_maybe_fence)
 
-    def _on_maybe_fence(self, _event: Any) -> None:
+    def _on_maybe_fence(self, _event: object) -> None:
         """The periodic ``maybeFenceStaleBroker`` task (``ReplicationControlManager.maybeFenceOneStaleBroker``):
         ``PeriodicTaskOperation`` reschedules it when it runs -- 10 ms later if it fenced a broker (there may be
         another), else one period later."""
@@ -309,7 +309,7 @@ class QuorumController:
                                        else self.fence_check_period_ms)
         self._finish(result, None)
 
-    def _on_elect_unclean_leaders(self, _event: Any) -> None:
+    def _on_elect_unclean_leaders(self, _event: object) -> None:
         """The periodic ``electUnclean`` task (``ReplicationControlManager.maybeElectUncleanLeaders``)."""
         self._unclean_call = None
         result = self.core.maybe_elect_unclean_leaders()
@@ -318,7 +318,7 @@ class QuorumController:
                                       else self.unclean_leader_election_interval_ms, self._on_elect_unclean_leaders)
         self._finish(result, None)
 
-    def _on_balance_partition_leaders(self, _event: Any) -> None:
+    def _on_balance_partition_leaders(self, _event: object) -> None:
         """The periodic ``electPreferred`` task (``ReplicationControlManager.maybeBalancePartitionLeaders``)."""
         self._balance_call = None
         result = self.core.maybe_balance_partition_leaders()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata, FetchResponse
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
@@ -95,7 +96,7 @@ class FetchRequestData:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
-        fetch_infos: Sequence[tuple[TopicPartition, Any]],
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         replica_epoch: int = -1,
         *,
         metadata: FetchMetadata = LEGACY_METADATA,
@@ -105,8 +106,7 @@ class FetchRequestData:
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
-        # [(tp, kafkasim.broker.fetch.PartitionData)] in request order (reads follow this order,
-        # ReplicaManager.readFromLog).
+        # In request order (reads follow this order, ReplicaManager.readFromLog).
         self.fetch_infos = fetch_infos
         self.replica_epoch = replica_epoch
         self.metadata = metadata

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.fetch_session import (
@@ -307,7 +307,7 @@ class BrokerServer:
 
     # --- tasks -------------------------------------------------------------------------------------
 
-    def _isr_expiration(self, incarnation: int, _event: Any) -> None:
+    def _isr_expiration(self, incarnation: int, _event: object) -> None:
         if incarnation != self._incarnation:
             return  # scheduled by a process that crashed
         if self.stw.paused:
@@ -318,7 +318,7 @@ class BrokerServer:
         if period > 0:  # KafkaScheduler.schedule runs a task whose period is not > 0 once only
             Call(self.env, float(period), partial(self._isr_expiration, incarnation))
 
-    def _log_retention(self, incarnation: int, _event: Any) -> None:
+    def _log_retention(self, incarnation: int, _event: object) -> None:
         if incarnation != self._incarnation:
             return  # scheduled by a process that crashed
         if self.stw.paused:

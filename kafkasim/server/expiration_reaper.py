@@ -22,7 +22,7 @@ the expiration and the purge check; the next pass starts at 130 with deadline 33
 from __future__ import annotations
 
 import math
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from simpy import Environment
 
@@ -113,7 +113,7 @@ class ExpirationReaper:
         self._wake_at = target
         self._wake = Call(self.env, target - now, self._on_wake)
 
-    def _on_wake(self, _event: Any) -> None:
+    def _on_wake(self, _event: object) -> None:
         if self.stw.paused:
             self.stw.defer(lambda: self._on_wake(_event))
             return

@@ -28,7 +28,7 @@ class Call(Event):
     ``cancel()`` turns it into a no-op (SimPy cannot remove an event from its heap).
     """
 
-    def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None]) -> None:
+    def __init__(self, env: Environment, delay: float, fn: Callable[[Event], None]) -> None:
         # Inlined Event/Timeout initialisation, as simpy.Timeout does for speed.
         self.env = env
         self.callbacks = [fn]
