@@ -27,9 +27,9 @@ SCENARIO = ROOT / "benchmarks" / "scenarios" / "cluster_600.yaml"
 
 
 def _scenario(duration: str, invariants: bool) -> Any:
-    from kafkasim.scenario import load_scenario
+    from kafkasim.scenario import load_scenario, with_overrides
 
-    return load_scenario(SCENARIO).with_overrides([f"duration={duration}",
+    return with_overrides(load_scenario(SCENARIO), [f"duration={duration}",
                                                    f"invariants={'true' if invariants else 'false'}"])
 
 

@@ -50,10 +50,10 @@ def _retention_overrides(retention: str | None) -> list[str]:
 
 
 def _scenario(duration: str, invariants: bool, retention: str | None = None) -> Any:
-    from kafkasim.scenario import load_scenario
+    from kafkasim.scenario import load_scenario, with_overrides
 
     overrides = [*BENCH_OVERRIDES, f"duration={duration}", f"invariants={'true' if invariants else 'false'}"]
-    return load_scenario(SCENARIO).with_overrides([*overrides, *_retention_overrides(retention)])
+    return with_overrides(load_scenario(SCENARIO), [*overrides, *_retention_overrides(retention)])
 
 
 def _held_batches(engine: Any) -> int:

@@ -35,9 +35,9 @@ DEFAULT_DURATION = "5s"
 
 
 def _scenario(partitions: int, duration: str) -> Any:
-    from kafkasim.scenario import load_scenario
+    from kafkasim.scenario import load_scenario, with_overrides
 
-    return load_scenario(SCENARIO).with_overrides(
+    return with_overrides(load_scenario(SCENARIO),
         [
             f"topics[0].partitions={partitions}",
             f"producers[0].rate={RATE}",

@@ -28,6 +28,7 @@ from kafkasim.real.cluster import RealCluster
 from kafkasim.real.kafka_libs import locate
 from kafkasim.real.processes import Processes, rss_bytes
 from kafkasim.real.runner import run_on_kafka
+from kafkasim.scenario import with_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +68,7 @@ def main() -> None:
             rss = rss_bytes(node.proc.pid) or 0
             rows.append((f"RSS of {node.name}, idle after start", f"{rss / 2**20:.0f} MiB"))
         cluster.stop()
-    scenario = load_scenario(ROOT / "scenarios/quickstart.yaml").with_overrides(
+    scenario = with_overrides(load_scenario(ROOT / "scenarios/quickstart.yaml"),
         ["duration=10s", "producers[0].rate=200/s"])
     result = run_on_kafka(scenario, libs=libs)
     for name, rss in sorted(result.run_info["rss_bytes"].items()):

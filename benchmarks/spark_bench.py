@@ -61,9 +61,9 @@ def _write_sweep(directory: Path, runs: int, duration: str) -> Path:
 
 
 def _scenario(duration: str) -> Any:
-    from kafkasim.scenario import load_scenario
+    from kafkasim.scenario import load_scenario, with_overrides
 
-    return load_scenario(SCENARIO).with_overrides([f"duration={duration}", f"warmup={WARMUP}"])
+    return with_overrides(load_scenario(SCENARIO), [f"duration={duration}", f"warmup={WARMUP}"])
 
 
 def timed_runner(scenario: Any, *, seed: int) -> Any:

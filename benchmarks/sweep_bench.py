@@ -47,9 +47,9 @@ MASTER = "local[2]"
 
 
 def _scenario(duration: str) -> Any:
-    from kafkasim.scenario import load_scenario
+    from kafkasim.scenario import load_scenario, with_overrides
 
-    return load_scenario(SCENARIO).with_overrides([f"duration={duration}", f"warmup={WARMUP}"])
+    return with_overrides(load_scenario(SCENARIO), [f"duration={duration}", f"warmup={WARMUP}"])
 
 
 def _write_sweep(directory: Path, runs: int, duration: str) -> Path:

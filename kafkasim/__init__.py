@@ -2,6 +2,7 @@
 
     import kafkasim
     scenario = kafkasim.load_scenario("scenarios/quickstart.yaml")
+    shorter = kafkasim.with_overrides(scenario, ["duration=10s"])   # the CLI's --set
     result = kafkasim.run_scenario(scenario)     # -> kafkasim.RunResult
 """
 
@@ -20,14 +21,15 @@ since 4.0), and the one ``kafkasim run --on-kafka`` and the differential suite r
 if TYPE_CHECKING:
     from kafkasim.record.result import RunResult
     from kafkasim.run.engine import run_scenario
-    from kafkasim.scenario import ScenarioError, load_scenario
+    from kafkasim.scenario import ScenarioError, load_scenario, with_overrides
 
-__all__ = ["KAFKA_VERSION", "RunResult", "ScenarioError", "__version__", "load_scenario", "run_scenario"]
+__all__ = ["KAFKA_VERSION", "RunResult", "ScenarioError", "__version__", "load_scenario", "run_scenario", "with_overrides"]
 
 # Lazy re-exports: `import kafkasim` stays cheap (no SimPy, pandas or pydantic until used).
 _LAZY = {
     "load_scenario": "kafkasim.scenario",
     "ScenarioError": "kafkasim.scenario",
+    "with_overrides": "kafkasim.scenario",
     "run_scenario": "kafkasim.run.engine",
     "RunResult": "kafkasim.record.result",
 }

@@ -44,7 +44,7 @@ A scenario is a validated model. `with_overrides` changes any key the way the CL
 (Kafka's own key names, human units); here we shorten the run to keep the notebook quick.
 `run_scenario` returns a `RunResult` with three tables and a summary."""),
     ("code", """\
-short = scenario.with_overrides(["duration=6s", "warmup=1s"])
+short = kafkasim.with_overrides(scenario, ["duration=6s", "warmup=1s"])
 result = kafkasim.run_scenario(short)
 result"""),
     ("md", """\
@@ -157,7 +157,7 @@ import time
 
 from kafkasim.sim.clock import SimClock
 
-paced_scenario = scenario.with_overrides(["duration=2s", "warmup=500ms"])
+paced_scenario = kafkasim.with_overrides(scenario, ["duration=2s", "warmup=500ms"])
 clock = SimClock()
 clock.env.timeout(1_000).callbacks.append(lambda _event: clock.set_wallclock(speed=1.0))
 clock.env.timeout(1_300).callbacks.append(lambda _event: clock.set_virtual())

@@ -51,7 +51,7 @@ The base here is `scenarios/quickstart.yaml` (acks=all, 1000 records/s, RF 3) wi
 so that 2.5 simulated seconds leave 2 measured ones. The grid crosses the producer's `linger.ms` (0 or
 5 ms) with its `acks` (1 or all)."""),
     ("code", """\
-base = kafkasim.load_scenario(ROOT / "scenarios" / "quickstart.yaml").with_overrides(["warmup=0.5s"])
+base = kafkasim.with_overrides(kafkasim.load_scenario(ROOT / "scenarios" / "quickstart.yaml"), ["warmup=0.5s"])
 (WORK / "base.yaml").write_text(dump_scenario(base), encoding="utf-8")
 
 sweep_file = WORK / "linger_x_acks.yaml"

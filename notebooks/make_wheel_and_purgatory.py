@@ -224,14 +224,14 @@ as its follower, both in the ISR. Requests go in through `ReplicaManager.appendR
 each request `tryCompleteActions` runs the purgatory checks the request's append made necessary."""),
     ("code", """\
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.fetch import FetchParams, PartitionData
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 
 TP = TopicPartition("orders", 0)
 time = ManualTime(0)
-rm = ReplicaManager(0, BrokerConfig(), time, alter_partition_manager=ControllerAlterPartitionManager())
+rm = ReplicaManager(0, KafkaConfig(), time, alter_partition_manager=ControllerAlterPartitionManager())
 log = rm.make_leader(TP, replicas=[0, 1]).log
 key = rm.operation_key(TP)
 batch_ids = iter(range(1, 1_000))

@@ -5,7 +5,7 @@ Plain Python driven by a ``kafkasim.timer.Time``; no SimPy here (Kafka's ``Delay
 
 ==========================  =========================================================================
 ``errors``                  ``Errors`` (Kafka's codes), ``KafkaError`` (an exception carrying one)
-``config``                  ``BrokerConfig`` / ``LogConfig``: frozen, with Kafka's defaults
+``config``                  ``KafkaConfig`` / ``LogConfig``: frozen, with Kafka's defaults
 ``records``                 ``TopicPartition``, ``RecordBatch`` (a simulated batch: no payload)
 ``log_offset_metadata``     ``LogOffsetMetadata`` (3.8+ rules), ``UNKNOWN_OFFSET_METADATA``
 ``log_segment``             ``LogSegment``, ``FetchDataInfo`` (a read's result)
@@ -32,7 +32,7 @@ How the engine drives it
 ------------------------
 Build::
 
-    config = BrokerConfig(log=LogConfig(min_insync_replicas=2, segment_bytes=...),
+    config = KafkaConfig(log=LogConfig(min_insync_replicas=2, segment_bytes=...),
                           replica_lag_time_max_ms=30_000)
     rm = ReplicaManager(broker_id, config, time, alter_partition_manager=apm, rng=random.Random(seed))
     rm.make_leader(TopicPartition("t", 0), replicas=[0, 1, 2], isr=[0, 1, 2],
@@ -117,7 +117,7 @@ from kafkasim.broker.alter_partition import (
     ControllerAlterPartitionManager,
     LeaderAndIsr,
 )
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import FetchParams, LogReadResult, PartitionData, fetch_params_from_request
 from kafkasim.broker.log import UNKNOWN_OFFSET_METADATA, FetchIsolation, Log, LogOffsetMetadata
@@ -130,7 +130,7 @@ from kafkasim.broker.replica_manager import ReplicaManager
 __all__ = [
     "UNKNOWN_OFFSET_METADATA",
     "AlterPartitionManager",
-    "BrokerConfig",
+    "KafkaConfig",
     "ControllerAlterPartitionManager",
     "Errors",
     "FetchIsolation",

@@ -68,8 +68,10 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerConfig:
-    """Broker-level configs read by ReplicaManager, Partition and the purgatories."""
+class KafkaConfig:
+    """Broker-level configs read by ReplicaManager, Partition and the purgatories: the share of Kafka's
+    ``KafkaConfig`` (the broker's parsed, immutable configuration) the broker model reads. Built per broker
+    from the scenario's ``broker:`` section, ``kafkasim.scenario.broker.BrokerConfig``."""
 
     log: LogConfig = field(default_factory=LogConfig)
     replica_lag_time_max_ms: int = 30_000  # replica.lag.time.max.ms; shrink check every half of it
@@ -83,11 +85,11 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         if self.purgatory_timer not in PURGATORY_TIMER_KINDS:
             raise ValueError(
-                f"BrokerConfig.purgatory_timer must be one of {', '.join(PURGATORY_TIMER_KINDS)},"
+                f"KafkaConfig.purgatory_timer must be one of {', '.join(PURGATORY_TIMER_KINDS)},"
                 f" got {self.purgatory_timer!r}"
             )
         _require_positive(
-            "BrokerConfig",
+            "KafkaConfig",
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
             fetch_max_bytes=self.fetch_max_bytes,
             producer_purgatory_purge_interval_requests=self.producer_purgatory_purge_interval_requests,

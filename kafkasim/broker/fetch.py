@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.log import FetchIsolation
 from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
@@ -58,7 +58,7 @@ class FetchParams:
 
 
 def fetch_params_from_request(
-    config: BrokerConfig,
+    config: KafkaConfig,
     replica_id: int,
     max_wait_ms: int,
     min_bytes: int,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from kafkasim.broker.alter_partition import AlterPartitionManager, LeaderAndIsr
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, FetchParams, LogReadInfo, PartitionData
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo, LogOffsetSnapshot
@@ -181,7 +181,7 @@ class Partition:
         self,
         topic_partition: TopicPartition,
         local_broker_id: int,
-        config: BrokerConfig,
+        config: KafkaConfig,
         time: Time,
         log: Log,
         alter_partition_manager: AlterPartitionManager,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkasim.broker.action_queue import ActionQueue
 from kafkasim.broker.alter_partition import AlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
 from kafkasim.broker.errors import Errors, KafkaError
@@ -137,7 +137,7 @@ class ReplicaManager:
     def __init__(
         self,
         broker_id: int,
-        config: BrokerConfig,
+        config: KafkaConfig,
         time: Time,
         *,
         alter_partition_manager: AlterPartitionManager,

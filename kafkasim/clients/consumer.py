@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
@@ -131,8 +131,6 @@ class Consumer(Pausable):
         # The leader epoch of the last batch consumed from each partition (FetchPosition.offsetEpoch).
         self.position_epochs: dict[TopicPartition, int] = {}
         self.batches_consumed = 0
-        self.validations = 0  # OffsetsForLeaderEpoch round trips after leader changes
-        self.truncations_seen = 0  # validations that moved a position back (the log was truncated)
         self.client: NetworkClient[None] = NetworkClient(
             env, self, connect, config.connection,
             connection_rng if connection_rng is not None else random.Random(0),
@@ -318,11 +316,11 @@ class Consumer(Pausable):
         self.metadata.refresh_started()
         self._metadata_fetch = Call(self.env, self._round_trip_ms, self._on_metadata)
 
-    def _on_metadata_wait(self, _event: Any) -> None:
+    def _on_metadata_wait(self, _event: object) -> None:
         self._metadata_wait = None
         self._maybe_update_metadata()
 
-    def _on_metadata(self, _event: Any) -> None:
+    def _on_metadata(self, _event: object) -> None:
         if self.paused:
             self._deferred.append(lambda: self._on_metadata(None))
             return
@@ -357,7 +355,6 @@ class Consumer(Pausable):
 
     def _send_validation(self, tp: TopicPartition, leader: int) -> None:
         """OffsetsForLeaderEpoch(leaderEpoch = the epoch of the last batch consumed) to the new leader."""
-        self.validations += 1
         epoch = self.position_epochs[tp]
         Call(self.env, self._round_trip_ms, lambda _e: self._on_validation(tp, leader, epoch))
 
@@ -378,7 +375,6 @@ class Consumer(Pausable):
         # truncated under the consumer: seek back to it (seekValidated; the reset policy is set).
         if end < self.positions[tp]:
             self.positions[tp] = end
-            self.truncations_seen += 1
         self._awaiting.discard(tp)
         node = self._node(leader)
         node.wanted += 1

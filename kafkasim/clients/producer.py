@@ -49,7 +49,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import NO_SEQUENCE, RecordBatch, TopicPartition
@@ -324,7 +324,7 @@ class Producer(Pausable):
             self._block_timer.cancel()
             self._block_timer = None
 
-    def _on_block_timeout(self, _event: Any) -> None:
+    def _on_block_timeout(self, _event: object) -> None:
         """``BufferPool.allocate`` gave up after max.block.ms: the record fails with BufferExhaustedException
         (recorded as REQUEST_TIMED_OUT, never sent) and the application goes on with the next one."""
         self._block_timer = None
@@ -381,7 +381,7 @@ class Producer(Pausable):
         if target < math.inf:
             self._arrival_event = Call(self.env, max(0.0, target - self.env.now), self._on_arrival)
 
-    def _on_arrival(self, _event: Any) -> None:
+    def _on_arrival(self, _event: object) -> None:
         self._arrival_event = None
         self._arrival_at = math.inf
         self._plan_key = None  # the planned record has arrived: plan the next one
@@ -442,7 +442,7 @@ class Producer(Pausable):
         self._wakeup_at = t
         self._wakeup = Call(self.env, t - self.env.now, self._on_wakeup)
 
-    def _on_wakeup(self, _event: Any) -> None:
+    def _on_wakeup(self, _event: object) -> None:
         self._wakeup = None
         self._wakeup_at = math.inf
         self._run_sender()
@@ -558,7 +558,7 @@ class Producer(Pausable):
         self._expiry_at = at
         self._expiry = Call(self.env, max(0.0, at - self.env.now), self._on_expiry)
 
-    def _on_expiry(self, _event: Any) -> None:
+    def _on_expiry(self, _event: object) -> None:
         self._expiry = None  # _expiry_at stays: _run_sender sees the deadline reached
         if self.paused:
             self._deferred.append(lambda: self._on_expiry(None))
@@ -612,7 +612,7 @@ class Producer(Pausable):
         self.metadata.refresh_started()
         self._metadata_fetch = Call(self.env, self._metadata_round_trip_ms, self._on_metadata)
 
-    def _on_metadata(self, _event: Any) -> None:
+    def _on_metadata(self, _event: object) -> None:
         if self.paused:
             self._deferred.append(lambda: self._on_metadata(None))
             return

@@ -30,6 +30,7 @@ from rich.console import Console
 
 from kafkasim.console.format import seconds
 from kafkasim.record.output_dir import describe
+from kafkasim.scenario.overrides import with_overrides
 
 if TYPE_CHECKING:
     from kafkasim.record.result import RunResult
@@ -72,7 +73,7 @@ def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
     # regular file of at most 4 MiB (a directory, a FIFO, /dev/zero) is refused by name before it is read.
     scenario = load_scenario(Path(path))
     if overrides:
-        scenario = scenario.with_overrides(list(overrides))
+        scenario = with_overrides(scenario, list(overrides))
     return scenario
 
 

@@ -33,8 +33,6 @@ from kafkasim.broker.metadata import BrokerHeartbeatRequest
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000
 """``broker.session.timeout.ms``."""
-DEFAULT_HEARTBEAT_INTERVAL_MS = 2000
-"""``broker.heartbeat.interval.ms`` (the broker's side; here for the engine and tests)."""
 
 
 class ControllerTime(Protocol):

@@ -108,9 +108,6 @@ class MetadataLog:
         self._batches.append(batch)
         return batch
 
-    def uncommitted(self) -> list[MetadataBatch]:
-        return self._batches[self._first_uncommitted:]
-
     def commit(self, offset: int) -> list[MetadataBatch]:
         """Commit every batch whose last offset is at most ``offset``; returns them, oldest first."""
         committed: list[MetadataBatch] = []

@@ -9,7 +9,7 @@ What the clock adds to the core:
   ``lastContact + timeout < now``); a run that fenced one reruns 10 ms later (``PeriodicTask``'s immediate
   period), so several dead brokers are fenced in consecutive events, each with its own batch. The task runs
   from the controller's activation, so its phase against the brokers' heartbeats is whatever the cluster's
-  start made it: ``fence_check_phase_ms`` (the engine draws it from the seed). A broker is therefore fenced
+  start made it: ``fence_check_phase_ms`` (the run's build draws it from the seed). A broker is therefore fenced
   between ``timeout`` and ``timeout + timeout / 8`` after its last heartbeat reached the controller -- Kafka
   4.0 (the source mirror's version) fenced it at exactly ``timeout`` with a deferred event at the deadline.
 * **Append linger** (``controller.quorum.append.linger.ms``, 25 ms; ``QuorumConfig.DEFAULT_QUORUM_LINGER_MS``):
@@ -19,7 +19,7 @@ What the clock adds to the core:
   if some are not committed yet.
 * **Propagation to brokers** (``subscribe``): each committed batch's ``MetadataDelta`` reaches a subscribed
   broker after a latency drawn per broker per commit from ``propagation_latency`` (a sampler, with the named
-  random stream ``rng`` the engine passes in; brokers in id order), never before an earlier delta to the
+  random stream ``rng`` the run passes in; brokers in id order), never before an earlier delta to the
   same broker. So a controller decision reaches a broker ``linger + latency`` after the event.
 * **Unclean elections** (the periodic task ``electUnclean``, ``QuorumController.registerElectUnclean``): every
   ``unclean.leader.election.interval.ms`` (300 s) from the controller's activation, a pass tries an UNCLEAN
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from simpy import Environment
 
@@ -105,7 +105,7 @@ class QuorumController:
                  "unclean_leader_election_interval_ms", "_subscribers", "_last_delivery", "_drain",
                  "_pending_replies", "_fence_call", "_fence_at", "fence_check_period_ms", "_fence_check_phase_ms",
                  "_unclean_call", "auto_leader_rebalance_enable", "leader_imbalance_check_interval_ms",
-                 "_balance_call", "_running", "commits", "deliveries")
+                 "_balance_call", "_running")
 
     def __init__(
         self, env: Environment, propagation_latency: Sampler, rng: random.Random, *,
@@ -141,10 +141,6 @@ class QuorumController:
         self.leader_imbalance_check_interval_ms = leader_imbalance_check_interval_ms
         self._balance_call: Call | None = None
         self._running = True
-        self.commits = 0
-        """Linger drains that committed at least one batch."""
-        self.deliveries = 0
-        """Deltas handed to subscribers."""
 
     # ----- reads
     @property
@@ -253,12 +249,11 @@ class QuorumController:
         if self._drain is None and self._running:
             self._drain = Call(self.env, self.append_linger_ms, self._on_drain)
 
-    def _on_drain(self, _event: Any) -> None:
+    def _on_drain(self, _event: object) -> None:
         self._drain = None
         batches = self.core.commit()
         replies, self._pending_replies = self._pending_replies, []
         if batches:
-            self.commits += 1
             deltas = [b.delta for b in batches]
             for broker_id in sorted(self._subscribers):
                 self._schedule_delivery(broker_id, deltas, self.propagation_latency.sample(self.rng))
@@ -271,11 +266,10 @@ class QuorumController:
         self._last_delivery[broker_id] = at
         callback = self._subscribers[broker_id]
 
-        def deliver(_event: Any) -> None:
+        def deliver(_event: object) -> None:
             if self._subscribers.get(broker_id) is not callback:
                 return  # the broker went away (or re-subscribed) meanwhile
             for delta in deltas:
-                self.deliveries += 1
                 callback(delta)
 
         Call(self.env, at - now, deliver)
@@ -304,7 +298,7 @@ class QuorumController:
         self._fence_at = self.env.now + delay_ms
         self._fence_call = Call(self.env, delay_ms, self._on_maybe_fence)
 
-    def _on_maybe_fence(self, _event: Any) -> None:
+    def _on_maybe_fence(self, _event: object) -> None:
         """The periodic ``maybeFenceStaleBroker`` task (``ReplicationControlManager.maybeFenceOneStaleBroker``):
         ``PeriodicTaskOperation`` reschedules it when it runs -- 10 ms later if it fenced a broker (there may be
         another), else one period later."""
@@ -315,7 +309,7 @@ class QuorumController:
                                        else self.fence_check_period_ms)
         self._finish(result, None)
 
-    def _on_elect_unclean_leaders(self, _event: Any) -> None:
+    def _on_elect_unclean_leaders(self, _event: object) -> None:
         """The periodic ``electUnclean`` task (``ReplicationControlManager.maybeElectUncleanLeaders``)."""
         self._unclean_call = None
         result = self.core.maybe_elect_unclean_leaders()
@@ -324,7 +318,7 @@ class QuorumController:
                                       else self.unclean_leader_election_interval_ms, self._on_elect_unclean_leaders)
         self._finish(result, None)
 
-    def _on_balance_partition_leaders(self, _event: Any) -> None:
+    def _on_balance_partition_leaders(self, _event: object) -> None:
         """The periodic ``electPreferred`` task (``ReplicationControlManager.maybeBalancePartitionLeaders``)."""
         self._balance_call = None
         result = self.core.maybe_balance_partition_leaders()

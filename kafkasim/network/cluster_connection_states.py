@@ -172,10 +172,6 @@ class ClusterConnectionStates:
     def has_ready_nodes(self, now: float) -> bool:
         return any(state.state == READY for state in self._node_state.values())
 
-    def is_connected(self, node: int) -> bool:
-        state = self._node_state.get(node)
-        return state is not None and state.state == READY
-
     def is_disconnected(self, node: int) -> bool:
         state = self._node_state.get(node)
         return state is not None and state.state == DISCONNECTED

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from kafkasim.network.link import NetworkLink, NetworkPath
 from kafkasim.network.messages import RequestEnvelope
@@ -144,7 +144,7 @@ class Connection:
         self._packet(self.path.to_broker, self._syn_arrived)
         self._syn_timer = Call(self.env, SYN_RTO_INITIAL_MS * 2.0**self._syn_retries, self._syn_timeout)
 
-    def _syn_timeout(self, _event: Any) -> None:
+    def _syn_timeout(self, _event: object) -> None:
         self._syn_timer = None
         if self.closed or self.connected:
             return

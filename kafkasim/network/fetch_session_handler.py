@@ -101,10 +101,6 @@ class FetchSessionHandler:
     def session_id(self) -> int:
         return self.next_metadata.session_id
 
-    @property
-    def session_topic_partitions(self) -> Collection[TopicPartition]:
-        return self.session_partitions.keys()
-
     def new_builder(self, copy_session_partitions: bool = True) -> Builder:
         """``newBuilder``; the replica fetcher passes ``copy_session_partitions=False`` (``newBuilder(size,
         false)``): the result then shares the handler's map instead of a copy."""

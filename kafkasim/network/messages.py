@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata, FetchResponse
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
@@ -39,7 +40,7 @@ REQUEST_TIMESTAMPS: Final = (
     "client_receive_ms",
 )
 
-# Simplified wire sizes (ENGINE design): a request header plus a per-partition header; the record bytes
+# Simplified wire sizes: a request header plus a per-partition header; the record bytes
 # are the batches' own sizes (RecordBatch.size_in_bytes already includes Kafka's 61-byte batch header).
 PRODUCE_REQUEST_OVERHEAD_BYTES: Final = 100
 PRODUCE_PARTITION_OVERHEAD_BYTES: Final = 60
@@ -95,7 +96,7 @@ class FetchRequestData:
         max_wait_ms: int,
         min_bytes: int,
         max_bytes: int,
-        fetch_infos: Sequence[tuple[TopicPartition, Any]],
+        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         replica_epoch: int = -1,
         *,
         metadata: FetchMetadata = LEGACY_METADATA,
@@ -105,8 +106,7 @@ class FetchRequestData:
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
-        # [(tp, kafkasim.broker.fetch.PartitionData)] in request order (reads follow this order,
-        # ReplicaManager.readFromLog).
+        # In request order (reads follow this order, ReplicaManager.readFromLog).
         self.fetch_infos = fetch_infos
         self.replica_epoch = replica_epoch
         self.metadata = metadata
@@ -215,15 +215,6 @@ class RequestEnvelope:
             self.acks = None
         # Set when the client is done with it; the row is written once the broker is done too.
         self.client_done = False
-
-    @property
-    def is_produce(self) -> bool:
-        return self.api == API_PRODUCE
-
-    @property
-    def is_complete(self) -> bool:
-        """The broker sent the response (or dropped it, acks=0) and the pipeline is done with it."""
-        return self.end_ms == self.end_ms  # not NaN
 
     def __repr__(self) -> str:
         return f"RequestEnvelope(#{self.request_id} {self.api} from {self.client})"

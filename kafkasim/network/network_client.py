@@ -37,7 +37,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kafkasim.broker.errors import Errors
 from kafkasim.network.cluster_connection_states import ClusterConnectionStates, ConnectionConfig
@@ -233,7 +233,7 @@ class NetworkClient(Generic[T]):
         node.ready = True
         self._on_ready(node.node_id)
 
-    def _setup_timer_fired(self, node: NodeConnection[T], _event: Any) -> None:
+    def _setup_timer_fired(self, node: NodeConnection[T], _event: object) -> None:
         node.setup_timer = None
         if not self._owner.paused:  # else check_timeouts, when it resumes
             self._check_setup_timeout(node)

@@ -72,11 +72,6 @@ class NicDirection:
 
         Delivery(self.env, end - now if end > now else 0.0, done)
 
-    @property
-    def utilisation_ms(self) -> float:
-        """Total transmit time booked so far (bytes / bandwidth)."""
-        return self.bytes / self.bandwidth_bytes_per_ms
-
     def __repr__(self) -> str:
         return f"NicDirection({self.name!r}, messages={self.messages}, bytes={self.bytes})"
 

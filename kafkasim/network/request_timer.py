@@ -4,7 +4,6 @@ keeps one per node, for the oldest request in flight on it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from simpy import Environment
 
@@ -49,7 +48,7 @@ class RequestTimer:
         if self._call is None:
             self._call = Call(self._env, self._timeout_ms, self._fire)
 
-    def _fire(self, _event: Any) -> None:
+    def _fire(self, _event: object) -> None:
         self._call = None
         self.check()
 

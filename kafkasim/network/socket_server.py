@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
@@ -181,7 +181,7 @@ class Processor:
             Call(env, cost, partial(self._read_done, envelope))
             return
 
-    def _read_done(self, envelope: RequestEnvelope, _event: Any) -> None:
+    def _read_done(self, envelope: RequestEnvelope, _event: object) -> None:
         if self.stw.paused:
             self.stw.defer(partial(self._read_done, envelope, _event))
             return
@@ -192,7 +192,7 @@ class Processor:
         if self.request_channel.send_request(self, envelope):
             self.run()
 
-    def _send_done(self, envelope: RequestEnvelope, _event: Any = None) -> None:
+    def _send_done(self, envelope: RequestEnvelope, _event: object = None) -> None:
         if self.stw.paused:
             self.stw.defer(partial(self._send_done, envelope))
             return

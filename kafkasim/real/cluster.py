@@ -210,7 +210,7 @@ class RealCluster:
         if dump is not None:
             self._dumps.append((dump, node.proc))
 
-    def wait_ready(self, node: Node, timeout_s: float = START_TIMEOUT_S, *, since_line: int = 0) -> None:
+    def wait_ready(self, node: Node, timeout_s: float = START_TIMEOUT_S) -> None:
         """Block until ``node`` logged ``Kafka Server started`` (its start number ``node.starts``)."""
         deadline = time.monotonic() + timeout_s
         while True:

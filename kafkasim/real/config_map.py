@@ -20,9 +20,7 @@ from kafkasim.scenario.broker import HandlerCosts, PerBrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerCosts, ProducerConfig
 from kafkasim.scenario.cluster import NicConfig
 from kafkasim.scenario.controller import ControllerConfig
-from kafkasim.scenario.network import Link
 
-SUPPORTED_FAULTS = ("crash", "shutdown", "pause")
 LINK_FAULTS = ("link_delay", "link_drop", "network_partition")
 MIN_SEGMENT_BYTES = 1024 * 1024
 """Kafka 4's smallest segment.bytes / log.segment.bytes (LogConfig, KIP-1030)."""
@@ -199,7 +197,3 @@ def consumer_properties(c: ConsumerConfig) -> dict[str, str]:
     props = {"client.id": c.name, "enable.auto.commit": "false", "auto.offset.reset": "earliest"}
     props.update({key: _value(config[key]) for key in _CONSUMER_KEYS if key in config})
     return props
-
-
-def link_is_default(link: Link | None) -> bool:
-    return link is None or _dumped(link) == _dumped(Link())

@@ -1,6 +1,6 @@
 """What a run records: one row per request, one per produced batch, and sampled gauges.
 
-Hot path: the engine's `RequestEnvelope` is the request's row (plain attributes, `__slots__`; it has every
+Hot path: the network layer's `RequestEnvelope` is the request's row (plain attributes, `__slots__`; it has every
 attribute `RequestRow` lists), filled in as the request moves through the broker and handed over once with
 `finish_request`; the recorder only appends the object to a list. Columns are built per chunk of
 `max_rows_in_memory` rows, vectorised, and -- once a table outgrows the chunk -- written as a Parquet row
@@ -62,7 +62,7 @@ DEFAULT_MAX_ROWS_IN_MEMORY: Final = 200_000
 
 class RequestRow(Protocol):
     """What the recorder reads of a finished request: ids, sizes, outcome and every timestamp (NaN = not
-    reached). The engine hands over its `kafkasim.network.messages.RequestEnvelope`, which has them all.
+    reached). `RunRecorder` hands over the request's `kafkasim.network.messages.RequestEnvelope`, which has them all.
 
     `broker` is the id of the broker that handled the request (or that it was sent to, if it never
     arrived). `error` is a Kafka error code (an int or `Errors`, None read as 0); `acks` is None for fetches. Read-only

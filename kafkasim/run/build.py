@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from kafkasim.broker.config import BrokerConfig as BrokerStateConfig
-from kafkasim.broker.config import LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from simpy import Environment
 
     from kafkasim.scenario import Scenario
-    from kafkasim.scenario.broker import BrokerConfig as ScenarioBrokerConfig
+    from kafkasim.scenario.broker import BrokerConfig
     from kafkasim.scenario.clients import ConsumerConfig, ProducerConfig
     from kafkasim.scenario.network import Link
     from kafkasim.sim.clock import SimClock
@@ -102,9 +101,9 @@ def log_config_of(topic: Any) -> LogConfig:
     )
 
 
-def broker_state_config(scenario: Scenario, broker_id: int = LEADER_ID) -> BrokerStateConfig:
+def broker_state_config(scenario: Scenario, broker_id: int = LEADER_ID) -> KafkaConfig:
     b = scenario.broker_for(broker_id)
-    return BrokerStateConfig(
+    return KafkaConfig(
         replica_lag_time_max_ms=int(b.replica_lag_time_max_ms),
         fetch_max_bytes=b.fetch_max_bytes,
         producer_purgatory_purge_interval_requests=b.producer_purgatory_purge_interval_requests,
@@ -164,7 +163,7 @@ def connection_config_of(client: ProducerConfig | ConsumerConfig) -> ConnectionC
     )
 
 
-def replica_fetcher_config_of(b: ScenarioBrokerConfig) -> ReplicaFetcherConfig:
+def replica_fetcher_config_of(b: BrokerConfig) -> ReplicaFetcherConfig:
     """The fetching broker's replica.fetch.* configs (broker configs in Kafka, ReplicationConfigs)."""
     return ReplicaFetcherConfig(
         wait_max_ms=b.replica_fetch_wait_max_ms,
@@ -184,7 +183,7 @@ class Components:
     env: Environment
     clock: SimClock
     streams: RandomStreams
-    config: BrokerStateConfig
+    config: KafkaConfig
     controller_link: ControllerLink
     ids: IdSource
     partitions_by_topic: dict[str, list[TopicPartition]]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.records import TopicPartition
@@ -38,6 +38,8 @@ from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.run.invariants import InvariantChecker
 
 if TYPE_CHECKING:
+    from simpy import Environment
+
     from kafkasim.broker.alter_partition import LeaderAndIsr
     from kafkasim.broker.log import Log
     from kafkasim.broker.partition import Partition
@@ -56,7 +58,7 @@ class CheckedRunObserver(RunRecorder):
 
     def __init__(
         self,
-        env: Any,
+        env: Environment,
         client_timeouts: dict[str, float],
         recorder: Recorder,
         consumers_by_topic: dict[str, int],

@@ -1,7 +1,7 @@
 """Scenario files: YAML -> a validated, fully resolved `Scenario` model (+ its JSON Schema).
 
     scenario = load_scenario("scenarios/quickstart.yaml")      # or YAML text
-    faster = scenario.with_overrides(["producers[0].rate=5000/s"])
+    faster = with_overrides(scenario, ["producers[0].rate=5000/s"])
     text = dump_scenario(faster)                                # loads back equal
 
 Every value is in canonical units: durations in ms, sizes in bytes, rates per second, bandwidth in bytes
@@ -47,6 +47,7 @@ from kafkasim.scenario.load import (
     validate_data,
 )
 from kafkasim.scenario.network import Link, LinkDirection, NetworkConfig
+from kafkasim.scenario.overrides import with_overrides
 from kafkasim.scenario.scenario import Scenario, VirtualClock, WallclockClock
 from kafkasim.scenario.topics import TopicConfig
 
@@ -92,4 +93,5 @@ __all__ = [
     "scenario_json_schema",
     "scenario_json_schema_text",
     "validate_data",
+    "with_overrides",
 ]

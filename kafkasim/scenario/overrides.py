@@ -11,14 +11,13 @@ The override is applied to what the author wrote (`exclude_unset`), not to the r
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkasim.scenario.errors import Problem, ScenarioError, format_path, unknown_message
+from kafkasim.scenario.load import validate_data
+from kafkasim.scenario.scenario import Scenario
 from kafkasim.scenario.structure import DISCRIMINATORS, field_type, is_list, is_model, keys, members, tags
 from kafkasim.scenario.yaml_source import load_yaml
-
-if TYPE_CHECKING:
-    from kafkasim.scenario.scenario import Scenario
 
 _TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
 _INDEX = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() also takes other scripts' digits and "²"
@@ -30,10 +29,10 @@ class _OverrideError(Exception):
         self.path = format_path(path or [])
 
 
-def apply_overrides(scenario: Scenario, overrides: list[str]) -> Scenario:
-    from kafkasim.scenario.load import validate_data
-    from kafkasim.scenario.scenario import Scenario
-
+def with_overrides(scenario: Scenario, overrides: list[str]) -> Scenario:
+    """A copy of ``scenario`` with `key.path=value` overrides applied (the CLI's --set); ScenarioError on any
+    problem. A function beside the parser rather than a ``Scenario`` method, so that the model does not import
+    the loader that imports it."""
     data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     applied: list[tuple[str, str]] = []  # (override text, its path as written in the file)
     problems: list[Problem] = []

@@ -153,12 +153,6 @@ class Scenario(ScenarioModel):
             return "consumer"
         return None
 
-    def with_overrides(self, overrides: list[str]) -> Scenario:
-        """A copy with `key.path=value` overrides applied (a CLI's --set); raises ScenarioError."""
-        from kafkasim.scenario.overrides import apply_overrides
-
-        return apply_overrides(self, overrides)
-
     # --- validation across sections ---
 
     @model_validator(mode="after")

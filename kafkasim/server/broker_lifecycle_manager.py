@@ -95,7 +95,6 @@ class BrokerLifecycleManager:
         "_generation",
         "_paused",
         "_due_while_paused",
-        "heartbeats_sent",
     )
 
     def __init__(
@@ -134,7 +133,6 @@ class BrokerLifecycleManager:
         self._generation = 0
         self._paused = False
         self._due_while_paused = False
-        self.heartbeats_sent = 0
 
     @property
     def state(self) -> BrokerState:
@@ -162,8 +160,8 @@ class BrokerLifecycleManager:
         bootstrapped with it): it heartbeats every interval from now on, the first after
         ``first_heartbeat_ms`` (default: one interval). In a real cluster each broker's heartbeats keep the
         phase its start gave them (every answer schedules the next one an interval later,
-        ``BrokerHeartbeatResponseHandler``), so where a crash falls between two of them is random: the engine
-        draws each broker's phase from the seed."""
+        ``BrokerHeartbeatResponseHandler``), so where a crash falls between two of them is random: the run's
+        build (``kafkasim.run.build``) draws each broker's phase from the seed."""
         if first_heartbeat_ms is None:
             first_heartbeat_ms = self.heartbeat_interval_ms
         if not 0.0 <= first_heartbeat_ms <= self.heartbeat_interval_ms:
@@ -280,7 +278,6 @@ class BrokerLifecycleManager:
             not self._ready_to_unfence,
             self._state is BrokerState.PENDING_CONTROLLED_SHUTDOWN,
         )
-        self.heartbeats_sent += 1
         generation = self._generation
 
         def answered(response: BrokerHeartbeatReply | None) -> None:

@@ -18,8 +18,8 @@ Nothing here assumes it is the only broker or that it leads every partition. A b
 partition when the run starts runs no expiration reaper and no isr-expiration task (its purgatories stay
 empty and it has no ISR to shrink) until a metadata delta makes it leader (``apply_delta``).
 
-``apply_delta(delta)`` is how leadership moves: the engine calls it when a committed metadata delta
-reaches this broker (Kafka's ``ReplicaManager.applyDelta``, then the fetcher manager's changes).
+``apply_delta(delta)`` is how leadership moves: the controller channel calls it when a committed metadata
+delta reaches this broker (Kafka's ``ReplicaManager.applyDelta``, then the fetcher manager's changes).
 
 Faults on the whole broker (``broker-<id>`` targets):
 
@@ -37,7 +37,7 @@ Faults on the whole broker (``broker-<id>`` targets):
   the process stops with ``crash()`` once the controller has moved its leaderships away and agreed
   (``kafkasim.run.faults``).
 
-``start`` is split in three so that the engine can start every component's first events in a fixed
+``start`` is split in three so that the run can start every component's first events in a fixed
 order (simulated ties are broken by scheduling order, and the golden runs pin it).
 """
 
@@ -46,9 +46,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.fetch_session import (
     MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
     FetchManager,
@@ -85,9 +85,9 @@ RETENTION_INITIAL_DELAY_MS: Final = 30_000.0
 
 @dataclass(frozen=True, slots=True)
 class BrokerServerConfig:
-    """A broker's configuration: the state machines' (``BrokerConfig``) and the server's own."""
+    """A broker's configuration: the state machines' (``KafkaConfig``) and the server's own."""
 
-    broker: BrokerConfig
+    broker: KafkaConfig
     num_network_threads: int = 3  # num.network.threads
     num_io_threads: int = 8  # num.io.threads
     queued_max_requests: int = 500  # queued.max.requests
@@ -307,7 +307,7 @@ class BrokerServer:
 
     # --- tasks -------------------------------------------------------------------------------------
 
-    def _isr_expiration(self, incarnation: int, _event: Any) -> None:
+    def _isr_expiration(self, incarnation: int, _event: object) -> None:
         if incarnation != self._incarnation:
             return  # scheduled by a process that crashed
         if self.stw.paused:
@@ -318,7 +318,7 @@ class BrokerServer:
         if period > 0:  # KafkaScheduler.schedule runs a task whose period is not > 0 once only
             Call(self.env, float(period), partial(self._isr_expiration, incarnation))
 
-    def _log_retention(self, incarnation: int, _event: Any) -> None:
+    def _log_retention(self, incarnation: int, _event: object) -> None:
         if incarnation != self._incarnation:
             return  # scheduled by a process that crashed
         if self.stw.paused:

@@ -8,11 +8,11 @@ meanwhile that becomes the new head wakes the poll, which then waits for *that* 
 before the budget runs out). So expirations fire at their due time, and the 200 ms only bounds how often
 the purge check runs when nothing expires.
 
-Here a pass is one scheduled wake-up (a `Call`, the engine's one-heap-entry event) instead of a generator
-process: the reaper wakes at `min(poll deadline, earliest bucket expiration)`. The engine calls `poke()`
-after anything that may add a bucket (after each handled request): it reads `next_expiration_ms` and
-re-arms only if that is earlier than the armed wake-up, so it costs one property read when nothing
-changed.
+Here a pass is one scheduled wake-up (a `Call`, `kafkasim.sim.calls`' one-heap-entry event) instead of a
+generator process: the reaper wakes at `min(poll deadline, earliest bucket expiration)`. The request handler
+(`KafkaRequestHandler`) calls `poke()` after each handled request (anything that may add a bucket): it
+reads `next_expiration_ms` and re-arms only if that is earlier than the armed wake-up, so it costs one
+property read when nothing changed.
 
 Example (tick 1 ms): a pass starts at t=0 (deadline 200). At t=30 a produce parks with delay 100 and its
 bucket (exp 130) becomes the head; `poke()` re-arms for 130. At 130 the bucket is due: advance_clock runs
@@ -22,7 +22,7 @@ the expiration and the purge check; the next pass starts at 130 with deadline 33
 from __future__ import annotations
 
 import math
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from simpy import Environment
 
@@ -113,7 +113,7 @@ class ExpirationReaper:
         self._wake_at = target
         self._wake = Call(self.env, target - now, self._on_wake)
 
-    def _on_wake(self, _event: Any) -> None:
+    def _on_wake(self, _event: object) -> None:
         if self.stw.paused:
             self.stw.defer(lambda: self._on_wake(_event))
             return

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, LogReadResult, fetch_params_from_request
 from kafkasim.broker.fetch_session import FetchManager, FetchResponse, IncrementalFetchContext
@@ -46,7 +46,7 @@ class KafkaApis:
     def __init__(
         self,
         replica_manager: Any,
-        config: BrokerConfig,
+        config: KafkaConfig,
         request_channel: RequestChannel,
         *,
         fetch_manager: FetchManager,

@@ -71,10 +71,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, PartitionData
+from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, LogReadResult, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkasim.broker.log import Log
@@ -403,7 +403,7 @@ class ReplicaFetcherThread(Pausable):
             self._wakeup.cancel()
         generation = self._generation
 
-        def wake(_e: Any) -> None:
+        def wake(_e: object) -> None:
             self._wakeup = None
             if generation == self._generation:
                 self._maybe_fetch()
@@ -453,7 +453,9 @@ class ReplicaFetcherThread(Pausable):
         else:
             self._process(response, self._generation)
 
-    def _process(self, response: Sequence[tuple[TopicPartition, Any]], generation: int, _event: Any = None) -> None:
+    def _process(
+        self, response: Sequence[tuple[TopicPartition, LogReadResult]], generation: int, _event: object = None
+    ) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         if self.paused:
@@ -536,7 +538,7 @@ class ReplicaFetcherThread(Pausable):
             self._observer.replica_high_watermark(fp.tp, self.broker_id, log.high_watermark, log.log_end_offset,
                                                   fp.leader_epoch)
 
-    def _handle_out_of_range(self, fp: FollowerPartition, result: Any) -> None:
+    def _handle_out_of_range(self, fp: FollowerPartition, result: LogReadResult) -> None:
         """Kafka's ``fetchOffsetAndTruncate`` (the leader's end and start offsets come with the error here):
         a leader ending below our LEO -> truncate to its end; a leader starting above our LEO -> empty the log
         and start at its start; otherwise fetch again from our LEO (``max(leaderStart, LEO)``)."""

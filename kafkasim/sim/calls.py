@@ -1,4 +1,4 @@
-"""The engine's one scheduling primitive: call a function at a later simulated time.
+"""The simulator's one scheduling primitive: call a function at a later simulated time.
 
 Clients, the request pipeline and the fault schedule are written as small state machines that react to
 events ("a response arrived", "the linger time is up") rather than as generator processes. A generator
@@ -28,7 +28,7 @@ class Call(Event):
     ``cancel()`` turns it into a no-op (SimPy cannot remove an event from its heap).
     """
 
-    def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None]) -> None:
+    def __init__(self, env: Environment, delay: float, fn: Callable[[Event], None]) -> None:
         # Inlined Event/Timeout initialisation, as simpy.Timeout does for speed.
         self.env = env
         self.callbacks = [fn]
@@ -62,11 +62,6 @@ class Delivery(Event):
 
 def _call_deliver(event: Any) -> None:
     event.deliver()
-
-
-def call_later(env: Environment, delay: float, fn: Callable[[Any], None]) -> Call:
-    """Run ``fn(event)`` after ``delay`` ms (0 = later at the current time, after already-queued events)."""
-    return Call(env, delay, fn)
 
 
 class Pausable:

@@ -1,8 +1,8 @@
 """Fast samplers for the random quantities of a run (inter-arrival times, latencies, sizes).
 
-The scenario layer validates distributions (`kafkasim.scenario.distributions`); the engine turns each one
-into a sampler here with `sampler_from_spec` once, at build time, and then calls `sample(rng)` per
-request. Samplers precompute everything they can (e.g. cumulative weights) and hold no state, so one
+The scenario layer validates distributions (`kafkasim.scenario.distributions`); the run's build turns each
+one into a sampler here with `sampler_from_spec` once, at build time; the components then call `sample(rng)`
+per request. Samplers precompute everything they can (e.g. cumulative weights) and hold no state, so one
 sampler may serve many components, each passing its own named stream.
 """
 

@@ -20,6 +20,7 @@ import yaml
 
 from kafkasim.scenario.errors import Loc, Problem, ScenarioError, format_path
 from kafkasim.scenario.load import dump_scenario, load_scenario, validate_source
+from kafkasim.scenario.overrides import with_overrides
 from kafkasim.scenario.scenario import Scenario
 from kafkasim.scenario.yaml_source import Source
 from kafkasim.sweep.dimensions import Dimension, product
@@ -62,7 +63,7 @@ class SweepPlan:
 
 
 def override_text(key: str, value: Any) -> str:
-    """`key=value` with the value as one line of YAML (what Scenario.with_overrides parses back)."""
+    """`key=value` with the value as one line of YAML (what with_overrides parses back)."""
     rendered = yaml.safe_dump(value, default_flow_style=True, width=10**9, allow_unicode=True)
     return f"{key}={rendered.removesuffix(chr(10)).removesuffix('...').strip()}"
 
@@ -128,7 +129,7 @@ def _check_values(loaded: LoadedSweep, base: Scenario, dims: list[Dimension], fi
             values = [v[k] for v in dim.values]
             for value in values:
                 try:
-                    base.with_overrides([*fixed, override_text(key, value)])
+                    with_overrides(base, [*fixed, override_text(key, value)])
                 except ScenarioError as exc:
                     failures.setdefault(_reason(exc), []).append(value)
             loc = _key_loc(loaded, key)
@@ -149,7 +150,7 @@ def plan_sweep(loaded: LoadedSweep) -> SweepPlan:
     fixed = [] if sweep.duration is None else [override_text("duration", sweep.duration)]
     if fixed:
         try:
-            base = base.with_overrides(fixed)
+            base = with_overrides(base, fixed)
         except ScenarioError as exc:
             raise ScenarioError([_problem(loaded, ("duration",), _reason(exc))]) from None
     dims = dimensions_of(loaded)
@@ -166,7 +167,7 @@ def plan_sweep(loaded: LoadedSweep) -> SweepPlan:
             params.update(dim.params(index))
         variant_id = f"v{n:0{width}d}"
         try:
-            scenario = base.with_overrides([override_text(k, v) for k, v in params.items()])
+            scenario = with_overrides(base, [override_text(k, v) for k, v in params.items()])
         except ScenarioError as exc:
             shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
             loc = _key_loc(loaded, next(iter(params))) if params else ()

@@ -17,6 +17,7 @@ from kafkasim.timer.trace import (
     TaskExecuted,
     TaskPlaced,
     TimerEvent,
+    TracedSystemTimer,
 )
 
 __all__ = [
@@ -35,5 +36,6 @@ __all__ = [
     "TimerTaskEntry",
     "TimerTaskList",
     "TimingWheel",
+    "TracedSystemTimer",
     "run_task",
 ]

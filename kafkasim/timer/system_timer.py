@@ -10,7 +10,6 @@ from kafkasim.timer.timer_task import TimerTask
 from kafkasim.timer.timer_task_entry import TimerTaskEntry
 from kafkasim.timer.timer_task_list import TaskCounter, TimerTaskList
 from kafkasim.timer.timing_wheel import TimingWheel
-from kafkasim.timer.trace import BucketExpired, TaskDropped, TaskExecuted, TaskPlaced, TimerEvent
 
 
 def run_task(task: TimerTask) -> None:
@@ -37,8 +36,8 @@ class SystemTimer:
     one after another in submission order. The default executor runs a task synchronously; pass `executor`
     to defer it (e.g. into a SimPy process).
 
-    `listener`, if given, receives a `TimerEvent` for every placement, bucket expiry, demotion and execution
-    (kafkasim.timer.trace). Without one the timer uses an untraced path with no per-call overhead.
+    `kafkasim.timer.trace.TracedSystemTimer` is this timer reporting every placement, bucket expiry, demotion
+    and execution to a listener, for teaching and tests.
     """
 
     __slots__ = (
@@ -48,9 +47,6 @@ class SystemTimer:
         "_task_counter",
         "_delay_queue",
         "_timing_wheel",
-        "_listener",
-        "_add_entry",
-        "_flushing_level",
     )
 
     def __init__(
@@ -61,8 +57,6 @@ class SystemTimer:
         start_ms: int | None = None,
         time: Time | None = None,
         executor: Callable[[TimerTask], None] | None = None,
-        *,
-        listener: Callable[[TimerEvent], None] | None = None,
     ) -> None:
         if tick_ms < 1:
             raise ValueError(f"SystemTimer {name!r}: tick_ms must be at least 1 ms, got {tick_ms}")
@@ -79,12 +73,6 @@ class SystemTimer:
         self._task_counter = TaskCounter()
         self._delay_queue = DelayQueue()
         self._timing_wheel = TimingWheel(tick_ms, wheel_size, start_ms, self._task_counter, self._delay_queue)
-        self._listener = listener
-        # Chosen once so the untraced hot path pays nothing for tracing.
-        self._add_entry: Callable[[TimerTaskEntry], None] = (
-            self._add_timer_task_entry if listener is None else self._add_timer_task_entry_traced
-        )
-        self._flushing_level: int | None = None
 
     @property
     def name(self) -> str:
@@ -117,7 +105,7 @@ class SystemTimer:
 
     def add(self, task: TimerTask) -> None:
         """Schedule `task` at `now + task.delay_ms`. Re-adding a task moves it (its old entry leaves its bucket)."""
-        self._add_entry(TimerTaskEntry(task, task.delay_ms + self._time.milliseconds()))
+        self._add_timer_task_entry(TimerTaskEntry(task, task.delay_ms + self._time.milliseconds()))
 
     def _add_timer_task_entry(self, entry: TimerTaskEntry) -> None:
         # TimingWheel.add refused it because already expired against the wheel clock -> straight to the
@@ -137,15 +125,16 @@ class SystemTimer:
         if bucket is None:
             return False
         wheel = self._timing_wheel
-        traced = self._listener is not None
         while bucket is not None:
             wheel.advance_clock(bucket.expiration)
-            if traced:
-                self._flush_traced(bucket)
-            else:
-                bucket.flush(self._add_timer_task_entry)
+            self._flush(bucket)
             bucket = queue.poll(time.milliseconds())
         return True
+
+    def _flush(self, bucket: TimerTaskList) -> None:
+        """Re-insert every entry of a due bucket: demoted into a finer bucket, or run
+        (Kafka's ``bucket.flush(addTimerTaskEntry)``)."""
+        bucket.flush(self._add_timer_task_entry)
 
     def locate(self, task: TimerTask) -> tuple[int, int, int] | None:
         """Where `task` sits now: (level starting at 1, bucket index, bucket expiration ms), or None when
@@ -161,100 +150,6 @@ class SystemTimer:
     def close(self) -> None:
         """Shut the executor down (Kafka's `close()`): tasks that expire from now on are not run."""
         self._executor = _drop_task
-
-    # ---- traced path (only with a listener) ----
-
-    def _wheel_at(self, level: int) -> TimingWheel:
-        wheel = self._timing_wheel
-        for _ in range(level - 1):
-            overflow = wheel.overflow_wheel
-            assert overflow is not None, "a bucket's level always has a wheel"
-            wheel = overflow
-        return wheel
-
-    def _wheel_times(self) -> tuple[int, ...]:
-        times = []
-        wheel: TimingWheel | None = self._timing_wheel
-        while wheel is not None:
-            times.append(wheel.current_time_ms)
-            wheel = wheel.overflow_wheel
-        return tuple(times)
-
-    def _flush_traced(self, bucket: TimerTaskList) -> None:
-        listener = self._listener
-        assert listener is not None
-        listener(
-            BucketExpired(
-                time_ms=self._time.milliseconds(),
-                level=bucket.level,
-                bucket_index=bucket.index,
-                bucket_start_ms=bucket.expiration,
-                bucket_end_ms=bucket.expiration + bucket.tick_ms,
-                entries=len(bucket),
-                wheel_times_ms=self._wheel_times(),
-                size=self.size,
-                queued=len(self._delay_queue),
-            )
-        )
-        outer = self._flushing_level
-        self._flushing_level = bucket.level
-        try:
-            bucket.flush(self._add_timer_task_entry_traced)
-        finally:
-            self._flushing_level = outer
-
-    def _add_timer_task_entry_traced(self, entry: TimerTaskEntry) -> None:
-        listener = self._listener
-        assert listener is not None
-        from_level = self._flushing_level
-        task = entry.timer_task
-        queued_before = len(self._delay_queue)
-        if self._timing_wheel.add(entry):
-            bucket = entry.list
-            assert bucket is not None
-            wheel = self._wheel_at(bucket.level)
-            listener(
-                TaskPlaced(
-                    time_ms=self._time.milliseconds(),
-                    task=task,
-                    expiration_ms=entry.expiration_ms,
-                    level=bucket.level,
-                    bucket_index=bucket.index,
-                    bucket_start_ms=bucket.expiration,
-                    bucket_end_ms=bucket.expiration + bucket.tick_ms,
-                    wheel_time_ms=wheel.current_time_ms,
-                    wheel_interval_ms=wheel.interval,
-                    from_level=from_level,
-                    bucket_queued=len(self._delay_queue) > queued_before,
-                    size=self.size,
-                    queued=len(self._delay_queue),
-                )
-            )
-        elif entry.cancelled:
-            listener(
-                TaskDropped(
-                    time_ms=self._time.milliseconds(),
-                    task=task,
-                    expiration_ms=entry.expiration_ms,
-                    from_level=from_level,
-                    size=self.size,
-                    queued=len(self._delay_queue),
-                )
-            )
-        else:
-            listener(
-                TaskExecuted(
-                    time_ms=self._time.milliseconds(),
-                    task=task,
-                    expiration_ms=entry.expiration_ms,
-                    wheel_time_ms=self._timing_wheel.current_time_ms,
-                    tick_ms=self._timing_wheel.tick_ms,
-                    from_level=from_level,
-                    size=self.size,
-                    queued=len(self._delay_queue),
-                )
-            )
-            self._executor(task)
 
     def __repr__(self) -> str:
         return f"SystemTimer({self._name!r}, size={self.size}, next_expiration_ms={self.next_expiration_ms})"

@@ -47,10 +47,3 @@ class TimerTask(ABC):
     def timer_task_entry(self) -> TimerTaskEntry | None:
         return self._timer_task_entry
 
-    def _set_timer_task_entry(self, entry: TimerTaskEntry) -> None:
-        # Kafka's TimerTask.setTimerTaskEntry: binding a new entry first removes the previous one from its
-        # bucket, so re-adding a task moves it rather than leaving a second copy behind.
-        old = self._timer_task_entry
-        if old is not None and old is not entry:
-            old.remove()
-        self._timer_task_entry = entry

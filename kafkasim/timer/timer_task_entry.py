@@ -26,7 +26,7 @@ class TimerTaskEntry:
         # list code follows without a None check and the compiled build keeps unboxed.
         self.next: TimerTaskEntry = self
         self.prev: TimerTaskEntry = self
-        # TimerTask._set_timer_task_entry, inlined for the hot path: evict the task's previous entry.
+        # Kafka's TimerTask.setTimerTaskEntry, inlined for the hot path: evict the task's previous entry.
         previous = timer_task._timer_task_entry
         if previous is not None:
             previous.remove()

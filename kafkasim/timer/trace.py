@@ -1,13 +1,19 @@
-"""Events a `SystemTimer` reports to an optional listener, for teaching and tests.
+"""`TracedSystemTimer`: a `SystemTimer` that reports what it does to a listener, for teaching and tests.
 
-With no listener the timer takes its untraced code path and none of these objects are built.
+The events it reports are below. `SystemTimer` itself builds none of them and pays nothing for tracing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from kafkasim.timer.system_timer import SystemTimer
+from kafkasim.timer.time import Time
 from kafkasim.timer.timer_task import TimerTask
+from kafkasim.timer.timer_task_entry import TimerTaskEntry
+from kafkasim.timer.timer_task_list import TimerTaskList
+from kafkasim.timer.timing_wheel import TimingWheel
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +103,116 @@ class TaskCancelled:
 
 
 TimerEvent = TaskPlaced | BucketExpired | TaskExecuted | TaskDropped | TaskCancelled
+
+
+class TracedSystemTimer(SystemTimer):
+    """A `SystemTimer` whose `listener` receives a `TimerEvent` for every placement, bucket expiry, demotion
+    and execution (`kafkasim wheel`, the walkthrough, the timer's tests)."""
+
+    __slots__ = ("_listener", "_flushing_level")
+
+    def __init__(
+        self,
+        name: str,
+        tick_ms: int = 1,
+        wheel_size: int = 20,
+        start_ms: int | None = None,
+        time: Time | None = None,
+        executor: Callable[[TimerTask], None] | None = None,
+        *,
+        listener: Callable[[TimerEvent], None],
+    ) -> None:
+        super().__init__(name, tick_ms, wheel_size, start_ms, time, executor)
+        self._listener = listener
+        # The level of the bucket being flushed: where a re-inserted entry comes from (None: from `add`).
+        self._flushing_level: int | None = None
+
+    def _wheel_at(self, level: int) -> TimingWheel:
+        wheel = self._timing_wheel
+        for _ in range(level - 1):
+            overflow = wheel.overflow_wheel
+            assert overflow is not None, "a bucket's level always has a wheel"
+            wheel = overflow
+        return wheel
+
+    def _wheel_times(self) -> tuple[int, ...]:
+        times = []
+        wheel: TimingWheel | None = self._timing_wheel
+        while wheel is not None:
+            times.append(wheel.current_time_ms)
+            wheel = wheel.overflow_wheel
+        return tuple(times)
+
+    def _flush(self, bucket: TimerTaskList) -> None:
+        listener = self._listener
+        listener(
+            BucketExpired(
+                time_ms=self._time.milliseconds(),
+                level=bucket.level,
+                bucket_index=bucket.index,
+                bucket_start_ms=bucket.expiration,
+                bucket_end_ms=bucket.expiration + bucket.tick_ms,
+                entries=len(bucket),
+                wheel_times_ms=self._wheel_times(),
+                size=self.size,
+                queued=len(self._delay_queue),
+            )
+        )
+        outer = self._flushing_level
+        self._flushing_level = bucket.level
+        try:
+            bucket.flush(self._add_timer_task_entry)
+        finally:
+            self._flushing_level = outer
+
+    def _add_timer_task_entry(self, entry: TimerTaskEntry) -> None:
+        listener = self._listener
+        from_level = self._flushing_level
+        task = entry.timer_task
+        queued_before = len(self._delay_queue)
+        if self._timing_wheel.add(entry):
+            bucket = entry.list
+            assert bucket is not None
+            wheel = self._wheel_at(bucket.level)
+            listener(
+                TaskPlaced(
+                    time_ms=self._time.milliseconds(),
+                    task=task,
+                    expiration_ms=entry.expiration_ms,
+                    level=bucket.level,
+                    bucket_index=bucket.index,
+                    bucket_start_ms=bucket.expiration,
+                    bucket_end_ms=bucket.expiration + bucket.tick_ms,
+                    wheel_time_ms=wheel.current_time_ms,
+                    wheel_interval_ms=wheel.interval,
+                    from_level=from_level,
+                    bucket_queued=len(self._delay_queue) > queued_before,
+                    size=self.size,
+                    queued=len(self._delay_queue),
+                )
+            )
+        elif entry.cancelled:
+            listener(
+                TaskDropped(
+                    time_ms=self._time.milliseconds(),
+                    task=task,
+                    expiration_ms=entry.expiration_ms,
+                    from_level=from_level,
+                    size=self.size,
+                    queued=len(self._delay_queue),
+                )
+            )
+        else:
+            listener(
+                TaskExecuted(
+                    time_ms=self._time.milliseconds(),
+                    task=task,
+                    expiration_ms=entry.expiration_ms,
+                    wheel_time_ms=self._timing_wheel.current_time_ms,
+                    tick_ms=self._timing_wheel.tick_ms,
+                    from_level=from_level,
+                    size=self.size,
+                    queued=len(self._delay_queue),
+                )
+            )
+            self._executor(task)

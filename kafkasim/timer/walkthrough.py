@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kafkasim.timer.system_timer import SystemTimer
 from kafkasim.timer.time import ManualTime
 from kafkasim.timer.timer_task import TimerTask
-from kafkasim.timer.trace import TaskCancelled, TimerEvent
+from kafkasim.timer.trace import TaskCancelled, TimerEvent, TracedSystemTimer
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,7 @@ def trace_schedule(
             )
     time = ManualTime(0)
     events: list[TimerEvent] = []
-    timer = SystemTimer("walkthrough", tick_ms, wheel_size, time=time, listener=events.append)
+    timer = TracedSystemTimer("walkthrough", tick_ms, wheel_size, time=time, listener=events.append)
     tasks = tuple(TraceTask(add.delay_ms, f"T{i + 1}", time) for i, add in enumerate(adds))
     # (time, adds before cancels, given order): sorted() is stable, so ties keep the order given.
     actions: list[tuple[int, int, ScheduledAdd | ScheduledCancel, TraceTask]] = sorted(

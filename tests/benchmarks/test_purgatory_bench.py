@@ -25,12 +25,11 @@ from kafkasim.timer import ManualTime  # noqa: E402
 class RecordingLatch(bench.Latch):
     """Records (virtual ms, request id, expired?) for every completion."""
 
-    __slots__ = ("events", "_expired_ids")
+    __slots__ = ("events",)
 
     def __init__(self) -> None:
         super().__init__()
         self.events: list[tuple[int, int, bool]] = []
-        self._expired_ids: list[int] = []
 
     def on_complete(self, op: bench.FakeOperation) -> None:
         super().on_complete(op)

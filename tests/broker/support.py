@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.fetch import FetchParams, PartitionData
 from kafkasim.broker.log import FetchIsolation
 from kafkasim.broker.records import RecordBatch, TopicPartition
@@ -66,7 +66,7 @@ class Broker:
     ) -> None:
         self.time = ManualTime(start_ms)
         self.controller = ControllerAlterPartitionManager(auto_complete=auto_complete)
-        self.config = BrokerConfig(
+        self.config = KafkaConfig(
             log=LogConfig(min_insync_replicas=min_isr, **log_config), replica_lag_time_max_ms=lag_ms
         )
         self.rm = ReplicaManager(LEADER, self.config, self.time, alter_partition_manager=self.controller)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, PartitionData
 from kafkasim.broker.metadata import NO_LEADER, BrokerRegistration, MetadataDelta, PartitionRegistration
@@ -22,7 +22,7 @@ OTHER = 2
 def manager(local: int = LOCAL) -> ReplicaManager:
     return ReplicaManager(
         local,
-        BrokerConfig(log=LogConfig(min_insync_replicas=1)),
+        KafkaConfig(log=LogConfig(min_insync_replicas=1)),
         ManualTime(0),
         alter_partition_manager=ControllerAlterPartitionManager(),
     )
@@ -200,7 +200,7 @@ def test_new_leader_supersedes_pending_alter_partition() -> None:
     """Kafka's makeLeader takes the ISR from the metadata: a pending AlterPartition is superseded and its
     answer, arriving later, is ignored as stale."""
     controller = ControllerAlterPartitionManager(auto_complete=False)
-    rm = ReplicaManager(LOCAL, BrokerConfig(), ManualTime(0), alter_partition_manager=controller)
+    rm = ReplicaManager(LOCAL, KafkaConfig(), ManualTime(0), alter_partition_manager=controller)
     rm.apply_delta(delta(registration(LOCAL, 0, 0, isr=(LOCAL,))))
     partition = rm.partitions[TP]
     follower_fetch(rm, 0)  # the other replica is in sync: expansion proposed
@@ -226,7 +226,7 @@ def test_isr_not_expanded_if_replica_is_fenced_or_shutdown() -> None:
     """PartitionTest.testIsrNotExpandedIfReplicaIsFencedOrShutdown: a caught-up follower whose broker the
     metadata says is fenced, or in controlled shutdown, is not added to the ISR; once unfenced it is."""
     controller = ControllerAlterPartitionManager(auto_complete=False)
-    rm = ReplicaManager(LOCAL, BrokerConfig(), ManualTime(0), alter_partition_manager=controller)
+    rm = ReplicaManager(LOCAL, KafkaConfig(), ManualTime(0), alter_partition_manager=controller)
     rm.apply_delta(delta(registration(LOCAL, 0, 0, isr=(LOCAL,)),
                          brokers={OTHER: BrokerRegistration(OTHER, 1, fenced=True)}))
     partition = rm.partitions[TP]

@@ -5,7 +5,7 @@ PartitionTest and IsrExpirationTest cases re-expressed."""
 import pytest
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager, LeaderAndIsr
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import FetchParams, PartitionData
 from kafkasim.broker.log import LeaderHwChange, Log, LogOffsetMetadata
@@ -49,7 +49,7 @@ class Setup:
         self.partition = Partition(
             TP,
             0,
-            BrokerConfig(replica_lag_time_max_ms=LAG, log=self.log.config),
+            KafkaConfig(replica_lag_time_max_ms=LAG, log=self.log.config),
             self.time,
             self.log,
             self.controller,

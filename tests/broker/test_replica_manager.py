@@ -7,7 +7,7 @@ import random
 import pytest
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, PartitionData, fetch_params_from_request
 from kafkasim.broker.log import FetchIsolation
@@ -38,7 +38,7 @@ def recording_broker(replicas=(0, 1), **kwargs):
     checks: list[str] = []
     rm = ReplicaManager(
         0,
-        BrokerConfig(**kwargs),
+        KafkaConfig(**kwargs),
         time,
         alter_partition_manager=ControllerAlterPartitionManager(),
         produce_purgatory=RecordingPurgatory("Produce", checks, time),
@@ -348,7 +348,7 @@ def test_create_partition_twice_is_an_error():
 
 
 def test_segment_jitter_streams_are_per_partition_and_seeded():
-    config = BrokerConfig(log=LogConfig(segment_jitter_ms=1_000_000))
+    config = KafkaConfig(log=LogConfig(segment_jitter_ms=1_000_000))
 
     def jitters(partitions, seed):
         rm = ReplicaManager(
@@ -363,7 +363,7 @@ def test_segment_jitter_streams_are_per_partition_and_seeded():
 
 
 def test_fetch_params():
-    config = BrokerConfig(fetch_max_bytes=1000)
+    config = KafkaConfig(fetch_max_bytes=1000)
     params = fetch_params_from_request(config, -1, 500, 5000, 50_000)
     assert (params.max_bytes, params.min_bytes, params.isolation) == (1000, 1000, FetchIsolation.HIGH_WATERMARK)
     follower = FetchParams(3, 500, 1, BIG, FetchIsolation.HIGH_WATERMARK)

@@ -4,7 +4,7 @@ duplicate waits for the HW to pass the original batch (ReplicaManager.buildProdu
 requiredOffset = info.lastOffset + 1, the original's for a duplicate)."""
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, PartitionData
 from kafkasim.broker.records import RecordBatch
@@ -90,7 +90,7 @@ def test_acks_all_duplicate_of_a_committed_batch_answers_at_once():
 
 
 def _follower(broker_id: int) -> ReplicaManager:
-    config = BrokerConfig(log=LogConfig(min_insync_replicas=1))
+    config = KafkaConfig(log=LogConfig(min_insync_replicas=1))
     # Past replica.lag.time.max.ms: the old leader (out of the ISR) does not count as caught up on the new one.
     time = ManualTime(100_000)
     rm = ReplicaManager(broker_id, config, time, alter_partition_manager=ControllerAlterPartitionManager())

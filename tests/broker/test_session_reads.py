@@ -26,7 +26,7 @@ import pytest
 
 from kafkasim.broker import replica_manager
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, LogReadResult, PartitionData
 from kafkasim.broker.fetch_session import (
@@ -53,7 +53,7 @@ class World:
     def __init__(self, n: int, lazy: bool, *, segment_bytes: int, lag_ms: int, slots: int, auto: bool) -> None:
         self.time = ManualTime(0)
         self.controller = ControllerAlterPartitionManager(auto_complete=auto)
-        config = BrokerConfig(log=LogConfig(segment_bytes=segment_bytes), replica_lag_time_max_ms=lag_ms)
+        config = KafkaConfig(log=LogConfig(segment_bytes=segment_bytes), replica_lag_time_max_ms=lag_ms)
         self.rm = ReplicaManager(0, config, self.time, alter_partition_manager=self.controller)
         self.rm.lazy_sessions = lazy
         self.tps = [TopicPartition("t", p) for p in range(n)]

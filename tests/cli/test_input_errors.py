@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkasim.console.run_command import resolve_clock
-from kafkasim.scenario import load_scenario
+from kafkasim.scenario import load_scenario, with_overrides
 
 from .support import (
     QUICKSTART,
@@ -179,7 +179,7 @@ def test_an_unknown_verb_is_a_usage_error_with_a_suggestion(capsys: pytest.Captu
 
 def test_clock_choice() -> None:
     virtual = load_scenario(QUICKSTART)
-    paced = virtual.with_overrides(["clock={mode: wallclock, speed: 4}"])
+    paced = with_overrides(virtual, ["clock={mode: wallclock, speed: 4}"])
     assert resolve_clock(virtual, None, None, False) == (False, 1.0)
     assert resolve_clock(virtual, None, None, True) == (True, 1.0)  # --live watches in real time
     assert resolve_clock(virtual, None, 2.0, False) == (True, 2.0)  # --speed implies --wallclock

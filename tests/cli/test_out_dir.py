@@ -12,6 +12,7 @@ import pytest
 
 from kafkasim.record.output_dir import OutputDirError
 from kafkasim.record.result import RunResult
+from kafkasim.scenario import with_overrides
 
 from .support import QUICKSTART, call
 
@@ -157,7 +158,7 @@ def test_run_result_save_raises_a_clear_error(tmp_path: Path, monkeypatch: pytes
     from kafkasim.run.engine import run_scenario
     from kafkasim.scenario import load_scenario
 
-    result = run_scenario(load_scenario(QUICKSTART).with_overrides(["duration=200ms", "warmup=0s"]))
+    result = run_scenario(with_overrides(load_scenario(QUICKSTART), ["duration=200ms", "warmup=0s"]))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "keep.txt").write_text("keep")
     for bad, fragment in [("", "an empty path"), (".", "is the working directory"), ("..", "contains the working"),
@@ -177,7 +178,7 @@ def test_a_file_added_while_the_run_went_on_is_not_deleted(tmp_path: Path) -> No
     from kafkasim.run.engine import run_scenario
     from kafkasim.scenario import load_scenario
 
-    result = run_scenario(load_scenario(QUICKSTART).with_overrides(["duration=200ms", "warmup=0s"]))
+    result = run_scenario(with_overrides(load_scenario(QUICKSTART), ["duration=200ms", "warmup=0s"]))
     out = result.save(tmp_path / "r")
 
     def add_user_file(directory: Path) -> None:

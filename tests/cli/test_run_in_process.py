@@ -21,7 +21,7 @@ from kafkasim.record.result import RunResult
 from kafkasim.run import engine as engine_module
 from kafkasim.run.engine import Engine
 from kafkasim.run.snapshot import EngineSnapshot, RecentLatencies, take_snapshot
-from kafkasim.scenario import load_scenario
+from kafkasim.scenario import load_scenario, with_overrides
 
 from .support import QUICKSTART, call
 
@@ -63,7 +63,7 @@ def test_live_view_with_virtual_time_shows_partitions_purgatories_and_latencies(
 
 
 def _engine(duration: str = "3s", **kwargs: Any) -> Engine:
-    scenario = load_scenario(QUICKSTART).with_overrides([f"duration={duration}", "warmup=0s"])
+    scenario = with_overrides(load_scenario(QUICKSTART), [f"duration={duration}", "warmup=0s"])
     return Engine(scenario, **kwargs)
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from kafkasim.console.format import count, ms
 from kafkasim.console.summary import print_summary
 from kafkasim.run import Engine
-from kafkasim.scenario import load_scenario
+from kafkasim.scenario import load_scenario, with_overrides
 
 from .support import QUICKSTART, REPO, call
 
@@ -82,7 +82,7 @@ def test_one_producer_and_one_consumer_print_no_per_client_table(tmp_path: Path,
 
 
 def test_failed_requests_are_listed_per_client_by_error_name() -> None:
-    scenario = load_scenario(REPO / "scenarios" / "gc_paused_follower.yaml").with_overrides(["duration=17s"])
+    scenario = with_overrides(load_scenario(REPO / "scenarios" / "gc_paused_follower.yaml"), ["duration=17s"])
     summary = Engine(scenario).run().summary
     errors = summary["per_client"]["producers"]["orders-acks-all"]["errors"]
     assert errors.get("REQUEST_TIMED_OUT", 0) > 0  # the 5 s request timeout, during the 12 s pause at 10 s

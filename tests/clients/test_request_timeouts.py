@@ -20,7 +20,7 @@ from typing import Any
 import simpy
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult
 from kafkasim.broker.fetch_session import INVALID_SESSION_ID, FetchResponse
@@ -39,6 +39,7 @@ from kafkasim.server.replica_fetcher_thread import (
     ReplicaFetcherConfig,
     ReplicaFetcherThread,
 )
+from kafkasim.sim.clock import SimTime
 
 from .support import ScriptedConnection
 
@@ -61,14 +62,6 @@ class Recorder(Observer):
 
     def batch_consumed(self, consumer: str, batch: RecordBatch, receive_ms: float) -> None:
         self.consumed.append(batch.base_offset)
-
-
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
 
 
 def _batch(base_offset: int, records: int = 10) -> RecordBatch:
@@ -99,7 +92,7 @@ def _respond(env: simpy.Environment, t: float, envelope_of: Any, response: Any) 
 
 def _follower(env: simpy.Environment, sent: list[RequestEnvelope], recorder: Recorder, append_ms: float) -> ReplicaFetcherThread:
     # Broker 1 follows TP (led by broker 0) in its ReplicaManager; the thread fetches it.
-    rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
+    rm = ReplicaManager(1, KafkaConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
     rm.create_partition(TP, log_config=LogConfig())
     rm.make_follower(TP, leader=0, replicas=[0, 1], leader_epoch=0, partition_epoch=0)
     follower = ReplicaFetcherThread(

@@ -14,7 +14,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yam
 
 
 def _quickstart(duration: str = "2s") -> Scenario:
-    return kafkasim.load_scenario(QUICKSTART).with_overrides([f"duration={duration}", "warmup=500ms"])
+    return kafkasim.with_overrides(kafkasim.load_scenario(QUICKSTART), [f"duration={duration}", "warmup=500ms"])
 
 
 def test_quickstart_runs_end_to_end_and_saves(tmp_path: Path) -> None:

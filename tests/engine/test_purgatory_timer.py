@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kafkasim.run import run_scenario
+from kafkasim.scenario import with_overrides
 
 from .support import consumer, producer, scenario
 
@@ -26,7 +27,7 @@ def test_a_run_on_the_delay_queue_has_the_same_requests_but_holds_more_entries()
         faults=[{"type": "pause", "target": "follower-2", "at": "800ms", "duration": "300ms"}],
     )
     wheel = run_scenario(base)
-    queue = run_scenario(base.with_overrides(["broker.purgatory=delay_queue"]))
+    queue = run_scenario(with_overrides(base, ["broker.purgatory=delay_queue"]))
 
     pd.testing.assert_frame_equal(wheel.requests, queue.requests)
     pd.testing.assert_frame_equal(wheel.records, queue.records)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.purgatory import (
     DelayedOperation,
     DelayedOperationPurgatory,
@@ -157,4 +157,4 @@ def test_the_timer_kind_comes_from_the_broker_config() -> None:
     with pytest.raises(ValueError, match="'heap' is not one of timing_wheel, delay_queue"):
         new_purgatory_timer("heap", "Fetch", time)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="purgatory_timer must be one of timing_wheel, delay_queue"):
-        BrokerConfig(purgatory_timer="heap")  # type: ignore[arg-type]
+        KafkaConfig(purgatory_timer="heap")  # type: ignore[arg-type]

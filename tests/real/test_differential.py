@@ -31,7 +31,7 @@ from kafkasim.real.processes import alive
 from kafkasim.real.runner import run_on_kafka
 from kafkasim.record.result import RunResult
 from kafkasim.run.engine import Engine
-from kafkasim.scenario import Scenario
+from kafkasim.scenario import Scenario, with_overrides
 from tests.real.agreement import Agreement
 from tests.real.agreement import record as record_agreement
 
@@ -80,7 +80,7 @@ _CACHE: dict[str, Pair] = {}
 def scenario_of(key: str) -> Scenario:
     path, overrides = SCENARIOS[key]
     scenario = load_scenario(path)
-    return scenario.with_overrides(overrides) if overrides else scenario
+    return with_overrides(scenario, overrides) if overrides else scenario
 
 
 @pytest.fixture(scope="session")

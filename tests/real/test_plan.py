@@ -13,6 +13,7 @@ from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
 from kafkasim.real.config_map import kafka_configs, not_applied, refusals
 from kafkasim.real.schedule import planned_records
 from kafkasim.run.cluster_layout import cluster_layout
+from kafkasim.scenario import with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
     ("nic_bound_cluster", ["duration=2s"]),  # round-robin over 3 partitions, 3 000 records/s
 ])
 def test_the_schedule_is_the_simulated_runs_records(name: str, overrides: list[str]) -> None:
-    scenario = load_scenario(ROOT / f"scenarios/{name}.yaml").with_overrides(overrides)
+    scenario = with_overrides(load_scenario(ROOT / f"scenarios/{name}.yaml"), overrides)
     planned = list(planned_records(scenario, scenario.producers[0], scenario.seed))
     records = run_scenario(scenario).records
     # Every batch of the simulated run starts with a record of the schedule, at the same intended time, on the
@@ -53,7 +54,7 @@ def test_simulator_only_knobs_are_listed_and_kafka_keys_pass_through() -> None:
     notes = not_applied(scenario)
     assert notes[0].startswith("broker.costs") and any("own link" in n for n in notes)
     assert "controller.metadata_apply" not in notes
-    applied = not_applied(scenario.with_overrides(["controller.metadata_apply=5ms"]))
+    applied = not_applied(with_overrides(scenario, ["controller.metadata_apply=5ms"]))
     assert "controller.metadata_apply" in applied
     configs = kafka_configs(scenario, cluster_layout(scenario, seed=scenario.seed))
     assert sorted(configs.brokers) == [0, 1, 2]

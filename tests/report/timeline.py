@@ -18,8 +18,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-STAMPS = ["intended_ms", "client_send_ms", "start_ms", "dequeue_ms", "local_complete_ms", "response_complete_ms",
-          "response_dequeue_ms", "end_ms", "client_receive_ms"]
 WARMUP_MS = 30.0
 COLD_QUEUE_MS = 5.0
 RECORDS_PER_BATCH = 5

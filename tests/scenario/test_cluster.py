@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.scenario import Problem, ScenarioError, load_scenario
+from kafkasim.scenario import Problem, ScenarioError, load_scenario, with_overrides
 
 from .samples import MINIMAL, ROOT
 
@@ -84,7 +84,7 @@ def test_overrides_apply_to_their_broker_only() -> None:
 
 def test_a_broker_override_follows_a_set_of_the_broker_default() -> None:
     text = CLUSTER.replace("  brokers: 3\n", "  brokers: 3\n  overrides: [{broker: 1, num.io.threads: 2}]\n")
-    s = load_scenario(text).with_overrides(["broker.num.network.threads=7"])
+    s = with_overrides(load_scenario(text), ["broker.num.network.threads=7"])
     assert (s.broker_for(1).num_network_threads, s.broker_for(1).num_io_threads) == (7, 2)
 
 
@@ -113,7 +113,7 @@ def test_replica_fetch_keys_in_followers_name_their_new_place(tmp_path: Path) ->
 
 def test_a_set_of_a_moved_key_names_its_new_place() -> None:
     with pytest.raises(ScenarioError) as info:
-        load_scenario(MINIMAL).with_overrides(["followers.replica.fetch.wait.max.ms=100"])
+        with_overrides(load_scenario(MINIMAL), ["followers.replica.fetch.wait.max.ms=100"])
     assert str(info.value) == (
         "--set followers.replica.fetch.wait.max.ms=100: followers.replica.fetch.wait.max.ms: moved to "
         "broker.replica.fetch.wait.max.ms (a broker config in Kafka)"

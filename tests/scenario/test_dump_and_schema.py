@@ -12,6 +12,7 @@ from kafkasim.scenario import (
     load_scenario,
     scenario_json_schema,
     scenario_json_schema_text,
+    with_overrides,
 )
 
 from .samples import FULL, MINIMAL, ROOT
@@ -40,7 +41,7 @@ def test_dump_writes_every_value_in_human_units() -> None:
 
 
 def test_dump_keeps_an_overridden_seed() -> None:
-    scenario = load_scenario(MINIMAL).with_overrides(["seed=123"])
+    scenario = with_overrides(load_scenario(MINIMAL), ["seed=123"])
     assert load_scenario(dump_scenario(scenario)).seed == 123
 
 

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from kafkasim.run.engine import run_scenario
-from kafkasim.scenario import Scenario, ScenarioError, load_scenario
+from kafkasim.scenario import Scenario, ScenarioError, load_scenario, with_overrides
 from kafkasim.scenario.errors import Loc
 from kafkasim.scenario.ranges import quantity
 from kafkasim.scenario.structure import field_info, keys, resolve
@@ -255,7 +255,7 @@ def _load(case: Case, tmp: Path) -> Scenario:
         scenario = load_scenario(path)
     else:
         scenario = load_scenario(case.text)
-    return scenario.with_overrides(case.overrides) if case.overrides else scenario
+    return with_overrides(scenario, case.overrides) if case.overrides else scenario
 
 
 def _check_refusal(case: Case, error: ScenarioError) -> None:

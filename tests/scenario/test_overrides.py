@@ -1,10 +1,10 @@
-"""`Scenario.with_overrides(["key.path=value"])`: the CLI's --set."""
+"""`with_overrides(scenario, ["key.path=value"])`: the CLI's --set."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.scenario import ScenarioError, load_scenario, with_overrides
 from kafkasim.sim.distributions import sampler_from_spec
 
 from .samples import FULL, ROOT
@@ -16,7 +16,7 @@ def quickstart():
 
 
 def test_kafka_keys_with_dots_and_list_items_by_index_or_name(quickstart) -> None:
-    s = quickstart.with_overrides(
+    s = with_overrides(quickstart,
         ["broker.num.io.threads=2", "producers[producer-1].rate=2000/s", "topics[0].segment.ms=1h", "seed=7"]
     )
     assert s.broker.num_io_threads == 2
@@ -27,33 +27,33 @@ def test_kafka_keys_with_dots_and_list_items_by_index_or_name(quickstart) -> Non
 
 
 def test_dotted_index_and_flow_mapping_values(quickstart) -> None:
-    s = quickstart.with_overrides(["network.default_link.latency={type: lognormal, median: 1ms, p99: 5ms}"])
+    s = with_overrides(quickstart, ["network.default_link.latency={type: lognormal, median: 1ms, p99: 5ms}"])
     assert sampler_from_spec(s.network.default_link.latency).mean > 1.0
     # every endpoint that inherits the default link follows it
     assert s.consumers[0].link == s.network.default_link
-    s = quickstart.with_overrides(["producers.0.acks=1"])
+    s = with_overrides(quickstart, ["producers.0.acks=1"])
     assert s.producers[0].acks == 1
 
 
 def test_an_overridden_broker_default_reaches_the_topics_that_inherit_it() -> None:
-    s = load_scenario(FULL).with_overrides(["broker.min.insync.replicas=3"])
+    s = with_overrides(load_scenario(FULL), ["broker.min.insync.replicas=3"])
     assert s.topics[0].min_insync_replicas == 3  # inherited
     assert s.topics[1].min_insync_replicas == 1  # its own value wins
 
 
 def test_shorthand_then_key(quickstart) -> None:
-    s = quickstart.with_overrides(["clock=wallclock", "clock.speed=0.5"])
+    s = with_overrides(quickstart, ["clock=wallclock", "clock.speed=0.5"])
     assert (s.clock.mode, s.clock.speed) == ("wallclock", 0.5)  # type: ignore[union-attr]
 
 
 def test_keys_left_out_can_be_created(quickstart) -> None:
-    s = quickstart.with_overrides(["followers.link.latency=5ms"])
+    s = with_overrides(quickstart, ["followers.link.latency=5ms"])
     assert s.followers.link is not None and sampler_from_spec(s.followers.link.latency).mean == 5.0
 
 
 def _problem(scenario, override: str):
     with pytest.raises(ScenarioError) as info:
-        scenario.with_overrides([override])
+        with_overrides(scenario, [override])
     (problem,) = info.value.problems
     return problem
 
@@ -97,7 +97,7 @@ def test_override_problems(quickstart, override: str, fragment: str) -> None:
 
 def test_several_bad_overrides_are_reported_together(quickstart) -> None:
     with pytest.raises(ScenarioError) as info:
-        quickstart.with_overrides(["nokey", "broker.zzz=1"])
+        with_overrides(quickstart, ["nokey", "broker.zzz=1"])
     assert len(info.value.problems) == 2
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.scenario import ScenarioError, load_scenario, with_overrides
 from kafkasim.scenario.clients import ProducerConfig
 
 from .samples import MINIMAL
@@ -107,5 +107,5 @@ def test_a_dumped_scenario_still_takes_acks_1_as_kafka_would() -> None:
     from kafkasim.scenario.load import dump_scenario
 
     base = load_scenario(MINIMAL + "producers:\n  - {name: p, topic: t, rate: 1/s}\n")
-    again = load_scenario(dump_scenario(base)).with_overrides(["producers[0].acks=1", "producers[0].request.timeout.ms=200000"])
+    again = with_overrides(load_scenario(dump_scenario(base)), ["producers[0].acks=1", "producers[0].request.timeout.ms=200000"])
     assert not again.producers[0].enable_idempotence and again.producers[0].delivery_timeout_ms == 200_005

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from kafkasim.scenario import Scenario, ScenarioError, load_scenario, scenario_json_schema
+from kafkasim.scenario import Scenario, ScenarioError, load_scenario, scenario_json_schema, with_overrides
 from kafkasim.scenario.ranges import allowed
 from kafkasim.scenario.structure import models
 
@@ -76,14 +76,14 @@ def test_quantities_whose_work_explodes_are_refused_with_their_range(override: s
     scenario = load_scenario(QUICKSTART)
     extra = ["topics[0].partitions=1000"] if override == "sample_interval=1ms" else []
     with pytest.raises(ScenarioError) as e:
-        scenario.with_overrides([*extra, override])
+        with_overrides(scenario, [*extra, override])
     assert message in str(e.value), str(e.value)
 
 
 def test_the_largest_allowed_values_still_validate() -> None:
-    load_scenario(QUICKSTART).with_overrides(
+    with_overrides(load_scenario(QUICKSTART),
         ["topics[0].partitions=1000", "duration=10s", "producers[0].rate=1000000/s", "clock={mode: wallclock, speed: 0.001}"]
     )
     # A day at 50 records/s: ~4.3 M batches (one or two records each at this rate), each one a produce, a
     # consumer fetch and two follower fetches: ~17 M request rows, under the 20 M a run keeps.
-    load_scenario(QUICKSTART).with_overrides(["duration=1d", "producers[0].rate=50/s", "sample_interval=10s"])
+    with_overrides(load_scenario(QUICKSTART), ["duration=1d", "producers[0].rate=50/s", "sample_interval=10s"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.scenario import ScenarioError, load_scenario, with_overrides
 from kafkasim.scenario.scenario import MAX_REQUEST_ROWS
 
 IDLE_DAY = """\
@@ -32,7 +32,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yam
 
 def _refusal(text: str, *overrides: str) -> str:
     with pytest.raises(ScenarioError) as caught:
-        load_scenario(text).with_overrides(list(overrides))
+        with_overrides(load_scenario(text), list(overrides))
     return str(caught.value)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.scenario import ScenarioError, load_scenario, with_overrides
 from kafkasim.scenario.yaml_source import load_yaml
 
 BASE = """\
@@ -202,20 +202,20 @@ def test_a_file_that_is_not_utf8_names_the_line_and_column_of_the_first_bad_byte
 def test_set_overrides_follow_the_same_rules(override: str, fragment: str) -> None:
     scenario = load_scenario(BASE)
     with pytest.raises(ScenarioError) as e:
-        scenario.with_overrides([override])
+        with_overrides(scenario, [override])
     assert fragment in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize(("override", "seed"), [("seed=042", 42), ("seed=0x1F", 31), ("seed=0o17", 15)])
 def test_set_overrides_read_numbers_as_yaml_1_2(override: str, seed: int) -> None:
-    assert load_scenario(BASE).with_overrides([override]).seed == seed
+    assert with_overrides(load_scenario(BASE), [override]).seed == seed
 
 
 @pytest.mark.parametrize("override", ["name=" + "[" * 30_000 + "]" * 30_000, "name=" + "x" * 5000, "x" * 5000 + "=1"])
 def test_a_long_set_argument_is_shortened_in_the_message(override: str) -> None:
     # Found by test_fuzz_hostile: the whole 60 KB argument was echoed on one line.
     with pytest.raises(ScenarioError) as e:
-        load_scenario(BASE).with_overrides([override])
+        with_overrides(load_scenario(BASE), [override])
     assert all(len(line) < 300 for line in str(e.value).splitlines()), str(e.value)[:500]
     assert str(e.value).startswith(f"--set {override[:20]}")
 

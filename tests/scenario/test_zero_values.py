@@ -16,14 +16,14 @@ import pytest
 
 from kafkasim.broker.errors import Errors
 from kafkasim.run.engine import run_scenario
-from kafkasim.scenario import ScenarioError, load_scenario
+from kafkasim.scenario import ScenarioError, load_scenario, with_overrides
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
 SHORT = ["duration=1s", "warmup=0s"]
 
 
 def _run(*overrides: str):  # type: ignore[no-untyped-def]
-    scenario = load_scenario(QUICKSTART).with_overrides([*SHORT, *overrides])
+    scenario = with_overrides(load_scenario(QUICKSTART), [*SHORT, *overrides])
     return run_scenario(scenario)
 
 
@@ -72,7 +72,7 @@ def test_a_zero_max_message_size_fails_every_batch_with_message_too_large(overri
 )
 def test_a_zero_bandwidth_is_refused_with_the_allowed_range(override: str) -> None:
     with pytest.raises(ScenarioError) as e:
-        load_scenario(QUICKSTART).with_overrides([override])
+        with_overrides(load_scenario(QUICKSTART), [override])
     message = str(e.value)
     assert "bandwidth" in message and "1Kbit/s" in message, message
 
@@ -109,12 +109,12 @@ def test_a_fetch_that_returns_at_once_with_a_zero_time_round_trip_is_refused(ove
     # Without latency or costs a fetch that answers at once is sent again at the same simulated instant:
     # the run never ended (a consumer fetched millions of times without time passing).
     with pytest.raises(ScenarioError) as e:
-        load_scenario(QUICKSTART).with_overrides(["network.default_link.latency=0ms", ZERO_COSTS, *overrides])
+        with_overrides(load_scenario(QUICKSTART), ["network.default_link.latency=0ms", ZERO_COSTS, *overrides])
     message = str(e.value)
     assert f"{path}: " in message and "round trip" in message and "10us" in message, message
 
 
 def test_a_zero_latency_network_is_fine_when_fetches_wait_or_requests_cost_time() -> None:
     base = load_scenario(QUICKSTART)
-    base.with_overrides(["network.default_link.latency=0ms", ZERO_COSTS])  # fetches park in purgatory
-    base.with_overrides(["network.default_link.latency=0ms", "consumers[0].fetch.max.wait.ms=0"])  # 70us costs
+    with_overrides(base, ["network.default_link.latency=0ms", ZERO_COSTS])  # fetches park in purgatory
+    with_overrides(base, ["network.default_link.latency=0ms", "consumers[0].fetch.max.wait.ms=0"])  # 70us costs

@@ -19,7 +19,7 @@ import pytest
 
 from kafkasim.broker.errors import Errors
 from kafkasim.run import Engine, RunResult
-from kafkasim.scenario import Scenario, load_scenario
+from kafkasim.scenario import Scenario, load_scenario, with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_DIR = ROOT / "scenarios"
@@ -57,7 +57,7 @@ class SimulationStalled(Exception):
 
 def load(name: str, *overrides: str) -> Scenario:
     scenario = load_scenario(SCENARIO_DIR / f"{name}.yaml")
-    return scenario.with_overrides(list(overrides)) if overrides else scenario
+    return with_overrides(scenario, list(overrides)) if overrides else scenario
 
 
 def run(scenario: Scenario) -> RunResult:
@@ -85,7 +85,7 @@ def shortened(scenario: Scenario) -> Scenario:
     last_fault = max((f.at for f in scenario.faults), default=0.0)
     duration = min(float(scenario.duration), max(3_000.0, last_fault + 1_000.0))
     warmup = min(float(scenario.warmup), duration / 4)
-    return scenario.with_overrides([f"duration={duration:.0f}ms", f"warmup={warmup:.0f}ms"])
+    return with_overrides(scenario, [f"duration={duration:.0f}ms", f"warmup={warmup:.0f}ms"])
 
 
 # --- helpers over a result -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import simpy
 import kafkasim.clients.consumer as consumer_module
 import kafkasim.server.replica_fetcher_thread as fetcher_module
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
@@ -68,7 +68,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[PartitionDat
 def test_a_follower_builds_data_for_the_changed_partition_only(monkeypatch: pytest.MonkeyPatch) -> None:
     made = _counting(monkeypatch, fetcher_module)
     env = simpy.Environment()
-    rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
+    rm = ReplicaManager(1, KafkaConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
     for tp in TPS:
         rm.create_partition(tp, log_config=LogConfig())
         rm.make_follower(tp, leader=0, replicas=[0, 1], leader_epoch=0, partition_epoch=0)

@@ -28,7 +28,7 @@ import simpy
 
 from kafkasim import load_scenario
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, LogReadResult, PartitionData
 from kafkasim.broker.fetch_session import FetchResponse
@@ -45,6 +45,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.run import run_scenario
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
+from kafkasim.sim.clock import SimTime
 from tests.clients.support import ScriptedConnection
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,14 +209,6 @@ def test_cluster_scenarios_build_kafkas_requests(checked: Counter[str], name: st
 # --- scripted histories: a leader answering at random, so that every path of the fetcher is taken ---------
 
 
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
-
-
 class Sink(Observer):
     def request_finished(self, envelope: RequestEnvelope) -> None:
         envelope.response = None
@@ -315,7 +308,7 @@ def follower_history(seed: int) -> None:
     rng = random.Random(seed)
     env = simpy.Environment()
     universe = _universe(rng)
-    rm = ReplicaManager(1, BrokerConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
+    rm = ReplicaManager(1, KafkaConfig(), SimTime(env), alter_partition_manager=ControllerAlterPartitionManager())
     for tp in universe:
         rm.create_partition(tp, log_config=LogConfig(segment_bytes=rng.choice((350, 1 << 20)), retention_bytes=rng.choice((-1, 300, 300))))
         rm.make_follower(tp, leader=0, replicas=[0, 1], leader_epoch=rng.randrange(3), partition_epoch=0)

@@ -17,7 +17,7 @@ import pytest
 import simpy
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.fetch_session import FetchManager, FetchSessionCache
@@ -40,6 +40,7 @@ from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketS
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
 from kafkasim.sim.calls import Call
+from kafkasim.sim.clock import SimTime
 
 # Drives KafkaRequestHandler with stand-in planes and results (duck-typed fakes), which compiled code rejects by type.
 pytestmark = pytest.mark.pure_only
@@ -97,14 +98,6 @@ class ScriptedReplicaManager:
         return 0
 
 
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
-
-
 class Events(Observer):
     checks = True  # wants the check events too (request_handled, response_built)
 
@@ -134,7 +127,7 @@ class Plane:
         self.observer.env = self.env
         self.rm = ScriptedReplicaManager()
         self.replica_manager = ReplicaManager(
-            0, BrokerConfig(), SimTime(self.env), alter_partition_manager=ControllerAlterPartitionManager()
+            0, KafkaConfig(), SimTime(self.env), alter_partition_manager=ControllerAlterPartitionManager()
         )
         self.channel = RequestChannel(self.env, queue_size)
         self.server = SocketServer(
@@ -146,7 +139,7 @@ class Plane:
         )
         rm = self.replica_manager if real_replica_manager else self.rm
         fetch_manager = FetchManager(SimTime(self.env), FetchSessionCache.create(random.Random(0)))
-        self.apis = KafkaApis(rm, BrokerConfig(), self.channel, fetch_manager=fetch_manager, observer=self.observer)
+        self.apis = KafkaApis(rm, KafkaConfig(), self.channel, fetch_manager=fetch_manager, observer=self.observer)
         self.after = 0
         self.handlers = KafkaRequestHandlerPool(
             self.env,

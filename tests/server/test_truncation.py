@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import simpy
 
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
-from kafkasim.broker.config import BrokerConfig
+from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams
 from kafkasim.broker.fetch_session import FetchResponse
@@ -30,17 +30,10 @@ from kafkasim.server.replica_fetcher_thread import (
     ReplicaFetcherThread,
     offset_truncation_offset,
 )
+from kafkasim.sim.clock import SimTime
 from tests.clients.support import ScriptedConnection
 
 TP = TopicPartition("topic", 0)
-
-
-class SimTime:
-    def __init__(self, env: simpy.Environment) -> None:
-        self.env = env
-
-    def milliseconds(self) -> int:
-        return int(self.env.now)
 
 
 class Sink(Observer):
@@ -70,7 +63,7 @@ class Pair:
     ) -> None:
         self.env = simpy.Environment()
         time = SimTime(self.env)
-        self.leader = ReplicaManager(0, BrokerConfig(), time, alter_partition_manager=ControllerAlterPartitionManager())
+        self.leader = ReplicaManager(0, KafkaConfig(), time, alter_partition_manager=ControllerAlterPartitionManager())
         self.leader.create_partition(TP, log_start_offset=leader_log_start)
         log = self.leader.partitions[TP].log
         # The leader's batches of older epochs as replicated, then its own epoch from its LEO
@@ -86,7 +79,7 @@ class Pair:
             log.update_high_watermark(leader_hw)
         self.leader_log = log
 
-        self.follower = ReplicaManager(1, BrokerConfig(), time, alter_partition_manager=ControllerAlterPartitionManager())
+        self.follower = ReplicaManager(1, KafkaConfig(), time, alter_partition_manager=ControllerAlterPartitionManager())
         self.follower.create_partition(TP)
         self.follower.make_follower(TP, leader=0, replicas=[0, 1], leader_epoch=follower_epoch, partition_epoch=0)
         self.log = self.follower.partitions[TP].log

@@ -16,6 +16,7 @@ from kafkasim.timer import (
     TaskPlaced,
     TimerEvent,
     TimerTask,
+    TracedSystemTimer,
 )
 
 
@@ -45,7 +46,7 @@ def drain(timer: SystemTimer, time: ManualTime, until_ms: int | None = None) -> 
 def make(wheel_size: int = 20, start_ms: int = 0) -> tuple[SystemTimer, ManualTime, list[tuple[str, int]], list[TimerEvent]]:
     time = ManualTime(start_ms)
     events: list[TimerEvent] = []
-    return SystemTimer("test", 1, wheel_size, time=time, listener=events.append), time, [], events
+    return TracedSystemTimer("test", 1, wheel_size, time=time, listener=events.append), time, [], events
 
 
 # ---- Kafka's TimerTest (tick 1, wheel size 3) ----
