@@ -26,10 +26,11 @@ import pandas as pd
 
 from kafkasim.real.server_log import ControllerEvents, LeaderStart
 from kafkasim.run.failovers import acks_by_partition, failover_row
+from kafkasim.scenario.faults import Fault
 
 
 def real_failovers(starts: Sequence[LeaderStart], events: ControllerEvents, topic_names: Mapping[str, str],
-                   faults: Sequence[Any], records: pd.DataFrame, end_ms: float) -> list[dict[str, Any]]:
+                   faults: Sequence[Fault], records: pd.DataFrame, end_ms: float) -> list[dict[str, Any]]:
     """The leadership changes of a real run (see the module's docstring), in time order. ``topic_names`` maps
     the controller's topic ids to names; changes after ``end_ms`` (the cluster's own stop) are left out."""
     acks = acks_by_partition(records)

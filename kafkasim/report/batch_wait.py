@@ -27,13 +27,18 @@ broker until the controller fences it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from kafkasim.record.result import RunResult
 from kafkasim.report.latency_scale import short_ms
+
+if TYPE_CHECKING:
+    from kafkasim.scenario import Scenario
+    from kafkasim.scenario.clients import ProducerConfig
+    from kafkasim.scenario.faults import Fault
 
 # A wait shorter than this is the model's own costs, not worth a sentence.
 NOTICEABLE_MS = 1.0
@@ -55,17 +60,17 @@ def pick_batch(result: RunResult, batch_id: int) -> pd.Series:
     return rows.iloc[0]
 
 
-def _f(value: Any) -> float:
-    return float(value) if pd.notna(value) else float("nan")
+def _f(value: object) -> float:
+    return float(value) if isinstance(value, int | float | np.number) else float("nan")
 
 
-def _producer(scenario: Any, name: str) -> Any | None:
+def _producer(scenario: Scenario | None, name: str) -> ProducerConfig | None:
     if scenario is None:
         return None
     return next((p for p in scenario.producers if p.name == name), None)
 
 
-def explain_batch(result: RunResult, batch: pd.Series, scenario: Any | None) -> tuple[str, ...]:
+def explain_batch(result: RunResult, batch: pd.Series, scenario: Scenario | None) -> tuple[str, ...]:
     """Sentences: where the batch's time went before its first request was sent (see the module)."""
     producer = str(batch["producer"])
     config = _producer(scenario, producer)
@@ -95,9 +100,10 @@ def explain_batch(result: RunResult, batch: pd.Series, scenario: Any | None) -> 
     return tuple(lines)
 
 
-def _why_not_created(result: RunResult, batch: pd.Series, config: Any, scenario: Any, created: float) -> str:
+def _why_not_created(result: RunResult, batch: pd.Series, config: ProducerConfig | None, scenario: Scenario | None,
+                     created: float) -> str:
     producer = str(batch["producer"])
-    for fault in getattr(scenario, "faults", ()) or ():
+    for fault in scenario.faults if scenario is not None else []:
         end = fault.end if fault.end is not None else float("inf")
         if fault.type == "pause" and fault.target == producer and fault.at <= created <= end + NOTICEABLE_MS:
             return f"The producer was paused by the scenario's fault ({short_ms(float(fault.at))} ms on)."
@@ -140,7 +146,8 @@ def _buffer_held(records: pd.DataFrame, producer: str, batch_size: float, at_ms:
     return held, since
 
 
-def _connections_at(result: RunResult, producer: str, at_ms: float, config: Any, scenario: Any) -> str:
+def _connections_at(result: RunResult, producer: str, at_ms: float, config: ProducerConfig,
+                    scenario: Scenario | None) -> str:
     """What held ``producer``'s connections at ``at_ms``: its requests in flight per broker, grouped by what
     held the oldest of each."""
     requests = result.requests
@@ -181,9 +188,10 @@ def _connections_at(result: RunResult, producer: str, at_ms: float, config: Any,
     return " ".join(parts)
 
 
-def _fence_note(result: RunResult, scenario: Any) -> str:
+def _fence_note(result: RunResult, scenario: Scenario | None) -> str:
     fenced = [f for f in result.summary.get("failovers", []) if f.get("fenced_ms")]
-    stopped = ", ".join(f"{f.type} of {f.target} at {short_ms(float(f.at))} ms" for f in scenario.faults
+    faults = scenario.faults if scenario is not None else []
+    stopped = ", ".join(f"{f.type} of {f.target} at {short_ms(float(f.at))} ms" for f in faults
                         if f.type in ("crash", "pause"))
     when = f", fenced at {short_ms(float(fenced[0]['fenced_ms']))} ms" if fenced else ""
     return f" ({stopped}{when})."
@@ -193,8 +201,8 @@ def _mib(n: float) -> str:
     return f"{n / 1_048_576:.1f} MiB"
 
 
-def _why_not_sent(result: RunResult, batch: pd.Series, config: Any, scenario: Any, created: float, sent: float,
-                  first: pd.DataFrame) -> str:
+def _why_not_sent(result: RunResult, batch: pd.Series, config: ProducerConfig | None, scenario: Scenario | None,
+                  created: float, sent: float, first: pd.DataFrame) -> str:
     if not len(first):
         return "No request of the run carried it."
     broker = int(first["broker"].iloc[0])
@@ -236,13 +244,13 @@ def _what_held(r: pd.Series, held_by: str, *, named: bool = True) -> str:
     return f"{rid}took {short_ms(_f(r['client_receive_ms']) - _f(r['client_send_ms']))} ms."
 
 
-def _held_partitions(result: RunResult, scenario: Any, broker: int) -> str:
+def _held_partitions(result: RunResult, scenario: Scenario | None, broker: int) -> str:
     """', for partitions of broker-N with a replica on broker-M, which a fault stopped (...)' or ''."""
     if scenario is None or not getattr(scenario, "faults", None):
         return ""
     from kafkasim.run.cluster_layout import cluster_layout
 
-    stopped: dict[int, Any] = {}
+    stopped: dict[int, Fault] = {}
     for fault in scenario.faults:
         kind, _, number = str(fault.target).partition("-")
         if fault.type in ("crash", "pause") and kind in ("broker", "follower") and number.isdigit():
