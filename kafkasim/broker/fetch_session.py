@@ -16,8 +16,8 @@ Worked example (a caught-up follower of 3 partitions, HW 50 everywhere)::
     incr    (7, 2)   [p1@51]                 -> p1's fetch offset moved; the leader's HW rose to 51 on p1
                                                 -> response: p1 (hw 51)
 
-Kafka's classes, in snake_case: ``FetchMetadata`` (``requests/FetchMetadata.java``), ``CachedPartition``,
-``FetchSession``, the contexts (``SessionErrorContext``, ``SessionlessFetchContext``, ``FullFetchContext``,
+Kafka's classes, in snake_case (``FetchMetadata``, Kafka's ``requests/FetchMetadata.java``, is in
+``fetch_metadata``): ``CachedPartition``, ``FetchSession``, the contexts (``SessionErrorContext``, ``SessionlessFetchContext``, ``FullFetchContext``,
 ``IncrementalFetchContext``), ``FetchSessionCacheShard``, ``FetchSessionCache`` and ``FetchManager``.
 Partition data are kafkasim's own shapes: requests carry ``kafkasim.broker.fetch.PartitionData``, responses
 are ``(TopicPartition, LogReadResult)`` pairs, exactly what ``ReplicaManager.fetch_messages`` takes and
@@ -33,28 +33,28 @@ lazy name resolution of ``CachedPartition.maybeResolveUnknownName`` never arise)
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult, PartitionData
+from kafkasim.broker.fetch_metadata import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INT_MAX,
+    INVALID_SESSION_ID,
+    FetchMetadata,
+    next_epoch,
+)
+from kafkasim.broker.fetch_metadata import INITIAL_METADATA as INITIAL_METADATA  # re-exported for the clients
+from kafkasim.broker.fetch_metadata import LEGACY_METADATA as LEGACY_METADATA  # re-exported
+from kafkasim.broker.fetch_metadata import new_incremental as new_incremental  # re-exported
 from kafkasim.broker.records import TopicPartition
-from kafkasim.broker.replica import FetchClock, Replica
-from kafkasim.purgatory import KeyGroup
+from kafkasim.broker.session_reads.session_state import SessionReads
 from kafkasim.timer import Time
 
 if TYPE_CHECKING:
-    from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
-
-INT_MAX: Final = 2**31 - 1
-
-# FetchMetadata's constants.
-INVALID_SESSION_ID: Final = 0
-"""The session id of a client with no session."""
-INITIAL_EPOCH: Final = 0
-"""In a request: create (or re-create) a session."""
-FINAL_EPOCH: Final = -1
-"""In a request: close any existing session and do not create a new one."""
+    from kafkasim.broker.replica import Replica
 
 NUM_FETCH_SESSION_CACHE_SHARDS: Final = 8
 """``KafkaBroker.NumFetchSessionCacheShards``."""
@@ -62,54 +62,6 @@ MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: Final = 1000
 """Default of ``max.incremental.fetch.session.cache.slots`` (``ServerConfigs``)."""
 MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: Final = 120_000
 """``KafkaServer.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS``: how long a session must be unused to be stale."""
-
-
-def next_epoch(prev_epoch: int) -> int:
-    """``FetchMetadata.nextEpoch``: after FINAL_EPOCH comes FINAL_EPOCH; after INT_MAX, 1 (never 0, which
-    means "create a session")."""
-    if prev_epoch < 0:
-        return FINAL_EPOCH
-    if prev_epoch == INT_MAX:
-        return 1
-    return prev_epoch + 1
-
-
-class FetchMetadata(NamedTuple):
-    """A fetch request's session fields (Kafka's ``FetchMetadata``): ``(0, 0)`` full, create a session;
-    ``(id, 0)`` full, close ``id`` and create a new one; ``(id, -1)`` full, close ``id``, sessionless;
-    ``(id, e >= 1)`` incremental."""
-
-    session_id: int
-    epoch: int
-
-    @property
-    def is_full(self) -> bool:
-        return self.epoch == INITIAL_EPOCH or self.epoch == FINAL_EPOCH
-
-    def next_close_existing(self) -> FetchMetadata:
-        return FetchMetadata(self.session_id, FINAL_EPOCH)
-
-    def next_close_existing_attempt_new(self) -> FetchMetadata:
-        return FetchMetadata(self.session_id, INITIAL_EPOCH)
-
-    def next_incremental(self) -> FetchMetadata:
-        return FetchMetadata(self.session_id, next_epoch(self.epoch))
-
-    def __str__(self) -> str:
-        session = "INVALID" if self.session_id == INVALID_SESSION_ID else str(self.session_id)
-        epoch = {INITIAL_EPOCH: "INITIAL", FINAL_EPOCH: "FINAL"}.get(self.epoch, str(self.epoch))
-        return f"(sessionId={session}, epoch={epoch})"
-
-
-INITIAL_METADATA: Final = FetchMetadata(INVALID_SESSION_ID, INITIAL_EPOCH)
-"""``FetchMetadata.INITIAL``: what a new ``FetchSessionHandler`` sends first."""
-LEGACY_METADATA: Final = FetchMetadata(INVALID_SESSION_ID, FINAL_EPOCH)
-"""``FetchMetadata.LEGACY``: a request that wants no session at all (sessionless)."""
-
-
-def new_incremental(session_id: int) -> FetchMetadata:
-    """``FetchMetadata.newIncremental``: the first incremental request of a new session (epoch 1)."""
-    return FetchMetadata(session_id, next_epoch(INITIAL_EPOCH))
 
 
 class CachedPartition:
@@ -133,7 +85,7 @@ class CachedPartition:
         self.high_watermark = high_watermark
         self.local_log_start_offset = local_log_start_offset
         # The simulator's own bookkeeping (not Kafka's), for reads of the changed partitions only
-        # (``ReplicaManager.fetch_session_messages``): the place in the session's order (grows as partitions
+        # (``kafkasim.broker.session_reads``): the place in the session's order (grows as partitions
         # join or move to the end), the last read if it found nothing past the end (the partition is then
         # "quiet" until it changes), and the follower replica riding the session's clock for it.
         self.pos = 0
@@ -194,15 +146,7 @@ class FetchSession:
         "last_used_ms",
         "epoch",
         "cached_size",
-        "next_pos",
-        "clock",
-        "read_at",
-        "read_key",
-        "eager",
-        "pending",
-        "parked",
-        "key_group",
-        "release_group",
+        "reads",
     )
 
     def __init__(
@@ -221,54 +165,20 @@ class FetchSession:
         self.last_used_ms = last_used_ms
         self.epoch = epoch
         self.cached_size = -1
-        # Reads of the changed partitions only (ReplicaManager.fetch_session_messages), not Kafka's: the
-        # next order stamp; the clock quiet followers' replicas ride; the PartitionChanges sequence of the
-        # last read (-1: none yet, the next read walks every partition) and that read's (replica id, broker
-        # epoch, isolation); the partitions to read at the next fetch whatever changed; the partitions the
-        # last read read, until its response is built; the DelayedFetch parked on the session; and the
-        # group of operation keys it watches (with the purgatory's release callback).
-        self.next_pos = 0
-        for cached in partition_map.values():
-            cached.pos = self.next_pos
-            self.next_pos += 1
-        self.clock = FetchClock()
-        self.read_at = -1
-        self.read_key: tuple[int, int, object] | None = None
-        self.eager: set[TopicPartition] = set()
-        self.pending: list[CachedPartition] = []
-        self.parked: SessionDelayedFetch | None = None
-        self.key_group: KeyGroup | tuple[Hashable, ...] | None = None
-        self.release_group: Callable[[KeyGroup], None] | None = None
+        # The lazy reads' state (kafkasim.broker.session_reads), not Kafka's.
+        self.reads = SessionReads(partition_map.values())
 
     def move_to_end(self, cached: CachedPartition) -> None:
         """Move a partition to the end of the session's order (it returned records)."""
-        self.before_change()
+        self.reads.before_change()
         partition_map = self.partition_map
         del partition_map[cached.tp]
         partition_map[cached.tp] = cached
-        cached.pos = self.next_pos
-        self.next_pos += 1
-
-    def before_change(self) -> None:
-        """The session's partitions, their order or their request data are about to change: a fetch parked
-        on the session takes its own copy of what it needs first."""
-        parked = self.parked
-        if parked is not None:
-            self.parked = None
-            parked.detach_from_session()
-
-    def drop_key_group(self) -> None:
-        """The partitions changed: the next parked fetch watches a new group; the purgatory may forget this
-        one once nothing watches it."""
-        group = self.key_group
-        if group is not None:
-            self.key_group = None
-            if self.release_group is not None and isinstance(group, KeyGroup):
-                self.release_group(group)
+        self.reads.stamp(cached)
 
     def close(self) -> None:
         """The session left the cache: nothing will fetch through it again."""
-        self.drop_key_group()
+        self.reads.drop_key_group()
 
     @property
     def size(self) -> int:
@@ -306,28 +216,25 @@ class FetchSession:
         removed: list[TopicPartition] = []
         if not fetch_data and not to_forget:
             return added, updated, removed
-        self.before_change()
+        reads = self.reads
+        reads.before_change()
         partition_map = self.partition_map
         for tp, req_data in fetch_data:
             cached = partition_map.get(tp)
             if cached is None:
                 cached = partition_map[tp] = CachedPartition(tp, req_data)
-                cached.pos = self.next_pos
-                self.next_pos += 1
+                reads.stamp(cached)
                 added.append(tp)
             else:
                 cached.update_request_params(req_data)
                 updated.append(tp)
-        clock = self.clock
         for tp in to_forget:
             cached = partition_map.pop(tp, None)
             if cached is not None:
                 removed.append(tp)
-                rider = cached.rider
-                if rider is not None and rider.riding is clock:
-                    rider.unride()  # no longer fetched through this session
+                reads.forget(cached)
         if added or removed:
-            self.drop_key_group()
+            reads.drop_key_group()
         return added, updated, removed
 
     def __repr__(self) -> str:
@@ -521,15 +428,7 @@ class IncrementalFetchContext(FetchContext):
                 selected.append((tp, resp))
                 if resp.info.size_in_bytes > 0:
                     session.move_to_end(cached)
-        # ReplicaManager.fetch_session_messages: the partitions its read found quiet need no read next
-        # time unless they change (the others stay in ``eager``).
-        pending = session.pending
-        if pending:
-            session.pending = []
-            eager = session.eager
-            for cached in pending:
-                if cached.last_read is not None:
-                    eager.discard(cached.tp)
+        session.reads.response_built()  # the lazy reads' bookkeeping (SessionReader)
         return FetchResponse(Errors.NONE, session.id, selected)
 
 

@@ -688,8 +688,9 @@ class Partition:
         self._submit_alter_partition(proposed)
 
     def _isr_changed(self) -> None:
-        # Recorded like a leadership change: a fetch session that let this partition's follower ride its
-        # clock (Replica.ride) must read it again, so Partition.maybeExpandIsr runs on its next fetch.
+        # Recorded like a leadership change: a fetch session whose clock this partition's follower takes its
+        # times from (Replica.clock, kafkasim.broker.session_reads) must read it again, so
+        # Partition.maybeExpandIsr runs on its next fetch.
         if self._on_change is not None:
             self._on_change()
 
