@@ -20,11 +20,13 @@ Plain Python driven by a ``kafkasim.timer.Time``; no SimPy here (Kafka's ``Delay
 ``delayed_produce``         ``DelayedProduce`` (acks=all waiting for the HW)
 ``delayed_fetch``           ``DelayedFetch`` (cases A-H, 3.8+ segment-roll rule)
 ``fetch_metadata``          ``FetchMetadata``: a fetch request's session fields (KIP-227)
-``fetch_session``           ``FetchManager``, ``FetchSessionCache``: incremental fetch sessions (KIP-227)
+``fetch_session``           ``FetchManager``, the ``FetchContext``s: incremental fetch sessions (KIP-227)
+``fetch_session_cache``     ``FetchSessionCache`` and what it caches (``FetchSession``, ``CachedPartition``)
 ``session_reads``           not Kafka's: the lazy reads of a session's changed partitions
                             (``SessionReader``, ``SessionDelayedFetch``, ``PartitionChanges``)
 ``action_queue``            ``ActionQueue`` (post-append purgatory checks, end of request)
 ``replica_manager``         ``ReplicaManager``: produce and fetch paths, partitions, purgatories
+``applied_delta``           ``AppliedDelta``, ``FollowerFetchStart``: what ``apply_delta`` did
 ``metrics``                 ``BrokerMetrics``: ISR expands/shrinks, expirations by purgatory/fetcher
 ==========================  =========================================================================
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.action_queue import ActionQueue
 from kafkasim.broker.alter_partition import AlterPartitionManager
+from kafkasim.broker.applied_delta import AppliedDelta, FollowerFetchStart, initial_fetch_offset
 from kafkasim.broker.config import BrokerConfig, LogConfig
 from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
@@ -47,43 +48,7 @@ if TYPE_CHECKING:
 
 VALID_ACKS: Final = (-1, 0, 1)
 
-
-class FollowerFetchStart(NamedTuple):
-    """Where a follower starts fetching a partition (Kafka's ``InitialFetchState``): from broker ``leader``
-    with ``leader_epoch`` as its current leader epoch, at ``init_offset``
-    (``ReplicaManager.initialFetchOffset``)."""
-
-    leader: int
-    leader_epoch: int
-    init_offset: int
-
-
-class AppliedDelta:
-    """What ``ReplicaManager.apply_delta`` did, for the broker's fetcher manager: the partitions whose
-    fetchers stop (``removeFetcherForPartitions``), in the order Kafka removes them, and those that start
-    fetching from a (new) leader (``addFetcherForPartitions``); plus the partitions that became leader,
-    became (or stayed) follower, and were stopped."""
-
-    __slots__ = ("fetchers_to_remove", "fetchers_to_add", "leaders", "followers", "stopped")
-
-    def __init__(self) -> None:
-        self.fetchers_to_remove: list[TopicPartition] = []
-        self.fetchers_to_add: dict[TopicPartition, FollowerFetchStart] = {}
-        self.leaders: list[TopicPartition] = []
-        self.followers: list[TopicPartition] = []
-        self.stopped: list[TopicPartition] = []
-
-    def __repr__(self) -> str:
-        return (
-            f"AppliedDelta(leaders={self.leaders}, followers={self.followers}, stopped={self.stopped}, "
-            f"remove={self.fetchers_to_remove}, add={self.fetchers_to_add})"
-        )
-
-
-def initial_fetch_offset(log: Log) -> int:
-    """Kafka's ``ReplicaManager.initialFetchOffset``: a log with leader epochs starts fetching at its LEO
-    (divergence is then found by the leader from the last fetched epoch, KIP-595); one without at its HW."""
-    return log.log_end_offset if log.latest_epoch >= 0 else log.high_watermark
+__all__ = ["VALID_ACKS", "AppliedDelta", "FollowerFetchStart", "ReplicaManager", "initial_fetch_offset"]
 
 
 class ReplicaManager:

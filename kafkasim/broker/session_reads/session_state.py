@@ -11,7 +11,7 @@ from kafkasim.broker.session_reads.fetch_clock import FetchClock
 from kafkasim.purgatory import KeyGroup
 
 if TYPE_CHECKING:
-    from kafkasim.broker.fetch_session import CachedPartition
+    from kafkasim.broker.fetch_session_cache import CachedPartition
 
 
 class ParkedOnSession(Protocol):
