@@ -8,19 +8,11 @@ This file is never run or imported.
 # ruff: noqa
 # fmt: off
 
-# --- broker/ (owned by the fast-path refactor of issue 24: review these at its merge) -------------------------
+# --- broker/ --------------------------------------------------------------------------------------------------
 _.INVALID_FETCH_SIZE  # broker/errors.py: Kafka's Errors table, kept whole (error codes the simulator never raises)
 _.BROKER_NOT_AVAILABLE  # broker/errors.py: idem
 _.INVALID_TOPIC_EXCEPTION  # broker/errors.py: idem
 _.is_from_consumer  # broker/fetch.py: FetchParams.isFromConsumer, Kafka's API beside isFromFollower
-_.unknown_log_append_info  # broker/log.py: LogAppendInfo.UNKNOWN_LOG_APPEND_INFO (candidate for deletion)
-_.translate_offset  # broker/log_segment.py: LogSegment.translateOffset (candidate for deletion)
-_.position_of  # broker/log_segment.py: idem
-_.has_leader  # broker/metadata.py: candidate for deletion
-_.check_and_complete_fetch  # broker/partition.py: Partition's purgatory hooks (candidate for deletion)
-_.check_and_complete_produce  # broker/partition.py: idem
-_.is_at_min_isr  # broker/partition.py: Partition.isAtMinIsr (candidate for deletion)
-_.is_under_replicated  # broker/partition.py: Partition.isUnderReplicated (candidate for deletion)
 
 # --- real/ ----------------------------------------------------------------------------------------------------
 _.tb  # real/processes.py: Processes.__exit__'s third parameter, required by the context-manager protocol

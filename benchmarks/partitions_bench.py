@@ -120,7 +120,7 @@ def table(partition_counts: list[int], duration: str) -> list[dict[str, Any]]:
 ENTRY_POINTS = (
     ("broker: fetch (KafkaApis.handleFetch -> ReplicaManager.fetchMessages)", "server/kafka_apis.py", "handle_fetch"),
     ("  readFromLog, every partition of a full or sessionless fetch", "broker/replica_manager.py", "read_from_log"),
-    ("  incremental session fetch: read the changed partitions", "broker/replica_manager.py",
+    ("  incremental session fetch: read the changed partitions", "broker/session_reads/session_reader.py",
      "fetch_session_messages"),
     ("    the follower's fetch state, per partition read", "broker/partition.py", "update_follower_fetch_state"),
     ("  tryCompleteElseWatch: park, watch every key", "purgatory/delayed_operation_purgatory.py",
@@ -128,7 +128,8 @@ ENTRY_POINTS = (
     ("    watch key by key (small sessions and full fetches)", "purgatory/delayed_operation_purgatory.py", "_watch"),
     ("broker: purgatory checks (checkAndComplete)", "purgatory/delayed_operation_purgatory.py", "check_and_complete"),
     ("  DelayedFetch.onComplete (re-read)", "broker/delayed_fetch.py", "on_complete"),
-    ("  SessionDelayedFetch.onComplete (re-read of the changed)", "broker/session_delayed_fetch.py", "on_complete"),
+    ("  SessionDelayedFetch.onComplete (re-read of the changed)", "broker/session_reads/session_delayed_fetch.py",
+     "on_complete"),
     ("broker: produce (appendRecords)", "broker/replica_manager.py", "append_records"),
     ("follower: build a fetch request", "server/replica_fetcher_thread.py", "_maybe_fetch"),
     ("follower: process a fetch response", "server/replica_fetcher_thread.py", "_process"),

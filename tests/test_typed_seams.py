@@ -438,7 +438,6 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         '_Builder.build->',
     ),
     *_each('server/kafka_apis.py', OWNED,
-        'KafkaApis.__init__(replica_manager)',
         'KafkaApis._produce_response(statuses)',
     ),
     *_each('sim/calls.py', SIMPY_CALLBACK,

@@ -19,12 +19,14 @@ Plain Python driven by a ``kafkasim.timer.Time``; no SimPy here (Kafka's ``Delay
                             ``LogReadResult``, ``PartitionResponse``, ...
 ``delayed_produce``         ``DelayedProduce`` (acks=all waiting for the HW)
 ``delayed_fetch``           ``DelayedFetch`` (cases A-H, 3.8+ segment-roll rule)
-``fetch_session``           ``FetchManager``, ``FetchSessionCache``: incremental fetch sessions (KIP-227)
-``session_delayed_fetch``   ``SessionDelayedFetch``: a session's DelayedFetch holding the partitions
-                            that changed (``ReplicaManager.fetch_session_messages``)
-``partition_changes``       ``PartitionChanges``: which partitions changed, in order (not Kafka's)
+``fetch_metadata``          ``FetchMetadata``: a fetch request's session fields (KIP-227)
+``fetch_session``           ``FetchManager``, the ``FetchContext``s: incremental fetch sessions (KIP-227)
+``fetch_session_cache``     ``FetchSessionCache`` and what it caches (``FetchSession``, ``CachedPartition``)
+``session_reads``           not Kafka's: the lazy reads of a session's changed partitions
+                            (``SessionReader``, ``SessionDelayedFetch``, ``PartitionChanges``)
 ``action_queue``            ``ActionQueue`` (post-append purgatory checks, end of request)
 ``replica_manager``         ``ReplicaManager``: produce and fetch paths, partitions, purgatories
+``applied_delta``           ``AppliedDelta``, ``FollowerFetchStart``: what ``apply_delta`` did
 ``metrics``                 ``BrokerMetrics``: ISR expands/shrinks, expirations by purgatory/fetcher
 ==========================  =========================================================================
 
@@ -59,7 +61,7 @@ Per request (what ``KafkaApis.handle`` does), on a request-handler thread:
   ``partial_batch`` (a trailing batch cut by the byte limit, or None), ``size_in_bytes`` (bytes sent,
   partial included) and ``diverging_epoch``.
 * An incremental session fetch (``FetchManager.new_context`` gave an ``IncrementalFetchContext``):
-  ``rm.fetch_session_messages(params, context, callback)`` -- Kafka reads every partition of the
+  ``SessionReader(rm).fetch_session_messages(params, context, callback)`` -- Kafka reads every partition of the
   session; this reads the ones that changed since the session's previous read and gives the same answers.
 * Then always ``rm.try_complete_actions()`` (the ``finally`` of ``KafkaApis.handle``): the deferred
   post-append purgatory checks, which typically complete parked follower fetches.

@@ -49,7 +49,7 @@ class DelayedFetch(DelayedOperation):
     and an unchanged partition cannot be it: its last verdict was "not complete"). The first check, and any
     check whose last one is older than what ``PartitionChanges`` keeps, walks them all, as Kafka does. The
     answer is Kafka's as long as every change of a partition's state is recorded when it happens (see
-    ``kafkasim.broker.partition_changes``); tests/broker/test_delayed_fetch_incremental.py compares the two
+    ``kafkasim.broker.session_reads.partition_changes``); tests/broker/test_delayed_fetch_incremental.py compares the two
     on random histories.
     """
 
@@ -271,11 +271,18 @@ class DelayedFetch(DelayedOperation):
         what was appended while parked and the offsets current now; a follower's fetch state is not updated a
         second time."""
         fetch_infos = [(tp, status.fetch_info) for tp, status in self.fetch_partition_status]
+        # The read that parked this fetch answers again for a partition that found nothing past the end then
+        # and has not changed since (ReplicaManager.read_from_log's priors), unless PartitionChanges no longer
+        # reaches back to it.
         previous = self._read_results
         self._read_results = None
-        results = self.replica_manager.read_from_log(
-            self.params, fetch_infos, read_from_purgatory=True, previous=previous, previous_at=self._read_at
-        )
+        changed = self._changes.since(self._read_at) if previous is not None else None
+        if previous is not None and changed is not None:
+            results = self.replica_manager.read_from_log(
+                self.params, fetch_infos, True, priors=[prior for _, prior in previous], changed=frozenset(changed)
+            )
+        else:
+            results = self.replica_manager.read_from_log(self.params, fetch_infos, True)
         # A completed fetch stays in the watch lists of its other partitions until they are checked or purged
         # (up to fetch.purgatory.purge.interval.requests of them): it keeps nothing per partition meanwhile.
         self.fetch_partition_status = ()

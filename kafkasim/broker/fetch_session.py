@@ -16,8 +16,9 @@ Worked example (a caught-up follower of 3 partitions, HW 50 everywhere)::
     incr    (7, 2)   [p1@51]                 -> p1's fetch offset moved; the leader's HW rose to 51 on p1
                                                 -> response: p1 (hw 51)
 
-Kafka's classes, in snake_case: ``FetchMetadata`` (``requests/FetchMetadata.java``), ``CachedPartition``,
-``FetchSession``, the contexts (``SessionErrorContext``, ``SessionlessFetchContext``, ``FullFetchContext``,
+Kafka's classes, in snake_case (``FetchMetadata``, Kafka's ``requests/FetchMetadata.java``, is in
+``fetch_metadata``; ``CachedPartition``, ``FetchSession``, ``FetchSessionCacheShard`` and ``FetchSessionCache``
+in ``fetch_session_cache``, re-exported here): ``CachedPartition``, ``FetchSession``, the contexts (``SessionErrorContext``, ``SessionlessFetchContext``, ``FullFetchContext``,
 ``IncrementalFetchContext``), ``FetchSessionCacheShard``, ``FetchSessionCache`` and ``FetchManager``.
 Partition data are kafkasim's own shapes: requests carry ``kafkasim.broker.fetch.PartitionData``, responses
 are ``(TopicPartition, LogReadResult)`` pairs, exactly what ``ReplicaManager.fetch_messages`` takes and
@@ -32,310 +33,59 @@ lazy name resolution of ``CachedPartition.maybeResolveUnknownName`` never arise)
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from collections.abc import Sequence
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import LogReadResult, PartitionData
+from kafkasim.broker.fetch_metadata import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INITIAL_METADATA,
+    INT_MAX,
+    INVALID_SESSION_ID,
+    LEGACY_METADATA,
+    FetchMetadata,
+    new_incremental,
+    next_epoch,
+)
+from kafkasim.broker.fetch_session_cache import (
+    MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
+    MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS,
+    NUM_FETCH_SESSION_CACHE_SHARDS,
+    CachedPartition,
+    FetchSession,
+    FetchSessionCache,
+    FetchSessionCacheShard,
+)
 from kafkasim.broker.records import TopicPartition
-from kafkasim.broker.replica import FetchClock, Replica
-from kafkasim.purgatory import KeyGroup
 from kafkasim.timer import Time
 
-if TYPE_CHECKING:
-    from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
-
-INT_MAX: Final = 2**31 - 1
-
-# FetchMetadata's constants.
-INVALID_SESSION_ID: Final = 0
-"""The session id of a client with no session."""
-INITIAL_EPOCH: Final = 0
-"""In a request: create (or re-create) a session."""
-FINAL_EPOCH: Final = -1
-"""In a request: close any existing session and do not create a new one."""
-
-NUM_FETCH_SESSION_CACHE_SHARDS: Final = 8
-"""``KafkaBroker.NumFetchSessionCacheShards``."""
-MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: Final = 1000
-"""Default of ``max.incremental.fetch.session.cache.slots`` (``ServerConfigs``)."""
-MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS: Final = 120_000
-"""``KafkaServer.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS``: how long a session must be unused to be stale."""
-
-
-def next_epoch(prev_epoch: int) -> int:
-    """``FetchMetadata.nextEpoch``: after FINAL_EPOCH comes FINAL_EPOCH; after INT_MAX, 1 (never 0, which
-    means "create a session")."""
-    if prev_epoch < 0:
-        return FINAL_EPOCH
-    if prev_epoch == INT_MAX:
-        return 1
-    return prev_epoch + 1
-
-
-class FetchMetadata(NamedTuple):
-    """A fetch request's session fields (Kafka's ``FetchMetadata``): ``(0, 0)`` full, create a session;
-    ``(id, 0)`` full, close ``id`` and create a new one; ``(id, -1)`` full, close ``id``, sessionless;
-    ``(id, e >= 1)`` incremental."""
-
-    session_id: int
-    epoch: int
-
-    @property
-    def is_full(self) -> bool:
-        return self.epoch == INITIAL_EPOCH or self.epoch == FINAL_EPOCH
-
-    def next_close_existing(self) -> FetchMetadata:
-        return FetchMetadata(self.session_id, FINAL_EPOCH)
-
-    def next_close_existing_attempt_new(self) -> FetchMetadata:
-        return FetchMetadata(self.session_id, INITIAL_EPOCH)
-
-    def next_incremental(self) -> FetchMetadata:
-        return FetchMetadata(self.session_id, next_epoch(self.epoch))
-
-    def __str__(self) -> str:
-        session = "INVALID" if self.session_id == INVALID_SESSION_ID else str(self.session_id)
-        epoch = {INITIAL_EPOCH: "INITIAL", FINAL_EPOCH: "FINAL"}.get(self.epoch, str(self.epoch))
-        return f"(sessionId={session}, epoch={epoch})"
-
-
-INITIAL_METADATA: Final = FetchMetadata(INVALID_SESSION_ID, INITIAL_EPOCH)
-"""``FetchMetadata.INITIAL``: what a new ``FetchSessionHandler`` sends first."""
-LEGACY_METADATA: Final = FetchMetadata(INVALID_SESSION_ID, FINAL_EPOCH)
-"""``FetchMetadata.LEGACY``: a request that wants no session at all (sessionless)."""
-
-
-def new_incremental(session_id: int) -> FetchMetadata:
-    """``FetchMetadata.newIncremental``: the first incremental request of a new session (epoch 1)."""
-    return FetchMetadata(session_id, next_epoch(INITIAL_EPOCH))
-
-
-class CachedPartition:
-    """One partition of a session (Kafka's ``CachedPartition``): the request data last received for it and
-    the HW and log start offset last *sent* for it, against which the next response is compared.
-
-    Kafka keeps the request fields one by one; the frozen ``PartitionData`` holds the same fields.
-    """
-
-    __slots__ = ("tp", "req_data", "high_watermark", "local_log_start_offset", "pos", "last_read", "rider")
-
-    def __init__(
-        self,
-        tp: TopicPartition,
-        req_data: PartitionData,
-        high_watermark: int = -1,
-        local_log_start_offset: int = -1,
-    ) -> None:
-        self.tp = tp
-        self.req_data = req_data
-        self.high_watermark = high_watermark
-        self.local_log_start_offset = local_log_start_offset
-        # The simulator's own bookkeeping (not Kafka's), for reads of the changed partitions only
-        # (``ReplicaManager.fetch_session_messages``): the place in the session's order (grows as partitions
-        # join or move to the end), the last read if it found nothing past the end (the partition is then
-        # "quiet" until it changes), and the follower replica riding the session's clock for it.
-        self.pos = 0
-        self.last_read: LogReadResult | None = None
-        self.rider: Replica | None = None
-
-    @property
-    def fetch_offset(self) -> int:
-        return self.req_data.fetch_offset
-
-    def update_request_params(self, req_data: PartitionData) -> None:
-        self.req_data = req_data
-        self.last_read = None
-
-    def maybe_update_response_data(self, resp: LogReadResult, update_response_data: bool) -> bool:
-        """``CachedPartition.maybeUpdateResponseData``: must this partition be in the response? Yes iff it has
-        records, its HW or log start offset changed since last sent, it has an error (then the cached HW
-        becomes -1, so the partition is sent again once the error clears) or a diverging epoch. The last
-        stable offset and the log end offset alone do not count. With ``update_response_data`` the cached
-        HW and log start offset take the response's values."""
-        must_respond = False
-        if resp.info.size_in_bytes > 0:
-            must_respond = True
-        if self.high_watermark != resp.high_watermark:
-            must_respond = True
-            if update_response_data:
-                self.high_watermark = resp.high_watermark
-        if self.local_log_start_offset != resp.log_start_offset:
-            must_respond = True
-            if update_response_data:
-                self.local_log_start_offset = resp.log_start_offset
-        if resp.error != Errors.NONE:
-            if update_response_data:
-                self.high_watermark = -1
-            must_respond = True
-        if resp.diverging_epoch is not None:
-            must_respond = True
-        return must_respond
-
-    def __repr__(self) -> str:
-        return (
-            f"CachedPartition({self.tp}, fetchOffset={self.req_data.fetch_offset}, "
-            f"highWatermark={self.high_watermark}, localLogStartOffset={self.local_log_start_offset})"
-        )
-
-
-class FetchSession:
-    """One session (Kafka's ``FetchSession``). ``partition_map`` keeps the session's partition order: the
-    order the broker reads them in, new partitions at the end, partitions that just returned records moved
-    to the end (``IncrementalFetchContext``). ``cached_size`` is the size the cache last saw (-1: not in a
-    cache)."""
-
-    __slots__ = (
-        "id",
-        "privileged",
-        "partition_map",
-        "creation_ms",
-        "last_used_ms",
-        "epoch",
-        "cached_size",
-        "next_pos",
-        "clock",
-        "read_at",
-        "read_key",
-        "eager",
-        "pending",
-        "parked",
-        "key_group",
-        "release_group",
-    )
-
-    def __init__(
-        self,
-        session_id: int,
-        privileged: bool,
-        partition_map: dict[TopicPartition, CachedPartition],
-        creation_ms: int,
-        last_used_ms: int,
-        epoch: int,
-    ) -> None:
-        self.id = session_id
-        self.privileged = privileged
-        self.partition_map = partition_map
-        self.creation_ms = creation_ms
-        self.last_used_ms = last_used_ms
-        self.epoch = epoch
-        self.cached_size = -1
-        # Reads of the changed partitions only (ReplicaManager.fetch_session_messages), not Kafka's: the
-        # next order stamp; the clock quiet followers' replicas ride; the PartitionChanges sequence of the
-        # last read (-1: none yet, the next read walks every partition) and that read's (replica id, broker
-        # epoch, isolation); the partitions to read at the next fetch whatever changed; the partitions the
-        # last read read, until its response is built; the DelayedFetch parked on the session; and the
-        # group of operation keys it watches (with the purgatory's release callback).
-        self.next_pos = 0
-        for cached in partition_map.values():
-            cached.pos = self.next_pos
-            self.next_pos += 1
-        self.clock = FetchClock()
-        self.read_at = -1
-        self.read_key: tuple[int, int, object] | None = None
-        self.eager: set[TopicPartition] = set()
-        self.pending: list[CachedPartition] = []
-        self.parked: SessionDelayedFetch | None = None
-        self.key_group: KeyGroup | tuple[Hashable, ...] | None = None
-        self.release_group: Callable[[KeyGroup], None] | None = None
-
-    def move_to_end(self, cached: CachedPartition) -> None:
-        """Move a partition to the end of the session's order (it returned records)."""
-        self.before_change()
-        partition_map = self.partition_map
-        del partition_map[cached.tp]
-        partition_map[cached.tp] = cached
-        cached.pos = self.next_pos
-        self.next_pos += 1
-
-    def before_change(self) -> None:
-        """The session's partitions, their order or their request data are about to change: a fetch parked
-        on the session takes its own copy of what it needs first."""
-        parked = self.parked
-        if parked is not None:
-            self.parked = None
-            parked.detach_from_session()
-
-    def drop_key_group(self) -> None:
-        """The partitions changed: the next parked fetch watches a new group; the purgatory may forget this
-        one once nothing watches it."""
-        group = self.key_group
-        if group is not None:
-            self.key_group = None
-            if self.release_group is not None and isinstance(group, KeyGroup):
-                self.release_group(group)
-
-    def close(self) -> None:
-        """The session left the cache: nothing will fetch through it again."""
-        self.drop_key_group()
-
-    @property
-    def size(self) -> int:
-        return len(self.partition_map)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.partition_map
-
-    @property
-    def last_used_key(self) -> tuple[int, int]:
-        """``LastUsedKey(lastUsedMs, id)``."""
-        return (self.last_used_ms, self.id)
-
-    @property
-    def evictable_key(self) -> tuple[bool, int, int]:
-        """``EvictableKey(privileged, size, id)``: the smallest is evicted first."""
-        return (self.privileged, self.cached_size, self.id)
-
-    @property
-    def metadata(self) -> FetchMetadata:
-        return FetchMetadata(self.id, self.epoch)
-
-    def get_fetch_offset(self, tp: TopicPartition) -> int | None:
-        cached = self.partition_map.get(tp)
-        return cached.fetch_offset if cached is not None else None
-
-    def update(
-        self, fetch_data: Iterable[tuple[TopicPartition, PartitionData]], to_forget: Iterable[TopicPartition]
-    ) -> tuple[list[TopicPartition], list[TopicPartition], list[TopicPartition]]:
-        """``FetchSession.update``: add the new partitions at the end, update the others' request data, drop
-        the forgotten ones. Returns (added, updated, removed)."""
-        added: list[TopicPartition] = []
-        updated: list[TopicPartition] = []
-        removed: list[TopicPartition] = []
-        if not fetch_data and not to_forget:
-            return added, updated, removed
-        self.before_change()
-        partition_map = self.partition_map
-        for tp, req_data in fetch_data:
-            cached = partition_map.get(tp)
-            if cached is None:
-                cached = partition_map[tp] = CachedPartition(tp, req_data)
-                cached.pos = self.next_pos
-                self.next_pos += 1
-                added.append(tp)
-            else:
-                cached.update_request_params(req_data)
-                updated.append(tp)
-        clock = self.clock
-        for tp in to_forget:
-            cached = partition_map.pop(tp, None)
-            if cached is not None:
-                removed.append(tp)
-                rider = cached.rider
-                if rider is not None and rider.riding is clock:
-                    rider.unride()  # no longer fetched through this session
-        if added or removed:
-            self.drop_key_group()
-        return added, updated, removed
-
-    def __repr__(self) -> str:
-        return (
-            f"FetchSession(id={self.id}, privileged={self.privileged}, partitions={len(self.partition_map)}, "
-            f"creationMs={self.creation_ms}, lastUsedMs={self.last_used_ms}, epoch={self.epoch})"
-        )
-
+# The session layer in one place for its callers: FetchMetadata's names and the cache's are re-exported.
+__all__ = [
+    "FINAL_EPOCH",
+    "INITIAL_EPOCH",
+    "INITIAL_METADATA",
+    "INT_MAX",
+    "INVALID_SESSION_ID",
+    "LEGACY_METADATA",
+    "MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS",
+    "MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS",
+    "NUM_FETCH_SESSION_CACHE_SHARDS",
+    "CachedPartition",
+    "FetchContext",
+    "FetchManager",
+    "FetchMetadata",
+    "FetchResponse",
+    "FetchSession",
+    "FetchSessionCache",
+    "FetchSessionCacheShard",
+    "FullFetchContext",
+    "IncrementalFetchContext",
+    "SessionErrorContext",
+    "SessionlessFetchContext",
+    "new_incremental",
+    "next_epoch",
+]
 
 class FetchResponse:
     """What a context makes of the read (the session fields of Kafka's ``FetchResponse``): a top-level
@@ -521,229 +271,8 @@ class IncrementalFetchContext(FetchContext):
                 selected.append((tp, resp))
                 if resp.info.size_in_bytes > 0:
                     session.move_to_end(cached)
-        # ReplicaManager.fetch_session_messages: the partitions its read found quiet need no read next
-        # time unless they change (the others stay in ``eager``).
-        pending = session.pending
-        if pending:
-            session.pending = []
-            eager = session.eager
-            for cached in pending:
-                if cached.last_read is not None:
-                    eager.discard(cached.tp)
+        session.reads.response_built()  # the lazy reads' bookkeeping (SessionReader)
         return FetchResponse(Errors.NONE, session.id, selected)
-
-
-class FetchSessionCacheShard:
-    """One shard of the session cache (Kafka's ``FetchSessionCacheShard``): at most ``max_entries``
-    sessions, with ids in ``[max(1, shard_num * session_id_range), (shard_num + 1) * session_id_range)``.
-
-    A new session that finds the shard full may evict (``tryEvict``), in this order: the least recently
-    used session if it has been unused for more than ``eviction_ms``; else the smallest evictable session by
-    ``(privileged, size, id)`` if the new session's key ``(privileged, size, 0)`` is not smaller. A session
-    is evictable by privileged (follower) sessions if it is unprivileged or older than ``eviction_ms``, and
-    by anyone only once older than ``eviction_ms``. Since ``privileged`` is the key's first field, a new
-    follower session evicts any consumer session, or a follower session older than ``eviction_ms`` with
-    fewer partitions; a new consumer session evicts only a consumer session older than ``eviction_ms`` with
-    fewer partitions -- never a follower's, unless that one sat unused for ``eviction_ms``.
-
-    Kafka keeps the candidates in TreeMaps; a shard holds 125 sessions and eviction is rare, so here a scan
-    at eviction time does the same job and ``touch`` (every incremental request) stays O(1).
-    """
-
-    __slots__ = (
-        "max_entries",
-        "eviction_ms",
-        "session_id_range",
-        "shard_num",
-        "rng",
-        "sessions",
-        "evictable_by_all",
-        "evictable_by_privileged",
-        "num_partitions",
-        "evictions",
-    )
-
-    def __init__(
-        self,
-        max_entries: int,
-        eviction_ms: int,
-        session_id_range: int = INT_MAX,
-        shard_num: int = 0,
-        *,
-        rng: random.Random,
-    ) -> None:
-        self.max_entries = max_entries
-        self.eviction_ms = eviction_ms
-        self.session_id_range = session_id_range
-        self.shard_num = shard_num
-        self.rng = rng
-        self.sessions: dict[int, FetchSession] = {}
-        self.evictable_by_all: dict[int, FetchSession] = {}
-        self.evictable_by_privileged: dict[int, FetchSession] = {}
-        self.num_partitions = 0
-        self.evictions = 0
-        """Sessions evicted (Kafka's ``IncrementalFetchSessionEvictionsPerSec`` meter, as a count)."""
-
-    def get(self, session_id: int) -> FetchSession | None:
-        return self.sessions.get(session_id)
-
-    @property
-    def size(self) -> int:
-        return len(self.sessions)
-
-    @property
-    def total_partitions(self) -> int:
-        """Partitions cached over all sessions, as of their last touch
-        (``NumIncrementalFetchPartitionsCached``)."""
-        return self.num_partitions
-
-    def new_session_id(self) -> int:
-        """A random id in this shard's range, not 0 and not in use."""
-        low = max(1, self.shard_num * self.session_id_range)
-        high = (self.shard_num + 1) * self.session_id_range
-        while True:
-            session_id = self.rng.randrange(low, high)
-            if session_id not in self.sessions and session_id != INVALID_SESSION_ID:
-                return session_id
-
-    def maybe_create_session(
-        self,
-        now: int,
-        privileged: bool,
-        size: int,
-        create_partitions: Callable[[], dict[TopicPartition, CachedPartition]],
-    ) -> int:
-        """``maybeCreateSession``: the new session's id (epoch 1 next), or INVALID_SESSION_ID if the shard is
-        full and nothing could be evicted."""
-        if len(self.sessions) < self.max_entries or self._try_evict(privileged, (privileged, size, 0), now):
-            session = FetchSession(
-                self.new_session_id(), privileged, create_partitions(), now, now, next_epoch(INITIAL_EPOCH)
-            )
-            self.sessions[session.id] = session
-            self.touch(session, now)
-            return session.id
-        return INVALID_SESSION_ID
-
-    def _try_evict(self, privileged: bool, key: tuple[bool, int, int], now: int) -> bool:
-        """``tryEvict``."""
-        if not self.sessions:
-            return False
-        stale = min(self.sessions.values(), key=_last_used_key)
-        if now - stale.last_used_ms > self.eviction_ms:
-            self.remove(stale)
-            self.evictions += 1
-            return True
-        candidates = self.evictable_by_privileged if privileged else self.evictable_by_all
-        if not candidates:
-            return False
-        victim = min(candidates.values(), key=_evictable_key)
-        if key < victim.evictable_key:
-            return False
-        self.remove(victim)
-        self.evictions += 1
-        return True
-
-    def remove_id(self, session_id: int) -> FetchSession | None:
-        """``remove(sessionId)``."""
-        session = self.sessions.get(session_id)
-        return self.remove(session) if session is not None else None
-
-    def remove(self, session: FetchSession) -> FetchSession | None:
-        """``remove(session)``: the removed session, or None if it was not cached here."""
-        self.evictable_by_all.pop(session.id, None)
-        self.evictable_by_privileged.pop(session.id, None)
-        removed = self.sessions.pop(session.id, None)
-        if removed is not None:
-            self.num_partitions -= session.cached_size
-            session.close()
-        return removed
-
-    def touch(self, session: FetchSession, now: int) -> None:
-        """``touch``: mark the session used now and re-file it for eviction: evictable by privileged sessions
-        if it is unprivileged or older than ``eviction_ms``, by all if older than ``eviction_ms``."""
-        session.last_used_ms = now
-        session_id = session.id
-        if session.cached_size != -1:
-            self.evictable_by_privileged.pop(session_id, None)
-            self.evictable_by_all.pop(session_id, None)
-            self.num_partitions -= session.cached_size
-        session.cached_size = len(session.partition_map)
-        old = now - session.creation_ms > self.eviction_ms
-        if not session.privileged or old:
-            self.evictable_by_privileged[session_id] = session
-        if old:
-            self.evictable_by_all[session_id] = session
-        self.num_partitions += session.cached_size
-
-    def __repr__(self) -> str:
-        return f"FetchSessionCacheShard({self.shard_num}, sessions={len(self.sessions)}/{self.max_entries})"
-
-
-def _last_used_key(session: FetchSession) -> tuple[int, int]:
-    return session.last_used_key
-
-
-def _evictable_key(session: FetchSession) -> tuple[bool, int, int]:
-    return session.evictable_key
-
-
-class FetchSessionCache:
-    """The broker's session cache (Kafka's ``FetchSessionCache``): shards sorted by number, a session id
-    names its shard (``id // session_id_range``), new sessions go to the shards in turn."""
-
-    __slots__ = ("cache_shards", "_counter")
-
-    def __init__(self, cache_shards: Sequence[FetchSessionCacheShard], counter: int = 0) -> None:
-        if not cache_shards:
-            raise ValueError("FetchSessionCache needs at least one shard")
-        self.cache_shards = list(cache_shards)
-        # Kafka's is a JVM-wide static AtomicInteger; one broker per JVM makes it this broker's own.
-        self._counter = counter
-
-    @classmethod
-    def create(
-        cls,
-        rng: random.Random,
-        max_entries: int = MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
-        eviction_ms: int = MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS,
-        num_shards: int = NUM_FETCH_SESSION_CACHE_SHARDS,
-    ) -> FetchSessionCache:
-        """A broker's cache as ``BrokerServer.startup`` builds it: ``max_entries // num_shards`` slots per
-        shard, ids split evenly over the int range; all shards draw ids from ``rng``."""
-        session_id_range = INT_MAX // num_shards
-        return cls(
-            [
-                FetchSessionCacheShard(max_entries // num_shards, eviction_ms, session_id_range, shard, rng=rng)
-                for shard in range(num_shards)
-            ]
-        )
-
-    def get_cache_shard(self, session_id: int) -> FetchSessionCacheShard:
-        """``getCacheShard``: the shard whose id range holds ``session_id`` (IndexError beyond the last)."""
-        shard = session_id // self.cache_shards[0].session_id_range
-        if shard < 0 or shard >= len(self.cache_shards):
-            raise IndexError(f"session id {session_id} is outside every shard's range")
-        return self.cache_shards[shard]
-
-    def get_next_cache_shard(self) -> FetchSessionCacheShard:
-        """``getNextCacheShard``: round robin; ``Utils.toPositive`` keeps it right when the int counter
-        wraps."""
-        shard_num = (self._counter & INT_MAX) % len(self.cache_shards)
-        self._counter = (self._counter + 1) & 0xFFFFFFFF
-        return self.cache_shards[shard_num]
-
-    @property
-    def size(self) -> int:
-        """Sessions over all shards (``NumIncrementalFetchSessions``)."""
-        return sum(shard.size for shard in self.cache_shards)
-
-    @property
-    def total_partitions(self) -> int:
-        return sum(shard.num_partitions for shard in self.cache_shards)
-
-    @property
-    def evictions(self) -> int:
-        return sum(shard.evictions for shard in self.cache_shards)
 
 
 class FetchManager:

@@ -119,11 +119,6 @@ class LogAppendInfo:
         )
 
 
-# Kafka's LogAppendInfo.UNKNOWN_LOG_APPEND_INFO, the info of a failed append.
-def unknown_log_append_info() -> LogAppendInfo:
-    return LogAppendInfo(-1, -1)
-
-
 class LogOffsetSnapshot(NamedTuple):
     """The offsets DelayedFetch compares against (Kafka's ``LogOffsetSnapshot``)."""
 

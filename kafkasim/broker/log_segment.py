@@ -168,14 +168,6 @@ class LogSegment:
             end_positions.append(position)
         self.size = position
 
-    def translate_offset(self, offset: int) -> int:
-        """Index of the first batch whose last offset is >= ``offset``, or -1 past the end."""
-        i = bisect_left(self._last_offsets, offset)
-        return i if i < len(self._last_offsets) else -1
-
-    def position_of(self, batch_index: int) -> int:
-        return self._end_positions[batch_index - 1] if batch_index else 0
-
     def read(
         self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool
     ) -> FetchDataInfo | None:

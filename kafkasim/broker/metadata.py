@@ -38,10 +38,6 @@ class PartitionRegistration:
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
 
-    @property
-    def has_leader(self) -> bool:
-        return self.leader != NO_LEADER
-
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:

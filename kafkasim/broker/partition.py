@@ -131,14 +131,6 @@ class DelayedOperations:
         if self.produce is not None:
             self.produce.check_and_complete(self.key)
 
-    def check_and_complete_fetch(self) -> None:
-        if self.fetch is not None:
-            self.fetch.check_and_complete(self.key)
-
-    def check_and_complete_produce(self) -> None:
-        if self.produce is not None:
-            self.produce.check_and_complete(self.key)
-
 
 def _always_eligible(broker_id: int) -> bool:
     return True
@@ -296,14 +288,6 @@ class Partition:
     @property
     def is_under_min_isr(self) -> bool:
         return self._leader_replica_id == self.local_broker_id and len(self._partition_state.isr) < self.effective_min_isr
-
-    @property
-    def is_at_min_isr(self) -> bool:
-        return self.is_leader and len(self._partition_state.isr) == self.effective_min_isr
-
-    @property
-    def is_under_replicated(self) -> bool:
-        return self.is_leader and len(self._partition_state.isr) < len(self._assignment)
 
     @property
     def high_watermark(self) -> int:
@@ -688,8 +672,9 @@ class Partition:
         self._submit_alter_partition(proposed)
 
     def _isr_changed(self) -> None:
-        # Recorded like a leadership change: a fetch session that let this partition's follower ride its
-        # clock (Replica.ride) must read it again, so Partition.maybeExpandIsr runs on its next fetch.
+        # Recorded like a leadership change: a fetch session whose clock this partition's follower takes its
+        # times from (Replica.clock, kafkasim.broker.session_reads) must read it again, so
+        # Partition.maybeExpandIsr runs on its next fetch.
         if self._on_change is not None:
             self._on_change()
 

@@ -6,6 +6,7 @@ from typing import Final
 
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
+from kafkasim.broker.session_reads.fetch_clock import FetchClock
 
 UNKNOWN_OFFSET: Final = -1
 
@@ -14,19 +15,6 @@ NEVER_MS: Final = -(1 << 62)
 (``ReplicaState.EMPTY``, ``resetReplicaState``), which on its clock (ms since 1970) is decades ago. The simulated
 clock starts at 0, where a literal 0 would be "just now": a replica that never caught up would count as caught
 up (``isCaughtUp``) for the run's first ``replica.lag.time.max.ms``."""
-
-
-class FetchClock:
-    """The time of a fetch session's latest read (``fetch_time_ms``; -1 before the first), which the
-    replicas riding it take as their last fetch and last caught-up times (see ``Replica.ride``)."""
-
-    __slots__ = ("fetch_time_ms",)
-
-    def __init__(self) -> None:
-        self.fetch_time_ms = -1
-
-    def __repr__(self) -> str:
-        return f"FetchClock({self.fetch_time_ms})"
 
 
 class Replica:
@@ -49,7 +37,7 @@ class Replica:
         "_last_fetch_time_ms",
         "_last_caught_up_time_ms",
         "_broker_epoch",
-        "_ride",
+        "clock",
     )
 
     def __init__(self, broker_id: int) -> None:
@@ -61,8 +49,9 @@ class Replica:
         self._last_fetch_time_ms = NEVER_MS  # Kafka's 0 (see NEVER_MS)
         self._last_caught_up_time_ms = NEVER_MS
         self._broker_epoch: int | None = None
-        # The fetch session this replica rides (see ride), or None.
-        self._ride: FetchClock | None = None
+        # The simulator's one hook (not Kafka's): while set, the last fetch and last caught-up times are the
+        # clock's, a fetch session's latest read (kafkasim.broker.session_reads.fetch_clock).
+        self.clock: FetchClock | None = None
 
     @property
     def log_end_offset(self) -> int:
@@ -78,8 +67,8 @@ class Replica:
 
     @property
     def last_caught_up_time_ms(self) -> int:
-        ride = self._ride
-        return ride.fetch_time_ms if ride is not None else self._last_caught_up_time_ms
+        clock = self.clock
+        return clock.fetch_time_ms if clock is not None else self._last_caught_up_time_ms
 
     @property
     def last_fetch_leader_log_end_offset(self) -> int:
@@ -87,34 +76,15 @@ class Replica:
 
     @property
     def last_fetch_time_ms(self) -> int:
-        ride = self._ride
-        return ride.fetch_time_ms if ride is not None else self._last_fetch_time_ms
+        clock = self.clock
+        return clock.fetch_time_ms if clock is not None else self._last_fetch_time_ms
 
-    @property
-    def riding(self) -> FetchClock | None:
-        return self._ride
-
-    def ride(self, clock: FetchClock) -> None:
-        """From now on, every read of ``clock``'s session that does not read this partition is, for this
-        replica, a fetch at the leader's end offset: its last fetch and last caught-up times are the
-        session's latest read time.
-
-        Not a Kafka method. In Kafka an incremental fetch reads every partition of its session and, for
-        each, ``Replica.updateFetchStateOrThrow`` runs; for a partition the follower has fully fetched and
-        that has not changed since (same fetch offset = leader's end offset, same log start offset, same
-        broker epoch) the update changes nothing but ``lastFetchTimeMs`` and ``lastCaughtUpTimeMs``, both
-        set to the fetch time. The session (``kafkasim.broker.fetch_session``) reads only the partitions
-        that changed and lets the others ride its clock; the caller guarantees this replica's state is
-        that of a fetch at ``clock.fetch_time_ms`` now (last fetch = last caught up = that time). Any other
-        update first ends the ride (``unride``)."""
-        self._ride = clock
-
-    def unride(self) -> None:
-        """Stop riding: keep the times of the session's latest read as this replica's own."""
-        ride = self._ride
-        if ride is not None:
-            self._last_caught_up_time_ms = self._last_fetch_time_ms = ride.fetch_time_ms
-            self._ride = None
+    def leave_clock(self) -> None:
+        """Stop taking the times from ``clock``: keep its latest read's time as this replica's own."""
+        clock = self.clock
+        if clock is not None:
+            self._last_caught_up_time_ms = self._last_fetch_time_ms = clock.fetch_time_ms
+            self.clock = None
 
     @property
     def broker_epoch(self) -> int | None:
@@ -139,8 +109,8 @@ class Replica:
                 f"replica {self.broker_id} fetched with stale broker epoch {broker_epoch} "
                 f"(known {self._broker_epoch})",
             )
-        if self._ride is not None:
-            self.unride()
+        if self.clock is not None:
+            self.leave_clock()
         fetch_offset = fetch_offset_metadata.message_offset
         if fetch_offset >= leader_end_offset:
             self._last_caught_up_time_ms = max(self._last_caught_up_time_ms, fetch_time_ms)
@@ -166,8 +136,8 @@ class Replica:
     ) -> None:
         """Reset on a new leader epoch (Kafka's ``Replica.resetReplicaState``): an ISR member counts as caught
         up now; a broker that just became leader forgets everything it knew about the follower."""
-        if self._ride is not None:
-            self.unride()
+        if self.clock is not None:
+            self.leave_clock()
         self._last_caught_up_time_ms = current_time_ms if is_follower_in_sync else NEVER_MS
         if is_new_leader:
             self._log_start_offset = UNKNOWN_OFFSET

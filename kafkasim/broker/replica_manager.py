@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from operator import attrgetter
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.action_queue import ActionQueue
 from kafkasim.broker.alter_partition import AlterPartitionManager
+from kafkasim.broker.applied_delta import AppliedDelta, FollowerFetchStart, initial_fetch_offset
 from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
@@ -22,7 +22,6 @@ from kafkasim.broker.fetch import (
     PartitionData,
     nothing_past_end,
 )
-from kafkasim.broker.fetch_session import CachedPartition, FetchSession, IncrementalFetchContext
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
@@ -35,13 +34,11 @@ from kafkasim.broker.metadata import (
 from kafkasim.broker.metrics import BrokerMetrics
 from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
-from kafkasim.broker.partition_changes import PartitionChanges
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
-from kafkasim.broker.session_delayed_fetch import SessionDelayedFetch
+from kafkasim.broker.session_reads.partition_changes import PartitionChanges
 from kafkasim.purgatory import (
     DelayedOperationPurgatory,
-    KeyGroup,
     TopicPartitionOperationKey,
     new_purgatory_timer,
 )
@@ -51,56 +48,7 @@ if TYPE_CHECKING:
 
 VALID_ACKS: Final = (-1, 0, 1)
 
-
-# A session partition's place in the session's order (CachedPartition.pos); a C key, no frame per element.
-_session_order = attrgetter("pos")
-
-
-SESSION_GROUP_MIN_KEYS = 32
-"""From this many partitions on, a fetch parked on a session watches them as one ``KeyGroup``."""
-
-LAZY_FETCH_SESSIONS = True
-"""Whether an incremental session fetch reads only the session partitions that changed
-(``fetch_session_messages``). False: every partition, as Kafka's ``IncrementalFetchContext.foreachPartition``
-hands them to ``fetchMessages`` -- the reference the tests compare the fast path with (same answers)."""
-
-
-class FollowerFetchStart(NamedTuple):
-    """Where a follower starts fetching a partition (Kafka's ``InitialFetchState``): from broker ``leader``
-    with ``leader_epoch`` as its current leader epoch, at ``init_offset``
-    (``ReplicaManager.initialFetchOffset``)."""
-
-    leader: int
-    leader_epoch: int
-    init_offset: int
-
-
-class AppliedDelta:
-    """What ``ReplicaManager.apply_delta`` did, for the broker's fetcher manager: the partitions whose
-    fetchers stop (``removeFetcherForPartitions``), in the order Kafka removes them, and those that start
-    fetching from a (new) leader (``addFetcherForPartitions``); plus the partitions that became leader,
-    became (or stayed) follower, and were stopped."""
-
-    __slots__ = ("fetchers_to_remove", "fetchers_to_add", "leaders", "followers", "stopped")
-
-    def __init__(self) -> None:
-        self.fetchers_to_remove: list[TopicPartition] = []
-        self.fetchers_to_add: dict[TopicPartition, FollowerFetchStart] = {}
-        self.leaders: list[TopicPartition] = []
-        self.followers: list[TopicPartition] = []
-        self.stopped: list[TopicPartition] = []
-
-    def __repr__(self) -> str:
-        return (
-            f"AppliedDelta(leaders={self.leaders}, followers={self.followers}, stopped={self.stopped}, "
-            f"remove={self.fetchers_to_remove}, add={self.fetchers_to_add})"
-        )
-
-
-def initial_fetch_offset(log: Log) -> int:
-    """Kafka's ``ReplicaManager.initialFetchOffset``: a log with leader epochs starts fetching at its LEO
-    (divergence is then found by the leader from the last fetched epoch, KIP-595); one without at its HW."""
-    return log.log_end_offset if log.latest_epoch >= 0 else log.high_watermark
+__all__ = ["VALID_ACKS", "AppliedDelta", "FollowerFetchStart", "ReplicaManager", "initial_fetch_offset"]
 
 
 class ReplicaManager:
@@ -131,7 +79,6 @@ class ReplicaManager:
         "_known_partitions",
         "_operation_keys",
         "_seed",
-        "lazy_sessions",
     )
 
     def __init__(
@@ -175,7 +122,6 @@ class ReplicaManager:
         # One draw, then per-partition streams named after the partition: adding a partition does not
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
-        self.lazy_sessions = LAZY_FETCH_SESSIONS
 
     def _new_purgatory(self, name: str) -> DelayedOperationPurgatory:
         config = self.config
@@ -600,197 +546,44 @@ class ReplicaManager:
         fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         read_from_purgatory: bool,
         *,
-        previous: Sequence[tuple[TopicPartition, LogReadResult]] | None = None,
-        previous_at: int = -1,
+        priors: Sequence[LogReadResult | None] | None = None,
+        changed: frozenset[TopicPartition] = frozenset(),
     ) -> list[tuple[TopicPartition, LogReadResult]]:
         """Kafka's ``ReplicaManager.readFromLog``: read each partition in request order within
         ``params.max_bytes`` overall; only the first non-empty partition may exceed the limits (min one
         message). A follower read (not from purgatory) updates the follower's fetch state, which may raise the
         HW and complete parked operations right here.
 
-        ``previous``: the results of an earlier read of the same ``fetch_infos``, which began at
-        ``PartitionChanges`` sequence ``previous_at`` (DelayedFetch's re-read on completion). A partition
-        that found nothing past the end then and has not changed since gets the same answer again, at this
-        fetch time, without being read: an empty read depends neither on the byte limits nor on min one
-        message, and a purgatory read changes nothing."""
-        if previous is not None and read_from_purgatory:
-            changed = self.partition_changes.since(previous_at)
-            if changed is not None:
-                return self._read_changed_from_log(params, fetch_infos, previous, frozenset(changed))
+        ``priors`` (not Kafka's; a re-read on completion of a ``DelayedFetch`` or ``SessionDelayedFetch``):
+        per partition the result of an earlier read (None: not read then), ``changed`` the partitions
+        ``PartitionChanges`` recorded since. A partition whose earlier read found nothing past the end and
+        that has not changed since gets the same answer again, at this fetch time, without being read: an
+        empty read depends neither on the byte limits nor on min one message, and a purgatory read changes
+        nothing."""
         limit_bytes = params.max_bytes
         hard_max_bytes_limit = params.hard_max_bytes_limit
         min_one_message = not hard_max_bytes_limit
         # Simulated time does not move during the call: one fetch time for every partition.
         fetch_time_ms = self.time.milliseconds()
         update_fetch_state = not read_from_purgatory
+        isolation = params.isolation
         read = self._read
         results = []
-        for tp, fetch_info in fetch_infos:
+        for index, (tp, fetch_info) in enumerate(fetch_infos):
+            if priors is not None:
+                prior = priors[index]
+                if (
+                    prior is not None
+                    and tp not in changed
+                    and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False)
+                ):
+                    if prior.fetch_time_ms != fetch_time_ms:
+                        prior = prior.at_fetch_time(fetch_time_ms)
+                    results.append((tp, prior))
+                    continue
             result = read(
                 params, tp, fetch_info, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
                 hard_max_bytes_limit,
-            )
-            size = result.info.size_in_bytes
-            if size > 0:
-                min_one_message = False
-            limit_bytes = max(0, limit_bytes - size)
-            results.append((tp, result))
-        return results
-
-    def _read_changed_from_log(
-        self,
-        params: FetchParams,
-        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
-        previous: Sequence[tuple[TopicPartition, LogReadResult]],
-        changed: frozenset[TopicPartition],
-    ) -> list[tuple[TopicPartition, LogReadResult]]:
-        """``read_from_log`` from purgatory, reading only the partitions that changed or had something to read
-        (see there)."""
-        return self.read_session_partitions(params, fetch_infos, [prior for _, prior in previous], changed)
-
-    # ------------------------------------------------------------------------- incremental sessions
-
-    def fetch_session_messages(
-        self, params: FetchParams, context: IncrementalFetchContext, response_callback: FetchResponseCallback
-    ) -> None:
-        """``fetchMessages`` over an incremental session's partitions (Kafka's
-        ``IncrementalFetchContext.foreachPartition``), reading only the partitions that may answer
-        differently from the session's previous read: those the request named, those recorded in
-        ``PartitionChanges`` since that read, and those that read was not quiet for. A *quiet* partition --
-        its last read found nothing past the end, without error or diverging epoch, and for a follower its
-        replica is in the ISR (or an ISR change is in flight), so ``Partition.maybeExpandIsr`` has nothing to
-        do -- answers the same as long as it does not change: nothing to send (the session already sent its
-        HW and log start offset), no bytes towards ``min_bytes``, and for a follower a fetch state that only
-        moves its last fetch and caught-up times to now, which its ``Replica`` reads from the session's clock
-        (``Replica.ride``). The read partitions are read in the session's order with the request's byte
-        limits, as Kafka reads them (a quiet partition adds 0 bytes, so the others' limits are the same). A
-        fetch that must wait parks a ``SessionDelayedFetch`` watching the session's partitions as one group.
-
-        The first incremental read of a session, one whose changes are older than ``PartitionChanges`` keeps,
-        or one with other fetch parameters than the previous read, reads every partition.
-        tests/broker/test_session_reads.py compares all of it with Kafka's walk on random histories."""
-        session = context.session
-        session.before_change()  # a fetch still parked on the session (a duplicate request) detaches first
-        partition_map = session.partition_map
-        changes = self.partition_changes
-        read_at = changes.sequence
-        read_key = (params.replica_id, params.replica_epoch, params.isolation)
-        changed = changes.since(session.read_at) if session.read_at >= 0 and session.read_key == read_key else None
-        if changed is None:
-            candidates = list(partition_map.values())
-        else:
-            wanted = session.eager
-            for tp in context.named:
-                wanted.add(tp)
-            for tp in changed:
-                if tp in partition_map:
-                    wanted.add(tp)
-            candidates = [partition_map[tp] for tp in wanted if tp in partition_map]
-            candidates.sort(key=_session_order)
-        is_follower = params.is_from_follower
-        fetch_time_ms = self.time.milliseconds()
-        if is_follower:
-            clock = session.clock
-            for cached in candidates:
-                rider = cached.rider
-                if rider is not None:
-                    if rider.riding is clock:
-                        rider.unride()  # its state as of the session's previous read, before the clock moves
-                    cached.rider = None
-            clock.fetch_time_ms = fetch_time_ms
-        # readFromLog over the partitions to read, in the session's order, with the request's byte limits.
-        results = self.read_from_log(params, [(cached.tp, cached.req_data) for cached in candidates], False)
-        # Until the response is built, every partition read is read again next time (eager); the response
-        # drops the quiet ones (IncrementalFetchContext.update_and_generate_response_data).
-        session.read_at = read_at
-        session.read_key = read_key
-        session.eager = {cached.tp for cached in candidates}
-        session.pending = candidates
-        bytes_readable = 0
-        error_or_diverging = False
-        isolation = params.isolation
-        for cached, (tp, result) in zip(candidates, results, strict=True):
-            size = result.info.size_in_bytes
-            bytes_readable += size
-            if result.error is not Errors.NONE or result.diverging_epoch is not None:
-                error_or_diverging = True
-                cached.last_read = None
-            elif size == 0 and nothing_past_end(result, cached.req_data.fetch_offset, isolation, exactly=True):
-                cached.last_read = result
-                if is_follower and not self._ride(session, cached, tp, params.replica_id):
-                    cached.last_read = None
-            else:
-                cached.last_read = None
-        if params.max_wait_ms <= 0 or bytes_readable >= params.min_bytes or error_or_diverging:
-            response_callback(results)
-            return
-        operation = SessionDelayedFetch(
-            params, session, candidates, results, self, response_callback, read_at=read_at
-        )
-        self.fetch_purgatory.try_complete_else_watch(operation, self._session_key_group(session))
-
-    def _ride(self, session: FetchSession, cached: CachedPartition, tp: TopicPartition, replica_id: int) -> bool:
-        """Let the follower's replica of a quiet partition ride the session's clock, if its next updates
-        would change nothing else: this broker leads, and the follower is in the ISR or an ISR change is in
-        flight (``Partition.maybeExpandIsr`` does nothing then; an ISR change is recorded as a change)."""
-        partition = self._partitions.get(tp)
-        if partition is None or not partition.is_leader:
-            return False
-        replica = partition.remote_replica(replica_id)
-        if replica is None:
-            return False
-        state = partition.partition_state
-        if replica_id not in state.isr and not state.is_inflight:
-            return False
-        replica.ride(session.clock)
-        cached.rider = replica
-        return True
-
-    def _session_key_group(self, session: FetchSession) -> Sequence[Hashable] | KeyGroup:
-        """What a fetch parked on the session watches: its partitions' keys, as one ``KeyGroup`` (O(1) per
-        park) from ``SESSION_GROUP_MIN_KEYS`` partitions on, a plain list below (cheaper for a few keys:
-        benchmarks/README.md, "Group watches"). The purgatory answers the same either way."""
-        group = session.key_group
-        if group is None:
-            operation_key = self.operation_key
-            keys = [operation_key(tp) for tp in session.partition_map]
-            if len(keys) >= SESSION_GROUP_MIN_KEYS:
-                group = session.key_group = KeyGroup(keys)
-                session.release_group = self.fetch_purgatory.release_group
-            else:
-                group = session.key_group = tuple(keys)
-        return group
-
-    def read_session_partitions(
-        self,
-        params: FetchParams,
-        fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
-        priors: Sequence[LogReadResult | None],
-        changed: frozenset[TopicPartition],
-    ) -> list[tuple[TopicPartition, LogReadResult]]:
-        """A re-read on completion (``read_from_log`` from purgatory; a ``SessionDelayedFetch``'s, and a
-        ``DelayedFetch``'s through ``_read_changed_from_log``): a partition whose earlier read found nothing
-        past the end (``priors``; None: not read then) and that has not changed since answers the same at this
-        fetch time; the others are read, in order, within the byte limits."""
-        limit_bytes = params.max_bytes
-        hard_max_bytes_limit = params.hard_max_bytes_limit
-        min_one_message = not hard_max_bytes_limit
-        fetch_time_ms = self.time.milliseconds()
-        isolation = params.isolation
-        read = self._read
-        results = []
-        for (tp, fetch_info), prior in zip(fetch_infos, priors, strict=True):
-            if (
-                prior is not None
-                and tp not in changed
-                and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False)
-            ):
-                if prior.fetch_time_ms != fetch_time_ms:
-                    prior = prior.at_fetch_time(fetch_time_ms)
-                results.append((tp, prior))
-                continue
-            result = read(
-                params, tp, fetch_info, limit_bytes, min_one_message, False, fetch_time_ms, hard_max_bytes_limit
             )
             size = result.info.size_in_bytes
             if size > 0:

@@ -29,6 +29,9 @@ from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, LogReadResult, fetch_params_from_request
 from kafkasim.broker.fetch_session import FetchManager, FetchResponse, IncrementalFetchContext
 from kafkasim.broker.records import TopicPartition
+from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.broker.session_reads import session_reader
+from kafkasim.broker.session_reads.session_reader import SessionReader
 from kafkasim.network.messages import (
     FetchRequestData,
     ProduceRequestData,
@@ -45,7 +48,7 @@ class KafkaApis:
 
     def __init__(
         self,
-        replica_manager: Any,
+        replica_manager: ReplicaManager,
         config: KafkaConfig,
         request_channel: RequestChannel,
         *,
@@ -53,6 +56,9 @@ class KafkaApis:
         observer: Observer,
     ) -> None:
         self.replica_manager = replica_manager
+        # Kafka reads every partition of an incremental session; the simulator's shortcut reads the changed
+        # ones and gives the same answers (kafkasim.broker.session_reads). None: Kafka's walk.
+        self.session_reader = SessionReader(replica_manager) if session_reader.LAZY_FETCH_SESSIONS else None
         self.fetch_manager = fetch_manager
         self.config = config
         self.request_channel = request_channel
@@ -102,12 +108,13 @@ class KafkaApis:
 
         completed: list[RequestEnvelope] = []
         self._fetched = completed
-        if isinstance(context, IncrementalFetchContext) and self.replica_manager.lazy_sessions:
+        reader = self.session_reader
+        if reader is not None and isinstance(context, IncrementalFetchContext):
             # Kafka reads every partition of the session; the simulator reads the changed ones and gives the
-            # same answers (ReplicaManager.fetch_session_messages). The count is Kafka's.
+            # same answers (SessionReader.fetch_session_messages). The count is Kafka's.
             envelope.read_partitions = context.session.size
             try:
-                self.replica_manager.fetch_session_messages(params, context, respond)
+                reader.fetch_session_messages(params, context, respond)
             finally:
                 self._fetched = None
             return completed

@@ -24,9 +24,9 @@ from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import FetchParams, LogReadResult, PartitionData
 from kafkasim.broker.log import UNKNOWN_OFFSET_METADATA, FetchIsolation
 from kafkasim.broker.partition import Partition
-from kafkasim.broker.partition_changes import PartitionChanges
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.broker.session_reads.partition_changes import PartitionChanges
 
 from .support import Broker, Reply, batch
 

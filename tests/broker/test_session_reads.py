@@ -2,7 +2,7 @@
 every partition of the session (``IncrementalFetchContext.foreachPartition`` -> ``fetchMessages``).
 
 Property: two identical brokers run the same random history -- one reads sessions the fast way
-(``ReplicaManager.fetch_session_messages``, quiet partitions riding the session's clock, a
+(``SessionReader.fetch_session_messages``, quiet followers' replicas on the session's ``FetchClock``, a
 ``SessionDelayedFetch`` watching the session's key group), the other the reference way (every session
 partition read, a plain ``DelayedFetch`` watching every key). The history has two followers and a consumer,
 each with a fetch session (``FetchSessionHandler``) over several partitions; produces with acks all and 1
@@ -24,7 +24,6 @@ import sys
 
 import pytest
 
-from kafkasim.broker import replica_manager
 from kafkasim.broker.alter_partition import ControllerAlterPartitionManager
 from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.errors import Errors
@@ -38,6 +37,8 @@ from kafkasim.broker.fetch_session import (
 from kafkasim.broker.log import FetchIsolation
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.broker.session_reads import session_reader
+from kafkasim.broker.session_reads.session_reader import SessionReader
 from kafkasim.network.fetch_session_handler import FetchSessionHandler
 from kafkasim.timer import ManualTime
 
@@ -45,6 +46,7 @@ from .support import batch
 
 REPLICAS = [0, 1, 2]
 FETCHERS = (1, 2, -1)  # two followers and a consumer
+LAZY_OF: dict[int, bool] = {}  # id(ReplicaManager) -> whether its world reads sessions the fast way
 
 
 class World:
@@ -55,7 +57,8 @@ class World:
         self.controller = ControllerAlterPartitionManager(auto_complete=auto)
         config = KafkaConfig(log=LogConfig(segment_bytes=segment_bytes), replica_lag_time_max_ms=lag_ms)
         self.rm = ReplicaManager(0, config, self.time, alter_partition_manager=self.controller)
-        self.rm.lazy_sessions = lazy
+        self.reader = SessionReader(self.rm) if lazy else None
+        LAZY_OF[id(self.rm)] = lazy
         self.tps = [TopicPartition("t", p) for p in range(n)]
         for tp in self.tps:
             self.rm.make_leader(tp, replicas=REPLICAS)
@@ -91,8 +94,8 @@ class World:
                 for tp, result in response.responses:
                     self._apply(fetcher, tp, result)
 
-        if isinstance(context, IncrementalFetchContext) and self.rm.lazy_sessions:
-            self.rm.fetch_session_messages(params, context, respond)
+        if self.reader is not None and isinstance(context, IncrementalFetchContext):
+            self.reader.fetch_session_messages(params, context, respond)
         else:
             infos = context.fetch_infos()
             if not infos:
@@ -267,7 +270,7 @@ class History:
 @pytest.mark.parametrize("seed", range(300))
 def test_session_reads_answer_as_kafkas_walk(seed: int, monkeypatch) -> None:
     # Odd seeds park on KeyGroups whatever the session's size, even ones on plain key lists below 32.
-    monkeypatch.setattr(replica_manager, "SESSION_GROUP_MIN_KEYS", 1 if seed % 2 else 32)
+    monkeypatch.setattr(session_reader, "SESSION_GROUP_MIN_KEYS", 1 if seed % 2 else 32)
     History(seed).run(150)
 
 
@@ -277,7 +280,7 @@ def test_the_fast_path_is_taken(monkeypatch) -> None:
     original = ReplicaManager._read
 
     def counting(self, *args, **kwargs):
-        reads[self.lazy_sessions] += 1
+        reads[LAZY_OF[id(self)]] += 1
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(ReplicaManager, "_read", counting)

@@ -1,5 +1,5 @@
 """Whole runs give the same tables whether the brokers read an incremental fetch session's changed
-partitions only (``ReplicaManager.fetch_session_messages``, the default) or every partition of the session
+partitions only (``SessionReader.fetch_session_messages``, the default) or every partition of the session
 as Kafka does (``LAZY_FETCH_SESSIONS = False``): requests (every timestamp, error and size), records and
 every gauge, PurgatorySize included. The scenarios: the shipped cluster scenarios shortened, and random
 scenarios with faults from the generator (benchmarks/random_scenarios.py; about a third are clusters).
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import kafkasim.broker.replica_manager as replica_manager
+import kafkasim.broker.session_reads.session_reader as session_reader
 from kafkasim import load_scenario
 from kafkasim.run import run_scenario
 
@@ -31,7 +31,7 @@ SEEDS = [*CLUSTER_SEEDS, 2, 3, 5]
 
 
 def _hashes(scenario, lazy: bool, monkeypatch) -> dict[str, str]:
-    monkeypatch.setattr(replica_manager, "LAZY_FETCH_SESSIONS", lazy)
+    monkeypatch.setattr(session_reader, "LAZY_FETCH_SESSIONS", lazy)
     result = run_scenario(scenario)
     return {name: table_hash(getattr(result, name)) for name in ("requests", "records", "timeseries")}
 

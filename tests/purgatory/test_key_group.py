@@ -70,7 +70,7 @@ def test_a_group_rejects_what_is_not_a_set_of_keys(keys: object, message: str) -
 
 
 def test_a_key_tries_group_and_explicit_operations_in_watch_order(purgatory: DelayedOperationPurgatory) -> None:
-    # The class comment's example: A and C watch the group [p0, p1], B watches [p1] between them.
+    # group_watchers' module comment's example: A and C watch the group [p0, p1], B watches [p1] between them.
     group = KeyGroup(["p0", "p1"])
     a, b, c = Op("A"), Op("B"), Op("C")
     purgatory.try_complete_else_watch(a, group)

@@ -1,5 +1,5 @@
 """``SessionDelayedFetch``: the DelayedFetch of an incremental fetch session (KIP-227) that read only the
-partitions that changed (``ReplicaManager.fetch_session_messages``).
+partitions that changed (``SessionReader.fetch_session_messages``).
 
 Kafka's ``IncrementalFetchContext.foreachPartition`` hands ``ReplicaManager.fetchMessages`` every partition
 of the session, so the DelayedFetch it parks holds a ``FetchPartitionStatus`` for each, watches each one's
@@ -42,10 +42,10 @@ from kafkasim.broker.fetch import (
     PartitionData,
     nothing_past_end,
 )
-from kafkasim.broker.fetch_session import CachedPartition, FetchSession
 from kafkasim.broker.records import TopicPartition
 
 if TYPE_CHECKING:
+    from kafkasim.broker.fetch_session import CachedPartition, FetchSession
     from kafkasim.broker.replica_manager import ReplicaManager
 
 
@@ -80,8 +80,9 @@ class SessionDelayedFetch(DelayedFetch):
         self._status_of: dict[TopicPartition, FetchPartitionStatus] = dict(statuses)
         self._bytes_of: dict[TopicPartition, int] = {}
         self._prior_of: dict[TopicPartition, LogReadResult | None] = {tp: result for tp, result in read_results}
-        session.before_change()  # a fetch still parked on the session (a duplicate request) detaches first
-        session.parked = self
+        reads = session.reads
+        reads.before_change()  # a fetch still parked on the session (a duplicate request) detaches first
+        reads.parked = self
 
     # --- the session's quiet partitions ---------------------------------------------------------------
 
@@ -112,8 +113,8 @@ class SessionDelayedFetch(DelayedFetch):
     def _release(self) -> None:
         session = self.session
         if session is not None:
-            if session.parked is self:
-                session.parked = None
+            if session.reads.parked is self:
+                session.reads.parked = None
             self.session = None
 
     # --- checks ---------------------------------------------------------------------------------------
@@ -217,8 +218,8 @@ class SessionDelayedFetch(DelayedFetch):
         status_of = self._status_of
         fetch_infos: list[tuple[TopicPartition, PartitionData]] = [(tp, status_of[tp].fetch_info) for tp in items]
         priors = self._prior_of
-        results = self.replica_manager.read_session_partitions(
-            self.params, fetch_infos, [priors[tp] for tp in items], frozenset(changed)
+        results = self.replica_manager.read_from_log(
+            self.params, fetch_infos, True, priors=[priors[tp] for tp in items], changed=frozenset(changed)
         )
         self._read_results = None
         self.fetch_partition_status = ()
