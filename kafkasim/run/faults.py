@@ -28,9 +28,9 @@ A client's link faults act on its path to every broker (in a cluster it has one 
 
 A ``network_partition`` has no target: it cuts the network between two sets of hosts (``broker-<id>``,
 clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
-starts (``network_partitions``), and every connection between two hosts it separates -- whenever opened
-(``kafkasim.network.connection.open_connection``) -- and the controller link (``ControllerLink``) consult
-the cut for each message (``kafkasim.network.partitions``).
+starts (``partition_windows``, built into ``kafkasim.network.partitions.network_partitions``), and every
+connection between two hosts it separates -- whenever opened (``kafkasim.network.connection.open_connection``)
+-- and the controller link (``ControllerLink``) consult the cut for each message.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkasim.network.link import NetworkLink
-from kafkasim.network.partitions import NetworkPartitions
+from kafkasim.network.partitions import PartitionWindow
 from kafkasim.scenario.faults import (
     CrashFault,
     LinkDelayFault,
@@ -58,11 +58,11 @@ from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import sampler_from_spec
 
 if TYPE_CHECKING:
-    from kafkasim.run.build import Components
+    from kafkasim.run.cluster import Cluster
     from kafkasim.scenario import Scenario
 
 
-def _component(c: Components, target: str) -> Any:
+def _component(c: Cluster, target: str) -> Any:
     broker = _broker(c, target)
     if broker is not None:
         return broker
@@ -73,8 +73,8 @@ def _component(c: Components, target: str) -> Any:
     raise ValueError(f"fault target {target!r} is not a follower, producer or consumer of this run")
 
 
-def _broker(c: Components, target: str) -> BrokerServer | None:
-    if c.layout is None or not c.layout.clustered:
+def _broker(c: Cluster, target: str) -> BrokerServer | None:
+    if not c.layout.clustered:
         return None
     for broker in c.brokers:
         if broker.name == target:
@@ -82,7 +82,7 @@ def _broker(c: Components, target: str) -> BrokerServer | None:
     return None
 
 
-def _links(c: Components, target: str, direction: str) -> list[NetworkLink]:
+def _links(c: Cluster, target: str, direction: str) -> list[NetworkLink]:
     broker = _broker(c, target)
     if broker is not None:
         paths = [c.links[f.name] for f in broker.fetchers]
@@ -114,11 +114,11 @@ class _PauseCount:
             component.resume()
 
 
-def _at(c: Components, t: float, action: Callable[[], None]) -> None:
+def _at(c: Cluster, t: float, action: Callable[[], None]) -> None:
     Call(c.env, t, lambda _e: action())
 
 
-def schedule_faults(scenario: Scenario, c: Components) -> None:
+def schedule_faults(scenario: Scenario, c: Cluster) -> None:
     pauses = _PauseCount()
     drop_ends: dict[str, float] = {}  # link name -> end of the drop faults started so far
     for index, fault in enumerate(scenario.faults):
@@ -166,22 +166,19 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             until = math.inf if end is None else end
             _at(c, start, partial(_drop, links, until, drop_ends))
         elif isinstance(fault, NetworkPartitionFault):
-            pass  # built into the network: network_partitions(), consulted per message by every connection
+            pass  # built into the network: partition_windows(), consulted per message by every connection
         else:  # pragma: no cover - the scenario model admits only the kinds above
             raise ValueError(f"unknown fault type {fault.type!r}")
 
 
-def network_partitions(scenario: Scenario) -> NetworkPartitions | None:
-    """The scenario's ``network_partition`` faults by host pair, or None if it has none (then no connection
-    pays anything for them)."""
-    faults = [f for f in scenario.faults if isinstance(f, NetworkPartitionFault)]
-    if not faults:
-        return None
-    partitions = NetworkPartitions()
-    for fault in faults:
-        end = fault.end
-        partitions.add(float(fault.at), math.inf if end is None else float(end), fault.sides[0], fault.sides[1])
-    return partitions
+def partition_windows(scenario: Scenario) -> list[PartitionWindow]:
+    """The scenario's ``network_partition`` faults as plain windows (``network.partitions.network_partitions``
+    builds the run's ``NetworkPartitions`` from them)."""
+    return [
+        (float(f.at), math.inf if f.end is None else float(f.end), f.sides[0], f.sides[1])
+        for f in scenario.faults
+        if isinstance(f, NetworkPartitionFault)
+    ]
 
 
 def _broker_id(component: Any) -> int | None:
@@ -207,13 +204,13 @@ class _LifecyclePause:
         self.lifecycle.resume()
 
 
-def _crash(c: Components, broker: BrokerServer, broker_id: int) -> None:
+def _crash(c: Cluster, broker: BrokerServer, broker_id: int) -> None:
     broker.crash()
     # The broker process died: no more heartbeats, no metadata delivered until it is back.
     c.controller_link.broker_crashed(broker_id)
 
 
-def _restart(c: Components, broker: BrokerServer, broker_id: int) -> None:
+def _restart(c: Cluster, broker: BrokerServer, broker_id: int) -> None:
     broker.restart()
     c.controller_link.broker_restarted(broker_id)
 
@@ -244,7 +241,7 @@ class _ControlledShutdown:
 
     __slots__ = ("c", "broker", "broker_id", "restart_at", "began", "stopped_at")
 
-    def __init__(self, c: Components, broker: BrokerServer, broker_id: int, restart_at: float | None) -> None:
+    def __init__(self, c: Cluster, broker: BrokerServer, broker_id: int, restart_at: float | None) -> None:
         self.c = c
         self.broker = broker
         self.broker_id = broker_id
