@@ -4,7 +4,8 @@ them (``ClusterNetwork``: every path and connection). It starts them in a fixed 
 client sends outside the request plane to the broker that answers them, and reports its children's counters
 and open work.
 
-``run/build.py`` makes the children from the scenario and hands them over; nothing here reads a scenario.
+``run/build.py`` makes the children from the scenario and hands them over; only the followers' and clients'
+``Link`` models are read here, to make their network paths.
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ if TYPE_CHECKING:
     from kafkasim.broker.metadata import MetadataDelta
     from kafkasim.timer import Time
 
-# build.py's way of creating a fetcher thread for broker ``broker`` toward ``source_broker``.
+# The run's way of creating a fetcher thread for broker ``broker`` toward ``source_broker``
+# (run/cluster.py's ReplicaFetcherFactory).
 FetcherFactory = Callable[["BrokerServer", int, int], ReplicaFetcherThread]
 
 # Kafka's LogManager.InitialTaskDelayMs (log.initial.task.delay.ms): the retention task's first run.
