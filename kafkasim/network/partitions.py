@@ -111,3 +111,17 @@ class NetworkPartitions:
 
     def __bool__(self) -> bool:
         return bool(self._windows)
+
+
+PartitionWindow = tuple[float, float, Sequence[str], Sequence[str]]
+"""One network partition: from ``start_ms`` to ``end_ms`` (``math.inf``: never healed), side A, side B."""
+
+
+def network_partitions(windows: Iterable[PartitionWindow]) -> NetworkPartitions | None:
+    """The run's network partitions, or None if it has none (then no connection pays anything for them)."""
+    partitions: NetworkPartitions | None = None
+    for start_ms, end_ms, side_a, side_b in windows:
+        if partitions is None:
+            partitions = NetworkPartitions()
+        partitions.add(start_ms, end_ms, side_a, side_b)
+    return partitions

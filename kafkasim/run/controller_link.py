@@ -49,19 +49,18 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from kafkasim.broker.alter_partition import AlterPartitionCallback, LeaderAndIsr
+from kafkasim.broker.config import LogConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.metadata import (
-    NO_LEADER,
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     BrokerRegistrationReply,
     MetadataDelta,
-    PartitionRegistration,
 )
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.controller_core import AlterPartitionReply
@@ -71,10 +70,12 @@ from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import CONTROLLER_HOST, Cut, NetworkPartitions, broker_host
 from kafkasim.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkasim.server.broker_server import BrokerServer
+from kafkasim.server.metadata_cache import KRaftMetadataCache
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import Sampler
 
 ApplyCost = Callable[[], float]
+Reply = TypeVar("Reply")  # what the controller answers one exchange with
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -112,11 +113,11 @@ class ControllerLink:
         # Per broker (filled by subscribe): the metadata offset it has applied, and its incarnation.
         self.applied_offset: dict[int, int] = {}
         self.incarnations: dict[int, int] = {}
-        self._log_config_for: dict[int, Callable[[TopicPartition], Any]] = {}
+        self._log_config_for: dict[int, Callable[[TopicPartition], LogConfig]] = {}
         self.alter_partitions_submitted = 0
-        # Per broker: the partitions of the metadata it has applied (Kafka's KRaftMetadataCache), what it
-        # answers a client's Metadata request with.
-        self.metadata_cache: dict[int, dict[TopicPartition, PartitionRegistration]] = {}
+        # Per broker: the partitions of the metadata it has applied, what it answers a client's Metadata
+        # request with.
+        self.metadata_cache: dict[int, KRaftMetadataCache] = {}
         # Brokers a network partition separates from the controller at some time, and their cut.
         self._cuts: dict[int, Cut] = {}
         if partitions is not None:
@@ -138,7 +139,7 @@ class ControllerLink:
         cut = self._cuts.get(broker_id)
         sent_ms = self.env.now
 
-        def arrive(_e: Any) -> None:
+        def arrive(_e: object) -> None:
             if cut is not None and cut.severs(sent_ms, self.env.now):
                 return  # lost in a network partition
             send()
@@ -149,7 +150,7 @@ class ControllerLink:
         cut = self._cuts.get(broker_id)
         sent_ms = self.env.now
 
-        def arrive(_e: Any) -> None:
+        def arrive(_e: object) -> None:
             if cut is not None and cut.severs(sent_ms, self.env.now):
                 return  # lost in a network partition
             # An answer to an earlier incarnation, or to a broker that is down, is lost with its connection.
@@ -158,14 +159,15 @@ class ControllerLink:
 
         Call(self.env, max(0.0, self.latency.sample(self.rngs[broker_id])), arrive)
 
-    def _exchange(self, broker_id: int, timeout_ms: float, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+    def _exchange(self, broker_id: int, timeout_ms: float, callback: Callable[[Reply | None], None]
+                  ) -> Callable[[Reply | None], None]:
         """``callback`` for one request/answer exchange with the controller; for a broker a partition can cut
         off, it gets None (a failed exchange) ``timeout_ms`` after the send unless an answer came first."""
         if broker_id not in self._cuts:
             return callback
         done = [False]
 
-        def answered(reply: Any) -> None:
+        def answered(reply: Reply | None) -> None:
             if not done[0]:
                 done[0] = True
                 callback(reply)
@@ -175,13 +177,13 @@ class ControllerLink:
 
     # --- metadata ------------------------------------------------------------------------------------
 
-    def subscribe(self, broker_id: int, log_config_for: Callable[[TopicPartition], Any], catch_up: bool) -> None:
+    def subscribe(self, broker_id: int, log_config_for: Callable[[TopicPartition], LogConfig], catch_up: bool) -> None:
         broker = self.brokers[broker_id]
         self.incarnations.setdefault(broker_id, 0)
         self._log_config_for[broker_id] = log_config_for
         if not catch_up:
             self.applied_offset[broker_id] = self.controller.image.offset  # it starts with the bootstrap image
-            self.metadata_cache[broker_id] = dict(self.controller.image.partitions)
+            self.metadata_cache[broker_id] = KRaftMetadataCache(self.controller.image.partitions)
         cache = self.metadata_cache[broker_id]
         incarnation = self.incarnations[broker_id]
         waiting: deque[MetadataDelta] = deque()  # committed, reached the broker, not published yet
@@ -197,9 +199,7 @@ class ControllerLink:
                 apply_cost = self.apply_costs.get(broker_id)
                 # BrokerMetadataPublisher.onMetadataUpdate: metadataCache.setImage first ...
                 moves = apply_cost is not None and _moves_leadership(broker_id, cache, delta)
-                cache.update(delta.partitions)
-                for tp in delta.deleted:
-                    cache.pop(tp, None)
+                cache.set_image(delta)
                 cost = apply_cost() if moves and apply_cost is not None else 0.0
                 if cost <= 0.0:
                     applied(delta)
@@ -214,7 +214,7 @@ class ControllerLink:
             # MetadataLoader: lastAppliedOffset (what the heartbeats report) moves once every publisher ran.
             self.applied_offset[broker_id] = max(self.applied_offset[broker_id], delta.offset)
 
-        def applied_later(delta: MetadataDelta, _event: Any) -> None:
+        def applied_later(delta: MetadataDelta, _event: object) -> None:
             publishing[0] = False
             if broker.crashed or self.incarnations[broker_id] != incarnation:
                 waiting.clear()
@@ -247,25 +247,6 @@ class ControllerLink:
             held.append(delta)
 
         self.controller.subscribe(broker_id, apply, catch_up=catch_up)
-
-    def metadata_for(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
-        """A client's Metadata request: ``{tp: (leader, leader epoch)}`` as the broker answering it has applied
-        them (``KafkaApis.handleTopicMetadataRequest`` reads the broker's ``MetadataCache``); empty when no
-        broker answers. Simplification: the lowest-id broker that is up and not paused answers (Kafka's client
-        asks its ``leastLoadedNode``; a stopped JVM answers nothing, and the client's request to it would time
-        out before it tried another), and the answer is read when the request arrives."""
-        for broker_id in sorted(self.brokers):
-            if self.brokers[broker_id].responsive:
-                cache = self.metadata_cache[broker_id]
-                answer: dict[TopicPartition, tuple[int, int]] = {}
-                for tp in partitions:
-                    registration = cache.get(tp)
-                    if registration is not None:
-                        answer[tp] = (registration.leader, registration.leader_epoch)
-                    else:
-                        answer[tp] = (NO_LEADER, -1)
-                return answer
-        return {}
 
     def _release(self, broker_id: int, held: list[MetadataDelta], apply: Callable[[MetadataDelta], None]) -> None:
         if self._held.get(broker_id) is not held:
@@ -346,7 +327,7 @@ class ControllerLink:
         disconnected and sent again (the alter-partition channel never gives up: retryTimeoutMs is
         Long.MaxValue)."""
 
-        def check(_e: Any) -> None:
+        def check(_e: object) -> None:
             if answered[0] or not self._alive(broker_id) or self.incarnations[broker_id] != incarnation:
                 return
             self._to_controller(broker_id, send)
@@ -355,7 +336,7 @@ class ControllerLink:
         Call(self.env, CONTROLLER_SOCKET_TIMEOUT_MS, check)
 
 
-def _moves_leadership(broker_id: int, cache: dict[TopicPartition, PartitionRegistration], delta: MetadataDelta) -> bool:
+def _moves_leadership(broker_id: int, cache: KRaftMetadataCache, delta: MetadataDelta) -> bool:
     """Whether ``delta`` gives a partition that ``broker_id`` hosts a new leader or leader epoch (Kafka's
     ``TopicsDelta.localChanges`` leading to a state change in ``Partition.makeLeader`` / ``makeFollower``);
     an ISR-only change ("Skipped the become-leader state change") costs nothing here."""

@@ -14,7 +14,8 @@ Besides the clients and the request pipeline, the engine runs the broker's backg
   (Kafka's LogManager.cleanupLogs): ``delete_old_segments`` on the leader's log of every partition and on
   every running follower's local logs. It bounds a long run's memory, which is mostly logged batches;
 * the KRaft controller (``kafkasim.controller.QuorumController``) and each broker's link to it
-  (``run/controller_link.py``: heartbeats, AlterPartition, metadata);
+  (``run/controller_link.py``: heartbeats, AlterPartition, metadata), all owned by the run's ``Cluster``
+  (``run/cluster.py``), which starts them and reports their counters and open work;
 * the gauge sampler, the fault schedule and the invariant checks.
 
 The run stops at ``duration``. Requests still in flight then are recorded with the timestamps they
@@ -44,7 +45,8 @@ from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.record.spool_dir import clear_abandoned_spools_once
 from kafkasim.record.summary import summarize
-from kafkasim.run.build import Components, build, client_deadlines
+from kafkasim.run.build import build, client_deadlines
+from kafkasim.run.cluster import Cluster
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.failovers import failovers, fences
 from kafkasim.run.faults import schedule_faults
@@ -56,6 +58,8 @@ from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kafkasim.scenario import Scenario
 
 PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
@@ -149,8 +153,8 @@ class Engine:
             else RunRecorder(self.recorder, consumers_by_topic, on_request, now=lambda: env.now)
         )
         self.observer = self.run_recorder
-        self.components: Components = build(scenario, clock, self.seed, self.observer, self.layout)
-        replication = self.components.controller_link.controller.core.replication_control
+        self.components: Cluster = build(scenario, clock, self.seed, self.observer, self.layout)
+        replication = self.components.controller.core.replication_control
         self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample,
                                    nics=self.components.nics, leaderless=lambda: (
                                        replication.partitions_with_no_leader()
@@ -171,7 +175,7 @@ class Engine:
 
     # --- background tasks --------------------------------------------------------------------------
 
-    def _sample(self, _event: Any) -> None:
+    def _sample(self, _event: object) -> None:
         if self.invariants is not None:
             self.invariants.check_all_hw()
         self.gauges.sample(self.env.now)
@@ -217,7 +221,7 @@ class Engine:
             result.summary["interrupted_at_ms"] = end
         return result
 
-    def _check_no_unexplained_loss(self, records: Any, end: float) -> None:
+    def _check_no_unexplained_loss(self, records: pd.DataFrame, end: float) -> None:
         """Kafka's promise at the end of the run: no acks=all batch acknowledged with min.insync.replicas
         >= 2 is missing from its partition's final leader unless an unclean election came after it."""
         assert self.invariants is not None
@@ -234,7 +238,7 @@ class Engine:
                 end,
             )
 
-    def _check_no_idempotent_duplicate(self, records: Any, end: float) -> None:
+    def _check_no_idempotent_duplicate(self, records: pd.DataFrame, end: float) -> None:
         """Kafka's promise to an idempotent producer: each batch written once (the audit marks a batch found
         twice in its final log, or read by a consumer at two offsets, ``duplicated``) -- as far as Kafka's own
         client keeps it: a batch whose sequence an epoch bump rewrote while it was in flight
@@ -261,21 +265,10 @@ class Engine:
             )
 
     def _start(self) -> None:
-        c = self.components
-        env = self.env
         # The order of first events is the order of ties at a simulated instant; the golden runs pin it.
-        for broker in c.brokers:
-            broker.start_fetchers()
-        for consumer in c.consumers:
-            consumer.start()
-        for producer in c.producers:
-            producer.start()
-        for broker in c.brokers:
-            broker.start_purgatory_tasks()
-        for broker in c.brokers:
-            broker.start_log_retention()
-        Call(env, 0.0, self._sample)
-        schedule_faults(self.scenario, c)
+        self.components.start()
+        Call(self.env, 0.0, self._sample)
+        schedule_faults(self.scenario, self.components)
 
     def _run_until(self, duration: float) -> None:
         env = self.env
@@ -375,62 +368,22 @@ class Engine:
     def _record_open_work(self) -> list[RequestEnvelope]:
         """Rows for batches still in flight or in the accumulator (without an ack); the requests still in
         flight, for the recorder to write with the timestamps they reached."""
-        c = self.components
-        unfinished: list[RequestEnvelope] = []
-        for producer in c.producers:
-            unfinished.extend(envelope for envelope, _ in producer.unfinished())
-        for consumer in c.consumers:
-            unfinished.extend(consumer.unfinished())
-        for follower in c.followers:
-            unfinished.extend(follower.unfinished())
-        unfinished.sort(key=lambda e: e.request_id)
-        for producer in c.producers:
-            producer.catch_up()
-            for _, batches in producer.unfinished():
-                for b in batches:
-                    # A request in flight still holds the batches that expired in it (Kafka's Sender keeps
-                    # them in its in-flight list until the answer comes): those already have their row.
-                    if not b.done:
-                        self._unacked_batch(producer, b)
-            for b in producer.accumulator.all_batches():
-                self._unacked_batch(producer, b)
+        unfinished = self.components.unfinished_requests()
+        for producer, batch in self.components.unacknowledged_batches():
+            self._unacked_batch(producer, batch)
         return unfinished
 
     def _unacked_batch(self, producer: Producer, b: ProducerBatch) -> None:
         self.recorder.finish_batch(self.run_recorder.batch_trace(producer.name, producer.acks, b, NAN, -1, Errors.NONE))
 
     def _metadata_batches(self) -> list[MetadataBatch]:
-        return list(self.components.controller_link.controller.core.log.batches)
+        return list(self.components.controller.core.log.batches)
 
     def _counters(self) -> dict[str, Any]:
-        c = self.components
-        # Summed over the brokers (in a scenario without a cluster only broker 0 leads, so the sums are its
-        # own counts).
-        metrics = [broker.replica_manager.metrics for broker in c.brokers]
-        replication = c.controller_link.controller.core.replication_control
         invariants = self.invariants
-        return {
-            # Who changed the ISR: the leaders (Kafka's IsrShrinksPerSec / IsrExpandsPerSec, through
-            # AlterPartition) and the controller itself (fencing, controlled shutdown, elections).
-            "isr_shrinks": sum(m.isr_shrinks for m in metrics),
-            "isr_expands": sum(m.isr_expands for m in metrics),
-            "controller_isr_shrinks": replication.isr_shrinks,
-            "controller_isr_expands": replication.isr_expands,
-            # The leaders it elected, by how (Kafka's "Setting new leader ... using ELR / an unclean election").
-            "controller_clean_elections": replication.elections["clean"],
-            "controller_elr_elections": replication.elections["ELR"],
-            "controller_unclean_elections": replication.elections["unclean"],
-            "controller_last_known_leader_elections": replication.elections["last known leader"],
-            "failed_isr_updates": sum(m.failed_isr_updates for m in metrics),
-            "produce_expires": sum(m.produce_expires for m in metrics),
-            "fetch_expires_follower": sum(m.fetch_expires_follower for m in metrics),
-            "fetch_expires_consumer": sum(m.fetch_expires_consumer for m in metrics),
-            "alter_partition_requests": c.controller_link.alter_partitions_submitted,
-            "requests_handled": sum(broker.handlers.requests_handled for broker in c.brokers),
-            "messages_dropped": sum(path.dropped for path in c.links.values()),
-            "reaper_passes": sum(broker.reaper_passes for broker in c.brokers),
-            "invariant_checks": invariants.checker.checks if invariants is not None else 0,
-        }
+        counters: dict[str, Any] = dict(self.components.counters())
+        counters["invariant_checks"] = invariants.checker.checks if invariants is not None else 0
+        return counters
 
     def _scenario_yaml(self) -> str | None:
         try:

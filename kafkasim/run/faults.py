@@ -28,9 +28,9 @@ A client's link faults act on its path to every broker (in a cluster it has one 
 
 A ``network_partition`` has no target: it cuts the network between two sets of hosts (``broker-<id>``,
 clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
-starts (``network_partitions``), and every connection between two hosts it separates -- whenever opened
-(``kafkasim.network.connection.open_connection``) -- and the controller link (``ControllerLink``) consult
-the cut for each message (``kafkasim.network.partitions``).
+starts (``partition_windows``, built into ``kafkasim.network.partitions.network_partitions``), and every
+connection between two hosts it separates -- whenever opened (``kafkasim.network.connection.open_connection``)
+-- and the controller link (``ControllerLink``) consult the cut for each message.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ import math
 import random
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from kafkasim.network.link import NetworkLink
-from kafkasim.network.partitions import NetworkPartitions
+from kafkasim.network.link import LatencySampler, NetworkLink
+from kafkasim.network.partitions import PartitionWindow
 from kafkasim.scenario.faults import (
     CrashFault,
     LinkDelayFault,
@@ -52,17 +52,29 @@ from kafkasim.scenario.faults import (
     ShutdownFault,
     SlowDiskFault,
 )
+from kafkasim.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import sampler_from_spec
 
 if TYPE_CHECKING:
-    from kafkasim.run.build import Components
+    from kafkasim.run.cluster import Cluster
     from kafkasim.scenario import Scenario
 
 
-def _component(c: Components, target: str) -> Any:
+class FaultTarget(Protocol):
+    """What a pause fault stops: a broker, a replica fetcher, a client, a broker's lifecycle manager."""
+
+    @property
+    def name(self) -> str: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+def _component(c: Cluster, target: str) -> FaultTarget:
     broker = _broker(c, target)
     if broker is not None:
         return broker
@@ -73,8 +85,8 @@ def _component(c: Components, target: str) -> Any:
     raise ValueError(f"fault target {target!r} is not a follower, producer or consumer of this run")
 
 
-def _broker(c: Components, target: str) -> BrokerServer | None:
-    if c.layout is None or not c.layout.clustered:
+def _broker(c: Cluster, target: str) -> BrokerServer | None:
+    if not c.layout.clustered:
         return None
     for broker in c.brokers:
         if broker.name == target:
@@ -82,7 +94,7 @@ def _broker(c: Components, target: str) -> BrokerServer | None:
     return None
 
 
-def _links(c: Components, target: str, direction: str) -> list[NetworkLink]:
+def _links(c: Cluster, target: str, direction: str) -> list[NetworkLink]:
     broker = _broker(c, target)
     if broker is not None:
         paths = [c.links[f.name] for f in broker.fetchers]
@@ -101,24 +113,24 @@ class _PauseCount:
     def __init__(self) -> None:
         self.count: dict[str, int] = {}
 
-    def pause(self, component: Any) -> None:
+    def pause(self, component: FaultTarget) -> None:
         n = self.count.get(component.name, 0)
         self.count[component.name] = n + 1
         if n == 0:
             component.pause()
 
-    def resume(self, component: Any) -> None:
+    def resume(self, component: FaultTarget) -> None:
         n = self.count.get(component.name, 0) - 1
         self.count[component.name] = max(0, n)
         if n == 0:
             component.resume()
 
 
-def _at(c: Components, t: float, action: Callable[[], None]) -> None:
+def _at(c: Cluster, t: float, action: Callable[[], None]) -> None:
     Call(c.env, t, lambda _e: action())
 
 
-def schedule_faults(scenario: Scenario, c: Components) -> None:
+def schedule_faults(scenario: Scenario, c: Cluster) -> None:
     pauses = _PauseCount()
     drop_ends: dict[str, float] = {}  # link name -> end of the drop faults started so far
     for index, fault in enumerate(scenario.faults):
@@ -137,7 +149,8 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
                 if end is not None:
                     _at(c, end, partial(pauses.resume, _LifecyclePause(lifecycle, fault.target)))
         elif isinstance(fault, SlowDiskFault):
-            follower: ReplicaFetcherThread | BrokerServer = _component(c, fault.target)
+            follower = _component(c, fault.target)
+            assert isinstance(follower, ReplicaFetcherThread | BrokerServer), fault.target  # validated: a broker
             _at(c, start, partial(_scale_disk, follower, float(fault.factor)))
             if end is not None:
                 _at(c, end, partial(_scale_disk, follower, 1.0 / float(fault.factor)))
@@ -166,25 +179,22 @@ def schedule_faults(scenario: Scenario, c: Components) -> None:
             until = math.inf if end is None else end
             _at(c, start, partial(_drop, links, until, drop_ends))
         elif isinstance(fault, NetworkPartitionFault):
-            pass  # built into the network: network_partitions(), consulted per message by every connection
+            pass  # built into the network: partition_windows(), consulted per message by every connection
         else:  # pragma: no cover - the scenario model admits only the kinds above
             raise ValueError(f"unknown fault type {fault.type!r}")
 
 
-def network_partitions(scenario: Scenario) -> NetworkPartitions | None:
-    """The scenario's ``network_partition`` faults by host pair, or None if it has none (then no connection
-    pays anything for them)."""
-    faults = [f for f in scenario.faults if isinstance(f, NetworkPartitionFault)]
-    if not faults:
-        return None
-    partitions = NetworkPartitions()
-    for fault in faults:
-        end = fault.end
-        partitions.add(float(fault.at), math.inf if end is None else float(end), fault.sides[0], fault.sides[1])
-    return partitions
+def partition_windows(scenario: Scenario) -> list[PartitionWindow]:
+    """The scenario's ``network_partition`` faults as plain windows (``network.partitions.network_partitions``
+    builds the run's ``NetworkPartitions`` from them)."""
+    return [
+        (float(f.at), math.inf if f.end is None else float(f.end), f.sides[0], f.sides[1])
+        for f in scenario.faults
+        if isinstance(f, NetworkPartitionFault)
+    ]
 
 
-def _broker_id(component: Any) -> int | None:
+def _broker_id(component: FaultTarget) -> int | None:
     """The broker a fault target runs on: a cluster's broker-N, or the broker of follower-N's fetcher."""
     if isinstance(component, (BrokerServer, ReplicaFetcherThread)):
         return component.broker_id
@@ -196,7 +206,7 @@ class _LifecyclePause:
 
     __slots__ = ("lifecycle", "name")
 
-    def __init__(self, lifecycle: Any, target: str) -> None:
+    def __init__(self, lifecycle: BrokerLifecycleManager, target: str) -> None:
         self.lifecycle = lifecycle
         self.name = f"{target}/lifecycle"
 
@@ -207,13 +217,13 @@ class _LifecyclePause:
         self.lifecycle.resume()
 
 
-def _crash(c: Components, broker: BrokerServer, broker_id: int) -> None:
+def _crash(c: Cluster, broker: BrokerServer, broker_id: int) -> None:
     broker.crash()
     # The broker process died: no more heartbeats, no metadata delivered until it is back.
     c.controller_link.broker_crashed(broker_id)
 
 
-def _restart(c: Components, broker: BrokerServer, broker_id: int) -> None:
+def _restart(c: Cluster, broker: BrokerServer, broker_id: int) -> None:
     broker.restart()
     c.controller_link.broker_restarted(broker_id)
 
@@ -244,7 +254,7 @@ class _ControlledShutdown:
 
     __slots__ = ("c", "broker", "broker_id", "restart_at", "began", "stopped_at")
 
-    def __init__(self, c: Components, broker: BrokerServer, broker_id: int, restart_at: float | None) -> None:
+    def __init__(self, c: Cluster, broker: BrokerServer, broker_id: int, restart_at: float | None) -> None:
         self.c = c
         self.broker = broker
         self.broker_id = broker_id
@@ -292,7 +302,7 @@ class _DelayedLatency:
 
     __slots__ = ("base", "extra", "extra_rng")
 
-    def __init__(self, base: Any, extra: Any, extra_rng: random.Random) -> None:
+    def __init__(self, base: LatencySampler, extra: LatencySampler, extra_rng: random.Random) -> None:
         self.base = base
         self.extra = extra
         self.extra_rng = extra_rng
@@ -301,7 +311,7 @@ class _DelayedLatency:
         return self.base.sample(rng) + self.extra.sample(self.extra_rng)
 
 
-def _delay_on(links: list[NetworkLink], extra: Any, rng: random.Random) -> None:
+def _delay_on(links: list[NetworkLink], extra: LatencySampler, rng: random.Random) -> None:
     for link in links:
         link.latency_sampler = _DelayedLatency(link.latency_sampler, extra, rng)
 

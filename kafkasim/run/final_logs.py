@@ -23,10 +23,10 @@ from kafkasim.record.log_audit import FinalLog
 
 if TYPE_CHECKING:
     from kafkasim.broker.records import TopicPartition
-    from kafkasim.run.build import Components
+    from kafkasim.run.cluster import Cluster
 
 
-def elections(c: Components) -> tuple[dict[TopicPartition, list[float]], dict[TopicPartition, list[float]]]:
+def elections(c: Cluster) -> tuple[dict[TopicPartition, list[float]], dict[TopicPartition, list[float]]]:
     """When the controller elected an unclean leader, and a leader from the ELR, per partition (the times it
     appended the records)."""
     unclean: dict[TopicPartition, list[float]] = {}
@@ -41,7 +41,7 @@ def elections(c: Components) -> tuple[dict[TopicPartition, list[float]], dict[To
     return unclean, elr
 
 
-def final_leader(c: Components, tp: TopicPartition) -> int:
+def final_leader(c: Cluster, tp: TopicPartition) -> int:
     """The broker whose log is ``tp``'s at the end of the run (NO_LEADER if none can be named)."""
     registration = c.controller_link.controller.image.partitions.get(tp)
     epoch, leader = (registration.leader_epoch, registration.leader) if registration is not None else (-1, NO_LEADER)
@@ -56,7 +56,7 @@ def final_leader(c: Components, tp: TopicPartition) -> int:
     return leader
 
 
-def final_logs(c: Components) -> dict[tuple[str, int], FinalLog]:
+def final_logs(c: Cluster) -> dict[tuple[str, int], FinalLog]:
     """Every partition's final leader's log, by batch identity."""
     unclean, elr = elections(c)
     out: dict[tuple[str, int], FinalLog] = {}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kafkasim.record.recorder import RecordedTables, Recorder
-    from kafkasim.run.build import Components
+    from kafkasim.run.cluster import Cluster
 
 # About how many bytes one of each costs where it is largest: a row in the tables built at the end (the
 # DataFrames' columns, measured on a 2 M-row requests table read back from the spool: ~340 bytes a row;
@@ -64,7 +64,7 @@ class MemoryUse:
         return f"holding {listed}: most of it the {largest} ({ADVICE[largest]})"
 
 
-def memory_use(recorder: Recorder, components: Components | None, tables: RecordedTables | None = None) -> MemoryUse:
+def memory_use(recorder: Recorder, components: Cluster | None, tables: RecordedTables | None = None) -> MemoryUse:
     """Count what the run holds: its rows (in `tables` once the recorder has built them, else the recorder's),
     and the simulation's producers and logs when `components` is still there."""
     if tables is not None:

@@ -49,6 +49,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.config import KafkaConfig, LogConfig
+from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch_session import (
     MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
     FetchManager,
@@ -76,7 +77,8 @@ if TYPE_CHECKING:
     from kafkasim.broker.metadata import MetadataDelta
     from kafkasim.timer import Time
 
-# build.py's way of creating a fetcher thread for broker ``broker`` toward ``source_broker``.
+# The run's way of creating a fetcher thread for broker ``broker`` toward ``source_broker``
+# (run/cluster.py's ReplicaFetcherFactory).
 FetcherFactory = Callable[["BrokerServer", int, int], ReplicaFetcherThread]
 
 # Kafka's LogManager.InitialTaskDelayMs (log.initial.task.delay.ms): the retention task's first run.
@@ -410,6 +412,24 @@ class BrokerServer:
         if self._fetchers_started:
             self.start_log_retention()
 
+    # --- requests answered outside the request plane ------------------------------------------------
+
+    def handle_offset_for_leader_epoch(self, tp: TopicPartition, leader_epoch: int) -> int | None:
+        """A consumer's OffsetsForLeaderEpoch request (``KafkaApis.handleOffsetForLeaderEpochRequest`` ->
+        ``Partition.lastOffsetForLeaderEpoch``, leader only): the end offset of ``leader_epoch``, or None when
+        this broker cannot answer (down, not hosting ``tp``, not its leader). Simplification: answered at
+        once, without the request plane."""
+        if self.crashed:
+            return None
+        partition = self.replica_manager.partitions.get(tp)
+        if partition is None:
+            return None
+        answer = partition.last_offset_for_leader_epoch(-1, leader_epoch, True)
+        if answer.error is not Errors.NONE:
+            return None
+        # UNDEFINED: the consumer resets per auto.offset.reset (earliest here).
+        return answer.end_offset if answer.end_offset >= 0 else partition.log.log_start_offset
+
     # --- state -------------------------------------------------------------------------------------
 
     @property
@@ -424,3 +444,18 @@ class BrokerServer:
     @property
     def reaper_passes(self) -> int:
         return sum(r.passes for r in self.reapers)
+
+    def counters(self) -> dict[str, int]:
+        """This broker's counters (its ``ReplicaManager``'s metrics, its request handlers' and reapers'),
+        what the run's summary sums over the brokers."""
+        m = self.replica_manager.metrics
+        return {
+            "isr_shrinks": m.isr_shrinks,
+            "isr_expands": m.isr_expands,
+            "failed_isr_updates": m.failed_isr_updates,
+            "produce_expires": m.produce_expires,
+            "fetch_expires_follower": m.fetch_expires_follower,
+            "fetch_expires_consumer": m.fetch_expires_consumer,
+            "requests_handled": self.handlers.requests_handled,
+            "reaper_passes": self.reaper_passes,
+        }

@@ -22,12 +22,12 @@ the ``RequestChannel`` at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import FetchParams, LogReadResult, fetch_params_from_request
 from kafkasim.broker.fetch_session import FetchManager, FetchResponse, IncrementalFetchContext
+from kafkasim.broker.produce import PartitionResponse
 from kafkasim.broker.records import TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.broker.session_reads import session_reader
@@ -132,7 +132,8 @@ class KafkaApis:
 
     # --- responses ---------------------------------------------------------------------------------
 
-    def _produce_response(self, envelope: RequestEnvelope, statuses: Any) -> None:
+    def _produce_response(self, envelope: RequestEnvelope,
+                          statuses: dict[TopicPartition, PartitionResponse]) -> None:
         envelope.response = statuses
         error = Errors.NONE
         for status in statuses.values():

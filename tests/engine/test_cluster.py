@@ -15,7 +15,7 @@ import pytest
 from kafkasim.broker.records import TopicPartition
 from kafkasim.network.messages import API_FETCH_CONSUMER, API_FETCH_FOLLOWER, API_PRODUCE, RequestEnvelope
 from kafkasim.record.result import RunResult
-from kafkasim.run.build import Components
+from kafkasim.run.cluster import Cluster
 from kafkasim.run.cluster_layout import ClusterLayout
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario
@@ -44,7 +44,7 @@ def _scenario(**sections: object) -> Scenario:
     return scenario(**{**base, **sections})
 
 
-def _broker_of(c: Components, channel: Any) -> int:
+def _broker_of(c: Cluster, channel: Any) -> int:
     """The broker whose SocketServer read the request on ``channel``."""
     for broker in c.brokers:
         if channel.processor.request_channel is broker.request_channel:

@@ -12,7 +12,7 @@ import simpy
 from kafkasim.network.connection import Connection, PartitionedConnection, open_connection
 from kafkasim.network.link import NetworkPath
 from kafkasim.network.observer import Observer
-from kafkasim.network.partitions import Cut, NetworkPartitions
+from kafkasim.network.partitions import Cut, NetworkPartitions, network_partitions
 from kafkasim.sim.distributions import Constant
 
 
@@ -131,6 +131,18 @@ def _reconnect(env, server, path, cut: Cut | None):
 
 def _at(env: simpy.Environment, t: float, action) -> None:
     env.timeout(t).callbacks.append(lambda _e: action())
+
+
+def test_network_partitions_from_plain_windows() -> None:
+    assert network_partitions([]) is None  # no partition: no connection pays for them
+    partitions = network_partitions([(10.0, 20.0, ["broker-0"], ["broker-1", "controller"]),
+                                     (30.0, math.inf, ["p1"], ["broker-0"])])
+    assert partitions is not None
+    cut = partitions.between("controller", "broker-0")
+    assert cut is not None and cut.windows == [(10.0, 20.0)]
+    broker_cut = partitions.between("broker-0", "p1")
+    assert broker_cut is not None and broker_cut.until(40.0) == math.inf
+    assert partitions.between("broker-1", "controller") is None
 
 
 @pytest.mark.pure_only
