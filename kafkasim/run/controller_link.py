@@ -118,6 +118,9 @@ class ControllerLink:
         # Per broker: the partitions of the metadata it has applied, what it answers a client's Metadata
         # request with.
         self.metadata_cache: dict[int, KRaftMetadataCache] = {}
+        # When each broker applied a delta naming it a partition's leader (Partition.makeLeader ran): the
+        # failovers' applied_ms, per (partition, broker), in time order.
+        self.leaderships_applied: dict[tuple[TopicPartition, int], list[float]] = {}
         # Brokers a network partition separates from the controller at some time, and their cut.
         self._cuts: dict[int, Cut] = {}
         if partitions is not None:
@@ -211,6 +214,9 @@ class ControllerLink:
 
         def applied(delta: MetadataDelta) -> None:
             broker.apply_delta(delta, log_config_for=log_config_for)
+            for tp, registration in delta.partitions.items():
+                if registration.leader == broker_id:
+                    self.leaderships_applied.setdefault((tp, broker_id), []).append(self.env.now)
             # MetadataLoader: lastAppliedOffset (what the heartbeats report) moves once every publisher ran.
             self.applied_offset[broker_id] = max(self.applied_offset[broker_id], delta.offset)
 

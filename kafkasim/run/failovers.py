@@ -22,19 +22,24 @@ controller event that made it) and the records table:
   ``retry.backoff.max.ms`` and ``metadata.max.age.ms`` until they learn the new leader; ``request.timeout.ms``
   for a request the old leader never answered.
 
-Left out (the open issue "Answer an operator's questions about a fault"): the instants each broker applied the
-change and each client learned it, and the last heartbeat the controller saw.
+* ``applied_ms``: when the new leader applied the change (its ``ReplicaManager.applyDelta`` ran
+  ``Partition.makeLeader``); the first acknowledgement counted is one after it (the old leader may acknowledge
+  until it applied the change itself).
+
+Left out (the open issue "Answer an operator's questions about a fault"): the instants each client learned
+the change, and the last heartbeat the controller saw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from kafkasim.broker.metadata import NO_LEADER
+from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.metadata_log import MetadataBatch, election_kind, partition_changes
 from kafkasim.controller.records import (
     FENCE,
@@ -69,8 +74,12 @@ def _broker_of(target: str) -> int | None:
     return int(number) if kind in ("broker", "follower") and number.isdigit() else None
 
 
-def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame) -> list[dict[str, Any]]:
-    """The run's leadership changes (see the module's docstring), in the order the controller made them."""
+def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame,
+              applied: Mapping[tuple[TopicPartition, int], Sequence[float]] | None = None) -> list[dict[str, Any]]:
+    """The run's leadership changes (see the module's docstring), in the order the controller made them.
+    ``applied``: per (partition, broker), when that broker applied a delta naming it the leader (the
+    controller link's ``leaderships_applied``): the row's ``applied_ms`` is the new leader's first after the
+    election."""
     faults = list(faults)
     fenced: dict[int, float] = {}
     shutdown: dict[int, float] = {}
@@ -95,8 +104,10 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
             kind = _kind(r, old, event_fenced, event_unfenced, shutdown, replicas, election_kind(r, before))
             fenced_ms = fenced.get(old) if kind in ("fenced", "unclean", "from the ELR") and old != NO_LEADER else (
                 shutdown.get(old) if kind == "shutdown" else None)
+            taken = (applied or {}).get((tp, r.leader), ())
+            applied_ms = next((t for t in taken if t >= batch.append_ms), None)
             out.append(failover_row(tp.topic, tp.partition, old, r.leader, kind, faults, fenced_ms,
-                                    float(batch.append_ms), acks))
+                                    float(batch.append_ms), acks, applied_ms=applied_ms))
     return out
 
 
