@@ -128,6 +128,8 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'fault_spans(faults)',
     ),
     *_each('record/record_latency.py', SUMMARY,
+        'RecordLatency.e2e_summary->',
+        'RecordLatency.e2e_summary:out',
         'RecordLatency.summary->',
         'RecordLatency.summary:out',
         '_histogram_summary->',

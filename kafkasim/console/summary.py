@@ -74,6 +74,14 @@ def client_latency_table(summary: Mapping[str, Any]) -> Table | None:
         table.add_row(f"produce {label}, sent", *_stat_cells(data.get("from_send")))
     if e2e.get("count"):
         table.add_row("end to end, intended", *_stat_cells(e2e))
+    # Per record, as OpenMessaging Benchmark and Kafka's EndToEndLatency count: each record from its own
+    # intended send (the rows above time a batch by its oldest record, up to linger.ms more).
+    for key, what in (("produce_record_latency", "produce"), ("e2e_record_latency", "end to end")):
+        per_acks = summary.get(key) or {}
+        for label, data in per_acks.items():
+            if (data.get("from_intended") or {}).get("count"):
+                name = f"per record: {what}" + (f" {label}" if len(per_acks) > 1 else "")
+                table.add_row(name, *_stat_cells(data["from_intended"]))
     return table
 
 

@@ -37,6 +37,10 @@ class RecordLatency:
         # acks -> (from-intended buckets, from-send buckets, [sum from intended, sum from send],
         #          from-intended latencies not bucketed yet)
         self._by_acks: dict[int, tuple[dict[int, int], dict[int, int], list[float], list[float]]] = {}
+        # acks -> (end-to-end buckets, [sum], end-to-end latencies not bucketed yet): each record from its
+        # intended send to its batch's first consumption (OpenMessaging Benchmark's and Kafka's
+        # EndToEndLatency count per message; the records table's e2e_latency_ms is the batch's oldest record's)
+        self._e2e_by_acks: dict[int, tuple[dict[int, int], list[float], list[float]]] = {}
 
     @classmethod
     def _bucket(cls, latency_ms: float) -> int:
@@ -68,6 +72,34 @@ class RecordLatency:
             from_send[key] = from_send.get(key, 0) + kept
             if len(pending) >= self.POUR_EVERY:
                 self._pour(pending, from_intended)
+
+    def add_e2e(self, acks: int, intended_ms: list[float], consumed_ms: float) -> None:
+        """The records of a batch first consumed at ``consumed_ms``, each from its intended send time."""
+        entry = self._e2e_by_acks.get(acks)
+        if entry is None:
+            entry = self._e2e_by_acks[acks] = ({}, [0.0], [])
+        buckets, sums, pending = entry
+        warmup = self.warmup_ms
+        latencies = [consumed_ms - intended for intended in intended_ms if intended >= warmup]
+        if latencies:
+            total = sums[0]
+            for latency in latencies:  # summed record by record, in order
+                total += latency
+            sums[0] = total
+            pending += latencies
+            if len(pending) >= self.POUR_EVERY:
+                self._pour(pending, buckets)
+
+    def e2e_summary(self) -> dict[str, Any]:
+        """Per acks setting: records consumed and their end-to-end latency from the intended send."""
+        out: dict[str, Any] = {}
+        for acks in sorted(self._e2e_by_acks):
+            buckets, sums, pending = self._e2e_by_acks[acks]
+            if pending:
+                self._pour(pending, buckets)
+            out[acks_label(acks)] = {"records": sum(buckets.values()),
+                                     "from_intended": _histogram_summary(buckets, sums[0])}
+        return out
 
     @classmethod
     def _pour(cls, pending: list[float], buckets: dict[int, int]) -> None:

@@ -139,6 +139,7 @@ class BatchTrace:
         "attempts",
         "duplicated",
         "sequence_reset",
+        "intended",
     )
 
     def __init__(
@@ -160,6 +161,7 @@ class BatchTrace:
         attempts: int = 1,
         first_request_id: int = -1,
         sequence_reset: bool = False,
+        intended: list[float] | None = None,
     ) -> None:
         self.batch_id = batch_id
         self.producer = producer
@@ -183,6 +185,9 @@ class BatchTrace:
         self.attempts = attempts
         self.sequence_reset = sequence_reset
         self.duplicated = False
+        # Each record's intended send time (the producer batch's list, kept by reference), until the batch's
+        # first consumption has been counted per record (Recorder.on_first_consumed); then None.
+        self.intended = intended
 
     def __repr__(self) -> str:
         return f"BatchTrace(#{self.batch_id} {self.topic}-{self.partition}@{self.offset})"
@@ -472,6 +477,8 @@ class Recorder:
         self._ts_value: list[float] = []
 
         self._segment_rows: list[tuple[float, int, str, int, int, str, str, bool]] = []
+        # Told each batch's first consumption once its row is final (per-record end-to-end latency).
+        self.on_first_consumed: Callable[[BatchTrace, float], None] | None = None
 
     # --- requests ----------------------------------------------------------------------------------
 
@@ -527,7 +534,14 @@ class Recorder:
         topic = batch.topic
         return all(c in consumed for c, topics in self._subscriptions.items() if topic in topics)
 
+    def _count_first_consumption(self, batch: BatchTrace) -> None:
+        hook = self.on_first_consumed
+        if batch.intended is not None and batch.consumed and hook is not None:
+            hook(batch, min(batch.consumed.values()))
+        batch.intended = None
+
     def _add_finished_batch(self, batch: BatchTrace) -> None:
+        self._count_first_consumption(batch)
         rows = self._finished_batches
         rows.append(batch)
         if self._max_rows is not None and len(rows) >= self._max_rows:
@@ -632,8 +646,10 @@ class Recorder:
         if table == "requests":
             return requests_frame(self._finished_requests)
         if table == "records":
-            leftover = self._finished_batches + [self._pending_batches[b] for b in sorted(self._pending_batches)]
-            return records_frame(leftover, self._consumers)
+            pending = [self._pending_batches[b] for b in sorted(self._pending_batches)]
+            for batch in pending:  # read by some of their readers by the end
+                self._count_first_consumption(batch)
+            return records_frame(self._finished_batches + pending, self._consumers)
         if table == "segments":
             return segments_frame(self._segment_rows)
         return timeseries_frame(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value)

@@ -35,6 +35,7 @@ class RunRecorder(Observer):
         consumers_by_topic: dict[str, int],
         on_request: Callable[[RequestEnvelope], None] | None = None,
         now: Callable[[], float] | None = None,
+        warmup_ms: float = 0.0,
     ) -> None:
         self.recorder = recorder
         # The simulated time of events reported without one (segment rolls come from the SimPy-free broker).
@@ -44,7 +45,14 @@ class RunRecorder(Observer):
         self._unknown_offset: dict[int, BatchTrace] = {}
         self._on_request = on_request
         self.requests_recorded = 0
-        self.record_latency = RecordLatency()
+        # Per-record latencies leave out the records intended during the warm-up, as the summary's do.
+        self.record_latency = RecordLatency(warmup_ms)
+        recorder.on_first_consumed = self._first_consumed
+
+    def _first_consumed(self, batch: BatchTrace, consumed_ms: float) -> None:
+        intended = batch.intended
+        if intended is not None:
+            self.record_latency.add_e2e(batch.acks, intended, consumed_ms)
 
     # --- requests ----------------------------------------------------------------------------------
 
@@ -113,6 +121,7 @@ class RunRecorder(Observer):
             batch.sends,
             batch.first_request_id,
             batch.sequence_reset,
+            batch.intended_ms,
         )
 
     def _finish_batch(self, trace: BatchTrace, error: Errors) -> None:

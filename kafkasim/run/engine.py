@@ -143,14 +143,16 @@ class Engine:
         checking = scenario.invariants if check_invariants is None else check_invariants
         # The run's one observer: it records every row and, when checking, checks Kafka's invariants.
         self.invariants: CheckedRunObserver | None = (
-            CheckedRunObserver(self.env, client_deadlines(scenario, self.layout), self.recorder, consumers_by_topic, on_request)
+            CheckedRunObserver(self.env, client_deadlines(scenario, self.layout), self.recorder, consumers_by_topic,
+                               on_request, warmup_ms=float(self.scenario.warmup))
             if checking
             else None
         )
         self.run_recorder: RunRecorder = (
             self.invariants
             if self.invariants is not None
-            else RunRecorder(self.recorder, consumers_by_topic, on_request, now=lambda: env.now)
+            else RunRecorder(self.recorder, consumers_by_topic, on_request, now=lambda: env.now,
+                             warmup_ms=float(self.scenario.warmup))
         )
         self.observer = self.run_recorder
         self.components: Cluster = build(scenario, clock, self.seed, self.observer, self.layout)
@@ -359,6 +361,9 @@ class Engine:
             summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
         summary["produce_record_latency"] = self.run_recorder.record_latency.summary()
+        e2e = self.run_recorder.record_latency.e2e_summary()
+        if e2e:
+            summary["e2e_record_latency"] = e2e
         scenario_yaml = self._scenario_yaml()
         self._tables = None
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.

@@ -63,8 +63,9 @@ class CheckedRunObserver(RunRecorder):
         recorder: Recorder,
         consumers_by_topic: dict[str, int],
         on_request: Callable[[RequestEnvelope], None] | None = None,
+        warmup_ms: float = 0.0,
     ) -> None:
-        super().__init__(recorder, consumers_by_topic, on_request, now=lambda: env.now)
+        super().__init__(recorder, consumers_by_topic, on_request, now=lambda: env.now, warmup_ms=warmup_ms)
         self.env = env
         self.checker = InvariantChecker(enabled=True)
         self._client_timeouts = client_timeouts

@@ -18,6 +18,8 @@ from kafkasim.scenario import load_scenario
 
 from .support import BROKEN_BROKER, QUICKSTART, SHORT, assert_no_traceback, call, cli_env, kafkasim
 
+PURE = Path(__file__).resolve().parents[2] / "benchmarks" / "pure.py"
+
 FIGURES = {"latency_cdf", "request_breakdown", "log_offsets", "isr_size", "purgatory", "produce_swimlane"}
 
 
@@ -150,10 +152,12 @@ def test_ctrl_c_in_wallclock_mode_stops_cleanly_and_keeps_the_partial_run(tmp_pa
 
 
 def test_an_invariant_violation_fails_the_run_with_its_message(tmp_path: Path) -> None:
+    # In the pure-Python copy (benchmarks/pure.py): the compiled KafkaApis calls its typed ReplicaManager's
+    # append_records natively, past any patch of the class.
     out = tmp_path / "never"
     result = subprocess.run(
-        [sys.executable, str(BROKEN_BROKER), "run", str(QUICKSTART), "--set", "duration=1s", "--set", "warmup=0s",
-         "--no-figures", "--out", str(out)],
+        [sys.executable, str(PURE), str(BROKEN_BROKER), "run", str(QUICKSTART), "--set", "duration=1s",
+         "--set", "warmup=0s", "--no-figures", "--out", str(out)],
         capture_output=True, text=True, env=cli_env(), timeout=120,
     )
     assert result.returncode == 1, result.stderr
