@@ -61,17 +61,11 @@ class RecordLatency:
         latencies = [ack_ms - intended for intended in batch.intended_ms if intended >= warmup]
         kept = len(latencies)
         if kept:
-            total = sums[0]
-            for latency in latencies:  # summed record by record, in order
-                total += latency
-            sums[0] = total
-            pending += latencies
             latency = ack_ms - batch.send_ms
             sums[1] += latency * kept
             key = self._bucket(latency)
             from_send[key] = from_send.get(key, 0) + kept
-            if len(pending) >= self.POUR_EVERY:
-                self._pour(pending, from_intended)
+            self._collect(latencies, sums, pending, from_intended)
 
     def add_e2e(self, acks: int, intended_ms: list[float], consumed_ms: float) -> None:
         """The records of a batch first consumed at ``consumed_ms``, each from its intended send time."""
@@ -82,13 +76,18 @@ class RecordLatency:
         warmup = self.warmup_ms
         latencies = [consumed_ms - intended for intended in intended_ms if intended >= warmup]
         if latencies:
-            total = sums[0]
-            for latency in latencies:  # summed record by record, in order
-                total += latency
-            sums[0] = total
-            pending += latencies
-            if len(pending) >= self.POUR_EVERY:
-                self._pour(pending, buckets)
+            self._collect(latencies, sums, pending, buckets)
+
+    def _collect(self, latencies: list[float], sums: list[float], pending: list[float],
+                 buckets: dict[int, int]) -> None:
+        """Add ``latencies`` to ``sums[0]`` record by record, in order, and queue them for ``buckets``."""
+        total = sums[0]
+        for latency in latencies:
+            total += latency
+        sums[0] = total
+        pending += latencies
+        if len(pending) >= self.POUR_EVERY:
+            self._pour(pending, buckets)
 
     def e2e_summary(self) -> dict[str, Any]:
         """Per acks setting: records consumed and their end-to-end latency from the intended send."""

@@ -40,3 +40,13 @@ def call(*args: str | Path) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return 0
+
+
+def ran(directory: Path, scenario_yaml: str, name: str = "run") -> Path:
+    """``kafkasim run`` of a scenario given as text (written beside the result in ``directory``): the result
+    directory, without figures."""
+    scenario = directory / f"{name}.yaml"
+    scenario.write_text(scenario_yaml)
+    out = directory / name
+    assert call("run", scenario, "--out", out, "--no-figures", "--no-progress") == 0
+    return out

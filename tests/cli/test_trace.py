@@ -20,7 +20,7 @@ from kafkasim.report.trace import (
     trace_request,
 )
 
-from .support import QUICKSTART, REPO, SHORT, assert_no_traceback, call, kafkasim
+from .support import QUICKSTART, REPO, SHORT, assert_no_traceback, call, kafkasim, ran
 
 SEGMENT_ROLL = REPO / "scenarios" / "segment_roll_wakes_fetches.yaml"
 
@@ -164,12 +164,7 @@ faults:
 
 @pytest.fixture(scope="module")
 def crash(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("trace")
-    scenario = directory / "crash.yaml"
-    scenario.write_text(CRASH_IN_A_CLUSTER)
-    out = directory / "crash"
-    assert call("run", scenario, "--out", out, "--no-figures", "--no-progress") == 0
-    return out
+    return ran(tmp_path_factory.mktemp("trace"), CRASH_IN_A_CLUSTER, "crash")
 
 
 def test_a_stalled_batch_of_a_partition_the_crash_never_touched_says_what_held_it(crash: Path, tmp_path: Path) -> None:

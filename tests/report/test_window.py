@@ -10,7 +10,7 @@ import pytest
 
 from kafkasim.record.result import RunResult
 from kafkasim.record.window import Window, WindowError, window_of, windowed
-from tests.cli.support import assert_no_traceback, call, kafkasim
+from tests.cli.support import assert_no_traceback, call, kafkasim, ran
 
 CRASH = """\
 name: window-crash
@@ -32,12 +32,7 @@ faults:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("window")
-    scenario = base / "crash.yaml"
-    scenario.write_text(CRASH)
-    out = base / "run"
-    assert call("run", scenario, "--out", out, "--no-figures", "--no-progress") == 0
-    return out
+    return ran(tmp_path_factory.mktemp("window"), CRASH)
 
 
 def test_no_option_no_window_and_bad_windows_say_what_is_allowed(run_dir: Path) -> None:
