@@ -13,8 +13,9 @@ its cause is the latest controller event on that partition or old leader since t
 * else ``election`` (a preferred-leader election or a broker unfenced: the controller logs neither at INFO),
   with ``elected_ms`` unknown: the new leader's apply stands in.
 
-Every row also has ``applied_ms``: when the new leader took the leadership. A simulated run's rows carry
-the same fields, from its own brokers.
+Every row also has ``applied_ms``: when the new leader took the leadership; a fenced old leader's row has
+``last_heartbeat_ms``, its last BROKER_HEARTBEAT in the controller's request log before the fence. A
+simulated run's rows carry the same fields, from its own brokers and controller.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from kafkasim.scenario.faults import Fault
 
 
 def real_failovers(starts: Sequence[LeaderStart], events: ControllerEvents, topic_names: Mapping[str, str],
-                   faults: Sequence[Fault], records: pd.DataFrame, end_ms: float) -> list[dict[str, Any]]:
+                   faults: Sequence[Fault], records: pd.DataFrame, end_ms: float,
+                   heartbeats: Mapping[int, Sequence[float]] | None = None) -> list[dict[str, Any]]:
     """The leadership changes of a real run (see the module's docstring), in time order. ``topic_names`` maps
     the controller's topic ids to names; changes after ``end_ms`` (the cluster's own stop) are left out."""
     acks = acks_by_partition(records)
@@ -50,7 +52,8 @@ def real_failovers(starts: Sequence[LeaderStart], events: ControllerEvents, topi
             fenced_ms = elected if kind in ("fenced", "shutdown") else _last_fence(events, before.broker, before,
                                                                                   start)
             row = failover_row(topic, partition, before.broker, start.broker, kind, faults, fenced_ms,
-                               elected if elected is not None else start.at_ms, acks, applied_ms=start.at_ms)
+                               elected if elected is not None else start.at_ms, acks, applied_ms=start.at_ms,
+                               heartbeats=(heartbeats or {}).get(before.broker))
             out.append((start.at_ms, row))
     return [row for _, row in sorted(out, key=lambda item: item[0])]
 

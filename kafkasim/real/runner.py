@@ -397,7 +397,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
     summary["engine"] = ENGINE
     # Every leadership change, phase by phase, as a simulated run's summary has it (only when there was one).
     starts = [s for b, node in cluster.brokers.items() for s in leader_starts(node.server_log, b, float(t0))]
-    moved = real_failovers(starts, events, topic_ids, scenario.faults, records, end)
+    moved = real_failovers(starts, events, topic_ids, scenario.faults, records, end, log.heartbeats)
     if moved:
         summary["failovers"] = moved
     heartbeats = log.heartbeats

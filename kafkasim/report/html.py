@@ -274,14 +274,16 @@ def failovers_table(summary: Mapping[str, Any]) -> str:
         return "none" if value is None else escape(str(value))
 
     head = "".join(f"<th>{h}</th>" for h in ("partition", "old leader", "new leader", "cause", "fault (s)",
-                                               "fault → fence (ms)", "election (s)", "election → new leader applied it (ms)",
+                                               "fault → fence (ms)", "last heartbeat → fence (ms)", "election (s)",
+                                               "election → new leader applied it (ms)",
                                                "election → first ack (ms)",
                                                "unavailable (ms)", "bounded by"))
     rows = "".join(
         f"<tr><td>{escape(str(f.get('partition')))}</td><td>{leader(f.get('old_leader'))}</td>"
         f"<td>{leader(f.get('new_leader'))}</td><td>{escape(str(f.get('cause')))}</td>"
         f"<td>{'-' if f.get('fault_ms') is None else _seconds(f.get('fault_ms'))}</td>"
-        f"<td>{between(f.get('fault_ms'), f.get('fenced_ms'))}</td><td>{_seconds(f.get('elected_ms'))}</td>"
+        f"<td>{between(f.get('fault_ms'), f.get('fenced_ms'))}</td>"
+        f"<td>{between(f.get('last_heartbeat_ms'), f.get('fenced_ms'))}</td><td>{_seconds(f.get('elected_ms'))}</td>"
         f"<td>{between(f.get('elected_ms'), f.get('applied_ms'))}</td>"
         f"<td>{between(f.get('elected_ms'), f.get('first_ack_ms'))}</td><td>{_number(f.get('unavailable_ms'))}</td>"
         f"<td>{escape(', '.join(f.get('bounded_by') or []))}</td></tr>"

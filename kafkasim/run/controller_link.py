@@ -121,6 +121,8 @@ class ControllerLink:
         # When each broker applied a delta naming it a partition's leader (Partition.makeLeader ran): the
         # failovers' applied_ms, per (partition, broker), in time order.
         self.leaderships_applied: dict[tuple[TopicPartition, int], list[float]] = {}
+        # When the controller received each broker's heartbeats (the failovers' last_heartbeat_ms).
+        self.heartbeats_received: dict[int, list[float]] = {}
         # Brokers a network partition separates from the controller at some time, and their cut.
         self._cuts: dict[int, Cut] = {}
         if partitions is not None:
@@ -402,4 +404,8 @@ class _Channel:
         def answer(reply: BrokerHeartbeatReply) -> None:
             link._to_broker(broker_id, incarnation, lambda: callback(reply))
 
-        link._to_controller(broker_id, lambda: link.controller.heartbeat(request, on_reply=answer))
+        def receive() -> None:
+            link.heartbeats_received.setdefault(broker_id, []).append(link.env.now)
+            link.controller.heartbeat(request, on_reply=answer)
+
+        link._to_controller(broker_id, receive)

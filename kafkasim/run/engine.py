@@ -356,7 +356,8 @@ class Engine:
                               duration),
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
-        moved = failovers(metadata, self.scenario.faults, records, self.components.controller_link.leaderships_applied)
+        link = self.components.controller_link
+        moved = failovers(metadata, self.scenario.faults, records, link.leaderships_applied, link.heartbeats_received)
         if moved:
             summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).

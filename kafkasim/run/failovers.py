@@ -22,12 +22,14 @@ controller event that made it) and the records table:
   ``retry.backoff.max.ms`` and ``metadata.max.age.ms`` until they learn the new leader; ``request.timeout.ms``
   for a request the old leader never answered.
 
+* ``last_heartbeat_ms``: for an old leader fenced for its session, the last heartbeat the controller had
+  received from it (the fence comes broker.session.timeout.ms later, at the next check).
 * ``applied_ms``: when the new leader applied the change (its ``ReplicaManager.applyDelta`` ran
   ``Partition.makeLeader``); the first acknowledgement counted is one after it (the old leader may acknowledge
   until it applied the change itself).
 
 Left out (the open issue "Answer an operator's questions about a fault"): the instants each client learned
-the change, and the last heartbeat the controller saw.
+the change.
 """
 
 from __future__ import annotations
@@ -75,11 +77,13 @@ def _broker_of(target: str) -> int | None:
 
 
 def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame,
-              applied: Mapping[tuple[TopicPartition, int], Sequence[float]] | None = None) -> list[dict[str, Any]]:
+              applied: Mapping[tuple[TopicPartition, int], Sequence[float]] | None = None,
+              heartbeats: Mapping[int, Sequence[float]] | None = None) -> list[dict[str, Any]]:
     """The run's leadership changes (see the module's docstring), in the order the controller made them.
     ``applied``: per (partition, broker), when that broker applied a delta naming it the leader (the
     controller link's ``leaderships_applied``): the row's ``applied_ms`` is the new leader's first after the
-    election."""
+    election. ``heartbeats``: per broker, when the controller received its heartbeats: a fenced old leader's
+    row has ``last_heartbeat_ms``, the last before its fence."""
     faults = list(faults)
     fenced: dict[int, float] = {}
     shutdown: dict[int, float] = {}
@@ -107,18 +111,21 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
             taken = (applied or {}).get((tp, r.leader), ())
             applied_ms = next((t for t in taken if t >= batch.append_ms), None)
             out.append(failover_row(tp.topic, tp.partition, old, r.leader, kind, faults, fenced_ms,
-                                    float(batch.append_ms), acks, applied_ms=applied_ms))
+                                    float(batch.append_ms), acks, applied_ms=applied_ms,
+                                    heartbeats=(heartbeats or {}).get(old)))
     return out
 
 
 def failover_row(topic: str, partition: int, old: int, new: int, kind: str, faults: Sequence[Any],
                  fenced_ms: float | None, elected_ms: float, acks: dict[tuple[str, int], np.ndarray],
-                 applied_ms: float | None = None) -> dict[str, Any]:
+                 applied_ms: float | None = None, heartbeats: Sequence[float] | None = None) -> dict[str, Any]:
     """One leadership change of ``topic``-``partition`` from ``old`` to ``new`` (NO_LEADER for none), made by
     the controller at ``elected_ms`` for the reason ``kind`` (a key of BOUNDED_BY); ``acks`` as
     ``acks_by_partition`` gives them; ``applied_ms``, when known, when the new leader took the leadership:
     the first acknowledgement counted is then one after it (the old leader may acknowledge until it applied
-    the change itself)."""
+    the change itself); ``heartbeats``, when the controller received the old leader's heartbeats: a row whose
+    old leader was fenced gets ``last_heartbeat_ms``, the last one before the fence (the session timeout counts
+    from it: BrokerHeartbeatManager)."""
     fault = _fault_on(faults, old, elected_ms)
     fault_ms = None if fault is None else float(fault.at)
     since = elected_ms if applied_ms is None else max(elected_ms, applied_ms)
@@ -138,6 +145,10 @@ def failover_row(topic: str, partition: int, old: int, new: int, kind: str, faul
     }
     if applied_ms is not None:
         row["applied_ms"] = applied_ms
+    if heartbeats and fenced_ms is not None and kind in ("fenced", "unclean", "from the ELR"):
+        before = [t for t in heartbeats if t <= fenced_ms]
+        if before:
+            row["last_heartbeat_ms"] = max(before)
     return row
 
 

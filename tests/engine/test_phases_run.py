@@ -91,7 +91,10 @@ def test_a_crashed_leaders_failover_phase_by_phase(crashed: tuple[Engine, RunRes
         "bounded_by": ["broker.session.timeout.ms", "broker.heartbeat.interval.ms", "retry.backoff.max.ms",
                        "metadata.max.age.ms", "request.timeout.ms"],
         "applied_ms": pytest.approx(applied),
+        "last_heartbeat_ms": max(t for t in engine.components.controller_link.heartbeats_received[0] if t <= fence),
     }
+    # The fence comes a session after the last heartbeat, at the next check (every session / 8 = 1,125 ms).
+    assert 9_000 <= fence - failover["last_heartbeat_ms"] <= 9_000 + 1_125
     # Kafka's fence comes a session (9 s) after the last heartbeat: 7-10 s after the crash.
     assert 7_000 <= fence - 10_001.0 <= 10_525
     out = io.StringIO()

@@ -77,9 +77,10 @@ def test_fences_unclean_elections_and_the_runs_end_name_the_cause(tmp_path: Path
               LeaderStart(40_000.0, 2, "orders", 0, 2)]  # after the run's end (the cluster stopping)
     events = ControllerEvents(fenced=[(11_000.0, 1), (11_500.0, 2), (21_900.0, 0)],
                               unclean=[(21_901.0, "tid", 0, 1)])
-    rows = real_failovers(starts, events, {"tid": "orders"}, scenario.faults, _records([21_950.0, 22_050.0]), 30_000.0)
-    assert [(r["cause"], r["fenced_ms"], r["elected_ms"], r["first_ack_ms"]) for r in rows] == [
-        ("crash broker-0: unclean", 21_900.0, 21_901.0, 22_050.0)]
+    rows = real_failovers(starts, events, {"tid": "orders"}, scenario.faults, _records([21_950.0, 22_050.0]), 30_000.0,
+                          heartbeats={0: [9_980.0, 11_990.0, 13_990.0], 1: [3_990.0]})
+    assert [(r["cause"], r["fenced_ms"], r["elected_ms"], r["first_ack_ms"], r["last_heartbeat_ms"])
+            for r in rows] == [("crash broker-0: unclean", 21_900.0, 21_901.0, 22_050.0, 13_990.0)]
     # Without a controller line for it, the change is an election made when the new leader took it.
     rows = real_failovers(starts, ControllerEvents(), {}, scenario.faults, _records([]), 30_000.0)
     assert [(r["cause"], r["elected_ms"], r["first_ack_ms"]) for r in rows] == [
