@@ -230,6 +230,8 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'failovers_table(summary)',
         'failovers_table.between(a)',
         'failovers_table.between(b)',
+        'failovers_table.learned(f)',
+        'failovers_table.learned:clients',
         'failovers_table.leader(value)',
         'failovers_table:moved',
         'outcomes_table(summary)',

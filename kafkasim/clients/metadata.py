@@ -46,7 +46,7 @@ class Metadata:
     """
 
     __slots__ = ("_leaders", "_epochs", "need_update", "_allowed_at_ms", "_equivalent_responses", "_backoff",
-                 "updates")
+                 "updates", "leaders_learned")
 
     def __init__(self, leaders: Mapping[TopicPartition, tuple[int, int]], backoff: ExponentialBackoff) -> None:
         self._leaders: dict[TopicPartition, int] = {tp: leader for tp, (leader, _) in leaders.items()}
@@ -56,6 +56,9 @@ class Metadata:
         self._equivalent_responses = 0
         self._backoff = backoff
         self.updates = 0  # responses applied that changed something
+        # (when, partition, new leader) each time a response named another leader than the one known: when
+        # this client learned of a failover (summary failovers' learned_ms).
+        self.leaders_learned: list[tuple[float, TopicPartition, int]] = []
 
     def leader(self, tp: TopicPartition) -> int:
         return self._leaders.get(tp, NO_LEADER)
@@ -88,6 +91,8 @@ class Metadata:
                 continue  # updateLastSeenEpochIfNewer: an older epoch never replaces a newer one
             if known != epoch or self._leaders.get(tp) != leader:
                 changed.add(tp)
+                if leader != NO_LEADER and self._leaders.get(tp, leader) != leader:
+                    self.leaders_learned.append((now_ms, tp, leader))
             self._leaders[tp] = leader
             self._epochs[tp] = epoch
         if changed:

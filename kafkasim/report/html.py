@@ -273,9 +273,14 @@ def failovers_table(summary: Mapping[str, Any]) -> str:
     def leader(value: Any) -> str:
         return "none" if value is None else escape(str(value))
 
+    def learned(f: Mapping[str, Any]) -> str:
+        clients: Mapping[str, Any] = f.get("learned_ms") or {}
+        return ", ".join(f"{escape(str(c))} {between(f.get('elected_ms'), t)}" for c, t in clients.items()) or "-"
+
     head = "".join(f"<th>{h}</th>" for h in ("partition", "old leader", "new leader", "cause", "fault (s)",
                                                "fault → fence (ms)", "last heartbeat → fence (ms)", "election (s)",
                                                "election → new leader applied it (ms)",
+                                               "election → each client learned it (ms)",
                                                "election → first ack (ms)",
                                                "unavailable (ms)", "bounded by"))
     rows = "".join(
@@ -285,6 +290,7 @@ def failovers_table(summary: Mapping[str, Any]) -> str:
         f"<td>{between(f.get('fault_ms'), f.get('fenced_ms'))}</td>"
         f"<td>{between(f.get('last_heartbeat_ms'), f.get('fenced_ms'))}</td><td>{_seconds(f.get('elected_ms'))}</td>"
         f"<td>{between(f.get('elected_ms'), f.get('applied_ms'))}</td>"
+        f"<td>{learned(f)}</td>"
         f"<td>{between(f.get('elected_ms'), f.get('first_ack_ms'))}</td><td>{_number(f.get('unavailable_ms'))}</td>"
         f"<td>{escape(', '.join(f.get('bounded_by') or []))}</td></tr>"
         for f in moved)

@@ -357,7 +357,10 @@ class Engine:
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
         link = self.components.controller_link
-        moved = failovers(metadata, self.scenario.faults, records, link.leaderships_applied, link.heartbeats_received)
+        learned = {p.name: p.metadata.leaders_learned for p in self.components.producers}
+        learned.update({c.name: c.metadata.leaders_learned for c in self.components.consumers})
+        moved = failovers(metadata, self.scenario.faults, records, link.leaderships_applied, link.heartbeats_received,
+                          learned)
         if moved:
             summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).

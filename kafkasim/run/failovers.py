@@ -28,8 +28,9 @@ controller event that made it) and the records table:
   ``Partition.makeLeader``); the first acknowledgement counted is one after it (the old leader may acknowledge
   until it applied the change itself).
 
-Left out (the open issue "Answer an operator's questions about a fault"): the instants each client learned
-the change.
+* ``learned_ms``: per client, when its metadata first named the new leader (a producer's or consumer's
+  metadata refresh, Kafka's ``Metadata.update``); a client that never asked about the partition is not
+  listed. A real run's rows have no ``learned_ms``: its clients' metadata is not logged.
 """
 
 from __future__ import annotations
@@ -78,12 +79,15 @@ def _broker_of(target: str) -> int | None:
 
 def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame,
               applied: Mapping[tuple[TopicPartition, int], Sequence[float]] | None = None,
-              heartbeats: Mapping[int, Sequence[float]] | None = None) -> list[dict[str, Any]]:
+              heartbeats: Mapping[int, Sequence[float]] | None = None,
+              learned: Mapping[str, Sequence[tuple[float, TopicPartition, int]]] | None = None) -> list[dict[str, Any]]:
     """The run's leadership changes (see the module's docstring), in the order the controller made them.
     ``applied``: per (partition, broker), when that broker applied a delta naming it the leader (the
     controller link's ``leaderships_applied``): the row's ``applied_ms`` is the new leader's first after the
     election. ``heartbeats``: per broker, when the controller received its heartbeats: a fenced old leader's
-    row has ``last_heartbeat_ms``, the last before its fence."""
+    row has ``last_heartbeat_ms``, the last before its fence. ``learned``: per client, (when, partition, new
+    leader) each time its metadata named another leader: the row's ``learned_ms`` says when each client that
+    learned this change did."""
     faults = list(faults)
     fenced: dict[int, float] = {}
     shutdown: dict[int, float] = {}
@@ -110,9 +114,14 @@ def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: 
                 shutdown.get(old) if kind == "shutdown" else None)
             taken = (applied or {}).get((tp, r.leader), ())
             applied_ms = next((t for t in taken if t >= batch.append_ms), None)
-            out.append(failover_row(tp.topic, tp.partition, old, r.leader, kind, faults, fenced_ms,
-                                    float(batch.append_ms), acks, applied_ms=applied_ms,
-                                    heartbeats=(heartbeats or {}).get(old)))
+            row = failover_row(tp.topic, tp.partition, old, r.leader, kind, faults, fenced_ms,
+                               float(batch.append_ms), acks, applied_ms=applied_ms,
+                               heartbeats=(heartbeats or {}).get(old))
+            if learned:
+                knew = {client: min((t for t, p, leader in changes if p == tp and leader == r.leader
+                                     and t >= batch.append_ms), default=None) for client, changes in learned.items()}
+                row["learned_ms"] = {client: t for client, t in sorted(knew.items()) if t is not None}
+            out.append(row)
     return out
 
 

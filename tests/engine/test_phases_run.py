@@ -84,6 +84,11 @@ def test_a_crashed_leaders_failover_phase_by_phase(crashed: tuple[Engine, RunRes
     # has reached it (controller.metadata_propagation, 2 ms): ReplicaManager.applyDelta -> makeLeader.
     applied = fence + 25.0 + 2.0
     first_ack = float(np.nanmin(acked[acked > applied]))
+    # Each client learned the new leader at its next metadata refresh after the change reached broker 1; the
+    # producer's first acknowledgement on it follows.
+    learned = failover.pop("learned_ms")
+    assert set(learned) == {"orders-acks-all", "consumer-1"}
+    assert applied <= learned["orders-acks-all"] <= first_ack and learned["consumer-1"] >= applied
     assert failover == {
         "partition": "orders-0", "old_leader": 0, "new_leader": 1, "cause": "crash broker-0: fenced",
         "fault_ms": 10_001.0, "fenced_ms": fence, "elected_ms": fence, "first_ack_ms": first_ack,
