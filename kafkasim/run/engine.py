@@ -62,6 +62,12 @@ if TYPE_CHECKING:
 
     from kafkasim.scenario import Scenario
 
+# (leaderships applied per (partition, broker), heartbeats received per broker, leaders learned per client)
+FailoverFacts = tuple[
+    dict[tuple[TopicPartition, int], list[float]],
+    dict[int, list[float]],
+    dict[str, list[tuple[float, TopicPartition, int]]],
+]
 PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 # Requests table rows kept as Python objects before the recorder converts them to a columnar chunk.
 MAX_ROWS_IN_MEMORY = 50_000
@@ -308,15 +314,18 @@ class Engine:
         try:
             held = memory_use(self.recorder, self.components, self._tables)
             counters = self._counters()
-            # The controller's metadata log is small and settled (the phases and failovers read it): kept.
+            # The controller's metadata log is small and settled (the phases and failovers read it): kept, with
+            # the failovers' other instants.
             metadata = self._metadata_batches()
+            facts = self._failover_facts()
             # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
             # is over: let it go so that the recorded rows can be tabulated and written.
             if self.invariants is not None:
                 self.invariants.release()  # the run's observer (which records) holds them
             del self.components, self.gauges, self.observer, self.invariants, self.env, self.clock
             gc.collect()
-            result = self._result(end, wall_seconds, open_work=False, counters=counters, metadata=metadata)
+            result = self._result(end, wall_seconds, open_work=False, counters=counters, metadata=metadata,
+                                  facts=facts)
             result.summary["interrupted_at_ms"] = end
             result.summary["interrupted_by"] = "out of memory"
         except MemoryError:
@@ -328,7 +337,8 @@ class Engine:
         return SimulationOutOfMemory(end, duration, result, held, tabulating=tabulating, why_no_result=why)
 
     def _result(self, duration: float, wall_seconds: float, *, open_work: bool = True,
-                counters: dict[str, Any] | None = None, metadata: list[MetadataBatch] | None = None) -> RunResult:
+                counters: dict[str, Any] | None = None, metadata: list[MetadataBatch] | None = None,
+                facts: FailoverFacts | None = None) -> RunResult:
         """The run's tables and summary; `open_work` adds rows for requests in flight and batches never
         acknowledged (left out after running out of memory: there may be millions of them)."""
         self.run_recorder.flush(self._record_open_work() if open_work else [])
@@ -356,11 +366,8 @@ class Engine:
                               duration),
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
-        link = self.components.controller_link
-        learned = {p.name: p.metadata.leaders_learned for p in self.components.producers}
-        learned.update({c.name: c.metadata.leaders_learned for c in self.components.consumers})
-        moved = failovers(metadata, self.scenario.faults, records, link.leaderships_applied, link.heartbeats_received,
-                          learned)
+        applied, heartbeats, learned = self._failover_facts() if facts is None else facts
+        moved = failovers(metadata, self.scenario.faults, records, applied, heartbeats, learned)
         if moved:
             summary["failovers"] = moved
         # Per record (the tables hold one row per batch, whose latency is its oldest record's).
@@ -373,6 +380,14 @@ class Engine:
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
         return RunResult(tables.requests, records, tables.timeseries, summary, scenario_yaml,
                          run_info={"wall_seconds": wall_seconds}, segments=tables.segments)
+
+    def _failover_facts(self) -> FailoverFacts:
+        """What the failovers read besides the metadata log: when each broker took each leadership, when the
+        controller received each broker's heartbeats, when each client learned each new leader."""
+        link = self.components.controller_link
+        learned = {p.name: p.metadata.leaders_learned for p in self.components.producers}
+        learned.update({c.name: c.metadata.leaders_learned for c in self.components.consumers})
+        return link.leaderships_applied, link.heartbeats_received, learned
 
     def _record_open_work(self) -> list[RequestEnvelope]:
         """Rows for batches still in flight or in the accumulator (without an ack); the requests still in

@@ -39,6 +39,7 @@ def test_high_watermark_moving_backwards_stops_the_run() -> None:
     assert "partition t-0" in str(caught.value)
 
 
+@pytest.mark.pure_only  # the compiled KafkaApis calls its typed ReplicaManager natively, past this patch
 def test_a_request_answered_twice_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     original = ReplicaManager.append_records
 
