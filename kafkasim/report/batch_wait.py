@@ -27,6 +27,7 @@ broker until the controller fences it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,6 +49,39 @@ HELD_MS = 50.0
 
 class BatchError(ValueError):
     """No such batch in the run."""
+
+
+@dataclass(frozen=True)
+class _Exposure:
+    """The scenario's crash and pause faults; the brokers they stop; and per leader (as placed) how many of
+    its partitions have a replica on one of them, of how many it leads. Built once per story: the placement is
+    a run of the scenario's StripedReplicaPlacer."""
+
+    faults: tuple[Fault, ...] = ()
+    stopped: dict[int, Fault] = field(default_factory=dict)
+    exposed: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+def _exposure(scenario: Scenario | None) -> _Exposure:
+    if scenario is None:
+        return _Exposure()
+    faults = tuple(f for f in scenario.faults if f.type in ("crash", "pause"))
+    stopped: dict[int, Fault] = {}
+    for fault in faults:
+        kind, _, number = str(fault.target).partition("-")
+        if kind in ("broker", "follower") and number.isdigit():
+            stopped.setdefault(int(number), fault)
+    if not stopped:
+        return _Exposure(faults)
+    from kafkasim.run.cluster_layout import cluster_layout
+
+    counts: dict[int, list[int]] = {}
+    for replicas in cluster_layout(scenario, scenario.seed).replicas.values():
+        if replicas:
+            count = counts.setdefault(replicas[0], [0, 0])
+            count[0] += any(b in stopped for b in replicas[1:])
+            count[1] += 1
+    return _Exposure(faults, stopped, {b: (t, n) for b, (t, n) in counts.items() if t})
 
 
 def pick_batch(result: RunResult, batch_id: int) -> pd.Series:
@@ -80,18 +114,19 @@ def explain_batch(result: RunResult, batch: pd.Series, scenario: Scenario | None
     first = requests[requests["request_id"] == batch["first_request_id"]]
     sent = _f(first["client_send_ms"].iloc[0]) if len(first) else _f(batch["send_ms"])
     acked = _f(batch["ack_ms"])
+    exposure = _exposure(scenario)
     lines = [f"batch #{int(batch['batch_id'])} of {producer}: {int(batch['record_count'])} record(s) for {tp}; "
              f"first meant for {short_ms(intended)} ms, "
              + (f"acknowledged at {short_ms(acked)} ms ({short_ms(acked - intended)} ms later)"
                 if np.isfinite(acked) else f"outcome {batch['outcome']}") + "."]
     if np.isfinite(created) and created - intended > NOTICEABLE_MS:
         lines.append(f"{short_ms(created - intended)} ms before the batch existed: send() had not taken its first "
-                     f"record. " + _why_not_created(result, batch, config, scenario, created))
+                     f"record. " + _why_not_created(result, batch, config, scenario, exposure, created))
     if np.isfinite(sent) and np.isfinite(created):
         linger = float(config.linger_ms) if config is not None else 0.0
         if sent - created > linger + NOTICEABLE_MS:
             lines.append(f"{short_ms(sent - created)} ms from its creation to its first request (linger.ms "
-                         f"{short_ms(linger)}). " + _why_not_sent(result, batch, config, scenario, created, sent,
+                         f"{short_ms(linger)}). " + _why_not_sent(result, batch, config, exposure, created, sent,
                                                                  first))
         elif len(first):
             lines.append(f"sent {short_ms(sent - created)} ms after its creation (linger.ms {short_ms(linger)}).")
@@ -101,7 +136,7 @@ def explain_batch(result: RunResult, batch: pd.Series, scenario: Scenario | None
 
 
 def _why_not_created(result: RunResult, batch: pd.Series, config: ProducerConfig | None, scenario: Scenario | None,
-                     created: float) -> str:
+                     exposure: _Exposure, created: float) -> str:
     producer = str(batch["producer"])
     for fault in scenario.faults if scenario is not None else []:
         end = fault.end if fault.end is not None else float("inf")
@@ -117,7 +152,7 @@ def _why_not_created(result: RunResult, batch: pd.Series, config: ProducerConfig
                 f"not yet sent or acknowledged, so KafkaProducer.send blocked in BufferPool.allocate (up to "
                 f"max.block.ms) for every partition alike; it went on when a response freed memory.")
         if np.isfinite(since):
-            text += " " + _connections_at(result, producer, since, config, scenario)
+            text += " " + _connections_at(result, producer, since, config, exposure)
         return text
     return "Its buffer.memory was not full by the records table; the application was held up otherwise."
 
@@ -147,7 +182,7 @@ def _buffer_held(records: pd.DataFrame, producer: str, batch_size: float, at_ms:
 
 
 def _connections_at(result: RunResult, producer: str, at_ms: float, config: ProducerConfig,
-                    scenario: Scenario | None) -> str:
+                    exposure: _Exposure) -> str:
     """What held ``producer``'s connections at ``at_ms``: its requests in flight per broker, grouped by what
     held the oldest of each."""
     requests = result.requests
@@ -178,9 +213,9 @@ def _connections_at(result: RunResult, producer: str, at_ms: float, config: Prod
         brokers = ", ".join(f"broker-{b} ({n}{'' if n < slots else ', all its slots'})" for b, n, _ in parked)
         low, high = min(w for *_, w in parked), max(w for *_, w in parked)
         span = short_ms(low) if high - low < 1 else f"{short_ms(low)}-{short_ms(high)}"
-        reasons = {_held_partitions(result, scenario, b) for b, _, _ in parked}
         why = (" Each of these leaders has partitions with a replica on a broker a fault stopped, which stays in "
-               "their ISR until the controller fences it" + _fence_note(result, scenario)) if any(reasons) else ""
+               "their ISR until the controller fences it" + _fence_note(result, exposure)
+               ) if any(b in exposure.exposed for b, _, _ in parked) else ""
         behind = ", the ones behind it unread in the muted socket" if muted else ""
         parts.append(f"To {brokers}: the oldest waited {span} ms in the leader's produce purgatory (acks=all: "
                      f"DelayedProduce until every ISR member has the batch){behind}.{why}")
@@ -188,11 +223,9 @@ def _connections_at(result: RunResult, producer: str, at_ms: float, config: Prod
     return " ".join(parts)
 
 
-def _fence_note(result: RunResult, scenario: Scenario | None) -> str:
+def _fence_note(result: RunResult, exposure: _Exposure) -> str:
     fenced = [f for f in result.summary.get("failovers", []) if f.get("fenced_ms")]
-    faults = scenario.faults if scenario is not None else []
-    stopped = ", ".join(f"{f.type} of {f.target} at {short_ms(float(f.at))} ms" for f in faults
-                        if f.type in ("crash", "pause"))
+    stopped = ", ".join(f"{f.type} of {f.target} at {short_ms(float(f.at))} ms" for f in exposure.faults)
     when = f", fenced at {short_ms(float(fenced[0]['fenced_ms']))} ms" if fenced else ""
     return f" ({stopped}{when})."
 
@@ -201,7 +234,7 @@ def _mib(n: float) -> str:
     return f"{n / 1_048_576:.1f} MiB"
 
 
-def _why_not_sent(result: RunResult, batch: pd.Series, config: ProducerConfig | None, scenario: Scenario | None,
+def _why_not_sent(result: RunResult, batch: pd.Series, config: ProducerConfig | None, exposure: _Exposure,
                   created: float, sent: float, first: pd.DataFrame) -> str:
     if not len(first):
         return "No request of the run carried it."
@@ -222,7 +255,7 @@ def _why_not_sent(result: RunResult, batch: pd.Series, config: ProducerConfig | 
     freed = _f(out["client_receive_ms"].iloc[0])
     parts = [f"All {slots} in-flight slots to broker-{broker} (max.in.flight.requests.per.connection) were "
              f"taken, so the Sender sent nothing more to it; the first slot came free at {short_ms(freed)} ms."]
-    held_by = _held_partitions(result, scenario, broker)
+    held_by = _held_partitions(result, exposure, broker)
     for _, r in out.iterrows():
         parts.append(_what_held(r, held_by))
     return " ".join(parts)
@@ -244,27 +277,15 @@ def _what_held(r: pd.Series, held_by: str, *, named: bool = True) -> str:
     return f"{rid}took {short_ms(_f(r['client_receive_ms']) - _f(r['client_send_ms']))} ms."
 
 
-def _held_partitions(result: RunResult, scenario: Scenario | None, broker: int) -> str:
-    """', for partitions of broker-N with a replica on broker-M, which a fault stopped (...)' or ''."""
-    if scenario is None or not getattr(scenario, "faults", None):
+def _held_partitions(result: RunResult, exposure: _Exposure, broker: int) -> str:
+    """': N of the M partitions broker-K leads have a replica on broker-J (...), ...' or ''."""
+    if broker not in exposure.exposed:
         return ""
-    from kafkasim.run.cluster_layout import cluster_layout
-
-    stopped: dict[int, Fault] = {}
-    for fault in scenario.faults:
-        kind, _, number = str(fault.target).partition("-")
-        if fault.type in ("crash", "pause") and kind in ("broker", "follower") and number.isdigit():
-            stopped.setdefault(int(number), fault)
-    if not stopped:
-        return ""
-    layout = cluster_layout(scenario, scenario.seed)
-    led = [tp for tp, replicas in layout.replicas.items() if replicas and replicas[0] == broker]
-    touched = [tp for tp in led if any(b in stopped for b in layout.replicas[tp][1:])]
-    if not touched:
-        return ""
+    touched, led = exposure.exposed[broker]
+    stopped = exposure.stopped
     names = sorted(stopped)
     fenced = [f for f in result.summary.get("failovers", []) if f.get("old_leader") in names and f.get("fenced_ms")]
     when = f"; fenced at {short_ms(float(fenced[0]['fenced_ms']))} ms" if fenced else ""
     who = ", ".join(f"broker-{b} ({stopped[b].type} at {short_ms(float(stopped[b].at))} ms)" for b in names)
-    return (f": {len(touched)} of the {len(led)} partitions broker-{broker} leads (as placed) have a replica on "
+    return (f": {touched} of the {led} partitions broker-{broker} leads (as placed) have a replica on "
             f"{who}, which stays in their ISR until the controller fences it{when}")
