@@ -220,6 +220,12 @@ class Processor:
         # The caller (the channel's processor) picks the next work up.
 
 
+def _finished(channel: KafkaChannel) -> bool:
+    """Closed, or closed by its client with nothing left to read or answer: a crash has nothing to reset on
+    it (a request it may still receive from a paused broker's socket is read as ever)."""
+    return channel.closed or (channel.closing and not channel.muted and not channel.pending)
+
+
 class SocketServer:
     """``num.network.threads`` processors of broker ``broker_id`` feeding one ``RequestChannel``; connections
     come and go here."""
@@ -256,8 +262,8 @@ class SocketServer:
         if self.down:
             channel.closed = True  # nothing listens: the client's connection attempt is refused
         else:
-            if len(self.channels) > 64 and self.channels[0].closed:
-                self.channels = [c for c in self.channels if not c.closed]
+            if len(self.channels) > 64 and _finished(self.channels[0]):
+                self.channels = [c for c in self.channels if not _finished(c)]
             self.channels.append(channel)
         return channel
 

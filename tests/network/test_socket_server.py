@@ -214,6 +214,18 @@ def test_requests_without_a_response_are_all_read_after_the_close() -> None:
     assert b.taken == [first, second]
 
 
+def test_connections_their_clients_closed_are_let_go_once_nothing_is_left_to_read() -> None:
+    """The server's list of open connections (what a crash resets) drops the ones their clients closed with
+    nothing left unread or in process, as it drops closed ones: a run whose clients reconnect again and again
+    does not keep every connection it ever had."""
+    b = Broker()
+    channels = [b.connect(f"c{i}") for i in range(70)]
+    for channel in channels[:60]:
+        b.server.close_channel(channel)
+    b.connect("late")
+    assert len(b.server.channels) == 11
+
+
 def test_a_noop_response_unmutes_without_a_send() -> None:
     b = Broker()
     conn = b.connect("producer")
