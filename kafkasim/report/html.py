@@ -55,7 +55,11 @@ FIGURE_CAPTIONS: dict[str, tuple[str, str]] = {
                           "stacked: the tallest colour is where that API's requests spend their time."),
     "log_offsets": ("High watermark and log end offsets",
                     "The HW (wide grey) follows the slowest in-sync replica's LEO; the lower panel is each "
-                    "replica's LEO minus the HW, the offsets written but not yet committed."),
+                    "replica's LEO minus the HW, the offsets written but not yet committed (below 0: a replica "
+                    "behind the HW, out of the ISR and catching up). The legend says which replica led when "
+                    "(dashed lines mark leader changes); a replica whose broker is down is dotted at its "
+                    "frozen log end and left out of the lower panel. With many partitions, the follower lag "
+                    "keeps a down broker's replicas at their last offset, so their lag grows while it is down."),
     "isr_size": ("ISR size",
                  "In-sync replicas per partition over time; below the min.insync.replicas line acks=all "
                  "produces fail with NOT_ENOUGH_REPLICAS."),

@@ -20,6 +20,8 @@ from kafkasim.report.frames import metric
 from kafkasim.report.palette import ELR_COLOUR, MIN_ISR_COLOUR, OFFLINE_COLOUR, replica_colour
 from kafkasim.report.time_axis import TimeUnit
 
+DOWN_COLOUR = "#7f7f7f"
+
 REPLICA_SEPARATOR = "/replica-"
 
 
@@ -34,11 +36,29 @@ def _replica_rows(leo: pd.DataFrame) -> pd.DataFrame:
     return frame.dropna(subset=["broker"])
 
 
+def _held(replicas: pd.DataFrame) -> pd.DataFrame:
+    """Every replica at every LogEndOffset sample time from its first sample on, its last value held where it
+    reported nothing (its broker was down: a crashed broker's log ends at its last offset), with ``down``
+    True on those held rows."""
+    if replicas.empty:
+        return replicas.assign(down=pd.Series(dtype=bool))
+    wide = replicas.pivot_table(index="time_ms", columns=["partition", "broker"], values="value", aggfunc="last")
+    reported = wide.notna()
+    held = wide.ffill()
+    values = held.stack(["partition", "broker"], future_stack=True)
+    long = pd.DataFrame({"value": values.to_numpy(float)}, index=values.index).reset_index()
+    down = (~reported).stack(["partition", "broker"], future_stack=True).to_numpy()
+    long = long.assign(down=down)
+    return long.dropna(subset=["value"])
+
+
 def offset_spreads(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(uncommitted, follower lag): each a frame indexed by time_ms with columns min, median, max and
     count -- the spread across partitions of leader LEO − HW, and across follower replicas of leader LEO −
-    follower LEO. The leader is the partition's `LeaderId` gauge (broker 0 for results without it)."""
-    replicas = _replica_rows(metric(frame, "LogEndOffset"))
+    follower LEO. The leader is the partition's `LeaderId` gauge (broker 0 for results without it). A
+    follower whose broker is down stays in the lag with its last offset held, so its lag grows while it is
+    down (column ``down``: how many such replicas at each time) instead of dropping out of the spread."""
+    replicas = _held(_replica_rows(metric(frame, "LogEndOffset")))
     leader_ids = metric(frame, "LeaderId")
     if leader_ids.empty:
         leaders = replicas[["time_ms", "partition"]].drop_duplicates().assign(leader=0.0)
@@ -48,23 +68,26 @@ def offset_spreads(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                                 "leader": leader_ids["value"].to_numpy(float)})
     with_leader = replicas.merge(leaders, on=["time_ms", "partition"], how="inner")
     is_leader = with_leader["broker"] == with_leader["leader"]
-    leader_leo = with_leader[is_leader][["time_ms", "partition", "value"]].rename(columns={"value": "leader_leo"})
+    # Only a leader that is up has a log end offset to lag behind or to commit up to.
+    leader_leo = with_leader[is_leader & ~with_leader["down"]][["time_ms", "partition", "value"]].rename(
+        columns={"value": "leader_leo"})
     followers = with_leader[~is_leader].merge(leader_leo, on=["time_ms", "partition"], how="inner")
     lag = followers.assign(spread=followers["leader_leo"] - followers["value"])
     hw_rows = metric(frame, "HighWatermark")
     hw = pd.DataFrame({"time_ms": hw_rows["time_ms"].to_numpy(float), "partition": hw_rows["entity"].to_numpy(),
                        "hw": hw_rows["value"].to_numpy(float)})
     tail = leader_leo.merge(hw, on=["time_ms", "partition"], how="inner")
-    tail = tail.assign(spread=tail["leader_leo"] - tail["hw"])
+    tail = tail.assign(spread=tail["leader_leo"] - tail["hw"], down=False)
     return _spread(tail), _spread(lag)
 
 
 def _spread(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
-        return pd.DataFrame(columns=["min", "median", "max", "count"])
-    grouped = rows.groupby("time_ms")["spread"]
-    return pd.DataFrame({"min": grouped.min(), "median": grouped.median(), "max": grouped.max(),
-                         "count": grouped.size()}).sort_index()
+        return pd.DataFrame(columns=["min", "median", "max", "count", "down"])
+    grouped = rows.groupby("time_ms")
+    spread = grouped["spread"]
+    return pd.DataFrame({"min": spread.min(), "median": spread.median(), "max": spread.max(),
+                         "count": spread.size(), "down": grouped["down"].sum()}).sort_index()
 
 
 def draw_spread(ax: Axes, spread: pd.DataFrame, unit: TimeUnit, until_ms: float, colour: str, what: str) -> None:
@@ -81,6 +104,13 @@ def draw_spread(ax: Axes, spread: pd.DataFrame, unit: TimeUnit, until_ms: float,
     n = int(spread["count"].max())
     ax.fill_between(x, low, high, step="post", color=colour, alpha=0.25, lw=0, label=f"min\u2013max of {n} {what}")
     ax.step(x, mid, where="post", color=colour, lw=1.6, label=f"median of {n} {what}")
+    down = spread["down"].to_numpy(float) if "down" in spread else np.zeros(len(spread))
+    if down.max(initial=0.0) > 0:
+        # Replicas on a down broker stay in the spread with their last offset: mark when, and how many.
+        held = np.append(down, down[-1]) if x.size > down.size else down
+        ax.fill_between(x, 0, 1, where=held > 0, step="post", color=DOWN_COLOUR, alpha=0.12, lw=0,
+                        transform=ax.get_xaxis_transform(),
+                        label=f"up to {int(down.max())} {what} on a down broker (last offset held)")
 
 
 def isr_counts(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:

@@ -14,6 +14,7 @@ partitions one by one (up to `MAX_PARTITIONS_ON_REQUEST`), `per_partition=False`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import product
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from kafkasim.report.partition_aggregate import (
     offline_counts,
     offset_spreads,
 )
+from kafkasim.report.replica_presence import NO_LEADER, Span, down_spans, leader_spans, replica_broker
 from kafkasim.report.run_events import RunEvents, mark_events, run_events
 from kafkasim.report.skip import SkipFigure, skippable
 from kafkasim.report.time_axis import (
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 MAX_PARTITIONS = 8  # drawn one by one by default; more are aggregated
 MAX_PARTITIONS_ON_REQUEST = 24  # drawn one by one with per_partition=True (the first ones)
 TIMESERIES_COLUMNS = ("time_ms", "metric", "entity", "value")
+NEGATIVE_NOTE = "below 0: the replica is behind the high watermark (out of the ISR, catching up)"
 
 
 def _step(ax: Axes, rows: pd.DataFrame, unit: TimeUnit, until_ms: float, **style: Any) -> bool:
@@ -90,6 +93,35 @@ def _lag_behind(replica: pd.DataFrame, hw: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"time_ms": merged["time_ms"], "value": merged["leo"] - merged["hw"]})
 
 
+def _roles(led: list[Span], down: list[Span], spans: list[Span], unit: TimeUnit) -> str:
+    """" (leader 0–17.8 s; down 9.9–25.1 s)": when the replica led and when its broker was down."""
+    seconds = unit.per_ms == 1000.0
+
+    def window(span: Span) -> str:
+        start, end = span.start_ms / unit.per_ms, span.end_ms / unit.per_ms
+        return f"{start:.1f}–{end:.1f} s" if seconds else f"{start:.0f}–{end:.0f} ms"
+
+    parts = []
+    if led:
+        parts.append("leader" if len(spans) == 1 else "leader " + ", ".join(window(s) for s in led))
+    if down:
+        parts.append("down " + ", ".join(window(s) for s in down))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _live_pieces(rows: pd.DataFrame, down: list[Span], end_ms: float) -> list[tuple[pd.DataFrame, float, bool]]:
+    """The replica's samples cut at its down windows: (samples, drawn until, first piece?) for each stretch
+    its broker was up."""
+    times = rows["time_ms"].to_numpy(float)
+    bounds = [0.0, *[x for s in down for x in (s.start_ms, s.end_ms)], end_ms]
+    pieces: list[tuple[pd.DataFrame, float, bool]] = []
+    for start, until in zip(bounds[::2], bounds[1::2], strict=True):
+        piece = rows[(times >= start) & (times <= until)]
+        if not piece.empty:
+            pieces.append((piece, until, not pieces))
+    return pieces
+
+
 def one_by_one(partitions: int, per_partition: bool | None) -> bool:
     """Whether the replication figures draw partitions one by one (else aggregated across them)."""
     return partitions <= MAX_PARTITIONS if per_partition is None else per_partition
@@ -117,6 +149,7 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
     end = last_time_ms(frame)
     unit, warmup = time_unit(end), warmup_ms(summary)
     events = run_events(frame, scenario)
+    interval = float(scenario.sample_interval) if scenario is not None else None
     figure = new_figure(11.0, 1.2 + 4.2 * len(shown))
     grid = figure.subfigures(len(shown), 1, squeeze=False)[:, 0]
     for sub, partition in zip(grid, shown, strict=True):
@@ -133,39 +166,74 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
         if not hw.empty:
             # Wide and translucent under the replicas' lines: where they coincide, both stay visible.
             _step(top, hw, unit, end, color=HIGH_WATERMARK_COLOUR, lw=5, alpha=0.3, label="HighWatermark")
-        leader = leader_entity(replicas, frame, partition) if replicas != [partition] else partition
-        # The leader first in the legend, and on top of the followers (zorder): its line is the one the
-        # followers' fetches chase, and a follower that caught up would otherwise hide it.
-        ordered = sorted(replicas, key=lambda e: e != leader)
-        summarised = False
+        spans = leader_spans(metric(frame, "LeaderId").query("entity == @partition"), end)
+        if not spans and replicas != [partition]:
+            # Results without a LeaderId gauge: the one replica the leader does not track as a follower.
+            static = leader_entity(replicas, frame, partition)
+            spans = [Span(replica_broker(static) or 0, 0.0, end)] if static is not None else []
+        leaders = {s.broker for s in spans}
+        # Replicas that led first in the legend, and on top of the others (zorder): a leader's line is the
+        # one the followers' fetches chase, and a follower that caught up would otherwise hide it.
+        ordered = sorted(replicas, key=lambda e: replica_broker(e) not in leaders and e != partition)
+        summarised = negative = False
         for entity in ordered:
             index = replicas.index(entity)
-            is_leader = entity == leader
+            broker = replica_broker(entity)
+            led = [s for s in spans if s.broker == broker] if broker is not None else []
+            is_leader = bool(led) or entity == partition
             rows = leo_all[leo_all["entity"] == entity]
+            down = down_spans(rows["time_ms"].to_numpy(float), interval, broker, events.faults, end)
             name = entity.split("/", 1)[1] if "/" in entity else "leader"
             style: dict[str, Any] = ({"lw": 1.6, "zorder": 4} if is_leader
                                      else {"lw": 3.2, "alpha": 0.75, "zorder": 3})
-            suffix = " (leader)" if is_leader and name != "leader" else ""
-            _step(top, rows, unit, end, color=replica_colour(index), label=f"LogEndOffset {name}{suffix}", **style)
-            if not hw.empty:
-                lag = _lag_behind(rows, hw)
-                if is_leader and len(lag) <= MAX_STEP_POINTS:
-                    # The leader's uncommitted tail as a shaded area; the followers' lines over it show how
-                    # much of it each holds.
-                    times = np.append(lag["time_ms"].to_numpy(float), end) / unit.per_ms
+            label = f"LogEndOffset {name}{_roles(led, down, spans, unit)}"
+            for piece, until, first in _live_pieces(rows, down, end):
+                _step(top, piece, unit, until, color=replica_colour(index), label=label if first else None, **style)
+            for gap in down:
+                # Down: its log is frozen at its last value (a crashed broker's log ends there) -- drawn
+                # dotted, and left out of the LEO − HW panel, where it would dive as the HW moves on.
+                before = rows[rows["time_ms"] <= gap.start_ms]["value"]
+                if not before.empty:
+                    level = float(before.iloc[-1])
+                    top.plot([gap.start_ms / unit.per_ms, gap.end_ms / unit.per_ms], [level, level],
+                             color=replica_colour(index), lw=1.0, ls=(0, (1, 2)), zorder=2)
+                    top.annotate(f"broker-{broker} down", (gap.start_ms / unit.per_ms, level), fontsize="x-small",
+                                 color=replica_colour(index), xytext=(3, -10), textcoords="offset points")
+            if hw.empty:
+                continue
+            for piece, until, _ in _live_pieces(rows, down, end):
+                lag = _lag_behind(piece, hw[hw["time_ms"] < until])
+                lag = lag[lag["time_ms"] < until]
+                negative |= bool((lag["value"] < 0).any())
+                summarised |= _step(bottom, lag, unit, until, color=replica_colour(index),
+                                    lw=1.6 if is_leader else 1.2, zorder=4 if is_leader else 3)
+            for span, (piece, until, _) in product(led, _live_pieces(rows, down, end)):
+                # The leader's uncommitted tail as a shaded area while it leads and is up; the followers'
+                # lines over it show how much of it each holds.
+                start, stop = max(span.start_ms, float(piece["time_ms"].iloc[0])), min(span.end_ms, until)
+                lag = _lag_behind(piece[piece["time_ms"] < stop], hw[hw["time_ms"] < stop])
+                lag = lag[(lag["time_ms"] >= start) & (lag["time_ms"] < stop)]
+                if 0 < len(lag) <= MAX_STEP_POINTS:
+                    times = np.append(lag["time_ms"].to_numpy(float), stop) / unit.per_ms
                     values = lag["value"].to_numpy(float)
                     bottom.fill_between(times, np.append(values, values[-1:]), step="post",
                                         color=replica_colour(index), alpha=0.3, lw=0)
-                summarised |= _step(bottom, lag, unit, end, color=replica_colour(index),
-                                    lw=1.6 if is_leader else 1.2, zorder=4 if is_leader else 3)
+        for change in spans[1:]:
+            text = "no leader" if change.broker == NO_LEADER else f"leader → broker-{change.broker}"
+            top.axvline(change.start_ms / unit.per_ms, color="#444444", lw=0.8, ls=(0, (4, 2)), zorder=1)
+            top.annotate(text, (change.start_ms / unit.per_ms, 1.0), xycoords=("data", "axes fraction"),
+                         fontsize="x-small", color="#444444", xytext=(3, -12), textcoords="offset points")
         sub.suptitle(f"Partition {partition}", fontweight="bold")
         top.set_ylabel("offset")
         top.yaxis.set_major_locator(MaxNLocator(integer=True))
         legend_outside(top)
         top.grid(True, alpha=0.3)
         bottom.set_ylabel("LEO − HW\n(offsets)")
-        if summarised:
-            bottom.set_title(SUMMARY_NOTE, loc="left", fontsize="small", color="#555555")
+        notes = [SUMMARY_NOTE] if summarised else []
+        if negative:
+            notes.append(NEGATIVE_NOTE)
+        if notes:
+            bottom.set_title("; ".join(notes), loc="left", fontsize="small", color="#555555")
         bottom.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
         bottom.grid(True, alpha=0.3)
         bottom.set_xlabel(unit.label)

@@ -37,11 +37,22 @@ class ReplicaSnapshot:
 
 @dataclass(frozen=True)
 class PartitionSnapshot:
+    """One partition as the controller's metadata names it (`leader` −1: none), with the leader's high
+    watermark and view of its followers when the leader is up and has applied its leadership (else the
+    replicas' own log ends only, and `high_watermark` the last one a replica knows)."""
+
     name: str
+    leader: int
     high_watermark: int
     isr: tuple[int, ...]
     under_min_isr: bool
     replicas: tuple[ReplicaSnapshot, ...]  # the leader first
+
+
+@dataclass(frozen=True)
+class BrokerSnapshot:
+    broker_id: int
+    state: str  # "up", "crashed" (down until it restarts) or "paused" (a stalled JVM: alive, answers nothing)
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ class EngineSnapshot:
     duration_ms: float
     wallclock: bool
     speed: float
+    brokers: tuple[BrokerSnapshot, ...]
     partitions: tuple[PartitionSnapshot, ...]
     purgatories: tuple[PurgatorySnapshot, ...]
     request_queue_size: int
@@ -110,30 +122,36 @@ def take_snapshot(engine: Engine, recent: RecentLatencies | None = None) -> Engi
     request and response queues, and (with ``recent``) the recent latency percentiles."""
     c = engine.components
     brokers = {b.broker_id: b for b in c.brokers}
-    # A broker is down for its partitions while its fetchers are crashed or paused (a stop-the-world pause
-    # pauses them too).
-    down = {b.broker_id: any(f.crashed or f.paused for f in b.fetchers) for b in c.brokers}
-    leading = [b for b in c.brokers if any(p.is_leader for p in b.replica_manager.partitions.values())]
+    # A stop-the-world pause stops the broker's fetchers too; a crash stops everything until a restart.
+    states = {b.broker_id: "crashed" if b.crashed else ("up" if b.responsive and not any(f.paused for f in b.fetchers)
+                                                          else "paused") for b in c.brokers}
+    replication = c.controller.core.replication_control
     partitions = []
-    for broker in leading:
-        rm = broker.replica_manager
-        for tp, partition in rm.partitions.items():
-            if not partition.is_leader:
-                continue
-            isr = partition.isr
-            replicas = [ReplicaSnapshot(rm.broker_id, partition.log_end_offset, None, rm.broker_id in isr, False)]
-            for replica in partition.remote_replicas:
-                k = replica.broker_id
-                hosted = brokers[k].replica_manager.partitions.get(tp) if k in brokers else None
-                own = hosted.log_end_offset if hosted is not None else -1
-                replicas.append(ReplicaSnapshot(k, own, replica.log_end_offset, k in isr, down.get(k, False)))
-            partitions.append(
-                PartitionSnapshot(
-                    str(tp), partition.high_watermark, tuple(sorted(isr)), partition.is_under_min_isr,
-                    tuple(replicas),
-                )
-            )
+    # One row per partition, as the controller's metadata has it: a deposed leader that has not applied the
+    # change yet (or a crashed one, frozen) still calls itself leader, and is not asked.
+    for tp, registration in replication.partitions().items():
+        leader = registration.leader
+        hosting = brokers.get(leader)
+        at_leader = hosting.replica_manager.partitions.get(tp) if hosting is not None else None
+        led = at_leader if at_leader is not None and at_leader.is_leader and states[leader] != "crashed" else None
+        views = {r.broker_id: r.log_end_offset for r in led.remote_replicas} if led is not None else {}
+        order = sorted(registration.replicas, key=lambda k: k != leader)
+        replicas = []
+        high_watermark = -1
+        for k in order:
+            hosted = brokers[k].replica_manager.partitions.get(tp) if k in brokers else None
+            own = hosted.log_end_offset if hosted is not None else -1
+            if hosted is not None:
+                high_watermark = max(high_watermark, hosted.high_watermark)
+            replicas.append(ReplicaSnapshot(k, own, views.get(k), k in registration.isr, states.get(k) != "up"))
+        if led is not None:
+            high_watermark = led.high_watermark
+        min_isr = replication.effective_min_isr(tp.topic)
+        partitions.append(PartitionSnapshot(str(tp), leader, high_watermark, tuple(sorted(registration.isr)),
+                                            len(registration.isr) < min_isr, tuple(replicas)))
     # The purgatories and queues of the brokers that lead partitions (named by broker when there are several).
+    leaders = {p.leader for p in partitions}
+    leading = [b for b in c.brokers if b.broker_id in leaders and states[b.broker_id] != "crashed"]
     several = len(leading) > 1
     purgatories = tuple(
         PurgatorySnapshot(f"broker-{b.broker_id}/{p.name}" if several else p.name, p.watched, p.num_delayed)
@@ -146,6 +164,7 @@ def take_snapshot(engine: Engine, recent: RecentLatencies | None = None) -> Engi
         duration_ms=float(engine.scenario.duration),
         wallclock=engine.clock.is_wallclock,
         speed=engine.clock.speed,
+        brokers=tuple(BrokerSnapshot(k, states[k]) for k in sorted(states)),
         partitions=tuple(partitions),
         purgatories=purgatories,
         request_queue_size=sum(b.request_channel.request_queue_size for b in leading),

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+from collections.abc import Generator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from kafkasim.console.live import render_snapshot
+from kafkasim.console.live import LiveView, render_snapshot
 from kafkasim.console.progress import RunProgress
 from kafkasim.console.run_command import StopOnInterrupt
 from kafkasim.record.result import RunResult
@@ -23,7 +24,7 @@ from kafkasim.run.engine import Engine
 from kafkasim.run.snapshot import EngineSnapshot, RecentLatencies, take_snapshot
 from kafkasim.scenario import load_scenario, with_overrides
 
-from .support import QUICKSTART, call
+from .support import QUICKSTART, REPO, call
 
 ONE_SECOND = ["--set", "duration=1s", "--set", "warmup=0s", "--no-figures"]
 
@@ -55,7 +56,9 @@ def test_live_view_with_virtual_time_shows_partitions_purgatories_and_latencies(
     row = next(line for line in text.splitlines() if line.strip().startswith("orders-0"))
     cells = row.split()
     assert cells[-1] == "0,1,2"  # the ISR
-    assert int(cells[1]) <= int(cells[2])  # HW <= the leader's LEO
+    assert cells[1] == "0" and cells[3] == "b0"  # the leader's id, and its replica first
+    assert int(cells[2]) <= int(cells[4])  # HW <= the leader's LEO
+    assert "brokers  0 up   1 up   2 up" in text
     assert "Produce purgatory (watched / delayed)" in text and "Fetch purgatory (watched / delayed)" in text
     assert "request queue" in text
     assert "TotalTimeMs over the last 5 s simulated" in text
@@ -134,6 +137,38 @@ def test_snapshots_read_the_running_engine_and_change_nothing() -> None:
     rendered = io.StringIO()
     Console(file=rendered, width=100).print(render_snapshot(last, "quickstart"))
     assert "orders-0" in rendered.getvalue() and "0,1,2" in rendered.getvalue()
+
+
+def test_the_live_view_follows_a_failover_one_row_per_partition_with_its_leader() -> None:
+    """The live view listed a partition once per broker that called itself its leader: after a crash, the dead
+    leader's frozen row stayed as if live and, once a new leader was elected, a second row for the same
+    partition appeared, neither naming a broker; brokers were never marked down."""
+    scenario = with_overrides(load_scenario(REPO / "scenarios" / "leader_crash.yaml"), ["duration=20s"])
+    view = LiveView(Console(file=io.StringIO(), width=100))
+    frames: list[str] = []
+    engine = Engine(scenario)
+
+    def every_half_second() -> Generator[Any, Any, None]:
+        # A frame every 500 simulated ms (the progress callback's slices follow wall time: after the crash
+        # the run is quick and one slice could span the whole failover).
+        while True:
+            yield engine.env.timeout(500.0)
+            snapshot = take_snapshot(engine)
+            view.update(snapshot, force=True)
+            rendered = io.StringIO()
+            Console(file=rendered, width=100).print(render_snapshot(snapshot, "", tuple(view._changes)))
+            frames.append(rendered.getvalue())
+            assert len({p.name for p in snapshot.partitions}) == len(snapshot.partitions)
+
+    engine.env.process(every_half_second())
+    engine.run()
+    during = next(f for f in frames if "0 crashed" in f)  # after the crash at 10 s, before the fencing
+    row = next(line for line in during.splitlines() if line.strip().startswith("orders-0"))
+    assert row.split()[1:3] == ["0", "down"]  # the metadata still names broker 0: it is not fenced yet
+    last = frames[-1]
+    row = next(line for line in last.splitlines() if line.strip().startswith("orders-0"))
+    assert row.split()[1] == "1" and "b0" in row and "down" in row
+    assert "orders-0: leader broker-0 -> broker-1" in last
 
 
 def test_recent_latencies_forget_requests_older_than_the_window() -> None:

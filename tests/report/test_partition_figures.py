@@ -31,10 +31,10 @@ def _cluster_timeseries(partitions: int, *, leader_of=lambda p: p % 3) -> pd.Dat
 def test_offset_spreads_measure_each_partition_from_its_own_leader() -> None:
     tail, lag = offset_spreads(_cluster_timeseries(4))
     # leader LEO - HW at t=100: p for partition p = 0..3
-    assert tail.loc[100.0].to_dict() == {"min": 0.0, "median": 1.5, "max": 3.0, "count": 4}
+    assert tail.loc[100.0].to_dict() == {"min": 0.0, "median": 1.5, "max": 3.0, "count": 4, "down": 0}
     # follower lags: 2 and 0 for every partition
     assert tail.loc[0.0, "max"] == 0.0
-    assert lag.loc[100.0].to_dict() == {"min": 0.0, "median": 1.0, "max": 2.0, "count": 8}
+    assert lag.loc[100.0].to_dict() == {"min": 0.0, "median": 1.0, "max": 2.0, "count": 8, "down": 0}
 
 
 def test_isr_counts_per_size_and_time() -> None:

@@ -226,9 +226,10 @@ def test_the_leader_is_named_and_drawn_on_top_of_its_followers(tables: Tables) -
 
 def test_the_leader_is_the_replica_the_leader_does_not_track(tables: Tables) -> None:
     # Leadership moved to broker 2: the leader tracks replicas 0 and 1 as followers.
+    # A result without the LeaderId gauge (an older kafkasim): the leader is read from who tracks whom.
     tracked = pd.DataFrame({"time_ms": 0.0, "metric": "ReplicaLogEndOffsetAtLeader",
                             "entity": ["orders-0/replica-0", "orders-0/replica-1"], "value": 0.0})
-    frame = pd.concat([tables.timeseries, tracked], ignore_index=True)
+    frame = pd.concat([tables.timeseries[tables.timeseries["metric"] != "LeaderId"], tracked], ignore_index=True)
     figure = log_offsets_figure(frame, tables.summary)
     assert figure is not None
     assert "LogEndOffset replica-2 (leader)" in _labels(figure.axes[0])
