@@ -39,6 +39,7 @@ from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.broker.session_reads.partition_changes import PartitionChanges
 from kafkasim.purgatory import (
     DelayedOperationPurgatory,
+    GroupWatchStrategy,
     TopicPartitionOperationKey,
     new_purgatory_timer,
 )
@@ -131,6 +132,9 @@ class ReplicaManager:
             broker_id=self.broker_id,
             purge_interval=(config.producer_purgatory_purge_interval_requests if name == "Produce"
                             else config.fetch_purgatory_purge_interval_requests),
+            # Not Kafka's: a fetch parked on a large session watches its partitions as one KeyGroup
+            # (kafkasim.broker.session_reads).
+            group_watch_strategy=GroupWatchStrategy() if name == "Fetch" else None,
         )
 
     def begin_controlled_shutdown(self) -> None:
