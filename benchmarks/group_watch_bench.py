@@ -22,7 +22,7 @@ import gc
 import time
 from collections.abc import Hashable, Sequence
 
-from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory, KeyGroup
+from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory, GroupWatchStrategy, KeyGroup
 from kafkasim.timer import ManualTime
 
 DEFAULT_SIZES = (1, 10, 100, 1000)
@@ -50,7 +50,7 @@ class Fetch(DelayedOperation):
 
 def run_cycles(keys: Sequence[Hashable] | KeyGroup, key_list: list[Hashable], cycles: int) -> tuple[float, int, int]:
     """`cycles` park + complete + reaper cycles on a fresh purgatory: (CPU seconds, completed, watched)."""
-    purgatory = DelayedOperationPurgatory("Fetch", time=ManualTime(0))
+    purgatory = DelayedOperationPurgatory("Fetch", time=ManualTime(0), group_watch_strategy=GroupWatchStrategy())
     size = len(key_list)
     completed = 0
     gc.collect()

@@ -11,6 +11,7 @@ from kafkasim.broker.fetch import FetchParams, FetchPartitionStatus, LogReadResu
 from kafkasim.broker.log import FetchIsolation
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.records import TopicPartition
+from kafkasim.broker.reread_from_log import reread_from_log
 from kafkasim.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -272,14 +273,14 @@ class DelayedFetch(DelayedOperation):
         second time."""
         fetch_infos = [(tp, status.fetch_info) for tp, status in self.fetch_partition_status]
         # The read that parked this fetch answers again for a partition that found nothing past the end then
-        # and has not changed since (ReplicaManager.read_from_log's priors), unless PartitionChanges no longer
+        # and has not changed since (reread_from_log, not Kafka's), unless PartitionChanges no longer
         # reaches back to it.
         previous = self._read_results
         self._read_results = None
         changed = self._changes.since(self._read_at) if previous is not None else None
         if previous is not None and changed is not None:
-            results = self.replica_manager.read_from_log(
-                self.params, fetch_infos, True, priors=[prior for _, prior in previous], changed=frozenset(changed)
+            results = reread_from_log(
+                self.replica_manager, self.params, fetch_infos, [prior for _, prior in previous], frozenset(changed)
             )
         else:
             results = self.replica_manager.read_from_log(self.params, fetch_infos, True)

@@ -9,8 +9,8 @@ from typing import Final, NamedTuple
 
 from kafkasim.broker.config import KafkaConfig
 from kafkasim.broker.errors import Errors
-from kafkasim.broker.log import FetchIsolation
-from kafkasim.broker.log_offset_metadata import LogOffsetMetadata
+from kafkasim.broker.log import FetchIsolation, Log
+from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
 from kafkasim.broker.log_segment import FetchDataInfo
 from kafkasim.broker.records import RecordBatch
 
@@ -243,6 +243,22 @@ class LogReadResult:
             f"LogReadResult({self.error.name}, hw={self.high_watermark}, leo={self.log_end_offset}, "
             f"logStart={self.log_start_offset}, {self.info!r})"
         )
+
+
+def out_of_range_result(log: Log) -> LogReadResult:
+    """``readFromLog``'s OFFSET_OUT_OF_RANGE result, with the leader's log start and end offsets.
+
+    Simplification: Kafka answers -1 offsets here and the client then asks with a ListOffsets request
+    (a consumer with auto.offset.reset=earliest for the earliest offset, the replica fetcher for the
+    leader's start or end); there is no ListOffsets request in the simulator, so the error result
+    carries the answer it would get, one round trip early. Without it a fetch position deleted by
+    retention could never be reset."""
+    return LogReadResult(
+        FetchDataInfo(UNKNOWN_OFFSET_METADATA),
+        Errors.OFFSET_OUT_OF_RANGE,
+        log_start_offset=log.log_start_offset,
+        log_end_offset=log.log_end_offset,
+    )
 
 
 def nothing_past_end(result: LogReadResult, fetch_offset: int, isolation: FetchIsolation, *, exactly: bool) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.action_queue import ActionQueue
@@ -20,25 +19,22 @@ from kafkasim.broker.fetch import (
     FetchPartitionStatus,
     LogReadResult,
     PartitionData,
-    nothing_past_end,
+    out_of_range_result,
 )
 from kafkasim.broker.log import LeaderHwChange, Log, LogAppendInfo
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET_METADATA
 from kafkasim.broker.log_segment import FetchDataInfo
-from kafkasim.broker.metadata import (
-    LEADER_RECOVERY_RECOVERING,
-    NO_LEADER,
-    MetadataDelta,
-    PartitionRegistration,
-)
+from kafkasim.broker.metadata import NO_LEADER, MetadataDelta, PartitionRegistration
 from kafkasim.broker.metrics import BrokerMetrics
 from kafkasim.broker.observer import BrokerObserver
 from kafkasim.broker.partition import DelayedOperations, Partition
+from kafkasim.broker.partition_listeners import PartitionListeners
 from kafkasim.broker.produce import PartitionResponse, ProducePartitionStatus
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.broker.session_reads.partition_changes import PartitionChanges
 from kafkasim.purgatory import (
     DelayedOperationPurgatory,
+    GroupWatchStrategy,
     TopicPartitionOperationKey,
     new_purgatory_timer,
 )
@@ -78,6 +74,7 @@ class ReplicaManager:
         "_offline_partitions",
         "_known_partitions",
         "_operation_keys",
+        "_listeners",
         "_seed",
     )
 
@@ -119,6 +116,7 @@ class ReplicaManager:
         self._operation_keys: dict[TopicPartition, TopicPartitionOperationKey] = {}
         # Every change of a hosted partition a parked DelayedFetch's verdict depends on, as it happens.
         self.partition_changes = partition_changes if partition_changes is not None else PartitionChanges()
+        self._listeners = PartitionListeners(broker_id, self.partition_changes, observer, self._partitions)
         # One draw, then per-partition streams named after the partition: adding a partition does not
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
@@ -131,6 +129,9 @@ class ReplicaManager:
             broker_id=self.broker_id,
             purge_interval=(config.producer_purgatory_purge_interval_requests if name == "Produce"
                             else config.fetch_purgatory_purge_interval_requests),
+            # Not Kafka's: a fetch parked on a large session watches its partitions as one KeyGroup
+            # (kafkasim.broker.session_reads).
+            group_watch_strategy=GroupWatchStrategy() if name == "Fetch" else None,
         )
 
     def begin_controlled_shutdown(self) -> None:
@@ -161,8 +162,8 @@ class ReplicaManager:
         """Host ``topic_partition`` here with an empty log (not leader until ``make_leader``)."""
         if topic_partition in self._partitions:
             raise ValueError(f"broker {self.broker_id} already hosts partition {topic_partition}")
-        on_change = self._change_recorder(topic_partition)
-        observer = self.observer
+        listeners = self._listeners
+        on_change = listeners.on_change(topic_partition)
         log = Log(
             log_config or self.config.log,
             self.time,
@@ -171,9 +172,8 @@ class ReplicaManager:
             name=str(topic_partition),
             on_change=on_change,
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
-            on_roll=partial(self._segment_rolled, topic_partition) if observer is not None else None,
-            on_high_watermark_segment=(partial(self._high_watermark_reached_segment, topic_partition)
-                                       if observer is not None else None),
+            on_roll=listeners.on_roll(topic_partition),
+            on_high_watermark_segment=listeners.on_high_watermark_segment(topic_partition),
         )
         partition = Partition(
             topic_partition,
@@ -195,24 +195,6 @@ class ReplicaManager:
         on_change()
         return partition
 
-    def _segment_rolled(self, topic_partition: TopicPartition, base_offset: int, reason: str) -> None:
-        observer = self.observer
-        assert observer is not None  # the listener is only set with one
-        partition = self._partitions.get(topic_partition)
-        observer.segment_rolled(self.broker_id, topic_partition, base_offset, reason,
-                                partition is not None and partition.is_leader)
-
-    def _high_watermark_reached_segment(self, topic_partition: TopicPartition, base_offset: int, passed: bool) -> None:
-        observer = self.observer
-        assert observer is not None  # the listener is only set with one
-        partition = self._partitions.get(topic_partition)
-        if partition is not None and partition.is_leader:  # the consumers' fetches park at the leader
-            observer.high_watermark_reached_segment(self.broker_id, topic_partition, base_offset, passed)
-
-    def _change_recorder(self, topic_partition: TopicPartition) -> Callable[[], None]:
-        # A partial rather than a closure: no frame of its own for every append and high watermark move.
-        return partial(self.partition_changes.record, topic_partition)
-
     def make_leader(
         self,
         topic_partition: TopicPartition,
@@ -225,8 +207,7 @@ class ReplicaManager:
         """Lead ``topic_partition`` (created if needed) with the given replicas and ISR (default: all)."""
         partition = self._partitions.get(topic_partition) or self.create_partition(topic_partition)
         partition.make_leader(leader_epoch, replicas if isr is None else isr, replicas, partition_epoch)
-        if self.observer is not None:
-            self.observer.became_leader(self.broker_id, topic_partition, partition)
+        self._listeners.became_leader(topic_partition, partition)
         return partition
 
     def make_follower(
@@ -247,11 +228,7 @@ class ReplicaManager:
     def stop_replica(self, topic_partition: TopicPartition, *, delete: bool = False) -> None:
         """Stop hosting the partition: parked operations complete with NOT_LEADER_OR_FOLLOWER, or with
         UNKNOWN_TOPIC_OR_PARTITION when ``delete`` also removes it from the cluster (topic deletion)."""
-        self._partitions.pop(topic_partition, None)
-        if delete:
-            self._known_partitions.discard(topic_partition)
-        self.partition_changes.record(topic_partition)
-        self.complete_delayed_operations_when_not_partition_leader(topic_partition)
+        self._stop_partitions({topic_partition: delete}, AppliedDelta())
 
     def mark_partition_offline(self, topic_partition: TopicPartition) -> None:
         """Its log directory failed: requests get KAFKA_STORAGE_ERROR; parked operations complete."""
@@ -348,19 +325,16 @@ class ReplicaManager:
         """Kafka's ``ReplicaManager.applyLocalLeadersDelta``: stop fetching them all, then
         ``Partition.makeLeader`` each (ignored if its partition epoch is older than the local one)."""
         result.fetchers_to_remove.extend(leaders)
-        observer = self.observer
+        listeners = self._listeners
         for tp, registration in leaders.items():
             partition = self._get_or_create_partition(tp, log_config_for)
-            if observer is not None and observer.checks:
-                observer.isr_from_metadata(self.broker_id, tp, registration.isr,
-                                           registration.leader_recovery_state == LEADER_RECOVERY_RECOVERING)
+            listeners.isr_from_metadata(tp, registration)
             partition.make_leader(
                 registration.leader_epoch, registration.isr, registration.replicas, registration.partition_epoch
             )
             if partition.is_leader and partition.partition_epoch == registration.partition_epoch:
                 result.leaders.append(tp)
-                if self.observer is not None:
-                    self.observer.became_leader(self.broker_id, tp, partition)
+                listeners.became_leader(tp, partition)
 
     def _apply_local_followers_delta(
         self,
@@ -545,42 +519,21 @@ class ReplicaManager:
         params: FetchParams,
         fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
         read_from_purgatory: bool,
-        *,
-        priors: Sequence[LogReadResult | None] | None = None,
-        changed: frozenset[TopicPartition] = frozenset(),
     ) -> list[tuple[TopicPartition, LogReadResult]]:
         """Kafka's ``ReplicaManager.readFromLog``: read each partition in request order within
         ``params.max_bytes`` overall; only the first non-empty partition may exceed the limits (min one
         message). A follower read (not from purgatory) updates the follower's fetch state, which may raise the
-        HW and complete parked operations right here.
-
-        ``priors`` (not Kafka's; a re-read on completion of a ``DelayedFetch`` or ``SessionDelayedFetch``):
-        per partition the result of an earlier read (None: not read then), ``changed`` the partitions
-        ``PartitionChanges`` recorded since. A partition whose earlier read found nothing past the end and
-        that has not changed since gets the same answer again, at this fetch time, without being read: an
-        empty read depends neither on the byte limits nor on min one message, and a purgatory read changes
-        nothing."""
+        HW and complete parked operations right here. (A parked fetch's completion read may reuse an
+        earlier read's answers: ``kafkasim.broker.reread_from_log``, not Kafka's.)"""
         limit_bytes = params.max_bytes
         hard_max_bytes_limit = params.hard_max_bytes_limit
         min_one_message = not hard_max_bytes_limit
         # Simulated time does not move during the call: one fetch time for every partition.
         fetch_time_ms = self.time.milliseconds()
         update_fetch_state = not read_from_purgatory
-        isolation = params.isolation
         read = self._read
         results = []
-        for index, (tp, fetch_info) in enumerate(fetch_infos):
-            if priors is not None:
-                prior = priors[index]
-                if (
-                    prior is not None
-                    and tp not in changed
-                    and nothing_past_end(prior, fetch_info.fetch_offset, isolation, exactly=False)
-                ):
-                    if prior.fetch_time_ms != fetch_time_ms:
-                        prior = prior.at_fetch_time(fetch_time_ms)
-                    results.append((tp, prior))
-                    continue
+        for tp, fetch_info in fetch_infos:
             result = read(
                 params, tp, fetch_info, limit_bytes, min_one_message, update_fetch_state, fetch_time_ms,
                 hard_max_bytes_limit,
@@ -629,24 +582,8 @@ class ReplicaManager:
             )
         except KafkaError as e:
             if e.error is Errors.OFFSET_OUT_OF_RANGE:
-                return self._out_of_range_result(tp)
+                return out_of_range_result(self.get_partition_or_exception(tp).log)
             return LogReadResult(FetchDataInfo(UNKNOWN_OFFSET_METADATA), e.error)
-
-    def _out_of_range_result(self, tp: TopicPartition) -> LogReadResult:
-        """OFFSET_OUT_OF_RANGE with the leader's log start and end offsets.
-
-        Simplification: Kafka answers -1 offsets here and the client then asks with a ListOffsets request
-        (a consumer with auto.offset.reset=earliest for the earliest offset, the replica fetcher for the
-        leader's start or end); there is no ListOffsets request in the simulator, so the error result
-        carries the answer it would get, one round trip early. Without it a fetch position deleted by
-        retention could never be reset."""
-        log = self.get_partition_or_exception(tp).log
-        return LogReadResult(
-            FetchDataInfo(UNKNOWN_OFFSET_METADATA),
-            Errors.OFFSET_OUT_OF_RANGE,
-            log_start_offset=log.log_start_offset,
-            log_end_offset=log.log_end_offset,
-        )
 
     # ------------------------------------------------------------------------------------------- ISR
 

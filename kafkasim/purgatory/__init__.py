@@ -4,6 +4,7 @@ from kafkasim.purgatory.delay_queue_timer import DelayQueueTimer
 from kafkasim.purgatory.delayed_operation import DelayedOperation
 from kafkasim.purgatory.delayed_operation_key import TopicPartitionOperationKey
 from kafkasim.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
+from kafkasim.purgatory.group_watch_strategy import GroupWatchStrategy
 from kafkasim.purgatory.key_group import KeyGroup
 from kafkasim.purgatory.purgatory_timer import (
     PURGATORY_TIMER_KINDS,
@@ -18,6 +19,7 @@ __all__ = [
     "DelayQueueTimer",
     "DelayedOperation",
     "DelayedOperationPurgatory",
+    "GroupWatchStrategy",
     "KeyGroup",
     "PurgatoryTimer",
     "PurgatoryTimerKind",

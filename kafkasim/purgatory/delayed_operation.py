@@ -29,8 +29,8 @@ class DelayedOperation(TimerTask):
     def __init__(self, delay_ms: int) -> None:
         super().__init__(delay_ms)
         self._completed = False
-        # Set by the purgatory when the operation is watched: its place in every watch list it joins, which
-        # is how a key's list gets a group's operations in watch order (`DelayedOperationPurgatory`).
+        # Set when the operation is watched in a purgatory with group watches: its place in every watch list
+        # it joins, which is how a key's list gets a group's operations in watch order (`GroupWatchStrategy`).
         self._watch_seq = 0
 
     @abstractmethod

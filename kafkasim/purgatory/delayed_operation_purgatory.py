@@ -8,10 +8,10 @@ from mypy_extensions import mypyc_attr
 
 from kafkasim.purgatory.delay_queue_timer import DelayQueueTimer
 from kafkasim.purgatory.delayed_operation import DelayedOperation
-from kafkasim.purgatory.group_watchers import CompletedRun, GroupWatch, GroupWatchers, KeyGroups
+from kafkasim.purgatory.group_watch_strategy import GroupWatchStrategy
 from kafkasim.purgatory.key_group import KeyGroup
 from kafkasim.purgatory.purgatory_timer import PurgatoryTimer
-from kafkasim.purgatory.watchers import Watchers, merge_in_watch_order
+from kafkasim.purgatory.watchers import Watchers
 from kafkasim.timer import SystemTimer, Time
 
 
@@ -38,8 +38,9 @@ class DelayedOperationPurgatory:
     operations. Which operations complete or expire, and when, is the same with either timer.
 
     Group watches (not Kafka's; `try_complete_else_watch(op, KeyGroup)`, O(1) per watch, the same answers
-    as watching every key of the group) are the simulator's speed machinery: how they work and why the
-    watch lists then hold exactly what Kafka's would is in `kafkasim.purgatory.group_watchers`.
+    as watching every key of the group) are the simulator's speed machinery, a `GroupWatchStrategy` given
+    at construction (`group_watch_strategy`); the purgatory calls its hooks and nothing else of it. Without
+    one, a `KeyGroup` is watched on each of its keys, as Kafka watches a list.
     """
 
     __slots__ = (
@@ -51,11 +52,7 @@ class DelayedOperationPurgatory:
         "_purge_every_interval",
         "_watchers_for_key",
         "_estimated_total_operations",
-        "_watch_seq",
-        "_group_watchers",
-        "_key_groups",
-        "_unmaterialized",
-        "_passing",
+        "_group_watch_strategy",
     )
 
     def __init__(
@@ -67,6 +64,7 @@ class DelayedOperationPurgatory:
         broker_id: int = 0,
         purge_interval: int = 1000,
         timer_enabled: bool = True,
+        group_watch_strategy: GroupWatchStrategy | None = None,
     ) -> None:
         if timer is None:
             timer = SystemTimer(name, time=time)
@@ -84,13 +82,9 @@ class DelayedOperationPurgatory:
         self._purge_every_interval = isinstance(timer, DelayQueueTimer)
         self._watchers_for_key: dict[Hashable, Watchers] = {}
         self._estimated_total_operations = 0
-        self._watch_seq = 0
-        self._group_watchers: dict[KeyGroup, GroupWatchers] = {}
-        self._key_groups: dict[Hashable, KeyGroups] = {}
-        # Group watch entries not yet materialized in a key's Watchers (part of `watched`).
-        self._unmaterialized = 0
-        # Keys whose check pass is running (innermost last): a group watched meanwhile joins them at once.
-        self._passing: list[Hashable] = []
+        self._group_watch_strategy = group_watch_strategy
+        if group_watch_strategy is not None:
+            group_watch_strategy.attach(self._watchers_for_key)
 
     @property
     def name(self) -> str:
@@ -109,6 +103,11 @@ class DelayedOperationPurgatory:
         return self._purge_interval
 
     @property
+    def group_watch_strategy(self) -> GroupWatchStrategy | None:
+        """The group watches this purgatory was given (not Kafka's), or None."""
+        return self._group_watch_strategy
+
+    @property
     def estimated_total_operations(self) -> int:
         """Operations that entered the watch phase since the last purge (Kafka's estimate; with a
         `DelayQueueTimer`, Kafka 0.8.1's `requestCounter`)."""
@@ -119,12 +118,9 @@ class DelayedOperationPurgatory:
         """PurgatorySize: sum over keys of the watch-list lengths (an operation counts once per key, and
         completed operations count until they are removed), group watch entries not yet materialized
         included."""
-        return sum(len(watchers) for watchers in self._watchers_for_key.values()) + self._unmaterialized
-
-    @property
-    def indexed_groups(self) -> int:
-        """Groups this purgatory has indexed and not yet forgotten (see `release_group`)."""
-        return len(self._group_watchers)
+        watched = sum(len(watchers) for watchers in self._watchers_for_key.values())
+        strategy = self._group_watch_strategy
+        return watched if strategy is None else watched + strategy.unmaterialized
 
     @property
     def num_delayed(self) -> int:
@@ -138,18 +134,12 @@ class DelayedOperationPurgatory:
         Kafka's `tryCompleteElseWatch` (2.7+, KAFKA-8334), two-phase: check; watch on all keys (+1 estimated
         total, once per operation); check again; add to the timer only if still incomplete. Returns True iff
         one of the two checks completed it (callers learn the outcome through the operation's callbacks and
-        usually ignore this). `keys` may be a `KeyGroup`: the same answers at O(1) per watch (`group_watchers`).
-        An operation is watched once, in one purgatory (Kafka's contract): its watch sequence is its place.
+        usually ignore this). `keys` may be a `KeyGroup`: with a `GroupWatchStrategy`, the same answers at
+        O(1) per watch. An operation is watched once, in one purgatory (Kafka's contract).
         """
-        if isinstance(keys, KeyGroup):
-            group = keys
-            watch = lambda: self._watch_group(operation, group)  # noqa: E731
-        elif isinstance(keys, (str, bytes)) or not keys:
+        if isinstance(keys, (str, bytes)) or not keys:
             raise ValueError(f"purgatory {self._name!r}: keys must be a non-empty sequence of keys, got {keys!r}")
-        else:
-            key_list = keys
-            watch = lambda: self._watch(operation, key_list)  # noqa: E731
-        if operation.safe_try_complete_or_else(watch):
+        if operation.safe_try_complete_or_else(lambda: self._watch_for_operation(operation, keys)):
             # Completed by the second check: it stays in the watch lists until checked or purged.
             return True
         if not operation._completed:
@@ -161,143 +151,44 @@ class DelayedOperationPurgatory:
                 operation.cancel()
         return False
 
-    def _watch(self, operation: DelayedOperation, keys: Sequence[Hashable]) -> None:
-        self._watch_seq += 1
-        operation._watch_seq = self._watch_seq
+    def _watch_for_operation(self, operation: DelayedOperation, keys: Sequence[Hashable] | KeyGroup) -> None:
+        """Kafka's `watchKeys.foreach(key => watchForOperation(key, operation))`, then +1 estimated total."""
+        strategy = self._group_watch_strategy
+        if strategy is not None:
+            if isinstance(keys, KeyGroup):
+                strategy.watch(operation, keys)
+                self._estimated_total_operations += 1
+                return
+            strategy.stamp(operation)
         watchers_for_key = self._watchers_for_key
         for key in keys:
             watchers = watchers_for_key.get(key)
             if watchers is None:
-                watchers = watchers_for_key[key] = Watchers(key)
+                watchers = self._watchers_of(key)
             watchers.watch(operation)
         self._estimated_total_operations += 1
 
-    def _watch_group(self, operation: DelayedOperation, group: KeyGroup) -> None:
-        group_watchers = self._group_watchers.get(group)
-        if group_watchers is None:
-            group_watchers = self._index_group(group)
-        self._watch_seq += 1
-        seq = self._watch_seq
-        operation._watch_seq = seq
-        watch = GroupWatch(operation, seq)
-        group_watchers.watches.append(watch)
-        self._unmaterialized += group_watchers.size
-        self._estimated_total_operations += 1
-        for key in self._passing:
-            # A pass over `key` is running (re-entrant watch from a completion callback): Kafka's append
-            # lands in the list being passed, behind the pass's cursor, so place it there now.
-            if key in group:
-                self._materialize_now(key, watch)
-
-    def _index_group(self, group: KeyGroup) -> GroupWatchers:
-        """First watch of `group`: list it under each of its keys, O(len(group)) once."""
-        group_watchers = self._group_watchers[group] = GroupWatchers(group)
-        key_groups = self._key_groups
-        seq = self._watch_seq
-        for key in group:
-            groups = key_groups.get(key)
-            if groups is None:
-                groups = key_groups[key] = KeyGroups(seq)
-            groups.groups.append(group_watchers)
-        return group_watchers
-
-    def _unindex_group(self, group_watchers: GroupWatchers) -> None:
-        del self._group_watchers[group_watchers.group]
-        key_groups = self._key_groups
-        for key in group_watchers.group:
-            groups = key_groups[key]
-            groups.groups.remove(group_watchers)
-            if not groups.groups:
-                del key_groups[key]
-
-    def release_group(self, group: KeyGroup) -> None:
-        """The owner of `group` will not watch it again: forget it once no watch of it is left (at once if
-        none is; else when its last operation is materialized on every key or purged after completing).
-        Releasing a group this purgatory never watched, or already forgot, does nothing; watching a released
-        group again is correct but pays its indexing again once it was forgotten."""
-        group_watchers = self._group_watchers.get(group)
-        if group_watchers is None:
-            return
-        group_watchers.released = True
-        group_watchers.drop_resolved_head()
-        if group_watchers.idle:
-            self._unindex_group(group_watchers)
-
     def _watchers_of(self, key: Hashable) -> Watchers:
+        """Kafka's `watchersByKey.getAndMaybePut(key)` (its `Pool`'s value factory makes a `Watchers`)."""
         watchers = self._watchers_for_key.get(key)
         if watchers is None:
-            watchers = self._watchers_for_key[key] = Watchers(key)
+            strategy = self._group_watch_strategy
+            watchers = Watchers(key) if strategy is None else strategy.new_watchers(key)
+            self._watchers_for_key[key] = watchers
         return watchers
-
-    def _materialize_now(self, key: Hashable, watch: GroupWatch) -> None:
-        groups = self._key_groups[key]
-        if watch.seq <= groups.materialized_seq:
-            return  # a nested pass over the same key placed it already
-        groups.materialized_seq = watch.seq
-        watch.materialized += 1
-        self._unmaterialized -= 1
-        self._watchers_of(key).watch(watch.operation)
-
-    def _materialize(self, key: Hashable) -> None:
-        """Place in `key`'s Watchers every group watch of `key` not yet there, each at its watch-order place:
-        live operations one by one, completed ones as `CompletedRun`s between them (a check's pass drops
-        those uncounted, but until it reaches them they are on the list: a completion callback's
-        `cancel_for_key(key)` during the pass returns them). O(live operations + the explicit watches of
-        `key` since its last materialization + the runs), whatever the number of completed ones."""
-        groups = self._key_groups.get(key)
-        if groups is None or groups.materialized_seq == self._watch_seq:
-            return
-        since = groups.materialized_seq
-        groups.materialized_seq = self._watch_seq
-        live: list[GroupWatch] = []
-        touched: list[GroupWatchers] = []
-        with_completed: list[GroupWatchers] = []
-        completed = 0
-        for group_watchers in groups.groups:
-            if group_watchers.has_watches_after(since):
-                group_live, group_completed = group_watchers.take_after(since)
-                live.extend(group_live)
-                touched.append(group_watchers)
-                if group_completed:
-                    with_completed.append(group_watchers)
-                    completed += group_completed
-        if not touched:
-            return
-        if len(touched) > 1:
-            live.sort(key=_watch_seq_of)
-        self._unmaterialized -= len(live) + completed
-        operations = [watch.operation for watch in live]
-        if completed:
-            watchers = self._watchers_of(key)
-            ordered = merge_in_watch_order(operations, watchers.pop_watched_after(since))
-            placed: list[DelayedOperation] = []
-            low = since
-            for operation in ordered:
-                _place_run(placed, with_completed, low, operation._watch_seq)
-                placed.append(operation)
-                low = operation._watch_seq
-            _place_run(placed, with_completed, low, self._watch_seq + 1)
-            watchers.watch_all(placed)
-        elif operations:
-            self._watchers_of(key).watch_in_order(operations)
-        for group_watchers in touched:
-            group_watchers.drop_resolved_head()
-            if group_watchers.released and group_watchers.idle:
-                self._unindex_group(group_watchers)
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete the operations watching `key`; return how many this call completed."""
-        if self._key_groups:
-            self._materialize(key)
+        strategy = self._group_watch_strategy
+        if strategy is not None:
+            strategy.materialize(key)
         watchers = self._watchers_for_key.get(key)
         if watchers is None:
             return 0
-        passing = self._passing
-        passing.append(key)
-        try:
+        if strategy is None:
             completed = watchers.try_complete_watched()
-        finally:
-            passing.pop()
+        else:
+            completed = strategy.try_complete_watched(key, watchers)
         if not watchers:
             self._remove_key_if_empty(key, watchers)
         return completed
@@ -310,7 +201,9 @@ class DelayedOperationPurgatory:
     def cancel_for_key(self, key: Hashable) -> list[DelayedOperation]:
         """Stop watching `key`: remove its operations and cancel their timer entries. No completion
         callbacks run (used when a partition leaves this broker). Returns the removed operations."""
-        self._materialize(key)
+        strategy = self._group_watch_strategy
+        if strategy is not None:
+            strategy.materialize(key)
         watchers = self._watchers_for_key.pop(key, None)
         if watchers is None:
             return []
@@ -345,18 +238,16 @@ class DelayedOperationPurgatory:
             purged += watchers.purge_completed()
             if not watchers:
                 self._remove_key_if_empty(key, watchers)
-        for group_watchers in list(self._group_watchers.values()):
-            if not group_watchers.idle:
-                removed = group_watchers.purge_completed()
-                purged += removed
-                self._unmaterialized -= removed
-                if group_watchers.released and group_watchers.idle:
-                    self._unindex_group(group_watchers)
+        strategy = self._group_watch_strategy
+        if strategy is not None:
+            purged += strategy.purge_completed()
         return purged
 
     def watchers(self, key: Hashable) -> tuple[DelayedOperation, ...]:
         """The operations watching `key`, completed ones included (for tests and inspection)."""
-        self._materialize(key)
+        strategy = self._group_watch_strategy
+        if strategy is not None:
+            strategy.materialize(key)
         watchers = self._watchers_for_key.get(key)
         return () if watchers is None else tuple(watchers)
 
@@ -370,15 +261,3 @@ class DelayedOperationPurgatory:
             f"DelayedOperationPurgatory({self._name!r}, watched={self.watched}, num_delayed={self.num_delayed})"
         )
 
-
-def _watch_seq_of(watch: GroupWatch) -> int:
-    return watch.seq
-
-
-def _place_run(placed: list[DelayedOperation], sources: list[GroupWatchers], low: int, high: int) -> None:
-    """Append to `placed` one run of the completed watches of `sources` with `low < seq < high`, if any."""
-    weight = 0
-    for source in sources:
-        weight += source.count_completed_between(low, high)
-    if weight:
-        placed.append(CompletedRun(sources, low, high, weight))

@@ -1,34 +1,8 @@
-"""GroupWatchers: the operations watching one `KeyGroup`, not yet placed in every key's `Watchers`.
+"""The records a `GroupWatchStrategy` keeps: each group's watches (`GroupWatchers`, `GroupWatch`), each key's
+groups (`KeyGroups`), and the `CompletedRun` that stands for completed group watches in a key's list.
 
-Kafka appends an operation to the `Watchers` of each key it watches. A group watch appends it once, here;
-`DelayedOperationPurgatory` places it in a key's `Watchers` ("materializes" it there) only when that key's
-list is looked at: checked, cancelled or inspected. Not Kafka's algorithm: the simulator's speed machinery
-beside `DelayedOperationPurgatory`, which reads like Kafka's.
-
-`try_complete_else_watch(op, group)` with a `KeyGroup` costs O(1), yet every answer
-is the one `try_complete_else_watch(op, list(group))` gives: which operations a check tries and in
-which order, what it returns, `watched`, `watchers(key)`, `cancel_for_key`, purges. Every watch takes
-the next watch sequence number (`DelayedOperation._watch_seq`). A group watch is appended once, to the
-group's `GroupWatchers`; a key's `Watchers` receives it ("materializes" it) only when the key is
-checked, cancelled or inspected, inserted before the operations watched on that key after it, i.e. where
-Kafka's append at watch time would have put it (a key's list is in watch order except where a check's
-pass rotated it, and a pass first materializes everything watched before it; a group watched while a
-pass over one of its keys runs is materialized on that key at once, as Kafka's append would be).
-Example: group G = [p0, p1], op A watches G, op B watches [p1], op C watches G. Nothing is on p1's
-list but B. Checking p1 first materializes A and C there at their places: p1's list becomes A, B, C
-and the pass tries them in that order, as Kafka's would; p0 still holds nothing until it is looked at.
-A group operation found completed when a key's turn comes is not placed one by one: the completed
-ones between two live operations go in as one `CompletedRun`, counted as that many entries and dropped
-by the pass in one step (as Kafka's pass drops each, uncounted), expanded only if the list is read or
-cancelled, and kept in the group's completed list (found by bisection) until the next purge. So a
-check costs O(live operations placed + runs), not O(completed fetches parked since the key's last
-check), which Kafka's pass walks. `watched` adds the count of entries not yet materialized, so
-PurgatorySize stays exact; a purge drops completed operations from the groups too.
-
-The first watch of a group object indexes its keys, O(len(group)) once: each key keeps the list of its
-groups and the sequence number up to which they are materialized on it (`KeyGroups`, about 100 bytes
-per key plus 8 per key and group). `release_group(group)` forgets a group once no watch of it is left;
-a group never released stays indexed for the purgatory's lifetime.
+Not Kafka's: the simulator's speed machinery; how group watches work, and why the watch lists then hold
+exactly what Kafka's would, is in `kafkasim.purgatory.group_watch_strategy`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kafkasim.purgatory import DelayedOperation, KeyGroup
 from kafkasim.purgatory.group_watchers import CompletedRun, GroupWatch, GroupWatchers
-from kafkasim.purgatory.watchers import Watchers
+from kafkasim.purgatory.watchers_with_runs import WatchersWithRuns
 
 
 class Op(DelayedOperation):
@@ -45,7 +45,7 @@ def test_a_run_lists_counts_and_cancels_as_its_operations() -> None:
     group_watchers, ops = completed_group_watches([2, 3, 5])
     run = CompletedRun([group_watchers], 1, 6, 3)
     first = Op("first", 1)
-    watchers = Watchers("k")
+    watchers = WatchersWithRuns("k")
     watchers.watch_all([first, run])
     assert len(watchers) == 4
     assert list(watchers) == [first, *ops]
@@ -56,9 +56,9 @@ def test_a_pass_that_ends_inside_a_run_keeps_its_remaining_operations() -> None:
     # The outer pass has 4 turns: `a`, then the 3 completed operations after it. `a`'s completion runs a
     # nested pass (which drops those 3) and adds 5 completed operations: the outer pass has 3 turns left
     # for them, so Kafka's drops 3 and leaves 2, and so must a pass meeting one run standing for the 5.
-    def build(as_run: bool) -> tuple[Watchers, list[Op]]:
+    def build(as_run: bool) -> tuple[WatchersWithRuns, list[Op]]:
         group_watchers, ops = completed_group_watches([2, 3, 4, 10, 11, 12, 13, 14])
-        watchers = Watchers("k")
+        watchers = WatchersWithRuns("k")
         a = Op("a", 1)
         first_three, next_five = ops[:3], ops[3:]
         watchers.watch_all([a, CompletedRun([group_watchers], 1, 5, 3)] if as_run else [a, *first_three])

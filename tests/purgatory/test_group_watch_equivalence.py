@@ -22,12 +22,13 @@ from kafkasim.purgatory import (
     PURGATORY_TIMER_KINDS,
     DelayedOperation,
     DelayedOperationPurgatory,
+    GroupWatchStrategy,
     KeyGroup,
     PurgatoryTimerKind,
     new_purgatory_timer,
 )
 from kafkasim.purgatory.group_watchers import CompletedRun, GroupWatch, GroupWatchers
-from kafkasim.purgatory.watchers import Watchers
+from kafkasim.purgatory.watchers_with_runs import WatchersWithRuns
 from kafkasim.timer import ManualTime
 
 KEYS = tuple(f"k{i}" for i in range(8))
@@ -214,8 +215,9 @@ def apply(world: World, step: tuple[object, ...]) -> None:
         log.append(("purge", purgatory.purge_completed()))
     elif kind == "release":
         index = int(str(step[1]))
-        if world.use_groups:
-            purgatory.release_group(world.groups[index])
+        strategy = purgatory.group_watch_strategy
+        if strategy is not None:
+            strategy.release_group(world.groups[index])
     else:
         reap(world, world.time.milliseconds() + int(str(step[1])))
 
@@ -223,7 +225,12 @@ def apply(world: World, step: tuple[object, ...]) -> None:
 def new_world(use_groups: bool, timer_kind: PurgatoryTimerKind, purge_interval: int) -> World:
     time = ManualTime(0)
     timer = new_purgatory_timer(timer_kind, "eq", time)
-    return World(use_groups, DelayedOperationPurgatory("eq", timer, purge_interval=purge_interval), time)
+    # The reference is Kafka's purgatory as it is, without group watches.
+    strategy = GroupWatchStrategy() if use_groups else None
+    return World(
+        use_groups, DelayedOperationPurgatory("eq", timer, purge_interval=purge_interval, group_watch_strategy=strategy),
+        time,
+    )
 
 
 def assert_same(grouped: World, plain: World, where: str) -> None:
@@ -281,19 +288,19 @@ def test_the_histories_reach_the_cases_that_need_care(monkeypatch: pytest.Monkey
         "purged from a group": 0,
         "forgotten": 0,
     }
-    watch_in_order = Watchers.watch_in_order
-    materialize_now = DelayedOperationPurgatory._materialize_now
+    watch_in_order = WatchersWithRuns.watch_in_order
+    materialize_now = GroupWatchStrategy._materialize_now
     purge_group = GroupWatchers.purge_completed
-    unindex = DelayedOperationPurgatory._unindex_group
-    watch_all = Watchers.watch_all
+    unindex = GroupWatchStrategy._unindex_group
+    watch_all = WatchersWithRuns.watch_all
     run_operations = CompletedRun.operations
 
-    def counting_watch_in_order(self: Watchers, operations: list[DelayedOperation]) -> None:
+    def counting_watch_in_order(self: WatchersWithRuns, operations: list[DelayedOperation]) -> None:
         if len(self) and max(op._watch_seq for op in self) > operations[0]._watch_seq:
             seen["merged"] += 1
         watch_in_order(self, operations)
 
-    def counting_materialize_now(self: DelayedOperationPurgatory, key: Hashable, watch: GroupWatch) -> None:
+    def counting_materialize_now(self: GroupWatchStrategy, key: Hashable, watch: GroupWatch) -> None:
         seen["placed during a pass"] += 1
         materialize_now(self, key, watch)
 
@@ -302,11 +309,11 @@ def test_the_histories_reach_the_cases_that_need_care(monkeypatch: pytest.Monkey
         seen["purged from a group"] += removed > 0
         return removed
 
-    def counting_unindex(self: DelayedOperationPurgatory, group_watchers: GroupWatchers) -> None:
+    def counting_unindex(self: GroupWatchStrategy, group_watchers: GroupWatchers) -> None:
         seen["forgotten"] += 1
         unindex(self, group_watchers)
 
-    def counting_watch_all(self: Watchers, operations: list[DelayedOperation]) -> None:
+    def counting_watch_all(self: WatchersWithRuns, operations: list[DelayedOperation]) -> None:
         seen["runs placed"] += sum(isinstance(op, CompletedRun) for op in operations)
         watch_all(self, operations)
 
@@ -314,12 +321,12 @@ def test_the_histories_reach_the_cases_that_need_care(monkeypatch: pytest.Monkey
         seen["runs read back"] += 1
         return run_operations(self)
 
-    monkeypatch.setattr(Watchers, "watch_all", counting_watch_all)
+    monkeypatch.setattr(WatchersWithRuns, "watch_all", counting_watch_all)
     monkeypatch.setattr(CompletedRun, "operations", counting_run_operations)
-    monkeypatch.setattr(Watchers, "watch_in_order", counting_watch_in_order)
-    monkeypatch.setattr(DelayedOperationPurgatory, "_materialize_now", counting_materialize_now)
+    monkeypatch.setattr(WatchersWithRuns, "watch_in_order", counting_watch_in_order)
+    monkeypatch.setattr(GroupWatchStrategy, "_materialize_now", counting_materialize_now)
     monkeypatch.setattr(GroupWatchers, "purge_completed", counting_purge)
-    monkeypatch.setattr(DelayedOperationPurgatory, "_unindex_group", counting_unindex)
+    monkeypatch.setattr(GroupWatchStrategy, "_unindex_group", counting_unindex)
     for seed in range(100):
         run_history(seed, "timing_wheel")
     assert min(seen.values()) >= 20, seen

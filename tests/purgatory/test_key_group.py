@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import kafkasim.purgatory
-from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory, KeyGroup
+from kafkasim.purgatory import DelayedOperation, DelayedOperationPurgatory, GroupWatchStrategy, KeyGroup
 from kafkasim.timer import ManualTime
 
 
@@ -32,7 +32,13 @@ def names(ops: tuple[DelayedOperation, ...] | list[DelayedOperation]) -> list[st
 
 @pytest.fixture
 def purgatory() -> DelayedOperationPurgatory:
-    return DelayedOperationPurgatory("test", time=ManualTime(0))
+    return DelayedOperationPurgatory("test", time=ManualTime(0), group_watch_strategy=GroupWatchStrategy())
+
+
+def groups(purgatory: DelayedOperationPurgatory) -> GroupWatchStrategy:
+    strategy = purgatory.group_watch_strategy
+    assert strategy is not None
+    return strategy
 
 
 # ---- KeyGroup ----
@@ -99,21 +105,21 @@ def test_an_operation_complete_at_once_leaves_no_index(purgatory: DelayedOperati
     op = Op("A")
     op.completable = True
     assert purgatory.try_complete_else_watch(op, KeyGroup(["p0"])) is True
-    assert purgatory.indexed_groups == 0 and purgatory.watched == 0
+    assert groups(purgatory).indexed_groups == 0 and purgatory.watched == 0
 
 
 def test_release_forgets_a_group_once_no_operation_references_it(purgatory: DelayedOperationPurgatory) -> None:
     group = KeyGroup(["p0", "p1"])
     op = Op("A")
     purgatory.try_complete_else_watch(op, group)
-    purgatory.release_group(group)
-    assert purgatory.indexed_groups == 1  # A still waits on both keys
+    groups(purgatory).release_group(group)
+    assert groups(purgatory).indexed_groups == 1  # A still waits on both keys
     op.completable = True
     assert purgatory.check_and_complete("p0") == 1
-    assert purgatory.indexed_groups == 1  # completed, but still on p1's list until p1 is checked or purged
+    assert groups(purgatory).indexed_groups == 1  # completed, but still on p1's list until p1 is checked or purged
     assert purgatory.watched == 1
     assert purgatory.purge_completed() == 1
-    assert purgatory.indexed_groups == 0 and purgatory.watched == 0
+    assert groups(purgatory).indexed_groups == 0 and purgatory.watched == 0
     assert purgatory.check_and_complete("p1") == 0
 
 
@@ -125,12 +131,12 @@ def test_release_forgets_at_once_a_group_whose_watches_are_all_placed(
     purgatory.try_complete_else_watch(op, group)
     assert names(purgatory.cancel_for_key("p0")) == ["A"]
     assert names(purgatory.watchers("p1")) == ["A"]  # A is now on every key's list: the group holds nothing
-    assert purgatory.indexed_groups == 1  # not released: stays indexed
-    purgatory.release_group(group)
-    assert purgatory.indexed_groups == 0
-    purgatory.release_group(group)  # again, and a group never watched: nothing to do
-    purgatory.release_group(KeyGroup(["p9"]))
-    assert purgatory.indexed_groups == 0
+    assert groups(purgatory).indexed_groups == 1  # not released: stays indexed
+    groups(purgatory).release_group(group)
+    assert groups(purgatory).indexed_groups == 0
+    groups(purgatory).release_group(group)  # again, and a group never watched: nothing to do
+    groups(purgatory).release_group(KeyGroup(["p9"]))
+    assert groups(purgatory).indexed_groups == 0
     op.completable = True
     assert purgatory.check_and_complete("p1") == 1
 
@@ -145,10 +151,10 @@ def test_a_released_group_whose_operations_completed_is_forgotten_by_the_purge(
     purgatory.check_and_complete("p0")
     purgatory.check_and_complete("p1")
     assert purgatory.watched == 0
-    purgatory.release_group(group)
-    assert purgatory.indexed_groups == 1  # A's completed watch is kept until the purge
+    groups(purgatory).release_group(group)
+    assert groups(purgatory).indexed_groups == 1  # A's completed watch is kept until the purge
     assert purgatory.purge_completed() == 0
-    assert purgatory.indexed_groups == 0
+    assert groups(purgatory).indexed_groups == 0
 
 
 def test_a_group_watched_after_its_release_is_indexed_again(purgatory: DelayedOperationPurgatory) -> None:
@@ -156,11 +162,11 @@ def test_a_group_watched_after_its_release_is_indexed_again(purgatory: DelayedOp
     purgatory.try_complete_else_watch(Op("A"), group)
     purgatory.cancel_for_key("p0")
     purgatory.cancel_for_key("p1")
-    purgatory.release_group(group)
-    assert purgatory.indexed_groups == 0
+    groups(purgatory).release_group(group)
+    assert groups(purgatory).indexed_groups == 0
     b = Op("B")
     purgatory.try_complete_else_watch(b, group)
-    assert purgatory.indexed_groups == 1
+    assert groups(purgatory).indexed_groups == 1
     assert names(purgatory.watchers("p1")) == ["B"]
 
 
@@ -174,6 +180,24 @@ def test_memory_stays_flat_while_a_group_is_parked_on_and_completed(purgatory: D
         op.completable = True
         assert purgatory.check_and_complete(i % 7) == 1
         purgatory.advance_clock()
-    assert len(purgatory._group_watchers[group].watches) <= purgatory.purge_interval + 1
+    assert len(groups(purgatory)._group_watchers[group].watches) <= purgatory.purge_interval + 1
     assert purgatory.watched <= 100 * (purgatory.purge_interval + 1)
     assert sum(len(w) for w in purgatory._watchers_for_key.values()) <= 7 * (purgatory.purge_interval + 1)
+
+
+def test_without_a_strategy_a_group_is_watched_on_each_of_its_keys() -> None:
+    # Kafka's purgatory as it is: a KeyGroup is a list of keys like any other.
+    purgatory = DelayedOperationPurgatory("plain", time=ManualTime(0))
+    assert purgatory.group_watch_strategy is None
+    op = Op("A")
+    purgatory.try_complete_else_watch(op, KeyGroup(["p0", "p1"]))
+    assert list(purgatory._watchers_for_key) == ["p0", "p1"] and purgatory.watched == 2
+    op.completable = True
+    assert purgatory.check_and_complete("p1") == 1
+
+
+def test_a_strategy_serves_one_purgatory() -> None:
+    strategy = GroupWatchStrategy()
+    DelayedOperationPurgatory("one", time=ManualTime(0), group_watch_strategy=strategy)
+    with pytest.raises(ValueError, match="one strategy per purgatory"):
+        DelayedOperationPurgatory("two", time=ManualTime(0), group_watch_strategy=strategy)

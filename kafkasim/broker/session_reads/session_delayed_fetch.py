@@ -43,6 +43,7 @@ from kafkasim.broker.fetch import (
     nothing_past_end,
 )
 from kafkasim.broker.records import TopicPartition
+from kafkasim.broker.reread_from_log import reread_from_log
 
 if TYPE_CHECKING:
     from kafkasim.broker.fetch_session import CachedPartition, FetchSession
@@ -218,8 +219,8 @@ class SessionDelayedFetch(DelayedFetch):
         status_of = self._status_of
         fetch_infos: list[tuple[TopicPartition, PartitionData]] = [(tp, status_of[tp].fetch_info) for tp in items]
         priors = self._prior_of
-        results = self.replica_manager.read_from_log(
-            self.params, fetch_infos, True, priors=[priors[tp] for tp in items], changed=frozenset(changed)
+        results = reread_from_log(
+            self.replica_manager, self.params, fetch_infos, [priors[tp] for tp in items], frozenset(changed)
         )
         self._read_results = None
         self.fetch_partition_status = ()

@@ -148,9 +148,10 @@ class SessionReader:
         if group is None:
             operation_key = self.replica_manager.operation_key
             keys = [operation_key(tp) for tp in session.partition_map]
-            if len(keys) >= SESSION_GROUP_MIN_KEYS:
+            strategy = self.replica_manager.fetch_purgatory.group_watch_strategy
+            if len(keys) >= SESSION_GROUP_MIN_KEYS and strategy is not None:
                 group = reads.key_group = KeyGroup(keys)
-                reads.release_group = self.replica_manager.fetch_purgatory.release_group
+                reads.release_group = strategy.release_group
             else:
                 group = reads.key_group = tuple(keys)
         return group
