@@ -70,7 +70,9 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def namespaces() -> list[str]:
-    """The names of the machine's network namespaces (``ip netns list``)."""
+    """The names of the machine's network namespaces (``ip netns list``; none without ``ip``)."""
+    if shutil.which("ip") is None:
+        return []
     out = _ip("netns", "list", check=False).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
