@@ -35,6 +35,7 @@ from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, with_overrides
 from tests.real.agreement import Agreement
 from tests.real.agreement import record as record_agreement
+from tests.real.conftest import REQUIRED_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -804,6 +805,10 @@ def test_a_follower_cut_from_its_leader_leaves_the_isr_after_replica_lag_time_ma
     about as long (the same bound). After the heal the follower's reconnection gets through at its next SYN,
     it catches up and is added back (Partition.maybeExpandIsr), on both engines; nothing acknowledged is
     lost."""
+    if (why := netns.unavailable_reason()) is not None:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 and {why}", pytrace=False)
+        pytest.skip(why)
     p = pair("follower_partitioned_from_leader")
     fault = p.scenario.faults[0]
     cut, heal = real_fault_ms(p), float(fault.at + fault.duration)
