@@ -122,7 +122,6 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'RealRun:faults',
         '_assemble(configs)',
         '_run(configs)',
-        'fault_actions(proxies)',
     ),
     *_each('record/phases.py', SCENARIO_MODEL_BELOW,
         'fault_spans(faults)',

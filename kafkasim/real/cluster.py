@@ -7,6 +7,10 @@ its ``server.log`` says ``Kafka Server started`` (after it registered and was un
 kafkasim's broker ids (``broker-0`` is node 0); the controller is node ``CONTROLLER_ID``, so a run's tables
 name brokers the way a simulated run does.
 
+In a run with network faults every node runs on a host of its own (``kafkasim.real.netns``: a network
+namespace, an address of its own, ``ip netns exec`` in front of its command line); the cuts are the
+network's, not the cluster's.
+
 Faults act on the JVMs: ``crash`` is SIGKILL, ``shutdown`` SIGTERM (Kafka's controlled shutdown), ``pause``
 SIGSTOP and ``resume`` SIGCONT, ``restart`` starts the node again on its directory. Every JVM is started and
 stopped by ``kafkasim.real.processes`` (its own process group, stopped by pid).
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.kafka_libs import KafkaLibs
+from kafkasim.real.netns import HostNetwork
 from kafkasim.real.processes import Proc, Processes, free_ports
 
 CONTROLLER_ID = 1000
@@ -53,6 +58,8 @@ class Node:
     advertised_port: int
     """The port it tells clients and followers to use (a proxy's, for link faults; else ``port``)."""
     jmx_port: int
+    host: str = "127.0.0.1"
+    """Its address: 127.0.0.1, or its own network namespace's in a run with network faults."""
     properties: dict[str, str] = field(default_factory=dict)
     proc: Proc | None = None
     starts: int = 0
@@ -99,9 +106,12 @@ class RealCluster:
         advertised_ports: Mapping[int, int] | None = None,
         say: Callable[[str], None] | None = None,
         features: Mapping[str, int] | None = None,
+        network: HostNetwork | None = None,
     ) -> None:
         """``features``: levels the metadata is formatted with (StorageTool's ``--feature``), say
-        ``eligible.leader.replicas.version``."""
+        ``eligible.leader.replicas.version``. ``network``: every node on its own host (network namespace,
+        kafkasim.real.netns), hosts named as the nodes are (``controller``, ``broker-<id>``)."""
+        self.network = network
         self.libs = libs
         self.features = dict(features or {})
         self.workdir = workdir
@@ -118,7 +128,10 @@ class RealCluster:
             port, jmx = ports[2 + 2 * i], ports[3 + 2 * i]
             advertised = (advertised_ports or {}).get(b, port)
             self.brokers[b] = Node(b, "broker", workdir / f"broker-{b}", port, advertised, jmx)
-        voters = f"{CONTROLLER_ID}@127.0.0.1:{self.controller.port}"
+        if network is not None:
+            for node in self.nodes:
+                node.host = network.address[node.name]
+        voters = f"{CONTROLLER_ID}@{self.controller.host}:{self.controller.port}"
         common = {
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
@@ -126,7 +139,7 @@ class RealCluster:
         self.controller.properties = {
             "process.roles": "controller",
             "node.id": str(CONTROLLER_ID),
-            "listeners": f"CONTROLLER://127.0.0.1:{self.controller.port}",
+            "listeners": f"CONTROLLER://{self.controller.host}:{self.controller.port}",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
             **common,
             "log.dirs": str(self.controller.directory / "data"),
@@ -136,8 +149,8 @@ class RealCluster:
             node.properties = {
                 "process.roles": "broker",
                 "node.id": str(b),
-                "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.advertised_port}",
+                "listeners": f"PLAINTEXT://{node.host}:{node.port}",
+                "advertised.listeners": f"PLAINTEXT://{node.host}:{node.advertised_port}",
                 "inter.broker.listener.name": "PLAINTEXT",
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 **common,
@@ -151,7 +164,7 @@ class RealCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{n.advertised_port}" for n in self.brokers.values())
+        return ",".join(f"{n.host}:{n.advertised_port}" for n in self.brokers.values())
 
     # --- start ----------------------------------------------------------------------------------------
 
@@ -202,9 +215,11 @@ class RealCluster:
             f"-Dkafka.logs.dir={node.directory}", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             "-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
             "-Dcom.sun.management.jmxremote.ssl=false", f"-Dcom.sun.management.jmxremote.port={node.jmx_port}",
-            f"-Dcom.sun.management.jmxremote.rmi.port={node.jmx_port}", "-Djava.rmi.server.hostname=127.0.0.1",
+            f"-Dcom.sun.management.jmxremote.rmi.port={node.jmx_port}", f"-Djava.rmi.server.hostname={node.host}",
             "-cp", self.libs.classpath, "kafka.Kafka", str(node.directory / "server.properties"),
         ]
+        if self.network is not None:
+            argv = [*self.network.exec_prefix(node.name), *argv]
         node.starts += 1
         node.proc = self.procs.start(node.name, argv, node.directory / "stdout.log")
         if dump is not None:

@@ -5,8 +5,9 @@ ignores (listed once at the start as "not applied on a real cluster").
 Kafka's own keys pass through under their own names. Simulator-only knobs (handler and network costs,
 link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
 followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
-do is refused: a slow disk, a network fault (link_delay, link_drop, network_partition: no proxy yet), a pause
-of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
+do is refused: a slow disk, a link_delay (no proxy yet), a link_drop (TCP sends a dropped message again), a
+network_partition without root or one that would cut some of the load driver's clients but not all, a
+pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkasim.real import netns
 from kafkasim.run.cluster_layout import ClusterLayout
 from kafkasim.scenario import Scenario
 from kafkasim.scenario.broker import HandlerCosts, PerBrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerCosts, ProducerConfig
 from kafkasim.scenario.cluster import NicConfig
 from kafkasim.scenario.controller import ControllerConfig
+from kafkasim.scenario.faults import NetworkPartitionFault
 
 LINK_FAULTS = ("link_delay", "link_drop", "network_partition")
+CLIENTS_HOST = "clients"
+"""The load driver's host in a run with network faults: every producer and consumer (one JVM)."""
+OBSERVER_HOST = "observer"
+"""The host of the JMX poller and the final audit: never cut."""
 MIN_SEGMENT_BYTES = 1024 * 1024
 """Kafka 4's smallest segment.bytes / log.segment.bytes (LogConfig, KIP-1030)."""
 
@@ -78,10 +85,20 @@ def refusals(scenario: Scenario) -> list[str]:
     problems = []
     for i, fault in enumerate(scenario.faults):
         where = f"faults[{i}] ({fault.type}"
-        if fault.type in LINK_FAULTS:
-            problems.append(f"{where} {fault.target}): network faults on a real cluster need a proxy between the "
-                            "brokers and their clients, which kafkasim does not start yet (no tc/netem on this "
-                            "kernel); remove it or run the simulation")
+        if isinstance(fault, NetworkPartitionFault):
+            problems += [f"{where} {fault.target}): {why}" for why in _partition_problems(scenario, fault)]
+        elif fault.type == "link_drop":
+            # A cut of the target's links would not be this fault: TCP retransmits what a real link dropped
+            # (the first retransmission 200 ms later), while kafkasim's link_drop loses the messages and the
+            # sender waits for its request timeout (idempotence_and_a_lost_response.yaml's lost responses).
+            problems.append(f"{where} {fault.target}): on a real TCP connection a dropped message is sent again, "
+                            "not lost, so a real cluster cannot lose one client's or follower's messages as "
+                            "link_drop does; a network_partition longer than the request timeout can be run, or "
+                            "run the simulation")
+        elif fault.type in LINK_FAULTS:
+            problems.append(f"{where} {fault.target}): delaying one link needs a proxy (Toxiproxy) that "
+                            "kafkasim does not start yet (no tc/netem qdiscs on this kernel); remove it or run "
+                            "the simulation")
         elif fault.type == "slow_disk":
             problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
                             "mapper or cgroup I/O limit is set up); remove it or run the simulation")
@@ -101,6 +118,37 @@ def refusals(scenario: Scenario) -> list[str]:
         problems.append(f"broker.log.segment.bytes: {scenario.broker.log_segment_bytes} is below Kafka 4's minimum "
                         f"of {MIN_SEGMENT_BYTES} (1 MiB)")
     return problems
+
+
+def _partition_problems(scenario: Scenario, fault: NetworkPartitionFault) -> list[str]:
+    """Why a real cluster here cannot cut ``fault``'s links (kafkasim.real.netns), if it cannot."""
+    reason = netns.unavailable_reason()
+    if reason is not None:
+        return [f"{reason}; remove it or run the simulation"]
+    clients = {p.name for p in scenario.producers} | {c.name for c in scenario.consumers}
+    named = [[h for h in side if h in clients] for side in fault.sides]
+    # Every client runs in the one load-driver JVM, on one host: a cut of some clients only would cut all.
+    if any(named) and (all(named) or set(sum(named, [])) != clients):
+        return ["the load driver's clients share one host: a side may name clients only if it names all of "
+                f"them ({', '.join(sorted(clients))}) and the other side names none; name brokers and the "
+                "controller, or run the simulation"]
+    return []
+
+
+def network_hosts(scenario: Scenario, layout: ClusterLayout) -> list[str] | None:
+    """The hosts a real run with ``network_partition`` faults puts each in a network namespace (the
+    controller, the brokers, the load driver's ``clients``, the ``observer`` that polls JMX and audits the
+    logs), or None without such faults: everything then runs on 127.0.0.1."""
+    if not any(isinstance(f, NetworkPartitionFault) for f in scenario.faults):
+        return None
+    return ["controller", *(f"broker-{b}" for b in layout.broker_ids), CLIENTS_HOST, OBSERVER_HOST]
+
+
+def partition_host(name: str) -> str:
+    """The host of a side's entry: a broker, the controller, or the clients' host for a client's name."""
+    if name == "controller" or name.startswith("broker-"):
+        return name
+    return CLIENTS_HOST
 
 
 def not_applied(scenario: Scenario) -> list[str]:

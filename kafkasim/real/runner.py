@@ -6,9 +6,10 @@
    temporary directory; topics created with the replica assignment kafkasim's placer gives for the seed.
 4. The load driver (``driver/LoadDriver.java``: Kafka's own producer and consumer) sends the records of the
    simulated run's schedule (``schedule``) at their intended times from time 0; faults happen at their
-   scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; link faults through ``proxy``); a JMX poller samples
-   the brokers' gauges every ``sample_interval``.
-5. At the end, brokers still down are started again (their logs are what the simulated audit reads), every
+   scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; a network_partition cuts the links between hosts,
+   each in its own network namespace: ``netns``); a JMX poller samples the brokers' gauges every
+   ``sample_interval``.
+5. At the end, the cuts still in place heal, brokers still down are started again (their logs are what the simulated audit reads), every
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
    ``assemble``, ``jmx``); ``summary.json`` by the simulated run's summary code.
 
@@ -18,6 +19,7 @@ the load at once and the result covers the time until then (summary ``interrupte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -38,10 +40,19 @@ import numpy as np
 from kafkasim.real import assemble
 from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.cluster import RealCluster
-from kafkasim.real.config_map import RefusedOnKafka, kafka_configs, refusals
+from kafkasim.real.config_map import (
+    CLIENTS_HOST,
+    OBSERVER_HOST,
+    RefusedOnKafka,
+    kafka_configs,
+    network_hosts,
+    partition_host,
+    refusals,
+)
 from kafkasim.real.failovers import real_failovers
 from kafkasim.real.jmx import read_samples
 from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
+from kafkasim.real.netns import HostNetwork
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
@@ -52,7 +63,7 @@ from kafkasim.record.summary import summarize
 from kafkasim.run.build import fetcher_counts, fetcher_name
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.scenario import Scenario, dump_scenario
-from kafkasim.scenario.faults import CrashFault, PauseFault, ShutdownFault
+from kafkasim.scenario.faults import CrashFault, NetworkPartitionFault, PauseFault, ShutdownFault
 
 DRIVER_DIR = Path(__file__).with_name("driver")
 DRIVER_SOURCES = [DRIVER_DIR / "LoadDriver.java", DRIVER_DIR / "JmxPoller.java"]
@@ -92,6 +103,8 @@ class RealRun:
     """The machine's 1-minute load average half way through the load (the latencies depend on it)."""
     pids: list[int] = field(default_factory=list)
     """Every process the run started (all stopped when it returns)."""
+    network: dict[str, str] | None = None
+    """Each host's address, in a run with network faults (every host in its own network namespace)."""
 
 
 def broker_of(target: str) -> int:
@@ -99,8 +112,8 @@ def broker_of(target: str) -> int:
     return int(target.rsplit("-", 1)[1])
 
 
-def fault_actions(scenario: Scenario, cluster: RealCluster, proxies: Any = None) -> list[FaultAction]:
-    """The scenario's faults as timed actions on the cluster (and the proxy, for link faults)."""
+def fault_actions(scenario: Scenario, cluster: RealCluster, network: HostNetwork | None = None) -> list[FaultAction]:
+    """The scenario's faults as timed actions on the cluster (and on the hosts' network, for cuts)."""
     actions: list[FaultAction] = []
     for i, fault in enumerate(scenario.faults):
         label = f"faults[{i}] {fault.type} {fault.target}"
@@ -116,9 +129,19 @@ def fault_actions(scenario: Scenario, cluster: RealCluster, proxies: Any = None)
             actions.append(FaultAction(float(fault.at), label, partial(cluster.pause, b)))
             actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: resume",
                                        partial(cluster.resume, b)))
-        elif proxies is not None:
-            actions.extend(proxies.actions(i, fault))
+        elif isinstance(fault, NetworkPartitionFault) and network is not None:
+            # Both ways between every host of one side and every host of the other (kafkasim.real.netns).
+            sides = [sorted({partition_host(h) for h in side}) for side in fault.sides]
+            pairs = [(a, b) for a in sides[0] for b in sides[1]] + [(b, a) for a in sides[0] for b in sides[1]]
+            actions.append(FaultAction(float(fault.at), label, partial(_each, network.cut, pairs)))
+            if fault.end is not None:
+                actions.append(FaultAction(float(fault.end), f"{label}: healed", partial(_each, network.heal, pairs)))
     return sorted(actions, key=lambda a: a.at_ms)
+
+
+def _each(act: Callable[[str, str], None], pairs: list[tuple[str, str]]) -> None:
+    for a, b in pairs:
+        act(a, b)
 
 
 class FaultSchedule:
@@ -205,9 +228,14 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
     wall_started = time.monotonic()
     driver_dir = workdir / "driver"
     driver_dir.mkdir()
-    with Processes() as procs:
+    hosts = network_hosts(scenario, layout)
+    # Processes are stopped before the network goes (the exits run in reverse order).
+    with HostNetwork(hosts) if hosts else contextlib.nullcontext() as network, Processes() as procs:
+        if network is not None:
+            say("network faults: every host in its own network namespace (" +
+                ", ".join(f"{h} {network.address[h]}" for h in network.hosts) + ")")
         cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say,
-                              features=configs.features)
+                              features=configs.features, network=network)
         info.cluster_start_s = cluster.start()
         say(f"cluster ready in {info.cluster_start_s:.1f} s: brokers {', '.join(map(str, cluster.brokers))} "
             f"on {cluster.bootstrap_servers}")
@@ -232,8 +260,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             "duration_ms": duration, "drain_ms": DRAIN_MS, "topics": configs.topics,
             "producers": producers_spec, "consumers": consumers_spec, "audit_timeout_ms": 60_000,
             "warmup_ms": WARMUP_MS,
-            "jmx": [{"broker": b, "port": n.jmx_port} for b, n in cluster.brokers.items()],
-            "jmx_controller": {"port": cluster.controller.jmx_port},
+            "jmx": [{"broker": b, "host": n.host, "port": n.jmx_port} for b, n in cluster.brokers.items()],
+            "jmx_controller": {"host": cluster.controller.host, "port": cluster.controller.jmx_port},
             "sample_interval_ms": max(float(scenario.sample_interval), MIN_JMX_INTERVAL_MS),
             "jmx_out": str(workdir / "jmx.tsv"),
         }
@@ -245,20 +273,22 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         tools = ClassArchive(archive_path(libs, "tools", driver_jar))
         dumps: list[tuple[Path, Proc]] = []
 
-        def tool(name: str, heap: str, args: list[str], output: Path, *extra: str) -> Proc:
+        def tool(name: str, host: str, heap: str, args: list[str], output: Path, *extra: str) -> Proc:
             flags, dump = tools.flags(name)
-            proc = procs.start(name, [*_java(libs, driver_jar, heap, flags, *extra, *log4j), *args], output)
+            where = network.exec_prefix(host) if network is not None else []
+            proc = procs.start(name, [*where, *_java(libs, driver_jar, heap, flags, *extra, *log4j), *args], output)
             if dump is not None:
                 dumps.append((dump, proc))
             return proc
 
-        driver = tool("driver", "-Xmx768m", ["LoadDriver", "run", str(spec_path)], driver_dir / "stdout.log")
-        poller = tool("jmx", "-Xmx128m", ["JmxPoller", str(spec_path)], workdir / "jmx.log",
+        driver = tool("driver", CLIENTS_HOST, "-Xmx768m", ["LoadDriver", "run", str(spec_path)],
+                      driver_dir / "stdout.log")
+        poller = tool("jmx", OBSERVER_HOST, "-Xmx128m", ["JmxPoller", str(spec_path)], workdir / "jmx.log",
                       "-Dsun.rmi.transport.tcp.responseTimeout=1000")
         _wait_for_file(workdir / "ready", driver, 180.0, stop)
         t0 = int(time.time() * 1000) + GO_DELAY_MS
         (workdir / "go").write_text(f"{t0}\n")
-        schedule = FaultSchedule(fault_actions(scenario, cluster), t0)
+        schedule = FaultSchedule(fault_actions(scenario, cluster, network), t0)
         schedule.start()
         say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
         interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
@@ -266,6 +296,10 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms}
                        for a in schedule.actions]
         poller.signal(signal.SIGTERM)
+        if network is not None:
+            # A cut to the end of the run ends with it: the audit reads every partition's final log.
+            network.heal_all()
+            info.network = dict(network.address)
         # The simulated audit reads every partition's final leader's log, crashed brokers' included: start
         # the brokers that are down, continue the paused ones.
         for b, node in cluster.brokers.items():
@@ -274,7 +308,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
                 say(f"starting broker-{b} again to read its log")
                 cluster.restart(b)
                 cluster.wait_ready(node)
-        audit = tool("audit", "-Xmx256m", ["LoadDriver", "audit", str(spec_path)], driver_dir / "audit.log")
+        audit = tool("audit", OBSERVER_HOST, "-Xmx256m", ["LoadDriver", "audit", str(spec_path)],
+                     driver_dir / "audit.log")
         audit.popen.wait(timeout=120)
         procs.stop(poller, 5.0)
         cluster.stop()
@@ -410,7 +445,8 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "kafka_version": cluster.libs.version,
         "kafka_libs": cluster.libs.source,
         "epoch_ms_at_0": t0,
-        "brokers": {f"broker-{b}": {"node_id": b, "port": n.port} for b, n in cluster.brokers.items()},
+        "brokers": {f"broker-{b}": {"node_id": b, "host": n.host, "port": n.port} for b, n in cluster.brokers.items()},
+        "network_hosts": info.network,
         "controller": {"node_id": cluster.controller.node_id},
         "not_applied": configs.not_applied,
         "setup_seconds": info.setup_s,

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from kafkasim.real import netns
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import alive
 from kafkasim.record.result import RunResult
@@ -35,13 +36,15 @@ def test_ctrl_c_writes_the_results_so_far_exits_130_and_leaves_nothing_running(k
     out = tmp_path / "run"
     log = tmp_path / "stderr.log"
     with open(log, "wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "kafkasim", "run", "scenarios/quickstart.yaml", "--on-kafka",
-                                 "--set", "producers[0].rate=100/s", "--out", str(out)], cwd=ROOT, stdout=sink,
+        # Interrupted during a network partition: the hosts' network namespaces go with the JVMs.
+        proc = subprocess.Popen([sys.executable, "-m", "kafkasim", "run", "scenarios/follower_partitioned_from_leader.yaml",
+                                 "--on-kafka", "--set", "producers[0].rate=100/s", "--set", "faults[0].at=2s",
+                                 "--out", str(out)], cwd=ROOT, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
             deadline = time.monotonic() + 240
-            while "kafkasim: running quickstart" not in log.read_text(errors="replace"):
+            while "kafkasim: running follower_partitioned_from_leader" not in log.read_text(errors="replace"):
                 assert proc.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.2)
@@ -58,4 +61,5 @@ def test_ctrl_c_writes_the_results_so_far_exits_130_and_leaves_nothing_running(k
     assert "interrupted" in result.run_info["partial"]
     info = json.loads((out / "run-info.json").read_text())
     assert info["engine"] == "kafka" and info["pids"] and alive(info["pids"]) == []
+    assert info["network_hosts"] and netns.ours(proc.pid) == []
     assert len(result.requests) and len(result.records)

@@ -67,7 +67,8 @@ public class JmxPoller {
         for (JsonNode b : spec.get("jmx")) {
             int broker = b.get("broker").asInt();
             int port = b.get("port").asInt();
-            Thread t = new Thread(() -> poll(broker, port, GAUGES, interval, duration, out), "jmx-" + broker);
+            String host = b.has("host") ? b.get("host").asText() : "127.0.0.1";
+            Thread t = new Thread(() -> poll(broker, host, port, GAUGES, interval, duration, out), "jmx-" + broker);
             t.setDaemon(true);
             t.start();
             threads.add(t);
@@ -75,7 +76,9 @@ public class JmxPoller {
         JsonNode controller = spec.get("jmx_controller");
         if (controller != null) {
             int port = controller.get("port").asInt();
-            Thread t = new Thread(() -> poll(-1, port, CONTROLLER_GAUGES, interval, duration, out), "jmx-controller");
+            String host = controller.has("host") ? controller.get("host").asText() : "127.0.0.1";
+            Thread t = new Thread(() -> poll(-1, host, port, CONTROLLER_GAUGES, interval, duration, out),
+                                  "jmx-controller");
             t.setDaemon(true);
             t.start();
             threads.add(t);
@@ -84,7 +87,8 @@ public class JmxPoller {
         synchronized (out) { out.close(); }
     }
 
-    static void poll(int broker, int port, String[][] gauges, double interval, double duration, BufferedWriter out) {
+    static void poll(int broker, String host, int port, String[][] gauges, double interval, double duration,
+                     BufferedWriter out) {
         JMXConnector connector = null;
         MBeanServerConnection server = null;
         for (long k = 0; k * interval <= duration; k++) {
@@ -94,7 +98,7 @@ public class JmxPoller {
             double t = k * interval;
             try {
                 if (server == null) {
-                    JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + port + "/jmxrmi");
+                    JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://" + host + ":" + port + "/jmxrmi");
                     connector = JMXConnectorFactory.connect(url);
                     server = connector.getMBeanServerConnection();
                 }
