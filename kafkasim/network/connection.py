@@ -14,10 +14,16 @@ node READY). What each host does with a SYN follows Linux:
   and the attempt is refused one round trip after it began (``on_disconnect``); the broker that is
   listening when the SYN arrives answers (a broker restarted meanwhile accepts);
 * a cut (a ``network_partition`` or ``link_drop`` fault): the SYN or SYN-ACK is lost; the client's kernel
-  retransmits the SYN 1 s after the connect, then 2 s, 4 s, 8 s, 16 s, 32 s after each previous one
-  (Linux's initial RTO and ``tcp_syn_retries`` = 6) and gives up 64 s after the last (127 s in all; the
-  connection fails), unless the client closes it first -- Kafka's ``socket.connection.setup.timeout.ms``
-  does. A SYN that gets through after the cut completes the handshake.
+  retransmits the SYN as Linux 6.5 and later do (``tcp_retransmit_timer``): the first
+  ``tcp_syn_linear_timeouts`` = 4 retransmissions keep the initial RTO of 1 s, so SYNs go out 1, 2, 3, 4 and
+  5 s after the connect, then the RTO doubles (7, 11, 19, 35, 67 s); the first timer to expire once
+  ``tcp_syn_retries`` = 6 allows no more (Linux's modelled timeout, (2^7 - 1) x 1 s = 127 s after the first
+  SYN) gives up: 131 s after the connect the connection fails -- unless the client closes it first, as
+  Kafka's ``socket.connection.setup.timeout.ms`` does. A SYN that gets through after the cut completes the
+  handshake. Measured on the project's machines (Linux 6.18): retransmissions 1.2, 2.1, 3.3, 4.2, 5.2, 7.3,
+  11.4, 19.5, 35.6, 68.9 s after the connect, and connect() failed after 133 s (the kernel's timer wheel
+  rounds long timers up; the model keeps the nominal times). Older kernels (before 6.5) doubled from the
+  first retransmission (1, 3, 7 s ...).
 
 Simplifications: a handshake packet is a 0-byte message on its link (like the RST); the broker's own SYN-ACK
 retransmissions are not modelled (the client's SYN retransmissions, on the same schedule, stand in for them);
@@ -65,10 +71,15 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientConnection", "Connection", "NetworkPath", "PartitionedConnection", "open_connection"]
 
-# Linux: the first SYN retransmission 1 s after the connect (TCP_TIMEOUT_INIT), each later one after twice
-# the previous wait, tcp_syn_retries = 6 of them; the attempt fails 64 s after the last (127 s in all).
+# Linux (6.5 and later): the SYN's RTO starts at TCP_TIMEOUT_INIT = 1 s and stays there for the first
+# tcp_syn_linear_timeouts = 4 retransmissions, then doubles (up to TCP_RTO_MAX); tcp_syn_retries = 6 is a time:
+# retransmits_timed_out gives up at the first timer expiry at least tcp_model_timeout = (2^(6+1) - 1) x 1 s
+# after the first SYN.
 SYN_RTO_INITIAL_MS: Final = 1_000.0
+SYN_LINEAR_TIMEOUTS: Final = 4
 SYN_RETRIES: Final = 6
+SYN_TIMEOUT_MS: Final = (2.0 ** (SYN_RETRIES + 1) - 1.0) * SYN_RTO_INITIAL_MS
+TCP_RTO_MAX_MS: Final = 120_000.0
 
 
 class ClientConnection(Protocol):
@@ -104,7 +115,7 @@ class Connection:
 
     __slots__ = ("env", "name", "path", "listener", "socket_server", "channel", "closed", "observer", "_checks",
                  "connected", "on_established", "on_disconnect", "_requests", "_responses", "_syn_timer",
-                 "_syn_retries")
+                 "_syn_retries", "_syn_started_ms")
 
     def __init__(
         self,
@@ -131,6 +142,7 @@ class Connection:
         self._responses = _Stream(path.from_broker)
         self._syn_timer: Call | None = None
         self._syn_retries = 0
+        self._syn_started_ms = 0.0
 
     # --- the handshake -----------------------------------------------------------------------------
 
@@ -141,14 +153,19 @@ class Connection:
         self._send_syn()
 
     def _send_syn(self) -> None:
+        if self._syn_retries == 0:
+            self._syn_started_ms = self.env.now
         self._packet(self.path.to_broker, self._syn_arrived)
-        self._syn_timer = Call(self.env, SYN_RTO_INITIAL_MS * 2.0**self._syn_retries, self._syn_timeout)
+        retries = self._syn_retries
+        rto = SYN_RTO_INITIAL_MS if retries <= SYN_LINEAR_TIMEOUTS else (
+            SYN_RTO_INITIAL_MS * 2.0 ** (retries - SYN_LINEAR_TIMEOUTS))
+        self._syn_timer = Call(self.env, min(rto, TCP_RTO_MAX_MS), self._syn_timeout)
 
     def _syn_timeout(self, _event: object) -> None:
         self._syn_timer = None
         if self.closed or self.connected:
             return
-        if self._syn_retries == SYN_RETRIES:
+        if self.env.now - self._syn_started_ms >= SYN_TIMEOUT_MS:
             self._disconnected()  # ETIMEDOUT: the kernel gave up
             return
         self._syn_retries += 1

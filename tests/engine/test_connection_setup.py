@@ -4,7 +4,7 @@ cannot connect again until the cut ends, so it sends nothing into the cut.
 Kafka's NetworkClient closes a connection whose request timed out (``handleTimedOutRequests``: every request
 in flight on it fails as timed out) and marks the node DISCONNECTED (``ClusterConnectionStates.disconnected``:
 ``reconnect.backoff.ms``). The next connection must complete a TCP handshake first: its SYNs are lost in the
-cut (the kernel retransmits them 1 s, 3 s, 7 s... after the connect), so it stays CONNECTING until
+cut (the kernel retransmits them 1, 2, 3, 4, 5, 7 s... after the connect), so it stays CONNECTING until
 ``socket.connection.setup.timeout.ms`` (10 s +-20 %, then 20 s, 30 s) closes it, and the node is backed off
 again. Only once a SYN gets through after the cut is the node READY and the next request sent.
 """
