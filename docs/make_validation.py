@@ -127,17 +127,16 @@ EXPLAINED: dict[str, tuple[str, str]] = {
         "produce waits in the purgatory until then. After the heal its reconnection gets through, it catches "
         "up and rejoins the ISR; nothing acknowledged is lost or fails.",
         "The shrink, the purgatory hold, the absence of a fence and of a loss agree. The shrink comes where "
-        "the leader's isr-expiration task (every 5 s here) next runs after 10 s without a caught-up fetch: "
-        "kafkasim's task runs at multiples of 5 s from time 0 whatever the seed (11.0 s after the cut for "
-        "seeds 1, 2 and 12), the real one at a phase set by when the broker started (10.1-13.7 s in five "
-        "runs); a seed-drawn phase, as for the heartbeats, would spread kafkasim's over the same range. "
-        "The rejoin differs by "
-        "up to a second, by the kernel: the fetch in flight at the cut times out after the request timeout "
-        "(30 s) and the follower connects again across the cut; kafkasim's kernel retransmits the SYN after "
-        "1, 3 and 7 s (Linux before 6.5), this machine's Linux 6.18 after 1, 2, 3, 4, 5 and 7 s "
-        "(tcp_syn_linear_timeouts 4, since 6.5), so its first SYN after the heal comes sooner. A real TCP "
-        "connection also retransmits what was sent into a cut, where kafkasim's cut loses it: the cut "
-        "outlasts the request timeout so that this does not matter here."),
+        "the leader's isr-expiration task (every 5 s here) next runs after 10 s without a caught-up fetch, at "
+        "a phase set by when the broker's process started (10.1-13.7 s after the cut in five real runs). "
+        "kafkasim's task ran at multiples of 5 s from time 0 whatever the seed until this comparison; it now "
+        "draws each broker's start from the seed. The rejoin: the fetch in flight at the cut times out after "
+        "the request timeout (30 s) and the follower connects again across the cut, its kernel retransmitting "
+        "the SYN 1, 2, 3, 4, 5 and 7 s after the connect (tcp_syn_linear_timeouts 4, Linux 6.5+; kafkasim "
+        "doubled from the first, 1, 3, 7 s, as older kernels do, until this comparison showed the real "
+        "follower rejoining up to a second sooner). A real TCP connection also retransmits what was sent into "
+        "a cut, where kafkasim's cut loses it: the cut outlasts the request timeout so that this does not "
+        "matter here."),
 }
 
 

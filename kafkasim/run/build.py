@@ -365,6 +365,7 @@ def build(
     )
     cluster.start_lifecycles(scenario.broker.broker_heartbeat_interval_ms,
                              scenario.cluster.racks if scenario.cluster is not None else None)
+    cluster.draw_process_starts()
     cluster.producers.extend(producer_of(p, i, cluster, streams, ids, observer) for i, p in enumerate(scenario.producers))
     cluster.consumers.extend(consumer_of(c, cluster, streams, ids, observer) for c in scenario.consumers)
     return cluster

@@ -278,6 +278,15 @@ class Cluster:
         for broker in self.brokers:
             broker.start_log_retention()
 
+    def draw_process_starts(self) -> None:
+        """Each broker's process started before the run, at a moment of its own: its periodic isr-expiration
+        runs fall at a phase a real cluster does not align (drawn from the seed, uniform over one period)."""
+        for broker in self.brokers:
+            period = float(broker.config.broker.isr_expiration_interval_ms)
+            if period > 0:
+                phase = self.streams.stream(f"broker-{broker.broker_id}/isr_expiration_phase").uniform(0.0, period)
+                broker.set_started_ms(phase - period)
+
     # --- requests a client sends outside the request plane -----------------------------------------
 
     def metadata_of(self, topic: str) -> Callable[[], dict[TopicPartition, tuple[int, int]]]:

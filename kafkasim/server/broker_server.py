@@ -6,8 +6,10 @@ its configuration.
 * its ``ReplicaManager`` (partitions it leads or follows, the Produce and Fetch purgatories) and its
   ``FetchManager`` (the incremental fetch sessions of the fetchers reading from it, KIP-227);
 * one ``ExpirationReaper`` per purgatory, poked after every handled request;
-* its periodic tasks: ``isr-expiration`` every ``replica.lag.time.max.ms / 2`` (first run at start,
-  Kafka's ``ReplicaManager.startup``) and ``kafka-log-retention`` every
+* its periodic tasks: ``isr-expiration`` every ``replica.lag.time.max.ms / 2`` (first run when the process
+  starts, Kafka's ``ReplicaManager.startup``: a broker of the run started before the workload did, so its
+  runs fall at a phase of their own, ``set_started_ms``, drawn from the seed by the cluster; a restarted
+  process runs it at its restart) and ``kafka-log-retention`` every
   ``log.retention.check.interval.ms`` (first run ``log.initial.task.delay.ms`` = 30 s after start,
   Kafka's ``LogManager.startup``);
 * its ``ReplicaFetcherManager`` and the replica fetcher threads it creates, copying the partitions the
@@ -142,6 +144,9 @@ class BrokerServer:
         self._observer = observer
         self._fetch_session_rng = fetch_session_rng
         self._incarnation = 0  # bumped by each restart: tasks scheduled by an earlier process do not run
+        # When this process started (KafkaScheduler's periodic tasks count from there): the run's start
+        # unless the cluster says the broker was started earlier (set_started_ms), a restart's instant after.
+        self._started_ms = 0.0
         self._down = False
         self._fault_paused = 0  # pause faults in force (a crash does not end them)
         self._build_request_plane()
@@ -295,14 +300,25 @@ class BrokerServer:
         for fetcher in self.fetchers:
             fetcher.start()
 
+    def set_started_ms(self, started_ms: float) -> None:
+        """The process started at ``started_ms`` (before the run: a negative instant)."""
+        self._started_ms = started_ms
+
     def start_purgatory_tasks(self) -> None:
-        """The expiration reapers, then the isr-expiration task (first run now)."""
+        """The expiration reapers, then the isr-expiration task: at its next run of the schedule that began
+        when the process started (``ReplicaManager.startup``: ``scheduler.schedule("isr-expiration", ...,
+        0L, replicaLagTimeMaxMs / 2)``). Simplification: a broker that leads nothing runs no task until a
+        metadata delta makes it leader; Kafka's runs it from start on, finding nothing to shrink, on the same
+        schedule."""
         if self._purgatory_tasks_started or not self.leads_partitions:
             return
         self._purgatory_tasks_started = True
         for reaper in self.reapers:
             reaper.start()
-        Call(self.env, 0.0, partial(self._isr_expiration, self._incarnation))
+        period = float(self.config.broker.isr_expiration_interval_ms)
+        since = self.env.now - self._started_ms
+        delay = 0.0 if period <= 0 else (-since) % period
+        Call(self.env, delay, partial(self._isr_expiration, self._incarnation))
 
     def start_log_retention(self) -> None:
         Call(self.env, RETENTION_INITIAL_DELAY_MS, partial(self._log_retention, self._incarnation))
@@ -398,6 +414,7 @@ class BrokerServer:
             return
         self._down = False
         self._incarnation += 1
+        self._started_ms = self.env.now
         previous = (self.handlers, self.socket_server)
         self.stw = Pausable()
         self.replica_manager.restart()
