@@ -327,12 +327,12 @@ def run(seed: int, unclean: bool = False) -> Outcome:
     engine = Engine(scenario)
     result = engine.run()
     elections = 0
-    for batch in engine.components.controller_link.controller.core.log.batches:
+    for batch in engine.components.controller.core.log.batches:
         for record in batch.records:
             # An election (a leader set; -1 is a partition left offline, -2 no change of leader).
             if isinstance(record, PartitionChangeRecord) and record.leader not in (NO_LEADER_CHANGE, NO_LEADER):
                 elections += 1
-    counters = engine.components.controller_link.controller.core.replication_control.elections
+    counters = engine.components.controller.core.replication_control.elections
     # Unclean: from outside the ISR because the topic allows it. Kafka also marks a last known leader's election
     # RECOVERING (KIP-966's balanced recovery), with unclean elections off too: counted apart.
     unclean_elections = counters["unclean"]
@@ -466,7 +466,7 @@ def liveness(scenario: Any, engine: Any, result: Any) -> tuple[int, int, int, in
     deadline = healed + LIVENESS_BOUND_MS
     leader_at_deadline: dict[Any, int] = {}
     offline_later: set[Any] = set()
-    for batch in engine.components.controller_link.controller.core.log.batches:
+    for batch in engine.components.controller.core.log.batches:
         for record in batch.records:
             if isinstance(record, PartitionRecord):
                 leader_at_deadline[record.topic_partition] = record.leader

@@ -23,10 +23,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kafkasim"
 LAZY = "a module's __getattr__ (PEP 562) returns whichever object the lazily imported name is"
 TAIL_STATE = ("the producer look-ahead's mutable tail record [batches, size, records, closed]: a list, for speed "
               "on the hot path (a class would cost an object per partition touched)")
-ENVELOPE_CONNECTION = ("the broker-side KafkaChannel a request came in on: socket_server.py imports messages.py; "
-                       "typed once the request and its response are separate objects (issue 24 item 4)")
-ENVELOPE_RESPONSE = ("a produce's {tp: PartitionResponse} or a fetch's FetchResponse in one slot for both APIs, "
-                     "until the response is its own object (issue 24 item 4)")
 SCENARIO_MODEL_BELOW = ("a kafkasim.scenario model (a distribution, a fault) read by a layer below scenario/, "
                         "which may not import it (tests/test_layers.py)")
 SIMPY_CALLBACK = ("the event SimPy passes a callback (a Delivery): untyped so that the compiled build does no type "
@@ -93,12 +89,6 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'phases_table:phases',
         'print_summary(summary)',
         'summary_renderable(summary)',
-    ),
-    *_each('network/messages.py', ENVELOPE_CONNECTION,
-        'RequestEnvelope.__init__:self.connection',
-    ),
-    *_each('network/messages.py', ENVELOPE_RESPONSE,
-        'RequestEnvelope.__init__:self.response',
     ),
     *_each('real/config_map.py', REAL,
         'KafkaConfigs:topics',
@@ -560,4 +550,4 @@ def test_component_seams_carry_no_any_but_the_listed_ones() -> None:
     # The component packages' seams: what is left is listed under a reason naming the issue that types it.
     seams = ("clients/", "network/", "server/", "controller/", "timer/")
     reasons = {reason for (module, _), reason in ALLOWED.items() if module.startswith(seams)}
-    assert reasons <= {TAIL_STATE, ENVELOPE_CONNECTION, ENVELOPE_RESPONSE}, reasons
+    assert reasons <= {TAIL_STATE}, reasons

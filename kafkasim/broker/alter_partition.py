@@ -5,6 +5,11 @@
 ``Partition`` only sees the ``AlterPartitionManager`` protocol: ``submit`` now, answer later through the
 callback. The engine answers after a modelled controller latency; ``ControllerAlterPartitionManager`` is
 the controller's decision itself, answering at once or when a test says so.
+
+The AlterPartition messages between a broker and the KRaft controller live here too (``BrokerState``,
+``AlterPartitionRequest``, ``AlterPartitionResponse``, ``AlterPartitionReply``): the broker's
+``DefaultAlterPartitionManager`` (``kafkasim.server``) sends them, the controller's
+``ReplicationControlManager.alter_partition`` answers them.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kafkasim.broker.errors import Errors
+from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERED, NO_LEADER
 from kafkasim.broker.records import TopicPartition
 
 
@@ -26,6 +32,47 @@ class LeaderAndIsr:
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerState:
+    """AlterPartition's ``BrokerState``: an ISR member and the broker epoch the leader knows it by (-1:
+    unknown, not checked)."""
+
+    broker_id: int
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    """One partition of an AlterPartition request (``AlterPartitionRequestData.PartitionData``)."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    partition_epoch: int
+    new_isr_with_epochs: tuple[BrokerState, ...]
+    leader_recovery_state: int = LEADER_RECOVERY_RECOVERED
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    """One partition of the response: an error, or the state as of the new record."""
+
+    topic_partition: TopicPartition
+    error: Errors
+    leader: int = NO_LEADER
+    isr: tuple[int, ...] = ()
+    leader_recovery_state: int = LEADER_RECOVERY_RECOVERED
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReply:
+    """The AlterPartition response: a request-level error (STALE_BROKER_EPOCH) or per-partition answers."""
+
+    error: Errors
+    partitions: tuple[AlterPartitionResponse, ...] = ()
 
 
 AlterPartitionCallback = Callable[[LeaderAndIsr | Errors], None]

@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
-from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.records import TopicPartition
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, NO_LEADER, Metadata
@@ -236,7 +235,9 @@ class Consumer(Pausable):
             node.session.handle_error()
             self._observer.request_finished(envelope)
             return
-        response: FetchResponse = envelope.response
+        received = envelope.response
+        assert received is not None
+        response = received.fetch_response()
         if not node.session.handle_response(response):
             # AbstractFetch.handleFetchSuccess: a session error -- the partitions are ignored and the next
             # fetch to the node (a full one) goes out at once.

@@ -488,7 +488,9 @@ class Producer(Pausable):
             error = envelope.error
             self._complete(envelope, batches, error if error is not None else Errors.NETWORK_EXCEPTION, now)
             return
-        statuses = envelope.response
+        response = envelope.response
+        assert response is not None  # received
+        statuses = response.produce_statuses()
         for b in batches:
             status = statuses.get(b.tp)
             error = status.error if status is not None else Errors.UNKNOWN_SERVER_ERROR

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from kafkasim.broker.alter_partition import AlterPartitionReply, AlterPartitionRequest
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.metadata import BrokerRegistration, BrokerRegistrationReply, PartitionRegistration
 from kafkasim.broker.records import TopicPartition
@@ -42,8 +43,6 @@ from kafkasim.controller.records import (
     TopicRecord,
 )
 from kafkasim.controller.replication_control_manager import (
-    AlterPartitionRequest,
-    AlterPartitionResponse,
     BrokerHeartbeatReply,
     ReplicationControlManager,
 )
@@ -61,14 +60,6 @@ class ControllerResult(Generic[R]):
 
     response: R
     batch: MetadataBatch | None
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartitionReply:
-    """The AlterPartition response: a request-level error (STALE_BROKER_EPOCH) or per-partition answers."""
-
-    error: Errors
-    partitions: tuple[AlterPartitionResponse, ...] = ()
 
 
 class ControllerCore:

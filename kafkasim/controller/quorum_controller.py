@@ -48,6 +48,7 @@ from typing import TypeVar
 
 from simpy import Environment
 
+from kafkasim.broker.alter_partition import AlterPartitionReply, AlterPartitionRequest
 from kafkasim.broker.metadata import MetadataDelta
 from kafkasim.controller.broker_heartbeat_manager import (
     DEFAULT_SESSION_TIMEOUT_MS,
@@ -55,13 +56,12 @@ from kafkasim.controller.broker_heartbeat_manager import (
 )
 from kafkasim.controller.controller_core import (
     ELIGIBLE_LEADER_REPLICAS_VERSION_DEFAULT,
-    AlterPartitionReply,
     BrokerRegistrationReply,
     ControllerCore,
     ControllerResult,
 )
 from kafkasim.controller.metadata_log import MetadataBatch, MetadataImage
-from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerHeartbeatReply
+from kafkasim.controller.replication_control_manager import BrokerHeartbeatReply
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import Sampler
 

@@ -30,8 +30,8 @@ the topic has ``unclean.leader.election.enable``. Partitions are visited in sort
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
+from kafkasim.broker.alter_partition import AlterPartitionRequest, AlterPartitionResponse, BrokerState
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.metadata import (
     LEADER_RECOVERY_RECOVERED,
@@ -61,39 +61,6 @@ from kafkasim.controller.records import (
 
 MAX_ELECTIONS_PER_IMBALANCE = 1000
 """``ReplicationControlManager.maxElectionsPerImbalance``: partitions one unclean-election pass handles."""
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerState:
-    """AlterPartition's ``BrokerState``: an ISR member and the broker epoch the leader knows it by (-1:
-    unknown, not checked)."""
-
-    broker_id: int
-    broker_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartitionRequest:
-    """One partition of an AlterPartition request (``AlterPartitionRequestData.PartitionData``)."""
-
-    topic_partition: TopicPartition
-    leader_epoch: int
-    partition_epoch: int
-    new_isr_with_epochs: tuple[BrokerState, ...]
-    leader_recovery_state: int = LEADER_RECOVERY_RECOVERED
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartitionResponse:
-    """One partition of the response: an error, or the state as of the new record."""
-
-    topic_partition: TopicPartition
-    error: Errors
-    leader: int = NO_LEADER
-    isr: tuple[int, ...] = ()
-    leader_recovery_state: int = LEADER_RECOVERY_RECOVERED
-    leader_epoch: int = -1
-    partition_epoch: int = -1
 
 
 class ReplicationControlManager:

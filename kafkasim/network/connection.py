@@ -238,7 +238,9 @@ class Connection:
     def _send_response(self, envelope: RequestEnvelope) -> None:
         responses = self._responses
         if not responses.lost:
-            self._transmit(responses, envelope.response_bytes, partial(self._deliver, envelope))
+            response = envelope.response
+            assert response is not None
+            self._transmit(responses, response.size_in_bytes, partial(self._deliver, envelope))
 
     def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
         """A message of ``stream``; if the link drops it, the stream stalls behind it."""
@@ -257,6 +259,7 @@ class Connection:
         if self.closed:
             return
         envelope.client_receive_ms = self.env.now
+        envelope.response_received = True
         callback = envelope.on_response
         if callback is not None:
             callback(envelope)

@@ -1,23 +1,29 @@
-"""What travels between a client and the broker: one `RequestEnvelope` per request.
+"""What travels between a client and the broker: a `RequestEnvelope` per request and, once the broker built
+one, its `Response`.
 
-The envelope is the request, its response and its timing trace in one object. It carries Kafka's
-``RequestMetrics`` timestamps (``RequestChannel.Request``) plus the client's own (intended send, actual send,
-receive), so the recorder can turn a finished envelope into one row of the ``requests`` table without a second
-object. All times are float simulated milliseconds; NaN means "not reached" (a request still in flight at the
-end of a run, an acks=0 produce that never gets a response, a client timeout).
+The envelope is the request (Kafka's ``RequestChannel.Request``): what the client sent and, as Kafka's
+``Request`` does, the ``RequestMetrics`` timestamps of its way through the broker, plus the client's own
+(intended send, actual send, receive). It is also the request's row of the ``requests`` table: the recorder
+takes the finished envelope as is, its response columns copied from the `Response` when the broker built it
+(``set_response``, as Kafka's ``Request.updateRequestMetrics`` reads the ``Response``). All times are float
+simulated milliseconds; NaN means "not reached" (a request still in flight at the end of a run, an acks=0
+produce that never gets a response, a client timeout) -- a row's value: the code asks the explicit flags
+(``locally_completed``, ``response_sent``, ``response_received``), never whether a timestamp is NaN.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.fetch_session import LEGACY_METADATA, FetchMetadata, FetchResponse
+from kafkasim.broker.produce import PartitionResponse
 from kafkasim.broker.records import RecordBatch, TopicPartition
 
 if TYPE_CHECKING:
     from kafkasim.broker.errors import Errors
+    from kafkasim.network.socket_server import KafkaChannel
 
 NAN: Final = float("nan")
 
@@ -113,14 +119,44 @@ class FetchRequestData:
         self.to_forget = to_forget
 
 
+ProduceResponseData = dict[TopicPartition, PartitionResponse]
+"""A ProduceResponse: each partition's ``PartitionResponse``."""
+
+
+class Response:
+    """Kafka's ``RequestChannel.Response`` (a ``SendResponse``): what the broker sends back for one request --
+    ``body``, a produce's ``{tp: PartitionResponse}`` or a fetch session context's ``FetchResponse`` (session
+    error, session id, and the ``[(tp, LogReadResult)]`` it sends, in read order) -- with its size on the wire
+    and the number of partitions it carries (an incremental fetch response omits partitions with no news)."""
+
+    __slots__ = ("body", "size_in_bytes", "partitions")
+
+    def __init__(self, body: ProduceResponseData | FetchResponse, size_in_bytes: int, partitions: int) -> None:
+        self.body = body
+        self.size_in_bytes = size_in_bytes
+        self.partitions = partitions
+
+    def produce_statuses(self) -> ProduceResponseData:
+        """A ProduceResponse's partitions."""
+        body = self.body
+        assert isinstance(body, dict)
+        return body
+
+    def fetch_response(self) -> FetchResponse:
+        """A FetchResponse."""
+        body = self.body
+        assert isinstance(body, FetchResponse)
+        return body
+
+
 class RequestEnvelope:
     """One request's life: client -> link -> processor -> request queue -> handler -> (purgatory) ->
     response queue -> processor -> link -> client.
 
     It is also the request's row: it has every attribute ``kafkasim.record.recorder.RequestRow`` lists
     (request_id, api, client, broker, partitions, response_partitions, request_bytes, response_bytes, acks,
-    error, client_timeout and the timestamps), so the recorder takes it as is -- one object per request, not
-    two.
+    error, client_timeout and the timestamps), so the recorder takes it as is -- its ``response`` (a separate
+    object, dropped once the row is written) leaves its two columns in the row (``set_response``).
 
     ``broker``: the id of the broker the request went to; the connection sets it when the client sends,
     and the broker's network thread sets it again when it reads the request (its own id), so a request
@@ -131,7 +167,9 @@ class RequestEnvelope:
     response), ``response_complete_ms`` (sendResponse called), ``response_dequeue_ms`` (processor took the
     response), ``end_ms`` (response written). Client side: ``intended_ms`` (when open-loop load meant to send
     the oldest record of the request; equals ``client_send_ms`` for closed-loop fetchers), ``client_send_ms``
-    and ``client_receive_ms``.
+    and ``client_receive_ms``. Which of them are reached is explicit state: ``locally_completed`` (Kafka's
+    ``apiLocalCompleteTimeNanos`` is no longer -1), ``response_sent`` (the broker is done with it: ``end_ms``),
+    ``response_received`` (the client read the response: ``client_receive_ms``).
     """
 
     __slots__ = (
@@ -143,6 +181,9 @@ class RequestEnvelope:
         "body",
         "request_bytes",
         *REQUEST_TIMESTAMPS,
+        "locally_completed",
+        "response_sent",
+        "response_received",
         "response",
         "response_bytes",
         "error",
@@ -175,7 +216,7 @@ class RequestEnvelope:
         self.client = client
         self.broker = -1
         # The broker-side KafkaChannel, set when a processor reads the request; the response goes back on it.
-        self.connection: Any = None
+        self.connection: KafkaChannel | None = None
         # None once the row is recorded (RunRecorder drops what the requests table does not need).
         self.body: ProduceRequestData | FetchRequestData | None = body
         self.request_bytes = request_bytes
@@ -188,9 +229,11 @@ class RequestEnvelope:
         self.response_dequeue_ms = NAN
         self.end_ms = NAN
         self.client_receive_ms = NAN
-        # Produce: {tp: PartitionResponse}; fetch: a fetch session context's FetchResponse (session error,
-        # session id, and the [(tp, LogReadResult)] it sends, in read order).
-        self.response: Any = None
+        self.locally_completed = False
+        self.response_sent = False
+        self.response_received = False
+        # What the broker sends back, once built (KafkaApis); None again once the row is written.
+        self.response: Response | None = None
         self.response_bytes = 0
         self.error: Errors | None = None
         self.client_timeout = False
@@ -204,8 +247,8 @@ class RequestEnvelope:
         # Columns of the requests table (the recorder reads the envelope as its RequestRow). `partitions`:
         # the partitions the request carries as sent -- a produce's, a full fetch's every partition, an
         # incremental fetch's new and altered ones only (0 for an idle follower), like `request_bytes`;
-        # `response_partitions`: those its response carries (an incremental response omits partitions with
-        # no news; 0 without a response), like `response_bytes`.
+        # `response_partitions` and `response_bytes`: its response's (0 without a response), set by
+        # set_response.
         self.response_partitions = 0
         if isinstance(body, ProduceRequestData):
             self.partitions = len(body.entries)
@@ -215,6 +258,13 @@ class RequestEnvelope:
             self.acks = None
         # Set when the client is done with it; the row is written once the broker is done too.
         self.client_done = False
+
+    def set_response(self, response: Response) -> None:
+        """The broker built ``response``: the request holds it until it is sent and read, and its row takes the
+        response's size and partition count (Kafka's ``Request.updateRequestMetrics`` reads the ``Response``)."""
+        self.response = response
+        self.response_partitions = response.partitions
+        self.response_bytes = response.size_in_bytes
 
     def __repr__(self) -> str:
         return f"RequestEnvelope(#{self.request_id} {self.api} from {self.client})"

@@ -91,10 +91,13 @@ class RequestChannel:
         """``RequestChannel.sendResponse``: onto the owning processor's response queue."""
         now = self.env.now
         envelope.response_complete_ms = now
-        if envelope.local_complete_ms != envelope.local_complete_ms:
+        if not envelope.locally_completed:
             # A response sent before KafkaApis.handle finished marks local completion (RequestMetrics).
+            envelope.locally_completed = True
             envelope.local_complete_ms = now
-        envelope.connection.processor.enqueue_response(envelope)
+        channel = envelope.connection
+        assert channel is not None  # a processor read the request
+        channel.processor.enqueue_response(envelope)
 
     # --- gauges ------------------------------------------------------------------------------------
 

@@ -148,15 +148,18 @@ class Processor:
             if not envelope.expects_response:
                 # NoOpResponse (acks=0): nothing to write, just unmute.
                 envelope.end_ms = env.now
+                envelope.response_sent = True
                 self._unmute(envelope)
                 self.observer.response_done(envelope)
                 self.run()
                 return
+            response = envelope.response
+            assert response is not None  # KafkaApis built it before RequestChannel.sendResponse
             fixed = self._fixed_send
             if fixed is not None:
-                cost = fixed[0] + fixed[1] * (envelope.response_bytes / KIB)
+                cost = fixed[0] + fixed[1] * (response.size_in_bytes / KIB)
             else:
-                cost = costs.network_send() + costs.network_send_per_kib() * (envelope.response_bytes / KIB)
+                cost = costs.network_send() + costs.network_send_per_kib() * (response.size_in_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
             Call(env, cost, partial(self._send_done, envelope))
@@ -198,7 +201,9 @@ class Processor:
             return
         self.busy = False
         envelope.end_ms = self.env.now
+        envelope.response_sent = True
         channel = envelope.connection
+        assert channel is not None
         if channel.closing:
             # Selector.send to a channel its peer closed fails: the channel is closed for good, what it still
             # had unread is dropped (SocketServer.close_channel).
@@ -212,7 +217,8 @@ class Processor:
         self.run()
 
     def _unmute(self, envelope: RequestEnvelope) -> None:
-        channel: KafkaChannel = envelope.connection
+        channel = envelope.connection
+        assert channel is not None
         channel.muted = False
         if channel.pending and not channel.readable and not channel.closed:
             channel.readable = True

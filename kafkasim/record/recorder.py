@@ -1,10 +1,11 @@
 """What a run records: one row per request, one per produced batch, and sampled gauges.
 
 Hot path: the network layer's `RequestEnvelope` is the request's row (plain attributes, `__slots__`; it has every
-attribute `RequestRow` lists), filled in as the request moves through the broker and handed over once with
-`finish_request`; the recorder only appends the object to a list. Columns are built per chunk of
-`max_rows_in_memory` rows, vectorised, and -- once a table outgrows the chunk -- written as a Parquet row
-group to a spool file, so a long run holds at most one chunk of Python objects per table. `tables()`
+attribute `RequestRow` lists), filled in as the request moves through the broker (its `Response` a separate object
+whose size and partition count it takes when built) and handed over once with `finish_request`; the recorder only appends the
+object to a list. Columns are built per chunk of `max_rows_in_memory` rows, vectorised, and -- once a table
+outgrows the chunk -- written as a Parquet row group to a spool file, so a long run holds at most one chunk of
+Python objects per table. `tables()`
 returns the finished DataFrames (read back from the spool when one was used) in the schema `RunResult`
 saves. Why rows are objects rather than per-timestamp calls: benchmarks/README.md ("Measurements behind
 design choices").

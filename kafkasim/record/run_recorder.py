@@ -58,7 +58,7 @@ class RunRecorder(Observer):
 
     def request_finished(self, envelope: RequestEnvelope) -> None:
         envelope.client_done = True
-        if envelope.end_ms == envelope.end_ms or (envelope.connection is None and envelope.expects_response):
+        if envelope.response_sent or (envelope.connection is None and envelope.expects_response):
             # Done on both sides, or never picked up by the broker (its connection is closed, so it never
             # will be). A processor sets `connection` when it *starts* reading a request: one whose read is
             # under way when the client gives up is still handled, and written when the broker is done.
@@ -75,7 +75,8 @@ class RunRecorder(Observer):
             self._on_request(envelope)
         # The recorder keeps only the fields it writes: drop what a row does not need before it waits in the
         # recorder's buffer (up to max_rows_in_memory rows), above all the per-partition request and response
-        # bodies (a fetch of N partitions carries N PartitionData and N results).
+        # bodies (a fetch of N partitions carries N PartitionData and N results); the row keeps the response's
+        # size and partition count (RequestEnvelope.set_response).
         if self._body_unused(envelope):
             envelope.body = None
         envelope.response = None

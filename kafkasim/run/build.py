@@ -34,10 +34,10 @@ from kafkasim.network.partitions import NetworkPartitions, network_partitions
 from kafkasim.network.socket_server import ProcessorCosts
 from kafkasim.run.cluster import LEADER_ID, Cluster, ClusterNetwork, ReplicaFetcherFactory, fetcher_name
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
-from kafkasim.run.controller_link import ControllerLink
 from kafkasim.run.faults import partition_windows
 from kafkasim.server.broker_server import BrokerServer, BrokerServerConfig, BrokerServerCosts
 from kafkasim.server.kafka_request_handler import RequestHandlerCosts
+from kafkasim.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from kafkasim.server.replica_fetcher_manager import get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
@@ -259,9 +259,9 @@ def quorum_controller(scenario: Scenario, env: Environment, streams: RandomStrea
 
 def controller_link_of(scenario: Scenario, env: Environment, controller: QuorumController, layout: ClusterLayout,
                        streams: RandomStreams, observer: Observer,
-                       partitions: NetworkPartitions | None) -> ControllerLink:
+                       partitions: NetworkPartitions | None) -> NodeToControllerChannelManager:
     """The brokers' channel to the controller (``controller.link_latency``, ``controller.metadata_apply``)."""
-    return ControllerLink(
+    return NodeToControllerChannelManager(
         env, controller, {}, sampler_from_spec(scenario.controller.link_latency),
         {b: streams.stream(f"controller/link/broker-{b}") for b in layout.broker_ids}, observer,
         partitions=partitions,
@@ -271,7 +271,7 @@ def controller_link_of(scenario: Scenario, env: Environment, controller: QuorumC
 
 
 def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, streams: RandomStreams,
-                     controller_link: ControllerLink, observer: Observer,
+                     controller_link: NodeToControllerChannelManager, observer: Observer,
                      fetchers: ReplicaFetcherFactory) -> BrokerServer:
     """Broker ``broker_id`` with its configs and costs, its own random streams."""
     return BrokerServer(
@@ -282,7 +282,7 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         broker_costs(scenario, broker_id, streams),
         log_rng=streams.stream(f"broker-{broker_id}/log"),
         fetch_session_rng=streams.stream(f"broker-{broker_id}/fetch_sessions"),
-        alter_partition_manager=controller_link,
+        alter_partition_manager=controller_link.alter_partition_manager,
         observer=observer,
         fetcher_factory=fetchers,
     )
@@ -345,7 +345,7 @@ def build(
     ids = IdSource()
     network = ClusterNetwork(env, streams, observer, controller_link.brokers, partitions,
                              broker_nics(scenario, layout, env))
-    cluster = Cluster(env, streams, controller_link, network, layout,
+    cluster = Cluster(env, streams, controller, controller_link, network, layout,
                       {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()})
     assert scenario.followers.link is not None
     fetchers = ReplicaFetcherFactory(

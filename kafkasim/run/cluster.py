@@ -1,5 +1,5 @@
 """The run's top component (desmod's shape: a component owns its children): the ``Cluster`` owns the brokers,
-the KRaft controller and the brokers' channel to it (``ControllerLink``), the clients and the network between
+the KRaft controller and the brokers' channels to it (``NodeToControllerChannelManager``), the clients and the network between
 them (``ClusterNetwork``: every path and connection). It starts them in a fixed order, routes the requests a
 client sends outside the request plane to the broker that answers them, and reports its children's counters
 and open work.
@@ -29,8 +29,8 @@ from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import NetworkPartitions, broker_host
 from kafkasim.run.cluster_layout import ClusterLayout
-from kafkasim.run.controller_link import ControllerLink
 from kafkasim.server.broker_server import BrokerServer
+from kafkasim.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from kafkasim.server.replica_fetcher_manager import fetcher_thread_name
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
 from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
@@ -173,11 +173,13 @@ class ReplicaFetcherFactory:
 class Cluster:
     """Everything a run is made of, built from one scenario (``run/build.py``)."""
 
-    def __init__(self, env: Environment, streams: RandomStreams, controller_link: ControllerLink,
+    def __init__(self, env: Environment, streams: RandomStreams, controller: QuorumController,
+                 controller_link: NodeToControllerChannelManager,
                  network: ClusterNetwork, layout: ClusterLayout,
                  partitions_by_topic: dict[str, list[TopicPartition]]) -> None:
         self.env = env
         self.streams = streams
+        self.controller = controller
         self.controller_link = controller_link
         self.network = network
         self.layout = layout
@@ -191,10 +193,6 @@ class Cluster:
         self.leaders: Mapping[TopicPartition, int] = MappingProxyType({tp: r[0] for tp, r in layout.replicas.items()})
 
     # --- children ----------------------------------------------------------------------------------
-
-    @property
-    def controller(self) -> QuorumController:
-        return self.controller_link.controller
 
     @property
     def links(self) -> dict[str, NetworkPath]:
@@ -257,7 +255,7 @@ class Cluster:
         link = self.controller_link
         for broker in self.brokers:
             b = broker.broker_id
-            link.subscribe(b, self.log_config_for, catch_up=False)
+            link.metadata_loader.subscribe(b, self.log_config_for, catch_up=False)
             lifecycle = link.lifecycle(b, heartbeat_interval_ms=heartbeat_interval_ms,
                                        rack=racks[b] if racks else None)
             registration = self.controller.image.brokers[b]
@@ -300,7 +298,7 @@ class Cluster:
         to it would time out before it tried another), and the answer is read when the request arrives."""
         for broker_id in sorted(self.brokers_by_id):
             if self.brokers_by_id[broker_id].responsive:
-                return self.controller_link.metadata_cache[broker_id].topic_metadata(partitions)
+                return self.controller_link.metadata_loader.metadata_cache[broker_id].topic_metadata(partitions)
         return {}
 
     def offset_for_leader_epoch(self, broker_id: int, tp: TopicPartition, epoch: int) -> int | None:
@@ -334,7 +332,7 @@ class Cluster:
             "produce_expires": brokers["produce_expires"],
             "fetch_expires_follower": brokers["fetch_expires_follower"],
             "fetch_expires_consumer": brokers["fetch_expires_consumer"],
-            "alter_partition_requests": self.controller_link.alter_partitions_submitted,
+            "alter_partition_requests": self.controller_link.alter_partition_manager.submitted,
             "requests_handled": brokers["requests_handled"],
             "messages_dropped": sum(path.dropped for path in self.links.values()),
             "reaper_passes": brokers["reaper_passes"],

@@ -14,7 +14,7 @@ Besides the clients and the request pipeline, the engine runs the broker's backg
   (Kafka's LogManager.cleanupLogs): ``delete_old_segments`` on the leader's log of every partition and on
   every running follower's local logs. It bounds a long run's memory, which is mostly logged batches;
 * the KRaft controller (``kafkasim.controller.QuorumController``) and each broker's link to it
-  (``run/controller_link.py``: heartbeats, AlterPartition, metadata), all owned by the run's ``Cluster``
+  (``server/node_to_controller_channel_manager.py``: heartbeats, AlterPartition, metadata), all owned by the run's ``Cluster``
   (``run/cluster.py``), which starts them and reports their counters and open work;
 * the gauge sampler, the fault schedule and the invariant checks.
 
@@ -385,9 +385,10 @@ class Engine:
         """What the failovers read besides the metadata log: when each broker took each leadership, when the
         controller received each broker's heartbeats, when each client learned each new leader."""
         link = self.components.controller_link
+        loader = link.metadata_loader
         learned = {p.name: p.metadata.leaders_learned for p in self.components.producers}
         learned.update({c.name: c.metadata.leaders_learned for c in self.components.consumers})
-        return link.leaderships_applied, link.heartbeats_received, learned
+        return loader.leaderships_applied, link.heartbeats_received, learned
 
     def _record_open_work(self) -> list[RequestEnvelope]:
         """Rows for batches still in flight or in the accumulator (without an ack); the requests still in

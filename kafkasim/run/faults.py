@@ -30,7 +30,7 @@ A ``network_partition`` has no target: it cuts the network between two sets of h
 clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
 starts (``partition_windows``, built into ``kafkasim.network.partitions.network_partitions``), and every
 connection between two hosts it separates -- whenever opened (``kafkasim.network.connection.open_connection``)
--- and the controller link (``ControllerLink``) consult the cut for each message.
+-- and the brokers' channels to the controller (``NodeToControllerChannelManager``) consult the cut for each message.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def elections(c: Cluster) -> tuple[dict[TopicPartition, list[float]], dict[Topic
     appended the records)."""
     unclean: dict[TopicPartition, list[float]] = {}
     elr: dict[TopicPartition, list[float]] = {}
-    for batch, changes in partition_changes(c.controller_link.controller.core.log.batches):
+    for batch, changes in partition_changes(c.controller.core.log.batches):
         for record, before in changes:
             kind = election_kind(record, before)
             if kind == "unclean":
@@ -43,7 +43,7 @@ def elections(c: Cluster) -> tuple[dict[TopicPartition, list[float]], dict[Topic
 
 def final_leader(c: Cluster, tp: TopicPartition) -> int:
     """The broker whose log is ``tp``'s at the end of the run (NO_LEADER if none can be named)."""
-    registration = c.controller_link.controller.image.partitions.get(tp)
+    registration = c.controller.image.partitions.get(tp)
     epoch, leader = (registration.leader_epoch, registration.leader) if registration is not None else (-1, NO_LEADER)
     for broker in c.brokers:
         partition = broker.replica_manager.partitions.get(tp)

@@ -153,7 +153,7 @@ class CheckedRunObserver(RunRecorder):
     def on_client_outcome(self, envelope: RequestEnvelope) -> None:
         if not envelope.expects_response:
             return
-        if envelope.client_receive_ms == envelope.client_receive_ms:
+        if envelope.response_received:
             self.checker.on_response(envelope.request_id, self.env.now)
         else:
             # Timed out, or failed with its connection (disconnect, crash): the client's own outcome.

@@ -395,7 +395,7 @@ class BrokerServer:
         it had read, queued, parked in a purgatory or was handling are never answered, its handlers,
         reapers and periodic tasks stop (``stw`` dies), its fetcher threads stop. Its logs stay on disk
         (the page cache survives a process crash). The controller fences it once its heartbeats stop
-        (``ControllerLink.broker_crashed``)."""
+        (``NodeToControllerChannelManager.broker_crashed``)."""
         if self._down:
             return
         self._down = True
@@ -407,8 +407,8 @@ class BrokerServer:
     def restart(self) -> None:
         """A new process over the same logs (``BrokerServer.startup``): new request plane and fetch sessions,
         the ReplicaManager's partitions forgotten until the metadata image it loads makes them leader or
-        follower again (``ReplicaManager.restart``; ``ControllerLink.broker_restarted`` delivers the image and
-        registers the broker); its fetcher threads come back. Simplification: it accepts connections at once
+        follower again (``ReplicaManager.restart``; ``NodeToControllerChannelManager.broker_restarted`` delivers
+        the image and registers the broker); its fetcher threads come back. Simplification: it accepts connections at once
         (Kafka's broker opens its listeners only once registered and caught up with the metadata)."""
         if not self._down:
             return

@@ -36,6 +36,7 @@ from kafkasim.network.messages import (
     FetchRequestData,
     ProduceRequestData,
     RequestEnvelope,
+    Response,
     fetch_response_data_bytes,
     produce_response_bytes,
 )
@@ -134,19 +135,16 @@ class KafkaApis:
 
     def _produce_response(self, envelope: RequestEnvelope,
                           statuses: dict[TopicPartition, PartitionResponse]) -> None:
-        envelope.response = statuses
         error = Errors.NONE
         for status in statuses.values():
             if status.error != Errors.NONE and error == Errors.NONE:
                 error = status.error
         if not envelope.client_done:  # a client that already gave up keeps its own outcome in the row
             envelope.error = error
-        envelope.response_partitions = len(statuses)
-        envelope.response_bytes = produce_response_bytes(len(statuses))
+        envelope.set_response(Response(statuses, produce_response_bytes(len(statuses)), len(statuses)))
         self._send(envelope)
 
     def _fetch_response(self, envelope: RequestEnvelope, response: FetchResponse) -> None:
-        envelope.response = response
         # A session error is the response's own; else the first partition error.
         error = response.error
         read = 0
@@ -157,8 +155,7 @@ class KafkaApis:
         if not envelope.client_done:
             envelope.error = error
         envelope.read_bytes = read
-        envelope.response_partitions = len(response.responses)
-        envelope.response_bytes = fetch_response_data_bytes(response)
+        envelope.set_response(Response(response, fetch_response_data_bytes(response), len(response.responses)))
         self._send(envelope)
 
     def _send(self, envelope: RequestEnvelope) -> None:

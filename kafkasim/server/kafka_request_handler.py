@@ -157,7 +157,8 @@ class KafkaRequestHandlerPool:
     def _finish(self, envelope: RequestEnvelope) -> None:
         # KafkaApis.handle's finally: drain the action queue, then mark local completion.
         self.apis.try_complete_actions()
-        if envelope.local_complete_ms != envelope.local_complete_ms:  # NaN: not yet set
+        if not envelope.locally_completed:  # no response sent before (RequestChannel.sendResponse marks it then)
+            envelope.locally_completed = True
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
         if self._checks:

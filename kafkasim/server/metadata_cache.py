@@ -2,7 +2,7 @@
 applied, and the answer to a client's Metadata request read from it (``KafkaApis.handleTopicMetadataRequest``
 -> ``MetadataCache.getTopicMetadata``).
 
-The broker's channel to the controller (``ControllerLink``) sets the image as each committed delta is
+The broker's channel to the controller (``MetadataLoader``) sets the image as each committed delta is
 published (``BrokerMetadataPublisher.onMetadataUpdate``: ``metadataCache.setImage`` first).
 """
 

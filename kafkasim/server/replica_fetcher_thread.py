@@ -75,7 +75,6 @@ from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, LogReadResult, PartitionData
-from kafkasim.broker.fetch_session import FetchResponse
 from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from kafkasim.broker.log import Log
 from kafkasim.broker.partition import Partition
@@ -426,7 +425,9 @@ class ReplicaFetcherThread(Pausable):
         # (NetworkClient completes a request when it reads the response). The append is the fetcher
         # thread's own work after that; the next fetch goes out when it is done.
         self._in_flight = None
-        fetch_response: FetchResponse = envelope.response
+        received = envelope.response
+        assert received is not None
+        fetch_response = received.fetch_response()
         self._observer.request_finished(envelope)  # may drop envelope.response: keep our reference
         if not self.fetch_session.handle_response(fetch_response):
             # RemoteLeaderEndPoint.fetch: a session error (or partitions the session does not hold) yields no

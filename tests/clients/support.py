@@ -6,6 +6,15 @@ from collections.abc import Callable
 
 from kafkasim.network.messages import RequestEnvelope
 
+_SENT_ON: dict[int, tuple[RequestEnvelope, ScriptedConnection]] = {}
+
+
+def connection_of(envelope: RequestEnvelope) -> ScriptedConnection:
+    """The scripted connection ``envelope`` was sent on (``RequestEnvelope.connection`` is the broker's side)."""
+    sent, connection = _SENT_ON[id(envelope)]
+    assert sent is envelope
+    return connection
+
 
 class ScriptedConnection:
     """Keeps what the client sends on it; the test answers with ``respond``. It is established as soon as the
@@ -22,7 +31,7 @@ class ScriptedConnection:
         self.on_disconnect = on_disconnect
 
     def send(self, envelope: RequestEnvelope) -> None:
-        envelope.connection = self
+        _SENT_ON[id(envelope)] = (envelope, self)
         self.sent.append(envelope)
 
     def close(self) -> None:

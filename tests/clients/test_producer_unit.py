@@ -22,10 +22,10 @@ from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
 from kafkasim.clients.config import ArrivalConfig, ProducerClientConfig
 from kafkasim.clients.producer import Producer
 from kafkasim.network.ids import IdSource
-from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.messages import RequestEnvelope, Response
 from kafkasim.network.observer import Observer
 
-from .support import ScriptedConnection
+from .support import ScriptedConnection, connection_of
 
 TP = TopicPartition("t", 0)
 RECORD = 100  # bytes per record
@@ -90,16 +90,20 @@ class Harness:
 
     def respond(self, envelope: RequestEnvelope, base_offset: int) -> None:
         """The broker's response to ``envelope`` arrives now."""
-        envelope.response = {tp: PartitionResponse(Errors.NONE, base_offset) for tp in envelope.body.entries}
+        statuses = {tp: PartitionResponse(Errors.NONE, base_offset) for tp in envelope.body.entries}
+        envelope.set_response(Response(statuses, 0, len(statuses)))
+        envelope.response_received = True
         envelope.client_receive_ms = self.env.now
         envelope.on_response(envelope)
 
     def respond_with(self, envelope: RequestEnvelope, error: Errors, base_offset: int = -1,
                      log_start_offset: int = -1) -> None:
         """The broker's response to ``envelope`` arrives now, with ``error`` for every partition."""
-        envelope.response = {
+        statuses = {
             tp: PartitionResponse(error, base_offset, log_start_offset=log_start_offset) for tp in envelope.body.entries
         }
+        envelope.set_response(Response(statuses, 0, len(statuses)))
+        envelope.response_received = True
         envelope.client_receive_ms = self.env.now
         envelope.on_response(envelope)
 
@@ -168,7 +172,7 @@ def test_after_a_request_timeout_the_next_request_goes_on_a_new_connection_after
     h.run(until=200.0)
     assert [e.client_send_ms for e in h.sent][0] == 1.0 and len(h.sent) == 2
     assert 101.0 + 40 <= h.sent[1].client_send_ms <= 101.0 + 60
-    assert [e.connection for e in h.sent] == h.connections  # one request on each connection
+    assert [connection_of(e) for e in h.sent] == h.connections  # one request on each connection
     assert h.sent[0].error == Errors.REQUEST_TIMED_OUT and h.sent[1].error is None
 
 
@@ -229,9 +233,10 @@ def test_one_connection_per_leader_with_its_own_in_flight_limit_and_timeout() ->
     env.run(until=10.0)
     # Records at 1 (a), 2 (b), 3 (a), 4 (b): one request per broker, then each connection is full.
     assert [(e.client_send_ms, list(e.body.entries)) for e in sent] == [(1.0, [a]), (2.0, [b])]
-    assert [e.connection for e in sent] == [opened[0][0], opened[1][0]]
+    assert [connection_of(e) for e in sent] == [opened[0][0], opened[1][0]]
     # Broker 0 answers: its next batch goes at once; broker 1's connection is still full.
-    sent[0].response = {a: PartitionResponse(Errors.NONE, 0)}
+    sent[0].set_response(Response({a: PartitionResponse(Errors.NONE, 0)}, 0, 1))
+    sent[0].response_received = True
     sent[0].client_receive_ms = env.now
     sent[0].on_response(sent[0])
     assert [(e.client_send_ms, list(e.body.entries)) for e in sent[2:]] == [(10.0, [a])]
@@ -243,4 +248,4 @@ def test_one_connection_per_leader_with_its_own_in_flight_limit_and_timeout() ->
     # Its waiting batch goes on a new connection once the reconnect backoff (50 ms +-20%) has passed.
     env.run(until=102.0 + 61)
     to_b = [e for e in sent[3:] if list(e.body.entries) == [b]]
-    assert len(to_b) == 1 and 102.0 + 40 <= to_b[0].client_send_ms <= 102.0 + 60 and to_b[0].connection is opened[1][1]
+    assert len(to_b) == 1 and 102.0 + 40 <= to_b[0].client_send_ms <= 102.0 + 60 and connection_of(to_b[0]) is opened[1][1]

@@ -31,7 +31,7 @@ from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.network.ids import IdSource
-from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.messages import RequestEnvelope, Response
 from kafkasim.network.observer import Observer
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import (
@@ -41,7 +41,7 @@ from kafkasim.server.replica_fetcher_thread import (
 )
 from kafkasim.sim.clock import SimTime
 
-from .support import ScriptedConnection
+from .support import ScriptedConnection, connection_of
 
 TP = TopicPartition("t", 0)
 
@@ -82,9 +82,10 @@ def _at(env: simpy.Environment, t: float, fn: Any) -> None:
 def _respond(env: simpy.Environment, t: float, envelope_of: Any, response: Any) -> None:
     def deliver() -> None:
         envelope = envelope_of()
-        envelope.response = response
+        envelope.set_response(Response(response, 0, 0))
         envelope.client_receive_ms = env.now
         envelope.end_ms = env.now  # the broker is done with it
+        envelope.response_received = envelope.response_sent = True
         envelope.on_response(envelope)
 
     _at(env, t, deliver)
@@ -256,7 +257,7 @@ def test_consumer_fetches_each_leader_independently() -> None:
     consumer.start()
     env.run(until=1.0)
     assert [[tp for tp, _ in e.body.fetch_infos] for e in sent] == [[a], [b]]
-    assert [e.connection for e in sent] == [opened[0][0], opened[1][0]]
+    assert [connection_of(e) for e in sent] == [opened[0][0], opened[1][0]]
     batch = _batch(0)
     info = FetchDataInfo(LogOffsetMetadata(0), [batch], batch.size_in_bytes)
     _respond(env, 5.0, lambda: sent[0],
@@ -273,7 +274,7 @@ def test_consumer_fetches_each_leader_independently() -> None:
     # A new fetch to broker 1 after the backoff (retry.backoff.ms; the reconnect backoff is shorter), on a
     # new connection.
     last_b = [e for e in sent if [tp for tp, _ in e.body.fetch_infos] == [b]][-1]
-    assert last_b.client_send_ms == 1100.0 and last_b.connection is opened[1][1]
+    assert last_b.client_send_ms == 1100.0 and connection_of(last_b) is opened[1][1]
     assert consumer.batches_consumed == 1
 
 
@@ -307,4 +308,4 @@ def test_consumer_moves_a_partition_that_had_no_leader_for_a_while() -> None:
     env.run(until=5_000.0)
     # The partition went to broker 1 once the metadata named it; no position yet, so no validation.
     assert opened[1] and [tp for tp, _ in sent[-1].body.fetch_infos] == [a]
-    assert sent[-1].connection in opened[1]  # (a fetch unanswered for 1 s times out and reconnects)
+    assert connection_of(sent[-1]) in opened[1]  # (a fetch unanswered for 1 s times out and reconnects)

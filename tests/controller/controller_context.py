@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from kafkasim.broker.alter_partition import AlterPartitionReply, AlterPartitionRequest, BrokerState
 from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERED, PartitionRegistration
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.broker_heartbeat_manager import BrokerHeartbeatRequest
-from kafkasim.controller.controller_core import AlterPartitionReply, ControllerCore
+from kafkasim.controller.controller_core import ControllerCore
 from kafkasim.controller.metadata_log import MetadataBatch
 from kafkasim.controller.records import MetadataRecord
-from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerState
 from kafkasim.timer.time import ManualTime
 
 SESSION_TIMEOUT_MS = 9000

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import pytest
 
+from kafkasim.broker.alter_partition import AlterPartitionReply
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.metadata import (
     LEADER_RECOVERY_RECOVERED,
@@ -33,7 +34,6 @@ from kafkasim.broker.metadata import (
     PartitionRegistration,
 )
 from kafkasim.broker.records import TopicPartition
-from kafkasim.controller.controller_core import AlterPartitionReply
 from kafkasim.controller.partition_change_builder import Election, PartitionChangeBuilder, java_hash_set_order
 from kafkasim.controller.records import (
     ClearElrRecord,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import simpy
 
+from kafkasim.broker.alter_partition import AlterPartitionRequest, BrokerState
 from kafkasim.broker.metadata import LEADER_RECOVERY_RECOVERING, NO_LEADER, MetadataDelta
 from kafkasim.broker.records import TopicPartition
 from kafkasim.controller.broker_heartbeat_manager import BrokerHeartbeatRequest
@@ -19,7 +20,6 @@ from kafkasim.controller.quorum_controller import (
     fence_stale_broker_period_ms,
 )
 from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord, PartitionChangeRecord
-from kafkasim.controller.replication_control_manager import AlterPartitionRequest, BrokerState
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import Constant
 

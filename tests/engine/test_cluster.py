@@ -66,7 +66,7 @@ class Seen:
         self.requests.append(envelope)
         self.channels.append(envelope.connection)
         self.bodies.append(envelope.body)
-        self.responses.append(envelope.response)
+        self.responses.append(envelope.response.body if envelope.response is not None else None)
 
 
 Run = tuple[Engine, Seen, RunResult]

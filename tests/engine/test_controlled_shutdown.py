@@ -73,9 +73,9 @@ def test_the_process_stops_once_the_controller_agrees_and_is_fenced_without_a_se
     broker = c.broker(1)
     assert broker.crashed
     assert c.controller_link.lifecycles[1].state is BrokerState.NOT_RUNNING
-    registration = c.controller_link.controller.image.brokers[1]
+    registration = c.controller.image.brokers[1]
     assert registration.fenced and registration.in_controlled_shutdown
-    partition = c.controller_link.controller.image.partitions[next(iter(c.controller_link.controller.image.partitions))]
+    partition = c.controller.image.partitions[next(iter(c.controller.image.partitions))]
     assert partition.leader == 2 and 1 not in partition.isr
 
 
@@ -116,7 +116,7 @@ def _after_the_shutdown(apply_ms: dict[int, float]) -> tuple[Any, Any]:
     each broker takes to apply a delta that moves a leadership it hosts (``ReplicaManager.applyDelta``). The
     produce requests that reached broker-2 after the shutdown began, and broker-0's fetches from broker-2."""
     engine = Engine(_leader_fault("shutdown", duration="9s", restart_after=None))
-    engine.components.controller_link.apply_costs = {b: (lambda ms=ms: ms) for b, ms in apply_ms.items()}
+    engine.components.controller_link.metadata_loader.apply_costs = {b: (lambda ms=ms: ms) for b, ms in apply_ms.items()}
     requests = engine.run().requests
     after = (requests["start_ms"] >= 5_000.0) & (requests["broker"] == 2)
     produce = requests[after & (requests["api"] == "Produce") & (requests["error_name"] == "NONE")]

@@ -216,7 +216,7 @@ def test_heartbeat_and_fence_check_phases_are_drawn_from_the_seed() -> None:
     def phases(seed: int) -> tuple[tuple[float, ...], float]:
         engine = Engine(scenario(duration="2001ms", cluster={"brokers": 3},
                                  controller={"link_latency": FIXED["latency"]}), seed=seed)
-        controller = engine.components.controller_link.controller
+        controller = engine.components.controller
         check = controller.fence_check_at_ms
         assert check is not None and 0.0 <= check <= 1_125.0
         engine.run()

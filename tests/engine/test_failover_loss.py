@@ -74,7 +74,7 @@ def test_an_unclean_election_loses_acknowledged_acks_1_records_and_counts_them_e
     # unclean election brings the partition back.
     engine = Engine(_cluster(1, min_isr=2, unclean=True, faults=LAGGING_FOLLOWERS_THEN_LEADER_PAUSED, elr=0))
     result = engine.run()
-    image = engine.components.controller_link.controller.image
+    image = engine.components.controller.image
     leader = image.partitions[TP].leader
     assert leader == 1  # elected uncleanly from outside the ISR {0}
     records = result.records
@@ -100,7 +100,7 @@ def test_an_election_from_the_eligible_replicas_loses_the_same_acks_1_records_cl
     for unclean in (True, False):
         engine = Engine(_cluster(1, min_isr=2, unclean=unclean, faults=LAGGING_FOLLOWERS_THEN_LEADER_PAUSED))
         result = engine.run()
-        partition = engine.components.controller_link.controller.image.partitions[TP]
+        partition = engine.components.controller.image.partitions[TP]
         assert partition.leader == 1 and partition.leader_recovery_state == 0  # clean: not RECOVERING
         counters = result.summary["counters"]
         assert (counters["controller_elr_elections"], counters["controller_unclean_elections"]) == (1, 0)
@@ -130,7 +130,7 @@ def test_a_clean_failover_with_acks_all_keeps_every_acknowledged_record() -> Non
     engine = Engine(_cluster("all", min_isr=2, unclean=False,
                              faults=[{"type": "pause", "target": "broker-0", "at": "5s", "duration": "12s"}]))
     result = engine.run()
-    assert engine.components.controller_link.controller.image.partitions[TP].leader == 1
+    assert engine.components.controller.image.partitions[TP].leader == 1
     acked = _acknowledged(result.records)
     assert set(acked["batch_id"]) <= _final_log_ids(engine, 1)
     assert not result.records["lost_after_ack"].any()
@@ -146,7 +146,7 @@ def test_acks_1_loses_what_the_new_leader_had_not_copied_in_a_clean_election() -
     faults.append({"type": "pause", "target": "broker-0", "at": "5s", "duration": "12s"})
     engine = Engine(_cluster(1, min_isr=2, unclean=False, faults=faults))
     result = engine.run()
-    assert engine.components.controller_link.controller.image.partitions[TP].leader == 1
+    assert engine.components.controller.image.partitions[TP].leader == 1
     lost = result.records[result.records["lost_after_ack"]]
     missing = set(_acknowledged(result.records)["batch_id"]) - _final_log_ids(engine, 1)
     assert missing and set(lost["batch_id"]) == missing
@@ -231,7 +231,7 @@ def test_acks_1_and_a_leader_crash_lose_the_acknowledged_records_the_followers_h
     # acknowledging the record but before the followers have replicated it then the record will be lost".
     engine = Engine(_cluster(1, min_isr=2, unclean=False, faults=FOLLOWERS_300_MS_BEHIND + LEADER_CRASHES))
     result = engine.run()
-    leader = engine.components.controller_link.controller.image.partitions[TP].leader
+    leader = engine.components.controller.image.partitions[TP].leader
     assert leader in (1, 2)  # a clean election from the ISR
     records = result.records
     missing = set(_acknowledged(records)["batch_id"]) - _final_log_ids(engine, leader)
@@ -250,7 +250,7 @@ def test_acks_1_and_a_leader_crash_lose_the_acknowledged_records_the_followers_h
 def test_acks_all_min_isr_2_and_the_same_leader_crash_lose_nothing() -> None:
     engine = Engine(_cluster("all", min_isr=2, unclean=False, faults=FOLLOWERS_300_MS_BEHIND + LEADER_CRASHES))
     result = engine.run()
-    leader = engine.components.controller_link.controller.image.partitions[TP].leader
+    leader = engine.components.controller.image.partitions[TP].leader
     assert leader in (1, 2)
     acked = _acknowledged(result.records)
     assert len(acked) > 1_000
@@ -280,7 +280,7 @@ def test_a_broker_resuming_into_a_leadership_the_controller_has_since_moved_on_i
     became_leader = observer.became_leader
 
     def watch(broker_id: int, tp: TopicPartition, partition: Any) -> None:
-        image = engine.components.controller_link.controller.image.partitions[tp]
+        image = engine.components.controller.image.partitions[tp]
         if partition.leader_epoch < image.leader_epoch:
             stale.append((broker_id, partition.leader_epoch))
         became_leader(broker_id, tp, partition)
@@ -288,7 +288,7 @@ def test_a_broker_resuming_into_a_leadership_the_controller_has_since_moved_on_i
     observer.became_leader = watch  # type: ignore[method-assign]
     result = engine.run()
     assert (2, 1) in stale
-    assert engine.components.controller_link.controller.image.partitions[TP].leader == 1
+    assert engine.components.controller.image.partitions[TP].leader == 1
     assert not result.records.loc[result.records["acks"] == -1, "lost_after_ack"].any()
 
 
@@ -326,7 +326,7 @@ def test_a_follower_following_a_new_leader_may_take_a_lower_high_watermark() -> 
 
     observer.replica_high_watermark = watch  # type: ignore[method-assign]
     result = engine.run()
-    assert c.controller_link.controller.image.partitions[TP].leader == 2
+    assert c.controller.image.partitions[TP].leader == 2
     # Brokers 0 and 1, back from their pause and crash, truncate to broker 2's log and take its lower HW.
     assert {b for b, _, _ in decreases} == {0, 1}
     assert not result.records["lost_after_ack"].any()

@@ -54,7 +54,7 @@ class Seen:
         self.requests: list[tuple[Any, Any]] = []
 
     def __call__(self, envelope: RequestEnvelope) -> None:
-        self.requests.append((Finished(envelope), envelope.response))
+        self.requests.append((Finished(envelope), envelope.response.body if envelope.response is not None else None))
 
     def of(self, client: str) -> list[tuple[Any, Any]]:
         return sorted(((e, r) for e, r in self.requests if e.client == client), key=lambda er: er[0].client_send_ms)

@@ -33,7 +33,7 @@ def test_the_phases_are_before_until_fenced_fenced_and_after(crashed: tuple[Engi
     phases = result.summary["phases"]
     assert [p["name"] for p in phases] == ["before", "crash broker-0, until fenced", "crash broker-0, broker-0 fenced",
                                            "after"]
-    fence = next(float(b.append_ms) for b in engine.components.controller_link.controller.core.log.batches
+    fence = next(float(b.append_ms) for b in engine.components.controller.core.log.batches
                  for r in b.records if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE)
     scenario = engine.scenario
     crash = scenario.faults[0]

@@ -11,6 +11,7 @@ import simpy
 
 from kafkasim.network.connection import Connection, PartitionedConnection, open_connection
 from kafkasim.network.link import NetworkPath
+from kafkasim.network.messages import Response
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import Cut, NetworkPartitions, network_partitions
 from kafkasim.sim.distributions import Constant
@@ -108,7 +109,7 @@ class _Envelope:
     def __init__(self, name: str) -> None:
         self.name = name
         self.request_bytes = 100
-        self.response_bytes = 100
+        self.response = Response({}, 100, 0)
         self.broker = -1
         self.client_receive_ms = math.nan
         self.on_response = None

@@ -13,7 +13,7 @@ import simpy
 
 from kafkasim.network.connection import Connection
 from kafkasim.network.link import NetworkPath
-from kafkasim.network.messages import API_PRODUCE, ProduceRequestData, RequestEnvelope
+from kafkasim.network.messages import API_PRODUCE, ProduceRequestData, RequestEnvelope, Response
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketServer
@@ -80,6 +80,7 @@ class Broker:
         return self.channel.receive_request(self.taken.append)
 
     def respond(self, envelope: RequestEnvelope, at: float) -> None:
+        envelope.set_response(Response({}, 0, 0))
         Call(self.env, at - self.env.now, lambda _e: self.channel.send_response(envelope))
 
 
@@ -249,6 +250,7 @@ def test_send_response_stamps_response_complete_and_local_complete_if_unset() ->
     b.wait_for_request()
     b.env.run(until=3.0)
     sync.dequeue_ms = 1.0
+    sync.set_response(Response({}, 0, 0))
     b.channel.send_response(sync)  # sent from inside handle(): local completion too (RequestMetrics)
     assert (sync.local_complete_ms, sync.response_complete_ms, sync.response_dequeue_ms) == (3.0, 3.0, 3.0)
     assert b.channel.response_queue_sizes() == [0]  # the idle processor took it at once
@@ -346,6 +348,7 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
         Call(env, at - env.now, go)
 
     def answer(envelope: RequestEnvelope) -> None:  # a handler answers at once, then waits for the next one
+        envelope.set_response(Response({}, 0, 0))
         b.channel.send_response(envelope)
         serve()
 

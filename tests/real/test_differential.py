@@ -217,7 +217,7 @@ def real_fault_ms(p: Pair, index: int = 0) -> float:
 def sim_fences(engine: Engine, broker: int) -> list[float]:
     """When kafkasim's controller fenced ``broker`` (its metadata log's BrokerRegistrationChangeRecord)."""
     found = []
-    for batch in engine.components.controller_link.controller.core.log.batches:
+    for batch in engine.components.controller.core.log.batches:
         for record in batch.records:
             if isinstance(record, BrokerRegistrationChangeRecord) and record.broker_id == broker \
                     and record.fenced == FENCE:

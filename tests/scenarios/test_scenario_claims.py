@@ -464,8 +464,7 @@ def test_leader_controlled_shutdown_the_process_stops_at_the_next_heartbeat_2_s_
     for duration, down in (("11900ms", False), ("12500ms", True)):
         engine = Engine(load("leader_controlled_shutdown", f"duration={duration}"))
         engine.run()
-        link = engine.components.controller_link
-        registration = link.controller.image.brokers[0]
+        registration = engine.components.controller.image.brokers[0]
         assert engine.components.broker(0).crashed is down
         assert registration.in_controlled_shutdown and registration.fenced is down
 

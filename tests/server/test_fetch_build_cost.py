@@ -27,7 +27,7 @@ from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.network.ids import IdSource
-from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.messages import RequestEnvelope, Response, fetch_response_data_bytes
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig, ReplicaFetcherThread
 from tests.clients.support import ScriptedConnection
@@ -47,8 +47,9 @@ def _records(base_offset: int) -> LogReadResult:
 
 
 def _answer(env: simpy.Environment, envelope: RequestEnvelope, response: FetchResponse) -> None:
-    envelope.response = response
+    envelope.set_response(Response(response, fetch_response_data_bytes(response), len(response.responses)))
     envelope.client_receive_ms = envelope.end_ms = env.now
+    envelope.response_received = envelope.response_sent = True
     assert envelope.on_response is not None
     envelope.on_response(envelope)
 

@@ -40,7 +40,7 @@ from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.consumer import Consumer, NodeFetch
 from kafkasim.network.fetch_session_handler import FetchSessionHandler, FetchSessionRequestData
 from kafkasim.network.ids import IdSource
-from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.messages import RequestEnvelope, Response, fetch_response_data_bytes
 from kafkasim.network.observer import Observer
 from kafkasim.run import run_scenario
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
@@ -293,9 +293,10 @@ class Leader:
                 tps.append(rng.choice(self.universe))
             response = FetchResponse(Errors.NONE, session_id,
                                      [(tp, _result(rng, *self.state_of(tp))) for tp in dict.fromkeys(tps)])
-        envelope.response = response
+        envelope.set_response(Response(response, fetch_response_data_bytes(response), len(response.responses)))
         envelope.client_receive_ms = self.env.now
         envelope.end_ms = self.env.now
+        envelope.response_received = envelope.response_sent = True
         assert envelope.on_response is not None
         envelope.on_response(envelope)
 

@@ -195,7 +195,8 @@ def test_produce_request_metrics_in_order_with_the_exact_service_times() -> None
     handled = READ + REQUEST + APPEND_PER_KIB * 2  # the append happens after the service time
     end = handled + send_cost(produce_response_bytes(1))
     assert metrics(request) == (READ, READ, handled, handled, handled, end)
-    assert request.error == Errors.NONE and request.response_bytes == produce_response_bytes(1)
+    assert request.error == Errors.NONE and request.response is not None
+    assert request.response.size_in_bytes == produce_response_bytes(1)
     assert p.observer.events == [("built", 1, handled), ("handled", 1, handled), ("done", 1, end)]
     assert p.delivered == [(1, end)]
     assert (p.rm.actions, p.after, p.handlers.requests_handled) == (1, 1, 1)

@@ -22,7 +22,7 @@ from kafkasim.broker.log import Log
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
 from kafkasim.network.ids import IdSource
-from kafkasim.network.messages import RequestEnvelope
+from kafkasim.network.messages import RequestEnvelope, Response, fetch_response_data_bytes
 from kafkasim.network.observer import Observer
 from kafkasim.server.replica_fetcher_manager import InitialFetchState
 from kafkasim.server.replica_fetcher_thread import (
@@ -106,8 +106,10 @@ class Pair:
         self.answered += 1
         replies: list = []
         self.leader.fetch_messages(FetchParams(1, 0, 1, 10 << 20), envelope.body.fetch_infos, replies.append)
-        envelope.response = FetchResponse(Errors.NONE, 0, replies[0])
+        response = FetchResponse(Errors.NONE, 0, replies[0])
+        envelope.set_response(Response(response, fetch_response_data_bytes(response), len(response.responses)))
         envelope.client_receive_ms = envelope.end_ms = self.env.now
+        envelope.response_received = envelope.response_sent = True
         assert envelope.on_response is not None
         envelope.on_response(envelope)
 
