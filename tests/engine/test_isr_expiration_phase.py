@@ -26,7 +26,7 @@ def _shrink_after_cut(seed: int) -> float:
         "faults[0].at=5s", "faults[0].duration=8s"])
     engine = Engine(scenario)
     engine.run()
-    for batch in engine.components.controller_link.controller.core.log.batches:
+    for batch in engine.components.controller.core.log.batches:
         for record in batch.records:
             if isinstance(record, PartitionChangeRecord) and record.isr is not None and 2 not in record.isr:
                 return float(batch.append_ms) - CUT_MS

@@ -15,9 +15,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kafkasim.run import run_scenario
+from kafkasim.run.engine import Engine
+from kafkasim.scenario import Scenario
 
 from .support import consumer, gauge, producer, scenario
 
@@ -156,16 +160,20 @@ def test_a_client_cut_from_one_broker_keeps_its_links_to_the_others() -> None:
 
 
 def test_an_alter_partition_lost_in_a_short_controller_cut_is_sent_again_after_the_socket_timeout() -> None:
-    # broker-2 never fetches from the leader again (cut from 1 s to the end); at 45 s the leader's isr-expiration
-    # check proposes to remove it, while the leader itself is cut from the controller (44.5-47 s: shorter than
-    # its session, so it is not fenced). The AlterPartition is lost; NodeToControllerRequestThread sends it
-    # again controller.socket.timeout.ms (30 s) later, and the ISR shrinks then.
-    s = scenario(duration="80s", controller=FIXED_CONTROLLER,
-                 faults=[_partition("1s", [["broker-2"], ["broker-0"]]),
-                         _partition("44.5s", [["broker-0"], ["controller"]], duration="2.5s")])
-    result = run_scenario(s)
+    # broker-2 never fetches from the leader again (cut from 1 s to the end); at the leader's first isr-expiration
+    # check after 31 s (every 15 s at its process's own phase) it proposes to remove it, while the leader itself
+    # is cut from the controller (from 0.5 s before that check, for 2.5 s: shorter than its session, so it is
+    # not fenced). The AlterPartition is lost; NodeToControllerRequestThread sends it again
+    # controller.socket.timeout.ms (30 s) later, and the ISR shrinks then.
+    def of(faults: list[dict]) -> Scenario:
+        return scenario(duration="80s", controller=FIXED_CONTROLLER, faults=faults)
+
+    started = Engine(of([])).components.brokers[0]._started_ms  # the phase is the seed's, whatever the faults
+    check = started + 15_000.0 * math.ceil((31_000.0 - started) / 15_000.0)
+    result = run_scenario(of([_partition("1s", [["broker-2"], ["broker-0"]]),
+                              _partition(f"{check - 500:g}ms", [["broker-0"], ["controller"]], duration="2.5s")]))
     changes = _changes(result, "IsrSize", "t-0")
     assert [v for _, v in changes] == [3.0, 2.0]
-    assert 45_000 + 30_000 <= changes[1][0] <= 45_000 + 30_000 + 200
+    assert check + 30_000 <= changes[1][0] <= check + 30_000 + 200
     counters = result.summary["counters"]
     assert counters["isr_shrinks"] == 1 and counters["alter_partition_requests"] == 1
