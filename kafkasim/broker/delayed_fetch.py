@@ -279,9 +279,9 @@ class DelayedFetch(DelayedOperation):
         self._read_results = None
         changed = self._changes.since(self._read_at) if previous is not None else None
         if previous is not None and changed is not None:
-            results = reread_from_log(
-                self.replica_manager, self.params, fetch_infos, [prior for _, prior in previous], frozenset(changed)
-            )
+            rm = self.replica_manager
+            results = reread_from_log(rm.read_from_log, rm.time.milliseconds(), self.params, fetch_infos,
+                                      [prior for _, prior in previous], frozenset(changed))
         else:
             results = self.replica_manager.read_from_log(self.params, fetch_infos, True)
         # A completed fetch stays in the watch lists of its other partitions until they are checked or purged

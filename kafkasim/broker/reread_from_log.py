@@ -12,27 +12,29 @@ changes nothing. Proven equal to Kafka's re-read by tests/broker/test_delayed_fe
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Sequence
 
 from kafkasim.broker.fetch import FetchParams, LogReadResult, PartitionData, nothing_past_end
 from kafkasim.broker.records import TopicPartition
 
-if TYPE_CHECKING:
-    from kafkasim.broker.replica_manager import ReplicaManager
+# ReplicaManager.read_from_log(params, fetch_infos, read_from_purgatory): taken as a callable, so that this
+# module beside ReplicaManager does not import it (the import circle of the purgatory's operations stays theirs).
+ReadFromLog = Callable[[FetchParams, Sequence[tuple[TopicPartition, PartitionData]], bool],
+                       list[tuple[TopicPartition, LogReadResult]]]
 
 
 def reread_from_log(
-    replica_manager: ReplicaManager,
+    read_from_log: ReadFromLog,
+    fetch_time_ms: float,
     params: FetchParams,
     fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
     priors: Sequence[LogReadResult | None],
     changed: Collection[TopicPartition],
 ) -> list[tuple[TopicPartition, LogReadResult]]:
-    """``replica_manager.read_from_log(params, fetch_infos, read_from_purgatory=True)``, with ``priors``
-    (per partition the result of an earlier read, None: not read then) reused for the partitions that
-    found nothing past the end then and are not in ``changed`` (recorded by ``PartitionChanges`` since)."""
-    fetch_time_ms = replica_manager.time.milliseconds()
+    """``read_from_log(params, fetch_infos, read_from_purgatory=True)`` (ReplicaManager's, at
+    ``fetch_time_ms``, its clock now), with ``priors`` (per partition the result of an earlier read, None: not
+    read then) reused for the partitions that found nothing past the end then and are not in ``changed``
+    (recorded by ``PartitionChanges`` since)."""
     isolation = params.isolation
     reused: list[LogReadResult | None] = []
     to_read: list[tuple[TopicPartition, PartitionData]] = []
@@ -47,8 +49,8 @@ def reread_from_log(
             reused.append(None)
             to_read.append((tp, fetch_info))
     if len(to_read) == len(fetch_infos):
-        return replica_manager.read_from_log(params, fetch_infos, True)
-    read = iter(replica_manager.read_from_log(params, to_read, True)) if to_read else iter(())
+        return read_from_log(params, fetch_infos, True)
+    read = iter(read_from_log(params, to_read, True)) if to_read else iter(())
     results: list[tuple[TopicPartition, LogReadResult]] = []
     for (tp, _), prior in zip(fetch_infos, reused, strict=True):
         results.append((tp, prior) if prior is not None else next(read))

@@ -1,7 +1,8 @@
 """Skipping a figure the run's data cannot support, and saying why.
 
 A run without consumers has no end-to-end latency, an acks=0 run has no DelayedProduce to draw. That is
-not an error: the figure function logs the reason on the "kafkasim.report" logger and returns None.
+not an error: the figure function logs the reason on the report's logger (kafkasim.report.skip, a child of
+kafkasim.report) and returns None.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import ParamSpec, TypeVar
 
 from matplotlib.figure import Figure
 
-logger = logging.getLogger("kafkasim.report")
+logger = logging.getLogger(__name__)  # a child of the report's logger, whose settings it follows
 
 P = ParamSpec("P")
 F = TypeVar("F", bound=Figure)

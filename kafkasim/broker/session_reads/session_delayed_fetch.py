@@ -219,9 +219,9 @@ class SessionDelayedFetch(DelayedFetch):
         status_of = self._status_of
         fetch_infos: list[tuple[TopicPartition, PartitionData]] = [(tp, status_of[tp].fetch_info) for tp in items]
         priors = self._prior_of
-        results = reread_from_log(
-            self.replica_manager, self.params, fetch_infos, [priors[tp] for tp in items], frozenset(changed)
-        )
+        rm = self.replica_manager
+        results = reread_from_log(rm.read_from_log, rm.time.milliseconds(), self.params, fetch_infos,
+                                  [priors[tp] for tp in items], frozenset(changed))
         self._read_results = None
         self.fetch_partition_status = ()
         self._order = {}
