@@ -25,7 +25,7 @@ ReadFromLog = Callable[[FetchParams, Sequence[tuple[TopicPartition, PartitionDat
 
 def reread_from_log(
     read_from_log: ReadFromLog,
-    fetch_time_ms: float,
+    fetch_time_ms: int,
     params: FetchParams,
     fetch_infos: Sequence[tuple[TopicPartition, PartitionData]],
     priors: Sequence[LogReadResult | None],
