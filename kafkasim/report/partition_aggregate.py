@@ -18,11 +18,11 @@ from matplotlib.axes import Axes
 
 from kafkasim.report.frames import metric
 from kafkasim.report.palette import ELR_COLOUR, MIN_ISR_COLOUR, OFFLINE_COLOUR, replica_colour
+from kafkasim.report.replica_presence import REPLICA_SEPARATOR
 from kafkasim.report.time_axis import TimeUnit
 
 DOWN_COLOUR = "#7f7f7f"
 
-REPLICA_SEPARATOR = "/replica-"
 
 
 def _replica_rows(leo: pd.DataFrame) -> pd.DataFrame:

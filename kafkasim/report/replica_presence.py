@@ -18,6 +18,7 @@ import pandas as pd
 from kafkasim.report.run_events import FaultWindow
 
 NO_LEADER = -1
+REPLICA_SEPARATOR = "/replica-"  # a replica's entity: "<partition>/replica-<broker id>"
 GAP_FACTOR = 3.0
 """A sampled replica is down where two of its samples are more than this many usual steps apart."""
 
@@ -33,7 +34,7 @@ class Span:
 
 def replica_broker(entity: str) -> int | None:
     """The broker id of a "<partition>/replica-<id>" entity (None for anything else)."""
-    _, _, tail = entity.rpartition("/replica-")
+    _, _, tail = entity.rpartition(REPLICA_SEPARATOR)
     return int(tail) if tail.isdigit() else None
 
 

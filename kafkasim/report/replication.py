@@ -187,7 +187,8 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
             style: dict[str, Any] = ({"lw": 1.6, "zorder": 4} if is_leader
                                      else {"lw": 3.2, "alpha": 0.75, "zorder": 3})
             label = f"LogEndOffset {name}{_roles(led, down, spans, unit)}"
-            for piece, until, first in _live_pieces(rows, down, end):
+            pieces = _live_pieces(rows, down, end)
+            for piece, until, first in pieces:
                 _step(top, piece, unit, until, color=replica_colour(index), label=label if first else None, **style)
             for gap in down:
                 # Down: its log is frozen at its last value (a crashed broker's log ends there) -- drawn
@@ -201,13 +202,13 @@ def log_offsets_figure(timeseries: pd.DataFrame | None, summary: Mapping[str, An
                                  color=replica_colour(index), xytext=(3, -10), textcoords="offset points")
             if hw.empty:
                 continue
-            for piece, until, _ in _live_pieces(rows, down, end):
+            for piece, until, _ in pieces:
                 lag = _lag_behind(piece, hw[hw["time_ms"] < until])
                 lag = lag[lag["time_ms"] < until]
                 negative |= bool((lag["value"] < 0).any())
                 summarised |= _step(bottom, lag, unit, until, color=replica_colour(index),
                                     lw=1.6 if is_leader else 1.2, zorder=4 if is_leader else 3)
-            for span, (piece, until, _) in product(led, _live_pieces(rows, down, end)):
+            for span, (piece, until, _) in product(led, pieces):
                 # The leader's uncommitted tail as a shaded area while it leads and is up; the followers'
                 # lines over it show how much of it each holds.
                 start, stop = max(span.start_ms, float(piece["time_ms"].iloc[0])), min(span.end_ms, until)
