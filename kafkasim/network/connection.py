@@ -67,7 +67,8 @@ from kafkasim.sim.calls import Call
 if TYPE_CHECKING:
     from simpy import Environment
 
-    from kafkasim.network.socket_server import KafkaChannel, SocketServer
+    from kafkasim.network.kafka_channel import KafkaChannel
+    from kafkasim.network.socket_server import SocketServer
 
 __all__ = ["ClientConnection", "Connection", "NetworkPath", "PartitionedConnection", "open_connection"]
 

@@ -23,7 +23,7 @@ from kafkasim.broker.records import RecordBatch, TopicPartition
 
 if TYPE_CHECKING:
     from kafkasim.broker.errors import Errors
-    from kafkasim.network.socket_server import KafkaChannel
+    from kafkasim.network.kafka_channel import KafkaChannel
 
 NAN: Final = float("nan")
 

@@ -45,7 +45,9 @@ class RequestChannel:
         self._blocked: deque[Processor] = deque()
 
     def add_processor(self, processor: Processor) -> None:
-        """``RequestChannel.addProcessor``: the SocketServer registers each of its processors."""
+        """``RequestChannel.addProcessor``: the SocketServer registers each of its processors, in the order of
+        their ids (a channel names its processor by id: ``KafkaChannel.processor``)."""
+        assert processor.index == len(self.processors), f"processor {processor.index} added out of order"
         self.processors.append(processor)
 
     # --- requests ----------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ class RequestChannel:
             envelope.local_complete_ms = now
         channel = envelope.connection
         assert channel is not None  # a processor read the request
-        channel.processor.enqueue_response(envelope)
+        self.processors[channel.processor].enqueue_response(envelope)
 
     # --- gauges ------------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from kafkasim.network.kafka_channel import KafkaChannel
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
@@ -71,28 +72,6 @@ class ProcessorCosts:
 def _both_constant(base: Sampler, per_kib: Sampler) -> tuple[float, float] | None:
     fixed_base, fixed_per_kib = constant_value(base), constant_value(per_kib)
     return None if fixed_base is None or fixed_per_kib is None else (fixed_base, fixed_per_kib)
-
-
-class KafkaChannel:
-    """The broker side of one client connection (Kafka's ``KafkaChannel``)."""
-
-    __slots__ = ("name", "processor", "muted", "pending", "readable", "send_response", "closed", "closing",
-                 "on_reset")
-
-    def __init__(self, name: str, processor: Processor, send_response: Callable[[RequestEnvelope], None]) -> None:
-        self.name = name
-        self.processor = processor
-        self.muted = False
-        # Requests that arrived but were not read yet (the socket receive buffer).
-        self.pending: deque[RequestEnvelope] = deque()
-        self.readable = False  # queued in the processor's readable list
-        self.send_response = send_response
-        # A closed channel drops its responses and unread requests; a closing one (the client closed it) is still
-        # read until a response must be written; see SocketServer.close_channel.
-        self.closed = False
-        self.closing = False
-        # The client's side of a reset connection (the broker process died): set by the client's Connection.
-        self.on_reset: Callable[[], None] | None = None
 
 
 class Processor:
@@ -222,7 +201,7 @@ class Processor:
         channel.muted = False
         if channel.pending and not channel.readable and not channel.closed:
             channel.readable = True
-            channel.processor.readable.append(channel)
+            self.readable.append(channel)  # the channel is this processor's
         # The caller (the channel's processor) picks the next work up.
 
 
@@ -262,9 +241,9 @@ class SocketServer:
 
     def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> KafkaChannel:
         """Accept a connection; ``send_response(envelope)`` puts a sent response on the link back."""
-        processor = self.processors[self._next_processor]
-        self._next_processor = (self._next_processor + 1) % len(self.processors)
-        channel = KafkaChannel(name, processor, send_response)
+        index = self._next_processor
+        self._next_processor = (index + 1) % len(self.processors)
+        channel = KafkaChannel(name, index, send_response)
         if self.down:
             channel.closed = True  # nothing listens: the client's connection attempt is refused
         else:
@@ -299,7 +278,7 @@ class SocketServer:
         channel.pending.append(envelope)
         if not channel.muted and not channel.readable:
             channel.readable = True
-            processor = channel.processor
+            processor = self.processors[channel.processor]
             processor.readable.append(channel)
             if not processor.busy and processor.blocked is None:  # Processor.wakeup
                 processor.run()

@@ -45,9 +45,9 @@ def _scenario(**sections: object) -> Scenario:
 
 
 def _broker_of(c: Cluster, channel: Any) -> int:
-    """The broker whose SocketServer read the request on ``channel``."""
+    """The broker whose SocketServer accepted ``channel``."""
     for broker in c.brokers:
-        if channel.processor.request_channel is broker.request_channel:
+        if any(channel is open_channel for open_channel in broker.socket_server.channels):
             return broker.broker_id
     raise AssertionError(f"channel {channel.name} is on no broker")
 

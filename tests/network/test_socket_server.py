@@ -12,11 +12,12 @@ from __future__ import annotations
 import simpy
 
 from kafkasim.network.connection import Connection
+from kafkasim.network.kafka_channel import KafkaChannel
 from kafkasim.network.link import NetworkPath
 from kafkasim.network.messages import API_PRODUCE, ProduceRequestData, RequestEnvelope, Response
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
-from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketServer
+from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.sim.calls import Call
 
 READ_MS = 1.0  # network_read; no per-KiB part unless a test says so
@@ -148,7 +149,7 @@ def test_a_full_request_queue_blocks_the_processor_until_a_handler_takes_a_reque
 def test_connections_are_assigned_to_processors_round_robin() -> None:
     b = Broker(threads=3)
     channels = [b.connect(f"c{i}") for i in range(7)]
-    assert [ch.processor.index for ch in channels] == [0, 1, 2, 0, 1, 2, 0]
+    assert [ch.processor for ch in channels] == [0, 1, 2, 0, 1, 2, 0]
     assert b.channel.processors == b.server.processors
 
 
@@ -335,8 +336,7 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
 
     b = Broker()
     env = b.env
-    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
-    server = SocketServer(env, b.channel, costs, observer=b.observer, broker_id=0)
+    server = b.server  # one network thread, broker 0
     path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e9)
     received: list[int] = []
 
@@ -385,8 +385,7 @@ def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -
 
     b = Broker()
     env = b.env
-    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
-    server = SocketServer(env, b.channel, costs, observer=b.observer, broker_id=0)
+    server = b.server  # one network thread, broker 0
     path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e9)
     read: list[int] = []
 

@@ -6,6 +6,7 @@ import simpy
 
 from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.records import RecordBatch, TopicPartition
+from kafkasim.network.kafka_channel import KafkaChannel
 from kafkasim.network.messages import (
     API_FETCH_FOLLOWER,
     API_PRODUCE,
@@ -16,7 +17,7 @@ from kafkasim.network.messages import (
 )
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
-from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketServer
+from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.record.recorder import Recorder
 from kafkasim.record.run_recorder import RunRecorder
 

@@ -23,6 +23,7 @@ from kafkasim.broker.fetch import PartitionData
 from kafkasim.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.broker.replica_manager import ReplicaManager
+from kafkasim.network.kafka_channel import KafkaChannel
 from kafkasim.network.messages import (
     API_FETCH_CONSUMER,
     API_FETCH_FOLLOWER,
@@ -36,7 +37,7 @@ from kafkasim.network.messages import (
 )
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
-from kafkasim.network.socket_server import KafkaChannel, ProcessorCosts, SocketServer
+from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, RequestHandlerCosts
 from kafkasim.sim.calls import Call
