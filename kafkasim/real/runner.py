@@ -427,7 +427,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
                         producers=[p.name for p in scenario.producers],
                         consumers=[c.name for c in scenario.consumers], timeseries=timeseries,
                         # Cut at the scenario's fault times and the real controller's fences (its server.log).
-                        phases=cut_phases(fault_spans(scenario.faults), list(events.fenced),
+                        phases=cut_phases(fault_spans(scenario.faults, list(events.unfenced)), list(events.fenced),
                                           float(scenario.warmup), end))
     summary["engine"] = ENGINE
     # Every leadership change, phase by phase, as a simulated run's summary has it (only when there was one).
@@ -462,6 +462,8 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
                                   for t, i, p, b in events.unclean],
             "elr_elections": [{"at_ms": t, "topic": topic_ids.get(i, i), "partition": p, "leader": b}
                               for t, i, p, b in events.elr],
+            "registered": [{"at_ms": t, "broker": b} for t, b in events.registered],
+            "unfenced": [{"at_ms": t, "broker": b} for t, b in events.unfenced],
         },
         "heartbeats_ms": {f"broker-{b}": times for b, times in sorted(heartbeats.items())},
         "request_log_bad_lines": [str(b) for b in log.bad_lines[:20]],

@@ -56,6 +56,26 @@ def test_the_logs_give_each_leadership_taken_and_each_controlled_shutdown(tmp_pa
     assert controller_events(tmp_path / "c.log", T0).shutdown == [(10_060.0, 0)]
 
 
+# A restart after a SIGKILL, as the controller of a real run of follower_crash_fenced.yaml logged it.
+RESTART = f"""\
+[{T0 + 17_532}] INFO [QuorumController id=1000] Registering a new incarnation of broker 2. Previous incarnation ID \
+was XmjKUobRS0-pH9ucSIxY8g; new incarnation ID is 91rkuyn4QNKBGnxb69qySA. Generated 0 record(s) to clean up \
+previous incarnations. Broker epoch will become 96. (org.apache.kafka.controller.ClusterControlManager)
+[{T0 + 17_533}] INFO [QuorumController id=1000] Replayed RegisterBrokerRecord establishing a new incarnation of \
+broker 2: RegisterBrokerRecord(brokerId=2, isMigratingZkBroker=false, incarnationId=91rkuyn4QNKBGnxb69qySA, \
+brokerEpoch=96) (org.apache.kafka.controller.ClusterControlManager)
+[{T0 + 18_916}] INFO [QuorumController id=1000] The request from broker 2 to unfence has been granted because it has \
+caught up with the offset of its register broker record 96. (org.apache.kafka.controller.BrokerHeartbeatManager)
+"""
+
+
+def test_the_controllers_log_gives_each_registration_and_unfence(tmp_path: Path) -> None:
+    (tmp_path / "c.log").write_text(RESTART)
+    events = controller_events(tmp_path / "c.log", T0)
+    assert events.registered == [(17_532.0, 2)] and events.unfenced == [(18_916.0, 2)]
+    assert events.fenced == [] and events.shutdown == []
+
+
 def test_a_controlled_shutdown_seen_in_the_logs_is_a_failover_with_its_phases(tmp_path: Path) -> None:
     """As in a real run of leader_controlled_shutdown.yaml: the old leader acknowledged until it applied the
     change, so the first acknowledgement counted is the first after the new leader took over."""
