@@ -77,8 +77,12 @@ EXPLAINED: dict[str, tuple[str, str]] = {
         "range."),
     "follower_crash_fenced": (
         "A follower is SIGKILLed: it stays in the ISR until the controller fences it, so every acks=all produce "
-        "waits in the purgatory until the fence (7-10 s after the crash by the timers).",
-        "None beyond where the crash falls between heartbeats (a draw on both)."),
+        "waits in the purgatory until the fence (7-10 s after the crash by the timers). Restarted, its new "
+        "process registers, loads its logs and is unfenced once it reports itself caught up.",
+        "Where the crash falls between heartbeats (a draw on both). How long the restart takes is this "
+        "machine's: kafkasim's broker.startup defaults were measured here (a JVM's start and "
+        "BrokerServer.startup up to the registration, then the logs loaded by the first metadata publish); the "
+        "real figure grows with the machine's load."),
     "gc_paused_follower": (
         "A follower is paused (SIGSTOP, as a long GC pause) for 3 s: acks=all produces wait in the purgatory "
         "for the pause; 3 s is shorter than the session timeout, so the follower is not fenced.",

@@ -170,6 +170,8 @@ def not_applied(scenario: Scenario) -> list[str]:
     for key in ("link_latency", "metadata_propagation", "metadata_apply"):
         if controller.get(key) != default.get(key) or key == "link_latency":
             notes.append(f"controller.{key}")
+    if any(getattr(f, "restart_after", None) is not None for f in scenario.faults):
+        notes.append("broker.startup (a restarted real broker takes its own time to register and be unfenced)")
     notes.append("clock (a real cluster runs in real time)")
     return notes
 

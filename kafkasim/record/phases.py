@@ -38,11 +38,26 @@ class Phase:
     to_ms: float
 
 
-def fault_spans(faults: Iterable[Any]) -> list[FaultSpan]:
+def fault_spans(faults: Iterable[Any], unfenced: Sequence[tuple[float, int]] = ()) -> list[FaultSpan]:
     """The spans of a scenario's faults (``kafkasim.scenario.faults``): "<type> <target>" from ``at`` to
-    ``end``."""
-    return [FaultSpan(f"{fault.type} {fault.target}", float(fault.at),
-                      None if fault.end is None else float(fault.end)) for fault in faults]
+    ``end``; a crash or shutdown that restarts its broker adds "restart <target>" from the restart until the
+    controller unfenced the broker again (``unfenced``: the controller's (time, broker) unfences; none seen:
+    to the end of the run): the new process starting, loading its logs and catching up."""
+    spans = []
+    for fault in faults:
+        end = None if fault.end is None else float(fault.end)
+        spans.append(FaultSpan(f"{fault.type} {fault.target}", float(fault.at), end))
+        broker = broker_of_target(str(fault.target))
+        if end is not None and getattr(fault, "restart_after", None) is not None and broker is not None:
+            back = [t for t, b in unfenced if b == broker and t >= end]
+            spans.append(FaultSpan(f"restart {fault.target}", end, min(back) if back else None))
+    return spans
+
+
+def broker_of_target(target: str) -> int | None:
+    """The broker a fault's target runs on: ``broker-<k>``, or ``follower-<k>`` (broker k's fetcher)."""
+    kind, _, number = target.partition("-")
+    return int(number) if kind in ("broker", "follower") and number.isdigit() else None
 
 
 def cut_phases(spans: Sequence[FaultSpan], fences: Sequence[tuple[float, int]], start_ms: float,

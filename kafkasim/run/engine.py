@@ -48,7 +48,7 @@ from kafkasim.record.summary import summarize
 from kafkasim.run.build import build, client_deadlines
 from kafkasim.run.cluster import Cluster
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
-from kafkasim.run.failovers import failovers, fences
+from kafkasim.run.failovers import failovers, fences, unfences
 from kafkasim.run.faults import schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
 from kafkasim.run.memory_guard import AddressSpaceGuard
@@ -362,8 +362,8 @@ class Engine:
             producers=[p.name for p in self.scenario.producers],
             consumers=[c.name for c in self.scenario.consumers],
             timeseries=tables.timeseries,
-            phases=cut_phases(fault_spans(self.scenario.faults), fences(metadata), float(self.scenario.warmup),
-                              duration),
+            phases=cut_phases(fault_spans(self.scenario.faults, unfences(metadata)), fences(metadata),
+                              float(self.scenario.warmup), duration),
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
         applied, heartbeats, learned = self._failover_facts() if facts is None else facts

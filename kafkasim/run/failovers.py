@@ -51,6 +51,7 @@ from kafkasim.controller.records import (
     BrokerRegistrationChangeRecord,
     PartitionChangeRecord,
 )
+from kafkasim.record.phases import broker_of_target
 
 BOUNDED_BY = {
     "fenced": ["broker.session.timeout.ms", "broker.heartbeat.interval.ms", "retry.backoff.max.ms",
@@ -72,9 +73,11 @@ def fences(batches: Iterable[MetadataBatch]) -> list[tuple[float, int]]:
             if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == FENCE]
 
 
-def _broker_of(target: str) -> int | None:
-    kind, _, number = target.partition("-")
-    return int(number) if kind in ("broker", "follower") and number.isdigit() else None
+def unfences(batches: Iterable[MetadataBatch]) -> list[tuple[float, int]]:
+    """When the controller unfenced which broker (a registered broker that caught up:
+    ``BrokerHeartbeatManager``, ``ReplicationControlManager.handleBrokerUnfenced``)."""
+    return [(float(batch.append_ms), record.broker_id) for batch in batches for record in batch.records
+            if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == UNFENCE]
 
 
 def failovers(batches: Sequence[MetadataBatch], faults: Iterable[Any], records: pd.DataFrame,
@@ -184,8 +187,8 @@ def _fault_on(faults: Sequence[Any], broker: int, at_ms: float) -> Any | None:
     for fault in faults:
         if fault.at > at_ms:
             continue
-        targets = [_broker_of(fault.target)] if fault.type != "network_partition" else [
-            _broker_of(host) for side in fault.sides for host in side]
+        targets = [broker_of_target(fault.target)] if fault.type != "network_partition" else [
+            broker_of_target(host) for side in fault.sides for host in side]
         if broker in targets and (found is None or fault.at >= found.at):
             found = fault
     return found

@@ -8,7 +8,8 @@ a cluster, where broker k has one thread). A ``broker-<k>`` target (a ``cluster:
   request handlers, reapers, periodic tasks and fetcher threads; see ``BrokerServer.pause``).
 * ``slow_disk``: its request handlers' produce appends and its fetcher threads' appends.
 * ``crash``: the whole broker process (``BrokerServer.crash``): connections reset, everything in memory
-  lost, logs kept; ``restart_after`` starts a new process over the same logs (``BrokerServer.restart``).
+  lost, logs kept; ``restart_after`` starts a new process over the same logs, which registers and is
+  unfenced after the scenario's ``broker.startup`` times (``_restart``, ``BrokerServer.restart``).
 * ``link_delay`` / ``link_drop``: the network paths of its replica fetcher threads toward the brokers it
   follows (``to_broker``: its fetch requests to the leaders; ``from_broker``: the leaders' responses,
   i.e. the replicated data). Not the paths of other brokers' fetchers toward it, nor clients' paths.
@@ -56,11 +57,12 @@ from kafkasim.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call
-from kafkasim.sim.distributions import sampler_from_spec
+from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
 
 if TYPE_CHECKING:
     from kafkasim.run.cluster import Cluster
     from kafkasim.scenario import Scenario
+    from kafkasim.sim.random_streams import RandomStreams
 
 
 class FaultTarget(Protocol):
@@ -132,6 +134,7 @@ def _at(c: Cluster, t: float, action: Callable[[], None]) -> None:
 
 def schedule_faults(scenario: Scenario, c: Cluster) -> None:
     pauses = _PauseCount()
+    startups = BrokerStartups(scenario, c.streams)
     drop_ends: dict[str, float] = {}  # link name -> end of the drop faults started so far
     for index, fault in enumerate(scenario.faults):
         start = float(fault.at)
@@ -161,11 +164,11 @@ def schedule_faults(scenario: Scenario, c: Cluster) -> None:
             crashed = c.broker(crashed_id)
             _at(c, start, partial(_crash, c, crashed, crashed_id))
             if end is not None:
-                _at(c, end, partial(_restart, c, crashed, crashed_id))
+                _at(c, end, partial(_restart, c, startups, crashed, crashed_id))
         elif isinstance(fault, ShutdownFault):
             stopping_id = _broker_id(_component(c, fault.target))
             assert stopping_id is not None
-            shutdown = _ControlledShutdown(c, c.broker(stopping_id), stopping_id, end)
+            shutdown = _ControlledShutdown(c, startups, c.broker(stopping_id), stopping_id, end)
             _at(c, start, shutdown.begin)
         elif isinstance(fault, LinkDelayFault):
             links = _links(c, fault.target, fault.direction)
@@ -223,9 +226,61 @@ def _crash(c: Cluster, broker: BrokerServer, broker_id: int) -> None:
     c.controller_link.broker_crashed(broker_id)
 
 
-def _restart(c: Cluster, broker: BrokerServer, broker_id: int) -> None:
-    broker.restart()
-    c.controller_link.broker_restarted(broker_id)
+class BrokerStartups:
+    """How long each restarted broker takes (the scenario's ``broker.startup``, per broker): its samplers, each
+    on its own stream ``broker-<id>/startup/<phase>``, made when a broker first restarts."""
+
+    __slots__ = ("scenario", "streams", "_samplers")
+
+    def __init__(self, scenario: Scenario, streams: RandomStreams) -> None:
+        self.scenario = scenario
+        self.streams = streams
+        self._samplers: dict[int, tuple[Callable[[], float], Callable[[], float]]] = {}
+
+    def draw(self, broker_id: int) -> tuple[float, float]:
+        """(process start, log load) in ms for one restart of ``broker_id``."""
+        samplers = self._samplers.get(broker_id)
+        if samplers is None:
+            startup = self.scenario.broker_for(broker_id).startup
+            samplers = self._samplers[broker_id] = (
+                zero_arg_sampler(startup.process_start, self.streams.stream(f"broker-{broker_id}/startup/process_start")),
+                zero_arg_sampler(startup.log_load, self.streams.stream(f"broker-{broker_id}/startup/log_load")),
+            )
+        return max(0.0, samplers[0]()), max(0.0, samplers[1]())
+
+
+def _restart(c: Cluster, startups: BrokerStartups, broker: BrokerServer, broker_id: int) -> None:
+    """A new process starts now (Kafka's ``KafkaRaftServer`` -> ``BrokerServer.startup``), in three steps:
+
+    1. ``process_start`` later its socket server accepts connections (refused until then: the broker is still
+       down) and its ``BrokerLifecycleManager`` registers (``BrokerServer.restart``,
+       ``NodeToControllerChannelManager.broker_restarted``);
+    2. ``log_load`` after that its first metadata publish (``LogManager.startup`` loads the logs first) makes
+       its partitions leader or follower and starts its fetchers (``broker_logs_loaded``);
+    3. its next heartbeat (STARTING: every 10 ms) reports it caught up, and the controller unfences it.
+
+    Simplification: requests it reads before it is unfenced are handled at once (Kafka enables request
+    processing, ``SocketServer.enableRequestProcessing``, after the unfence); a restarted broker leads nothing
+    until an election, so only clients' metadata and connection attempts meet it then."""
+    process_start, log_load = startups.draw(broker_id)
+    link = c.controller_link
+    crashes = link.incarnations[broker_id]  # a crash while it starts ends this start
+
+    def registered(_e: object) -> None:
+        if link.incarnations[broker_id] != crashes:
+            return
+        broker.restart()
+        link.broker_restarted(broker_id)
+        incarnation = link.incarnations[broker_id]
+
+        def logs_loaded(_e: object) -> None:
+            if link.incarnations[broker_id] == incarnation:
+                broker.logs_loaded()
+                link.broker_logs_loaded(broker_id)
+
+        Call(c.env, log_load, logs_loaded)
+
+    Call(c.env, process_start, registered)
 
 
 CONTROLLED_SHUTDOWN_TIMEOUT_MS = 300_000.0
@@ -248,14 +303,16 @@ class _ControlledShutdown:
     The stop is modelled as ``crash()`` (connections closed, memory gone, logs kept): by then the broker
     leads no partition and is in no ISR, so it holds no produce that could still be acknowledged; Kafka's
     ``SocketServer.stopProcessingRequests`` likewise closes the connections and drops the requests not yet
-    handled (``RequestChannel.clear``), whose clients retry elsewhere. A clean shutdown also spares Kafka
-    the log recovery on restart, which is not modelled for a crash either. The restart (``restart_at``, from
+    handled (``RequestChannel.clear``), whose clients retry elsewhere. A clean shutdown spares Kafka the log
+    recovery on restart; here ``broker.startup.log_load`` is the same after either. The restart (``restart_at``, from
     the fault's ``restart_after``) comes no earlier than the stop."""
 
-    __slots__ = ("c", "broker", "broker_id", "restart_at", "began", "stopped_at")
+    __slots__ = ("c", "startups", "broker", "broker_id", "restart_at", "began", "stopped_at")
 
-    def __init__(self, c: Cluster, broker: BrokerServer, broker_id: int, restart_at: float | None) -> None:
+    def __init__(self, c: Cluster, startups: BrokerStartups, broker: BrokerServer, broker_id: int,
+                 restart_at: float | None) -> None:
         self.c = c
+        self.startups = startups
         self.broker = broker
         self.broker_id = broker_id
         self.restart_at = restart_at
@@ -286,7 +343,7 @@ class _ControlledShutdown:
         _crash(self.c, self.broker, self.broker_id)
         if self.restart_at is not None:
             Call(env, max(0.0, self.restart_at - self.stopped_at),
-                 lambda _e: _restart(self.c, self.broker, self.broker_id))
+                 lambda _e: _restart(self.c, self.startups, self.broker, self.broker_id))
 
 
 def _scale_disk(target: ReplicaFetcherThread | BrokerServer, factor: float) -> None:

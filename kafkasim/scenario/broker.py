@@ -57,6 +57,24 @@ class HandlerCosts(ScenarioModel):
     """Processor-thread cost per KiB of response sent."""
 
 
+class BrokerStartup(ScenarioModel):
+    """How long a restarted broker takes to serve again (simulator-only; a real broker takes its own time).
+
+    Measured on the project's machine (Kafka 4.3.1, 2 shared cores; docs/validation.md): a broker restarted
+    after a SIGKILL sent its BrokerRegistration 2.2-3.5 s after the new process started and was unfenced
+    0.8-1.4 s after that. The defaults are the quieter run's."""
+
+    process_start: DurationDistribution = Field(default_factory=lambda: constant_ms(2300.0))
+    """From the restart (a new process) until its BrokerLifecycleManager sends the BrokerRegistration: the
+    JVM's start, KafkaConfig, the metadata log and KRaft client (SharedServer), BrokerServer.startup up to
+    the lifecycle manager's start. The broker refuses connections until then."""
+    log_load: DurationDistribution = Field(default_factory=lambda: constant_ms(800.0))
+    """From the BrokerRegistration until the broker applies the metadata image: its BrokerMetadataPublisher's
+    first publish runs LogManager.startup (loading the logs; after a crash, recovering them) and starts the log
+    cleaner and the coordinators; only then are its partitions made leader or follower (its fetchers start),
+    and its heartbeats report it caught up, so that the controller unfences it."""
+
+
 class PerBrokerConfig(ScenarioModel):
     """The broker configs a `cluster.overrides` entry may set for one broker: its threads, queues,
     purgatories, replica fetchers and costs. The others are cluster-wide here (topic defaults, the
@@ -118,6 +136,8 @@ class PerBrokerConfig(ScenarioModel):
     socket.connection.setup.timeout.ms it is the timeout."""
     costs: HandlerCosts = Field(default_factory=HandlerCosts)
     """Simulator-only: service times of the request pipeline."""
+    startup: BrokerStartup = Field(default_factory=BrokerStartup)
+    """Simulator-only: how long a restarted broker takes to register and to be unfenced."""
 
 
 OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConfig.model_fields.items())

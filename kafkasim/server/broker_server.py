@@ -407,9 +407,11 @@ class BrokerServer:
     def restart(self) -> None:
         """A new process over the same logs (``BrokerServer.startup``): new request plane and fetch sessions,
         the ReplicaManager's partitions forgotten until the metadata image it loads makes them leader or
-        follower again (``ReplicaManager.restart``; ``NodeToControllerChannelManager.broker_restarted`` delivers
-        the image and registers the broker); its fetcher threads come back. Simplification: it accepts connections at once
-        (Kafka's broker opens its listeners only once registered and caught up with the metadata)."""
+        follower again (``ReplicaManager.restart``; ``NodeToControllerChannelManager.broker_restarted`` registers
+        the broker, ``broker_logs_loaded`` delivers the image); its fetcher threads come back with its logs
+        (``logs_loaded``). The run calls it once the new process has started
+        (``kafkasim.run.faults``: ``broker.startup.process_start`` after the restart); it accepts connections
+        from then on."""
         if not self._down:
             return
         self._down = False
@@ -422,6 +424,13 @@ class BrokerServer:
         self._purgatory_tasks_started = False
         if self._fault_paused > 0:
             self.stw.pause()  # a pause fault still in force when it comes back
+
+    def logs_loaded(self) -> None:
+        """The restarted process's first metadata publish ran ``LogManager.startup``: its logs are loaded, the
+        retention task starts and its fetcher threads come back (Kafka adds the partitions to new fetchers as it
+        makes them followers, ``ReplicaManager.applyDelta``, right after)."""
+        if self._down:
+            return
         for fetcher in self.fetchers:
             if self._fault_paused > 0:
                 fetcher.pause()  # its threads are in the same stopped JVM: they start when it resumes

@@ -226,10 +226,15 @@ class NodeToControllerChannelManager:
         self.controller.unsubscribe(broker_id)
 
     def broker_restarted(self, broker_id: int) -> None:
-        """A new incarnation: it loads the committed metadata and registers again."""
+        """A new incarnation registers (``BrokerLifecycleManager.start``); it applies the committed metadata
+        once its logs are loaded (``broker_logs_loaded``)."""
         self.incarnations[broker_id] += 1
-        self.metadata_loader.resubscribe(broker_id)
         self.lifecycles[broker_id].start()
+
+    def broker_logs_loaded(self, broker_id: int) -> None:
+        """The restarted broker's first metadata publish (``BrokerMetadataPublisher``, after
+        ``LogManager.startup``): it loads the whole committed image; its heartbeats then report it caught up."""
+        self.metadata_loader.resubscribe(broker_id)
 
 
 class HeartbeatChannel:

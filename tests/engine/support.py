@@ -14,6 +14,9 @@ from kafkasim.scenario.load import validate_data
 
 # Deterministic links and costs: every latency below is then exact arithmetic, not a distribution.
 FIXED_LINK = {"latency": "0.5ms", "bandwidth": "10Gbit/s"}
+STARTUP_MS = 3_100.0
+"""A restarted broker's start-up at broker.startup's defaults: it registers process_start (2.3 s) after the
+restart and loads its logs log_load (0.8 s) later; it is unfenced and fetches right after that."""
 
 
 def scenario(**sections: Any) -> Scenario:

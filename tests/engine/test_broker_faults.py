@@ -105,11 +105,14 @@ def test_slow_disk_on_a_broker_slows_its_leader_appends_and_its_follower_appends
 
 
 def test_a_crashed_broker_that_leads_nothing_stops_fetching_and_acks_all_waits_until_it_restarts() -> None:
-    # Broker 0 leads nothing and follows partition 0 (leader 1).
+    # Broker 0 leads nothing and follows partition 0 (leader 1). The new process registers 100 ms after the
+    # restart and fetches again once its logs are loaded, 50 ms later (broker.startup): acks=all on partition 0
+    # waits for the crash, the restart and both start-up steps.
     fault = [{"type": "crash", "target": "broker-0", "at": "1s", "restart_after": "300ms"}]
-    engine, result = _run([[1, 0], [2, 1]], fault)
+    startup = {"startup": {"process_start": "100ms", "log_load": "50ms"}}
+    engine, result = _run([[1, 0], [2, 1]], fault, broker=startup)
     waiting = _produce(result, 1)
-    assert PAUSE_MS - 20 < waiting.max() <= PAUSE_MS + 30
+    assert PAUSE_MS + 150 - 20 < waiting.max() <= PAUSE_MS + 150 + 30
     assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
     broker = engine.components.broker(0)
     assert broker.fetchers and not broker.crashed  # restarted
@@ -154,3 +157,43 @@ def test_a_clients_link_fault_in_a_cluster_acts_on_its_path_to_every_broker() ->
     for broker in (0, 1):
         assert _produce(result, broker).median() > _baseline(result, broker) + 45
 
+
+
+def test_a_restarted_broker_registers_after_its_process_starts_and_is_unfenced_once_its_logs_are_loaded() -> None:
+    """Kafka's restart, step by step (found by the real cluster: a broker restarted after a SIGKILL was unfenced
+    3-5 s after the restart, kafkasim's at once): the new process registers ``process_start`` after the restart
+    (BrokerLifecycleManager, STARTING), applies the metadata once ``LogManager.startup`` loaded its logs
+    (``log_load`` later), reports itself caught up and is unfenced; the run's phases name the time between."""
+    from kafkasim.controller.records import UNFENCE, BrokerRegistrationChangeRecord, RegisterBrokerRecord
+
+    # Restarted at 12 s, after its fence (7-10.1 s after the crash: a new incarnation's registration is refused
+    # while the old session is valid).
+    s = scenario(
+        duration="13s", cluster={"brokers": 3},
+        topics=[{"name": "t", "replica_assignment": [[1, 0], [2, 1]], "min.insync.replicas": 1}],
+        producers=[producer("p1", rate="200/s", partitioner="round_robin")],
+        faults=[{"type": "crash", "target": "broker-0", "at": "1s", "restart_after": "11s"}],
+        broker={"startup": {"process_start": "400ms", "log_load": "250ms"}},
+    )
+    engine = Engine(s, check_invariants=True)
+    result = engine.run()
+    registered, unfenced = [], []
+    for batch in engine.components.controller.core.log.batches:
+        for record in batch.records:
+            if isinstance(record, RegisterBrokerRecord) and record.broker_id == 0 and batch.append_ms > 1_000:
+                registered.append(batch.append_ms)
+            if isinstance(record, BrokerRegistrationChangeRecord) and record.broker_id == 0 and record.fenced == UNFENCE:
+                unfenced.append(batch.append_ms)
+    # The registration reaches the controller just after 12.4 s (plus its commit linger); the logs are loaded
+    # at 12.65 s, the next STARTING heartbeat (every 10 ms) says caught up, then unfenced.
+    assert len(registered) == 1 and 12_400 < registered[0] < 12_460, registered
+    assert len(unfenced) == 1 and 12_650 < unfenced[0] < 12_750, unfenced
+    restart = [p for p in result.summary["phases"] if p["name"] == "restart broker-0"]
+    assert len(restart) == 1 and restart[0]["from_ms"] == 12_000 and restart[0]["to_ms"] == unfenced[0]
+    # The defaults, measured on the project's machine (docs/validation.md): 2.3 s + 0.8 s.
+    from kafkasim.scenario.broker import BrokerStartup
+
+    from .support import STARTUP_MS
+    defaults = BrokerStartup()
+    assert defaults == BrokerStartup.model_validate({"process_start": "2300ms", "log_load": "800ms"})
+    assert STARTUP_MS == 3_100.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kafkasim.run import run_scenario
 
-from .support import gauge, scenario
+from .support import STARTUP_MS, gauge, scenario
 
 FIXED = {"latency": {"type": "constant", "value": "0.5ms"}}
 
@@ -33,9 +33,10 @@ def test_a_crashed_follower_is_fenced_7_to_10_s_later_and_rejoins_after_its_rest
     # Kafka 4.3's maybeFenceStaleBroker) after its session ended 9 s after it; the commit linger (25 ms) and the
     # propagation (2 ms) before the leader applies it; gauges every 50 ms.
     assert 5_000 + 7_000 <= out <= 5_000 + 9_000 + 1_125 + 100
-    # Restarted at 20 s: registers (the old session already expired), catches up with the metadata,
-    # is unfenced, fetches; the leader adds it back once it has caught up (AlterPartition via the controller).
-    assert 20_000 < back < 21_000
+    # Restarted at 20 s: registers (the old session already expired) once the new process started, loads its
+    # logs and catches up with the metadata (broker.startup), is unfenced, fetches; the leader adds it back
+    # once it has caught up (AlterPartition via the controller).
+    assert 20_000 + STARTUP_MS < back < 21_000 + STARTUP_MS
     counters = result.summary["counters"]
     assert counters["isr_shrinks"] == 0 and counters["isr_expands"] == 1 and counters["alter_partition_requests"] == 1
     # Who made each change: the fence's shrink is the controller's, the rejoin the leader's AlterPartition.
@@ -135,7 +136,7 @@ def test_a_crashed_leader_is_replaced_7_to_10_s_later_and_clients_follow_the_new
     (elected_at, new_leader), = changes[1:]
     assert new_leader in (0.0, 2.0) and 5_000 + 7_000 <= elected_at <= 5_000 + 9_000 + 1_125 + 100
     assert [v for _, v in _isr_changes(result)] == [3.0, 2.0, 3.0]  # shrinks at the election, back after restart
-    assert 20_000 < _isr_changes(result)[-1][0] < 21_000
+    assert 20_000 + STARTUP_MS < _isr_changes(result)[-1][0] < 21_000 + STARTUP_MS
 
     requests = result.requests
     produce = requests[requests["api"] == "Produce"]
@@ -266,7 +267,7 @@ def test_a_partition_without_a_leader_shows_in_offline_partitions_and_leader_id_
     (start, zero), (fenced, one), (back, zero_again) = changes
     assert (start, zero, one, zero_again) == (0.0, 0.0, 1.0, 0.0)
     assert 3_000 + 7_000 <= fenced <= 3_000 + 9_000 + 1_125 + 200  # the controller's periodic fencing check
-    assert 18_000 < back < 20_000  # restarted at 18 s, registered and unfenced: leader again
+    assert 18_000 + STARTUP_MS < back < 20_000 + STARTUP_MS  # restarted at 18 s, started, unfenced: leader again
     leaders = _leader_changes(result)
     assert [v for _, v in leaders] == [0.0, -1.0, 0.0]
     assert abs(leaders[1][0] - fenced) <= 100.0 and abs(leaders[2][0] - back) <= 100.0

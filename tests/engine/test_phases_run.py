@@ -13,7 +13,7 @@ from rich.console import Console
 from kafkasim import load_scenario
 from kafkasim.console.format import ms
 from kafkasim.console.summary import summary_renderable
-from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord
+from kafkasim.controller.records import FENCE, UNFENCE, BrokerRegistrationChangeRecord
 from kafkasim.record.result import RunResult
 from kafkasim.record.summary import OUTCOME_WORDS, outcome_counts
 from kafkasim.report.html import outcomes_table, phases_table
@@ -32,16 +32,21 @@ def test_the_phases_are_before_until_fenced_fenced_and_after(crashed: tuple[Engi
     engine, result = crashed
     phases = result.summary["phases"]
     assert [p["name"] for p in phases] == ["before", "crash broker-0, until fenced", "crash broker-0, broker-0 fenced",
-                                           "after"]
-    fence = next(float(b.append_ms) for b in engine.components.controller.core.log.batches
+                                           "restart broker-0", "after"]
+    batches = engine.components.controller.core.log.batches
+    fence = next(float(b.append_ms) for b in batches
                  for r in b.records if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == FENCE)
     scenario = engine.scenario
     crash = scenario.faults[0]
+    # The restarted broker's start-up (broker.startup) lasts until the controller unfences it.
+    unfence = next(float(b.append_ms) for b in batches if b.append_ms > crash.end
+                   for r in b.records if isinstance(r, BrokerRegistrationChangeRecord) and r.fenced == UNFENCE)
     assert [(p["from_ms"], p["to_ms"]) for p in phases] == [
-        (float(scenario.warmup), crash.at), (crash.at, fence), (fence, crash.end), (crash.end, scenario.duration)]
+        (float(scenario.warmup), crash.at), (crash.at, fence), (fence, crash.end), (crash.end, unfence),
+        (unfence, scenario.duration)]
     p99 = [p["produce_latency"]["acks=all"]["from_intended"]["p99"] for p in phases]
     # The failover holds every batch until the new leader is known; before and after it a few ms.
-    assert p99[1] > 100 * max(p99[0], p99[2], p99[3])
+    assert p99[1] > 100 * max(p99[0], p99[2], p99[3], p99[4])
     # The phases share out the run's batches, each to the phase its first record was meant for.
     records = result.records
     intended = records["first_intended_ms"].to_numpy(dtype=float)

@@ -25,7 +25,13 @@ import pandas as pd
 import pytest
 
 from kafkasim import load_scenario
-from kafkasim.controller.records import FENCE, BrokerRegistrationChangeRecord, PartitionChangeRecord
+from kafkasim.controller.records import (
+    FENCE,
+    UNFENCE,
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
+    RegisterBrokerRecord,
+)
 from kafkasim.real import netns
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import alive
@@ -57,8 +63,9 @@ SCENARIOS: dict[str, tuple[Path, list[str]]] = {
     "leader_crash": (ROOT / "scenarios/leader_crash.yaml", ["duration=24s", "faults[0].restart_after=11s"]),
     "leader_controlled_shutdown": (ROOT / "scenarios/leader_controlled_shutdown.yaml",
                                    ["duration=18s", "faults[0].restart_after=6s"]),
+    # Restarted after the fence (7-10.5 s after the crash), and unfenced again 3-5 s later within the run.
     "follower_crash_fenced": (ROOT / "scenarios/follower_crash_fenced.yaml",
-                              ["duration=20s", "faults[0].at=5s", "faults[0].restart_after=12s"]),
+                              ["duration=22s", "faults[0].at=5s", "faults[0].restart_after=11s"]),
     "gc_paused_follower": (ROOT / "scenarios/gc_paused_follower.yaml",
                            ["duration=12s", "faults[0].at=5s", "faults[0].duration=3s"]),
     "unclean_acks1_crashes": (HERE / "scenarios/unclean_acks1_crashes.yaml", []),
@@ -606,6 +613,47 @@ def test_follower_crash_holds_acks_all_until_the_fence(pair: Callable[[str], Pai
     ok = all(SESSION_MS - HEARTBEAT_MS - 500 <= v <= SESSION_MS + FENCE_CHECK_MS + SCHEDULING_SLACK_MS for v in holds)
     agree(p, "longest acks=all purgatory hold (crash -> fence, ms)", holds[0], holds[1], "6500..10525", ok)
     assert ok, holds
+
+
+def sim_restart_steps(engine: Engine, broker: int, after_ms: float) -> tuple[float, float]:
+    """When kafkasim's controller registered ``broker`` again after ``after_ms`` and when it unfenced it."""
+    registered = unfenced = float("nan")
+    for batch in engine.components.controller.core.log.batches:
+        if batch.append_ms < after_ms:
+            continue
+        for record in batch.records:
+            if isinstance(record, RegisterBrokerRecord) and record.broker_id == broker and registered != registered:
+                registered = float(batch.append_ms)
+            if isinstance(record, BrokerRegistrationChangeRecord) and record.broker_id == broker \
+                    and record.fenced == UNFENCE and unfenced != unfenced:
+                unfenced = float(batch.append_ms)
+    return registered, unfenced
+
+
+def real_restart_steps(result: RunResult, broker: int, after_ms: float) -> tuple[float, float]:
+    events = result.run_info["controller_events"]
+    registered = [e["at_ms"] for e in events["registered"] if e["broker"] == broker and e["at_ms"] >= after_ms]
+    unfenced = [e["at_ms"] for e in events["unfenced"] if e["broker"] == broker and e["at_ms"] >= after_ms]
+    return (min(registered) if registered else float("nan")), (min(unfenced) if unfenced else float("nan"))
+
+
+def test_a_restarted_follower_registers_then_is_unfenced_once_its_logs_are_loaded(pair: Callable[[str], Pair]) -> None:
+    """The killed follower's new process registers (BrokerLifecycleManager, STARTING) once the JVM and
+    BrokerServer.startup got that far, and the controller unfences it once its first metadata publish (which
+    loads its logs, LogManager.startup) let it report itself caught up (BrokerHeartbeatManager). How long each
+    step takes is this machine's (kafkasim: broker.startup, measured here): reported side by side; asserted is
+    the order, on both engines, and that neither is instant."""
+    p = pair("follower_crash_fenced")
+    restart_sim = float(p.scenario.faults[0].at + p.scenario.faults[0].restart_after)
+    restart_real = real_fault_ms(p, 1)
+    steps = [sim_restart_steps(p.engine, 2, restart_sim), real_restart_steps(p.real, 2, restart_real)]
+    since = [(reg - at, unf - at) for (reg, unf), at in zip(steps, (restart_sim, restart_real), strict=True)]
+    report(p, "broker-2 restart -> registration (ms)", since[0][0], since[1][0])
+    report(p, "broker-2 restart -> unfenced (ms)", since[0][1], since[1][1])
+    ok = all(1_000 <= reg < unf for reg, unf in since)
+    agree(p, "broker-2 registers >= 1 s after its restart, then is unfenced", "yes" if ok else since[0],
+          "yes" if ok else since[1], "the order, on both", ok)
+    assert ok, since
 
 
 def test_a_paused_follower_holds_acks_all_for_the_pause(pair: Callable[[str], Pair]) -> None:

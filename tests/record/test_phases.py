@@ -4,8 +4,9 @@ controller's fences while a fault is on; named by what is on."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
-from kafkasim.record.phases import FaultSpan, Phase, cut_phases
+from kafkasim.record.phases import FaultSpan, Phase, cut_phases, fault_spans
 
 CRASH = FaultSpan("crash broker-2", 20_000.0, None)
 
@@ -30,6 +31,23 @@ def test_a_restart_ends_the_fault_and_a_fence_outside_every_fault_cuts_nothing()
         Phase("crash broker-0, broker-0 fenced", 17_700.0, 25_000.0),
         Phase("after", 25_000.0, 50_000.0),
     ]
+
+
+def test_a_restarted_broker_is_restarting_until_the_controller_unfences_it() -> None:
+    """The new process registers, loads its logs and catches up before it serves again (broker.startup): the
+    time from its restart to its unfence is a phase of its own, for both engines (the unfences from the
+    metadata log or the real controller's server.log)."""
+    crash = SimpleNamespace(type="crash", target="follower-2", at=10_000.0, end=40_000.0, restart_after=30_000.0)
+    spans = fault_spans([crash], unfenced=[(5_000.0, 2), (43_100.0, 1), (43_150.0, 2), (50_000.0, 2)])
+    assert spans == [FaultSpan("crash follower-2", 10_000.0, 40_000.0),
+                     FaultSpan("restart follower-2", 40_000.0, 43_150.0)]
+    assert [p.name for p in cut_phases(spans, [(17_500.0, 2)], 0.0, 60_000.0)] == [
+        "before", "crash follower-2, until fenced", "crash follower-2, broker-2 fenced", "restart follower-2", "after"]
+    # Not unfenced before the run ended: restarting to its end.
+    assert fault_spans([crash])[1] == FaultSpan("restart follower-2", 40_000.0, None)
+    # A pause has no restart.
+    pause = SimpleNamespace(type="pause", target="broker-1", at=1_000.0, end=2_000.0)
+    assert fault_spans([pause]) == [FaultSpan("pause broker-1", 1_000.0, 2_000.0)]
 
 
 def test_a_pause_shorter_than_the_session_is_one_phase() -> None:

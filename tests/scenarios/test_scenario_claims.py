@@ -18,6 +18,7 @@ import pytest
 
 from kafkasim.run import Engine, RunResult
 from kafkasim.scenario import load_scenario
+from tests.engine.support import STARTUP_MS
 
 from . import test_shipped_scenarios as shipped_tests
 from .test_shipped_scenarios import SHIPPED, batches, finite, first_time, gauge, load, median, requests, run
@@ -360,7 +361,9 @@ def test_leader_crash_fenced_7_to_10_s_later_then_acks_resume_within_a_second() 
     # last heartbeat (<= 2 s before the crash) + broker.session.timeout.ms, then the periodic check (<= 1125 ms)
     assert 17_000 <= elected <= 19_000 + 1_125 + 200
     isr = gauge(result, "IsrSize", "orders-0")
-    assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    # Restarted at 25 s: registered, logs loaded and unfenced after its start-up, then back in the ISR.
+    back = first_time(isr, 3.0, after_ms=elected)
+    assert first_time(isr, 2.0) == elected and 25_000 + STARTUP_MS < back < 26_000 + STARTUP_MS
     records = result.records
     # The first acks=all produce acknowledged after the crash: ~0.2 s after the election (the gauge samples
     # every 100 ms), once a metadata refresh named broker 1.
@@ -408,7 +411,8 @@ def test_leader_controlled_shutdown_moves_leadership_at_once_and_a_follower_that
     elected = first_time(gauge(result, "LeaderId", "orders-0"), 1.0)
     assert elected == 10_100  # the first sample after the change, ~70 ms after the shutdown began
     isr = gauge(result, "IsrSize", "orders-0")
-    assert first_time(isr, 2.0) == elected and 25_000 < first_time(isr, 3.0, after_ms=elected) < 26_000
+    back = first_time(isr, 3.0, after_ms=elected)  # restarted at 25 s, back after its start-up
+    assert first_time(isr, 2.0) == elected and 25_000 + STARTUP_MS < back < 26_000 + STARTUP_MS
     # Broker 2 applied the change first and fetched from broker 1 before it led: UNKNOWN_LEADER_EPOCH, and
     # its fetcher held the partition back replica.fetch.backoff.ms (AbstractFetcherThread).
     follower = requests(result, "FetchFollower")
@@ -1043,7 +1047,7 @@ def test_unclean_election_loses_acks1_isr_and_leader_over_time() -> None:
     elr = gauge(result, "ElrSize", "orders-0")
     assert first_time(elr, 2.0) == shrunk and first_time(elr, 0.0) == elected
     three = first_time(isr, 3.0, after_ms=two)
-    assert 45_000 < three < 46_000  # broker 0 back at 45 s, truncated and caught up
+    assert 45_000 + STARTUP_MS < three < 46_000 + STARTUP_MS  # broker 0 restarted at 45 s, truncated, caught up
     assert [float(v) for v in gauge(result, "LeaderId", "orders-0")["value"].drop_duplicates()] == [0.0, 1.0]
 
 
@@ -1069,17 +1073,17 @@ def test_unclean_election_disabled_on_kafka_4_0_rules_the_partition_waits_offlin
                      "controller.eligible.leader.replicas.version=0")
     assert not result.records["lost_after_ack"].any()
     assert "lost_after_ack" not in result.summary
-    # Offline (LeaderId -1, as Kafka's metadata says) until broker 0 is back and leads again (45 s); the ISR
-    # grows back around it.
+    # Offline (LeaderId -1, as Kafka's metadata says) until broker 0 is back and leads again (restarted at 45 s,
+    # unfenced after its start-up); the ISR grows back around it.
     leader = gauge(result, "LeaderId", "orders-0")
     values = [float(v) for v in leader["value"]]
     assert [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]] == [0.0, -1.0, 0.0]
     offline = leader[leader["value"] == -1.0]["time_ms"]
-    assert offline.min() >= 30_000 and offline.max() < 46_000
+    assert offline.min() >= 30_000 and offline.max() < 46_000 + STARTUP_MS
     ack = result.records["ack_ms"].to_numpy(dtype=float)
-    assert not ((ack >= 30_000) & (ack < 45_000)).any()  # crashed, then offline: nothing acknowledged
+    assert not ((ack >= 30_000) & (ack < 45_000 + STARTUP_MS)).any()  # crashed, then offline: nothing acknowledged
     isr = gauge(result, "IsrSize", "orders-0")
-    assert 45_000 < first_time(isr, 3.0, after_ms=25_000) < 47_000
+    assert 45_000 + STARTUP_MS < first_time(isr, 3.0, after_ms=25_000) < 47_000 + STARTUP_MS
 
 
 # --- eligible_leader_replicas ------------------------------------------------------------------------
@@ -1125,9 +1129,9 @@ def test_eligible_leader_replicas_off_the_partition_waits_for_its_old_leader_and
     causes = [(f["old_leader"], f["new_leader"], f["cause"]) for f in result.summary["failovers"]]
     assert causes == [(0, None, "crash broker-0: fenced"), (None, 0, "unfenced")]
     back = result.summary["failovers"][1]["elected_ms"]
-    assert 60_000 <= back <= 61_000  # broker 0 restarted at 60 s, unfenced, elected again
+    assert 60_000 + STARTUP_MS <= back <= 61_000 + STARTUP_MS  # restarted at 60 s, started, unfenced, elected
     ack = result.records["ack_ms"].to_numpy(dtype=float)
-    assert not ((ack > 30_000) & (ack < 60_000)).any()  # nothing written while it was down
+    assert not ((ack > 30_000) & (ack < 60_000 + STARTUP_MS)).any()  # nothing written while it was down
 
 
 # --- broker_crash_cluster ------------------------------------------------------------------------------
