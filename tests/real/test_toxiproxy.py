@@ -4,8 +4,8 @@ resets the connection, and nothing left running afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
-import socketserver
 import threading
 import time
 from collections.abc import Iterator
@@ -25,21 +25,25 @@ under a millisecond, but two shared cores can deschedule the proxy or this test'
 the latency it may take nothing: the toxic holds each chunk until ``latency`` after it was read."""
 
 
-class _Echo(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        while data := self.request.recv(4096):
-            self.request.sendall(data)
+def _echo(conn: socket.socket) -> None:
+    with conn, contextlib.suppress(OSError):
+        while data := conn.recv(4096):
+            conn.sendall(data)
+
+
+def _serve(listener: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # the listener closed: the test is over
+        while True:
+            conn, _ = listener.accept()
+            threading.Thread(target=_echo, args=(conn,), daemon=True).start()
 
 
 @pytest.fixture
 def echo() -> Iterator[int]:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    """An echo server on a free port of 127.0.0.1, a thread per connection."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        threading.Thread(target=_serve, args=(listener,), daemon=True).start()
+        yield listener.getsockname()[1]
 
 
 @pytest.fixture
