@@ -1,13 +1,15 @@
 """`kafkasim run --on-kafka`: a scenario on a real Apache Kafka cluster, written as a simulated run's result.
 
 1. Refuse what a real cluster here cannot take (``config_map.refusals``), list once what it ignores.
-2. Kafka's jars (``kafka_libs``), the load driver compiled once into the user cache.
+2. Kafka's jars (``kafka_libs``), the load driver compiled once into the user cache (and Toxiproxy built once, for a
+   link_delay: ``toxiproxy``).
 3. A KRaft controller and the scenario's brokers (``cluster``), every node's files inside the run's
    temporary directory; topics created with the replica assignment kafkasim's placer gives for the seed.
 4. The load driver (``driver/LoadDriver.java``: Kafka's own producer and consumer) sends the records of the
    simulated run's schedule (``schedule``) at their intended times from time 0; faults happen at their
    scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; a network_partition cuts the links between hosts,
-   each in its own network namespace: ``netns``); a JMX poller samples the brokers' gauges every
+   each in its own network namespace: ``netns``; a link_delay adds a latency toxic to the Toxiproxy proxies
+   its target's traffic goes through: ``link_proxies``); a JMX poller samples the brokers' gauges every
    ``sample_interval``.
 5. At the end, the cuts still in place heal, brokers still down are started again (their logs are what the simulated audit reads), every
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,

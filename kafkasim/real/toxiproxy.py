@@ -20,6 +20,7 @@ while it is there; one already open is closed with a FIN: ``Toxiproxy.add_reset_
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -72,9 +73,18 @@ def server_binary(*, progress: Callable[[str], None] | None = None) -> Path:
     if target.is_file():
         return target
     go = find_go()
-    if progress is not None:
-        progress(f"building Toxiproxy {TOXIPROXY_VERSION} with Go (once, into {target.parent})")
     target.parent.mkdir(parents=True, exist_ok=True)
+    # One build at a time (two test workers, two runs): the second waits and takes the first one's binary.
+    with open(target.parent / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_file():
+            if progress is not None:
+                progress(f"building Toxiproxy {TOXIPROXY_VERSION} with Go (once, into {target.parent})")
+            _build(go, target)
+    return target
+
+
+def _build(go: str, target: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
         env = {**os.environ, "GOBIN": str(work), "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
@@ -89,7 +99,6 @@ def server_binary(*, progress: Callable[[str], None] | None = None) -> Path:
         os.replace(built, target)  # atomic: a concurrent run sees the whole binary or none
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return target
 
 
 class ToxiproxyError(RuntimeError):

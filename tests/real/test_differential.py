@@ -75,7 +75,7 @@ SCENARIOS: dict[str, tuple[Path, list[str]]] = {
     "follower_partitioned_from_leader": (ROOT / "scenarios/follower_partitioned_from_leader.yaml",
                                          ["duration=44s", "broker.replica.lag.time.max.ms=10s", "faults[0].at=4s",
                                           "faults[0].duration=32800ms"]),
-    # The follower's replication links through Toxiproxy (kafkasim.real.link_proxies): 2 brokers, 10 s.
+    # The follower's replication links through Toxiproxy (kafkasim.real.link_proxies): 2 brokers, 8 s.
     "delayed_follower_link": (HERE / "scenarios/delayed_follower_link.yaml", []),
 }
 
