@@ -102,10 +102,12 @@ def refusals(scenario: Scenario) -> list[str]:
             if (why := extra_problem(fault)) is not None:
                 problems.append(f"{where} {fault.target}): {why}")
             if any(isinstance(f, NetworkPartitionFault) for f in scenario.faults):
-                problems.append(f"{where} {fault.target}): the delay's proxies run on 127.0.0.1, outside the "
-                                "network namespaces a network_partition puts every host in, so the delayed "
-                                "traffic would bypass the cut; run the two faults in separate scenarios, or run "
-                                "the simulation")
+                # kafkasim.real.netns joins the hosts' namespaces through a router namespace only: nothing in
+                # them reaches the machine's own loopback, where the proxies listen.
+                problems.append(f"{where} {fault.target}): the delay's proxies listen on this machine's "
+                                "127.0.0.1, which no host can reach once a network_partition puts every host in "
+                                "a network namespace of its own; run the two faults in separate scenarios, or "
+                                "run the simulation")
         elif fault.type == "slow_disk":
             problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
                             "mapper or cgroup I/O limit is set up); remove it or run the simulation")

@@ -894,4 +894,6 @@ def test_a_delay_on_the_followers_replication_link_adds_two_trips_to_acks_all(pa
     report(p, "FetchFollower requests of follower 1", *delayed)
     losses = lost(p.sim), lost(p.real)
     agree(p, "acks=all records lost after their acknowledgement", *losses, "0 on both", losses == (0, 0))
-    assert ok and losses == (0, 0), (shifts, losses)
+    assert losses == (0, 0), losses
+    assert low <= shifts[0] <= high, shifts  # kafkasim's own clock: no machine load excuses it
+    assert_or_contended(p, ok, shifts)

@@ -112,7 +112,7 @@ def test_a_link_delay_runs_with_a_constant_of_whole_milliseconds_and_no_partitio
     assert [line.split(":")[0] for line in lines] == ["faults[0] (link_delay reader)", "faults[0] (link_delay reader)",
                                                       "faults[1] (link_delay writer)", "faults[1] (link_delay writer)"]
     assert "uniform distribution" in lines[0] and "whole number of milliseconds" in lines[2]
-    assert "network namespaces" in lines[1] and all("\n" not in line for line in lines)
+    assert "network namespace" in lines[1] and all("\n" not in line for line in lines)
 
 
 class _FakeToxiproxy:
