@@ -115,7 +115,7 @@ class RealRun:
     """Every process the run started (all stopped when it returns)."""
     network: dict[str, str] | None = None
     """Each host's address, in a run with network faults (every host in its own network namespace)."""
-    link_proxies: dict[str, Any] | None = None
+    link_proxies: dict[str, dict[str, object]] | None = None
     """Per link_delay target, its listener and proxy ports (kafkasim.real.link_proxies)."""
 
 
@@ -259,7 +259,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             toxiproxy = Toxiproxy(procs, toxiproxy_binary, workdir / "toxiproxy.log")
             toxiproxy.start()
             proxies = LinkProxies(toxiproxy, scenario, list(layout.broker_ids))
-            info.link_proxies = dict(proxies.describe())
+            info.link_proxies = {target: dict(about) for target, about in proxies.describe().items()}
             say("link delays through Toxiproxy: " + "; ".join(
                 f"{t} on listener {d['listener']}" for t, d in info.link_proxies.items()))
         cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say,

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from kafkasim.real.kafka_libs import RealKafkaUnavailable, cache_root
 from kafkasim.real.processes import Proc, Processes, free_ports
@@ -146,7 +146,8 @@ class Toxiproxy:
 
     # --- the HTTP API (api.go) --------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _call(self, method: str, path: str, body: dict[str, object] | None = None) -> object:
+        """Toxiproxy's answer: parsed JSON, or the text of a non-JSON answer (/version's)."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"http://{self.host}:{self.port}{path}", data=data, method=method,
                                          headers={"Content-Type": "application/json"})
@@ -162,6 +163,8 @@ class Toxiproxy:
         ``upstream`` (``host:port``; it need not be up yet: each connection connects on its own); its port."""
         answer = self._call("POST", "/proxies", {"name": name, "listen": f"{listen_host}:0", "upstream": upstream,
                                                  "enabled": True})
+        if not isinstance(answer, dict) or ":" not in str(answer.get("listen")):
+            raise ToxiproxyError(f"POST /proxies: no listening address in {answer!r}")
         return int(str(answer["listen"]).rsplit(":", 1)[1])
 
     def add_latency(self, proxy: str, name: str, stream: Stream, latency_ms: int, jitter_ms: int = 0) -> None:
@@ -178,8 +181,12 @@ class Toxiproxy:
     def remove_toxic(self, proxy: str, name: str) -> None:
         self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
 
-    def toxics(self, proxy: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/proxies/{proxy}/toxics"))
+    def toxics(self, proxy: str) -> list[dict[str, object]]:
+        """The toxics on ``proxy`` as Toxiproxy lists them (name, type, stream, attributes, ...)."""
+        answer = self._call("GET", f"/proxies/{proxy}/toxics")
+        if not isinstance(answer, list):
+            raise ToxiproxyError(f"GET /proxies/{proxy}/toxics: not a list: {answer!r}")
+        return [dict(t) for t in answer if isinstance(t, dict)]
 
     def _toxic(self, proxy: str, name: str, kind: str, stream: Stream, attributes: dict[str, int]) -> None:
         self._call("POST", f"/proxies/{proxy}/toxics",
