@@ -141,6 +141,15 @@ EXPLAINED: dict[str, tuple[str, str]] = {
         "follower rejoining up to a second sooner). A real TCP connection also retransmits what was sent into "
         "a cut, where kafkasim's cut loses it: the cut outlasts the request timeout so that this does not "
         "matter here."),
+    "delayed_follower_link": (
+        "A link_delay of 100 ms each way on follower 1's replication traffic (on the real cluster its replica "
+        "fetcher reaches the leader through a Toxiproxy proxy, and a latency toxic is added and removed at the "
+        "fault's times). RF 2 at acks=all: the produce completes when the follower's next fetch reports the "
+        "new log end offset, so each produce waits two delayed trips, 200 ms, more in the purgatory.",
+        "None in the rule: both add two trips to the purgatory time. The real medians carry a few ms more "
+        "before and during the delay (five JVMs sharing two cores); Toxiproxy lets what it holds go at once "
+        "when the toxic is removed, where kafkasim keeps the delay of a message sent during the window (the "
+        "comparison leaves the edges out)."),
 }
 
 

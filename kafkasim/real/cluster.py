@@ -107,10 +107,15 @@ class RealCluster:
         say: Callable[[str], None] | None = None,
         features: Mapping[str, int] | None = None,
         network: HostNetwork | None = None,
+        extra_listeners: Mapping[int, list[tuple[str, int, int]]] | None = None,
+        inter_broker_listeners: Mapping[int, str] | None = None,
     ) -> None:
         """``features``: levels the metadata is formatted with (StorageTool's ``--feature``), say
         ``eligible.leader.replicas.version``. ``network``: every node on its own host (network namespace,
-        kafkasim.real.netns), hosts named as the nodes are (``controller``, ``broker-<id>``)."""
+        kafkasim.real.netns), hosts named as the nodes are (``controller``, ``broker-<id>``).
+        ``extra_listeners[b]``: more PLAINTEXT listeners of broker b as (name, port, advertised port), say a
+        proxy's for a delayed link (kafkasim.real.link_proxies); ``inter_broker_listeners[b]``: the one of them
+        broker b's replica fetchers use instead of PLAINTEXT."""
         self.network = network
         self.libs = libs
         self.features = dict(features or {})
@@ -146,13 +151,17 @@ class RealCluster:
             **controller_properties,
         }
         for b, node in self.brokers.items():
+            extra = (extra_listeners or {}).get(b, [])
             node.properties = {
                 "process.roles": "broker",
                 "node.id": str(b),
-                "listeners": f"PLAINTEXT://{node.host}:{node.port}",
-                "advertised.listeners": f"PLAINTEXT://{node.host}:{node.advertised_port}",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "listeners": ",".join([f"PLAINTEXT://{node.host}:{node.port}",
+                                       *(f"{name}://{node.host}:{port}" for name, port, _ in extra)]),
+                "advertised.listeners": ",".join([f"PLAINTEXT://{node.host}:{node.advertised_port}",
+                                                  *(f"{name}://{node.host}:{adv}" for name, _, adv in extra)]),
+                "inter.broker.listener.name": (inter_broker_listeners or {}).get(b, "PLAINTEXT"),
+                "listener.security.protocol.map": ",".join(["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT",
+                                                            *(f"{name}:PLAINTEXT" for name, _, _ in extra)]),
                 **common,
                 "log.dirs": str(node.directory / "data"),
                 **broker_properties[b],

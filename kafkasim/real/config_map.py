@@ -5,9 +5,11 @@ ignores (listed once at the start as "not applied on a real cluster").
 Kafka's own keys pass through under their own names. Simulator-only knobs (handler and network costs,
 link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
 followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
-do is refused: a slow disk, a link_delay (no proxy yet), a link_drop (TCP sends a dropped message again), a
-network_partition without root or one that would cut some of the load driver's clients but not all, a
-pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
+do is refused: a slow disk, a link_delay whose extra is a distribution or not whole milliseconds (Toxiproxy's
+latency toxic adds a constant: kafkasim.real.link_proxies) or that shares a scenario with a network_partition,
+a link_drop (TCP sends a dropped message again), a network_partition without root or one that would cut
+some of the load driver's clients but not all, a pause of a client, the delay-queue purgatory (Kafka 0.8's),
+a segment size below Kafka 4's minimum.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkasim.real import netns
+from kafkasim.real.link_proxies import extra_problem
 from kafkasim.run.cluster_layout import ClusterLayout
 from kafkasim.scenario import Scenario
 from kafkasim.scenario.broker import HandlerCosts, PerBrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerCosts, ProducerConfig
 from kafkasim.scenario.cluster import NicConfig
 from kafkasim.scenario.controller import ControllerConfig
-from kafkasim.scenario.faults import NetworkPartitionFault
+from kafkasim.scenario.faults import LinkDelayFault, NetworkPartitionFault
 
-LINK_FAULTS = ("link_delay", "link_drop", "network_partition")
 CLIENTS_HOST = "clients"
 """The load driver's host in a run with network faults: every producer and consumer (one JVM)."""
 OBSERVER_HOST = "observer"
@@ -95,10 +97,17 @@ def refusals(scenario: Scenario) -> list[str]:
                             "not lost, so a real cluster cannot lose one client's or follower's messages as "
                             "link_drop does; a network_partition longer than the request timeout can be run, or "
                             "run the simulation")
-        elif fault.type in LINK_FAULTS:
-            problems.append(f"{where} {fault.target}): delaying one link needs a proxy (Toxiproxy) that "
-                            "kafkasim does not start yet (no tc/netem qdiscs on this kernel); remove it or run "
-                            "the simulation")
+        elif isinstance(fault, LinkDelayFault):
+            # Through Toxiproxy's proxies on 127.0.0.1 (kafkasim.real.link_proxies).
+            if (why := extra_problem(fault)) is not None:
+                problems.append(f"{where} {fault.target}): {why}")
+            if any(isinstance(f, NetworkPartitionFault) for f in scenario.faults):
+                # kafkasim.real.netns joins the hosts' namespaces through a router namespace only: nothing in
+                # them reaches the machine's own loopback, where the proxies listen.
+                problems.append(f"{where} {fault.target}): the delay's proxies listen on this machine's "
+                                "127.0.0.1, which no host can reach once a network_partition puts every host in "
+                                "a network namespace of its own; run the two faults in separate scenarios, or "
+                                "run the simulation")
         elif fault.type == "slow_disk":
             problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
                             "mapper or cgroup I/O limit is set up); remove it or run the simulation")

@@ -1,13 +1,15 @@
 """`kafkasim run --on-kafka`: a scenario on a real Apache Kafka cluster, written as a simulated run's result.
 
 1. Refuse what a real cluster here cannot take (``config_map.refusals``), list once what it ignores.
-2. Kafka's jars (``kafka_libs``), the load driver compiled once into the user cache.
+2. Kafka's jars (``kafka_libs``), the load driver compiled once into the user cache (and Toxiproxy built once, for a
+   link_delay: ``toxiproxy``).
 3. A KRaft controller and the scenario's brokers (``cluster``), every node's files inside the run's
    temporary directory; topics created with the replica assignment kafkasim's placer gives for the seed.
 4. The load driver (``driver/LoadDriver.java``: Kafka's own producer and consumer) sends the records of the
    simulated run's schedule (``schedule``) at their intended times from time 0; faults happen at their
    scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; a network_partition cuts the links between hosts,
-   each in its own network namespace: ``netns``); a JMX poller samples the brokers' gauges every
+   each in its own network namespace: ``netns``; a link_delay adds a latency toxic to the Toxiproxy proxies
+   its target's traffic goes through: ``link_proxies``); a JMX poller samples the brokers' gauges every
    ``sample_interval``.
 5. At the end, the cuts still in place heal, brokers still down are started again (their logs are what the simulated audit reads), every
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
@@ -52,18 +54,26 @@ from kafkasim.real.config_map import (
 from kafkasim.real.failovers import real_failovers
 from kafkasim.real.jmx import read_samples
 from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
+from kafkasim.real.link_proxies import LinkProxies, delayed_targets
 from kafkasim.real.netns import HostNetwork
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
 from kafkasim.real.server_log import controller_events, leader_starts
+from kafkasim.real.toxiproxy import Toxiproxy, server_binary
 from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import fetcher_counts, fetcher_name
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.scenario import Scenario, dump_scenario
-from kafkasim.scenario.faults import CrashFault, NetworkPartitionFault, PauseFault, ShutdownFault
+from kafkasim.scenario.faults import (
+    CrashFault,
+    LinkDelayFault,
+    NetworkPartitionFault,
+    PauseFault,
+    ShutdownFault,
+)
 
 DRIVER_DIR = Path(__file__).with_name("driver")
 DRIVER_SOURCES = [DRIVER_DIR / "LoadDriver.java", DRIVER_DIR / "JmxPoller.java"]
@@ -105,6 +115,8 @@ class RealRun:
     """Every process the run started (all stopped when it returns)."""
     network: dict[str, str] | None = None
     """Each host's address, in a run with network faults (every host in its own network namespace)."""
+    link_proxies: dict[str, dict[str, object]] | None = None
+    """Per link_delay target, its listener and proxy ports (kafkasim.real.link_proxies)."""
 
 
 def broker_of(target: str) -> int:
@@ -112,8 +124,10 @@ def broker_of(target: str) -> int:
     return int(target.rsplit("-", 1)[1])
 
 
-def fault_actions(scenario: Scenario, cluster: RealCluster, network: HostNetwork | None = None) -> list[FaultAction]:
-    """The scenario's faults as timed actions on the cluster (and on the hosts' network, for cuts)."""
+def fault_actions(scenario: Scenario, cluster: RealCluster, network: HostNetwork | None = None,
+                  proxies: LinkProxies | None = None) -> list[FaultAction]:
+    """The scenario's faults as timed actions on the cluster (on the hosts' network, for cuts; on the link
+    proxies' toxics, for delays)."""
     actions: list[FaultAction] = []
     for i, fault in enumerate(scenario.faults):
         label = f"faults[{i}] {fault.type} {fault.target}"
@@ -136,6 +150,10 @@ def fault_actions(scenario: Scenario, cluster: RealCluster, network: HostNetwork
             actions.append(FaultAction(float(fault.at), label, partial(_each, network.cut, pairs)))
             if fault.end is not None:
                 actions.append(FaultAction(float(fault.end), f"{label}: healed", partial(_each, network.heal, pairs)))
+        elif isinstance(fault, LinkDelayFault) and proxies is not None:
+            actions.append(FaultAction(float(fault.at), label, partial(proxies.delay_on, i, fault)))
+            actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: over",
+                                       partial(proxies.delay_off, i, fault)))
     return sorted(actions, key=lambda a: a.at_ms)
 
 
@@ -203,13 +221,14 @@ def run_on_kafka(
     started = time.monotonic()
     libs = libs if libs is not None else locate(kafka_home, progress=say)
     driver_jar = compiled_jar(DRIVER_SOURCES, libs, progress=say)
+    toxiproxy = server_binary(progress=say) if delayed_targets(scenario) else None
     layout = cluster_layout(scenario, seed=seed)
     configs = kafka_configs(scenario, layout)
     say("not applied on a real cluster (simulator-only): " + "; ".join(configs.not_applied))
     workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
     info = RealRun(setup_s=time.monotonic() - started)
     try:
-        return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop)
+        return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop, toxiproxy)
     finally:
         if os.environ.get(KEEP_ENV):
             say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
@@ -223,7 +242,8 @@ def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str]
 
 
 def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layout: ClusterLayout, configs: Any,
-         workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None) -> RunResult:
+         workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None,
+         toxiproxy_binary: Path | None = None) -> RunResult:
     stop = stop or threading.Event()
     wall_started = time.monotonic()
     driver_dir = workdir / "driver"
@@ -234,11 +254,26 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         if network is not None:
             say("network faults: every host in its own network namespace (" +
                 ", ".join(f"{h} {network.address[h]}" for h in network.hosts) + ")")
+        proxies = None
+        if toxiproxy_binary is not None:
+            toxiproxy = Toxiproxy(procs, toxiproxy_binary, workdir / "toxiproxy.log")
+            toxiproxy.start()
+            proxies = LinkProxies(toxiproxy, scenario, list(layout.broker_ids))
+            info.link_proxies = {target: dict(about) for target, about in proxies.describe().items()}
+            say("link delays through Toxiproxy: " + "; ".join(
+                f"{t} on listener {d['listener']}" for t, d in info.link_proxies.items()))
         cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say,
-                              features=configs.features, network=network)
+                              features=configs.features, network=network,
+                              extra_listeners=proxies.extra_listeners() if proxies else None,
+                              inter_broker_listeners=proxies.inter_broker_listeners() if proxies else None)
         info.cluster_start_s = cluster.start()
         say(f"cluster ready in {info.cluster_start_s:.1f} s: brokers {', '.join(map(str, cluster.brokers))} "
             f"on {cluster.bootstrap_servers}")
+
+        def bootstrap(client: str) -> str:
+            # A client whose links are delayed talks to the brokers through its proxies (link_proxies).
+            return (proxies.bootstrap(client) if proxies else None) or cluster.bootstrap_servers
+
         sizes: list[np.ndarray] = []
         producers_spec = []
         for i, (p, props) in enumerate(zip(scenario.producers, configs.producers, strict=True)):
@@ -247,10 +282,10 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             write_schedule(path, iter(planned))
             sizes.append(np.array([max(r.size, MIN_RECORD_BYTES) for r in planned], dtype=np.int64))
             producers_spec.append({"name": p.name, "topic": p.topic, "count": len(planned), "schedule": str(path),
-                                   "config": {"bootstrap.servers": cluster.bootstrap_servers, **props}})
+                                   "config": {"bootstrap.servers": bootstrap(p.name), **props}})
         consumers_spec = [
             {"name": c.name, "topic": c.topic, "partitions": list(range(scenario.topic(c.topic).partitions)),
-             "config": {"bootstrap.servers": cluster.bootstrap_servers, **props}}
+             "config": {"bootstrap.servers": bootstrap(c.name), **props}}
             for c, props in zip(scenario.consumers, configs.consumers, strict=True)
         ]
         duration = float(scenario.duration)
@@ -288,7 +323,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         _wait_for_file(workdir / "ready", driver, 180.0, stop)
         t0 = int(time.time() * 1000) + GO_DELAY_MS
         (workdir / "go").write_text(f"{t0}\n")
-        schedule = FaultSchedule(fault_actions(scenario, cluster, network), t0)
+        schedule = FaultSchedule(fault_actions(scenario, cluster, network, proxies), t0)
         schedule.start()
         say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
         interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
@@ -447,6 +482,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "epoch_ms_at_0": t0,
         "brokers": {f"broker-{b}": {"node_id": b, "host": n.host, "port": n.port} for b, n in cluster.brokers.items()},
         "network_hosts": info.network,
+        "link_proxies": info.link_proxies,
         "controller": {"node_id": cluster.controller.node_id},
         "not_applied": configs.not_applied,
         "setup_seconds": info.setup_s,

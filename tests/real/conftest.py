@@ -11,10 +11,12 @@ real cluster's, the tolerance, the verdict): tests/conftest.py prints it at the 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from kafkasim.real.kafka_libs import KafkaLibs, RealKafkaUnavailable, locate
+from kafkasim.real.toxiproxy import server_binary
 
 REQUIRED_ENV = "KAFKASIM_REAL_KAFKA_REQUIRED"
 
@@ -24,7 +26,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # They run one after another in one pytest-xdist worker (tests/conftest.py: the session's runs are shared,
     # and two clusters at once would time each other), while the other worker runs the rest of the suite.
     for item in items:
-        if "kafka_libs" in getattr(item, "fixturenames", ()):
+        if {"kafka_libs", "toxiproxy_server"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real)
 
 
@@ -36,3 +38,15 @@ def kafka_libs() -> KafkaLibs:
         if os.environ.get(REQUIRED_ENV) == "1":
             pytest.fail(f"{REQUIRED_ENV}=1 and the real cluster cannot run: {exc}", pytrace=False)
         pytest.skip(f"no real Kafka here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def toxiproxy_server() -> Path:
+    """toxiproxy-server, built from its Go module into the user cache the first time (kafkasim.real.toxiproxy);
+    a skip saying why without Go, a failure in CI."""
+    try:
+        return server_binary(progress=lambda line: print(line, flush=True))
+    except RealKafkaUnavailable as exc:
+        if os.environ.get(REQUIRED_ENV) == "1":
+            pytest.fail(f"{REQUIRED_ENV}=1 and Toxiproxy cannot be built: {exc}", pytrace=False)
+        pytest.skip(f"no Toxiproxy here: {exc}")

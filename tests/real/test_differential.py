@@ -82,6 +82,8 @@ SCENARIOS: dict[str, tuple[Path, list[str]]] = {
     "follower_partitioned_from_leader": (ROOT / "scenarios/follower_partitioned_from_leader.yaml",
                                          ["duration=44s", "broker.replica.lag.time.max.ms=10s", "faults[0].at=4s",
                                           "faults[0].duration=32800ms"]),
+    # The follower's replication links through Toxiproxy (kafkasim.real.link_proxies): 2 brokers, 8 s.
+    "delayed_follower_link": (HERE / "scenarios/delayed_follower_link.yaml", []),
 }
 
 
@@ -905,3 +907,41 @@ def _syn_linear_timeouts() -> int:
         return int(Path("/proc/sys/net/ipv4/tcp_syn_linear_timeouts").read_text())
     except (OSError, ValueError):
         return 0
+
+
+# --- link_delay through Toxiproxy ------------------------------------------------------------------------------
+
+
+def test_a_delay_on_the_followers_replication_link_adds_two_trips_to_acks_all(pair: Callable[[str], Pair]) -> None:
+    """link_delay on follower 1 (its fetch requests to the leader and the data coming back, +100 ms each way; on
+    the real cluster its replica fetcher reaches the leader through a Toxiproxy proxy with a latency toxic).
+    RF 2, acks=all: a produce completes when the follower's fetch after the append reports the new log end
+    offset (Partition.maybeIncrementLeaderHW -> DelayedProduce.tryComplete). A record every 250 ms finds the
+    follower's fetch parked in the leader's purgatory (replica.fetch.wait.max.ms 500 ms), so the append
+    answers it at once: the data goes back (+100 ms), the next fetch comes (+100 ms). The median purgatory
+    time (RemoteTimeMs) during the delay minus the median before it is two trips, 200 ms.
+    Tolerance -10/+50 ms: the toxic holds each chunk exactly its latency after reading it, never less, and
+    the follower's append and the loopback trips are in both medians (subtracted); a broker, the proxy or the
+    follower descheduled on two shared cores adds tens of ms, never takes any away. The window leaves out
+    500 ms after the toxic comes (a fetch already in flight is delayed one way only) and before it goes (what
+    the toxic holds then goes at once)."""
+    p = pair("delayed_follower_link")
+    fault = p.scenario.faults[0]
+    assert fault.type == "link_delay"
+    at, end, extra = float(fault.at), float(fault.at + fault.duration), 100.0
+    medians = [(p50(rows(r, "Produce", before_ms=at), "RemoteTimeMs"),
+                p50(rows(r, "Produce", after_ms=at + 500, before_ms=end - 500), "RemoteTimeMs")) for r in (p.sim, p.real)]
+    report(p, "acks=all purgatory p50 before-during the delay (ms)", *medians)
+    shifts = [during - before for before, during in medians]
+    low, high = 2 * extra - 10, 2 * extra + 50
+    ok = all(low <= v <= high for v in shifts)
+    agree(p, "acks=all purgatory p50 during minus before a 100 ms follower link delay (ms)", shifts[0], shifts[1],
+          f"{low:g}..{high:g} (two trips)", ok)
+    delayed = (len(rows(p.sim, "FetchFollower", client="follower-1")), len(rows(p.real, "FetchFollower",
+                                                                              client="follower-1")))
+    report(p, "FetchFollower requests of follower 1", *delayed)
+    losses = lost(p.sim), lost(p.real)
+    agree(p, "acks=all records lost after their acknowledgement", *losses, "0 on both", losses == (0, 0))
+    assert losses == (0, 0), losses
+    assert low <= shifts[0] <= high, shifts  # kafkasim's own clock: no machine load excuses it
+    assert_or_contended(p, ok, shifts)

@@ -11,9 +11,10 @@ import pytest
 from kafkasim import load_scenario, run_scenario
 from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
 from kafkasim.real.config_map import kafka_configs, not_applied, refusals
+from kafkasim.real.link_proxies import LinkProxies
 from kafkasim.real.schedule import planned_records
 from kafkasim.run.cluster_layout import cluster_layout
-from kafkasim.scenario import with_overrides
+from kafkasim.scenario import Scenario, with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,3 +73,95 @@ def test_topics_get_the_placers_replicas_for_the_seed() -> None:
     layout = cluster_layout(scenario, seed=scenario.seed)
     configs = kafka_configs(scenario, layout)
     assert configs.topics[0]["replicas"] == [list(layout.replicas[tp]) for tp in layout.partitions_by_topic["clicks"]]
+
+
+_DELAYED = """
+name: delayed
+description: link_delay faults of every kind a real cluster takes
+duration: 5s
+cluster:
+  brokers: 3
+topics:
+  - {name: t, replication.factor: 3}
+producers:
+  - {name: slow-writer, topic: t, acks: all, rate: 10/s}
+  - {name: writer, topic: t, acks: all, rate: 10/s}
+consumers:
+  - {name: reader, topic: t}
+faults:
+"""
+
+
+def _delayed(tmp_path: Path, faults: str) -> Scenario:
+    path = tmp_path / "delayed.yaml"
+    path.write_text(_DELAYED + faults, encoding="utf-8")
+    return load_scenario(path)
+
+
+def test_a_link_delay_runs_with_a_constant_of_whole_milliseconds_and_no_partition(tmp_path: Path) -> None:
+    ok = _delayed(tmp_path, "  - {type: link_delay, target: broker-2, at: 1s, duration: 1s, extra: 20ms}\n"
+                            "  - {type: link_delay, target: slow-writer, at: 1s, duration: 1s, extra: 5ms,"
+                            " direction: to_broker}\n")
+    assert refusals(ok) == []
+    refused = _delayed(tmp_path, "  - {type: link_delay, target: reader, at: 1s, duration: 1s,"
+                                 " extra: {type: uniform, low: 1ms, high: 9ms}}\n"
+                                 "  - {type: link_delay, target: writer, at: 1s, duration: 1s, extra: 2.5ms}\n"
+                                 "  - {type: network_partition, at: 1s, duration: 1s,"
+                                 " sides: [[broker-0], [broker-1, broker-2]]}\n")
+    lines = [line for line in refusals(refused) if "link_delay" in line]
+    assert [line.split(":")[0] for line in lines] == ["faults[0] (link_delay reader)", "faults[0] (link_delay reader)",
+                                                      "faults[1] (link_delay writer)", "faults[1] (link_delay writer)"]
+    assert "uniform distribution" in lines[0] and "whole number of milliseconds" in lines[2]
+    assert "network namespace" in lines[1] and all("\n" not in line for line in lines)
+
+
+class _FakeToxiproxy:
+    """What LinkProxies asks of Toxiproxy, recorded (the real one: tests/real/test_toxiproxy.py)."""
+
+    def __init__(self) -> None:
+        self.proxies: dict[str, str] = {}
+        self.toxics: dict[tuple[str, str], tuple[str, int]] = {}
+
+    def add_proxy(self, name: str, upstream: str, listen_host: str = "127.0.0.1") -> int:
+        self.proxies[name] = upstream
+        return 50_000 + len(self.proxies)
+
+    def add_latency(self, proxy: str, name: str, stream: str, latency_ms: int, jitter_ms: int = 0) -> None:
+        assert (proxy, name) not in self.toxics
+        self.toxics[(proxy, name)] = (stream, latency_ms)
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        del self.toxics[(proxy, name)]
+
+
+def test_delayed_targets_get_a_listener_on_every_broker_behind_a_proxy(tmp_path: Path) -> None:
+    scenario = _delayed(tmp_path, "  - {type: link_delay, target: broker-2, at: 1s, duration: 1s, extra: 20ms}\n"
+                                  "  - {type: link_delay, target: slow-writer, at: 1s, duration: 1s, extra: 5ms,"
+                                  " direction: to_broker}\n"
+                                  "  - {type: link_delay, target: broker-2, at: 3s, duration: 1s, extra: 7ms,"
+                                  " direction: from_broker}\n")
+    fake = _FakeToxiproxy()
+    proxies = LinkProxies(fake, scenario, [0, 1, 2])  # type: ignore[arg-type]
+    listeners = proxies.extra_listeners()
+    # One listener per delayed target on every broker, advertised as the proxy that forwards to it.
+    assert [name for name, _, _ in listeners[0]] == ["DELAY0", "DELAY1"]
+    for b, entries in listeners.items():
+        for name, port, advertised in entries:
+            assert fake.proxies[f"{name.lower()}-broker-{b}"] == f"127.0.0.1:{port}"
+            assert advertised == proxies.listeners["broker-2" if name == "DELAY0" else "slow-writer"].proxy_ports[b]
+    # broker-2's fetchers use its listener; the producer starts from its proxies; the others go direct.
+    assert proxies.inter_broker_listeners() == {2: "DELAY0"}
+    assert proxies.bootstrap("slow-writer") == ",".join(f"127.0.0.1:{entries[1][2]}" for entries in listeners.values())
+    assert proxies.bootstrap("writer") is None and proxies.bootstrap("reader") is None
+    # A fault's toxics: its direction(s) on every proxy of its target, removed at its end.
+    faults = scenario.faults
+    proxies.delay_on(0, faults[0])  # type: ignore[arg-type]
+    proxies.delay_on(2, faults[2])  # type: ignore[arg-type]
+    assert fake.toxics[("delay0-broker-1", "faults-0-upstream")] == ("upstream", 20)
+    assert fake.toxics[("delay0-broker-1", "faults-0-downstream")] == ("downstream", 20)
+    assert fake.toxics[("delay0-broker-0", "faults-2-downstream")] == ("downstream", 7)
+    assert len(fake.toxics) == 3 * 3
+    proxies.delay_off(0, faults[0])  # type: ignore[arg-type]
+    assert sorted(fake.toxics) == [(f"delay0-broker-{b}", "faults-2-downstream") for b in range(3)]
+    proxies.delay_on(1, faults[1])  # type: ignore[arg-type]
+    assert fake.toxics[("delay1-broker-0", "faults-1-upstream")] == ("upstream", 5)
