@@ -5,7 +5,7 @@ ignores (listed once at the start as "not applied on a real cluster").
 Kafka's own keys pass through under their own names. Simulator-only knobs (handler and network costs,
 link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
 followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
-do is refused: a slow disk, a link_delay (no proxy yet), a link_drop (TCP sends a dropped message again), a
+do is refused: a slow disk, a link_delay (no proxy yet), a link_drop or connection_reset (no proxy yet), a
 network_partition without root or one that would cut some of the load driver's clients but not all, a
 pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
 """
@@ -88,13 +88,14 @@ def refusals(scenario: Scenario) -> list[str]:
         if isinstance(fault, NetworkPartitionFault):
             problems += [f"{where} {fault.target}): {why}" for why in _partition_problems(scenario, fault)]
         elif fault.type == "link_drop":
-            # A cut of the target's links would not be this fault: TCP retransmits what a real link dropped
-            # (the first retransmission 200 ms later), while kafkasim's link_drop loses the messages and the
-            # sender waits for its request timeout (idempotence_and_a_lost_response.yaml's lost responses).
-            problems.append(f"{where} {fault.target}): on a real TCP connection a dropped message is sent again, "
-                            "not lost, so a real cluster cannot lose one client's or follower's messages as "
-                            "link_drop does; a network_partition longer than the request timeout can be run, or "
-                            "run the simulation")
+            # kafkasim's link_drop is an outage of the target's links under TCP (retransmitted, as on a real
+            # link); taking one client's or follower's link down alone needs a harness this runner lacks.
+            problems.append(f"{where} {fault.target}): taking one client's or follower's link down alone needs "
+                            "its own network namespace or a proxy, which kafkasim does not start yet; a "
+                            "network_partition can be run, or run the simulation")
+        elif fault.type == "connection_reset":
+            problems.append(f"{where} {fault.target}): resetting one client's connections needs a proxy's reset "
+                            "(Toxiproxy) that kafkasim does not start yet; run the simulation")
         elif fault.type in LINK_FAULTS:
             problems.append(f"{where} {fault.target}): delaying one link needs a proxy (Toxiproxy) that "
                             "kafkasim does not start yet (no tc/netem qdiscs on this kernel); remove it or run "
@@ -163,6 +164,8 @@ def not_applied(scenario: Scenario) -> list[str]:
             "link" in scenario.followers.model_fields_set:
         links += ", and the producers', consumers' or followers' own link"
     notes.append(links)
+    if "tcp" in scenario.network.model_fields_set:
+        notes.append("network.tcp (the machine's own kernel settings apply)")
     if scenario.cluster is not None and _dumped(scenario.cluster.nic) != _dumped(NicConfig()):
         notes.append("cluster.nic (the brokers share this machine's loopback)")
     controller = _dumped(scenario.controller)
