@@ -14,6 +14,7 @@ import pandas as pd
 
 from kafkasim.record.result import RunResult
 from kafkasim.run.engine import Engine
+from kafkasim.sim.calls import Call
 
 from .support import producer, scenario
 
@@ -157,3 +158,30 @@ def test_a_clients_link_fault_in_a_cluster_acts_on_its_path_to_every_broker() ->
     for broker in (0, 1):
         assert _produce(result, broker).median() > _baseline(result, broker) + 45
 
+
+
+def test_connection_reset_of_a_broker_resets_every_connection_to_it_and_its_own_fetchers() -> None:
+    # Broker 1 leads partition 0 (broker 0 fetches it) and follows partition 1 (its fetcher fetches from 2).
+    engine = Engine(scenario(
+        duration="3s", cluster={"brokers": 3},
+        topics=[{"name": "t", "replica_assignment": [[1, 0], [2, 1]], "min.insync.replicas": 1}],
+        producers=[producer("p1", rate="200/s", partitioner="round_robin")],
+        faults=[{"type": "connection_reset", "target": "broker-1", "at": "1s"}],
+    ), check_invariants=True)
+    network = engine.components.network
+    seen: list[list[str]] = []
+    Call(engine.env, 999.0, lambda _e: seen.append(sorted(c.name for c in network.open_connections("broker-1"))))
+    result = engine.run()
+    fetcher_0, fetcher_1 = engine.components.broker(0).fetchers[0].name, engine.components.broker(1).fetchers[0].name
+    assert seen == [sorted(["p1", fetcher_0, fetcher_1])]
+    rows = result.requests
+    failed = rows[rows["error_name"].astype(str) == "NETWORK_EXCEPTION"]
+    # The fetchers' long polls in flight at 1 s fail at once; both fetch again on new connections (after
+    # replica.fetch.backoff.ms, 1 s, on their partitions).
+    assert {fetcher_0, fetcher_1} <= set(failed["client"])
+    assert (failed["client_send_ms"] < 1_000).all() and (failed["client_send_ms"] > 400).all()
+    for name in (fetcher_0, fetcher_1):
+        later = rows[(rows["client"] == name) & (rows["client_send_ms"] > 1_000)]
+        assert len(later) and (later["error_name"].astype(str) == "NONE").all()
+    # Nothing is lost: every batch acknowledged but the run's last.
+    assert set(result.records["outcome"].astype(str)) <= {"acknowledged", "pending"}
