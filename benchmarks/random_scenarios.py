@@ -6,7 +6,7 @@ draws: 1-3 topics (1-4 partitions, replication factor 1-5, any legal min.insync.
 segment.bytes / segment.ms, retention.bytes / retention.ms), 0-3 producers (acks 0/1/all, rate, arrival,
 record sizes, linger, batch size, in-flight limit, timeouts, partitioner), 0-3 consumers, broker threads and
 lag time, follower fetch settings, link latencies and bandwidths, and 0-6 faults of every type (pause of a
-follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop) at random
+follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop, connection_reset) at random
 times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
 brokers, Kafka's placer or an explicit replica_assignment, racks, per-broker overrides, several fetcher
 threads per source broker, faults on brokers: pause, slow_disk, link faults, crash of one that leads nothing;
@@ -211,7 +211,8 @@ def _faults(
     possible target -> its request timeout)."""
     faults: list[dict[str, Any]] = []
     followers = [t for t in timeouts if t.startswith("follower-")]
-    kinds = ["pause", "link_delay", "link_drop"] + (["slow_disk", "crash", "crash"] if followers else [])
+    kinds = ["pause", "link_delay", "link_drop", "connection_reset"] + (
+        ["slow_disk", "crash", "crash"] if followers else [])
     targets_any = list(timeouts)
     if not targets_any:
         return faults
@@ -242,6 +243,8 @@ def _fault(
     the others last ``length``; a slow disk's factor is one of ``factors``, a link delay's extra latency
     reaches up to one of ``extra_highs``; link faults sometimes act in one direction only."""
     fault: dict[str, Any] = {"type": kind, "target": target, "at": _ms(at)}
+    if kind == "connection_reset":
+        return fault  # an instant
     if kind == "crash":
         if rng.random() < 0.7:
             fault["restart_after"] = _ms(length)

@@ -324,6 +324,8 @@ def counters_table(counters: Mapping[str, Any]) -> Table:
              ("  of follower / consumer fetches", f"{count(follower)} / {count(consumer)}")]
     if counters.get("messages_dropped"):
         right.append(("messages dropped", count(counters.get("messages_dropped"))))
+    if counters.get("messages_retransmitted"):
+        right.append(("TCP retransmissions", count(counters.get("messages_retransmitted"))))
     for (name, value), (other, shown) in itertools.zip_longest(left, right, fillvalue=("", None)):
         table.add_row(name, count(value) if name else "", other, shown if other else "")
     return table

@@ -38,18 +38,20 @@ When the broker's process dies the connection is reset: the RST travels ``from_b
 (after what the broker had already sent; lost if the link drops it) and then ``on_disconnect`` tells the
 client (Kafka's ``Selector`` sees the channel closed: ``NetworkClient.handleDisconnections``).
 
-A connection is one ordered byte stream each way: once a link drops a message of this connection, nothing
-sent after it in that direction arrives either (TCP delivers in order; with no retransmission -- the
-links' simplification -- the stream stays stalled behind the lost segment). Only a stream of requests that
-expect no response (acks=0), which no request timeout would ever close, resumes once the link carries
-messages again. So a lost response stalls
-every later response on the connection until the client's request timeout closes it
-(``NetworkClient.handleTimedOutRequests``), as a real one would: Kafka's ``InFlightRequests`` expects the
-responses of one connection in the order of its requests, never one overtaking another.
+A connection is one ordered byte stream each way, under TCP's retransmission (``kafkasim.network.tcp``): a
+request or response lost on the wire (its link down: a ``link_drop`` fault; or cut by a ``network_partition``)
+is retransmitted after the RTO, doubling per retry, and everything sent after it in that direction waits
+behind it, so the stream resumes, in order, at the first retransmission after the link is back. Nothing is
+lost while the connection stays open. An outage that outlasts the client's own request timeout
+(``request.timeout.ms``, ``replica.socket.timeout.ms``) ends with the client closing the connection
+(``NetworkClient.handleTimedOutRequests``): what was still queued on it is gone with it. One that outlasts
+``tcp_retries2`` (924.6 s) breaks the connection (ETIMEDOUT: ``on_disconnect``). ``reset()`` is a
+``connection_reset`` fault: the peer's RST, both ends closed at once.
 
 A ``PartitionedConnection`` is one between two hosts that a network partition separates at some time
 (``kafkasim.network.partitions``): a message that is on the wire while the cut lasts is lost, in either
-direction. Connections between hosts no partition separates are plain ``Connection``s, at no extra cost.
+direction, and retransmitted. Connections between hosts no partition separates are plain ``Connection``s, at
+no extra cost.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from kafkasim.network.link import NetworkLink, NetworkPath
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import Cut
+from kafkasim.network.tcp import LINUX_TCP, TCP_RTO_MAX_MS, Segment, TcpSettings, hold, tcp_rto_ms
 from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
@@ -80,7 +83,6 @@ SYN_RTO_INITIAL_MS: Final = 1_000.0
 SYN_LINEAR_TIMEOUTS: Final = 4
 SYN_RETRIES: Final = 6
 SYN_TIMEOUT_MS: Final = (2.0 ** (SYN_RETRIES + 1) - 1.0) * SYN_RTO_INITIAL_MS
-TCP_RTO_MAX_MS: Final = 120_000.0
 
 
 class ClientConnection(Protocol):
@@ -101,13 +103,24 @@ class ClientConnection(Protocol):
 
 
 class _Stream:
-    """One direction of a connection: its link, and whether a message of it was lost (then it is stalled)."""
+    """One direction of a connection: its link and, while a segment of it is lost, the segments held behind
+    the loss (``held``, the lost one first), its retransmission timer and backoff."""
 
-    __slots__ = ("link", "lost")
+    __slots__ = ("link", "held", "seq", "rto_ms", "loss_ms", "timer")
 
     def __init__(self, link: NetworkLink) -> None:
         self.link = link
-        self.lost = False
+        self.held: list[Segment] | None = None
+        self.seq = 0  # the next segment's sequence number (a partitioned connection's arrivals need them)
+        self.rto_ms = 0.0
+        self.loss_ms = 0.0  # when the lost head was transmitted (Linux's retrans_stamp)
+        self.timer: Call | None = None
+
+    def cancel(self) -> None:
+        timer = self.timer
+        if timer is not None:
+            timer.cancel()
+            self.timer = None
 
 
 class Connection:
@@ -116,7 +129,7 @@ class Connection:
 
     __slots__ = ("env", "name", "path", "listener", "socket_server", "channel", "closed", "observer", "_checks",
                  "connected", "on_established", "on_disconnect", "_requests", "_responses", "_syn_timer",
-                 "_syn_retries", "_syn_started_ms")
+                 "_syn_retries", "_syn_started_ms", "tcp")
 
     def __init__(
         self,
@@ -125,8 +138,10 @@ class Connection:
         path: NetworkPath,
         listener: Callable[[], SocketServer],
         observer: Observer,
+        tcp: TcpSettings = LINUX_TCP,
     ) -> None:
         self.env = env
+        self.tcp = tcp
         self.name = name
         self.path = path
         self.listener = listener
@@ -213,9 +228,26 @@ class Connection:
             return
         self.closed = True
         self.connected = False
-        self._cancel_syn_timer()
+        self._cancel_timers()
         if self.on_disconnect is not None:
             self.on_disconnect()
+
+    def reset(self) -> None:
+        """A ``connection_reset`` fault: the peer's RST (a middlebox, a peer's kernel): both ends see the
+        connection closed at once. The broker's channel is closed for good (what it had unread is dropped, a
+        response it still writes is discarded: ``SocketServer.Processor``), and the client hears of it now
+        (``on_disconnect``: ``NetworkClient.handleDisconnections`` fails every request in flight)."""
+        if self.closed:
+            return
+        channel = self.channel
+        if channel is not None and self.socket_server is not None:
+            self.socket_server.reset_channel(channel)
+        self._disconnected()
+
+    def _cancel_timers(self) -> None:
+        self._cancel_syn_timer()
+        self._requests.cancel()
+        self._responses.cancel()
 
     # --- data ----------------------------------------------------------------------------------------
 
@@ -226,27 +258,84 @@ class Connection:
         socket_server = self.socket_server
         assert channel is not None and socket_server is not None, "send on a connection not established"
         envelope.broker = socket_server.broker_id  # the destination, for a request that never arrives
-        requests = self._requests
-        if requests.lost:
-            if envelope.expects_response or not self._carries(requests.link):
-                return  # waits in the socket behind a lost segment: never arrives
-            # Requests that expect no response (acks=0) have no request timeout to close the connection:
-            # the stream resumes once the link carries messages again (TCP's retransmission, which the
-            # links do not model, would have resent the lost segment).
-            requests.lost = False
-        self._transmit(requests, envelope.request_bytes, partial(socket_server.receive, channel, envelope))
+        self._transmit(self._requests, envelope.request_bytes, partial(socket_server.receive, channel, envelope))
 
     def _send_response(self, envelope: RequestEnvelope) -> None:
-        responses = self._responses
-        if not responses.lost:
-            response = envelope.response
-            assert response is not None
-            self._transmit(responses, response.size_in_bytes, partial(self._deliver, envelope))
+        response = envelope.response
+        assert response is not None
+        self._transmit(self._responses, response.size_in_bytes, partial(self._deliver, envelope))
 
     def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
-        """A message of ``stream``; if the link drops it, the stream stalls behind it."""
-        if not stream.link.send(size_bytes, deliver):
-            stream.lost = True
+        """A message of ``stream``: behind a loss it waits for the retransmission; lost now, it starts one."""
+        held = stream.held
+        if held is not None:
+            held.append(Segment(stream.seq, size_bytes, deliver, self.env.now))
+            stream.seq += 1
+        elif not stream.link.send(size_bytes, deliver):
+            self._lost(stream, Segment(stream.seq, size_bytes, deliver, self.env.now))
+            stream.seq += 1
+
+    def _send_segment(self, stream: _Stream, segment: Segment) -> None:
+        """(Re)transmit a segment on a link that carries messages now."""
+        segment.sent_ms = self.env.now
+        if not stream.link.send(segment.size_bytes, segment.deliver):
+            self._lost(stream, segment)
+
+    # --- TCP retransmission (kafkasim.network.tcp) ----------------------------------------------------
+
+    def _lost(self, stream: _Stream, segment: Segment) -> None:
+        """``segment`` was lost on the wire: the stream holds it and what follows until a retransmission
+        gets through. The first loss arms the retransmission timer: the RTO after the segment was sent."""
+        held = stream.held
+        if held is not None:
+            hold(held, segment)
+            return
+        if self.closed:
+            return
+        stream.held = [segment]
+        stream.loss_ms = segment.sent_ms
+        rto = stream.rto_ms = tcp_rto_ms(self.path.srtt_ms, self.tcp.rto_min_ms)
+        due = segment.sent_ms + rto - self.env.now
+        stream.timer = Call(self.env, due if due > 0.0 else 0.0, partial(self._retransmit, stream))
+
+    def _retransmit(self, stream: _Stream, _event: object) -> None:
+        """Linux ``tcp_retransmit_timer``: give up once ``tcp_retries2`` allows no more (ETIMEDOUT), else
+        retransmit; if the link carries it, the stream resumes (everything held is sent, in order), else the
+        RTO doubles (``inet_csk_rto_backoff``, at most TCP_RTO_MAX) and the timer is armed again."""
+        stream.timer = None
+        held = stream.held
+        if self.closed or held is None:
+            return
+        if self.env.now - stream.loss_ms >= self.tcp.give_up_ms:
+            self._broken()
+            return
+        link = stream.link
+        link.retransmitted += 1
+        if self._carries(link):
+            stream.held = None
+            self._resend(stream, held)
+            return
+        rto = stream.rto_ms * 2.0
+        stream.rto_ms = rto if rto < TCP_RTO_MAX_MS else TCP_RTO_MAX_MS
+        stream.timer = Call(self.env, stream.rto_ms, partial(self._retransmit, stream))
+
+    def _resend(self, stream: _Stream, segments: list[Segment]) -> None:
+        """The stream resumes: its held segments go out again, in order (behind a new loss if one is lost)."""
+        for i, segment in enumerate(segments):
+            again = stream.held
+            if again is not None:  # lost again at once: the rest wait behind it
+                for rest in segments[i:]:
+                    hold(again, rest)
+                return
+            self._send_segment(stream, segment)
+
+    def _broken(self) -> None:
+        """The kernel gave up retransmitting (ETIMEDOUT): the connection is broken at the client, and the
+        broker's channel is closed as if the client had closed it."""
+        channel = self.channel
+        if channel is not None and self.socket_server is not None:
+            self.socket_server.close_channel(channel)
+        self._disconnected()
 
     def _carries(self, link: NetworkLink) -> bool:
         """Whether ``link`` carries messages now."""
@@ -268,7 +357,7 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._cancel_syn_timer()
+            self._cancel_timers()
             channel = self.channel
             if channel is not None and self.socket_server is not None:
                 self.socket_server.close_channel(channel)
@@ -276,9 +365,8 @@ class Connection:
 
 class PartitionedConnection(Connection):
     """A ``Connection`` whose two hosts a network partition separates during ``cut``'s windows: a request or
-    response that is on the wire at any moment of the cut is lost (counted in its link's ``dropped``); the
-    sender finds out only through its own request timeout. As on any connection, nothing sent after a lost
-    message arrives in that direction (TCP order)."""
+    response that is on the wire at any moment of the cut is lost (counted in its link's ``dropped``) and
+    retransmitted by TCP; what arrives behind it waits for it (TCP order)."""
 
     __slots__ = ("cut",)
 
@@ -290,27 +378,39 @@ class PartitionedConnection(Connection):
         listener: Callable[[], SocketServer],
         observer: Observer,
         cut: Cut,
+        tcp: TcpSettings = LINUX_TCP,
     ) -> None:
         self.cut = cut
-        super().__init__(env, name, path, listener, observer)
+        super().__init__(env, name, path, listener, observer, tcp)
 
     def _transmit(self, stream: _Stream, size_bytes: int, deliver: Callable[[], None]) -> None:
+        segment = Segment(stream.seq, size_bytes, deliver, self.env.now)
+        stream.seq += 1
+        held = stream.held
+        if held is not None:
+            held.append(segment)
+        else:
+            self._send_segment(stream, segment)
+
+    def _send_segment(self, stream: _Stream, segment: Segment) -> None:
         link = stream.link
         env = self.env
         cut = self.cut
-        sent_ms = env.now
+        segment.sent_ms = env.now
 
         def arrive() -> None:
-            if stream.lost:
-                return  # behind a message the cut lost (a cut's losses show on arrival, in order)
-            if cut.severs(sent_ms, env.now):
-                link.dropped += 1
-                stream.lost = True
+            held = stream.held
+            if held is not None and segment.seq > held[0].seq:
+                hold(held, segment)  # behind a lost segment: delivered after its retransmission
                 return
-            deliver()
+            if cut.severs(segment.sent_ms, env.now):
+                link.dropped += 1
+                self._lost(stream, segment)
+                return
+            segment.deliver()
 
-        if not link.send(size_bytes, arrive):
-            stream.lost = True
+        if not link.send(segment.size_bytes, arrive):
+            self._lost(stream, segment)
 
     def _carries(self, link: NetworkLink) -> bool:
         return super()._carries(link) and self.cut.until(self.env.now) is None
@@ -330,10 +430,10 @@ class PartitionedConnection(Connection):
 
 def open_connection(
     env: Environment, name: str, path: NetworkPath, listener: Callable[[], SocketServer], observer: Observer,
-    cut: Cut | None,
+    cut: Cut | None, tcp: TcpSettings = LINUX_TCP,
 ) -> Connection:
     """A connection (not yet connected) of client ``name`` to the broker ``listener()`` returns: a
     ``PartitionedConnection`` if a partition ever separates the two hosts (``cut``), else a plain one."""
     if cut is None:
-        return Connection(env, name, path, listener, observer)
-    return PartitionedConnection(env, name, path, listener, observer, cut)
+        return Connection(env, name, path, listener, observer, tcp)
+    return PartitionedConnection(env, name, path, listener, observer, cut, tcp)

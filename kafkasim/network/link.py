@@ -4,8 +4,8 @@ A `NetworkLink` is one direction of a TCP connection. A message of n bytes waits
 finished transmitting the messages before it (one at a time, FIFO), takes `n / bandwidth` to serialise,
 then travels for a latency drawn per message. Like TCP it never overtakes an earlier message on the same
 link: its delivery time is max(its own, the previous delivery). Faults: `add_delay` (a latency spike for
-messages sent before a time) and `drop_until` (messages sent before a time are lost; the sender only
-notices through its own timeout).
+messages sent before a time) and `drop_until` (the link is down until a time: a message sent meanwhile is lost
+on the wire; the connection above retransmits it, `kafkasim.network.tcp`).
 
 Every message draws its latency, dropped or not, so a fault never shifts the draws of later messages.
 
@@ -42,7 +42,7 @@ class NetworkLink:
 
     __slots__ = ("env", "name", "latency_sampler", "rng", "bandwidth_bytes_per_ms", "tx_free_at_ms",
                  "last_delivery_ms", "_extra_ms", "_delay_until_ms", "_drop_until_ms", "sent", "dropped",
-                 "bytes_sent", "egress", "ingress", "_first_byte_ms")
+                 "bytes_sent", "egress", "ingress", "_first_byte_ms", "retransmitted", "last_latency_ms")
 
     def __init__(
         self,
@@ -71,6 +71,12 @@ class NetworkLink:
         self.sent = 0
         """Messages handed to the link, including dropped ones."""
         self.dropped = 0
+        """Messages lost on the wire (sent while the link was down, or cut by a network partition)."""
+        self.retransmitted = 0
+        """TCP retransmissions of this link's connections (``kafkasim.network.tcp``), whether they got through
+        or not."""
+        self.last_latency_ms = 0.0
+        """The latest latency drawn (a connection's RTT estimate for its retransmission timeout)."""
         self.bytes_sent = 0
         self.egress = egress
         """The sending host's NIC, outbound direction (None: not modelled)."""
@@ -88,7 +94,8 @@ class NetworkLink:
         self._delay_until_ms = float(until_ms)
 
     def drop_until(self, until_ms: float) -> None:
-        """Messages sent from now until `until_ms` are lost: their `deliver` is never called."""
+        """The link is down until `until_ms`: messages sent meanwhile are lost, their `deliver` is never called
+        (`send` returns False; a connection retransmits them)."""
         self._drop_until_ms = float(until_ms)
 
     def clear_faults(self) -> None:
@@ -120,9 +127,9 @@ class NetworkLink:
                 tx_end = nic_end
         self.tx_free_at_ms = tx_end
         latency = self.latency_sampler.sample(self.rng)
+        self.last_latency_ms = latency
         if now < self._drop_until_ms:
-            # Simplification: a dropped message still used the sender's link (it was transmitted and then
-            # lost), and there is no TCP retransmission: a drop models a partition the client times out on.
+            # A dropped message still used the sender's link (it was transmitted and then lost).
             self.dropped += 1
             return -1.0
         if now < self._delay_until_ms:
@@ -166,7 +173,8 @@ class NetworkLink:
         return self.env.timeout(delay)
 
     def __repr__(self) -> str:
-        return f"NetworkLink({self.name!r}, sent={self.sent}, dropped={self.dropped})"
+        return (f"NetworkLink({self.name!r}, sent={self.sent}, dropped={self.dropped}, "
+                f"retransmitted={self.retransmitted})")
 
 
 class NetworkPath:
@@ -234,6 +242,15 @@ class NetworkPath:
     @property
     def dropped(self) -> int:
         return self.to_broker.dropped + self.from_broker.dropped
+
+    @property
+    def retransmitted(self) -> int:
+        return self.to_broker.retransmitted + self.from_broker.retransmitted
+
+    @property
+    def srtt_ms(self) -> float:
+        """The connection's RTT estimate: the latest latency drawn each way."""
+        return self.to_broker.last_latency_ms + self.from_broker.last_latency_ms
 
     def __repr__(self) -> str:
         return f"NetworkPath({self.name!r})"

@@ -6,12 +6,13 @@ clients by name (a producer or consumer; a replica fetcher thread is on its brok
 ``controller`` (the KRaft controller's host).
 
 A cut is like a pulled cable, not a refused connection: nothing tells the sender (no RST). A message is lost
-if it is on the wire at any moment the cut lasts, i.e. sent at ``s`` and due at ``a`` with ``s < end`` and
-``a >= start``: messages sent during the cut, and messages already in flight when it starts that would
-arrive during it (or, sent before it, after it: the wire was cut under them). The sender notices only through
-its own request timeout (``request.timeout.ms`` for clients, ``replica.socket.timeout.ms`` for fetchers), as
-Kafka's ``NetworkClient.handleTimedOutRequests`` does. A ``link_drop`` fault, by contrast, only drops what is
-*sent* while it lasts.
+on the wire if it is there at any moment the cut lasts, i.e. sent at ``s`` and due at ``a`` with ``s < end``
+and ``a >= start``: messages sent during the cut, and messages already in flight when it starts that would
+arrive during it (or, sent before it, after it: the wire was cut under them). A connection's TCP retransmits
+it (``kafkasim.network.tcp``): a cut shorter than the clients' timeouts delays the stream; a longer one ends
+with the client's own request timeout (``request.timeout.ms`` for clients, ``replica.socket.timeout.ms`` for
+fetchers), as Kafka's ``NetworkClient.handleTimedOutRequests`` does. A ``link_drop`` fault, by contrast, only
+loses what is *sent* while it lasts.
 
 The windows are known when the run is built (they come from the scenario), so a connection opened at any
 time -- a reconnect, or a client's first connection to a broker that became leader mid-run -- asks

@@ -283,6 +283,15 @@ class SocketServer:
             if not processor.busy and processor.blocked is None:  # Processor.wakeup
                 processor.run()
 
+    def reset_channel(self, channel: KafkaChannel) -> None:
+        """The connection was reset (an RST: a ``connection_reset`` fault): the channel is closed for good at
+        once. What it had unread is dropped and a response still to be written is discarded (a closed
+        channel's responses are not sent, as ``Processor`` drops those of a closed connection); requests already
+        in the request queue or purgatory are handled anyway."""
+        channel.closed = True
+        channel.closing = False
+        channel.pending.clear()
+
     def close_channel(self, channel: KafkaChannel) -> None:
         """The client closed the connection (its request timeout, a disconnect, its process exiting).
 

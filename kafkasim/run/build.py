@@ -32,6 +32,7 @@ from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import NetworkPartitions, network_partitions
 from kafkasim.network.socket_server import ProcessorCosts
+from kafkasim.network.tcp import TcpSettings
 from kafkasim.run.cluster import LEADER_ID, Cluster, ClusterNetwork, ReplicaFetcherFactory, fetcher_name
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.faults import partition_windows
@@ -345,6 +346,8 @@ def build(
     ids = IdSource()
     network = ClusterNetwork(env, streams, observer, controller_link.brokers, partitions,
                              broker_nics(scenario, layout, env))
+    tcp = scenario.network.tcp
+    network.tcp = TcpSettings(float(tcp.rto_min), tcp.tcp_retries2)
     cluster = Cluster(env, streams, controller, controller_link, network, layout,
                       {topic: list(tps) for topic, tps in layout.partitions_by_topic.items()})
     assert scenario.followers.link is not None

@@ -28,6 +28,7 @@ from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.nic import Nic
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import NetworkPartitions, broker_host
+from kafkasim.network.tcp import LINUX_TCP, TcpSettings
 from kafkasim.run.cluster_layout import ClusterLayout
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.server.node_to_controller_channel_manager import NodeToControllerChannelManager
@@ -101,6 +102,9 @@ class ClusterNetwork:
         self.client_paths: dict[str, list[NetworkPath]] = {}
         """A cluster client's paths, one per broker it talks to (a client's link faults act on all of them)."""
         self._hosts: dict[str, str] = {}  # a fetcher thread's name -> its broker's host (a client is its own host)
+        self._connections: list[tuple[int, Connection]] = []  # (broker id, connection), closed ones pruned
+        self.tcp: TcpSettings = LINUX_TCP
+        """The run's TCP parameters (``kafkasim.network.tcp``)."""
 
     def connect(self, broker_id: int, name: str, path: NetworkPath) -> Connection:
         """A connection of ``name`` to broker ``broker_id`` over ``path``: its SYN reaches whichever process of
@@ -108,7 +112,19 @@ class ClusterNetwork:
         partitions = self.partitions
         cut = None if partitions is None else partitions.between(self._hosts.get(name, name), broker_host(broker_id))
         broker = self.brokers[broker_id]
-        return open_connection(self.env, name, path, lambda: broker.socket_server, self.observer, cut)
+        connection = open_connection(self.env, name, path, lambda: broker.socket_server, self.observer, cut, self.tcp)
+        connections = self._connections
+        if len(connections) >= 64 and len(connections) & 63 == 0:
+            connections[:] = [entry for entry in connections if not entry[1].closed]
+        connections.append((broker_id, connection))
+        return connection
+
+    def open_connections(self, target: str) -> list[Connection]:
+        """The open connections of ``target``: a client's (or fetcher thread's) by its name; a broker host's
+        (``broker-<id>``) every connection to it and its own fetcher threads' connections."""
+        return [connection for broker_id, connection in self._connections if not connection.closed and (
+            connection.name == target or broker_host(broker_id) == target
+            or self._hosts.get(connection.name) == target)]
 
     def fetcher_path(self, name: str, broker_id: int, source: int, link: Link) -> NetworkPath:
         """A fetcher thread's path: replication leaves the leader's host (its NIC's outbound) and enters the
@@ -316,7 +332,7 @@ class Cluster:
             for name, value in broker.counters().items():
                 brokers[name] = brokers.get(name, 0) + value
         replication = self.controller.core.replication_control
-        return {
+        counters = {
             # Who changed the ISR: the leaders (Kafka's IsrShrinksPerSec / IsrExpandsPerSec, through
             # AlterPartition) and the controller itself (fencing, controlled shutdown, elections).
             "isr_shrinks": brokers["isr_shrinks"],
@@ -337,6 +353,10 @@ class Cluster:
             "messages_dropped": sum(path.dropped for path in self.links.values()),
             "reaper_passes": brokers["reaper_passes"],
         }
+        retransmitted = sum(path.retransmitted for path in self.links.values())
+        if retransmitted:  # TCP retransmissions (kafkasim.network.tcp): only in runs whose network lost a message
+            counters["messages_retransmitted"] = retransmitted
+        return counters
 
     def unfinished_requests(self) -> list[RequestEnvelope]:
         """The clients' requests still in flight, in request order."""

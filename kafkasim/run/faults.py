@@ -25,7 +25,10 @@ A client's link faults act on its path to every broker (in a cluster it has one 
   the broker first, then its process stops; restart ``restart_after`` after ``at`` (or never).
 * ``link_delay``: every message sent on the target's link(s) while it lasts takes ``extra`` longer, a
   fresh draw per message (from the fault's own random stream, so the link's own draws do not shift).
-* ``link_drop``: messages sent on the target's link(s) while it lasts are lost.
+* ``link_drop``: the target's link(s) are down while it lasts: what is sent on them is lost on the wire, and
+  the connections' TCP retransmits it (``kafkasim.network.tcp``), so the streams resume after the outage.
+* ``connection_reset``: every open connection of the target (``ClusterNetwork.open_connections``) is reset
+  at once (``Connection.reset``); the clients see a disconnect and reconnect.
 
 A ``network_partition`` has no target: it cuts the network between two sets of hosts (``broker-<id>``,
 clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
@@ -45,6 +48,7 @@ from typing import TYPE_CHECKING, Protocol
 from kafkasim.network.link import LatencySampler, NetworkLink
 from kafkasim.network.partitions import PartitionWindow
 from kafkasim.scenario.faults import (
+    ConnectionResetFault,
     CrashFault,
     LinkDelayFault,
     LinkDropFault,
@@ -181,6 +185,8 @@ def schedule_faults(scenario: Scenario, c: Cluster) -> None:
             links = _links(c, fault.target, fault.direction)
             until = math.inf if end is None else end
             _at(c, start, partial(_drop, links, until, drop_ends))
+        elif isinstance(fault, ConnectionResetFault):
+            _at(c, start, partial(_reset_connections, c, fault.target))
         elif isinstance(fault, NetworkPartitionFault):
             pass  # built into the network: partition_windows(), consulted per message by every connection
         else:  # pragma: no cover - the scenario model admits only the kinds above
@@ -378,6 +384,11 @@ def _delay_off(links: list[NetworkLink]) -> None:
     for link in links:
         if isinstance(link.latency_sampler, _DelayedLatency):
             link.latency_sampler = link.latency_sampler.base
+
+
+def _reset_connections(c: Cluster, target: str) -> None:
+    for connection in c.network.open_connections(target):
+        connection.reset()
 
 
 def _drop(links: list[NetworkLink], until: float, drop_ends: dict[str, float]) -> None:

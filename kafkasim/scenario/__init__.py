@@ -29,6 +29,7 @@ from kafkasim.scenario.distributions import (
 )
 from kafkasim.scenario.errors import Problem, ScenarioError
 from kafkasim.scenario.faults import (
+    ConnectionResetFault,
     CrashFault,
     FaultBase,
     LinkDelayFault,
@@ -70,6 +71,7 @@ __all__ = [
     "Link",
     "LinkDelayFault",
     "LinkDirection",
+    "ConnectionResetFault",
     "LinkDropFault",
     "LogNormal",
     "NetworkConfig",

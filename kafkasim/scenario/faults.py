@@ -111,12 +111,34 @@ class LinkDelayFault(FaultBase):
 
 
 class LinkDropFault(FaultBase):
-    """The target's link delivers nothing: messages sent during the window are lost (the target's links as
-    for `link_delay`)."""
+    """The target's link is down (a cable pulled, a switch port dead; the target's links as for
+    `link_delay`): every packet sent on it during the window is lost on the wire. The connections over it stay
+    open: TCP retransmits what was lost (after the retransmission timeout, at least 200 ms, doubling per retry)
+    and the stream resumes, in order, at the first retransmission after the link is back. So a short outage
+    delays requests and responses; one that outlasts a client's request.timeout.ms (a replica fetcher's
+    replica.socket.timeout.ms) ends with the client closing the connection and retrying; one that outlasts
+    Linux's tcp_retries2 (924.6 s) breaks the connection."""
 
     type: Literal["link_drop"] = "link_drop"
     duration: Duration = Field(gt=0)
     direction: Literal["both", "to_broker", "from_broker"] = "both"
+
+
+class ConnectionResetFault(FaultBase):
+    """Every open connection of the target is reset at `at` (an RST from the peer's kernel or a middlebox):
+    both ends see it closed at once. Every request in flight on it fails with a network error
+    (NetworkClient's disconnect: a producer's Sender retries the batch, a consumer or replica fetcher fetches
+    again), and a response the broker still writes for it is dropped (SocketServer's Processor), even for a
+    request it has already processed: the realistic way to lose a response. The client reconnects after
+    reconnect.backoff.ms. A producer's or consumer's connections are those to every broker; a broker-<id>'s
+    are every connection to it (clients' and other brokers' replica fetchers') and its own replica fetchers'
+    connections to their leaders; a follower-<id>'s are its fetcher's."""
+
+    type: Literal["connection_reset"] = "connection_reset"
+
+    @property
+    def end(self) -> float | None:
+        return float(self.at)  # an instant
 
 
 PARTITION_HOSTS_MAX = 300
@@ -129,9 +151,11 @@ class NetworkPartitionFault(ScenarioModel):
     "broker-<id>" (with `cluster:` its brokers; without, broker-0 is the leader and broker-<k> the broker of
     follower-<k>), producers and consumers by name (a replica fetcher thread is on its broker's host), and
     "controller", the KRaft controller's host; hosts not named keep all their links. A message on the wire
-    at any moment of the cut is lost, including one already in flight when it starts; the sender notices
-    only through its request timeout (NetworkClient's request.timeout.ms for clients,
-    replica.socket.timeout.ms for replica fetchers). A broker cut off from the controller gets no heartbeat
+    at any moment of the cut is lost, including one already in flight when it starts, and retransmitted by
+    TCP (as for `link_drop`): the connections survive a cut shorter than the clients' timeouts and resume at
+    the first retransmission after it; a longer one ends with the client closing the connection at its
+    request timeout (NetworkClient's request.timeout.ms for clients, replica.socket.timeout.ms for replica
+    fetchers). A broker cut off from the controller gets no heartbeat
     through (each fails after broker.heartbeat.interval.ms, the request timeout of its heartbeat channel,
     and BrokerLifecycleManager tries again an interval later) and is fenced broker.session.timeout.ms after its
     last heartbeat arrived, while it keeps serving the clients on its side (a leader then is a zombie: its
@@ -161,6 +185,7 @@ class NetworkPartitionFault(ScenarioModel):
 
 
 Fault = Annotated[
-    PauseFault | SlowDiskFault | CrashFault | ShutdownFault | LinkDelayFault | LinkDropFault | NetworkPartitionFault,
+    PauseFault | SlowDiskFault | CrashFault | ShutdownFault | LinkDelayFault | LinkDropFault | ConnectionResetFault
+    | NetworkPartitionFault,
     Field(discriminator="type"),
 ]

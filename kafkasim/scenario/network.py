@@ -8,7 +8,7 @@ from pydantic import Field
 
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.distributions import DurationDistribution, DurationLogNormal
-from kafkasim.scenario.units import Bandwidth
+from kafkasim.scenario.units import Bandwidth, Duration
 
 Direction = Literal["to_broker", "from_broker"]
 
@@ -73,6 +73,21 @@ class Link(ScenarioModel):
         )
 
 
+class TcpConfig(ScenarioModel):
+    """TCP's retransmission under every client and inter-broker connection (Linux's defaults): a message lost
+    while a link is down or cut is sent again after the retransmission timeout (the round trip + `rto_min`),
+    doubling per retry up to 120 s, and the connection resumes in order; after `tcp_retries2` the kernel gives
+    the connection up (ETIMEDOUT)."""
+
+    rto_min: Duration = Field(default=200.0, gt=0, le=120_000.0)
+    """The floor of the retransmission timeout: Linux's TCP_RTO_MIN, 200 ms (a route's `rto_min`)."""
+    tcp_retries2: int = Field(default=15, ge=0, le=100)
+    """Linux's net.ipv4.tcp_retries2: how long an established connection retransmits before it is given up,
+    counted as retransmissions from 200 ms doubling up to 120 s (15: 924.6 s)."""
+
+
 class NetworkConfig(ScenarioModel):
     default_link: Link = Field(default_factory=Link)
     """The link of every producer, consumer and follower that does not set its own `link`."""
+    tcp: TcpConfig = Field(default_factory=TcpConfig)
+    """TCP's retransmission timer (Linux's defaults)."""

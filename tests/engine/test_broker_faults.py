@@ -14,6 +14,7 @@ import pandas as pd
 
 from kafkasim.record.result import RunResult
 from kafkasim.run.engine import Engine
+from kafkasim.sim.calls import Call
 
 from .support import producer, scenario
 
@@ -134,7 +135,7 @@ def test_link_delay_on_a_broker_delays_its_replication_traffic_only() -> None:
     assert _baseline(one_way, 1) + 40 < _produce(one_way, 1).median() < _produce(result, 1).median() - 30
 
 
-def test_link_drop_on_a_broker_drops_its_fetchers_responses_only() -> None:
+def test_link_drop_on_a_broker_delays_its_fetchers_responses_only() -> None:
     fault = [{"type": "link_drop", "target": "broker-0", "at": "1s", "duration": "300ms", "direction": "from_broker"}]
     engine, result = _run([[1, 0], [2, 1]], fault)
     c = engine.components
@@ -142,10 +143,13 @@ def test_link_drop_on_a_broker_drops_its_fetchers_responses_only() -> None:
     assert c.links[fetcher.name].from_broker.dropped >= 1 and c.links[fetcher.name].to_broker.dropped == 0
     # Nobody else's path lost anything.
     assert all(path.dropped == 0 for name, path in c.links.items() if name != fetcher.name)
-    # The dropped fetch response leaves acks=all on partition 0 waiting (the fetcher's request timeout,
-    # replica.socket.timeout.ms = 30 s, is longer than the run): no produce to broker 1 sent from then on is
-    # answered before the run ends. Broker 2's partition is unaffected.
-    assert _produce(result, 1, AT_MS, 2000.0).isna().all()
+    # TCP retransmits the lost fetch responses once the link is back (the fetcher's request timeout,
+    # replica.socket.timeout.ms = 30 s, is far longer): acks=all on partition 0 waits for the outage and one
+    # retransmission (RTO >= 200 ms) at most, then every produce to broker 1 is answered.
+    assert c.links[fetcher.name].from_broker.retransmitted >= 1
+    stalled = _produce(result, 1, AT_MS, AT_MS + 300.0)
+    assert stalled.notna().all() and 200.0 < stalled.max() < 300.0 + 2 * 210.0
+    assert _produce(result, 1, AT_MS + 800.0, 2000.0).max() < 5 * _baseline(result, 1)
     assert _produce(result, 2).max() <= 1.01 * _baseline(result, 2)
 
 
@@ -197,3 +201,30 @@ def test_a_restarted_broker_registers_after_its_process_starts_and_is_unfenced_o
     defaults = BrokerStartup()
     assert defaults == BrokerStartup.model_validate({"process_start": "2300ms", "log_load": "800ms"})
     assert STARTUP_MS == 3_100.0
+
+
+def test_connection_reset_of_a_broker_resets_every_connection_to_it_and_its_own_fetchers() -> None:
+    # Broker 1 leads partition 0 (broker 0 fetches it) and follows partition 1 (its fetcher fetches from 2).
+    engine = Engine(scenario(
+        duration="3s", cluster={"brokers": 3},
+        topics=[{"name": "t", "replica_assignment": [[1, 0], [2, 1]], "min.insync.replicas": 1}],
+        producers=[producer("p1", rate="200/s", partitioner="round_robin")],
+        faults=[{"type": "connection_reset", "target": "broker-1", "at": "1s"}],
+    ), check_invariants=True)
+    network = engine.components.network
+    seen: list[list[str]] = []
+    Call(engine.env, 999.0, lambda _e: seen.append(sorted(c.name for c in network.open_connections("broker-1"))))
+    result = engine.run()
+    fetcher_0, fetcher_1 = engine.components.broker(0).fetchers[0].name, engine.components.broker(1).fetchers[0].name
+    assert seen == [sorted(["p1", fetcher_0, fetcher_1])]
+    rows = result.requests
+    failed = rows[rows["error_name"].astype(str) == "NETWORK_EXCEPTION"]
+    # The fetchers' long polls in flight at 1 s fail at once; both fetch again on new connections (after
+    # replica.fetch.backoff.ms, 1 s, on their partitions).
+    assert {fetcher_0, fetcher_1} <= set(failed["client"])
+    assert (failed["client_send_ms"] < 1_000).all() and (failed["client_send_ms"] > 400).all()
+    for name in (fetcher_0, fetcher_1):
+        later = rows[(rows["client"] == name) & (rows["client_send_ms"] > 1_000)]
+        assert len(later) and (later["error_name"].astype(str) == "NONE").all()
+    # Nothing is lost: every batch acknowledged but the run's last.
+    assert set(result.records["outcome"].astype(str)) <= {"acknowledged", "pending"}

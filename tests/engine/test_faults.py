@@ -110,12 +110,14 @@ def test_link_delay_on_the_followers_adds_two_trips_to_acks_all() -> None:
     assert median(during, "RemoteTimeMs") - median(normal, "RemoteTimeMs") == pytest.approx(10.0, abs=0.1)
 
 
-def test_dropped_consumer_fetch_times_out_and_the_consumer_carries_on() -> None:
+def test_consumer_fetch_lost_in_an_outage_longer_than_its_timeout_times_out_and_the_consumer_carries_on() -> None:
+    # The link is down 1.5 s, the request timeout 1 s: TCP's retransmissions (at 200 ms, 400 ms, 800 ms ...)
+    # do not get through before the client closes the connection (NetworkClient.handleTimedOutRequests).
     result = run_scenario(
         scenario(
             duration="4s",
             consumers=[consumer("c1", **{"request.timeout.ms": 1000})],
-            faults=[{"type": "link_drop", "target": "c1", "at": "1s", "duration": "300ms", "direction": "to_broker"}],
+            faults=[{"type": "link_drop", "target": "c1", "at": "1s", "duration": "1500ms", "direction": "to_broker"}],
         )
     )
     fetches = result.requests[result.requests["client"] == "c1"]
@@ -126,14 +128,63 @@ def test_dropped_consumer_fetch_times_out_and_the_consumer_carries_on() -> None:
     assert np.isnan(lost["start_ms"])
     assert 1_000 <= lost["client_send_ms"] <= 1_300
     assert result.summary["counters"]["messages_dropped"] >= 1
+    assert result.summary["counters"]["messages_retransmitted"] >= 1
     # Fetching resumed after the timeout and a backoff; records produced later are consumed.
     records = result.records
     late = records[(records["first_intended_ms"] > 3_000) & (records["first_intended_ms"] < 3_900)]
     assert len(late) >= 5 and np.isfinite(late["consumed_ms:c1"].to_numpy(dtype=float)).all()
 
 
+def test_a_short_outage_of_a_producer_s_link_delays_its_produces_by_one_retransmission() -> None:
+    """Measured on Kafka 4.3.1 (issue 31): the producer's link down for 100 ms, acks=all, 100 records/s, not
+    idempotent: the worst produce latency was 207 ms (one TCP retransmission), no retry, no duplicate, one
+    connection throughout. Before TCP's retransmission was modelled the lost responses waited for
+    request.timeout.ms (30 s) and 5 batches were written twice."""
+    result = run_scenario(
+        scenario(
+            duration="4s",
+            producers=[producer("p1", rate="100/s", **{"enable.idempotence": False})],
+            consumers=[consumer("c1")],
+            faults=[{"type": "link_drop", "target": "p1", "at": "2s", "duration": "100ms"}],
+        )
+    )
+    produce = result.requests[result.requests["client"] == "p1"]
+    latency = (produce["client_receive_ms"] - produce["client_send_ms"]).to_numpy(dtype=float)
+    worst = float(np.nanmax(latency))
+    assert 150.0 <= worst <= 2 * 207.0, worst  # within 2x of the real 207 ms
+    assert not produce["client_timeout"].any() and set(produce["error_name"].astype(str)) == {"NONE"}
+    records = result.records
+    assert (records["attempts"] <= 1).all()  # no retry
+    assert (records["outcome"] != "duplicated").all()
+    assert result.summary["counters"]["messages_retransmitted"] >= 1
+
+
+def test_a_5_s_partition_between_a_follower_and_its_leader_resumes_at_tcp_s_next_retransmission() -> None:
+    """The connection survives a cut shorter than replica.socket.timeout.ms (30 s): what the cut lost is
+    retransmitted after RTO ~201 ms, doubling (Linux tcp_retransmit_timer), and replication resumes at the first
+    retransmission after the cut heals -- not at the heal, and not at a request timeout."""
+    engine = Engine(scenario(
+        duration="12s",
+        faults=[{"type": "network_partition", "at": "2s", "duration": "5s", "sides": [["broker-2"], ["broker-0"]]}],
+    ))
+    result = engine.run()
+    fetches = result.requests[result.requests["client"] == "follower-2"].sort_values("client_send_ms")
+    assert set(fetches["error_name"].astype(str)) == {"NONE"} and not fetches["client_timeout"].any()
+    received = fetches["client_receive_ms"].to_numpy(dtype=float)
+    during = received[(received >= 2_000) & (received < 12_000)]
+    gap_end = float(during[np.argmax(np.diff(during)) + 1])  # the first response after the longest silence
+    # Lost at ~2 s, retransmitted ~2.2, 2.6, 3.4, 5.0 s (into the cut) and ~8.2 s: that one gets through.
+    assert 7_000 + 500 < gap_end < 7_000 + 1_700, gap_end
+    path = engine.components.links["follower-2"]
+    assert path.retransmitted >= 4 and path.dropped >= 1
+    # The follower stayed in the ISR (the cut is shorter than replica.lag.time.max.ms): one connection throughout.
+    assert result.summary["counters"]["isr_shrinks"] == 0
+
+
 @pytest.mark.parametrize("retries", [0, None])
 def test_dropped_produce_response_times_out_on_the_client(retries: int | None) -> None:
+    # The responses' link is down 1 s, longer than the request timeout (500 ms): the client closes the
+    # connection before TCP's retransmission gets through.
     keys: dict[str, object] = {"request.timeout.ms": 500}
     if retries is not None:
         keys["retries"] = retries
@@ -141,7 +192,7 @@ def test_dropped_produce_response_times_out_on_the_client(retries: int | None) -
         scenario(
             duration="3s",
             producers=[producer("p1", **keys)],
-            faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
+            faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "1s", "direction": "from_broker"}],
         )
     )
     produce = result.requests[result.requests["client"] == "p1"]
@@ -217,14 +268,15 @@ def test_follower_fetch_is_answered_when_its_response_arrives_not_when_a_slow_ap
 
 def test_a_non_idempotent_retry_after_a_lost_response_is_recorded_as_duplicated() -> None:
     # acks=1 turns the default idempotence off (ProducerConfig.postProcessAndValidateIdempotenceConfigs):
-    # the batches whose responses were dropped are appended, time out on the client, are sent again and
-    # appended a second time. The consumer reads both copies: the records table says duplicated.
+    # the connection is reset while a produce is in flight (sent at 1 s, appended at ~1000.6 ms, its response
+    # due at ~1001.1 ms: the reset at 1000.8 ms); its response is lost, the producer retries on a new connection
+    # and the batch is appended a second time. The consumer reads both copies: the records table says duplicated.
     result = run_scenario(
         scenario(
             duration="3s",
             producers=[producer("p1", acks=1, **{"request.timeout.ms": 500})],
             consumers=[consumer("c1")],
-            faults=[{"type": "link_drop", "target": "p1", "at": "1s", "duration": "100ms", "direction": "from_broker"}],
+            faults=[{"type": "connection_reset", "target": "p1", "at": "1000.8ms"}],
         )
     )
     records = result.records
@@ -233,3 +285,18 @@ def test_a_non_idempotent_retry_after_a_lost_response_is_recorded_as_duplicated(
     assert (duplicated["attempts"] >= 2).all() and (duplicated["error"] == 0).all()
     assert (records["outcome"] != "failed").all()
     assert result.summary["per_client"]["producers"]["p1"]["outcomes"]["duplicated"] == len(duplicated)
+
+
+def test_network_tcp_keys_set_the_retransmission_timer() -> None:
+    # rto_min 50 ms: a 100 ms outage of the producer's link costs one retransmission ~50 ms after the loss.
+    engine = Engine(scenario(
+        duration="3s",
+        network={"default_link": {"latency": "0.5ms"}, "tcp": {"rto_min": "50ms", "tcp_retries2": 3}},
+        producers=[producer("p1", rate="100/s")],
+        faults=[{"type": "link_drop", "target": "p1", "at": "2s", "duration": "100ms"}],
+    ))
+    assert engine.components.network.tcp.rto_min_ms == 50.0 and engine.components.network.tcp.give_up_ms == 3_000.0
+    result = engine.run()
+    produce = result.requests[result.requests["client"] == "p1"]
+    worst = float(np.nanmax((produce["client_receive_ms"] - produce["client_send_ms"]).to_numpy(dtype=float)))
+    assert 100.0 < worst < 100.0 + 2 * 55.0, worst

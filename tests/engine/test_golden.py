@@ -54,6 +54,7 @@ def _acks_mix_link_fault() -> Scenario:
             {"type": "link_delay", "target": "follower-1", "at": "500ms", "duration": "300ms",
              "extra": {"type": "exponential", "mean": "3ms"}},
             {"type": "link_drop", "target": "c2", "at": "900ms", "duration": "100ms"},
+            {"type": "connection_reset", "target": "one", "at": "1200ms"},
         ],
     )
 
@@ -101,7 +102,7 @@ SCENARIOS = {
 
 # name -> (requests rows, records rows, sha256 of requests, records, timeseries, summary)
 GOLDEN: dict[str, tuple[int, int, str, str, str, str]] = {
-    'acks_mix_link_fault': (3820, 1398, '8667fd83bdbf91b619bd7fc650da5918955980d5835e667e22b14d4048ae8d96', '08d03db17b49e446a70b4e8d0ad37a27c9660598d6fc04248dc9cde77a3f1910', '992d5f1a10c463b40de3b13df4a8476530c658bef387547ef028d489fb57d4ba', '8f54e6ec1f6257037b79749e439ce0352a42a328e58ebd578855df4cd972c95a'),
+    'acks_mix_link_fault': (3834, 1383, '1c4095a98b024e375153cb8158edac154246206021364142eb42fc3037d8f442', '724c56aac8b03fb8a5d90d29b2ccb084eb7649a3f111f5db39ebd115410fe6c4', 'd19b5b73e5db6c8a0d07140fa84349d1c45a95a2d86ebb40b436933fdf85644d', '03b34bc157afc06d69d19252d053f01385e36e9159ea1b2a267a235ffaeccfef'),
     'bench_like': (1972, 494, '3ecc4de4a6376f23f1c9af7791bb16497c078d975f69956a765b2f61dd824906', '60f9848281a607b83410c3d2b7c7d0b1bbc5e795836843cc36c2ff8e9b1bf144', 'f73bea8fa461edef8a286bf4621175a44f19dc6096763239e6414d3433ec3df4', 'f8433873f41d0b59a05616d1e91bbd434a4f5d28475ab4022a439e1054e2f75c'),
     'crash_and_pause': (3946, 1441, 'c2d5b45cab37bd5c823b4f59deeef57ef746304caa999bc16b817f3d33fd3079', '73e622fbe25b5dc562e30308ebcce5b12167ec7f1388c9b6c9884d2d81c0f0ab', 'a46067d46f0421f83c955e42bb8bbb2115eac463b0a760296f69a189bb8ce8d3', 'cfb7de837679e797dc05f0b7b79857e52ff45cc39dea15d58b365b000e472c5e'),
     'small_segments': (735, 553, '375895b543240e47a5d21496cfd8e7c70b56d2da1802d40d415fef6e1141615f', 'ab683e0dd02897fa7c6427a4558299e99d5ff997ac428dfb0349d121c4825907', 'a3a28222117d9f70cfbcb7dd901548fa92f0bcdf4830edd882c2af16d9f059b8', 'b387c2644ca23cd7b31f067be586922027ed833052efb5e471647acfd78f97ce'),

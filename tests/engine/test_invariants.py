@@ -172,7 +172,7 @@ def test_an_idempotent_producer_s_batch_written_twice_stops_the_run(monkeypatch:
         producers=[{"name": "p1", "topic": "t", "acks": "all", "rate": "50/s", "arrival": "constant",
                     "record_size": "100B", "linger.ms": 0, "request.timeout.ms": 1000}],
         consumers=[{"name": "c1", "topic": "t"}],
-        faults=[{"type": "link_drop", "target": "p1", "at": "2s", "duration": "100ms", "direction": "from_broker"}],
+        faults=[{"type": "connection_reset", "target": "p1", "at": "2001ms"}],  # a produce in flight (sent at 2 s)
     ))
     with pytest.raises(InvariantViolation, match=r"an idempotent producer's batch was written twice: batch \d+ of p1"):
         engine.run()
@@ -186,7 +186,7 @@ def test_a_not_idempotent_producer_may_write_a_retried_batch_twice() -> None:
         producers=[{"name": "p1", "topic": "t", "acks": "all", "rate": "50/s", "arrival": "constant",
                     "record_size": "100B", "linger.ms": 0, "request.timeout.ms": 1000, "enable.idempotence": False}],
         consumers=[{"name": "c1", "topic": "t"}],
-        faults=[{"type": "link_drop", "target": "p1", "at": "2s", "duration": "100ms", "direction": "from_broker"}],
+        faults=[{"type": "connection_reset", "target": "p1", "at": "2001ms"}],  # a produce in flight (sent at 2 s)
     ))
     result = engine.run()
     assert (result.records["outcome"].astype(str) == "duplicated").sum() >= 1

@@ -19,7 +19,8 @@ def test_every_request_row_names_its_broker_including_those_that_never_arrived()
             duration="3s",
             producers=[producer("p1", acks="all"), producer("p0", acks=0)],
             consumers=[consumer("c1", **{"request.timeout.ms": 1000})],
-            faults=[{"type": "link_drop", "target": "c1", "at": "1s", "duration": "300ms", "direction": "to_broker"}],
+            # Down longer than the consumer's request timeout: its fetch never arrives.
+            faults=[{"type": "link_drop", "target": "c1", "at": "1s", "duration": "1500ms", "direction": "to_broker"}],
         )
     )
     rows = result.requests

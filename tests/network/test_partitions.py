@@ -1,5 +1,6 @@
 """Network partitions: which messages a cut loses, per host pair, in each direction, and how overlapping
-partitions nest (kafkasim.network.partitions, PartitionedConnection)."""
+partitions nest (kafkasim.network.partitions, PartitionedConnection); TCP's retransmission of what a cut lost
+(kafkasim.network.tcp)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ class _SocketServer:
         self.env = env
         self.received: list[tuple[float, str]] = []
         self.respond: object = None
+        self.closed = 0
 
     def connect(self, name, send_response):
         self.respond = send_response
@@ -102,7 +104,7 @@ class _SocketServer:
         self.received.append((self.env.now, envelope.name))
 
     def close_channel(self, channel) -> None:
-        pass
+        self.closed += 1
 
 
 class _Envelope:
@@ -147,36 +149,47 @@ def test_network_partitions_from_plain_windows() -> None:
 
 
 @pytest.mark.pure_only
-def test_requests_to_the_broker_are_lost_while_the_cut_lasts() -> None:
+def test_requests_lost_to_the_cut_are_retransmitted_and_the_rest_follow_in_order() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
     assert isinstance(connection, PartitionedConnection)
     for t, name in ((5.0, "before"), (9.5, "in-flight"), (15.0, "during"), (19.5, "sent-during"), (20.0, "after")):
         _at(env, t, lambda name=name: connection.send(_Envelope(name)))  # type: ignore[arg-type]
-    env.run(until=25.0)  # (not to the end: the cancelled SYN retransmission timer still ticks at 1 s)
-    # The in-flight request is lost on the wire; the stream stays stalled behind it (TCP order, no
-    # retransmission): nothing later on this connection arrives, even after the cut.
-    assert server.received == [(6.0, "before")]
-    assert path.to_broker.dropped == 1 and path.from_broker.dropped == 0
-    # The client's request timeout closes it; a new connection after the cut gets through.
-    connection.close()
-    again = _reconnect(env, server, path, Cut([(10.0, 20.0)]))
-    _at(env, 30.0 - env.now, lambda: again.send(_Envelope("new connection")))  # type: ignore[arg-type]
     env.run()
-    assert server.received == [(6.0, "before"), (31.0, "new connection")]
+    # The in-flight request is lost on the wire at 10.5; TCP retransmits it one RTO (srtt 2 ms + TCP_RTO_MIN
+    # 200 ms) after it was sent, at 211.5, when the cut is over; everything behind it follows, in order.
+    assert server.received == [(6.0, "before")] + [
+        (212.5, name) for name in ("in-flight", "during", "sent-during", "after")]
+    assert path.to_broker.dropped == 1 and path.to_broker.retransmitted == 1
+    assert path.from_broker.dropped == 0 and path.from_broker.retransmitted == 0
 
 
 @pytest.mark.pure_only
-def test_a_request_sent_during_the_cut_on_an_idle_connection_is_lost_and_stalls_the_rest() -> None:
+def test_what_a_closed_connection_held_behind_a_loss_is_gone_with_it() -> None:
+    # The client's request timeout closes the connection before the retransmission: nothing arrives after.
+    env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
+    for t, name in ((5.0, "before"), (15.0, "during"), (25.0, "after")):
+        _at(env, t, lambda name=name: connection.send(_Envelope(name)))  # type: ignore[arg-type]
+    _at(env, 100.0, connection.close)
+    env.run(until=250.0)
+    assert server.received == [(6.0, "before")]
+    again = _reconnect(env, server, path, Cut([(10.0, 20.0)]))
+    _at(env, 300.0 - env.now, lambda: again.send(_Envelope("new connection")))  # type: ignore[arg-type]
+    env.run()
+    assert server.received == [(6.0, "before"), (301.0, "new connection")]
+
+
+@pytest.mark.pure_only
+def test_a_request_sent_during_the_cut_on_an_idle_connection_is_retransmitted() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
     for t, name in ((5.0, "before"), (15.0, "during"), (25.0, "after")):
         _at(env, t, lambda name=name: connection.send(_Envelope(name)))  # type: ignore[arg-type]
     env.run()
-    assert server.received == [(6.0, "before")]
+    assert server.received == [(6.0, "before"), (218.0, "during"), (218.0, "after")]  # resent at 15 + 202
     assert path.to_broker.dropped == 1
 
 
 @pytest.mark.pure_only
-def test_responses_from_the_broker_are_lost_while_the_cut_lasts() -> None:
+def test_responses_lost_to_the_cut_are_retransmitted_in_order() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
     got: list[tuple[float, str]] = []
 
@@ -188,8 +201,37 @@ def test_responses_from_the_broker_are_lost_while_the_cut_lasts() -> None:
     for t, name in ((5.0, "before"), (9.5, "in-flight"), (15.0, "during"), (20.0, "after")):
         _at(env, t, lambda name=name: respond(name))
     env.run()
-    assert got == [(6.0, "before")]  # "after" waits behind the lost "in-flight" (TCP order)
+    assert got == [(6.0, "before"), (212.5, "in-flight"), (212.5, "during"), (212.5, "after")]
     assert path.from_broker.dropped == 1 and path.to_broker.dropped == 0
+
+
+@pytest.mark.pure_only
+def test_a_long_cut_backs_the_retransmissions_off_and_the_stream_resumes_at_the_first_one_after_it() -> None:
+    # RTO 202 ms doubling (Linux tcp_retransmit_timer): retransmissions at 217, 621, 1429 ms; the cut ends at 1 s.
+    env, server, path, connection = _connection(Cut([(10.0, 1_000.0)]))
+    _at(env, 15.0, lambda: connection.send(_Envelope("during")))  # type: ignore[arg-type]
+    env.run()
+    assert server.received == [(1_430.0, "during")]
+    assert path.to_broker.retransmitted == 3 and not connection.closed
+
+
+@pytest.mark.pure_only
+def test_an_outage_longer_than_tcp_retries2_breaks_the_connection() -> None:
+    # Linux gives up at the first retransmission timer at least tcp_model_timeout(15, TCP_RTO_MIN) = 924.6 s
+    # after the lost segment was sent at 15 ms: the timers fire at 15 + 202 x (2^(j+1) - 1) ms up to j = 9
+    # (206,661 ms), then every TCP_RTO_MAX (120 s): 806,661 is too early, 926,661 gives up (ETIMEDOUT).
+    env = simpy.Environment()
+    path = NetworkPath.create(env, "p1", Constant(1.0), lambda _s: random.Random(0), float("inf"))
+    server = _SocketServer(env)
+    connection = open_connection(env, "p1", path, lambda: server, Observer(),  # type: ignore[arg-type,return-value]
+                                 Cut([(10.0, math.inf)]))
+    broken: list[float] = []
+    connection.connect(lambda: None, lambda: broken.append(env.now))
+    _at(env, 15.0, lambda: connection.send(_Envelope("lost")))  # type: ignore[arg-type]
+    env.run()
+    assert broken == [926_661.0] and connection.closed
+    assert server.received == [] and path.to_broker.retransmitted == 15
+    assert server.closed == 1  # the broker's side is closed too
 
 
 @pytest.mark.pure_only
@@ -199,8 +241,7 @@ def test_hosts_no_partition_separates_get_a_plain_connection() -> None:
 
 
 @pytest.mark.pure_only
-def test_acks_0_requests_resume_once_the_cut_is_over() -> None:
-    # Requests that expect no response have no timeout to close a stalled connection: the stream resumes.
+def test_acks_0_requests_are_retransmitted_like_any() -> None:
     env, server, path, connection = _connection(Cut([(10.0, 20.0)]))
 
     def fire_and_forget(name: str) -> _Envelope:
@@ -211,4 +252,13 @@ def test_acks_0_requests_resume_once_the_cut_is_over() -> None:
     for t, name in ((5.0, "before"), (15.0, "during"), (25.0, "after")):
         _at(env, t, lambda name=name: connection.send(fire_and_forget(name)))  # type: ignore[arg-type]
     env.run()
-    assert server.received == [(6.0, "before"), (26.0, "after")]
+    assert server.received == [(6.0, "before"), (218.0, "during"), (218.0, "after")]
+
+
+def test_linux_retransmission_constants() -> None:
+    from kafkasim.network.tcp import TCP_RETRIES2, TCP_RTO_MIN_MS, retransmits_timeout_ms, tcp_rto_ms
+
+    assert TCP_RTO_MIN_MS == 200.0 and TCP_RETRIES2 == 15
+    assert retransmits_timeout_ms() == 924_600.0  # Linux tcp_model_timeout(sk, 15, TCP_RTO_MIN)
+    assert retransmits_timeout_ms(3) == 3_000.0  # (2^4 - 1) x 200 ms, still doubling
+    assert tcp_rto_ms(2.0) == 202.0 and tcp_rto_ms(1e9) == 120_000.0

@@ -306,7 +306,7 @@ def test_the_broker_that_reads_a_request_names_itself_on_it() -> None:
     assert envelope.broker == 4 and envelope.start_ms == READ_MS
 
 
-def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to() -> None:
+def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to_and_is_retransmitted() -> None:
     import random
 
     from kafkasim.sim.distributions import Constant
@@ -319,17 +319,23 @@ def test_a_request_lost_on_the_way_names_the_broker_it_was_sent_to() -> None:
     connection = established(env, path, server, b.observer)
     path.drop_until(1_000.0)
     envelope = RequestEnvelope(1, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100, 0.0, 0.0)
-    connection.send(envelope)
+    connection.send(envelope)  # at 1.0, lost: the link is down
+    env.run(until=999.0)
+    assert envelope.broker == 7 and envelope.start_ms != envelope.start_ms  # not read yet: start_ms is NaN
     env.run()
-    assert envelope.broker == 7 and envelope.start_ms != envelope.start_ms  # never read: start_ms is NaN
+    # TCP retransmits it after RTO = srtt 1 ms + 200 ms, doubling: at 202, 604 (both into the dead link) and
+    # 1,408 ms; it arrives 0.5 ms later and is read for 1 ms.
+    assert path.to_broker.retransmitted == 3 and path.to_broker.dropped == 1
+    assert round(envelope.start_ms, 3) == 1_409.5
 
 
-def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> None:
+def test_after_a_lost_response_no_later_response_of_the_connection_overtakes_it() -> None:
     """Found by the leader-crash work: a producer whose one response was dropped by a link_drop still
     received the responses of its later requests, so seven batches were acknowledged after the lost one and
     its idempotent retry hit OUT_OF_ORDER_SEQUENCE_NUMBER forever (the broker remembers only 5 batches).
-    TCP delivers in order: a lost segment stalls everything behind it, and Kafka's InFlightRequests expects
-    the responses of a connection in request order. A new connection over the same path is not stalled."""
+    TCP delivers in order: a lost segment holds everything behind it until its retransmission, and Kafka's
+    InFlightRequests expects the responses of a connection in request order. If the client closes the
+    connection first (its request timeout), what was held is gone; a new connection is not held."""
     import random
 
     from kafkasim.sim.distributions import Constant
@@ -365,20 +371,56 @@ def test_after_a_lost_response_no_later_response_of_the_connection_arrives() -> 
     send(first, 3, 30.0)  # the link is fine again, but this response is behind the lost one
     send(first, 4, 40.0)
     env.run(until=100.0)
-    assert received == [1]
-    assert path.from_broker.dropped == 1  # one message lost; the later ones never left the broker's socket
+    assert received == [1]  # 3 and 4 are answered, held behind 2 until its retransmission
+    assert path.from_broker.dropped == 1
     first.close()  # the client's request timeout closes it and connects again
     second = established(env, path, server, b.observer)  # at 101.0
     send(second, 5, 101.0)
-    env.run(until=200.0)
+    env.run(until=400.0)
     assert received == [1, 5]
+
+
+def test_a_lost_response_is_retransmitted_and_the_later_ones_follow_it_in_order() -> None:
+    import random
+
+    from kafkasim.sim.distributions import Constant
+
+    b = Broker()
+    env = b.env
+    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
+    server = SocketServer(env, b.channel, costs, observer=b.observer, broker_id=0)
+    path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e9)
+    received: list[tuple[int, float]] = []
+
+    def answer(envelope: RequestEnvelope) -> None:
+        envelope.set_response(Response({}, 0, 0))
+        b.channel.send_response(envelope)
+        serve()
+
+    def serve() -> None:
+        envelope = b.channel.receive_request(answer)
+        if envelope is not None:
+            answer(envelope)
+
+    serve()
+    connection = established(env, path, server, b.observer)  # at 1.0
+    for request_id, at in ((1, 1.0), (2, 10.0), (3, 30.0), (4, 40.0)):
+        def go(_e: object, request_id: int = request_id, at: float = at) -> None:
+            connection.send(RequestEnvelope(request_id, API_PRODUCE, "c", ProduceRequestData(1, 30_000, {}), 100,
+                                            at, at, on_response=lambda e: received.append((e.request_id, env.now))))
+        Call(env, at - env.now, go)
+    Call(env, 10.0 - env.now, lambda _e: path.from_broker.drop_until(20.0))
+    env.run(until=400.0)
+    # Response 2 leaves the broker at 13.5 (arrived at 10.5, read 1 ms, sent 2 ms) into the dead link; TCP resends it at
+    # 13.5 + RTO 201 ms = 214.5 with 3 and 4 behind it, in order.
+    assert [(request_id, round(at, 3)) for request_id, at in received] == [(1, 5.0), (2, 215.0), (3, 215.0),
+                                                                          (4, 215.0)]
 
 
 def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -> None:
     """Found reviewing the ordered-stream rule: an acks=0 producer has no request timeout to close a stalled
-    connection, so after one request was lost everything it sent later was lost too, for ever. TCP would
-    retransmit once the outage ends; the simulator drops what was sent during it, and a stream of requests
-    that expect no response goes on once the link carries messages again."""
+    connection, so after one request was lost everything it sent later was lost too, for ever. TCP
+    retransmits what the outage lost, and the stream goes on, in order."""
     import random
 
     from kafkasim.sim.distributions import Constant
@@ -411,5 +453,5 @@ def test_a_stream_of_requests_that_expect_no_response_resumes_after_the_drop() -
     Call(env, 10.0, lambda _e: path.to_broker.drop_until(20.0))
     for request_id, at in ((1, 1.0), (2, 15.0), (3, 18.0), (4, 30.0), (5, 40.0)):
         send(request_id, at)
-    env.run(until=100.0)
-    assert read == [1, 4, 5]  # 2 and 3 were sent during the drop
+    env.run(until=300.0)
+    assert read == [1, 2, 3, 4, 5]  # 2 and 3 (sent during the drop) retransmitted at 15 + 201 ms

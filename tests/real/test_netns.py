@@ -16,6 +16,7 @@ from kafkasim import load_scenario
 from kafkasim.real import netns
 from kafkasim.real.config_map import refusals
 from kafkasim.real.netns import HostNetwork
+from kafkasim.scenario import LinkDropFault
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,4 +146,8 @@ def test_a_side_with_some_of_the_clients_but_not_all_is_refused(monkeypatch: pyt
 
 def test_link_faults_are_refused_saying_why() -> None:
     problems = refusals(load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml"))
-    assert len(problems) == 2 and all("link_drop" in p and "sent again, not lost" in p for p in problems)
+    assert len(problems) == 2 and all("connection_reset" in p and "Toxiproxy" in p for p in problems)
+    drop = load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml")
+    drop.faults[0] = LinkDropFault.model_validate({"target": "idempotent", "at": "10s", "duration": "100ms"})
+    problems = refusals(drop)
+    assert "link_drop" in problems[0] and "its own network namespace or a proxy" in problems[0]

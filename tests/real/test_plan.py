@@ -42,8 +42,8 @@ def test_what_a_real_cluster_cannot_take_is_refused_one_line_each() -> None:
     scenario = load_scenario(ROOT / "scenarios/slow_follower_isr_shrink.yaml")
     assert [line.split(":")[0] for line in refusals(scenario)] == ["faults[0] (slow_disk follower-2)"]
     scenario = load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml")
-    assert [line.split(")")[0] for line in refusals(scenario)] == ["faults[0] (link_drop idempotent",
-                                                                   "faults[1] (link_drop not-idempotent"]
+    assert [line.split(")")[0] for line in refusals(scenario)] == ["faults[0] (connection_reset idempotent",
+                                                                   "faults[1] (connection_reset not-idempotent"]
     scenario = load_scenario(ROOT / "scenarios/segment_roll_wakes_fetches.yaml")
     assert [line.split(":")[0] for line in refusals(scenario)] == ["topics[0].segment.bytes"]
     assert refusals(load_scenario(ROOT / "scenarios/leader_crash.yaml")) == []

@@ -148,6 +148,19 @@ def test_fault_targets_must_exist_and_fit_the_fault() -> None:
     load_scenario(base + "faults: [{type: pause, target: follower-1, at: 1s, duration: 1s}]\n")
 
 
+def test_a_connection_reset_names_an_existing_target_and_is_an_instant() -> None:
+    base = MINIMAL.replace("- name: t", "- {name: t, replication.factor: 2}")
+    base += "producers: [{name: p, topic: t, rate: 1/s}]\n"
+    p = only(base + "faults: [{type: connection_reset, target: q, at: 1s}]\n")
+    assert (p.path, p.message) == ("faults[0].target", "unknown target 'q' (allowed: follower-1, p)")
+    p = only(base + "faults: [{type: connection_reset, target: p, at: 1s, duration: 1s}]\n")
+    assert (p.path, p.message) == ("faults[0].duration", "unknown key 'duration' (allowed: type, target, at)")
+    p = only(base + "faults: [{type: connection_reset, target: p, at: 20s}]\n")
+    assert p.path == "faults[0].at" and "before the end of the run" in p.message
+    fault = load_scenario(base + "faults: [{type: connection_reset, target: follower-1, at: 1s}]\n").faults[0]
+    assert fault.type == "connection_reset" and fault.end == fault.at == 1_000.0
+
+
 def test_unknown_union_type_suggests_and_lists() -> None:
     p = only(MINIMAL + "faults: [{type: pauze, target: x, at: 1s, duration: 1s}]\n")
     assert (p.path, p.message) == ("faults[0].type", "unknown type 'pauze', did you mean 'pause'?")
@@ -386,7 +399,8 @@ def test_a_type_that_is_not_text_is_not_named_like_one(value: str, got: str) -> 
     # A null type was "unknown type 'None'", a list "unknown type \"['pause']\"".
     p = only(MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s}}]\nfaults: [{{type: {value}, target: p, at: 1s}}]\n")
     assert (p.path, p.message) == ("faults[0].type", f"expected text, got {got} (allowed: pause, slow_disk, crash, "
-                                                     "shutdown, link_delay, link_drop, network_partition)")
+                                                     "shutdown, link_delay, link_drop, connection_reset, "
+                                                     "network_partition)")
 
 
 # --- what is read as a scenario file --------------------------------------------------------------------

@@ -243,21 +243,17 @@ def test_slow_follower_with_kafkas_default_request_timeout_times_out_the_stuck_p
 
 
 def test_idempotence_and_a_lost_response_duplicates_only_without_idempotence() -> None:
-    # Shortened: a 2 s request timeout brings both retries (Sender.completeBatch after
-    # NetworkClient.handleTimedOutRequests) within 25 s.
-    result = run(load("idempotence_and_a_lost_response", "duration=25s",
-                      "producers[idempotent].request.timeout.ms=2000",
-                      "producers[not-idempotent].request.timeout.ms=2000"))
+    # Shortened to just past the second reset (20 s).
+    result = run(load("idempotence_and_a_lost_response", "duration=21s"))
     records = result.records
     outcome = records["outcome"].astype(str)
-    for producer, duplicates in (("idempotent", 0), ("not-idempotent", 5)):
+    for producer, duplicated in (("idempotent", False), ("not-idempotent", True)):
         mine = records["producer"] == producer
-        # Every batch in flight when the response was lost is retried: the leader appends it again unless
-        # it recognises the producer's sequence numbers (ProducerStateEntry.findDuplicateBatch).
-        assert (records[mine]["attempts"] == 2).sum() == 5
-        assert (outcome[mine] == "duplicated").sum() == duplicates
-        assert set(outcome[mine]) <= {"acknowledged", "duplicated", "pending"}  # pending: the run's last batch
-        assert (outcome[mine] == "pending").sum() <= 1
+        # Every batch in flight at the reset is retried (NetworkClient's disconnect): the leader appends a retry
+        # again unless it recognises the producer's sequence numbers (ProducerStateEntry.findDuplicateBatch).
+        assert (records[mine]["attempts"] == 2).sum() >= 1
+        assert ((outcome[mine] == "duplicated").sum() >= 1) == duplicated
+        assert set(outcome[mine]) <= {"acknowledged", "duplicated", "pending"}  # pending: the run's last batches
 
 
 def test_min_isr_violation_refuses_acks_all_and_freezes_the_high_watermark() -> None:
