@@ -138,9 +138,9 @@ EXPLAINED: dict[str, tuple[str, str]] = {
         "the request timeout (30 s) and the follower connects again across the cut, its kernel retransmitting "
         "the SYN 1, 2, 3, 4, 5 and 7 s after the connect (tcp_syn_linear_timeouts 4, Linux 6.5+; kafkasim "
         "doubled from the first, 1, 3, 7 s, as older kernels do, until this comparison showed the real "
-        "follower rejoining up to a second sooner). A real TCP connection also retransmits what was sent into "
-        "a cut, where kafkasim's cut loses it: the cut outlasts the request timeout so that this does not "
-        "matter here."),
+        "follower rejoining up to a second sooner). What was sent into the cut is retransmitted by TCP on both "
+        "engines (kafkasim's connections model it: kafkasim.network.tcp), but the cut outlasts the "
+        "request timeout, so the connection it was sent on is closed first."),
     "delayed_follower_link": (
         "A link_delay of 100 ms each way on follower 1's replication traffic (on the real cluster its replica "
         "fetcher reaches the leader through a Toxiproxy proxy, and a latency toxic is added and removed at the "
