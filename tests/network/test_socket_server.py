@@ -60,6 +60,21 @@ class Broker:
         self.delivered: list[tuple[str, int, float]] = []  # (connection, request id, time) handed to links
         self._ids = 0
 
+    def answer_at_once(self) -> None:
+        """A request handler that answers every request the moment it takes it, then waits for the next one."""
+
+        def answer(envelope: RequestEnvelope) -> None:
+            envelope.set_response(Response({}, 0, 0))
+            self.channel.send_response(envelope)
+            serve()
+
+        def serve() -> None:
+            envelope = self.channel.receive_request(answer)
+            if envelope is not None:
+                answer(envelope)
+
+        serve()
+
     def connect(self, name: str) -> KafkaChannel:
         return self.server.connect(name, lambda e: self.delivered.append((name, e.request_id, self.env.now)))
 
@@ -353,17 +368,7 @@ def test_after_a_lost_response_no_later_response_of_the_connection_overtakes_it(
             connection.send(envelope)
         Call(env, at - env.now, go)
 
-    def answer(envelope: RequestEnvelope) -> None:  # a handler answers at once, then waits for the next one
-        envelope.set_response(Response({}, 0, 0))
-        b.channel.send_response(envelope)
-        serve()
-
-    def serve() -> None:
-        envelope = b.channel.receive_request(answer)
-        if envelope is not None:
-            answer(envelope)
-
-    serve()
+    b.answer_at_once()
     first = established(env, path, server, b.observer)  # at 1.0
     send(first, 1, 1.0)
     Call(env, 10.0, lambda _e: path.from_broker.drop_until(20.0))  # the response to request 2 is lost
@@ -387,22 +392,11 @@ def test_a_lost_response_is_retransmitted_and_the_later_ones_follow_it_in_order(
 
     b = Broker()
     env = b.env
-    costs = ProcessorCosts(lambda: READ_MS, lambda: 0.0, lambda: SEND_MS, lambda: 0.0)
-    server = SocketServer(env, b.channel, costs, observer=b.observer, broker_id=0)
+    server = b.server  # one network thread, broker 0
     path = NetworkPath.create(env, "c", Constant(0.5), lambda _name: random.Random(0), 1e9)
     received: list[tuple[int, float]] = []
 
-    def answer(envelope: RequestEnvelope) -> None:
-        envelope.set_response(Response({}, 0, 0))
-        b.channel.send_response(envelope)
-        serve()
-
-    def serve() -> None:
-        envelope = b.channel.receive_request(answer)
-        if envelope is not None:
-            answer(envelope)
-
-    serve()
+    b.answer_at_once()
     connection = established(env, path, server, b.observer)  # at 1.0
     for request_id, at in ((1, 1.0), (2, 10.0), (3, 30.0), (4, 40.0)):
         def go(_e: object, request_id: int = request_id, at: float = at) -> None:

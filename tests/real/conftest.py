@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -35,9 +36,7 @@ def kafka_libs() -> KafkaLibs:
     try:
         return locate(progress=lambda line: print(line, flush=True))
     except RealKafkaUnavailable as exc:
-        if os.environ.get(REQUIRED_ENV) == "1":
-            pytest.fail(f"{REQUIRED_ENV}=1 and the real cluster cannot run: {exc}", pytrace=False)
-        pytest.skip(f"no real Kafka here: {exc}")
+        _unavailable("the real cluster cannot run", "no real Kafka here", exc)
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +46,11 @@ def toxiproxy_server() -> Path:
     try:
         return server_binary(progress=lambda line: print(line, flush=True))
     except RealKafkaUnavailable as exc:
-        if os.environ.get(REQUIRED_ENV) == "1":
-            pytest.fail(f"{REQUIRED_ENV}=1 and Toxiproxy cannot be built: {exc}", pytrace=False)
-        pytest.skip(f"no Toxiproxy here: {exc}")
+        _unavailable("Toxiproxy cannot be built", "no Toxiproxy here", exc)
+
+
+def _unavailable(in_ci: str, elsewhere: str, exc: RealKafkaUnavailable) -> NoReturn:
+    """What a real-cluster test does without what it needs: fail in CI (it must run there), skip elsewhere."""
+    if os.environ.get(REQUIRED_ENV) == "1":
+        pytest.fail(f"{REQUIRED_ENV}=1 and {in_ci}: {exc}", pytrace=False)
+    pytest.skip(f"{elsewhere}: {exc}")
