@@ -84,10 +84,10 @@ def test_main_reports_runs_faults_leader_changes_and_batches(capsys: pytest.Capt
 @pytest.fixture(scope="module")
 def cut_lost_fetches() -> tuple[Any, Any, Any]:
     """--unclean seed 1006 (found by a 1,000-run sweep): broker-1 cut from the others 2.2-8.0 s. Each fetcher
-    had a fetch on the wire when the cut began; the cut lost it or its answer, and each waits its 30 s timeout
-    (BrokerBlockingSender), past the run's end: the ISR stays below min.insync.replicas, acks=all producers get
-    NOT_ENOUGH_REPLICAS after the heal. Kafka's TCP would retransmit the lost segment after the heal (the open
-    issue "TCP under the links")."""
+    had a fetch on the wire when the cut began. Before kafkasim modelled TCP the cut lost it or its answer, each
+    fetcher waited its 30 s timeout (BrokerBlockingSender) past the run's end, and acks=all producers got
+    NOT_ENOUGH_REPLICAS after the heal; now TCP retransmits what the cut lost (kafkasim.network.tcp) and
+    replication resumes after the heal, as on Kafka."""
     from kafkasim import load_scenario
     from kafkasim.run.engine import Engine
 
@@ -96,31 +96,35 @@ def cut_lost_fetches() -> tuple[Any, Any, Any]:
     return scenario, engine, engine.run()
 
 
-def test_a_stall_behind_a_message_a_cut_lost_is_reported_not_failed(cut_lost_fetches: tuple[Any, Any, Any]) -> None:
+def test_a_cut_that_caught_fetches_on_the_wire_no_longer_stalls_the_producers(
+        cut_lost_fetches: tuple[Any, Any, Any]) -> None:
     checked, offline, stalled, by_out_of_order, behind_lost = stress.liveness(*cut_lost_fetches)
-    assert (checked, offline, stalled, by_out_of_order) == (1, 0, 0, 0) and behind_lost >= 1
+    assert (checked, offline, stalled, by_out_of_order, behind_lost) == (1, 0, 0, 0, 0)
 
 
 def test_a_stall_with_no_message_still_waiting_is_unexplained(cut_lost_fetches: tuple[Any, Any, Any]) -> None:
-    # The same run with no request left waiting for a lost answer (as if every timeout had fired by the
-    # deadline): its stalled producers are unexplained, and check() fails such a run.
+    # The same run as if its producers had made no progress after the heal (no acknowledgement from 8 s on) and
+    # no request were left waiting for a lost answer: its stalled producers are unexplained, and check() fails
+    # such a run.
     scenario, engine, result = cut_lost_fetches
-    requests = result.requests
+    requests, records = result.requests, result.records
     result.requests = requests[requests["client_receive_ms"].notna()]
+    late = records["ack_ms"] > 8_000.0
+    result.records = records.assign(ack_ms=records["ack_ms"].where(~late), offset=records["offset"].where(~late, -1))
     try:
         checked, offline, stalled, by_out_of_order, behind_lost = stress.liveness(scenario, engine, result)
     finally:
-        result.requests = requests
+        result.requests, result.records = requests, records
     assert checked == 1 and stalled >= 1 and behind_lost == 0
 
 
-def test_a_lost_fetch_that_times_out_after_the_deadline_still_explains_the_stall() -> None:
-    # --unclean seed 301 (the next 1,000-run sweep): a 100 ms cut at 0.8 s lost both followers' fetches to the
-    # leader; their 30 s timeouts fired at 30.8 s, before the run's end but long after the liveness deadline
-    # (28.4 s): the producer got NOT_ENOUGH_REPLICAS from 2 s on. The stall is the same lost message's.
+def test_a_short_cut_of_the_followers_fetches_delays_them_instead_of_stalling_the_producer() -> None:
+    # --unclean seed 301 (the next 1,000-run sweep): a 100 ms cut at 0.8 s caught both followers' fetches to
+    # the leader on the wire. Before kafkasim modelled TCP they were lost, their 30 s timeouts fired at 30.8 s
+    # and the producer got NOT_ENOUGH_REPLICAS from 2 s on; TCP retransmits them once the cut heals.
     outcome = stress.check(301, unclean=True)
     assert outcome.liveness_checked == 1 and outcome.producers_stalled == 0
-    assert outcome.producers_stalled_behind_a_lost_message == 1
+    assert outcome.producers_stalled_behind_a_lost_message == 0
 
 
 def test_a_first_batch_behind_a_later_one_written_first_is_retried_until_its_delivery_timeout() -> None:
@@ -239,23 +243,19 @@ def test_main_survives_a_hung_run_and_reports_it(monkeypatch: pytest.MonkeyPatch
     assert "1 failed" in out and "WallTimeout: still running after N s of wall time" in out
 
 
-def test_a_batch_after_an_earlier_one_still_pending_is_retried_as_not_the_next() -> None:
-    """Seed 44: broker-0 is cut from everyone at 9.5 s with three of p1's t1-1 batches in flight to it
-    (request.timeout.ms 30 s: their answers would come after the run); the new leader refuses the next
-    batch OUT_OF_ORDER_SEQUENCE_NUMBER (its sequence is not the one after its last), and
-    TransactionManager.canRetry retries it as not the next batch until the earlier ones land."""
-    outcome = stress.check(44)
-    assert (outcome.retried_to_the_end, outcome.retried_ahead_of_a_pending_batch) == (1, 1)
-    assert outcome.retried_behind_a_later_batch == 0 and outcome.out_of_order_gaps == 0
-
-
-def test_a_batch_answered_in_the_last_retry_backoff_is_caught_between_two_tries() -> None:
-    """Seed 143: p1's batch was answered OUT_OF_ORDER_SEQUENCE_NUMBER 72 ms before the run's end -- the batch
-    right after an unresolved (expired) sequence, so TransactionManager.canRetry bumped the epoch and the
-    batch became sequence 0 of the new epoch -- and its retry was still in its backoff when the run ended.
-    It is not retried to the end; the strict check first called it unexplained."""
-    outcome = stress.check(143)
-    assert (outcome.retried_to_the_end, outcome.retried_answered_at_the_end) == (1, 1)
+def test_batches_retried_to_the_end_ahead_of_a_pending_batch_or_answered_in_the_last_backoff_are_explained() -> None:
+    """Two ways a batch is still being retried when the run ends that check() explains, both in seed 54 (seeds
+    44 and 143 showed one each until kafkasim's cuts stopped losing messages: TCP now retransmits them, and
+    those runs changed; a search of seeds 1-100 found this one):
+    * ahead of a pending batch: the new leader refuses a batch OUT_OF_ORDER_SEQUENCE_NUMBER because earlier
+      ones of the producer are still in flight to the old leader, and TransactionManager.canRetry retries it
+      as not the next batch until they land;
+    * answered in the last retry backoff: an OUT_OF_ORDER_SEQUENCE_NUMBER answer shortly before the run's end
+      whose retry was still waiting its backoff (the strict check first called it unexplained)."""
+    outcome = stress.check(54)
+    assert (outcome.retried_to_the_end, outcome.retried_ahead_of_a_pending_batch,
+            outcome.retried_answered_at_the_end) == (2, 1, 1)
+    assert outcome.retried_behind_a_later_batch == 0
 
 
 def test_an_out_of_order_answer_for_another_partition_of_the_request_is_not_the_batchs() -> None:
