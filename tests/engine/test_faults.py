@@ -19,7 +19,8 @@ def test_crashed_follower_keeps_its_log_on_restart_and_catches_up() -> None:
     (``AbstractFetcherThread.truncateOnFetchResponse``); with one leader epoch nothing diverges, so the tail
     above its HW, which the old truncate-to-HW restart dropped and fetched again, is kept."""
     engine = Engine(
-        scenario(duration="3s", faults=[{"type": "crash", "target": "follower-1", "at": "1s", "restart_after": "500ms"}])
+        scenario(duration="3s", faults=[{"type": "crash", "target": "follower-1", "at": "1s", "restart_after": "500ms"}],
+                 broker={"startup": {"process_start": "0ms", "log_load": "0ms"}})  # fetching again at 1.5 s
     )
     follower = engine.components.followers[0]
     seen: list[tuple[float, int]] = []
