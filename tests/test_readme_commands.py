@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-START_BUDGET_S = 15.0  # a fresh environment imports in 3-10 s here; what a command does after is tested elsewhere
+START_BUDGET_S = 25.0
 PLACEHOLDERS = {
     "scenarios/<name>.yaml": "scenarios/quickstart.yaml",
     "FILE...": "scenarios/quickstart.yaml scenarios/sweeps/fetch_wait_x_acks.yaml",
@@ -142,8 +142,10 @@ def test_a_readme_command_starts_on_a_fresh_environment(command: str, scratch: P
                 time.sleep(0.2)
         finally:
             code = process.poll()
+            # What it wrote until now is its behaviour; what it prints while being stopped (a notebook's kernel
+            # killed under nbclient, for one) is not.
+            output = log_path.read_text(errors="replace")
             _stop(process)
-    output = log_path.read_text(errors="replace")
     if code is not None and code != 0 and " sweep " in command and "Java" in output:
         pytest.skip(f"sweeps need Java 17+, as the README says: {output.strip().splitlines()[-1]}")
     assert code in (None, 0), f"`{command}` exited {code}:\n{output[-3000:]}"
