@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from kafkasim.record.phases import broker_of_target
 from kafkasim.record.result import RunResult
 from kafkasim.report.latency_scale import short_ms
 
@@ -68,9 +69,9 @@ def _exposure(scenario: Scenario | None) -> _Exposure:
     faults = tuple(f for f in scenario.faults if f.type in ("crash", "pause"))
     stopped: dict[int, Fault] = {}
     for fault in faults:
-        kind, _, number = str(fault.target).partition("-")
-        if kind in ("broker", "follower") and number.isdigit():
-            stopped.setdefault(int(number), fault)
+        broker = broker_of_target(str(fault.target))
+        if broker is not None:
+            stopped.setdefault(broker, fault)
     if not stopped:
         return _Exposure(faults)
     from kafkasim.run.cluster_layout import cluster_layout
