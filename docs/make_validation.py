@@ -150,6 +150,26 @@ EXPLAINED: dict[str, tuple[str, str]] = {
         "before and during the delay (five JVMs sharing two cores); Toxiproxy lets what it holds go at once "
         "when the toxic is removed, where kafkasim keeps the delay of a message sent during the window (the "
         "comparison leaves the edges out)."),
+    "producer_link_blackhole": (
+        "The producer's links to every broker go down for 100 ms (on the real cluster its host's packets are "
+        "dropped by the router of the network namespaces, without a word). TCP retransmits what the outage "
+        "lost once the retransmission timeout (at least 200 ms) is over, on the same connection: the requests "
+        "in flight are answered late, not lost, so nothing is retried and nothing written twice although the "
+        "producer is not idempotent.",
+        "None in the rule: one retransmission timeout on both, no retry, no duplicate. The real worst latency "
+        "carries more (five JVMs on two shared cores; a hand run on a quiet machine measured 207 ms). kafkasim "
+        "lost such messages for good until TCP was modelled under its links (kafkasim.network.tcp): every "
+        "short outage then cost request.timeout.ms (30 s) and, without idempotence, duplicates."),
+    "idempotence_and_a_lost_response": (
+        "Each of two acks=all producers has its connections closed while produce requests are in flight (on "
+        "the real cluster its own Toxiproxy proxies close every connection through them, both sides). The "
+        "requests in flight fail with a network error and are retried on a new connection; the broker had "
+        "appended what it had read and drops the responses. The idempotent producer's retries are recognised "
+        "by their sequence numbers; the other producer's are appended again.",
+        "None in the rule: no duplicate from the idempotent producer, some from the other, every retry "
+        "succeeding, on both. The counts differ with what was in flight at the instant of the reset (a real "
+        "request takes longer on five JVMs sharing two cores, so more of them are in flight); Toxiproxy closes "
+        "with a FIN where a peer's kernel would send an RST, which Kafka's clients and brokers handle alike."),
 }
 
 

@@ -6,10 +6,11 @@ Kafka's own keys pass through under their own names. Simulator-only knobs (handl
 link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
 followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
 do is refused: a slow disk, a link_delay whose extra is a distribution or not whole milliseconds (Toxiproxy's
-latency toxic adds a constant: kafkasim.real.link_proxies) or that shares a scenario with a network_partition,
-a link_drop or a connection_reset (not wired to a harness yet), a network_partition without root or one that
-would cut some of the load driver's clients but not all, a pause of a client, the delay-queue purgatory (Kafka
-0.8's), a segment size below Kafka 4's minimum.
+latency toxic adds a constant: kafkasim.real.link_proxies), a link_delay or connection_reset (both through
+proxies on 127.0.0.1) in a scenario with a network_partition or link_drop (both through network namespaces:
+kafkasim.real.netns), a connection_reset of a broker's every connection, a network_partition or link_drop
+without root, one that would cut some of the load driver's clients but not all, a link_drop of a broker or
+follower, a pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from kafkasim.scenario.broker import HandlerCosts, PerBrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerCosts, ProducerConfig
 from kafkasim.scenario.cluster import NicConfig
 from kafkasim.scenario.controller import ControllerConfig
-from kafkasim.scenario.faults import LinkDelayFault, NetworkPartitionFault
+from kafkasim.scenario.faults import (
+    ConnectionResetFault,
+    LinkDelayFault,
+    LinkDropFault,
+    NetworkPartitionFault,
+)
 
 CLIENTS_HOST = "clients"
 """The load driver's host in a run with network faults: every producer and consumer (one JVM)."""
@@ -89,26 +95,22 @@ def refusals(scenario: Scenario) -> list[str]:
         where = f"faults[{i}] ({fault.type}"
         if isinstance(fault, NetworkPartitionFault):
             problems += [f"{where} {fault.target}): {why}" for why in _partition_problems(scenario, fault)]
-        elif fault.type == "link_drop":
-            # kafkasim's link_drop is an outage of the target's links under TCP (retransmitted, as on a real
-            # link); taking one client's or follower's link down alone needs a harness this runner lacks.
-            problems.append(f"{where} {fault.target}): taking one client's or follower's link down alone needs "
-                            "its own network namespace or a proxy, which kafkasim does not start yet; a "
-                            "network_partition can be run, or run the simulation")
+        elif isinstance(fault, LinkDropFault):
+            problems += [f"{where} {fault.target}): {why}" for why in _link_drop_problems(scenario, fault)]
         elif isinstance(fault, LinkDelayFault):
             # Through Toxiproxy's proxies on 127.0.0.1 (kafkasim.real.link_proxies).
             if (why := extra_problem(fault)) is not None:
                 problems.append(f"{where} {fault.target}): {why}")
-            if any(isinstance(f, NetworkPartitionFault) for f in scenario.faults):
-                # kafkasim.real.netns joins the hosts' namespaces through a router namespace only: nothing in
-                # them reaches the machine's own loopback, where the proxies listen.
-                problems.append(f"{where} {fault.target}): the delay's proxies listen on this machine's "
-                                "127.0.0.1, which no host can reach once a network_partition puts every host in "
-                                "a network namespace of its own; run the two faults in separate scenarios, or "
-                                "run the simulation")
-        elif fault.type == "connection_reset":
-            problems.append(f"{where} {fault.target}): resetting one client's connections needs Toxiproxy's "
-                            "reset_peer in its path, which is not wired to this fault yet; run the simulation")
+            problems += [f"{where} {fault.target}): {why}" for why in _proxy_problems(scenario, "delay")]
+        elif isinstance(fault, ConnectionResetFault):
+            # Through Toxiproxy's proxies on 127.0.0.1 (kafkasim.real.link_proxies): a client's connections, or a
+            # follower's replica fetcher's.
+            if scenario.target_kind(fault.target) == "broker":
+                problems.append(f"{where} {fault.target}): a broker's connections are every client's and every "
+                                "other broker's fetcher's to it and its own fetchers'; only a producer's, a "
+                                "consumer's or a follower's can be reset on a real cluster here (each through its "
+                                "own proxies); reset those, or run the simulation")
+            problems += [f"{where} {fault.target}): {why}" for why in _proxy_problems(scenario, "reset")]
         elif fault.type == "slow_disk":
             problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
                             "mapper or cgroup I/O limit is set up); remove it or run the simulation")
@@ -130,6 +132,43 @@ def refusals(scenario: Scenario) -> list[str]:
     return problems
 
 
+def _netns_fault(fault: object) -> bool:
+    """A fault a real run makes with network namespaces (kafkasim.real.netns)."""
+    return isinstance(fault, NetworkPartitionFault | LinkDropFault)
+
+
+def _proxy_problems(scenario: Scenario, what: str) -> list[str]:
+    """Why a fault through the Toxiproxy proxies cannot run alongside ``scenario``'s other faults, if it cannot."""
+    if not any(_netns_fault(f) for f in scenario.faults):
+        return []
+    # kafkasim.real.netns joins the hosts' namespaces through a router namespace only: nothing in them reaches
+    # the machine's own loopback, where the proxies listen.
+    return [f"the {what}'s proxies listen on this machine's 127.0.0.1, which no host can reach once a "
+            "network_partition or a link_drop puts every host in a network namespace of its own; run the faults "
+            "in separate scenarios, or run the simulation"]
+
+
+def _link_drop_problems(scenario: Scenario, fault: LinkDropFault) -> list[str]:
+    """Why a real cluster here cannot take ``fault``'s link down (kafkasim.real.netns), if it cannot: its target's
+    links are cut silently in the router for the outage, as a network_partition's are."""
+    reason = netns.unavailable_reason()
+    if reason is not None:
+        return [f"{reason}; remove it or run the simulation"]
+    kind = scenario.target_kind(fault.target)
+    if kind not in ("producer", "consumer"):
+        # A broker's host carries its fetchers' connections and every other connection to it: the cut of its
+        # host's links would cut them all, where kafkasim's link_drop of a broker or follower is its fetchers'.
+        return ["only a producer's or consumer's link can be taken down on a real cluster here (a broker's host "
+                "carries every connection to it, not only its fetchers'); use a network_partition, or run the "
+                "simulation"]
+    clients = sorted({p.name for p in scenario.producers} | {c.name for c in scenario.consumers})
+    if clients != [fault.target]:
+        return [f"the load driver's clients share one host, so taking {fault.target}'s link down would take "
+                f"{', '.join(c for c in clients if c != fault.target)}'s down too; a scenario with this client "
+                "alone can run it, or run the simulation"]
+    return []
+
+
 def _partition_problems(scenario: Scenario, fault: NetworkPartitionFault) -> list[str]:
     """Why a real cluster here cannot cut ``fault``'s links (kafkasim.real.netns), if it cannot."""
     reason = netns.unavailable_reason()
@@ -146,10 +185,10 @@ def _partition_problems(scenario: Scenario, fault: NetworkPartitionFault) -> lis
 
 
 def network_hosts(scenario: Scenario, layout: ClusterLayout) -> list[str] | None:
-    """The hosts a real run with ``network_partition`` faults puts each in a network namespace (the
-    controller, the brokers, the load driver's ``clients``, the ``observer`` that polls JMX and audits the
+    """The hosts a real run with ``network_partition`` or ``link_drop`` faults puts each in a network namespace
+    (the controller, the brokers, the load driver's ``clients``, the ``observer`` that polls JMX and audits the
     logs), or None without such faults: everything then runs on 127.0.0.1."""
-    if not any(isinstance(f, NetworkPartitionFault) for f in scenario.faults):
+    if not any(_netns_fault(f) for f in scenario.faults):
         return None
     return ["controller", *(f"broker-{b}" for b in layout.broker_ids), CLIENTS_HOST, OBSERVER_HOST]
 

@@ -1,11 +1,12 @@
-"""A scenario's ``link_delay`` faults on a real cluster: the targeted traffic routed through Toxiproxy proxies,
-and a latency toxic on them for each fault's window.
+"""A scenario's ``link_delay`` and ``connection_reset`` faults on a real cluster: the targeted traffic routed
+through Toxiproxy proxies, a latency toxic on them for each delay's window, and every connection through them
+closed at a reset.
 
 Kafka answers a Metadata request with the brokers' addresses *of the listener the request came in on*
 (``KafkaApis.handleTopicMetadataRequest``: ``metadataCache.getAliveBrokerNodes(request.context.listenerName)``),
 and a replica fetcher connects to its leader at the leader's endpoint for the fetching broker's own
 ``inter.broker.listener.name`` (``MetadataCache.getAliveBrokerNode(leaderId, interBrokerListenerName)``). So
-each delayed target gets a listener of its own on every broker (``DELAY<k>``), advertised as a proxy's port
+each proxied target gets a listener of its own on every broker (``PROXIED<k>``), advertised as a proxy's port
 that forwards to it:
 
 * a producer or consumer (its links to every broker): its ``bootstrap.servers`` are the proxies of its
@@ -20,6 +21,13 @@ millisecond on loopback); a fault adds a latency toxic with its constant ``extra
 direction(s) it names (``to_broker`` = Toxiproxy's upstream, ``from_broker`` = downstream) and removes it at
 its end. What differs from kafkasim: Toxiproxy's latency is whole milliseconds and a chunk the toxic still
 holds when it is removed goes at once (kafkasim keeps the delay of a message sent during the window).
+
+A ``connection_reset`` closes every connection of its target's proxies at once (``Toxiproxy.reset``): both
+the client's side and the broker's, as kafkasim's reset closes both ends. The client sees its connection
+closed (NetworkClient's disconnect: every request in flight fails with a network error and is retried on a
+new connection); the broker drops a response it still writes for it. Toxiproxy closes with a FIN where a
+peer's kernel sends an RST; Kafka's NetworkClient and SocketServer handle the two alike (the channel is
+closed either way).
 """
 
 from __future__ import annotations
@@ -30,17 +38,18 @@ from dataclasses import dataclass, field
 from kafkasim.real.processes import free_ports
 from kafkasim.real.toxiproxy import STREAM_OF_DIRECTION, Toxiproxy
 from kafkasim.scenario import Scenario
-from kafkasim.scenario.faults import LinkDelayFault
+from kafkasim.scenario.faults import ConnectionResetFault, LinkDelayFault
 from kafkasim.sim.distributions import Constant, sampler_from_spec
 
-LISTENER_PREFIX = "DELAY"
+LISTENER_PREFIX = "PROXIED"
 
 
-def delayed_targets(scenario: Scenario) -> list[str]:
-    """The targets of ``scenario``'s link_delay faults, each once, in the order they first appear."""
+def proxied_targets(scenario: Scenario) -> list[str]:
+    """The targets of ``scenario``'s link_delay and connection_reset faults, each once, in the order they first
+    appear: the ones whose traffic goes through proxies."""
     targets: list[str] = []
     for fault in scenario.faults:
-        if isinstance(fault, LinkDelayFault) and fault.target not in targets:
+        if isinstance(fault, LinkDelayFault | ConnectionResetFault) and fault.target not in targets:
             targets.append(fault.target)
     return targets
 
@@ -69,8 +78,8 @@ def extra_problem(fault: LinkDelayFault) -> str | None:
 
 
 @dataclass
-class DelayedListener:
-    """One delayed target's listener: its port on each broker and the proxy in front of each."""
+class ProxiedListener:
+    """One proxied target's listener: its port on each broker and the proxy in front of each."""
 
     name: str
     target: str
@@ -82,17 +91,17 @@ class DelayedListener:
 
 
 class LinkProxies:
-    """The proxies of every delayed target of a run (on ``toxiproxy``, started) and their toxics."""
+    """The proxies of every proxied target of a run (on ``toxiproxy``, started) and their toxics."""
 
     def __init__(self, toxiproxy: Toxiproxy, scenario: Scenario, broker_ids: list[int], host: str = "127.0.0.1"):
         self.toxiproxy = toxiproxy
         self.host = host
-        targets = delayed_targets(scenario)
+        targets = proxied_targets(scenario)
         ports = free_ports(len(targets) * len(broker_ids), host)
-        self.listeners: dict[str, DelayedListener] = {}
+        self.listeners: dict[str, ProxiedListener] = {}
         for k, target in enumerate(targets):
             own = ports[k * len(broker_ids):(k + 1) * len(broker_ids)]
-            listener = DelayedListener(f"{LISTENER_PREFIX}{k}", target, dict(zip(broker_ids, own, strict=True)))
+            listener = ProxiedListener(f"{LISTENER_PREFIX}{k}", target, dict(zip(broker_ids, own, strict=True)))
             for b, port in listener.ports.items():
                 listener.proxy_ports[b] = toxiproxy.add_proxy(listener.proxy(b), f"{host}:{port}", host)
             self.listeners[target] = listener
@@ -115,7 +124,7 @@ class LinkProxies:
         return {b: self.listeners[target].name for b, target in self._broker_target.items()}
 
     def bootstrap(self, client: str) -> str | None:
-        """A delayed client's bootstrap servers (the proxies of its listener), None for one not delayed."""
+        """A proxied client's bootstrap servers (the proxies of its listener), None for one not proxied."""
         listener = self.listeners.get(client)
         if listener is None:
             return None
@@ -135,6 +144,12 @@ class LinkProxies:
         for b in listener.ports:
             for stream in STREAM_OF_DIRECTION[fault.direction]:
                 self.toxiproxy.remove_toxic(listener.proxy(b), _toxic(index, stream))
+
+    def reset(self, fault: ConnectionResetFault) -> None:
+        """Close every connection through the proxies of ``fault``'s target, at once (the reset's instant)."""
+        listener = self.listeners[fault.target]
+        for b in listener.ports:
+            self.toxiproxy.reset(listener.proxy(b))
 
     def describe(self) -> Mapping[str, Mapping[str, object]]:
         """What run-info.json says of the proxies: per target, its listener and each broker's proxy port."""

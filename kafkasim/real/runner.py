@@ -2,14 +2,15 @@
 
 1. Refuse what a real cluster here cannot take (``config_map.refusals``), list once what it ignores.
 2. Kafka's jars (``kafka_libs``), the load driver compiled once into the user cache (and Toxiproxy built once, for a
-   link_delay: ``toxiproxy``).
+   link_delay or connection_reset: ``toxiproxy``).
 3. A KRaft controller and the scenario's brokers (``cluster``), every node's files inside the run's
    temporary directory; topics created with the replica assignment kafkasim's placer gives for the seed.
 4. The load driver (``driver/LoadDriver.java``: Kafka's own producer and consumer) sends the records of the
    simulated run's schedule (``schedule``) at their intended times from time 0; faults happen at their
    scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; a network_partition cuts the links between hosts,
-   each in its own network namespace: ``netns``; a link_delay adds a latency toxic to the Toxiproxy proxies
-   its target's traffic goes through: ``link_proxies``); a JMX poller samples the brokers' gauges every
+   each in its own network namespace, and a link_drop the client's links to the brokers: ``netns``; a link_delay
+   adds a latency toxic to the Toxiproxy proxies its target's traffic goes through and a connection_reset
+   closes their connections: ``link_proxies``); a JMX poller samples the brokers' gauges every
    ``sample_interval``.
 5. At the end, the cuts still in place heal, brokers still down are started again (their logs are what the simulated audit reads), every
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
@@ -54,7 +55,7 @@ from kafkasim.real.config_map import (
 from kafkasim.real.failovers import real_failovers
 from kafkasim.real.jmx import read_samples
 from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
-from kafkasim.real.link_proxies import LinkProxies, delayed_targets
+from kafkasim.real.link_proxies import LinkProxies, proxied_targets
 from kafkasim.real.netns import HostNetwork
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
@@ -68,8 +69,10 @@ from kafkasim.run.build import fetcher_counts, fetcher_name
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.scenario import Scenario, dump_scenario
 from kafkasim.scenario.faults import (
+    ConnectionResetFault,
     CrashFault,
     LinkDelayFault,
+    LinkDropFault,
     NetworkPartitionFault,
     PauseFault,
     ShutdownFault,
@@ -150,6 +153,17 @@ def fault_actions(scenario: Scenario, cluster: RealCluster, network: HostNetwork
             actions.append(FaultAction(float(fault.at), label, partial(_each, network.cut, pairs)))
             if fault.end is not None:
                 actions.append(FaultAction(float(fault.end), f"{label}: healed", partial(_each, network.heal, pairs)))
+        elif isinstance(fault, LinkDropFault) and network is not None:
+            # The client's links to every broker, silently, in the fault's direction(s) (kafkasim.real.netns; the
+            # refusals allow only a scenario's sole client): the kernel's TCP retransmits what the outage lost.
+            brokers = [f"broker-{b}" for b in cluster.brokers]
+            pairs = ([(CLIENTS_HOST, b) for b in brokers] if fault.direction != "from_broker" else []) + \
+                ([(b, CLIENTS_HOST) for b in brokers] if fault.direction != "to_broker" else [])
+            actions.append(FaultAction(float(fault.at), label, partial(_each, network.cut, pairs)))
+            actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: up again",
+                                       partial(_each, network.heal, pairs)))
+        elif isinstance(fault, ConnectionResetFault) and proxies is not None:
+            actions.append(FaultAction(float(fault.at), label, partial(proxies.reset, fault)))
         elif isinstance(fault, LinkDelayFault) and proxies is not None:
             actions.append(FaultAction(float(fault.at), label, partial(proxies.delay_on, i, fault)))
             actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: over",
@@ -221,7 +235,7 @@ def run_on_kafka(
     started = time.monotonic()
     libs = libs if libs is not None else locate(kafka_home, progress=say)
     driver_jar = compiled_jar(DRIVER_SOURCES, libs, progress=say)
-    toxiproxy = server_binary(progress=say) if delayed_targets(scenario) else None
+    toxiproxy = server_binary(progress=say) if proxied_targets(scenario) else None
     layout = cluster_layout(scenario, seed=seed)
     configs = kafka_configs(scenario, layout)
     say("not applied on a real cluster (simulator-only): " + "; ".join(configs.not_applied))

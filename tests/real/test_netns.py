@@ -144,10 +144,22 @@ def test_a_side_with_some_of_the_clients_but_not_all_is_refused(monkeypatch: pyt
         assert all("the load driver's clients share one host" in p for p in problems)
 
 
-def test_link_faults_are_refused_saying_why() -> None:
-    problems = refusals(load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml"))
-    assert len(problems) == 2 and all("connection_reset" in p and "Toxiproxy" in p for p in problems)
+def test_link_faults_are_refused_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link_drop cuts the load driver's host: only a scenario's sole client can have one; a broker's or
+    follower's is refused (its host carries every connection to it); without root it is refused as a
+    partition is; a proxied fault (reset, delay) cannot share a run with it."""
+    monkeypatch.setattr(netns, "unavailable_reason", lambda: None)
     drop = load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml")
     drop.faults[0] = LinkDropFault.model_validate({"target": "idempotent", "at": "10s", "duration": "100ms"})
     problems = refusals(drop)
-    assert "link_drop" in problems[0] and "its own network namespace or a proxy" in problems[0]
+    assert problems[0].startswith("faults[0] (link_drop idempotent): the load driver's clients share one host")
+    assert "not-idempotent, reader" in problems[0]
+    # The reset of faults[1] goes through proxies the namespaces cannot reach.
+    assert problems[1].startswith("faults[1] (connection_reset not-idempotent): ") and "127.0.0.1" in problems[1]
+    assert len(problems) == 2 and all("\n" not in p for p in problems)
+    follower = load_scenario(ROOT / "scenarios/follower_partitioned_from_leader.yaml")
+    follower.faults[0] = LinkDropFault.model_validate({"target": "broker-2", "at": "10s", "duration": "1s"})
+    assert [p.split(": ", 1)[1].split(" (")[0] for p in refusals(follower)] == [
+        "only a producer's or consumer's link can be taken down on a real cluster here"]
+    monkeypatch.setattr(netns, "unavailable_reason", lambda: "network faults on a real cluster need root")
+    assert "need root" in refusals(follower)[0]

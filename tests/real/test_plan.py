@@ -10,8 +10,10 @@ import pytest
 
 from kafkasim import load_scenario, run_scenario
 from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
+from kafkasim.real import netns
 from kafkasim.real.config_map import kafka_configs, not_applied, refusals
 from kafkasim.real.link_proxies import LinkProxies
+from kafkasim.real.runner import fault_actions
 from kafkasim.real.schedule import planned_records
 from kafkasim.run.cluster_layout import cluster_layout
 from kafkasim.scenario import Scenario, with_overrides
@@ -41,9 +43,8 @@ def test_the_schedule_is_the_simulated_runs_records(name: str, overrides: list[s
 def test_what_a_real_cluster_cannot_take_is_refused_one_line_each() -> None:
     scenario = load_scenario(ROOT / "scenarios/slow_follower_isr_shrink.yaml")
     assert [line.split(":")[0] for line in refusals(scenario)] == ["faults[0] (slow_disk follower-2)"]
-    scenario = load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml")
-    assert [line.split(")")[0] for line in refusals(scenario)] == ["faults[0] (connection_reset idempotent",
-                                                                   "faults[1] (connection_reset not-idempotent"]
+    # Its resets go through the producers' own proxies (kafkasim.real.link_proxies).
+    assert refusals(load_scenario(ROOT / "scenarios/idempotence_and_a_lost_response.yaml")) == []
     scenario = load_scenario(ROOT / "scenarios/segment_roll_wakes_fetches.yaml")
     assert [line.split(":")[0] for line in refusals(scenario)] == ["topics[0].segment.bytes"]
     assert refusals(load_scenario(ROOT / "scenarios/leader_crash.yaml")) == []
@@ -121,6 +122,7 @@ class _FakeToxiproxy:
     def __init__(self) -> None:
         self.proxies: dict[str, str] = {}
         self.toxics: dict[tuple[str, str], tuple[str, int]] = {}
+        self.resets: list[str] = []
 
     def add_proxy(self, name: str, upstream: str, listen_host: str = "127.0.0.1") -> int:
         self.proxies[name] = upstream
@@ -133,8 +135,11 @@ class _FakeToxiproxy:
     def remove_toxic(self, proxy: str, name: str) -> None:
         del self.toxics[(proxy, name)]
 
+    def reset(self, proxy: str) -> None:
+        self.resets.append(proxy)
 
-def test_delayed_targets_get_a_listener_on_every_broker_behind_a_proxy(tmp_path: Path) -> None:
+
+def test_proxied_targets_get_a_listener_on_every_broker_behind_a_proxy(tmp_path: Path) -> None:
     scenario = _delayed(tmp_path, "  - {type: link_delay, target: broker-2, at: 1s, duration: 1s, extra: 20ms}\n"
                                   "  - {type: link_delay, target: slow-writer, at: 1s, duration: 1s, extra: 5ms,"
                                   " direction: to_broker}\n"
@@ -143,25 +148,90 @@ def test_delayed_targets_get_a_listener_on_every_broker_behind_a_proxy(tmp_path:
     fake = _FakeToxiproxy()
     proxies = LinkProxies(fake, scenario, [0, 1, 2])  # type: ignore[arg-type]
     listeners = proxies.extra_listeners()
-    # One listener per delayed target on every broker, advertised as the proxy that forwards to it.
-    assert [name for name, _, _ in listeners[0]] == ["DELAY0", "DELAY1"]
+    # One listener per proxied target on every broker, advertised as the proxy that forwards to it.
+    assert [name for name, _, _ in listeners[0]] == ["PROXIED0", "PROXIED1"]
     for b, entries in listeners.items():
         for name, port, advertised in entries:
             assert fake.proxies[f"{name.lower()}-broker-{b}"] == f"127.0.0.1:{port}"
-            assert advertised == proxies.listeners["broker-2" if name == "DELAY0" else "slow-writer"].proxy_ports[b]
+            assert advertised == proxies.listeners["broker-2" if name == "PROXIED0" else "slow-writer"].proxy_ports[b]
     # broker-2's fetchers use its listener; the producer starts from its proxies; the others go direct.
-    assert proxies.inter_broker_listeners() == {2: "DELAY0"}
+    assert proxies.inter_broker_listeners() == {2: "PROXIED0"}
     assert proxies.bootstrap("slow-writer") == ",".join(f"127.0.0.1:{entries[1][2]}" for entries in listeners.values())
     assert proxies.bootstrap("writer") is None and proxies.bootstrap("reader") is None
     # A fault's toxics: its direction(s) on every proxy of its target, removed at its end.
     faults = scenario.faults
     proxies.delay_on(0, faults[0])  # type: ignore[arg-type]
     proxies.delay_on(2, faults[2])  # type: ignore[arg-type]
-    assert fake.toxics[("delay0-broker-1", "faults-0-upstream")] == ("upstream", 20)
-    assert fake.toxics[("delay0-broker-1", "faults-0-downstream")] == ("downstream", 20)
-    assert fake.toxics[("delay0-broker-0", "faults-2-downstream")] == ("downstream", 7)
+    assert fake.toxics[("proxied0-broker-1", "faults-0-upstream")] == ("upstream", 20)
+    assert fake.toxics[("proxied0-broker-1", "faults-0-downstream")] == ("downstream", 20)
+    assert fake.toxics[("proxied0-broker-0", "faults-2-downstream")] == ("downstream", 7)
     assert len(fake.toxics) == 3 * 3
     proxies.delay_off(0, faults[0])  # type: ignore[arg-type]
-    assert sorted(fake.toxics) == [(f"delay0-broker-{b}", "faults-2-downstream") for b in range(3)]
+    assert sorted(fake.toxics) == [(f"proxied0-broker-{b}", "faults-2-downstream") for b in range(3)]
     proxies.delay_on(1, faults[1])  # type: ignore[arg-type]
-    assert fake.toxics[("delay1-broker-0", "faults-1-upstream")] == ("upstream", 5)
+    assert fake.toxics[("proxied1-broker-0", "faults-1-upstream")] == ("upstream", 5)
+
+
+def test_a_connection_reset_closes_every_connection_of_its_targets_proxies_at_its_instant(tmp_path: Path) -> None:
+    """A reset of a client (its connections to every broker) or of a follower (its fetchers'): the target gets
+    its own proxies like a delayed one, and the reset closes each of them at ``at``; other clients go direct."""
+    scenario = _delayed(tmp_path, "  - {type: connection_reset, target: slow-writer, at: 2s}\n"
+                                  "  - {type: link_delay, target: slow-writer, at: 1s, duration: 1s, extra: 5ms}\n"
+                                  "  - {type: connection_reset, target: reader, at: 3s}\n")
+    assert refusals(scenario) == []
+    fake = _FakeToxiproxy()
+    proxies = LinkProxies(fake, scenario, [0, 1, 2])  # type: ignore[arg-type]
+    assert sorted(proxies.listeners) == ["reader", "slow-writer"]  # one listener each, the delay's shared
+    assert proxies.bootstrap("writer") is None and proxies.bootstrap("reader") is not None
+    actions = fault_actions(scenario, _FakeCluster(), None, proxies)  # type: ignore[arg-type]
+    resets = [a for a in actions if "connection_reset" in a.label]
+    assert [(a.at_ms, a.label) for a in resets] == [(2000.0, "faults[0] connection_reset slow-writer"),
+                                                    (3000.0, "faults[2] connection_reset reader")]
+    resets[0].act()
+    assert fake.resets == ["proxied0-broker-0", "proxied0-broker-1", "proxied0-broker-2"]
+    resets[1].act()
+    assert fake.resets[3:] == ["proxied1-broker-0", "proxied1-broker-1", "proxied1-broker-2"]
+    # A broker's every connection cannot be reset through proxies of its own.
+    broker = _delayed(tmp_path, "  - {type: connection_reset, target: broker-1, at: 2s}\n")
+    assert [line.split(":")[0] for line in refusals(broker)] == ["faults[0] (connection_reset broker-1)"]
+
+
+class _FakeCluster:
+    brokers = {0: None, 1: None, 2: None}
+
+
+class _FakeNetwork:
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str, str]] = []
+
+    def cut(self, a: str, b: str) -> None:
+        self.log.append(("cut", a, b))
+
+    def heal(self, a: str, b: str) -> None:
+        self.log.append(("heal", a, b))
+
+
+def test_a_link_drop_cuts_the_clients_links_to_every_broker_in_its_direction_for_its_outage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netns, "unavailable_reason", lambda: None)
+    path = tmp_path / "drop.yaml"
+    path.write_text(_DELAYED.replace("  - {name: writer, topic: t, acks: all, rate: 10/s}\n", "")
+                    .replace("consumers:\n  - {name: reader, topic: t}\n", "")
+                    + "  - {type: link_drop, target: slow-writer, at: 1s, duration: 100ms}\n"
+                    + "  - {type: link_drop, target: slow-writer, at: 2s, duration: 1s, direction: from_broker}\n",
+                    encoding="utf-8")
+    scenario = load_scenario(path)
+    assert refusals(scenario) == []
+    network = _FakeNetwork()
+    actions = fault_actions(scenario, _FakeCluster(), network)  # type: ignore[arg-type]
+    assert [(a.at_ms, a.label) for a in actions] == [
+        (1000.0, "faults[0] link_drop slow-writer"), (1100.0, "faults[0] link_drop slow-writer: up again"),
+        (2000.0, "faults[1] link_drop slow-writer"), (3000.0, "faults[1] link_drop slow-writer: up again")]
+    actions[0].act()
+    both = [("cut", "clients", f"broker-{b}") for b in range(3)] + [("cut", f"broker-{b}", "clients") for b in range(3)]
+    assert network.log == both
+    actions[1].act()
+    assert network.log[6:] == [("heal", a, b) for _, a, b in both]
+    del network.log[:]
+    actions[2].act()
+    assert network.log == [("cut", f"broker-{b}", "clients") for b in range(3)]

@@ -108,6 +108,41 @@ def test_a_reset_peer_toxic_resets_a_new_connection_and_closes_an_open_one(proxy
     assert _median_round_trip_ms(port) < SLACK_MS
 
 
+def test_a_reset_closes_every_open_connection_both_sides_and_new_ones_get_through(proxy: Toxiproxy) -> None:
+    """Toxiproxy.reset (a connection_reset on the real cluster): every connection through the proxy is closed at
+    once, idle ones included, on the client's side (it reads end of stream) and on the upstream's (the server
+    reads end of stream: a broker then drops what it still writes); a connection made afterwards, on the same
+    port, works."""
+    closed: list[threading.Event] = []
+
+    def serve(listener: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                done = threading.Event()
+                closed.append(done)
+
+                def run(conn: socket.socket = conn, done: threading.Event = done) -> None:
+                    _echo(conn)
+                    done.set()
+
+                threading.Thread(target=run, daemon=True).start()
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        threading.Thread(target=serve, args=(listener,), daemon=True).start()
+        port = proxy.add_proxy("echo", f"127.0.0.1:{listener.getsockname()[1]}")
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as busy, \
+                socket.create_connection(("127.0.0.1", port), timeout=5) as idle:
+            assert _round_trip_ms(busy) < 1000
+            idle.sendall(b"ping")
+            assert idle.recv(4) == b"ping"
+            assert len(closed) == 2 and not any(e.is_set() for e in closed)
+            proxy.reset("echo")
+            assert busy.recv(4) == b"" and idle.recv(4) == b""  # no data sent since: closed by the proxy
+            assert all(e.wait(5) for e in closed)  # the upstream's side too
+        assert _median_round_trip_ms(port) < SLACK_MS
+
+
 def test_an_unknown_proxy_is_refused_with_toxiproxys_answer(proxy: Toxiproxy) -> None:
     with pytest.raises(ToxiproxyError, match="404"):
         proxy.add_latency("nothing-here", "slow", "upstream", 10)
