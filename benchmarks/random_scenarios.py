@@ -6,8 +6,8 @@ draws: 1-3 topics (1-4 partitions, replication factor 1-5, any legal min.insync.
 segment.bytes / segment.ms, retention.bytes / retention.ms), 0-3 producers (acks 0/1/all, rate, arrival,
 record sizes, linger, batch size, in-flight limit, timeouts, partitioner), 0-3 consumers, broker threads and
 lag time, follower fetch settings, link latencies and bandwidths, and 0-6 faults of every type (pause of a
-follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop, connection_reset) at random
-times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
+follower/producer/consumer, slow_disk, crash with and without restart_after, link_delay, link_drop,
+connection_reset, half_open) at random times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
 brokers, Kafka's placer or an explicit replica_assignment, racks, per-broker overrides, several fetcher
 threads per source broker, faults on brokers: pause, slow_disk, link faults, crash of one that leads nothing;
 and in half of them crashes of any broker, leaders included, some in runs stretched to 30 s). Total load is bounded so a run of a few simulated
@@ -242,8 +242,10 @@ def _fault(
     """One fault of ``kind`` on ``target`` at ``at``: a crash restarts after ``length`` (7 times in 10),
     the others last ``length``; a slow disk's factor is one of ``factors``, a link delay's extra latency
     reaches up to one of ``extra_highs``; link faults sometimes act in one direction only."""
+    if kind == "connection_reset" and rng.random() < 0.5:
+        kind = "half_open"  # the connection lost silently rather than reset (drawn here: the other kinds' draws stay)
     fault: dict[str, Any] = {"type": kind, "target": target, "at": _ms(at)}
-    if kind == "connection_reset":
+    if kind in ("connection_reset", "half_open"):
         return fault  # an instant
     if kind == "crash":
         if rng.random() < 0.7:

@@ -46,7 +46,10 @@ lost while the connection stays open. An outage that outlasts the client's own r
 (``request.timeout.ms``, ``replica.socket.timeout.ms``) ends with the client closing the connection
 (``NetworkClient.handleTimedOutRequests``): what was still queued on it is gone with it. One that outlasts
 ``tcp_retries2`` (924.6 s) breaks the connection (ETIMEDOUT: ``on_disconnect``). ``reset()`` is a
-``connection_reset`` fault: the peer's RST, both ends closed at once.
+``connection_reset`` fault: the peer's RST, both ends closed at once. ``half_open()`` is a ``half_open`` fault:
+the connection's state is gone from a box on its path, so everything either end sends on it from then on is
+dropped, retransmitted in vain, until the client's request timeout closes it or ``tcp_retries2`` breaks it;
+neither end is told (what was already on the wire arrives: a simplification).
 
 A ``PartitionedConnection`` is one between two hosts that a network partition separates at some time
 (``kafkasim.network.partitions``): a message that is on the wire while the cut lasts is lost, in either
@@ -129,7 +132,7 @@ class Connection:
 
     __slots__ = ("env", "name", "path", "listener", "socket_server", "channel", "closed", "observer", "_checks",
                  "connected", "on_established", "on_disconnect", "_requests", "_responses", "_syn_timer",
-                 "_syn_retries", "_syn_started_ms", "tcp")
+                 "_syn_retries", "_syn_started_ms", "tcp", "_half_open")
 
     def __init__(
         self,
@@ -159,6 +162,7 @@ class Connection:
         self._syn_timer: Call | None = None
         self._syn_retries = 0
         self._syn_started_ms = 0.0
+        self._half_open = False  # a half_open fault: nothing sent on it arrives any more
 
     # --- the handshake -----------------------------------------------------------------------------
 
@@ -244,6 +248,14 @@ class Connection:
             self.socket_server.reset_channel(channel)
         self._disconnected()
 
+    def half_open(self) -> None:
+        """A ``half_open`` fault: a box on the path (a NAT's or a stateful firewall's table, a load balancer that
+        failed over) has lost the connection's state; both ends still hold it open and are not told. From now
+        on every segment, SYN-ACK or RST sent on it is dropped: TCP retransmits in vain (``_carries``), until
+        the client's request timeout closes it (``NetworkClient.handleTimedOutRequests``) or tcp_retries2's
+        time breaks it (``_broken``). Messages already on the wire arrive (simplification)."""
+        self._half_open = True
+
     def _cancel_timers(self) -> None:
         self._cancel_syn_timer()
         self._requests.cancel()
@@ -271,14 +283,18 @@ class Connection:
         if held is not None:
             held.append(Segment(stream.seq, size_bytes, deliver, self.env.now))
             stream.seq += 1
-        elif not stream.link.send(size_bytes, deliver):
+        elif self._half_open or not stream.link.send(size_bytes, deliver):
+            if self._half_open:
+                stream.link.dropped += 1
             self._lost(stream, Segment(stream.seq, size_bytes, deliver, self.env.now))
             stream.seq += 1
 
     def _send_segment(self, stream: _Stream, segment: Segment) -> None:
         """(Re)transmit a segment on a link that carries messages now."""
         segment.sent_ms = self.env.now
-        if not stream.link.send(segment.size_bytes, segment.deliver):
+        if self._half_open or not stream.link.send(segment.size_bytes, segment.deliver):
+            if self._half_open:
+                stream.link.dropped += 1
             self._lost(stream, segment)
 
     # --- TCP retransmission (kafkasim.network.tcp) ----------------------------------------------------
@@ -338,12 +354,13 @@ class Connection:
         self._disconnected()
 
     def _carries(self, link: NetworkLink) -> bool:
-        """Whether ``link`` carries messages now."""
-        return not link.is_dropping
+        """Whether ``link`` carries this connection's messages now."""
+        return not self._half_open and not link.is_dropping
 
     def _packet(self, link: NetworkLink, deliver: Callable[[], None]) -> None:
         """A SYN, SYN-ACK or RST: a packet of its own, not behind the stream's data."""
-        link.send(0, deliver)
+        if not self._half_open:
+            link.send(0, deliver)
 
     def _deliver(self, envelope: RequestEnvelope) -> None:
         if self.closed:
@@ -397,6 +414,10 @@ class PartitionedConnection(Connection):
         env = self.env
         cut = self.cut
         segment.sent_ms = env.now
+        if self._half_open:
+            link.dropped += 1
+            self._lost(stream, segment)
+            return
 
         def arrive() -> None:
             held = stream.held
@@ -417,6 +438,8 @@ class PartitionedConnection(Connection):
 
     def _packet(self, link: NetworkLink, deliver: Callable[[], None]) -> None:
         # Lost if the cut separates the hosts while it travels.
+        if self._half_open:
+            return
         env = self.env
         cut = self.cut
         sent_ms = env.now

@@ -10,7 +10,8 @@ latency toxic adds a constant: kafkasim.real.link_proxies), a link_delay or conn
 proxies on 127.0.0.1) in a scenario with a network_partition or link_drop (both through network namespaces:
 kafkasim.real.netns), a connection_reset of a broker's every connection, a network_partition or link_drop
 without root, one that would cut some of the load driver's clients but not all, a link_drop of a broker or
-follower, a pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment size below Kafka 4's minimum.
+follower, a half_open connection, a pause of a client, the delay-queue purgatory (Kafka 0.8's), a segment
+size below Kafka 4's minimum.
 """
 
 from __future__ import annotations
@@ -111,6 +112,10 @@ def refusals(scenario: Scenario) -> list[str]:
                                 "consumer's or a follower's can be reset on a real cluster here (each through its "
                                 "own proxies); reset those, or run the simulation")
             problems += [f"{where} {fault.target}): {why}" for why in _proxy_problems(scenario, "reset")]
+        elif fault.type == "half_open":
+            problems.append(f"{where} {fault.target}): a half-open connection needs a box that forgets one open "
+                            "connection while new ones get through (a NAT's or firewall's state table); neither "
+                            "Toxiproxy nor the network namespaces here do that; run the simulation")
         elif fault.type == "slow_disk":
             problems.append(f"{where} {fault.target}): a real broker's disk cannot be slowed here (no device "
                             "mapper or cgroup I/O limit is set up); remove it or run the simulation")

@@ -29,6 +29,8 @@ A client's link faults act on its path to every broker (in a cluster it has one 
   the connections' TCP retransmits it (``kafkasim.network.tcp``), so the streams resume after the outage.
 * ``connection_reset``: every open connection of the target (``ClusterNetwork.open_connections``) is reset
   at once (``Connection.reset``); the clients see a disconnect and reconnect.
+* ``half_open``: every open connection of the target goes silent for good (``Connection.half_open``); the
+  clients find out at their request timeout.
 
 A ``network_partition`` has no target: it cuts the network between two sets of hosts (``broker-<id>``,
 clients by name, ``controller``). It is not switched on and off here: its windows are known before the run
@@ -50,6 +52,7 @@ from kafkasim.network.partitions import PartitionWindow
 from kafkasim.scenario.faults import (
     ConnectionResetFault,
     CrashFault,
+    HalfOpenFault,
     LinkDelayFault,
     LinkDropFault,
     NetworkPartitionFault,
@@ -187,6 +190,8 @@ def schedule_faults(scenario: Scenario, c: Cluster) -> None:
             _at(c, start, partial(_drop, links, until, drop_ends))
         elif isinstance(fault, ConnectionResetFault):
             _at(c, start, partial(_reset_connections, c, fault.target))
+        elif isinstance(fault, HalfOpenFault):
+            _at(c, start, partial(_half_open_connections, c, fault.target))
         elif isinstance(fault, NetworkPartitionFault):
             pass  # built into the network: partition_windows(), consulted per message by every connection
         else:  # pragma: no cover - the scenario model admits only the kinds above
@@ -389,6 +394,11 @@ def _delay_off(links: list[NetworkLink]) -> None:
 def _reset_connections(c: Cluster, target: str) -> None:
     for connection in c.network.open_connections(target):
         connection.reset()
+
+
+def _half_open_connections(c: Cluster, target: str) -> None:
+    for connection in c.network.open_connections(target):
+        connection.half_open()
 
 
 def _drop(links: list[NetworkLink], until: float, drop_ends: dict[str, float]) -> None:

@@ -141,6 +141,24 @@ class ConnectionResetFault(FaultBase):
         return float(self.at)  # an instant
 
 
+class HalfOpenFault(FaultBase):
+    """Every open connection of the target becomes half-open at `at`: a box on its path has lost the
+    connection's state (a NAT's or a stateful firewall's table entry expired or was flushed, a load balancer
+    failed over) while both ends still hold it open, and neither is told. Everything either end sends on it
+    from then on is dropped without a word (what was already on the wire arrives); TCP retransmits it in vain,
+    the RTO doubling as for `link_drop`, until the client gives up on a request it is waiting for and closes
+    the connection (NetworkClient's request.timeout.ms for producers and consumers, replica.socket.timeout.ms
+    for replica fetchers), or Linux's tcp_retries2 (924.6 s) breaks it. A response the broker writes for a
+    request it had read is lost with it: the slow way to lose a response (a `connection_reset` loses it at
+    once). Connections opened afterwards work. Targets as for `connection_reset`."""
+
+    type: Literal["half_open"] = "half_open"
+
+    @property
+    def end(self) -> float | None:
+        return float(self.at)  # an instant
+
+
 PARTITION_HOSTS_MAX = 300
 """Hosts on one side of a network partition, at most (brokers, 100 producers, 100 consumers, the controller)."""
 
@@ -186,6 +204,6 @@ class NetworkPartitionFault(ScenarioModel):
 
 Fault = Annotated[
     PauseFault | SlowDiskFault | CrashFault | ShutdownFault | LinkDelayFault | LinkDropFault | ConnectionResetFault
-    | NetworkPartitionFault,
+    | HalfOpenFault | NetworkPartitionFault,
     Field(discriminator="type"),
 ]

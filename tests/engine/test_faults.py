@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from kafkasim.broker.errors import Errors
@@ -301,3 +304,52 @@ def test_network_tcp_keys_set_the_retransmission_timer() -> None:
     produce = result.requests[result.requests["client"] == "p1"]
     worst = float(np.nanmax((produce["client_receive_ms"] - produce["client_send_ms"]).to_numpy(dtype=float)))
     assert 100.0 < worst < 100.0 + 2 * 55.0, worst
+
+
+def _half_open_run(kind: str, at: str = "1000.53ms", **config: Any) -> tuple[pd.DataFrame, Engine]:
+    # The produce sent at 1 s reaches the broker at 1000.51 ms, which writes its response at 1000.56 ms and the
+    # producer reads it at 1001.07 ms: a half_open at 1000.53 ms drops the response (what is already on the wire
+    # arrives), a connection_reset at 1000.8 ms loses it on the wire.
+    engine = Engine(scenario(
+        duration="4s",
+        producers=[producer("p1", **{"acks": 1, "request.timeout.ms": 1000, **config})],
+        consumers=[consumer("c1")],
+        faults=[{"type": kind, "target": "p1", "at": at}],
+    ))
+    return engine.run().records, engine
+
+
+def test_a_half_open_connection_loses_the_response_until_the_request_timeout_then_a_new_connection_works() -> None:
+    """half_open: the producer's connection goes silent for good (a NAT's state lost). The response of the
+    produce the broker had appended is dropped and retransmitted in vain; the producer finds out only at
+    request.timeout.ms (1 s here), closes the connection (NetworkClient.handleTimedOutRequests), and retries
+    on a new one, which works: the batch is written twice without idempotence. A connection_reset loses the
+    same response at once instead."""
+    records, engine = _half_open_run("half_open")
+    duplicated = records[records["outcome"] == "duplicated"]
+    assert len(duplicated) == 1 and (records["outcome"] != "failed").all()
+    first = duplicated.iloc[0]
+    assert float(first["first_intended_ms"]) == 1000.0
+    # Retried after the request timeout (and retry.backoff.ms, 100 ms), not at once.
+    assert 2000.0 <= float(first["ack_ms"]) < 2200.0, first["ack_ms"]
+    # The batches sent on the dead connection meanwhile never reached the broker: retried, written once (the
+    # one that waited for an in-flight slot, max.in.flight.requests.per.connection 5, went on the new one).
+    waited = records[(records["first_intended_ms"] > 1000.0) & (records["first_intended_ms"] < 2000.0)]
+    assert (waited["outcome"] == "acknowledged").all() and list(waited["attempts"]) == [2, 2, 2, 2, 1]
+    # After the new connection, the producer is as fast as before the fault.
+    later = records[(records["first_intended_ms"] >= 2500.0) & (records["outcome"] == "acknowledged")]
+    assert (later["attempts"] == 1).all() and float((later["ack_ms"] - later["first_intended_ms"]).max()) < 10.0
+    path = engine.components.network.links["p1"]
+    assert path.dropped > 0 and path.retransmitted > 0  # the kernel retransmitted into the void
+    reset, _ = _half_open_run("connection_reset", at="1000.8ms")
+    again = reset[reset["outcome"] == "duplicated"]
+    assert len(again) == 1 and float(again.iloc[0]["ack_ms"]) < 1100.0
+
+
+def test_an_idempotent_producer_writes_nothing_twice_across_a_half_open_connection() -> None:
+    records, _ = _half_open_run("half_open", acks="all", **{"enable.idempotence": True})
+    assert not records["outcome"].isin(["duplicated", "failed"]).any()
+    # The batch the broker had appended is retried after the request timeout and answered with its offset.
+    first = records[records["first_intended_ms"] == 1000.0].iloc[0]
+    assert int(first["attempts"]) == 2 and float(first["ack_ms"]) >= 2000.0
+    assert list(records["offset"].iloc[:25]) == list(range(25))

@@ -92,7 +92,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "rf=1", "rf=2", "rf=3", "rf=4", "rf=5", "partitions>1", "tiny-segments", "retention", "long-run",
         "cluster", "cluster-racks", "cluster-overrides", "replica_assignment", "num.replica.fetchers>1",
         "cluster-client-faults", "broker-pause", "broker-slow_disk", "broker-crash", "broker-link_delay",
-        "broker-link_drop", "cluster-crash-in-30s-run", "connection_reset",
+        "broker-link_drop", "cluster-crash-in-30s-run", "connection_reset", "half_open",
     ]
     assert [w for w in wanted if not seen[w]] == []
 

@@ -1017,9 +1017,11 @@ def test_a_reset_loses_the_responses_in_flight_and_only_idempotence_keeps_their_
     retried = tuple(tuple(int(((r.records["attempts"].to_numpy() > 1)
                                & (r.records["producer"].astype(str) == name).to_numpy()).sum())
                           for name in ("idempotent", "not-idempotent")) for r in (p.sim, p.real))
-    retried_ok = all(n > 0 for pair_ in retried for n in pair_)
-    agree(p, "batches retried after the reset (idempotent, not-idempotent)", retried[0], retried[1],
-          "> 0 each, on both", retried_ok)
+    # kafkasim's count is its own; the real one is inferred (kafkasim.real.assemble attributes the retries the
+    # load driver saw to batches) and depends on what was in flight at the reset's instant: one run found 0 for
+    # the idempotent producer and 4 for the other, another 5 and 2. Reported, asserted on kafkasim only.
+    retried_ok = all(n > 0 for n in retried[0])
+    report(p, "batches retried after the reset (idempotent, not-idempotent)", retried[0], retried[1])
     failed = tuple(int((r.records["error"].to_numpy() != 0).sum()) for r in (p.sim, p.real))
     agree(p, "batches failed", *failed, "0 on both (a network error is retriable)", failed == (0, 0))
     worst = tuple(tuple(worst_produce_around(r, float(f.at)) for f in p.scenario.faults) for r in (p.sim, p.real))

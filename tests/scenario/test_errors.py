@@ -400,7 +400,7 @@ def test_a_type_that_is_not_text_is_not_named_like_one(value: str, got: str) -> 
     p = only(MINIMAL + f"producers: [{{name: p, topic: t, rate: 1/s}}]\nfaults: [{{type: {value}, target: p, at: 1s}}]\n")
     assert (p.path, p.message) == ("faults[0].type", f"expected text, got {got} (allowed: pause, slow_disk, crash, "
                                                      "shutdown, link_delay, link_drop, connection_reset, "
-                                                     "network_partition)")
+                                                     "half_open, network_partition)")
 
 
 # --- what is read as a scenario file --------------------------------------------------------------------
