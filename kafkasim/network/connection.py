@@ -67,7 +67,17 @@ from kafkasim.network.link import NetworkLink, NetworkPath
 from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.partitions import Cut
-from kafkasim.network.tcp import LINUX_TCP, TCP_RTO_MAX_MS, Segment, TcpSettings, hold, tcp_rto_ms
+from kafkasim.network.tcp import (
+    LINUX_TCP,
+    TCP_GAVE_UP,
+    TCP_LOST_AGAIN,
+    TCP_RTO_MAX_MS,
+    TCP_THROUGH,
+    Segment,
+    TcpSettings,
+    hold,
+    tcp_rto_ms,
+)
 from kafkasim.sim.calls import Call
 
 if TYPE_CHECKING:
@@ -323,17 +333,26 @@ class Connection:
         if self.closed or held is None:
             return
         if self.env.now - stream.loss_ms >= self.tcp.give_up_ms:
+            self._tell(stream, TCP_GAVE_UP)
             self._broken()
             return
         link = stream.link
         link.retransmitted += 1
         if self._carries(link):
+            self._tell(stream, TCP_THROUGH)
             stream.held = None
             self._resend(stream, held)
             return
+        self._tell(stream, TCP_LOST_AGAIN)
         rto = stream.rto_ms * 2.0
         stream.rto_ms = rto if rto < TCP_RTO_MAX_MS else TCP_RTO_MAX_MS
         stream.timer = Call(self.env, stream.rto_ms, partial(self._retransmit, stream))
+
+    def _tell(self, stream: _Stream, outcome: str) -> None:
+        server = self.socket_server
+        self.observer.tcp_retransmission(self.name, server.broker_id if server is not None else -1,
+                                         "to_broker" if stream is self._requests else "from_broker", self.env.now,
+                                         stream.loss_ms, outcome)
 
     def _resend(self, stream: _Stream, segments: list[Segment]) -> None:
         """The stream resumes: its held segments go out again, in order (behind a new loss if one is lost)."""

@@ -50,6 +50,15 @@ class Observer(BrokerObserver):
         """The broker is done with a request: response written to the socket, dropped (closed connection),
         or a NoOp response (acks=0) dequeued."""
 
+    # --- TCP under a connection (kafkasim.network.tcp) -----------------------------------------------
+
+    def tcp_retransmission(self, client: str, broker: int, direction: str, time_ms: float, lost_since_ms: float,
+                           outcome: str) -> None:
+        """The kernel's retransmission timer of ``client``'s connection to ``broker`` fired for the stream
+        ``direction`` (``to_broker``: requests, ``from_broker``: responses), whose head segment has been lost
+        since ``lost_since_ms``; ``outcome`` is ``TCP_THROUGH`` (the stream resumes), ``TCP_LOST_AGAIN`` (the RTO
+        doubles) or ``TCP_GAVE_UP`` (tcp_retries2's time is over: the connection is broken)."""
+
     # --- batches ------------------------------------------------------------------------------------
 
     def batch_finished(self, producer: str, acks: int, batch: object, ack_ms: float, error: Errors,

@@ -69,6 +69,11 @@ class TcpSettings:
 
 LINUX_TCP: Final = TcpSettings()
 
+# What a retransmission timer's expiry did (``Observer.tcp_retransmission``; the retransmissions table's outcome).
+TCP_THROUGH: Final = "got through"
+TCP_LOST_AGAIN: Final = "lost again"
+TCP_GAVE_UP: Final = "gave up (ETIMEDOUT)"
+
 
 class Segment:
     """One message of a stream: a request or a response (``seq`` orders the stream)."""
