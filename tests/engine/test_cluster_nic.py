@@ -71,6 +71,12 @@ def test_each_host_nic_carries_its_own_traffic(runs: dict[str, tuple[Engine, Run
     ts = result.timeseries
     out = ts[(ts["metric"] == "NicBytesOutPerSec") & (ts["entity"] == "broker-0") & (ts["time_ms"] > WARMUP_MS)]
     assert 25e6 < out["value"].mean() < 35e6
+    # ... and its utilisation is those bytes over the 35 MB/s it can send: the same ratio.
+    busy = ts[(ts["metric"] == "NicOutUtilisation") & (ts["entity"] == "broker-0") & (ts["time_ms"] > WARMUP_MS)]
+    assert list(busy["time_ms"]) == list(out["time_ms"])
+    assert list(busy["value"]) == pytest.approx(list(out["value"] / 35e6))
+    idle = ts[(ts["metric"] == "NicOutUtilisation") & (ts["entity"] == "broker-1") & (ts["time_ms"] > WARMUP_MS)]
+    assert 0.0 < idle["value"].mean() < 0.01
 
 
 def test_a_client_has_one_path_per_broker_through_that_brokers_nic() -> None:
