@@ -29,15 +29,16 @@ byte reached that stage, so a lone message on an idle path pays its serialisatio
 stage. With NICs at least as fast as the link, zero-load latency is exactly the link's, under both
 disciplines.
 
-Fair sharing, how (``_FairShare``): a direction keeps its busy connections' head messages with virtual
-finish tags (GPS: virtual time advances at ``bandwidth / busy connections`` bytes per ms; a message whose
-tag the virtual time reaches is done), so a message joining or leaving costs one heap operation and no
-per-message event. The outbound direction's messages start at once and their completion drives the link
-(one pending event per direction, the next completion; a stale one is skipped by its generation). The
-inbound direction is lazy: a message joins it when its first byte arrives (scheduled in advance, so the
-past is never rewritten), and the direction is only brought up to date when a message's last byte
-arrives (the link's own delivery event): one already received is delivered at once, and only a message
-still being received then (the NIC is the bottleneck) needs an event for its completion.
+Fair sharing, how (``NicDirection.submit``, ``register``, ``arrive``): a direction keeps its busy
+connections' head messages with virtual finish tags (GPS: virtual time advances at ``bandwidth / busy
+connections`` bytes per ms; a message whose tag the virtual time reaches is done), so a message joining
+or leaving costs a heap operation, whatever the number of messages sharing. The outbound direction's
+messages start at once and their completions drive the links (one pending event per direction, the next
+completion; one superseded by a later arrival is skipped by its generation). The inbound direction is
+lazy: a message joins it when its first byte arrives (known in advance, so the past is never rewritten),
+and the direction is only brought up to date when a message's last byte arrives (the link's own delivery
+event): one already received is delivered at once, and only a message still being received then (the
+NIC is the bottleneck) needs an event for its completion.
 
 Simplifications (README): the sharing is fluid (no packet or quantum granularity, no per-packet
 overhead); every busy connection gets an equal share (no TCP congestion control or its RTT unfairness);
