@@ -118,3 +118,21 @@ def test_a_scenario_without_a_cluster_has_no_nic() -> None:
     assert all(link.egress is None and link.ingress is None
                for path in c.links.values() for link in (path.to_broker, path.from_broker))
     assert sorted(c.links) == ["c1", "follower-1", "follower-2", "p1"]
+
+
+def test_a_fair_nic_run_is_deterministic() -> None:
+    """Same scenario, same seed, same tables, with the NICs busy enough that their sharing matters."""
+    def tables() -> tuple[Any, ...]:
+        s = scenario(
+            duration="1s",
+            cluster={"brokers": 3, "nic": {"bandwidth": "1GB/s", "out": "35MB/s", "sharing": "fair"}},
+            topics=[{"name": "t", "replica_assignment": [[0, 1, 2]], "min.insync.replicas": 1}],
+            producers=[producer("p1", rate="1000/s", record_size="10KiB", acks=1, arrival="poisson")],
+            consumers=[consumer("c1")],
+        )
+        result = Engine(s).run()
+        return result.records, result.requests, result.timeseries
+
+    first, second = tables(), tables()
+    for a, b in zip(first, second, strict=True):
+        assert a.equals(b)
