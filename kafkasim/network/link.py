@@ -14,7 +14,10 @@ which is several times cheaper (figures: benchmarks/README.md, "Link delivery: o
 
 A link can cross host NICs (`kafkasim.network.nic`): `egress`, the sending host's outbound direction, and
 `ingress`, the receiving host's inbound direction, each shared with the host's other connections. Without
-them a link behaves exactly as described above.
+them a link behaves exactly as described above. Through a `fair` egress the link's own transmission is
+worked out when the NIC has sent the message (its completion depends on what the host sends meanwhile):
+the link starts on it when the NIC does and is done no sooner than the NIC; its latency is drawn, and a
+fault applied, when it is sent, as without a NIC.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Protocol
 from simpy import Environment
 from simpy.events import Event
 
-from kafkasim.network.nic import Nic, NicDirection
+from kafkasim.network.nic import Nic, NicDirection, NicFlow, NicJob
 from kafkasim.sim.calls import Delivery
 
 
@@ -42,7 +45,8 @@ class NetworkLink:
 
     __slots__ = ("env", "name", "latency_sampler", "rng", "bandwidth_bytes_per_ms", "tx_free_at_ms",
                  "last_delivery_ms", "_extra_ms", "_delay_until_ms", "_drop_until_ms", "sent", "dropped",
-                 "bytes_sent", "egress", "ingress", "_first_byte_ms", "retransmitted", "last_latency_ms")
+                 "bytes_sent", "egress", "ingress", "_first_byte_ms", "retransmitted", "last_latency_ms",
+                 "_fair_egress", "_fair_ingress", "_egress_flow", "_ingress_flow")
 
     def __init__(
         self,
@@ -83,6 +87,10 @@ class NetworkLink:
         self.ingress = ingress
         """The receiving host's NIC, inbound direction (None: not modelled)."""
         self._first_byte_ms = 0.0  # the last message's first byte at the far end (for `ingress`)
+        self._fair_egress = egress is not None and egress.fair
+        self._fair_ingress = ingress is not None and ingress.fair
+        self._egress_flow = NicFlow()  # this connection's messages at a fair egress / ingress
+        self._ingress_flow = NicFlow()
 
     # --- faults -----------------------------------------------------------------------------------
 
@@ -145,21 +153,93 @@ class NetworkLink:
 
     def send(self, size_bytes: int, deliver: Callable[[], None]) -> bool:
         """Send a message; `deliver()` runs when it arrives. Returns False if the link dropped it."""
+        if self._fair_egress:
+            return self._send_through_fair_egress(size_bytes, deliver)
         delay = self._delivery_delay(size_bytes)
         if delay < 0:
             return False
         ingress = self.ingress
         if ingress is None:
             Delivery(self.env, delay, deliver)
+        elif self._fair_ingress:
+            job = NicJob(self._ingress_flow, size_bytes, deliver)
+            ingress.register(job, self._first_byte_ms)
+            Delivery(self.env, delay, lambda: ingress.arrive(job))
         else:
             first_byte_ms = self._first_byte_ms
             Delivery(self.env, delay, lambda: ingress.receive(first_byte_ms, size_bytes, deliver))
         return True
 
+    def _send_through_fair_egress(self, size_bytes: int, deliver: Callable[[], None]) -> bool:
+        """The message goes to the sending host's fair NIC now; the link's stage follows from when the NIC
+        starts and ends it (`_egress_started`, `_egress_done`)."""
+        egress = self.egress
+        assert egress is not None
+        now = self.env.now
+        self.sent += 1
+        self.bytes_sent += size_bytes
+        job = NicJob(self._egress_flow, size_bytes, deliver)
+        latency = self.latency_sampler.sample(self.rng)
+        self.last_latency_ms = latency
+        if now < self._drop_until_ms:
+            # A dropped message still used the sender's NIC and link (it was transmitted and then lost).
+            self.dropped += 1
+            job.dropped = True
+        else:
+            if now < self._delay_until_ms:
+                latency += self._extra_ms
+            if self._fair_ingress:
+                job.peer = NicJob(self._ingress_flow, size_bytes, deliver)
+        job.latency_ms = latency
+        job.on_start = self._egress_started
+        job.on_done = self._egress_done
+        egress.submit(job)
+        return not job.dropped
+
+    def _egress_started(self, job: NicJob, at_ms: float) -> None:
+        """The NIC started sending the message: so does the link (once done with the one before), and its
+        first byte reaches the receiving host a latency later."""
+        start = self.tx_free_at_ms if self.tx_free_at_ms > at_ms else at_ms
+        job.link_start_ms = start
+        peer = job.peer
+        if peer is not None:
+            ingress = self.ingress
+            assert ingress is not None
+            ingress.register(peer, start + job.latency_ms)
+
+    def _egress_done(self, job: NicJob, at_ms: float) -> None:
+        """The NIC has sent the message's last byte: the link is done no sooner, nor sooner than its own
+        transmit time; the message arrives a latency later, in order."""
+        start = job.link_start_ms
+        tx_end = start + job.size_bytes / self.bandwidth_bytes_per_ms
+        if at_ms > tx_end:
+            tx_end = at_ms
+        self.tx_free_at_ms = tx_end
+        if job.dropped:
+            return
+        at = tx_end + job.latency_ms
+        if at < self.last_delivery_ms:
+            at = self.last_delivery_ms  # TCP: in order on one connection
+        self.last_delivery_ms = at
+        now = self.env.now
+        delay = at - now if at > now else 0.0
+        ingress = self.ingress
+        peer = job.peer
+        if peer is not None:
+            assert ingress is not None
+            Delivery(self.env, delay, lambda: ingress.arrive(peer))
+        elif ingress is not None:  # a fifo NIC at the far end
+            first_byte_ms = at - (tx_end - start)
+            size_bytes = job.size_bytes
+            deliver = job.deliver
+            Delivery(self.env, delay, lambda: ingress.receive(first_byte_ms, size_bytes, deliver))
+        else:
+            Delivery(self.env, delay, job.deliver)
+
     def transfer(self, size_bytes: int) -> Event:
         """Send a message; the returned event triggers on arrival (never, if the link dropped it), for
         processes that `yield` it."""
-        if self.ingress is not None:
+        if self.ingress is not None or self._fair_egress:
             arrived = Event(self.env)
 
             def arrive() -> None:

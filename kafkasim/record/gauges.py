@@ -19,7 +19,10 @@ Per broker, every broker of the run (entity ``broker-<id>``):
 
 Per broker host of a ``cluster:`` (entity ``broker-<id>``): ``NicBytesInPerSec`` and ``NicBytesOutPerSec``,
 the bytes its NIC (``cluster.nic``) took on for receiving and sending over the last interval, per second
-(simulator-only: compare them with ``cluster.nic``'s bandwidth; a NIC at its bandwidth queues).
+(simulator-only: compare them with ``cluster.nic``'s bandwidth; a NIC at its bandwidth queues), and
+``NicInUtilisation`` / ``NicOutUtilisation``, the same bytes over what the direction's bandwidth could carry
+in the interval (0..1: the fraction of the time it was busy, both disciplines being work-conserving; a
+message is counted in the interval it joined the NIC, so one interval can read above 1 after a burst).
 
 Per partition, read from its leader (entity ``<topic>-<p>``): ``HighWatermark``, ``IsrSize``,
 ``UnderMinIsr`` (0/1) and ``LeaderId`` (the leader's broker id; -1 while the controller's metadata names no
@@ -170,6 +173,10 @@ class GaugeSampler:
             if span is not None:
                 sink(t, "NicBytesInPerSec", g.entity, (now_in - g.last_in) * 1000.0 / span)
                 sink(t, "NicBytesOutPerSec", g.entity, (now_out - g.last_out) * 1000.0 / span)
+                sink(t, "NicInUtilisation", g.entity,
+                     (now_in - g.last_in) / (g.nic.inbound.bandwidth_bytes_per_ms * span))
+                sink(t, "NicOutUtilisation", g.entity,
+                     (now_out - g.last_out) / (g.nic.outbound.bandwidth_bytes_per_ms * span))
             g.last_in, g.last_out = now_in, now_out
 
     def _sample_elr(self, t: float) -> None:

@@ -179,7 +179,8 @@ def broker_nics(scenario: Scenario, layout: ClusterLayout, env: Environment) -> 
     if scenario.cluster is None or not layout.clustered:
         return {}
     nic = scenario.cluster.nic
-    return {b: Nic(env, f"broker-{b}", nic.bandwidth_in / 1000.0, nic.bandwidth_out / 1000.0) for b in layout.broker_ids}
+    return {b: Nic(env, f"broker-{b}", nic.bandwidth_in / 1000.0, nic.bandwidth_out / 1000.0, nic.sharing)
+            for b in layout.broker_ids}
 
 
 def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> BrokerServerCosts:

@@ -8,7 +8,7 @@ scenario means one leader (broker 0) and its followers 1..RF-1.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -100,6 +100,7 @@ class NicConfig(ScenarioModel):
 
     One NIC per host, shared by every connection of that host: producer traffic and follower fetch
     responses in, fetch responses to consumers and followers out. `in` and `out` override `bandwidth`.
+    `sharing` says how concurrent messages share a direction (kafkasim.network.nic).
     """
 
     bandwidth: Bandwidth = 1.25e9
@@ -108,6 +109,12 @@ class NicConfig(ScenarioModel):
     """Receive bandwidth, if it differs from `bandwidth`."""
     outbound: Bandwidth | None = Field(default=None, alias="out")
     """Send bandwidth, if it differs from `bandwidth`."""
+    sharing: Literal["fair", "fifo"] = "fair"
+    """How a direction shares its bandwidth among the host's connections. `fair` (default): the messages of
+    all busy connections are sent at once, each connection getting an equal share (processor sharing, the
+    fluid limit of a NIC's per-flow round robin of packets), in order within a connection, so a small
+    response is not held behind a large one, as on a real NIC. `fifo`: one whole message at a time, first
+    come first served (a small message waits for the whole of every large one before it)."""
 
     @property
     def bandwidth_in(self) -> float:

@@ -463,10 +463,10 @@ def gauge_rows_per_sample(s: Scenario) -> int:
     """About how many gauge rows a run of `s` writes per sample (an upper bound): GaugeSampler's per
     partition HW, ISR size, under-min-ISR, leader id and the leader's LEO, two rows per follower (a
     leaderless partition writes only its leader id, -1), and the controller's offline partition count, every
-    partition_sample_stride samples; per broker up to twelve rows (queues, idle ratios, leader and
-    under-replicated counts, purgatories, NIC) and one per network thread; two per producer (in-flight
-    requests, metadata age)."""
+    partition_sample_stride samples; per broker up to fourteen rows (queues, idle ratios, leader and
+    under-replicated counts, purgatories, NIC bytes and utilisation) and one per network thread; two per
+    producer (in-flight requests, metadata age)."""
     partitions = sum(t.partitions for t in s.topics)
     partition_rows = 1 + sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
-    per_broker = sum(12 + s.broker_for(b).num_network_threads for b in s.broker_ids)
+    per_broker = sum(14 + s.broker_for(b).num_network_threads for b in s.broker_ids)
     return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + 2 * len(s.producers)

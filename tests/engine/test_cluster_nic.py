@@ -1,4 +1,4 @@
-"""The broker hosts' NICs (``cluster.nic``) in cluster runs: every connection of a host shares its NIC.
+"""The broker hosts' NICs (``cluster.nic``, fair by default) in cluster runs: every connection of a host shares its NIC.
 
 A producer writes 10 KiB records at 1,000/s (about 10 MB/s) to one partition led by broker 0, and a
 consumer reads it from broker 0. Broker 0's outbound NIC then carries the consumer's fetch responses plus
@@ -50,7 +50,10 @@ def test_replication_out_of_the_leader_competes_with_consumer_fetches(
     runs: dict[str, tuple[Engine, RunResult]],
 ) -> None:
     rf1, rf3, fast = (_e2e_median(runs[k][1]) for k in ("rf1", "rf3", "rf3_fast_nic"))
-    # Measured: 2.8 ms (RF 1), 10.9 ms (RF 3), 3.2 ms (RF 3, NIC not the bottleneck).
+    # Measured: 2.8 ms (RF 1), 104 ms (RF 3), 3.1 ms (RF 3, NIC not the bottleneck). Under fifo RF 3 was
+    # 10.9 ms: on a fair NIC at ~86 % the three fetch loops (two followers, the consumer) overlap, each
+    # response is sent at a third of the bandwidth, the next fetch finds more data (responses ~250 KB, not
+    # ~30), and the loops settle at ~20 ms a round trip instead of ~2.
     assert rf3 > 3 * rf1
     assert rf3 > 3 * fast
     assert fast < 1.5 * rf1
@@ -71,6 +74,12 @@ def test_each_host_nic_carries_its_own_traffic(runs: dict[str, tuple[Engine, Run
     ts = result.timeseries
     out = ts[(ts["metric"] == "NicBytesOutPerSec") & (ts["entity"] == "broker-0") & (ts["time_ms"] > WARMUP_MS)]
     assert 25e6 < out["value"].mean() < 35e6
+    # ... and its utilisation is those bytes over the 35 MB/s it can send: the same ratio.
+    busy = ts[(ts["metric"] == "NicOutUtilisation") & (ts["entity"] == "broker-0") & (ts["time_ms"] > WARMUP_MS)]
+    assert list(busy["time_ms"]) == list(out["time_ms"])
+    assert list(busy["value"]) == pytest.approx(list(out["value"] / 35e6))
+    idle = ts[(ts["metric"] == "NicOutUtilisation") & (ts["entity"] == "broker-1") & (ts["time_ms"] > WARMUP_MS)]
+    assert 0.0 < idle["value"].mean() < 0.01
 
 
 def test_a_client_has_one_path_per_broker_through_that_brokers_nic() -> None:
@@ -109,3 +118,21 @@ def test_a_scenario_without_a_cluster_has_no_nic() -> None:
     assert all(link.egress is None and link.ingress is None
                for path in c.links.values() for link in (path.to_broker, path.from_broker))
     assert sorted(c.links) == ["c1", "follower-1", "follower-2", "p1"]
+
+
+def test_a_fair_nic_run_is_deterministic() -> None:
+    """Same scenario, same seed, same tables, with the NICs busy enough that their sharing matters."""
+    def tables() -> tuple[Any, ...]:
+        s = scenario(
+            duration="1s",
+            cluster={"brokers": 3, "nic": {"bandwidth": "1GB/s", "out": "35MB/s", "sharing": "fair"}},
+            topics=[{"name": "t", "replica_assignment": [[0, 1, 2]], "min.insync.replicas": 1}],
+            producers=[producer("p1", rate="1000/s", record_size="10KiB", acks=1, arrival="poisson")],
+            consumers=[consumer("c1")],
+        )
+        result = Engine(s).run()
+        return result.records, result.requests, result.timeseries
+
+    first, second = tables(), tables()
+    for a, b in zip(first, second, strict=True):
+        assert a.equals(b)

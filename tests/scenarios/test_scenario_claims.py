@@ -50,6 +50,7 @@ TRIED = {
     },
     "nic_bound_cluster": {
         "cluster.nic.out=1Gbit/s": "test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops",
+        "cluster.nic.sharing=fair": "test_nic_bound_cluster_on_a_fair_nic_nothing_waits_for_a_whole_response",
         "topics[0].replication.factor=1": "test_nic_bound_cluster_without_replication_each_nic_sends_half",
     },
     "unclean_election_loses_acks1": {
@@ -931,6 +932,16 @@ def test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops() -> None:
     assert 8.5 < producer["e2e"]["p50"] < 11.5  # ~10 ms
     assert 2.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 4.0  # ~2.9 ms
     assert _connection_wait(result) < 1.5  # ~0.6 ms
+    out = _nic_rate(result, "NicBytesOutPerSec")
+    assert all(40.0 < v < 44.0 for v in out.values())  # the same bytes
+
+
+def test_nic_bound_cluster_on_a_fair_nic_nothing_waits_for_a_whole_response() -> None:
+    result = shipped("nic_bound_cluster", "cluster.nic.sharing=fair")
+    producer = per_producer(result, "producer-1")
+    assert 9.0 < producer["from_intended"]["p50"] < 12.5  # ~10.7 ms (fifo: ~35)
+    assert 10.5 < producer["e2e"]["p50"] < 14.0  # ~12.3 ms
+    assert 3.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 5.0  # ~3.9 ms (fifo: ~5.8)
     out = _nic_rate(result, "NicBytesOutPerSec")
     assert all(40.0 < v < 44.0 for v in out.values())  # the same bytes
 
