@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from kafkasim.record.result import RunResult
+from kafkasim.record.window import Window, windowed
 from kafkasim.run.engine import Engine
 
 from .support import producer, scenario
@@ -136,3 +137,8 @@ def test_stalls_are_deterministic_and_drawn_from_streams_of_their_own(tmp_path: 
     loaded = RunResult.load(first.save(tmp_path / "r"))
     assert loaded.stalls is not None and loaded.stalls.equals(first.stalls)
     assert (tmp_path / "r" / "stalls.parquet").is_file()
+    # A window of the run keeps the stalls that began in it.
+    cut = windowed(first, Window(1000.0, 2000.0))
+    assert cut.stalls is not None
+    began = first.stalls[(first.stalls["start_ms"] >= 1000.0) & (first.stalls["start_ms"] < 2000.0)]
+    assert list(cut.stalls["start_ms"]) == list(began["start_ms"]) and cut.summary["stalls"]["count"] == len(began)
