@@ -30,6 +30,8 @@ from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import zero_arg_sampler
 
 if TYPE_CHECKING:
+    from kafkasim.clients.consumer import Consumer
+    from kafkasim.clients.producer import Producer
     from kafkasim.run.cluster import Cluster
     from kafkasim.scenario import Scenario
     from kafkasim.scenario.stalls import Stalls
@@ -89,7 +91,8 @@ def schedule_stalls(scenario: Scenario, c: Cluster, pauses: PauseCount) -> list[
             components: list[FaultTarget] = [broker, LifecyclePause(lifecycle, broker.name)]
             processes.append(HostStalls(c, broker.name, stalls, components, broker, pauses, rows))
     configs = {p.name: p.stalls for p in scenario.producers} | {k.name: k.stalls for k in scenario.consumers}
-    for client in (*c.producers, *c.consumers):
+    clients: list[Producer | Consumer] = [*c.producers, *c.consumers]
+    for client in clients:
         stalls = configs.get(client.name)
         if stalls is not None and stalls.enabled:
             processes.append(HostStalls(c, client.name, stalls, [client], None, pauses, rows))

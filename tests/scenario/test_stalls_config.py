@@ -9,7 +9,6 @@ import pytest
 from kafkasim.scenario import ScenarioError, dump_scenario, load_scenario
 from kafkasim.scenario.distributions import DurationConstant, DurationExponential, DurationLogNormal
 from kafkasim.scenario.overrides import with_overrides
-
 from tests.cli.support import call
 
 BASE = """\
