@@ -31,7 +31,7 @@ def stalls_summary(stalls: pd.DataFrame, end_ms: float) -> dict[str, Any]:
     frame = stalls[stalls["start_ms"] < end_ms]
     stalled = (frame["start_ms"] + frame["duration_ms"]).clip(upper=end_ms) - frame["start_ms"]
 
-    def figures(mask: Any) -> dict[str, Any]:
+    def figures(mask: pd.Series) -> dict[str, Any]:
         return {"count": int(mask.sum()), "stalled_ms": float(stalled[mask].sum()),
                 "max_ms": float(frame["duration_ms"][mask].max()) if mask.any() else 0.0}
 
