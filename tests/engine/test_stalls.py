@@ -12,7 +12,7 @@ from kafkasim.record.result import RunResult
 from kafkasim.record.window import Window, windowed
 from kafkasim.run.engine import Engine
 
-from .support import producer, scenario
+from .support import consumer, producer, scenario
 from .test_determinism import table_hash
 
 # Broker 0 alone stalls: the first stall at 1 s, 200 ms long, then every 1 s (constant draws: exact times).
@@ -110,6 +110,17 @@ def test_a_client_stall_delays_its_records_from_their_intended_time() -> None:
     assert result.summary["produce_record_latency"]["acks=all"]["from_intended"]["max"] >= STALL_MS - 6
 
 
+def test_a_consumer_stall_holds_what_it_reads_until_the_stall_ends() -> None:
+    _, result = _run(cluster={"brokers": 3}, consumers=[consumer("c1", stalls={"interval": "1s", "pause": "200ms"})])
+    assert set(result.stalls["host"]) == {"c1"}  # type: ignore[index]
+    records = result.records
+    # Acknowledged during the stall: the consumer reads them only once it resumes.
+    acked = records[(records["ack_ms"] > STALL_AT + 5.0) & (records["ack_ms"] < STALL_AT + STALL_MS)]
+    assert len(acked) > 0 and (acked["consumed_ms:c1"] >= STALL_AT + STALL_MS).all()
+    before = records[(records["ack_ms"] > 500.0) & (records["ack_ms"] < STALL_AT - 50.0)]
+    assert ((before["consumed_ms:c1"] - before["ack_ms"]) < 5.0).all()
+
+
 def _stalling(seed: int, *, client_stalls: bool) -> RunResult:
     s = scenario(
         seed=seed, duration="3s",
@@ -142,3 +153,13 @@ def test_stalls_are_deterministic_and_drawn_from_streams_of_their_own(tmp_path: 
     assert cut.stalls is not None
     began = first.stalls[(first.stalls["start_ms"] >= 1000.0) & (first.stalls["start_ms"] < 2000.0)]
     assert list(cut.stalls["start_ms"]) == list(began["start_ms"]) and cut.summary["stalls"]["count"] == len(began)
+
+
+def test_a_run_on_a_real_cluster_lists_the_stalls_among_what_it_does_not_apply() -> None:
+    from kafkasim.real.config_map import not_applied
+
+    calm = scenario(cluster={"brokers": 3})
+    assert not any("stalls" in note for note in not_applied(calm))
+    s = scenario(cluster=BROKER_0_STALLS, producers=[producer("p1", stalls={"preset": "jvm-g1-young"})])
+    notes = [note for note in not_applied(s) if "stalls" in note]
+    assert len(notes) == 1 and notes[0].startswith("cluster.overrides[0].stalls, producers[p1].stalls (")
