@@ -163,3 +163,37 @@ def test_a_run_on_a_real_cluster_lists_the_stalls_among_what_it_does_not_apply()
     s = scenario(cluster=BROKER_0_STALLS, producers=[producer("p1", stalls={"preset": "jvm-g1-young"})])
     notes = [note for note in not_applied(s) if "stalls" in note]
     assert len(notes) == 1 and notes[0].startswith("cluster.overrides[0].stalls, producers[p1].stalls (")
+
+
+def test_kafkas_invariants_hold_with_every_host_stalling_through_crashes_pauses_and_a_shutdown() -> None:
+    frequent = {"interval": {"type": "exponential", "mean": "150ms"},
+                "pause": {"type": "lognormal", "median": "15ms", "p99": "120ms"}}
+    s = scenario(
+        seed=9, duration="9s",
+        cluster={"brokers": 4},
+        topic={"partitions": 4},
+        broker={"stalls": frequent, "replica.lag.time.max.ms": 400, "replica.fetch.wait.max.ms": 100,
+                "startup": {"process_start": "50ms", "log_load": "50ms"}},
+        producers=[producer("p1", rate="400/s", arrival="poisson", stalls=frequent, **{"request.timeout.ms": 2000}),
+                   producer("p2", acks=1, rate="200/s", arrival="poisson", stalls=frequent,
+                            **{"enable.idempotence": False})],
+        consumers=[consumer("c1", stalls=frequent)],
+        faults=[{"type": "crash", "target": "broker-1", "at": "1s", "restart_after": "1500ms"},
+                {"type": "pause", "target": "broker-2", "at": "2s", "duration": "300ms"},
+                {"type": "shutdown", "target": "broker-3", "at": "4s", "restart_after": "2s"},
+                {"type": "crash", "target": "broker-0", "at": "6500ms", "restart_after": "80ms"}],
+    )
+    engine = Engine(s, check_invariants=True)
+    result = engine.run()  # raises on a broken invariant
+    assert result.stalls is not None and set(result.stalls["host"]) >= {"broker-0", "p1", "c1"}
+    crashed = result.stalls[(result.stalls["host"] == "broker-1") & (result.stalls["start_ms"] > 1000.0)
+                            & (result.stalls["start_ms"] < 2500.0)]
+    assert crashed.empty
+    acked = result.records["ack_ms"].to_numpy(dtype=float)
+    assert (acked > 8000.0).sum() > 100  # still producing at the end
+    # Every pause was undone: at the end a broker is paused exactly when one of its stalls is still in force.
+    stalls, end = result.stalls, 9000.0
+    for broker in engine.components.brokers:
+        mine = stalls[stalls["host"] == broker.name]
+        in_force = ((mine["start_ms"] <= end) & (mine["start_ms"] + mine["duration_ms"] > end)).any()
+        assert broker.stw.paused == bool(in_force) and not broker.crashed
