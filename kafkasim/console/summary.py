@@ -331,6 +331,23 @@ def counters_table(counters: Mapping[str, Any]) -> Table:
     return table
 
 
+def stalls_table(summary: Mapping[str, Any]) -> Table | None:
+    """The hosts' stalls (summary ``stalls``, only in a run whose scenario has stalls on): per host, how many,
+    the time stalled and the longest, over the whole run (warm-up included)."""
+    stalls: Mapping[str, Any] | None = summary.get("stalls")
+    if stalls is None:
+        return None
+    table = Table(title="Stalls (whole run)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, title_style="bold")
+    table.add_column("host", no_wrap=True)
+    for column in ("stalls", "stalled ms", "longest ms"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for host, data in (stalls.get("hosts") or {}).items():
+        table.add_row(host, count(data.get("count")), ms(data.get("stalled_ms")), ms(data.get("max_ms")))
+    table.add_row("all", count(stalls.get("count")), ms(stalls.get("stalled_ms")), ms(stalls.get("max_ms")),
+                  style="bold")
+    return table
+
+
 def headline(summary: Mapping[str, Any], name: str, planned_ms: float | None = None,
              wall_seconds: float | None = None) -> Text:
     duration = summary.get("simulated_duration_ms")
@@ -377,6 +394,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
     lost = lost_after_ack_table(summary)
     if lost is not None:
         items.extend((lost, Text("")))
+    stalls = stalls_table(summary)
+    if stalls is not None:
+        items.append(stalls)
     items.append(counters_table(summary.get("counters") or {}))
     return Group(*items)
 

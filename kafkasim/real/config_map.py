@@ -4,7 +4,8 @@ ignores (listed once at the start as "not applied on a real cluster").
 
 Kafka's own keys pass through under their own names. Simulator-only knobs (handler and network costs,
 link latencies and bandwidths, NICs, the controller's link latency and metadata propagation, the
-followers' append costs) have no Kafka key: a real cluster has its own costs. What no real cluster here can
+followers' append costs, the hosts' drawn stalls) have no Kafka key: a real cluster has its own costs and its
+own garbage collections. What no real cluster here can
 do is refused: a slow disk, a link_delay whose extra is a distribution or not whole milliseconds (Toxiproxy's
 latency toxic adds a constant: kafkasim.real.link_proxies), a link_delay or connection_reset (both through
 proxies on 127.0.0.1) in a scenario with a network_partition or link_drop (both through network namespaces:
@@ -228,6 +229,15 @@ def not_applied(scenario: Scenario) -> list[str]:
             notes.append(f"controller.{key}")
     if any(getattr(f, "restart_after", None) is not None for f in scenario.faults):
         notes.append("broker.startup (a restarted real broker takes its own time to register and be unfenced)")
+    stalling = [f"{where}.stalls" for where, stalls in (
+        ("broker", scenario.broker.stalls),
+        *((f"cluster.overrides[{o.broker}]", o.stalls) for o in (scenario.cluster.overrides if scenario.cluster else [])
+          if "stalls" in o.model_fields_set),
+        *((f"producers[{p.name}]", p.stalls) for p in scenario.producers),
+        *((f"consumers[{c.name}]", c.stalls) for c in scenario.consumers),
+    ) if stalls is not None and stalls.enabled]
+    if stalling:
+        notes.append(f"{', '.join(stalling)} (drawn stalls: the real JVMs collect garbage on their own)")
     notes.append("clock (a real cluster runs in real time)")
     return notes
 

@@ -398,9 +398,10 @@ def round_ticks(span_ms: float, seconds: bool) -> list[float]:
 
 
 def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
-    """Faults as bands (one row each) and ISR changes as ticks on one time axis, as inline SVG."""
+    """Faults as bands (one row each), each stalling host's stalls as thin bands (one row per host) and ISR
+    changes as ticks on one time axis, as inline SVG."""
     width, left, right, row_h = 1000, 170, 20, 26
-    rows = len(events.faults) + 1
+    rows = len(events.faults) + len(events.stalls) + 1
     height = 40 + rows * row_h + 30
     span = max(duration_ms, 1.0)
     seconds = span >= 10_000
@@ -423,7 +424,16 @@ def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str
         out.append(f'<rect class="fault" x="{x(fault.start_ms):.1f}" y="{y}" '
                    f'width="{max(x(end) - x(fault.start_ms), 2):.1f}" height="{row_h - 6}" fill="#D55E00" '
                    f'fill-opacity="0.35"><title>{label}: {fault.start_ms / 1000:g} s to {until}</title></rect>')
-    isr_y = 24 + len(events.faults) * row_h
+    for i, host in enumerate(events.stalls, start=len(events.faults)):
+        y = 24 + i * row_h
+        label = escape(f"stalls {host.host}")
+        out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="13">{label}</text>')
+        for start, duration in host.stalls:
+            out.append(f'<rect class="stall" x="{x(start):.1f}" y="{y}" '
+                       f'width="{max(x(start + duration) - x(start), 1):.1f}" height="{row_h - 6}" '
+                       f'fill="#0072B2" fill-opacity="0.6"><title>{label}: {start / 1000:.3f} s, '
+                       f'{duration:.3g} ms</title></rect>')
+    isr_y = 24 + (len(events.faults) + len(events.stalls)) * row_h
     out.append(f'<text x="{left - 8}" y="{isr_y + 15}" text-anchor="end" font-size="13">ISR changes</text>')
     for change in events.isr_changes:
         colour = "#CC79A7" if change.shrink else "#009E73"
@@ -443,7 +453,9 @@ def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str
 
 def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
     parts = [timeline_svg(events, duration_ms, warmup_ms),
-             "<p><small>Grey: warm-up. Orange bands: fault windows. Ticks: ISR shrinks (pink) and expands "
+             "<p><small>Grey: warm-up. Orange bands: fault windows. Blue marks: a host's stop-the-world "
+             "stalls (the scenario's stalls, at least a pixel wide each; stalls.parquet lists them). "
+             "Ticks: ISR shrinks (pink) and expands "
              "(green), at the first IsrSize sample showing the change (every sample_interval), whoever made "
              "it: the summary's counters say who -- isr_shrinks / isr_expands the leaders (Kafka's "
              "IsrShrinksPerSec / IsrExpandsPerSec), controller_isr_shrinks / controller_isr_expands the "
@@ -453,6 +465,9 @@ def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -
     for fault in events.faults:
         until = "the end of the run" if fault.end_ms is None else f"{fault.end_ms / 1000:g} s"
         rows.append((fault.start_ms, f"fault: {fault.text}, until {until}"))
+    for host in events.stalls:
+        rows.append((host.stalls[0][0], f"stalls of {host.host}: {len(host.stalls)}, {host.stalled_ms:.4g} ms "
+                                        "stalled in all, from this time on (stalls.parquet has each)"))
     for change in events.isr_changes:
         verb = "shrinks" if change.shrink else "expands"
         rows.append((change.time_ms, f"ISR of {change.partition} {verb}: {change.before} \u2192 {change.after} "
@@ -597,7 +612,7 @@ def render_report(result: RunResult, figures: Mapping[str, bytes]) -> str:
     warmup = float(result.summary.get("warmup_ms") or 0.0)
     duration = float(result.summary.get("simulated_duration_ms")
                      or (scenario.duration if scenario is not None else 0.0) or 0.0)
-    events = run_events(result.timeseries, scenario)
+    events = run_events(result.timeseries, scenario, result.stalls)
     stopped = result.summary.get("interrupted_at_ms")
     partial = (f"the run stopped at simulated time {float(stopped) / 1000:g} s"
                f" ({result.summary.get('interrupted_by', 'interrupted')}); everything here covers the time up "

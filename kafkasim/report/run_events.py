@@ -55,12 +55,26 @@ class IsrChange:
 
 
 @dataclass(frozen=True)
+class HostStalls:
+    """One host's stalls (the result's stalls table): (start_ms, duration_ms) each, in time order."""
+
+    host: str
+    stalls: tuple[tuple[float, float], ...]
+
+    @property
+    def stalled_ms(self) -> float:
+        return sum(d for _, d in self.stalls)
+
+
+@dataclass(frozen=True)
 class RunEvents:
-    """Everything a time axis marks, plus each topic's min.insync.replicas (the ISR figure draws it)."""
+    """Everything a time axis marks, plus each topic's min.insync.replicas (the ISR figure draws it). `stalls`
+    (the hosts' stop-the-world stalls) is marked on the report's timeline only."""
 
     faults: tuple[FaultWindow, ...] = ()
     isr_changes: tuple[IsrChange, ...] = ()
     min_insync_replicas: tuple[tuple[str, int], ...] = ()
+    stalls: tuple[HostStalls, ...] = ()
 
     def min_isr_of(self, partition: str) -> int | None:
         topic = partition.rsplit("-", 1)[0]
@@ -105,9 +119,21 @@ def isr_changes(timeseries: pd.DataFrame | None) -> tuple[IsrChange, ...]:
     return tuple(sorted(changes, key=lambda c: (c.time_ms, natural_key(c.partition))))
 
 
-def run_events(timeseries: pd.DataFrame | None, scenario: Scenario | None) -> RunEvents:
+def host_stalls(stalls: pd.DataFrame | None) -> tuple[HostStalls, ...]:
+    """The stalls table by host (hosts in natural order: broker-2 before broker-10), or () without one."""
+    if stalls is None or stalls.empty:
+        return ()
+    hosts: dict[str, list[tuple[float, float]]] = {}
+    for host, start, duration in zip(stalls["host"], stalls["start_ms"].to_numpy(float),
+                                     stalls["duration_ms"].to_numpy(float), strict=True):
+        hosts.setdefault(str(host), []).append((float(start), float(duration)))
+    return tuple(HostStalls(h, tuple(sorted(hosts[h]))) for h in sorted(hosts, key=natural_key))
+
+
+def run_events(timeseries: pd.DataFrame | None, scenario: Scenario | None,
+               stalls: pd.DataFrame | None = None) -> RunEvents:
     min_isr = () if scenario is None else tuple((t.name, int(t.min_insync_replicas)) for t in scenario.topics)
-    return RunEvents(fault_windows(scenario), isr_changes(timeseries), min_isr)
+    return RunEvents(fault_windows(scenario), isr_changes(timeseries), min_isr, host_stalls(stalls))
 
 
 def mark_events(ax: Axes, events: RunEvents, unit: TimeUnit, end_ms: float, *, label: bool = True) -> None:

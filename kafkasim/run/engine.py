@@ -44,16 +44,18 @@ from kafkasim.record.recorder import RecordedTables, Recorder
 from kafkasim.record.result import RunResult
 from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.record.spool_dir import clear_abandoned_spools_once
+from kafkasim.record.stalls import stalls_frame, stalls_summary
 from kafkasim.record.summary import summarize
 from kafkasim.run.build import build, client_deadlines
 from kafkasim.run.cluster import Cluster
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.failovers import failovers, fences, unfences
-from kafkasim.run.faults import schedule_faults
+from kafkasim.run.faults import PauseCount, schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
 from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.memory_use import MemoryUse, memory_use
 from kafkasim.run.observer import CheckedRunObserver
+from kafkasim.run.stalls import StallRow, schedule_stalls
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
 
@@ -142,6 +144,8 @@ class Engine:
         self.recorder = Recorder(consumers, max_rows_in_memory=MAX_ROWS_IN_MEMORY,
                                  before_spool=self._guard.before_spool if self._guard is not None else None)
         self._tables: RecordedTables | None = None
+        # The hosts' stalls (kafkasim.run.stalls), or None when no host stalls.
+        self._stall_rows: list[StallRow] | None = None
         consumers_by_topic: dict[str, int] = {}
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
@@ -276,7 +280,10 @@ class Engine:
         # The order of first events is the order of ties at a simulated instant; the golden runs pin it.
         self.components.start()
         Call(self.env, 0.0, self._sample)
-        schedule_faults(self.scenario, self.components)
+        # Pause faults and stalls nest on one count per component.
+        pauses = PauseCount()
+        schedule_faults(self.scenario, self.components, pauses)
+        self._stall_rows = schedule_stalls(self.scenario, self.components, pauses)
 
     def _run_until(self, duration: float) -> None:
         env = self.env
@@ -375,11 +382,14 @@ class Engine:
         e2e = self.run_recorder.record_latency.e2e_summary()
         if e2e:
             summary["e2e_record_latency"] = e2e
+        stalls = None if self._stall_rows is None else stalls_frame(self._stall_rows)
+        if stalls is not None:
+            summary["stalls"] = stalls_summary(stalls, duration)
         scenario_yaml = self._scenario_yaml()
         self._tables = None
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
         return RunResult(tables.requests, records, tables.timeseries, summary, scenario_yaml,
-                         run_info={"wall_seconds": wall_seconds}, segments=tables.segments)
+                         run_info={"wall_seconds": wall_seconds}, segments=tables.segments, stalls=stalls)
 
     def _failover_facts(self) -> FailoverFacts:
         """What the failovers read besides the metadata log: when each broker took each leadership, when the

@@ -116,8 +116,8 @@ def _links(c: Cluster, target: str, direction: str) -> list[NetworkLink]:
     return [link for p in paths for link in (p.to_broker, p.from_broker)]
 
 
-class _PauseCount:
-    """Nesting of overlapping pauses of one component: it resumes when the last one ends."""
+class PauseCount:
+    """Nesting of overlapping pauses of one component (pause faults, stalls): it resumes when the last one ends."""
 
     def __init__(self) -> None:
         self.count: dict[str, int] = {}
@@ -139,8 +139,11 @@ def _at(c: Cluster, t: float, action: Callable[[], None]) -> None:
     Call(c.env, t, lambda _e: action())
 
 
-def schedule_faults(scenario: Scenario, c: Cluster) -> None:
-    pauses = _PauseCount()
+def schedule_faults(scenario: Scenario, c: Cluster, pauses: PauseCount | None = None) -> None:
+    """Schedule every fault of ``scenario``; ``pauses`` counts the pauses in force per component, shared with
+    the hosts' stalls (``kafkasim.run.stalls``) so that a stall and a pause fault nest."""
+    if pauses is None:
+        pauses = PauseCount()
     startups = BrokerStartups(scenario, c.streams)
     drop_ends: dict[str, float] = {}  # link name -> end of the drop faults started so far
     for index, fault in enumerate(scenario.faults):
@@ -155,9 +158,9 @@ def schedule_faults(scenario: Scenario, c: Cluster) -> None:
             if broker_id is not None:
                 # The whole broker process stops: its heartbeats to the controller too.
                 lifecycle = c.controller_link.lifecycles[broker_id]
-                _at(c, start, partial(pauses.pause, _LifecyclePause(lifecycle, fault.target)))
+                _at(c, start, partial(pauses.pause, LifecyclePause(lifecycle, fault.target)))
                 if end is not None:
-                    _at(c, end, partial(pauses.resume, _LifecyclePause(lifecycle, fault.target)))
+                    _at(c, end, partial(pauses.resume, LifecyclePause(lifecycle, fault.target)))
         elif isinstance(fault, SlowDiskFault):
             follower = _component(c, fault.target)
             assert isinstance(follower, ReplicaFetcherThread | BrokerServer), fault.target  # validated: a broker
@@ -215,7 +218,7 @@ def _broker_id(component: FaultTarget) -> int | None:
     return None
 
 
-class _LifecyclePause:
+class LifecyclePause:
     """A broker's BrokerLifecycleManager as a pausable component (nested pauses counted by name)."""
 
     __slots__ = ("lifecycle", "name")

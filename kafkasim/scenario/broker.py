@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.distributions import DurationDistribution, constant_ms
 from kafkasim.scenario.errors import fail_at
+from kafkasim.scenario.stalls import Stalls
 from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 INT32_MAX = 2**31 - 1  # Kafka's INT configs; larger values fail Kafka's own parsing
@@ -138,6 +139,9 @@ class PerBrokerConfig(ScenarioModel):
     """Simulator-only: service times of the request pipeline."""
     startup: BrokerStartup = Field(default_factory=BrokerStartup)
     """Simulator-only: how long a restarted broker takes to register and to be unfenced."""
+    stalls: Stalls | None = None
+    """Simulator-only: the broker's stop-the-world stalls (JVM garbage collection), drawn all run long; absent
+    = none. In `cluster.overrides` it replaces the whole block (`stalls: {}`: this broker does not stall)."""
 
 
 OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConfig.model_fields.items())

@@ -11,6 +11,7 @@ from kafkasim.scenario.broker import INT32_MAX
 from kafkasim.scenario.distributions import DurationDistribution, SizeConstant, SizeDistribution, constant_ms
 from kafkasim.scenario.errors import fail, fail_at
 from kafkasim.scenario.network import Link
+from kafkasim.scenario.stalls import Stalls
 from kafkasim.scenario.units import Duration, KafkaBytes, KafkaMs, Rate
 
 # Clients are referred to by name in faults; follower-<id> names the followers.
@@ -164,6 +165,9 @@ class ProducerConfig(ScenarioModel):
     socket_connection_setup_timeout_max_ms: SocketConnectionSetupTimeoutMaxMs = 30_000
     link: Link | None = None
     """This producer's link; keys left out come from network.default_link. Resolved after validation."""
+    stalls: Stalls | None = None
+    """Simulator-only: the producer host's stop-the-world stalls (its JVM's garbage collection), drawn all run
+    long; absent = none."""
 
     @model_validator(mode="after")
     def _reconnect_backoff(self) -> ProducerConfig:
@@ -227,6 +231,9 @@ class ConsumerConfig(ScenarioModel):
     socket_connection_setup_timeout_max_ms: SocketConnectionSetupTimeoutMaxMs = 30_000
     link: Link | None = None
     """This consumer's link; keys left out come from network.default_link. Resolved after validation."""
+    stalls: Stalls | None = None
+    """Simulator-only: the consumer host's stop-the-world stalls (its JVM's garbage collection), drawn all run
+    long; absent = none."""
 
     @model_validator(mode="after")
     def _reconnect_backoff(self) -> ConsumerConfig:

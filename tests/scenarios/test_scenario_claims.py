@@ -848,6 +848,25 @@ def test_slow_follower_with_1_mib_fetches_stays_in_the_isr_until_60_s() -> None:
     assert set(stuck["error"]) == {0} and stuck["ack_ms"].min() >= 60_000
 
 
+# --- gc_stalls_tail ----------------------------------------------------------------------------------
+
+
+def test_gc_stalls_tail_raise_p99_9_and_leave_p50_and_p99() -> None:
+    on = shipped("gc_stalls_tail")
+    off = shipped("gc_stalls_tail", "broker.stalls={}")
+    assert off.stalls is None
+    assert on.stalls is not None and len(on.stalls) == 21
+    assert on.stalls["duration_ms"].min() >= 9.9 and on.stalls["duration_ms"].max() <= 14.6
+    stalled = on.summary["e2e_record_latency"]["acks=all"]["from_intended"]
+    calm = off.summary["e2e_record_latency"]["acks=all"]["from_intended"]
+    assert stalled["p50"] == pytest.approx(5.6, abs=0.1) and calm["p50"] == pytest.approx(5.6, abs=0.1)
+    assert stalled["p99"] == pytest.approx(9.6, abs=0.2) and calm["p99"] == pytest.approx(9.4, abs=0.2)
+    assert stalled["p99.9"] == pytest.approx(15.4, abs=0.4) and calm["p99.9"] == pytest.approx(10.8, abs=0.3)
+    assert stalled["p99.9"] / calm["p99.9"] == pytest.approx(1.4, abs=0.06)
+    assert on.summary["counters"]["isr_shrinks"] == 0 == off.summary["counters"]["isr_shrinks"]
+    assert on.summary["stalls"]["count"] == 21
+
+
 # --- cluster_slow_broker -----------------------------------------------------------------------------
 
 

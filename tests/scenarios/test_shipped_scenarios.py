@@ -46,6 +46,7 @@ TEACHING = {
     "unclean_election_loses_acks1",
     "eligible_leader_replicas",
     "broker_crash_cluster",
+    "gc_stalls_tail",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
 # every run is watched, and fails if simulated time has not moved for this long.
@@ -420,3 +421,19 @@ def test_unclean_election_loses_acks1_loses_the_records_only_the_old_leader_had(
     assert set(lost["lost_reason"].astype(str)) == {"acks=1, leader from the ELR"}
     leader = gauge(result, "LeaderId", "orders-0")
     assert 37_000 <= first_time(leader, 1.0) <= 39_200  # crashed at 30 s: fenced 7-9 s later, elected at once
+
+
+def test_gc_stalls_tail_a_batch_meant_during_any_brokers_stall_is_acknowledged_after_it() -> None:
+    result = run(load("gc_stalls_tail", "duration=12s"))
+    stalls = result.stalls
+    assert stalls is not None and len(stalls) >= 3
+    records = result.records
+    intended = records["first_intended_ms"].to_numpy(dtype=float)
+    held = 0
+    for start, duration in zip(stalls["start_ms"], stalls["duration_ms"], strict=True):
+        meant = records[(intended > start) & (intended < start + duration)]
+        held += len(meant)
+        # RF 3 on 3 brokers: every partition has a replica on the stalled broker, leader or follower.
+        assert (meant["ack_ms"] >= start + duration).all()
+    assert held > 0
+    assert result.summary["counters"]["isr_shrinks"] == 0

@@ -1,0 +1,101 @@
+"""The hosts' stalls (the scenario's `broker.stalls` and each client's `stalls`): a renewal process per host that
+stops the whole host for a drawn time, by the same pause as a `pause` fault.
+
+Per host: the first stall starts one `interval` draw after the run's start; each stall lasts a `pause` draw;
+the next one starts an `interval` draw after this one started, or when it ends if that is later (a JVM runs one
+collection at a time). A broker's stall is ``BrokerServer.pause`` (its processors, request handlers, reapers,
+periodic tasks and replica fetchers) and its ``BrokerLifecycleManager`` (no heartbeat goes out): everything a
+`pause` fault on ``broker-<id>`` stops, also in a scenario without `cluster:`, where a `pause` fault on
+``follower-<k>`` stops only the fetcher. A client's stall pauses the client (a producer's records intended
+meanwhile are sent when it resumes, their latency counted from their intended time).
+
+Nesting: stalls and pause faults share the fault schedule's ``PauseCount``, so a host resumes when the last of
+them ends. A broker that is down (crashed or shut down) when a stall is due does not stall (no row); one that
+crashes during a stall keeps the stall's count until its end, as it keeps a pause fault's (a restart before
+then comes up paused until it ends, ``BrokerServer.restart``).
+
+Draws: each host's two distributions have streams of their own, ``<host>/stalls/interval`` and
+``<host>/stalls/pause`` (``broker-<id>`` or the client's name), so stalls change no other stream's draws, and a
+scenario without stalls schedules nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from kafkasim.run.faults import FaultTarget, LifecyclePause, PauseCount
+from kafkasim.server.broker_server import BrokerServer
+from kafkasim.sim.calls import Call
+from kafkasim.sim.distributions import zero_arg_sampler
+
+if TYPE_CHECKING:
+    from kafkasim.clients.consumer import Consumer
+    from kafkasim.clients.producer import Producer
+    from kafkasim.run.cluster import Cluster
+    from kafkasim.scenario import Scenario
+    from kafkasim.scenario.stalls import Stalls
+
+StallRow = tuple[str, float, float]
+"""(host, start_ms, duration_ms): one stall."""
+
+
+class HostStalls:
+    """One host's stall process: it pauses ``components`` (through the shared ``PauseCount``) for every stall
+    and appends a row to ``rows``."""
+
+    __slots__ = ("c", "host", "components", "broker", "pauses", "rows", "_interval", "_pause")
+
+    def __init__(self, c: Cluster, host: str, stalls: Stalls, components: Sequence[FaultTarget],
+                 broker: BrokerServer | None, pauses: PauseCount, rows: list[StallRow]) -> None:
+        assert stalls.interval is not None and stalls.pause is not None  # only enabled stalls are scheduled
+        self.c = c
+        self.host = host
+        self.components = components
+        self.broker = broker
+        self.pauses = pauses
+        self.rows = rows
+        self._interval: Callable[[], float] = zero_arg_sampler(stalls.interval, c.streams.stream(f"{host}/stalls/interval"))
+        self._pause: Callable[[], float] = zero_arg_sampler(stalls.pause, c.streams.stream(f"{host}/stalls/pause"))
+
+    def start(self) -> None:
+        Call(self.c.env, max(0.0, self._interval()), self._begin)
+
+    def _begin(self, _event: object) -> None:
+        now = float(self.c.env.now)
+        duration = max(0.0, self._pause())
+        gap = max(0.0, self._interval())
+        # The next stall: an interval after this one's start, never before this one ends.
+        Call(self.c.env, max(gap, duration), self._begin)
+        if self.broker is not None and self.broker.crashed:
+            return  # no process, no stall (its draws are made all the same: the next stalls do not shift)
+        self.rows.append((self.host, now, duration))
+        for component in self.components:
+            self.pauses.pause(component)
+        Call(self.c.env, duration, self._end)
+
+    def _end(self, _event: object) -> None:
+        for component in self.components:
+            self.pauses.resume(component)
+
+
+def schedule_stalls(scenario: Scenario, c: Cluster, pauses: PauseCount) -> list[StallRow] | None:
+    """Start the stall process of every host whose stalls are on; the list their rows go to, or None when no
+    host stalls (the result then has no stalls table)."""
+    rows: list[StallRow] = []
+    processes: list[HostStalls] = []
+    for broker in c.brokers:
+        stalls = scenario.broker_for(broker.broker_id).stalls
+        if stalls is not None and stalls.enabled:
+            lifecycle = c.controller_link.lifecycles[broker.broker_id]
+            components: list[FaultTarget] = [broker, LifecyclePause(lifecycle, broker.name)]
+            processes.append(HostStalls(c, broker.name, stalls, components, broker, pauses, rows))
+    configs = {p.name: p.stalls for p in scenario.producers} | {k.name: k.stalls for k in scenario.consumers}
+    clients: list[Producer | Consumer] = [*c.producers, *c.consumers]
+    for client in clients:
+        stalls = configs.get(client.name)
+        if stalls is not None and stalls.enabled:
+            processes.append(HostStalls(c, client.name, stalls, [client], None, pauses, rows))
+    for process in processes:
+        process.start()
+    return rows if processes else None

@@ -1,0 +1,94 @@
+"""Stalls: a host's stop-the-world pauses drawn by a seeded process (simulator-only; Kafka has no such config).
+
+A JVM stops every application thread for a garbage collection (G1's young collections, "evacuation pauses"),
+and an operating system can stall a process that writes (page-cache writeback throttling) or touches a
+swapped-out page. A `pause` fault places one such pause by hand; `stalls:` draws them all run long:
+
+    broker:
+      stalls: {preset: jvm-g1-young}                          # a preset, as is
+    producers:
+      - name: p1
+        stalls:                                               # or distributions of their own
+          interval: {type: exponential, mean: 10s}            # from one stall's start to the next's
+          pause: {type: lognormal, median: 8ms, p99: 30ms}    # how long each lasts
+
+A preset's fields can be overridden one by one (`{preset: jvm-g1-young, interval: 5s}`). `stalls: {}` is no
+stalls (how a `cluster.overrides` entry spares one broker of `broker.stalls`). Off unless a scenario asks.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import model_validator
+
+from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.distributions import (
+    DurationDistribution,
+    DurationExponential,
+    DurationLogNormal,
+    typical_value,
+)
+from kafkasim.scenario.errors import fail_at
+
+MIN_TYPICAL_INTERVAL_MS = 1.0
+"""The least typical gap between two stalls' starts: a smaller one would have the run draw stalls in a busy loop."""
+
+StallPreset = Literal["jvm-g1-young"]
+
+STALL_PRESETS: dict[str, tuple[DurationDistribution, DurationDistribution]] = {
+    # (interval, pause). Source: Kafka's documentation, "Java Version" (docs/ops, 0.9 to 4.x): on one of
+    # LinkedIn's busiest clusters at peak (60 brokers, 800k messages/s in, 300 MB/s in, 1 GB/s+ out) with
+    # -XX:+UseG1GC -XX:MaxGCPauseMillis=20, "all of the brokers in that cluster have a 90% GC pause time of
+    # about 21ms with less than 1 young GC per second". Assumed here: the pause length is lognormal with
+    # median 12 ms and p99 35 ms (its p90 is then 21.6 ms; the median and the p99 are not published), and
+    # young collections come as a Poisson process at that upper bound, one a second (a young collection comes
+    # when the young generation fills, so its rate grows with the allocation rate, i.e. the load: a lightly
+    # loaded broker collects less often; set `interval` for it).
+    "jvm-g1-young": (
+        DurationExponential(mean=1000.0),
+        DurationLogNormal(median=12.0, p99=35.0),
+    ),
+}
+"""The named presets: (interval, pause) for each."""
+
+
+class Stalls(ScenarioModel):
+    """Stop-the-world stalls of one host: every `interval` a stall of `pause` (each a fresh draw from the host's
+    own random streams). A stall stops the whole host, as a `pause` fault does: a broker's network and request
+    handler threads, purgatory reapers, periodic tasks, replica fetchers and heartbeats to the controller; a
+    producer's application (its records wait, counted from their intended time) and Sender; a consumer.
+    A crashed broker does not stall. `{}` means no stalls."""
+
+    preset: StallPreset | None = None
+    """A named pair of distributions: `jvm-g1-young` (G1 young collections of a busy broker, from LinkedIn's
+    figures in Kafka's documentation: exponential interval, mean 1 s; lognormal pause, median 12 ms, p99
+    35 ms, p90 ≈ 21 ms). `interval` and `pause` given beside it replace its values."""
+    interval: DurationDistribution | None = None
+    """Time from one stall's start to the next one's (e.g. {type: exponential, mean: 10s}); a stall never
+    starts before the previous one has ended. Its typical value (mean; a lognormal's median) must be >= 1 ms."""
+    pause: DurationDistribution | None = None
+    """How long each stall lasts (e.g. {type: lognormal, median: 8ms, p99: 30ms}); a negative draw is 0."""
+
+    @model_validator(mode="after")
+    def _resolve(self) -> Stalls:
+        if self.preset is not None:
+            interval, pause = STALL_PRESETS[self.preset]
+            # Resolved without being marked as set: a --set of one field keeps the preset for the other.
+            if self.interval is None:
+                object.__setattr__(self, "interval", interval)
+            if self.pause is None:
+                object.__setattr__(self, "pause", pause)
+        if (self.interval is None) != (self.pause is None):
+            missing = "interval" if self.interval is None else "pause"
+            fail_at([((missing,), "is required beside " + ("pause" if missing == "interval" else "interval")
+                      + " (a duration distribution, e.g. {type: exponential, mean: 10s}), or name a preset "
+                      f"({', '.join(STALL_PRESETS)}); {{}} means no stalls")])
+        if self.interval is not None and typical_value(self.interval) < MIN_TYPICAL_INTERVAL_MS:
+            fail_at([(("interval",), f"typical value {typical_value(self.interval):g} ms is too short (allowed: "
+                                     f">= {MIN_TYPICAL_INTERVAL_MS:g} ms between stall starts)")])
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.interval is not None and self.pause is not None

@@ -1,0 +1,199 @@
+"""Hosts' stalls at run time (``kafkasim.run.stalls``): they stop the host as a pause fault does, nest with pause
+faults, skip a crashed broker, are drawn from streams of their own, and are written to the result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kafkasim.record.result import RunResult
+from kafkasim.record.window import Window, windowed
+from kafkasim.run.engine import Engine
+
+from .support import consumer, producer, scenario
+from .test_determinism import table_hash
+
+# Broker 0 alone stalls: the first stall at 1 s, 200 ms long, then every 1 s (constant draws: exact times).
+STALL_AT, STALL_MS = 1000.0, 200.0
+BROKER_0_STALLS = {"brokers": 3, "overrides": [{"broker": 0, "stalls": {"interval": "1s", "pause": "200ms"}}]}
+
+
+def _run(faults: list[dict[str, Any]] | None = None, **extra: Any) -> tuple[Engine, RunResult]:
+    s = scenario(
+        duration="2500ms",
+        cluster=extra.pop("cluster", BROKER_0_STALLS),
+        topics=[{"name": "t", "replica_assignment": [[0, 1], [1, 2]], "min.insync.replicas": 1}],
+        producers=[producer("p1", **{"rate": "200/s", "partitioner": "round_robin", **extra.pop("producer", {})})],
+        faults=faults or [],
+        **extra,
+    )
+    engine = Engine(s, check_invariants=True)
+    return engine, engine.run()
+
+
+def _to_broker_0(result: RunResult, start: float, end: float) -> pd.DataFrame:
+    rows = result.requests
+    rows = rows[(rows["api"] == "Produce") & (rows["broker"] == 0)]
+    rows = rows[(rows["client_send_ms"] >= start) & (rows["client_send_ms"] < end)]
+    assert len(rows) > 0, f"no produce to broker 0 in [{start}, {end})"
+    return rows
+
+
+def test_without_stalls_a_result_has_no_stalls_table_nor_summary() -> None:
+    _, result = _run(cluster={"brokers": 3})
+    assert result.stalls is None and "stalls" not in result.summary
+
+
+def test_a_broker_stall_holds_a_request_for_the_rest_of_the_stall() -> None:
+    _, result = _run()
+    assert list(result.stalls["host"]) == ["broker-0", "broker-0"]  # type: ignore[index]
+    assert list(result.stalls["start_ms"]) == [STALL_AT, STALL_AT + 1000.0]  # type: ignore[index]
+    assert result.summary["stalls"]["count"] == 2 and result.summary["stalls"]["stalled_ms"] == 2 * STALL_MS
+    during = _to_broker_0(result, STALL_AT, STALL_AT + STALL_MS)
+    # Nothing is read before the stall ends; each request waits about the rest of the stall.
+    assert (during["start_ms"] >= STALL_AT + STALL_MS).all()
+    remaining = STALL_AT + STALL_MS - during["client_send_ms"]
+    baseline = float(_to_broker_0(result, 500.0, STALL_AT)["client_latency_ms"].median())
+    extra = during["client_latency_ms"] - baseline
+    assert ((extra - remaining).abs() < 5.0).all(), (extra - remaining).describe()
+    # Partition 1 (brokers 1 and 2) does not notice.
+    others = result.requests[(result.requests["api"] == "Produce") & (result.requests["broker"] == 1)]
+    assert others["client_latency_ms"].max() < 10 * baseline
+
+
+def test_a_stall_and_a_pause_fault_nest() -> None:
+    # The pause fault (1.1 s to 1.4 s) outlasts the stall (1 s to 1.2 s); another (0.9 s to 1.1 s) starts before.
+    engine, result = _run([{"type": "pause", "target": "broker-0", "at": "1100ms", "duration": "300ms"},
+                           {"type": "pause", "target": "broker-0", "at": "1800ms", "duration": "300ms"}])
+    # The stall's end (1.2 s) does not resume a broker the fault still holds.
+    assert (_to_broker_0(result, STALL_AT, 1400.0)["start_ms"] >= 1400.0).all()
+    # Second stall 2 s to 2.2 s inside the fault 1.8 s to 2.1 s: paused until the stall's end.
+    assert (_to_broker_0(result, 1800.0, 2200.0)["start_ms"] >= 2200.0).all()
+    assert not engine.components.broker(0).stw.paused
+    assert engine.components.broker(0).responsive
+
+
+def test_a_crashed_broker_does_not_stall_and_one_that_restarts_stalls_again() -> None:
+    # Down from 0.5 s; back (registered) at 0.5 + 0.1 + 1.1 s... the stall at 1 s falls while it is down.
+    engine, result = _run([{"type": "crash", "target": "broker-0", "at": "500ms", "restart_after": "1100ms"}],
+                          broker={"startup": {"process_start": "10ms", "log_load": "10ms"}})
+    assert list(result.stalls["start_ms"]) == [2000.0]  # type: ignore[index]
+    assert not engine.components.broker(0).stw.paused
+
+
+def test_a_restart_during_a_stall_comes_up_paused_until_its_end() -> None:
+    # The stall 1 s to 1.2 s; a crash at 1.05 s; the new process registers at 1.09 s, inside the stall: as with a
+    # pause fault in force, it serves nothing until the stall ends.
+    engine, result = _run([{"type": "crash", "target": "broker-0", "at": "1050ms", "restart_after": "30ms"}],
+                          broker={"startup": {"process_start": "10ms", "log_load": "10ms"}})
+    assert list(result.stalls["start_ms"])[:1] == [STALL_AT]  # type: ignore[index]
+    rows = result.requests
+    served = rows[(rows["broker"] == 0) & (rows["start_ms"] > 1050.0) & (rows["start_ms"] < 1500.0)]
+    assert len(served) > 0 and (served["start_ms"] >= STALL_AT + STALL_MS).all()
+    assert not engine.components.broker(0).stw.paused
+
+
+def test_a_client_stall_delays_its_records_from_their_intended_time() -> None:
+    _, result = _run(cluster={"brokers": 3},
+                     producer={"stalls": {"interval": "1s", "pause": "200ms"}, "arrival": "constant"})
+    assert set(result.stalls["host"]) == {"p1"}  # type: ignore[index]
+    records = result.records
+    meant = records[(records["first_intended_ms"] > STALL_AT) & (records["first_intended_ms"] < STALL_AT + STALL_MS)]
+    assert len(meant) >= 1  # the records meant during the stall are batched together after it
+    remaining = STALL_AT + STALL_MS - meant["first_intended_ms"]
+    # Each batch left the producer only after the stall: its latency from the intended time counts the rest of it.
+    assert (meant["produce_latency_ms"] >= remaining - 1e-6).all()
+    assert (meant["created_ms"] >= STALL_AT + STALL_MS).all()
+    # The per-record latency "intended" counts the stall too: its max is about the whole stall.
+    assert result.summary["produce_record_latency"]["acks=all"]["from_intended"]["max"] >= STALL_MS - 6
+
+
+def test_a_consumer_stall_holds_what_it_reads_until_the_stall_ends() -> None:
+    _, result = _run(cluster={"brokers": 3}, consumers=[consumer("c1", stalls={"interval": "1s", "pause": "200ms"})])
+    assert set(result.stalls["host"]) == {"c1"}  # type: ignore[index]
+    records = result.records
+    # Acknowledged during the stall: the consumer reads them only once it resumes.
+    acked = records[(records["ack_ms"] > STALL_AT + 5.0) & (records["ack_ms"] < STALL_AT + STALL_MS)]
+    assert len(acked) > 0 and (acked["consumed_ms:c1"] >= STALL_AT + STALL_MS).all()
+    before = records[(records["ack_ms"] > 500.0) & (records["ack_ms"] < STALL_AT - 50.0)]
+    assert ((before["consumed_ms:c1"] - before["ack_ms"]) < 5.0).all()
+
+
+def _stalling(seed: int, *, client_stalls: bool) -> RunResult:
+    s = scenario(
+        seed=seed, duration="3s",
+        cluster={"brokers": 3},
+        broker={"stalls": {"preset": "jvm-g1-young"}},
+        topic={"partitions": 3},
+        producers=[producer("p1", rate="500/s", arrival="poisson",
+                            **({"stalls": {"interval": "300ms", "pause": "5ms"}} if client_stalls else {}))],
+    )
+    return Engine(s, check_invariants=True).run()
+
+
+def test_stalls_are_deterministic_and_drawn_from_streams_of_their_own(tmp_path: Path) -> None:
+    first, again = _stalling(5, client_stalls=False), _stalling(5, client_stalls=False)
+    assert first.stalls is not None and len(first.stalls) > 3
+    assert first.stalls.equals(again.stalls)
+    for table in ("requests", "records", "timeseries"):
+        assert table_hash(getattr(first, table)) == table_hash(getattr(again, table))
+    # The producer's stalls do not move the brokers' draws.
+    with_client = _stalling(5, client_stalls=True)
+    assert with_client.stalls is not None
+    brokers = with_client.stalls[with_client.stalls["host"] != "p1"].reset_index(drop=True)
+    assert brokers.equals(first.stalls)
+    # Saved and loaded back as it was.
+    loaded = RunResult.load(first.save(tmp_path / "r"))
+    assert loaded.stalls is not None and loaded.stalls.equals(first.stalls)
+    assert (tmp_path / "r" / "stalls.parquet").is_file()
+    # A window of the run keeps the stalls that began in it.
+    cut = windowed(first, Window(1000.0, 2000.0))
+    assert cut.stalls is not None
+    began = first.stalls[(first.stalls["start_ms"] >= 1000.0) & (first.stalls["start_ms"] < 2000.0)]
+    assert list(cut.stalls["start_ms"]) == list(began["start_ms"]) and cut.summary["stalls"]["count"] == len(began)
+
+
+def test_a_run_on_a_real_cluster_lists_the_stalls_among_what_it_does_not_apply() -> None:
+    from kafkasim.real.config_map import not_applied
+
+    calm = scenario(cluster={"brokers": 3})
+    assert not any("stalls" in note for note in not_applied(calm))
+    s = scenario(cluster=BROKER_0_STALLS, producers=[producer("p1", stalls={"preset": "jvm-g1-young"})])
+    notes = [note for note in not_applied(s) if "stalls" in note]
+    assert len(notes) == 1 and notes[0].startswith("cluster.overrides[0].stalls, producers[p1].stalls (")
+
+
+def test_kafkas_invariants_hold_with_every_host_stalling_through_crashes_pauses_and_a_shutdown() -> None:
+    frequent = {"interval": {"type": "exponential", "mean": "150ms"},
+                "pause": {"type": "lognormal", "median": "15ms", "p99": "120ms"}}
+    s = scenario(
+        seed=9, duration="9s",
+        cluster={"brokers": 4},
+        topic={"partitions": 4},
+        broker={"stalls": frequent, "replica.lag.time.max.ms": 400, "replica.fetch.wait.max.ms": 100,
+                "startup": {"process_start": "50ms", "log_load": "50ms"}},
+        producers=[producer("p1", rate="400/s", arrival="poisson", stalls=frequent, **{"request.timeout.ms": 2000}),
+                   producer("p2", acks=1, rate="200/s", arrival="poisson", stalls=frequent,
+                            **{"enable.idempotence": False})],
+        consumers=[consumer("c1", stalls=frequent)],
+        faults=[{"type": "crash", "target": "broker-1", "at": "1s", "restart_after": "1500ms"},
+                {"type": "pause", "target": "broker-2", "at": "2s", "duration": "300ms"},
+                {"type": "shutdown", "target": "broker-3", "at": "4s", "restart_after": "2s"},
+                {"type": "crash", "target": "broker-0", "at": "6500ms", "restart_after": "80ms"}],
+    )
+    engine = Engine(s, check_invariants=True)
+    result = engine.run()  # raises on a broken invariant
+    assert result.stalls is not None and set(result.stalls["host"]) >= {"broker-0", "p1", "c1"}
+    crashed = result.stalls[(result.stalls["host"] == "broker-1") & (result.stalls["start_ms"] > 1000.0)
+                            & (result.stalls["start_ms"] < 2500.0)]
+    assert crashed.empty
+    acked = result.records["ack_ms"].to_numpy(dtype=float)
+    assert (acked > 8000.0).sum() > 100  # still producing at the end
+    # Every pause was undone: at the end a broker is paused exactly when one of its stalls is still in force.
+    stalls, end = result.stalls, 9000.0
+    for broker in engine.components.brokers:
+        mine = stalls[stalls["host"] == broker.name]
+        in_force = ((mine["start_ms"] <= end) & (mine["start_ms"] + mine["duration_ms"] > end)).any()
+        assert broker.stw.paused == bool(in_force) and not broker.crashed
