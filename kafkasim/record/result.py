@@ -2,7 +2,8 @@
 
 A result directory holds `requests.parquet`, `records.parquet`, `timeseries.parquet`, `segments.parquet` (every
 segment roll; results written before it existed load with an empty one), `summary.json`,
-`stalls.parquet` (when the scenario had stalls on: kafkasim.record.stalls),
+`stalls.parquet` (when the scenario had stalls on: kafkasim.record.stalls), `retransmissions.parquet` (when a
+connection's TCP retransmitted anything: kafkasim.record.retransmissions),
 `scenario.yaml` (when the run had a scenario), whatever the report layer adds (`figures/`, `report.html`)
 and, written
 last, `run-info.json`: the facts of this particular run that a replay cannot reproduce (wall seconds, the
@@ -30,6 +31,7 @@ import pandas as pd
 
 from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 from kafkasim.record.recorder import segments_frame
+from kafkasim.record.retransmissions import RETRANSMISSIONS_FILE
 from kafkasim.record.stalls import STALLS_FILE
 
 TABLES = ("requests", "records", "timeseries")
@@ -49,8 +51,8 @@ FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_of
                 "fetch_waits", "produce_swimlane", "failover_swimlane")
 # Rows per Parquet row group: pq.write_table's default (Arrow's default max_row_group_length, 1024 * 1024).
 ROW_GROUP_ROWS = 1024 * 1024
-_RESULT_FILES = frozenset((*REQUIRED_FILES, *(f"{t}.parquet" for t in OPTIONAL_TABLES), STALLS_FILE, SCENARIO_FILE,
-                           RUN_INFO_FILE, REPORT_FILE, f".{REPORT_FILE}.partial"))
+_RESULT_FILES = frozenset((*REQUIRED_FILES, *(f"{t}.parquet" for t in OPTIONAL_TABLES), STALLS_FILE,
+                           RETRANSMISSIONS_FILE, SCENARIO_FILE, RUN_INFO_FILE, REPORT_FILE, f".{REPORT_FILE}.partial"))
 _FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
 _PLOT_STAGING_PREFIX = ".figures.tmp-"  # kafkasim plot's staging directory (inside the result)
 
@@ -114,8 +116,9 @@ def is_result_dir(directory: str | Path) -> bool:
 
 class RunResult:
     """The outcome of one run: `requests`, `records`, `timeseries`, `segments` (DataFrames), `stalls` (a DataFrame
-    when the scenario had stalls on, else None), `summary` (JSON-able dict) and the resolved scenario as YAML
-    text (None for runs built in code without one)."""
+    when the scenario had stalls on, else None), `retransmissions` (a DataFrame when a connection retransmitted,
+    else None), `summary` (JSON-able dict) and the resolved scenario as YAML text (None for runs built in code
+    without one)."""
 
     def __init__(
         self,
@@ -127,6 +130,7 @@ class RunResult:
         run_info: dict[str, Any] | None = None,
         segments: pd.DataFrame | None = None,
         stalls: pd.DataFrame | None = None,
+        retransmissions: pd.DataFrame | None = None,
     ) -> None:
         self.requests = requests
         self.records = records
@@ -135,6 +139,8 @@ class RunResult:
         self.segments = segments if segments is not None else segments_frame([])
         # The hosts' stalls (kafkasim.record.stalls); None when no host stalled by the scenario's design.
         self.stalls = stalls
+        # Every TCP retransmission timer expiry (kafkasim.record.retransmissions); None when there was none.
+        self.retransmissions = retransmissions
         self.summary = summary
         self.scenario_yaml = scenario_yaml
         # What a replay of the same scenario and seed cannot reproduce: wall seconds, version, date.
@@ -189,7 +195,8 @@ class RunResult:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for name in (*TABLES, *OPTIONAL_TABLES, *(("stalls",) if self.stalls is not None else ())):
+        present = tuple(name for name in ("stalls", "retransmissions") if getattr(self, name) is not None)
+        for name in (*TABLES, *OPTIONAL_TABLES, *present):
             frame: pd.DataFrame = getattr(self, name)
             # A row group at a time: the file pq.write_table writes (its row groups are ROW_GROUP_ROWS long),
             # without an Arrow copy of the whole table beside the DataFrame. One conversion thread (each
@@ -238,11 +245,14 @@ class RunResult:
         segments = pd.read_parquet(segments_path, engine="pyarrow") if segments_path.is_file() else None
         stalls_path = path / STALLS_FILE
         stalls = pd.read_parquet(stalls_path, engine="pyarrow") if stalls_path.is_file() else None
+        retransmissions_path = path / RETRANSMISSIONS_FILE
+        retransmissions = (pd.read_parquet(retransmissions_path, engine="pyarrow") if retransmissions_path.is_file()
+                           else None)
         scenario_path = path / SCENARIO_FILE
         scenario_yaml = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
         run_info = _read_run_info(path / RUN_INFO_FILE)
         return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml, run_info,
-                   segments=segments, stalls=stalls)
+                   segments=segments, stalls=stalls, retransmissions=retransmissions)
 
 
 def _read_run_info(path: Path) -> dict[str, Any]:

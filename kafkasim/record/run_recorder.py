@@ -18,6 +18,7 @@ from kafkasim.record.recorder import (
     BatchTrace,
     Recorder,
 )
+from kafkasim.record.retransmissions import RetransmissionRow
 
 
 class RunRecorder(Observer):
@@ -48,6 +49,8 @@ class RunRecorder(Observer):
         # Per-record latencies leave out the records intended during the warm-up, as the summary's do.
         self.record_latency = RecordLatency(warmup_ms)
         recorder.on_first_consumed = self._first_consumed
+        # Every TCP retransmission timer expiry (kafkasim.record.retransmissions): rare, kept in memory.
+        self.retransmissions: list[RetransmissionRow] = []
 
     def _first_consumed(self, batch: BatchTrace, consumed_ms: float) -> None:
         intended = batch.intended
@@ -142,6 +145,12 @@ class RunRecorder(Observer):
             pending.offset = batch.base_offset
             self.recorder.finish_batch(pending)
         self.recorder.batch_consumed(batch.batch_id, consumer, receive_ms, batch.base_offset)
+
+    # --- TCP retransmissions ---------------------------------------------------------------------------
+
+    def tcp_retransmission(self, client: str, broker: int, direction: str, time_ms: float, lost_since_ms: float,
+                           outcome: str) -> None:
+        self.retransmissions.append((time_ms, client, broker, direction, lost_since_ms, outcome))
 
     # --- segments ----------------------------------------------------------------------------------
 

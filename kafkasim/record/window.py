@@ -4,8 +4,8 @@ The rows are cut by the rules the run's phases use (``kafkasim.record.phases``):
 window it was sent in (``client_send_ms``; a request read from a real broker's log without one, to the one
 it arrived in), a batch to the window its first record was meant to be sent in (``first_intended_ms``: a
 batch that waited out a fault in the accumulator counts where it was meant to go, not where it finally
-went), a gauge sample or a segment roll to the window it was taken in, a stall to the window it began in. The summary is computed again from
-the rows kept, by the run's own rules (``kafkasim.record.summary.summarize``: the run's warm-up still left
+went), a gauge sample or a segment roll to the window it was taken in, a stall to the window it began in, a
+TCP retransmission to the window it happened in. The summary is computed again from the rows kept, by the run's own rules (``kafkasim.record.summary.summarize``: the run's warm-up still left
 out), its phases clipped to the window and its failovers those that began in it. The run's counters (ISR
 shrinks and expands, purgatory expirations, dropped messages) are whole-run totals the rows cannot cut: a
 window's summary leaves them out and says so under ``window``.
@@ -137,5 +137,9 @@ def windowed(result: RunResult, window: Window) -> RunResult:
         began = _floats(stalls, "start_ms")
         stalls = stalls[(began >= window.from_ms) & (began < window.to_ms)].reset_index(drop=True)
         cut["stalls"] = stalls_summary(stalls, window.to_ms)
+    retransmissions = result.retransmissions
+    if retransmissions is not None:
+        at = _floats(retransmissions, "time_ms")
+        retransmissions = retransmissions[(at >= window.from_ms) & (at < window.to_ms)].reset_index(drop=True)
     return RunResult(requests, records, timeseries, cut, result.scenario_yaml, result.run_info, segments=segments,
-                     stalls=stalls)
+                     stalls=stalls, retransmissions=retransmissions)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from kafkasim.network.tcp import TCP_GAVE_UP, TCP_LOST_AGAIN, TCP_THROUGH
 from kafkasim.record.summary import OUTCOME_WORDS, outcome_counts
 from kafkasim.report.run_events import RunEvents, run_events, scenario_from_yaml
 from kafkasim.report.skip import logger
@@ -397,11 +398,15 @@ def round_ticks(span_ms: float, seconds: bool) -> list[float]:
     return [float(v) * unit for v in values if -1e-9 <= v <= span_ms / unit + 1e-9]
 
 
+_RETRANSMISSION_COLOURS = {TCP_THROUGH: "#009E73", TCP_LOST_AGAIN: "#E69F00", TCP_GAVE_UP: "#000000"}
+
+
 def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str:
     """Faults as bands (one row each), each stalling host's stalls as thin bands (one row per host) and ISR
     changes as ticks on one time axis, as inline SVG."""
     width, left, right, row_h = 1000, 170, 20, 26
-    rows = len(events.faults) + len(events.stalls) + 1
+    tcp_rows = 1 if events.retransmissions else 0
+    rows = len(events.faults) + len(events.stalls) + tcp_rows + 1
     height = 40 + rows * row_h + 30
     span = max(duration_ms, 1.0)
     seconds = span >= 10_000
@@ -433,7 +438,19 @@ def timeline_svg(events: RunEvents, duration_ms: float, warmup_ms: float) -> str
                        f'width="{max(x(start + duration) - x(start), 1):.1f}" height="{row_h - 6}" '
                        f'fill="#0072B2" fill-opacity="0.6"><title>{label}: {start / 1000:.3f} s, '
                        f'{duration:.3g} ms</title></rect>')
-    isr_y = 24 + (len(events.faults) + len(events.stalls)) * row_h
+    if tcp_rows:
+        y = 24 + (len(events.faults) + len(events.stalls)) * row_h
+        out.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" font-size="13">TCP retransmissions</text>')
+        for episode in events.retransmissions:
+            for i, t in enumerate(episode.times_ms):
+                last = i == len(episode.times_ms) - 1
+                outcome = episode.outcome if last else "lost again"
+                colour = _RETRANSMISSION_COLOURS.get(outcome, "#333")
+                what = escape(f"{episode.connection}: lost since {episode.lost_since_ms / 1000:.3f} s, retransmitted "
+                              f"at {t / 1000:.3f} s: {outcome}")
+                out.append(f'<line class="retransmission" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{y + 3}" '
+                           f'y2="{y + row_h - 9}" stroke="{colour}" stroke-width="2"><title>{what}</title></line>')
+    isr_y = 24 + (len(events.faults) + len(events.stalls) + tcp_rows) * row_h
     out.append(f'<text x="{left - 8}" y="{isr_y + 15}" text-anchor="end" font-size="13">ISR changes</text>')
     for change in events.isr_changes:
         colour = "#CC79A7" if change.shrink else "#009E73"
@@ -455,6 +472,9 @@ def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -
     parts = [timeline_svg(events, duration_ms, warmup_ms),
              "<p><small>Grey: warm-up. Orange bands: fault windows. Blue marks: a host's stop-the-world "
              "stalls (the scenario's stalls, at least a pixel wide each; stalls.parquet lists them). "
+             "TCP retransmissions (retransmissions.parquet): a connection's retransmission timer firing "
+             "after a message was lost on the wire, green where the retransmission got through (the stream "
+             "resumes), amber where it was lost again (the timeout doubles), black where the kernel gave up. "
              "Ticks: ISR shrinks (pink) and expands "
              "(green), at the first IsrSize sample showing the change (every sample_interval), whoever made "
              "it: the summary's counters say who -- isr_shrinks / isr_expands the leaders (Kafka's "
@@ -465,6 +485,11 @@ def _timeline_section(events: RunEvents, duration_ms: float, warmup_ms: float) -
     for fault in events.faults:
         until = "the end of the run" if fault.end_ms is None else f"{fault.end_ms / 1000:g} s"
         rows.append((fault.start_ms, f"fault: {fault.text}, until {until}"))
+    for episode in events.retransmissions:
+        times = ", ".join(f"{t / 1000:.3f}" for t in episode.times_ms[:6]) + (", ..." if len(episode.times_ms) > 6
+                                                                              else "")
+        rows.append((episode.lost_since_ms, f"TCP: {episode.connection} lost a segment; retransmitted "
+                                            f"{len(episode.times_ms)}\u00d7 (at {times} s): {episode.outcome}"))
     for host in events.stalls:
         rows.append((host.stalls[0][0], f"stalls of {host.host}: {len(host.stalls)}, {host.stalled_ms:.4g} ms "
                                         "stalled in all, from this time on (stalls.parquet has each)"))
@@ -612,7 +637,7 @@ def render_report(result: RunResult, figures: Mapping[str, bytes]) -> str:
     warmup = float(result.summary.get("warmup_ms") or 0.0)
     duration = float(result.summary.get("simulated_duration_ms")
                      or (scenario.duration if scenario is not None else 0.0) or 0.0)
-    events = run_events(result.timeseries, scenario, result.stalls)
+    events = run_events(result.timeseries, scenario, result.stalls, result.retransmissions)
     stopped = result.summary.get("interrupted_at_ms")
     partial = (f"the run stopped at simulated time {float(stopped) / 1000:g} s"
                f" ({result.summary.get('interrupted_by', 'interrupted')}); everything here covers the time up "

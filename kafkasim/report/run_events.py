@@ -67,6 +67,18 @@ class HostStalls:
 
 
 @dataclass(frozen=True)
+class LossEpisode:
+    """One loss on one direction of one connection, as its TCP retransmissions show it (the result's
+    retransmissions table): the head segment sent at `lost_since_ms`, retransmitted at each of `times_ms`, the
+    last one's `outcome` (got through, lost again: the run ended first, gave up)."""
+
+    connection: str
+    lost_since_ms: float
+    times_ms: tuple[float, ...]
+    outcome: str
+
+
+@dataclass(frozen=True)
 class RunEvents:
     """Everything a time axis marks, plus each topic's min.insync.replicas (the ISR figure draws it). `stalls`
     (the hosts' stop-the-world stalls) is marked on the report's timeline only."""
@@ -75,6 +87,7 @@ class RunEvents:
     isr_changes: tuple[IsrChange, ...] = ()
     min_insync_replicas: tuple[tuple[str, int], ...] = ()
     stalls: tuple[HostStalls, ...] = ()
+    retransmissions: tuple[LossEpisode, ...] = ()
 
     def min_isr_of(self, partition: str) -> int | None:
         topic = partition.rsplit("-", 1)[0]
@@ -130,10 +143,28 @@ def host_stalls(stalls: pd.DataFrame | None) -> tuple[HostStalls, ...]:
     return tuple(HostStalls(h, tuple(sorted(hosts[h]))) for h in sorted(hosts, key=natural_key))
 
 
+def loss_episodes(retransmissions: pd.DataFrame | None) -> tuple[LossEpisode, ...]:
+    """The retransmissions table as loss episodes (one per connection, direction and lost head segment), in
+    the order they began, or () without one."""
+    if retransmissions is None or retransmissions.empty:
+        return ()
+    episodes: dict[tuple[str, float], list[tuple[float, str]]] = {}
+    for t, client, broker, direction, since, outcome in zip(
+            retransmissions["time_ms"].to_numpy(float), retransmissions["client"], retransmissions["broker"],
+            retransmissions["direction"], retransmissions["lost_since_ms"].to_numpy(float),
+            retransmissions["outcome"], strict=True):
+        what = "requests" if direction == "to_broker" else "responses"
+        peer = f"broker-{int(broker)}" if int(broker) >= 0 else "a broker"
+        episodes.setdefault((f"{client} \u2192 {peer} ({what})", float(since)), []).append((float(t), str(outcome)))
+    return tuple(LossEpisode(connection, since, tuple(t for t, _ in tries), tries[-1][1])
+                 for (connection, since), tries in sorted(episodes.items(), key=lambda kv: (kv[0][1], kv[0][0])))
+
+
 def run_events(timeseries: pd.DataFrame | None, scenario: Scenario | None,
-               stalls: pd.DataFrame | None = None) -> RunEvents:
+               stalls: pd.DataFrame | None = None, retransmissions: pd.DataFrame | None = None) -> RunEvents:
     min_isr = () if scenario is None else tuple((t.name, int(t.min_insync_replicas)) for t in scenario.topics)
-    return RunEvents(fault_windows(scenario), isr_changes(timeseries), min_isr, host_stalls(stalls))
+    return RunEvents(fault_windows(scenario), isr_changes(timeseries), min_isr, host_stalls(stalls),
+                     loss_episodes(retransmissions))
 
 
 def mark_events(ax: Axes, events: RunEvents, unit: TimeUnit, end_ms: float, *, label: bool = True) -> None:

@@ -42,6 +42,7 @@ from kafkasim.record.log_audit import UNEXPLAINED, audit_records
 from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.recorder import RecordedTables, Recorder
 from kafkasim.record.result import RunResult
+from kafkasim.record.retransmissions import retransmissions_frame
 from kafkasim.record.run_recorder import RunRecorder
 from kafkasim.record.spool_dir import clear_abandoned_spools_once
 from kafkasim.record.stalls import stalls_frame, stalls_summary
@@ -385,11 +386,14 @@ class Engine:
         stalls = None if self._stall_rows is None else stalls_frame(self._stall_rows)
         if stalls is not None:
             summary["stalls"] = stalls_summary(stalls, duration)
+        rows = self.run_recorder.retransmissions
+        retransmissions = retransmissions_frame(rows) if rows else None
         scenario_yaml = self._scenario_yaml()
         self._tables = None
         # Wall-clock time is not a function of the scenario and seed: run-info.json, not summary.json.
         return RunResult(tables.requests, records, tables.timeseries, summary, scenario_yaml,
-                         run_info={"wall_seconds": wall_seconds}, segments=tables.segments, stalls=stalls)
+                         run_info={"wall_seconds": wall_seconds}, segments=tables.segments, stalls=stalls,
+                         retransmissions=retransmissions)
 
     def _failover_facts(self) -> FailoverFacts:
         """What the failovers read besides the metadata log: when each broker took each leadership, when the
