@@ -21,6 +21,11 @@ A stop-the-world pause of the broker (``stw``) stops the handlers: a request tak
 service time that ends meanwhile completes, only when the pause ends. ``disk_factor`` (a ``slow_disk``
 fault) multiplies the append part of a produce's service time (``append_per_kib``).
 
+A log flush (``flush.messages``, kafkasim.broker.disk) holds the handler thread: when the broker has a
+``disk``, a produce's append may flush, and the handler waits for its flushes (queued behind the disk's
+other work) before it sends the response and runs ``tryCompleteActions`` -- ``UnifiedLog.append`` calls
+``flush`` before returning, inside ``LocalTimeMs``.
+
 Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
 queue and timer work take no simulated time.
 """
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from kafkasim.broker.disk import Disk
 from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
@@ -87,6 +93,8 @@ class KafkaRequestHandlerPool:
         self.env = env
         self.stw = stw if stw is not None else Pausable()
         self.disk_factor = 1.0
+        # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
+        self.disk: Disk | None = None
         self.request_channel = request_channel
         self.apis = apis
         self.costs = costs
@@ -142,8 +150,19 @@ class KafkaRequestHandlerPool:
         if self.stw.paused:
             self.stw.defer(lambda: self._produce_done(envelope))
             return
-        self.apis.handle_produce(envelope)
-        self._finish(envelope)
+        disk = self.disk
+        if disk is None:
+            self.apis.handle_produce(envelope)
+            self._finish(envelope)
+            return
+        disk.begin()
+        responses = self.apis.handle_produce_held(envelope)
+        held = disk.take_delay()
+        if held > 0.0:
+            self.handler_busy_ms += held
+            Call(self.env, held, partial(self._fetch_done, envelope, responses))
+        else:
+            self._fetch_done(envelope, responses)
 
     def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], _event: object = None) -> None:
         if self.stw.paused:
