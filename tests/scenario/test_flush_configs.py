@@ -9,8 +9,6 @@ from kafkasim.scenario.broker import LONG_MAX
 from .samples import MINIMAL
 from .test_errors import only, problems
 
-NO_TOPIC = MINIMAL.replace("topics:\n  - name: t\n", "")
-
 
 def test_flushing_is_left_to_the_os_by_default() -> None:
     s = load_scenario(MINIMAL)
@@ -24,6 +22,7 @@ def test_flushing_is_left_to_the_os_by_default() -> None:
 def test_topics_inherit_the_broker_s_flush_intervals_and_flush_ms_falls_back_to_the_scheduler_s() -> None:
     text = MINIMAL + "  - name: u\n    flush.messages: 5\n    flush.ms: 2s\nbroker:\n  log.flush.interval.messages: 100\n"
     s = load_scenario(text + "  log.flush.scheduler.interval.ms: 1s\n")
+    assert s.broker.log_flush_interval_ms_or_default == 1000
     t, u = s.topics
     assert (t.flush_messages, t.flush_ms, u.flush_messages, u.flush_ms) == (100, 1000, 5, 2000)
     s = load_scenario(text + "  log.flush.scheduler.interval.ms: 1s\n  log.flush.interval.ms: 250\n")
