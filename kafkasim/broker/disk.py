@@ -16,16 +16,27 @@ work, ``flush(..., foreground=True)`` chains that thread's flushes one after the
 tells the thread how long it was held. A background flush (the roll's ``flush-log`` task, scheduled by
 ``UnifiedLog.roll``) occupies the device without holding the caller.
 
+The page cache (``page_cache_bytes``, unlimited by default): every append goes to it; it holds the last
+``page_cache_bytes`` the broker wrote, over all its partitions. A fetch that reads a batch written before
+those (a lagging or replaying consumer, a follower catching up) reads it from the disk: ``read_latency`` plus
+``read_per_kib`` per KiB, queued on the same device, holding the handler thread (``read``).
+
 Simplifications: the flush's time is reserved when it is asked for (its end is known at once: no
 preemption, no merging of concurrent fsyncs into one device flush); a flush of several segments counts as
-one (Kafka's timer times each segment's flush); the flush is the disk's only work (reads from the page
-cache cost the handlers' ``read_per_kib``, writeback of dirty pages by the OS is not modelled).
+one (Kafka's timer times each segment's flush). The page cache is a window over the bytes written, by
+write order: a read does not bring data back into it (no LRU refresh, no readahead beyond the read), and a
+batch's age in it is counted from its CreateTime (the producer's timestamp, a network trip before the
+append). The OS's background writeback of dirty pages (Linux's ``vm.dirty_background_ratio``,
+``vm.dirty_expire_centisecs``) is not modelled: the disk does only flushes and cold reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from typing import Final
+
+from kafkasim.broker.records import RecordBatch
 
 KIB: Final = 1024.0
 
@@ -46,12 +57,42 @@ class Disk:
         "flush_time_ms",
         "max_flush_ms",
         "_thread_at",
+        "page_cache_bytes",
+        "_read_latency",
+        "_read_per_kib",
+        "written",
+        "reads",
+        "read_bytes",
+        "_checkpoint_ms",
+        "_checkpoint_written",
+        "_first",
     )
 
-    def __init__(self, now: Callable[[], float], fsync: Sampler, write_per_kib: Sampler) -> None:
+    def __init__(
+        self,
+        now: Callable[[], float],
+        fsync: Sampler,
+        write_per_kib: Sampler,
+        *,
+        page_cache_bytes: int = -1,
+        read_latency: Sampler | None = None,
+        read_per_kib: Sampler | None = None,
+    ) -> None:
         self._now = now
         self._fsync = fsync
         self._write_per_kib = write_per_kib
+        # The page cache's size; negative: unlimited (every read from memory, nothing tracked).
+        self.page_cache_bytes = page_cache_bytes
+        self._read_latency = read_latency if read_latency is not None else _zero
+        self._read_per_kib = read_per_kib if read_per_kib is not None else _zero
+        # Bytes the broker's logs took (appends), and per simulated millisecond that saw one, how many had been
+        # written before it (kept from _first on: older ones are out of the cache whatever comes next).
+        self.written = 0
+        self._checkpoint_ms: list[int] = []
+        self._checkpoint_written: list[int] = []
+        self._first = 0
+        self.reads = 0
+        self.read_bytes = 0
         # A slow_disk fault's factor (BrokerServer.scale_disk): multiplies every flush's service time.
         self.factor = 1.0
         self.busy_until = 0.0
@@ -87,9 +128,71 @@ class Disk:
             self._thread_at = end
         return end
 
+    def wrote(self, size: int) -> None:
+        """An append of ``size`` bytes went to the page cache (only tracked when its size is bounded)."""
+        cache = self.page_cache_bytes
+        if cache < 0:
+            return
+        now_ms = int(self._now())
+        times = self._checkpoint_ms
+        if not times or times[-1] < now_ms:
+            times.append(now_ms)
+            self._checkpoint_written.append(self.written)
+        self.written += size
+        written = self._checkpoint_written
+        first = self._first
+        # A checkpoint with more than the cache written since is out of it for good.
+        while first < len(times) - 1 and self.written - written[first + 1] > cache:
+            first += 1
+        if first > 4096:
+            del times[:first]
+            del written[:first]
+            first = 0
+        self._first = first
+
+    def cold_bytes(self, batches: Sequence[RecordBatch]) -> int:
+        """The bytes of ``batches`` (one partition's read) no longer in the page cache: those created before
+        the last ``page_cache_bytes`` written."""
+        cache = self.page_cache_bytes
+        if cache < 0 or not batches:
+            return 0
+        times = self._checkpoint_ms
+        written = self._checkpoint_written
+        cold = 0
+        for batch in batches:
+            index = bisect_left(times, batch.create_time_ms, self._first)
+            if index == len(times):
+                return cold  # nothing written since: this batch and the later ones are in the cache
+            if index == self._first and self._first > 0 and batch.create_time_ms < times[index]:
+                cold += batch.size_in_bytes  # older than every checkpoint kept
+            elif self.written - written[index] > cache:
+                cold += batch.size_in_bytes
+            else:
+                return cold  # batches are in write order: the rest are younger
+        return cold
+
+    def read(self, size: int) -> float:
+        """A read of ``size`` bytes from the disk by the calling thread (after its earlier disk work since
+        ``begin``); returns when it ends."""
+        now = self._now()
+        ready = self._thread_at if self._thread_at > now else now
+        start = self.busy_until if self.busy_until > ready else ready
+        service = (self._read_latency() + self._read_per_kib() * (size / KIB)) * self.factor
+        end = start + service
+        self.busy_until = end
+        self.busy_ms += service
+        self.reads += 1
+        self.read_bytes += size
+        self._thread_at = end
+        return end
+
     def take_delay(self) -> float:
         """How long the thread's flushes since ``begin`` hold it from now (0 if none); resets."""
         now = self._now()
         delay = self._thread_at - now
         self._thread_at = now
         return delay if delay > 0.0 else 0.0
+
+
+def _zero() -> float:
+    return 0.0

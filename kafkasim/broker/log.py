@@ -349,6 +349,7 @@ class Log:
         self._update_high_watermark_with_log_end_offset()
         self._changed()
         if self._disk is not None:
+            self._disk.wrote(valid_bytes)
             self.unflushed_bytes += valid_bytes
             # UnifiedLog.append: `if (localLog.unflushedMessages >= config.flushInterval) flush(false)`, on the
             # appending thread (LocalLog.unflushedMessages = logEndOffset - recoveryPoint).

@@ -231,15 +231,22 @@ def flushes(scenario: Scenario) -> bool:
 
 def broker_disk(scenario: Scenario, clock: SimClock, broker_id: int, streams: RandomStreams) -> Disk | None:
     """Broker ``broker_id``'s disk (its `disk:` costs on the streams ``broker-<id>/disk/<name>``), or None when
-    no topic flushes."""
-    if not flushes(scenario):
-        return None
+    no topic flushes and its page cache is unlimited."""
     disk = scenario.broker_for(broker_id).disk
+    if disk.page_cache is None and not flushes(scenario):
+        return None
     env = clock.env
+
+    def cost(name: str, spec: DurationDistribution) -> Callable[[], float]:
+        return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/disk/{name}"))
+
     return Disk(
         lambda: env.now,
-        zero_arg_sampler(disk.fsync, streams.stream(f"broker-{broker_id}/disk/fsync")),
-        zero_arg_sampler(disk.write_per_kib, streams.stream(f"broker-{broker_id}/disk/write_per_kib")),
+        cost("fsync", disk.fsync),
+        cost("write_per_kib", disk.write_per_kib),
+        page_cache_bytes=-1 if disk.page_cache is None else disk.page_cache,
+        read_latency=cost("read_latency", disk.read_latency),
+        read_per_kib=cost("read_per_kib", disk.read_per_kib),
     )
 
 

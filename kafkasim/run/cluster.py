@@ -359,6 +359,9 @@ class Cluster:
             counters["log_flush_time_ms"] = round(sum(disk.flush_time_ms for disk in disks), 6)
             counters["log_flush_max_ms"] = round(max(disk.max_flush_ms for disk in disks), 6)
             counters["disk_busy_ms"] = round(sum(disk.busy_ms for disk in disks), 6)
+            if any(disk.page_cache_bytes >= 0 for disk in disks):  # page-cache misses: reads from the disk
+                counters["disk_reads"] = sum(disk.reads for disk in disks)
+                counters["disk_read_bytes"] = sum(disk.read_bytes for disk in disks)
         retransmitted = sum(path.retransmitted for path in self.links.values())
         if retransmitted:  # TCP retransmissions (kafkasim.network.tcp): only in runs whose network lost a message
             counters["messages_retransmitted"] = retransmitted

@@ -24,7 +24,11 @@ fault) multiplies the append part of a produce's service time (``append_per_kib`
 A log flush (``flush.messages``, kafkasim.broker.disk) holds the handler thread: when the broker has a
 ``disk``, a produce's append may flush, and the handler waits for its flushes (queued behind the disk's
 other work) before it sends the response and runs ``tryCompleteActions`` -- ``UnifiedLog.append`` calls
-``flush`` before returning, inside ``LocalTimeMs``.
+``flush`` before returning, inside ``LocalTimeMs``. With a bounded page cache (``disk.page_cache``), a fetch
+answered at once that reads batches older than the cache holds reads them from the disk: its service time
+grows by the disk read, queued behind the disk's other work (Kafka's read is a ``FileChannel`` transfer the
+kernel serves from the disk on a page-cache miss; the handler thread or, for sendfile, the network thread
+waits -- here the handler, a simplification).
 
 Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
 queue and timer work take no simulated time.
@@ -142,8 +146,26 @@ class KafkaRequestHandlerPool:
         else:
             cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
                     + costs.per_partition() * envelope.read_partitions)
+        disk = self.disk
+        if disk is not None and disk.page_cache_bytes >= 0:
+            cost += self._cold_read(disk, envelope, responses)
         self.handler_busy_ms += cost
         Call(env, cost, partial(self._fetch_done, envelope, responses))
+
+    def _cold_read(self, disk: Disk, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> float:
+        """How long reading, from the disk, what the fetch's answer holds that the page cache no longer does
+        holds the handler (0: all of it in the cache, or the fetch parked)."""
+        response = envelope.response
+        if response is None or not any(r is envelope for r in responses):
+            return 0.0
+        cold = 0
+        for _tp, result in response.fetch_response().responses:
+            cold += disk.cold_bytes(result.info.records)
+        if cold == 0:
+            return 0.0
+        disk.begin()
+        disk.read(cold)
+        return disk.take_delay()
 
     # The service time's end: a Call runs these with its event (a partial, not a lambda: one frame fewer).
     def _produce_done(self, envelope: RequestEnvelope, _event: object = None) -> None:

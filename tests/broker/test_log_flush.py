@@ -160,3 +160,47 @@ def test_log_config_refuses_a_flush_interval_below_kafka_s_minimum() -> None:
         LogConfig(flush_messages=0)
     with pytest.raises(ValueError, match="flush_ms must be >= 0"):
         LogConfig(flush_ms=-1)
+
+
+def test_the_page_cache_holds_the_last_bytes_written_over_every_partition() -> None:
+    clock = Clock()
+    disk = Disk(clock, lambda: 1.0, lambda: 0.0, page_cache_bytes=250, read_latency=lambda: 5.0,
+                read_per_kib=lambda: 1.0)
+    logs = [make_log(disk), make_log(disk)]
+    for ms in range(6):  # 100 bytes a millisecond, alternating partitions
+        clock.now = float(ms)
+        logs[ms % 2].append_as_leader([batch(ts=ms)], leader_epoch=0)
+    old, recent, newest = logs[0].active_segment.batches  # written at 0, 2 and 4 ms
+    assert disk.written == 600
+    assert disk.cold_bytes([old]) == 100  # 600 written since: out of the 250-byte cache
+    assert disk.cold_bytes([recent]) == 100  # 400 since
+    assert disk.cold_bytes([newest]) == 0  # 200 since
+    young = logs[1].active_segment.batches  # written at 1, 3 and 5 ms: 500, 300 and 100 since
+    assert disk.cold_bytes(young) == 200
+    assert disk.cold_bytes(young[2:]) == 0
+    disk.begin()
+    disk.read(2048)
+    assert disk.take_delay() == 7.0  # read_latency + 2 KiB
+    assert (disk.reads, disk.read_bytes) == (1, 2048)
+
+
+def test_an_unlimited_page_cache_tracks_nothing_and_reads_nothing_from_disk() -> None:
+    disk = make_disk(Clock())
+    log = make_log(disk)
+    log.append_as_leader([batch()], leader_epoch=0)
+    assert disk.page_cache_bytes < 0
+    assert (disk.written, disk.cold_bytes(log.active_segment.batches)) == (0, 0)
+
+
+def test_the_page_cache_forgets_checkpoints_it_no_longer_needs() -> None:
+    clock = Clock()
+    disk = Disk(clock, lambda: 1.0, lambda: 0.0, page_cache_bytes=250)
+    log = make_log(disk, segment_bytes=10**6)
+    for ms in range(5000):
+        clock.now = float(ms)
+        log.append_as_leader([batch(ts=ms)], leader_epoch=0)
+    batches = log.active_segment.batches
+    assert len(disk._checkpoint_ms) < 5000  # the old ones were dropped
+    assert disk.cold_bytes(batches[:1]) == 100  # older than every checkpoint kept
+    assert disk.cold_bytes(batches[-4:]) == 200  # 400 and 300 written since; then 200 and 100
+    assert disk.cold_bytes(batches[-2:]) == 0

@@ -11,7 +11,7 @@ import pytest
 
 from kafkasim.run import run_scenario
 
-from .support import after_warmup, gauge, median, producer, scenario
+from .support import after_warmup, consumer, gauge, median, producer, scenario
 from .test_determinism import table_hash
 
 FSYNC_MS = 2.0
@@ -143,3 +143,26 @@ def test_flushes_are_deterministic_and_leave_other_draws_alone() -> None:
     # are the same without it.
     for column in ("first_intended_ms", "size_bytes"):
         assert first.records[column].equals(without.records[column])
+
+
+def test_a_consumer_that_fell_behind_the_page_cache_reads_from_the_disk() -> None:
+    def run(pause: bool) -> Any:
+        faults = [{"type": "pause", "target": "c1", "at": "1s", "duration": "1s"}] if pause else []
+        return run_scenario(scenario(
+            duration="3s", topic={"replication.factor": 1, "min.insync.replicas": 1},
+            broker={"disk": {"page_cache": "64KiB", "read_latency": "5ms", "read_per_kib": "0.01ms"}},
+            producers=[producer("p1", acks=1, rate="500/s")], consumers=[consumer("c1")], faults=faults,
+        ))
+
+    caught_up, lagging = run(False), run(True)
+    # A consumer at the log end reads what was just written: the page cache.
+    assert caught_up.summary["counters"]["disk_reads"] == 0
+    assert after_warmup(caught_up, "FetchConsumer")["LocalTimeMs"].max() < 0.1
+    # Paused for 1 s (~80 KB written), it reads on resuming what no longer fits in 64 KiB from the disk.
+    counters = lagging.summary["counters"]
+    assert counters["disk_reads"] == 1
+    fetches = after_warmup(lagging, "FetchConsumer")
+    catch_up = fetches.loc[fetches["response_bytes"].idxmax()]
+    cold_kib = (catch_up["response_bytes"] - 64 * 1024) / 1024
+    assert counters["disk_read_bytes"] / 1024 == pytest.approx(cold_kib, rel=0.05)
+    assert catch_up["LocalTimeMs"] == pytest.approx(0.05 + 5.0 + 0.01 * counters["disk_read_bytes"] / 1024, rel=0.05)
