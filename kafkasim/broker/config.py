@@ -15,6 +15,9 @@ from kafkasim.purgatory import PURGATORY_TIMER_KINDS, PurgatoryTimerKind
 
 MIB: Final = 1024 * 1024
 GIB: Final = 1024 * MIB
+# Java's Long.MAX_VALUE: Kafka's default of flush.messages, flush.ms and log.flush.scheduler.interval.ms (never:
+# flushing is left to the OS).
+LONG_MAX: Final = 2**63 - 1
 
 
 def _require_positive(owner: str, **values: int) -> None:
@@ -42,6 +45,8 @@ class LogConfig:
     min_insync_replicas: int = 1  # min.insync.replicas
     retention_ms: int = 604_800_000  # retention.ms (7 days); negative = no time limit
     retention_bytes: int = -1  # retention.bytes; negative = no size limit
+    flush_messages: int = LONG_MAX  # flush.messages: UnifiedLog.append flushes once this many are unflushed
+    flush_ms: int = LONG_MAX  # flush.ms: the kafka-log-flusher task flushes a log last flushed this long ago
     # Entries that fit the offset index (8 bytes each) and the time index (12 bytes each); a full index rolls
     # the segment (``LogSegment.shouldRoll``, asked on every append). Derived in __post_init__.
     max_offset_index_entries: int = field(init=False, compare=False, repr=False)
@@ -54,6 +59,7 @@ class LogConfig:
             segment_ms=self.segment_ms,
             segment_index_bytes=self.segment_index_bytes,
             min_insync_replicas=self.min_insync_replicas,
+            flush_messages=self.flush_messages,
         )
         # LogConfig defines max.message.bytes with atLeast(0): 0 is legal and makes every batch a
         # RecordTooLargeException (UnifiedLog.analyzeAndValidateRecords).
@@ -62,6 +68,7 @@ class LogConfig:
             segment_jitter_ms=self.segment_jitter_ms,
             index_interval_bytes=self.index_interval_bytes,
             max_message_bytes=self.max_message_bytes,
+            flush_ms=self.flush_ms,
         )
         object.__setattr__(self, "max_offset_index_entries", self.segment_index_bytes // 8)
         object.__setattr__(self, "max_time_index_entries", self.segment_index_bytes // 12)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkasim.broker.config import LogConfig
+from kafkasim.broker.disk import Disk
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from kafkasim.broker.log_offset_metadata import UNKNOWN_OFFSET, UNKNOWN_OFFSET_METADATA, LogOffsetMetadata
@@ -155,6 +156,10 @@ class Log:
         "_on_high_watermark_segment",
         "_high_watermark_to_reach",
         "_high_watermark_to_pass",
+        "_disk",
+        "recovery_point",
+        "unflushed_bytes",
+        "last_flush_time",
     )
 
     def __init__(
@@ -169,6 +174,7 @@ class Log:
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
         on_roll: RollListener | None = None,
         on_high_watermark_segment: HighWatermarkSegmentListener | None = None,
+        disk: Disk | None = None,
     ) -> None:
         self.config = config
         self.time = time
@@ -198,6 +204,13 @@ class Log:
         # Kafka's Partition.createLog + UnifiedLog.updateHighWatermark: initial HW = checkpoint or 0, clamped
         # into [log start, LEO].
         self._high_watermark_metadata = self._log_end_offset_metadata
+        # The broker's disk, when the run models flushes (a flush policy is set); None: flushing is left to
+        # the OS and costs nothing here. The recovery point is where the last flush ended (LocalLog's
+        # recoveryPoint), unflushed_bytes what was appended above it, last_flush_time LocalLog.lastFlushTime.
+        self._disk = disk
+        self.recovery_point = log_start_offset
+        self.unflushed_bytes = 0
+        self.last_flush_time = time.milliseconds()
 
     # ----------------------------------------------------------------------------------------- offsets
 
@@ -335,9 +348,53 @@ class Log:
                 cache.assign(epoch, batch.base_offset)
         self._update_high_watermark_with_log_end_offset()
         self._changed()
+        if self._disk is not None:
+            self._disk.wrote(valid_bytes)
+            self.unflushed_bytes += valid_bytes
+            # UnifiedLog.append: `if (localLog.unflushedMessages >= config.flushInterval) flush(false)`, on the
+            # appending thread (LocalLog.unflushedMessages = logEndOffset - recoveryPoint).
+            if last_offset + 1 - self.recovery_point >= self.config.flush_messages:
+                self.flush()
         return LogAppendInfo(
             first_offset, last_offset, max_timestamp, NO_TIMESTAMP, self._log_start_offset, valid_bytes
         )
+
+    # ------------------------------------------------------------------------------------------- flush
+
+    def flush(self, *, foreground: bool = True) -> bool:
+        """Kafka's ``UnifiedLog.flush(false)``: flush up to the LEO if anything lies above the recovery point
+        (``LocalLog.flush`` then ``markFlushed``); True iff it flushed. ``foreground``: the calling thread
+        waits for the disk (an append's flush, the log flusher task's); else the disk only is busy (the
+        roll's ``flush-log`` task). Simplification: the recovery point and ``lastFlushTime`` move when the
+        flush is asked for, not when it ends."""
+        disk = self._disk
+        end = self._log_end_offset_metadata.message_offset
+        if disk is None or end <= self.recovery_point:
+            return False
+        disk.flush(self.unflushed_bytes, foreground=foreground)
+        self.recovery_point = end
+        self.unflushed_bytes = 0
+        self.last_flush_time = self.time.milliseconds()
+        return True
+
+    def _recovery_point_at_most(self, offset: int, at_least: int = 0) -> None:
+        """After a truncation (``offset``: the new LEO) or a new log start (``at_least``): the recovery point
+        stays within the log (LocalLog.truncateTo / UnifiedLog.maybeIncrementLogStartOffset move it) and the
+        unflushed bytes are recounted from the batches above it."""
+        if self._disk is None:
+            return
+        self.recovery_point = max(min(self.recovery_point, offset), at_least)
+        unflushed = 0
+        recovery_point = self.recovery_point
+        for segment in reversed(self._segments):
+            batches = segment.batches
+            for index in range(len(batches) - 1, -1, -1):
+                batch = batches[index]
+                if batch.base_offset < recovery_point:
+                    self.unflushed_bytes = unflushed
+                    return
+                unflushed += batch.size_in_bytes
+        self.unflushed_bytes = unflushed
 
     def _analyze_and_validate_producer_state(
         self, batches: Sequence[RecordBatch], origin: AppendOrigin
@@ -404,6 +461,11 @@ class Log:
         why, for the listener (a ``ROLL_*`` name)."""
         log_end_offset = self.log_end_offset
         new_offset = max(expected_next_offset if expected_next_offset is not None else 0, log_end_offset)
+        if self._disk is not None:
+            # UnifiedLog.roll: `scheduler.scheduleOnce("flush-log", () => flushUptoOffsetExclusive(newSegment
+            # .baseOffset))`, on the scheduler's thread: the disk is busy, the appending thread is not held.
+            # Simplification: flushed when the roll happens, not when the scheduler gets to it.
+            self.flush(foreground=False)
         now = self.time.milliseconds()
         active = self._segments[-1]
         new_segment = LogSegment(new_offset, now, self._random_segment_jitter())
@@ -646,6 +708,8 @@ class Log:
                 f"larger than the high watermark {self.high_watermark}",
             )
         self._log_start_offset = new_log_start_offset
+        if new_log_start_offset > self.recovery_point:
+            self._recovery_point_at_most(self.log_end_offset, new_log_start_offset)
         self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
         self.producer_state_manager.on_log_start_offset_incremented(new_log_start_offset)
         self._changed()
@@ -761,6 +825,7 @@ class Log:
         self.leader_epoch_cache.truncate_from_end(new_end)
         self._log_start_offset = min(new_end, self._log_start_offset)
         self._rebuild_producer_state(new_end)
+        self._recovery_point_at_most(new_end)
         if self.high_watermark >= new_end:
             self._high_watermark_metadata = self._log_end_offset_metadata
         self._changed()
@@ -779,6 +844,8 @@ class Log:
         self.leader_epoch_cache.clear()
         self.producer_state_manager.truncate_fully_and_start_at(new_offset)
         self._rebuild_producer_state(new_offset)
+        self.recovery_point = new_offset
+        self.unflushed_bytes = 0
         self._changed()
 
     # ----------------------------------------------------------------------------------- producer state

@@ -13,6 +13,7 @@ from kafkasim.broker.applied_delta import AppliedDelta, FollowerFetchStart, init
 from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.delayed_fetch import DelayedFetch, FetchResponseCallback
 from kafkasim.broker.delayed_produce import DelayedProduce, ProduceResponseCallback
+from kafkasim.broker.disk import Disk
 from kafkasim.broker.errors import Errors, KafkaError
 from kafkasim.broker.fetch import (
     FetchParams,
@@ -58,6 +59,7 @@ class ReplicaManager:
 
     __slots__ = (
         "broker_id",
+        "disk",
         "config",
         "time",
         "alter_partition_manager",
@@ -120,6 +122,9 @@ class ReplicaManager:
         # One draw, then per-partition streams named after the partition: adding a partition does not
         # change another partition's segment jitter.
         self._seed = rng.getrandbits(64) if rng is not None else 0
+        # The broker's disk, which the logs it creates flush to (set by the BrokerServer when the run models
+        # flushes: kafkasim.broker.disk); None: flushing left to the OS, at no cost.
+        self.disk: Disk | None = None
 
     def _new_purgatory(self, name: str) -> DelayedOperationPurgatory:
         config = self.config
@@ -174,6 +179,7 @@ class ReplicaManager:
             producer_id_expiration_ms=self.config.producer_id_expiration_ms,
             on_roll=listeners.on_roll(topic_partition),
             on_high_watermark_segment=listeners.on_high_watermark_segment(topic_partition),
+            disk=self.disk,
         )
         partition = Partition(
             topic_partition,

@@ -17,6 +17,12 @@ Per broker, every broker of the run (entity ``broker-<id>``):
   ``ReplicaManager`` gauges): partitions it leads, and of those, with an ISR smaller than the replica set
   or than ``min.insync.replicas``. Sampled with the partition gauges (below).
 
+Per broker whose run models the disk (a topic sets ``flush.messages`` or ``flush.ms``; entity
+``broker-<id>``): Kafka's ``LogFlushStats.LogFlushRateAndTimeMs`` over the last interval as two gauges,
+``LogFlushRatePerSec`` (flushes per second) and ``LogFlushTimeMsMean`` (their mean time, waiting for the disk
+included; 0 without flushes), and ``DiskUtilization``, the share (0..1) of the interval the disk spent
+flushing (simulator-only; a flush counts whole in the interval it was asked for).
+
 Per broker host of a ``cluster:`` (entity ``broker-<id>``): ``NicBytesInPerSec`` and ``NicBytesOutPerSec``,
 the bytes its NIC (``cluster.nic``) took on for receiving and sending over the last interval, per second
 (simulator-only: compare them with ``cluster.nic``'s bandwidth; a NIC at its bandwidth queues), and
@@ -59,6 +65,7 @@ from typing import TYPE_CHECKING
 from kafkasim.scenario.limits import partition_sample_stride
 
 if TYPE_CHECKING:
+    from kafkasim.broker.disk import Disk
     from kafkasim.broker.records import TopicPartition
     from kafkasim.clients.producer import Producer
     from kafkasim.network.nic import Nic
@@ -83,7 +90,7 @@ class _BrokerGauges:
     """One broker's sources and the busy times of its previous sample (for the idle ratios)."""
 
     __slots__ = ("broker", "entity", "processor_entities", "purgatory_entities", "last_handler_busy",
-                 "last_processor_busy")
+                 "last_processor_busy", "last_flushes", "last_flush_time", "last_disk_busy")
 
     def __init__(self, broker: BrokerServer) -> None:
         self.broker = broker
@@ -94,6 +101,9 @@ class _BrokerGauges:
         self.purgatory_entities = [f"{self.entity}/{p.name}" for p in (rm.produce_purgatory, rm.fetch_purgatory)]
         self.last_handler_busy = 0.0
         self.last_processor_busy = 0.0
+        self.last_flushes = 0
+        self.last_flush_time = 0.0
+        self.last_disk_busy = 0.0
 
 
 class _NicGauges:
@@ -244,3 +254,19 @@ class GaugeSampler:
             sink(t, "NetworkProcessorAvgIdlePercent", entity, min(1.0, max(0.0, processor_idle)))
         gauges.last_handler_busy = handler_busy
         gauges.last_processor_busy = processor_busy
+        disk = broker.disk
+        if disk is not None:
+            self._sample_disk(t, gauges, disk, span)
+
+    def _sample_disk(self, t: float, gauges: _BrokerGauges, disk: Disk, span: float | None) -> None:
+        """Kafka's ``LogFlushStats.LogFlushRateAndTimeMs`` over the last interval (its rate, flushes per
+        second, and the mean time of those flushes, 0 without any) and the disk's utilisation (the share of
+        the interval it spent flushing; a flush is counted whole when it is asked for)."""
+        flushes, flush_time, busy = disk.flushes, disk.flush_time_ms, disk.busy_ms
+        if span is not None:
+            sink = self._sink
+            count = flushes - gauges.last_flushes
+            sink(t, "LogFlushRatePerSec", gauges.entity, count * 1000.0 / span)
+            sink(t, "LogFlushTimeMsMean", gauges.entity, (flush_time - gauges.last_flush_time) / count if count else 0.0)
+            sink(t, "DiskUtilization", gauges.entity, min(1.0, max(0.0, (busy - gauges.last_disk_busy) / span)))
+        gauges.last_flushes, gauges.last_flush_time, gauges.last_disk_busy = flushes, flush_time, busy

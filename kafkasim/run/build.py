@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from kafkasim.broker.config import KafkaConfig, LogConfig
+from kafkasim.broker.config import LONG_MAX, KafkaConfig, LogConfig
+from kafkasim.broker.disk import Disk
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer
 from kafkasim.clients.producer import Producer
@@ -96,6 +97,8 @@ def log_config_of(topic: TopicConfig) -> LogConfig:
         min_insync_replicas=topic.min_insync_replicas,
         retention_ms=int(topic.retention_ms),
         retention_bytes=int(topic.retention_bytes),
+        flush_messages=topic.flush_messages,
+        flush_ms=int(topic.flush_ms),
     )
 
 
@@ -217,6 +220,34 @@ def broker_server_config(scenario: Scenario, broker_id: int = LEADER_ID) -> Brok
         log_retention_check_interval_ms=float(b.log_retention_check_interval_ms),
         num_replica_fetchers=b.num_replica_fetchers,
         max_incremental_fetch_session_cache_slots=b.max_incremental_fetch_session_cache_slots,
+        log_flush_scheduler_interval_ms=int(b.log_flush_scheduler_interval_ms),
+    )
+
+
+def flushes(scenario: Scenario) -> bool:
+    """Whether any topic flushes (`flush.messages` or `flush.ms` below Long.MAX_VALUE): only then does the run
+    model the brokers' disks. With Kafka's defaults flushing is left to the OS, at no cost here."""
+    return any(t.flush_messages < LONG_MAX or t.flush_ms < LONG_MAX for t in scenario.topics)
+
+
+def broker_disk(scenario: Scenario, clock: SimClock, broker_id: int, streams: RandomStreams) -> Disk | None:
+    """Broker ``broker_id``'s disk (its `disk:` costs on the streams ``broker-<id>/disk/<name>``), or None when
+    no topic flushes and its page cache is unlimited."""
+    disk = scenario.broker_for(broker_id).disk
+    if disk.page_cache is None and not flushes(scenario):
+        return None
+    env = clock.env
+
+    def cost(name: str, spec: DurationDistribution) -> Callable[[], float]:
+        return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/disk/{name}"))
+
+    return Disk(
+        lambda: env.now,
+        cost("fsync", disk.fsync),
+        cost("write_per_kib", disk.write_per_kib),
+        page_cache_bytes=-1 if disk.page_cache is None else disk.page_cache,
+        read_latency=cost("read_latency", disk.read_latency),
+        read_per_kib=cost("read_per_kib", disk.read_per_kib),
     )
 
 
@@ -287,6 +318,7 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         alter_partition_manager=controller_link.alter_partition_manager,
         observer=observer,
         fetcher_factory=fetchers,
+        disk=broker_disk(scenario, clock, broker_id, streams),
     )
 
 

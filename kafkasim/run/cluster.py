@@ -324,7 +324,7 @@ class Cluster:
 
     # --- what the children report ------------------------------------------------------------------
 
-    def counters(self) -> dict[str, int]:
+    def counters(self) -> dict[str, int | float]:
         """The children's counters, summed over the brokers (in a scenario without a cluster only broker 0
         leads, so the sums are its own counts)."""
         brokers: dict[str, int] = {}
@@ -332,7 +332,7 @@ class Cluster:
             for name, value in broker.counters().items():
                 brokers[name] = brokers.get(name, 0) + value
         replication = self.controller.core.replication_control
-        counters = {
+        counters: dict[str, int | float] = {
             # Who changed the ISR: the leaders (Kafka's IsrShrinksPerSec / IsrExpandsPerSec, through
             # AlterPartition) and the controller itself (fencing, controlled shutdown, elections).
             "isr_shrinks": brokers["isr_shrinks"],
@@ -353,6 +353,15 @@ class Cluster:
             "messages_dropped": sum(path.dropped for path in self.links.values()),
             "reaper_passes": brokers["reaper_passes"],
         }
+        disks = [broker.disk for broker in self.brokers if broker.disk is not None]
+        if disks:  # runs that model the disk (a topic flushes): Kafka's LogFlushRateAndTimeMs, summed
+            counters["log_flushes"] = sum(disk.flushes for disk in disks)
+            counters["log_flush_time_ms"] = round(sum(disk.flush_time_ms for disk in disks), 6)
+            counters["log_flush_max_ms"] = round(max(disk.max_flush_ms for disk in disks), 6)
+            counters["disk_busy_ms"] = round(sum(disk.busy_ms for disk in disks), 6)
+            if any(disk.page_cache_bytes >= 0 for disk in disks):  # page-cache misses: reads from the disk
+                counters["disk_reads"] = sum(disk.reads for disk in disks)
+                counters["disk_read_bytes"] = sum(disk.read_bytes for disk in disks)
         retransmitted = sum(path.retransmitted for path in self.links.values())
         if retransmitted:  # TCP retransmissions (kafkasim.network.tcp): only in runs whose network lost a message
             counters["messages_retransmitted"] = retransmitted

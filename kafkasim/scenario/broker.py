@@ -7,12 +7,14 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from kafkasim.scenario.base import ScenarioModel
+from kafkasim.scenario.disk import DiskConfig
 from kafkasim.scenario.distributions import DurationDistribution, constant_ms
 from kafkasim.scenario.errors import fail_at
 from kafkasim.scenario.stalls import Stalls
 from kafkasim.scenario.units import KafkaBytes, KafkaMs
 
 INT32_MAX = 2**31 - 1  # Kafka's INT configs; larger values fail Kafka's own parsing
+LONG_MAX = 2**63 - 1  # Java's Long.MAX_VALUE: Kafka's "never" for the flush configs
 MAX_REPLICATION_FACTOR = 32  # one leader and up to 31 simulated followers: plenty for teaching
 # Kafka reads every partition of a fetch's session on every fetch (IncrementalFetchContext); the simulator
 # reads the changed ones with the same answers, so a request costs ~1.4x one partition's at 1,000 partitions
@@ -142,6 +144,8 @@ class PerBrokerConfig(ScenarioModel):
     stalls: Stalls | None = None
     """Simulator-only: the broker's stop-the-world stalls (JVM garbage collection), drawn all run long; absent
     = none. In `cluster.overrides` it replaces the whole block (`stalls: {}`: this broker does not stall)."""
+    disk: DiskConfig = Field(default_factory=DiskConfig)
+    """Simulator-only: the cost of a log flush on this broker's disk (used only when a topic flushes)."""
 
 
 OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConfig.model_fields.items())
@@ -203,6 +207,24 @@ class BrokerConfig(PerBrokerConfig):
     log_retention_check_interval_ms: KafkaMs = Field(default=300_000, alias="log.retention.check.interval.ms", ge=1)
     """How often the retention task deletes old segments of every log, leader's and followers' alike
     (Kafka's LogManager `kafka-log-retention` task, first run 30 s after start)."""
+    log_flush_interval_messages: int = Field(default=LONG_MAX, alias="log.flush.interval.messages", ge=1, le=LONG_MAX)
+    """Default `flush.messages` of topics: Long.MAX_VALUE (9223372036854775807), flushing left to the OS."""
+    log_flush_interval_ms: Literal[9223372036854775807] | KafkaMs | None = Field(
+        default=None, alias="log.flush.interval.ms"
+    )
+    """Default `flush.ms` of topics; unset (Kafka's null): log.flush.scheduler.interval.ms."""
+    log_flush_scheduler_interval_ms: Literal[9223372036854775807] | KafkaMs = Field(
+        default=LONG_MAX, alias="log.flush.scheduler.interval.ms"
+    )
+    """How often the log flusher (LogManager's `kafka-log-flusher` task, first run 30 s after start, with the
+    retention task) flushes the logs whose last flush is `flush.ms` old; Long.MAX_VALUE (the default): it runs
+    once, at 30 s."""
+
+    @property
+    def log_flush_interval_ms_or_default(self) -> int:
+        """`log.flush.interval.ms`, or `log.flush.scheduler.interval.ms` when unset (KafkaConfig.logFlushIntervalMs)."""
+        value = self.log_flush_interval_ms
+        return int(self.log_flush_scheduler_interval_ms if value is None else value)
 
     purgatory: Literal["timing_wheel", "delay_queue"] = "timing_wheel"
     """Simulator-only: the purgatories' timer. `timing_wheel`: Kafka's hierarchical timing wheel

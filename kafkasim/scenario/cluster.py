@@ -41,6 +41,9 @@ _WHY_CLUSTER_WIDE = {
     "log.retention.ms": "a topic default (retention.ms)",
     "log.retention.bytes": "a topic default (retention.bytes)",
     "log.retention.check.interval.ms": "the same for every broker here",
+    "log.flush.interval.messages": "a topic default (flush.messages)",
+    "log.flush.interval.ms": "a topic default (flush.ms)",
+    "log.flush.scheduler.interval.ms": "the same for every broker here",
     "purgatory": "the same for every broker here",
 }
 

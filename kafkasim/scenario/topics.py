@@ -9,6 +9,7 @@ from pydantic import Field
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.broker import (
     INT32_MAX,
+    LONG_MAX,
     MAX_BROKERS,
     MAX_PARTITIONS,
     MAX_REPLICATION_FACTOR,
@@ -33,6 +34,8 @@ INHERITED_FROM_BROKER: dict[str, str] = {
     "retention_ms": "log_retention_ms",
     "retention_bytes": "log_retention_bytes",
     "unclean_leader_election_enable": "unclean_leader_election_enable",
+    "flush_messages": "log_flush_interval_messages",
+    "flush_ms": "log_flush_interval_ms_or_default",
 }
 
 # One partition's replicas in a replica_assignment: broker ids, preferred leader first.
@@ -75,6 +78,12 @@ class TopicConfig(ScenarioModel):
     retention_bytes: Literal[-1] | KafkaBytes = Field(default=-1, alias="retention.bytes")
     """Delete the oldest segments while the partition's log stays at least this big without them;
     -1 = no size limit. Per partition, as in Kafka."""
+    flush_messages: int = Field(default=LONG_MAX, alias="flush.messages", ge=1, le=LONG_MAX)
+    """Flush the log once this many messages lie above its last flush (UnifiedLog.append, on the appending
+    thread: 1 = an fsync per append per partition). Long.MAX_VALUE (the default): flushing left to the OS."""
+    flush_ms: Literal[9223372036854775807] | KafkaMs = Field(default=LONG_MAX, alias="flush.ms")
+    """Flush the log when its last flush is this old, checked by the log flusher every
+    `log.flush.scheduler.interval.ms` (LogManager.flushDirtyLogs). Long.MAX_VALUE (the default): never."""
 
     replica_assignment: list[Replicas] | None = Field(default=None, min_length=1, max_length=MAX_PARTITIONS)
     """Only with `cluster:`: each partition's replicas (broker ids, preferred leader first), as CreateTopics'

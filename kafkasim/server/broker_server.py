@@ -11,7 +11,10 @@ its configuration.
   runs fall at a phase of their own, ``set_started_ms``, drawn from the seed by the cluster; a restarted
   process runs it at its restart) and ``kafka-log-retention`` every
   ``log.retention.check.interval.ms`` (first run ``log.initial.task.delay.ms`` = 30 s after start,
-  Kafka's ``LogManager.startup``);
+  Kafka's ``LogManager.startup``); and, when the run models the disk, ``kafka-log-flusher``
+  (``LogManager.flushDirtyLogs``) every ``log.flush.scheduler.interval.ms`` from that same first run;
+* its ``Disk`` (kafkasim.broker.disk), when the run models flushes: every log it hosts flushes to it, and
+  the handler or fetcher thread whose append flushed waits for it;
 * its ``ReplicaFetcherManager`` and the replica fetcher threads it creates, copying the partitions the
   broker follows from their leaders (``make_follower``, as Kafka's ``ReplicaManager.makeFollowers``:
   ``Partition.makeFollower`` then ``addFetcherForPartitions``).
@@ -31,7 +34,7 @@ Faults on the whole broker (``broker-<id>`` targets):
   sockets, responses in their queues, a read, send or service time in progress completes late, periodic
   tasks run late), and its replica fetcher threads pause. Other brokers keep running.
 * ``scale_disk(factor)``: its appends cost ``factor`` times more: a produce's append in its request
-  handlers, and its fetcher threads' appends of replicated data.
+  handlers, and its fetcher threads' appends of replicated data; and so do its disk's flushes.
 * ``crash()`` / ``restart()``: the process dies (connections reset, memory lost, logs kept): its fetcher
   threads stop, and on restart fetch again from each log's end with its latest leader epoch (Kafka 4.x: a
   diverging epoch in the leader's answer truncates what the leader lacks).
@@ -50,7 +53,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
-from kafkasim.broker.config import KafkaConfig, LogConfig
+from kafkasim.broker.config import LONG_MAX, KafkaConfig, LogConfig
+from kafkasim.broker.disk import Disk
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch_session import (
     MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS,
@@ -99,6 +103,7 @@ class BrokerServerConfig:
     num_replica_fetchers: int = 1  # num.replica.fetchers: fetcher threads per source broker
     # max.incremental.fetch.session.cache.slots: the fetch session cache's size (8 shards)
     max_incremental_fetch_session_cache_slots: int = MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS
+    log_flush_scheduler_interval_ms: int = LONG_MAX  # log.flush.scheduler.interval.ms: the log flusher's period
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +130,10 @@ class BrokerServer:
         alter_partition_manager: AlterPartitionManager,
         observer: Observer,
         fetcher_factory: FetcherFactory | None = None,
+        disk: Disk | None = None,
     ) -> None:
         self.env = env
+        self.disk = disk
         self.broker_id = broker_id
         self.config = config
         self.name = f"broker-{broker_id}"
@@ -140,6 +147,7 @@ class BrokerServer:
             rng=log_rng,
             observer=observer,
         )
+        self.replica_manager.disk = disk
         self._costs = costs
         self._observer = observer
         self._fetch_session_rng = fetch_session_rng
@@ -158,6 +166,7 @@ class BrokerServer:
             thread = factory(self, fetcher_id, source_broker)
             # A thread created by a metadata delta during a slow_disk fault appends as slowly as the others.
             thread.disk_factor = self.handlers.disk_factor
+            thread.disk = self.disk
             return thread
 
         self.replica_fetcher_manager: ReplicaFetcherManager[ReplicaFetcherThread] = ReplicaFetcherManager(
@@ -205,6 +214,7 @@ class BrokerServer:
             reapers=self.reapers,
             stw=self.stw,
         )
+        self.handlers.disk = self.disk
         if previous is not None:
             # The counters the gauges and the summary read go on across incarnations.
             old_handlers, old_processors = previous
@@ -322,6 +332,10 @@ class BrokerServer:
 
     def start_log_retention(self) -> None:
         Call(self.env, RETENTION_INITIAL_DELAY_MS, partial(self._log_retention, self._incarnation))
+        if self.disk is not None:
+            # LogManager.startup: `scheduler.schedule("kafka-log-flusher", flushDirtyLogs, initialTaskDelayMs,
+            # flushCheckMs)`, first run with the retention task's.
+            Call(self.env, RETENTION_INITIAL_DELAY_MS, partial(self._log_flusher, self._incarnation))
 
     # --- tasks -------------------------------------------------------------------------------------
 
@@ -352,6 +366,29 @@ class BrokerServer:
                 fetcher.run_or_defer(fetcher.delete_old_segments)
         Call(self.env, self.config.log_retention_check_interval_ms, partial(self._log_retention, incarnation))
 
+    def _log_flusher(self, incarnation: int, _event: object) -> None:
+        """Kafka's ``LogManager.flushDirtyLogs``: flush every log whose last flush is ``flush.ms`` old, one
+        after the other on the scheduler's thread. Simplification: the next run is a period after this one
+        began, even if its flushes took longer (KafkaScheduler runs at a fixed rate, late when a run
+        overruns); a period of Long.MAX_VALUE (the default), or one not > 0, runs it once."""
+        if incarnation != self._incarnation:
+            return  # scheduled by a process that crashed
+        if self.stw.paused:
+            self.stw.defer(lambda: self._log_flusher(incarnation, _event))
+            return
+        disk = self.disk
+        assert disk is not None  # started only with a disk
+        now = self.replica_manager.time.milliseconds()
+        disk.begin()
+        for partition in self.replica_manager.partitions.values():
+            log = partition.log
+            if now - log.last_flush_time >= log.config.flush_ms:
+                log.flush()
+        disk.take_delay()  # the scheduler's thread waits for them; no other thread does
+        period = self.config.log_flush_scheduler_interval_ms
+        if 0 < period < LONG_MAX:  # KafkaScheduler runs a task whose period is not > 0 once only
+            Call(self.env, float(period), partial(self._log_flusher, incarnation))
+
     # --- faults ------------------------------------------------------------------------------------
 
     def pause(self) -> None:
@@ -379,6 +416,8 @@ class BrokerServer:
         self.handlers.disk_factor *= factor
         for fetcher in self.fetchers:
             fetcher.disk_factor *= factor
+        if self.disk is not None:
+            self.disk.factor *= factor
 
     def begin_controlled_shutdown(self) -> None:
         """The start of Kafka's ``BrokerServer.shutdown`` with ``controlled.shutdown.enable``:

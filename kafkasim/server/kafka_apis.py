@@ -81,6 +81,18 @@ class KafkaApis:
             body.timeout_ms, body.acks, body.entries, lambda statuses: self._produce_response(envelope, statuses)
         )
 
+    def handle_produce_held(self, envelope: RequestEnvelope) -> list[RequestEnvelope]:
+        """``handle_produce`` on a handler thread that a log flush may hold (``flush.messages``): the
+        responses built during the call are returned, for the handler to send once its flushes are done
+        (in Kafka the flush is inside ``UnifiedLog.append``, before ``appendRecords`` calls back)."""
+        completed: list[RequestEnvelope] = []
+        self._fetched = completed
+        try:
+            self.handle_produce(envelope)
+        finally:
+            self._fetched = None
+        return completed
+
     def handle_fetch(self, envelope: RequestEnvelope) -> list[RequestEnvelope]:
         """``handleFetchRequest``; returns the responses completed during the call, for the handler to send
         after the read's service time (its own if answered at once; produce requests the HW advance of a

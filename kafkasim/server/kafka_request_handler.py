@@ -21,6 +21,15 @@ A stop-the-world pause of the broker (``stw``) stops the handlers: a request tak
 service time that ends meanwhile completes, only when the pause ends. ``disk_factor`` (a ``slow_disk``
 fault) multiplies the append part of a produce's service time (``append_per_kib``).
 
+A log flush (``flush.messages``, kafkasim.broker.disk) holds the handler thread: when the broker has a
+``disk``, a produce's append may flush, and the handler waits for its flushes (queued behind the disk's
+other work) before it sends the response and runs ``tryCompleteActions`` -- ``UnifiedLog.append`` calls
+``flush`` before returning, inside ``LocalTimeMs``. With a bounded page cache (``disk.page_cache``), a fetch
+answered at once that reads batches older than the cache holds reads them from the disk: its service time
+grows by the disk read, queued behind the disk's other work (Kafka's read is a ``FileChannel`` transfer the
+kernel serves from the disk on a page-cache miss; the handler thread or, for sendfile, the network thread
+waits -- here the handler, a simplification).
+
 Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
 queue and timer work take no simulated time.
 """
@@ -32,6 +41,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from kafkasim.broker.disk import Disk
 from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
@@ -87,6 +97,8 @@ class KafkaRequestHandlerPool:
         self.env = env
         self.stw = stw if stw is not None else Pausable()
         self.disk_factor = 1.0
+        # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
+        self.disk: Disk | None = None
         self.request_channel = request_channel
         self.apis = apis
         self.costs = costs
@@ -134,16 +146,45 @@ class KafkaRequestHandlerPool:
         else:
             cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
                     + costs.per_partition() * envelope.read_partitions)
+        disk = self.disk
+        if disk is not None and disk.page_cache_bytes >= 0:
+            cost += self._cold_read(disk, envelope, responses)
         self.handler_busy_ms += cost
         Call(env, cost, partial(self._fetch_done, envelope, responses))
+
+    def _cold_read(self, disk: Disk, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> float:
+        """How long reading, from the disk, what the fetch's answer holds that the page cache no longer does
+        holds the handler (0: all of it in the cache, or the fetch parked)."""
+        response = envelope.response
+        if response is None or not any(r is envelope for r in responses):
+            return 0.0
+        cold = 0
+        for _tp, result in response.fetch_response().responses:
+            cold += disk.cold_bytes(result.info.records)
+        if cold == 0:
+            return 0.0
+        disk.begin()
+        disk.read(cold)
+        return disk.take_delay()
 
     # The service time's end: a Call runs these with its event (a partial, not a lambda: one frame fewer).
     def _produce_done(self, envelope: RequestEnvelope, _event: object = None) -> None:
         if self.stw.paused:
             self.stw.defer(lambda: self._produce_done(envelope))
             return
-        self.apis.handle_produce(envelope)
-        self._finish(envelope)
+        disk = self.disk
+        if disk is None:
+            self.apis.handle_produce(envelope)
+            self._finish(envelope)
+            return
+        disk.begin()
+        responses = self.apis.handle_produce_held(envelope)
+        held = disk.take_delay()
+        if held > 0.0:
+            self.handler_busy_ms += held
+            Call(self.env, held, partial(self._fetch_done, envelope, responses))
+        else:
+            self._fetch_done(envelope, responses)
 
     def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], _event: object = None) -> None:
         if self.stw.paused:

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+from kafkasim.broker.disk import Disk
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import NO_EPOCH, EpochEndOffset, LogReadResult, PartitionData
 from kafkasim.broker.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -240,6 +241,9 @@ class ReplicaFetcherThread(Pausable):
         self.crashed = False
         self.started = False
         self.disk_factor = 1.0
+        # The broker's disk when the run models flushes: a follower append's flush (flush.messages) holds the
+        # thread before its next fetch, as UnifiedLog.append's flush holds Kafka's fetcher thread.
+        self.disk: Disk | None = None
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
         # Truncations made on diverging epochs (truncateOnFetchResponse).
@@ -463,6 +467,9 @@ class ReplicaFetcherThread(Pausable):
             self._deferred.append(lambda: self._process(response, generation))
             return
         self._appending = False
+        disk = self.disk
+        if disk is not None:
+            disk.begin()
         now = self.env.now
         backoff = float(self.config.backoff_ms)
         # The request's partitions: the session as it was sent (nothing changes it until the next build).
@@ -498,6 +505,22 @@ class ReplicaFetcherThread(Pausable):
                 self._delay(fp, now + backoff)
         if diverging:
             self._truncate_on_fetch_response(diverging)
+        if disk is not None:
+            held = disk.take_delay()
+            if held > 0.0:
+                # The appends flushed (flush.messages): the thread waits for the disk, then fetches.
+                self._appending = True
+                Call(self.env, held, partial(self._flushed, generation))
+                return
+        self._maybe_fetch()
+
+    def _flushed(self, generation: int, _event: object = None) -> None:
+        if generation != self._generation:
+            return  # crashed meanwhile
+        if self.paused:
+            self._deferred.append(lambda: self._flushed(generation))
+            return
+        self._appending = False
         self._maybe_fetch()
 
     def _truncate_on_fetch_response(self, diverging: Sequence[tuple[FollowerPartition, EpochEndOffset]]) -> None:
