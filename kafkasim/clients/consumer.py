@@ -35,8 +35,22 @@ consumed (``OffsetsForLeaderEpochUtils``). An end offset below the position mean
 the consumer (unclean election, acks=1 loss): it seeks back to that end offset (``seekValidated``, a reset
 policy is set); then it fetches from the new leader.
 
-Not modelled: group membership and rebalances (a consumer owns all partitions of its topic), commits,
-the application's poll loop and processing time; ``currentLeaderEpoch`` is not sent in fetches (a deposed
+The application's poll loop (simulator-only ``costs``, ``ConsumerCosts``; absent = free, every batch consumed at its
+response): records are handled by the consumer's one application thread. A response's new batches join the
+fetch buffer (``FetchBuffer``: Kafka's completedFetches); when the thread is idle, ``poll()`` takes everything
+buffered (``FetchCollector.collectFetch``; ``max.poll.records`` is not modelled: one poll takes it all), sends
+the next fetch to the nodes whose data it took -- Kafka's pre-fetch: ``ClassicKafkaConsumer.poll`` calls
+``sendFetches`` "before returning the fetched records ... to enable pipelining while the user is handling the
+fetched records", and ``AbstractFetch.fetchablePartitions`` excludes the partitions with buffered data, so a
+node whose response is still buffered gets no fetch -- then handles the records: ``per_poll`` once per poll,
+then ``per_record`` per record of each batch in turn. A batch counts as consumed (the records table's
+``consumed_ms``) when its last record is handled, so later batches queue behind earlier ones. Kafka's metrics
+for these times: the consumer's ``time-between-poll-avg/max`` and ``poll-idle-ratio-avg`` (processing shows as a
+longer time between polls) and ``fetch-latency-avg`` (the fetch round trip, unchanged). A stall that pauses the
+consumer mid-batch delays that batch to the stall's end (the work left is not added on top: a simplification).
+
+Not modelled: group membership and rebalances (a consumer owns all partitions of its topic), commits;
+``currentLeaderEpoch`` is not sent in fetches (a deposed
 leader that does not know it yet serves up to its HW); every connection of a consumer shares its one
 network path (its host's link).
 """
@@ -45,12 +59,13 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.errors import Errors
 from kafkasim.broker.fetch import CONSUMER_REPLICA_ID, PartitionData
-from kafkasim.broker.records import TopicPartition
+from kafkasim.broker.records import RecordBatch, TopicPartition
 from kafkasim.clients.config import ConsumerClientConfig
 from kafkasim.clients.metadata import INVALID_METADATA_ERRORS, NO_LEADER, Metadata
 from kafkasim.network.connection import ClientConnection
@@ -82,7 +97,7 @@ class NodeFetch:
     ``changed`` the partitions whose position moved, or which joined or left this node, since the last request
     (all the session needs to build an incremental one: ``FetchSessionHandler.build_incremental``)."""
 
-    __slots__ = ("node_id", "changed", "session", "in_flight", "wanted")
+    __slots__ = ("node_id", "changed", "session", "in_flight", "wanted", "buffered")
 
     def __init__(self, node_id: int) -> None:
         self.node_id = node_id
@@ -90,6 +105,19 @@ class NodeFetch:
         self.session = FetchSessionHandler(node_id)
         self.in_flight: RequestEnvelope | None = None
         self.wanted = 0  # partitions this node leads that the consumer fetches now
+        # Its last response's records wait in the fetch buffer for poll() (only with costs): no fetch till then.
+        self.buffered = False
+
+
+class ConsumerCosts:
+    """The application thread's processing time (simulator-only): ``per_poll`` drawn once per ``poll()`` that
+    returns records, ``per_record`` drawn once per batch and multiplied by its record count (ms)."""
+
+    __slots__ = ("per_poll", "per_record")
+
+    def __init__(self, per_poll: Callable[[], float], per_record: Callable[[], float]) -> None:
+        self.per_poll = per_poll
+        self.per_record = per_record
 
 
 class Consumer(Pausable):
@@ -116,10 +144,17 @@ class Consumer(Pausable):
         metadata_round_trip_ms: float = 0.0,
         retry_rng: random.Random | None = None,
         connection_rng: random.Random | None = None,
+        costs: ConsumerCosts | None = None,
     ) -> None:
         super().__init__()
         self.env = env
         self.name = config.name
+        # The application thread (only with costs): the fetch buffer (completedFetches: each response's new
+        # batches, with the node they came from), the batches of the poll being handled, whether it is busy.
+        self._costs = costs
+        self._fetch_buffer: list[tuple[NodeFetch, list[RecordBatch]]] = []
+        self._polled: deque[RecordBatch] = deque()
+        self._handling = False
         self._ids = ids
         self._observer = observer
         self._stop_ms = stop_ms  # nothing new is sent from then on
@@ -182,7 +217,7 @@ class Consumer(Pausable):
             self._deferred.append(lambda: self._fetch_from(node))
             return
         now = self.env.now
-        if now >= self._stop_ms or node.in_flight is not None or node.wanted == 0:
+        if now >= self._stop_ms or node.in_flight is not None or node.wanted == 0 or node.buffered:
             return
         if not self.client.ready(node.node_id, now):
             # ConsumerNetworkClient.trySend: the fetch goes once the node is READY. A connection under way
@@ -248,6 +283,8 @@ class Consumer(Pausable):
         positions = self.positions
         changed = node.changed
         retry = False
+        costs = self._costs
+        fresh: list[RecordBatch] = []
         # An incremental response carries only the partitions with news; the others keep their position.
         for tp, result in response.responses:
             if not self._wanted(node, tp):
@@ -260,6 +297,9 @@ class Consumer(Pausable):
                     position = positions[tp]
                     for batch in records:
                         if batch.last_offset >= position:
+                            if costs is not None:
+                                fresh.append(batch)
+                                continue
                             self._observer.batch_consumed(self.name, batch, now)
                             self.batches_consumed += 1
                     positions[tp] = records[-1].next_offset
@@ -273,10 +313,64 @@ class Consumer(Pausable):
                     self._request_metadata_update()
                 retry = True
         self._observer.request_finished(envelope)
+        if fresh:
+            # The records wait in the fetch buffer; the node's next fetch goes when poll() takes them (after
+            # a retriable error in the same response, after the retry backoff as before).
+            node.buffered = not retry
+            self._fetch_buffer.append((node, fresh))
+            if not self._handling:
+                self._poll()
+            if node.buffered:
+                return
         if retry:
             Call(self.env, RETRY_BACKOFF_MS, lambda _e: self._fetch_from(node))
         else:
             self._fetch_from(node)
+
+    # --- the application thread (only with costs) ---------------------------------------------------
+
+    def _poll(self) -> None:
+        """``KafkaConsumer.poll`` on the idle application thread: take every buffered batch, send the next
+        fetch to the nodes they came from (the pre-fetch), and start handling them."""
+        if self.paused:
+            self._handling = True  # this poll runs when the stall ends; responses meanwhile only buffer
+            self.defer(self._poll)
+            return
+        buffered, self._fetch_buffer = self._fetch_buffer, []
+        if not buffered:
+            self._handling = False
+            return
+        costs = self._costs
+        assert costs is not None
+        self._handling = True
+        polled = self._polled
+        for _node, batches in buffered:
+            polled.extend(batches)
+        for node, _batches in buffered:
+            if node.buffered:
+                node.buffered = False
+                self._fetch_from(node)
+        self._handle_next(max(0.0, costs.per_poll()))
+
+    def _handle_next(self, extra_ms: float) -> None:
+        """Handle the poll's next batch: ``per_record`` per record (plus ``extra_ms``), then it is consumed."""
+        costs = self._costs
+        assert costs is not None
+        batch = self._polled[0]
+        delay = extra_ms + max(0.0, costs.per_record()) * batch.record_count
+        Call(self.env, delay, self._on_handled)
+
+    def _on_handled(self, _event: object) -> None:
+        if self.paused:  # stopped mid-batch: handled when the stall ends
+            self.defer(lambda: self._on_handled(None))
+            return
+        batch = self._polled.popleft()
+        self._observer.batch_consumed(self.name, batch, self.env.now)
+        self.batches_consumed += 1
+        if self._polled:
+            self._handle_next(0.0)
+        else:
+            self._poll()
 
     def _on_node_ready(self, node_id: int) -> None:
         """The connection is READY (``NetworkClient.handleConnections``): the fetch waiting for it goes."""

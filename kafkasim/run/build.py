@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from kafkasim.broker.config import LONG_MAX, KafkaConfig, LogConfig
 from kafkasim.broker.disk import Disk
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
-from kafkasim.clients.consumer import Consumer
+from kafkasim.clients.consumer import Consumer, ConsumerCosts
 from kafkasim.clients.producer import Producer
 from kafkasim.controller.quorum_controller import QuorumController, fence_stale_broker_period_ms
 from kafkasim.network.cluster_connection_states import ConnectionConfig
@@ -42,7 +42,7 @@ from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from kafkasim.server.replica_fetcher_manager import get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
-from kafkasim.sim.distributions import sampler_from_spec, zero_arg_sampler
+from kafkasim.sim.distributions import constant_value, sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
@@ -361,7 +361,21 @@ def consumer_of(c: ConsumerConfig, cluster: Cluster, streams: RandomStreams, ids
                     connect, ids, observer, leaders=cluster.leaders, fetch_metadata=cluster.metadata_of(c.topic),
                     validate=cluster.offset_for_leader_epoch, metadata_round_trip_ms=metadata_round_trip_ms(c.link),
                     retry_rng=streams.stream(f"{c.name}/retry_backoff"),
-                    connection_rng=streams.stream(f"{c.name}/connection_states"))
+                    connection_rng=streams.stream(f"{c.name}/connection_states"),
+                    costs=consumer_costs(c, streams))
+
+
+def consumer_costs(c: ConsumerConfig, streams: RandomStreams) -> ConsumerCosts | None:
+    """The consumer application's processing costs, each from its own ``<consumer>/costs/...`` stream; None
+    when absent or all zero (the consumer then consumes each batch at its response, with no draw)."""
+    costs = c.costs
+    if costs is None:
+        return None
+    per_poll = zero_arg_sampler(costs.per_poll, streams.stream(f"{c.name}/costs/per_poll"))
+    per_record = zero_arg_sampler(costs.per_record, streams.stream(f"{c.name}/costs/per_record"))
+    if constant_value(per_poll) == 0.0 and constant_value(per_record) == 0.0:
+        return None
+    return ConsumerCosts(per_poll, per_record)
 
 
 def build(

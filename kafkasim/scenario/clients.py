@@ -214,6 +214,18 @@ class ProducerConfig(ScenarioModel):
         return self
 
 
+class ConsumerCosts(ScenarioModel):
+    """Simulator-only: the consumer application's time to handle what poll() returns (deserialisation and the
+    application's own work), spent by its one application thread, so records queue behind earlier ones. A
+    batch counts as consumed when its last record is handled. Kafka shows this time as the consumer's
+    time-between-poll-avg/max (and poll-idle-ratio-avg); fetch-latency-avg is the fetch round trip."""
+
+    per_poll: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Once per poll() that returns records (all the batches buffered since the last poll)."""
+    per_record: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Per record handled (drawn once per batch, times its record count)."""
+
+
 class ConsumerConfig(ScenarioModel):
     """One consumer fetching every partition of `topic` from the log start, long-polling the leader."""
 
@@ -234,6 +246,9 @@ class ConsumerConfig(ScenarioModel):
     stalls: Stalls | None = None
     """Simulator-only: the consumer host's stop-the-world stalls (its JVM's garbage collection), drawn all run
     long; absent = none."""
+    costs: ConsumerCosts | None = None
+    """Simulator-only: the application's processing time per poll and per record; absent = free (each batch
+    is consumed when its fetch response arrives)."""
 
     @model_validator(mode="after")
     def _reconnect_backoff(self) -> ConsumerConfig:
