@@ -39,8 +39,15 @@
   waits (records intended meanwhile wait behind it, their latency counts from their intended time), every
   queued batch becomes sendable (``RecordAccumulator.ready``: exhausted), and after ``max.block.ms`` the
   record fails (``BufferExhaustedException``, a TimeoutException: REQUEST_TIMED_OUT, never sent).
-* No compression. Every connection of a producer shares its one network path (its host's link). The
-  client's own CPU is free.
+* The Sender's CPU (simulator-only ``costs``, ``SenderCosts``; absent = free): building a ProduceRequest from
+  the drained batches (``Sender.sendProduceRequest``) takes ``per_request`` plus ``per_batch`` per batch of the
+  Sender's one thread; the request goes to the NetworkClient when it is built, and the Sender does nothing
+  else meanwhile, so requests built back to back queue (their ``client_send_ms`` moves). Kafka has no metric
+  for this time alone: it falls between ``record-queue-time-avg`` (which ends at the drain) and
+  ``request-latency-avg`` (which starts at the send). Responses are handled at no cost, and the application's
+  ``send()`` (serialisation, the accumulator's append) costs nothing: the lazy catch-up appends records at
+  their intended times, which a per-record cost on the application thread would break.
+* No compression. Every connection of a producer shares its one network path (its host's link).
 """
 
 from __future__ import annotations
@@ -130,6 +137,16 @@ class ArrivalProcess:
         return -math.log(1.0 - self._rng.random()) * self._mean_gap_ms
 
 
+class SenderCosts:
+    """The Sender thread's time to build a ProduceRequest (ms): ``per_request`` once, ``per_batch`` per batch."""
+
+    __slots__ = ("per_request", "per_batch")
+
+    def __init__(self, per_request: Callable[[], float], per_batch: Callable[[], float]) -> None:
+        self.per_request = per_request
+        self.per_batch = per_batch
+
+
 class Producer(Pausable):
     """One producer client (``KafkaProducer`` + ``Sender``), whose ``NetworkClient`` keeps a connection per
     broker it writes to: ``connect(broker_id)`` makes one, ``leaders`` maps each partition to its leader
@@ -153,10 +170,14 @@ class Producer(Pausable):
         connection_rng: random.Random | None = None,
         fetch_metadata: Callable[[], Mapping[TopicPartition, tuple[int, int]]] | None = None,
         metadata_round_trip_ms: float = 0.0,
+        costs: SenderCosts | None = None,
     ) -> None:
         super().__init__()
         self.env = env
         self.name = config.name
+        # The Sender's build cost (None: free) and the batches of the request it is building (it then waits).
+        self._costs = costs
+        self._building: list[ProducerBatch] | None = None
         self._ids = ids
         self._observer = observer
         self._stop_ms = stop_ms  # nothing new is sent from then on
@@ -397,8 +418,8 @@ class Producer(Pausable):
         """``Sender.runOnce``, repeated while it sends: for every broker with a sendable batch
         (``RecordAccumulator.ready``) whose connection takes another request (``NetworkClient.ready``), one
         request with the batches drained for it; otherwise wake at the earliest linger expiry."""
-        if self.paused:
-            return
+        if self.paused or self._building is not None:
+            return  # a request being built: the Sender runs again once it is sent
         now = self.env.now
         self._catch_up(now)
         acc = self.accumulator
@@ -430,9 +451,35 @@ class Producer(Pausable):
                     continue
                 batches = acc.drain(node_id, now)
                 if batches:  # empty when the first partition visited holds its batch back (idempotence)
+                    costs = self._costs
+                    if costs is not None:
+                        self._build(node_id, batches, costs)
+                        self._plan()
+                        return
                     self._send_request(node_id, batches, now)
                     sending = True
         self._plan()
+
+    def _build(self, node_id: int, batches: list[ProducerBatch], costs: SenderCosts) -> None:
+        """The Sender builds the request (``Sender.sendProduceRequest``): busy until it goes."""
+        self._building = batches
+        build_ms = max(0.0, costs.per_request()) + max(0.0, costs.per_batch()) * len(batches)
+        Call(self.env, build_ms, lambda _e: self._built(node_id, batches))
+
+    def _built(self, node_id: int, batches: list[ProducerBatch]) -> None:
+        if self.paused:  # stalled mid-build: it goes when the stall ends
+            self.defer(lambda: self._built(node_id, batches))
+            return
+        self._building = None
+        now = self.env.now
+        if self.client.ready(node_id, now):
+            self._send_request(node_id, batches, now)
+        else:
+            # The connection went during the build (in Kafka the Sender would send it on the dead socket and
+            # see the disconnect at its next poll): the batches fail as a disconnect's do, and are retried.
+            for b in batches:
+                self._complete_batch(b, Errors.NETWORK_EXCEPTION, -1, -1, now)
+        self._run_sender()
 
     def _wake_at(self, t: float) -> None:
         if t >= self._wakeup_at:
@@ -660,6 +707,10 @@ class Producer(Pausable):
         """Append the records intended up to now (the end of a run reads the accumulator)."""
         if not self.paused:
             self._catch_up(self.env.now)
+
+    def building(self) -> list[ProducerBatch]:
+        """The batches of the request the Sender is building (drained, not yet sent)."""
+        return self._building if self._building is not None else []
 
     def unfinished(self) -> list[tuple[RequestEnvelope, list[ProducerBatch]]]:
         return [(request.envelope, request.payload) for request in self.client.in_flight_requests()]

@@ -238,7 +238,8 @@ def not_applied(scenario: Scenario) -> list[str]:
     ) if stalls is not None and stalls.enabled]
     if stalling:
         notes.append(f"{', '.join(stalling)} (drawn stalls: the real JVMs collect garbage on their own)")
-    costing = [f"consumers[{c.name}].costs" for c in scenario.consumers if c.costs is not None]
+    costing = [*(f"producers[{p.name}].costs" for p in scenario.producers if p.costs is not None),
+               *(f"consumers[{c.name}].costs" for c in scenario.consumers if c.costs is not None)]
     if costing:
         notes.append(f"{', '.join(costing)} (the real clients' processing takes its own time)")
     notes.append("clock (a real cluster runs in real time)")

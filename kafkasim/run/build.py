@@ -25,7 +25,7 @@ from kafkasim.broker.config import LONG_MAX, KafkaConfig, LogConfig
 from kafkasim.broker.disk import Disk
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer, ConsumerCosts
-from kafkasim.clients.producer import Producer
+from kafkasim.clients.producer import Producer, SenderCosts
 from kafkasim.controller.quorum_controller import QuorumController, fence_stale_broker_period_ms
 from kafkasim.network.cluster_connection_states import ConnectionConfig
 from kafkasim.network.ids import IdSource
@@ -349,7 +349,21 @@ def producer_of(p: ProducerConfig, index: int, cluster: Cluster, streams: Random
         connection_rng=streams.stream(f"{p.name}/connection_states"),
         fetch_metadata=cluster.metadata_of(p.topic),
         metadata_round_trip_ms=metadata_round_trip_ms(p.link),
+        costs=sender_costs(p, streams),
     )
+
+
+def sender_costs(p: ProducerConfig, streams: RandomStreams) -> SenderCosts | None:
+    """The producer's Sender costs, each from its own ``<producer>/costs/...`` stream; None when absent or all
+    zero (the Sender then sends each request as it drains it, with no draw)."""
+    costs = p.costs
+    if costs is None:
+        return None
+    per_request = zero_arg_sampler(costs.per_request, streams.stream(f"{p.name}/costs/per_request"))
+    per_batch = zero_arg_sampler(costs.per_batch, streams.stream(f"{p.name}/costs/per_batch"))
+    if constant_value(per_request) == 0.0 and constant_value(per_batch) == 0.0:
+        return None
+    return SenderCosts(per_request, per_batch)
 
 
 def consumer_of(c: ConsumerConfig, cluster: Cluster, streams: RandomStreams, ids: IdSource,

@@ -389,4 +389,5 @@ class Cluster:
                     # them in its in-flight list until the answer comes): those already have their row.
                     if not b.done:
                         yield producer, b
+            yield from ((producer, b) for b in producer.building())
             yield from ((producer, b) for b in producer.accumulator.all_batches())

@@ -76,7 +76,8 @@ def memory_use(recorder: Recorder, components: Cluster | None, tables: RecordedT
         counts["records in the producers"] = sum(
             b.record_count
             for p in components.producers
-            for b in [*p.accumulator.all_batches(), *(b for _, batches in p.unfinished() for b in batches)]
+            for b in [*p.accumulator.all_batches(), *p.building(),
+                      *(b for _, batches in p.unfinished() for b in batches)]
         )
         logs = {id(partition.log): partition.log
                 for broker in components.brokers for partition in broker.replica_manager.partitions.values()}

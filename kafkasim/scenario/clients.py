@@ -104,6 +104,18 @@ Arrival = Annotated[
 ]
 
 
+class ProducerCosts(ScenarioModel):
+    """Simulator-only: the producer's Sender thread's time to build each ProduceRequest from the batches it
+    drained (Sender.sendProduceRequest). One thread: requests built back to back queue, and each goes to the
+    network when it is built (its client_send_ms). Kafka has no metric for this time alone: it falls between
+    record-queue-time-avg (ending at the drain) and request-latency-avg (starting at the send)."""
+
+    per_request: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Once per ProduceRequest."""
+    per_batch: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Per batch in the request (drawn once per request, times its batch count)."""
+
+
 class ProducerConfig(ScenarioModel):
     """One producer sending `rate` records per second to `topic`, open loop.
 
@@ -168,6 +180,9 @@ class ProducerConfig(ScenarioModel):
     stalls: Stalls | None = None
     """Simulator-only: the producer host's stop-the-world stalls (its JVM's garbage collection), drawn all run
     long; absent = none."""
+    costs: ProducerCosts | None = None
+    """Simulator-only: the Sender's time to build each request; absent = free (a request goes when it is
+    drained). The application's send() stays free."""
 
     @model_validator(mode="after")
     def _reconnect_backoff(self) -> ProducerConfig:

@@ -45,3 +45,14 @@ def test_bad_costs_are_reported_with_their_path(block: str, path: str) -> None:
     problems = info.value.problems
     assert len(problems) == 1, problems
     assert problems[0].path.startswith(path) and problems[0].line == 11, problems
+
+
+def test_producer_costs_take_durations_and_are_absent_by_default() -> None:
+    assert load_scenario(BASE).producers[0].costs is None
+    text = BASE.replace("rate: 10/s}", "rate: 10/s, costs: {per_request: 50us}}")
+    costs = load_scenario(text).producers[0].costs
+    assert costs is not None and costs.per_request == DurationConstant(value=0.05)
+    assert costs.per_batch == DurationConstant(value=0.0)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(BASE.replace("rate: 10/s}", "rate: 10/s, costs: {per_record: 1ms}}"))
+    assert info.value.problems[0].path == "producers[0].costs.per_record"
