@@ -26,10 +26,13 @@ scenario dumped with `exclude_unset` (what `--set` edits) holds only what its au
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
+
+from pydantic import model_validator
 
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.distributions import DurationDistribution, DurationLogNormal, constant_ms
+from kafkasim.scenario.errors import fail_at
 
 HardwarePreset = Literal["kreps-2014", "aws-i3en-6xlarge"]
 
@@ -121,6 +124,14 @@ class Hardware(ScenarioModel):
     `aws-i3en-6xlarge`: an AWS i3en.6xlarge (NVMe, 25 Gbit/s): NIC 25 Gbit/s, links 5 Gbit/s (AWS's single-flow
     limit), link latency as above (assumed), NVMe disk as kafkasim's defaults (assumed), page cache 184 GiB.
     Every number and its source: README, "Hardware presets"."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_mapping(cls, data: Any) -> Any:
+        if isinstance(data, str):  # `hardware: kreps-2014`: say how to write it, as stalls' `preset` is written
+            fail_at([((), f"is text {data!r}; name a preset as a mapping, e.g. {{preset: kreps-2014}} (allowed "
+                          f"presets: {', '.join(get_args(HardwarePreset))})")])
+        return data
 
 
 M = TypeVar("M", bound=ScenarioModel)

@@ -134,3 +134,12 @@ def test_a_real_cluster_run_lists_the_preset_among_what_it_does_not_apply() -> N
     notes = not_applied(load_scenario(CLUSTER + "hardware: {preset: kreps-2014}\n"))
     assert any(n.startswith("hardware (preset kreps-2014") for n in notes)
     assert any(n.startswith("cluster.nic") for n in notes)
+
+
+def test_a_bare_preset_name_is_refused_saying_how_to_write_it() -> None:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(CLUSTER + "hardware: kreps-2014\n")
+    [p] = info.value.problems
+    assert (p.line, p.path) == (7, "hardware")
+    assert p.message == ("is text 'kreps-2014'; name a preset as a mapping, e.g. {preset: kreps-2014} (allowed "
+                         "presets: kreps-2014, aws-i3en-6xlarge)")
