@@ -209,6 +209,8 @@ def partition_host(name: str) -> str:
 def not_applied(scenario: Scenario) -> list[str]:
     """The simulator-only knobs ``scenario`` sets (or takes by default) that a real cluster ignores."""
     notes = ["broker.costs (handler and network service times: the real broker has its own)"]
+    if scenario.hardware is not None:
+        notes.append(f"hardware (preset {scenario.hardware.preset}: the real brokers run on this machine's hardware)")
     if any(_dumped(o.costs) != _dumped(HandlerCosts()) for o in (scenario.cluster.overrides if scenario.cluster else [])):
         notes.append("cluster.overrides[].costs")
     if _dumped(scenario.followers.costs) != _dumped(FollowerCosts()):

@@ -17,6 +17,7 @@ from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, allowed_list, fail_at, unknown_message
 from kafkasim.scenario.faults import Fault, NetworkPartitionFault, TargetKind
+from kafkasim.scenario.hardware import HOST_PRESETS, Hardware, filled
 from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
 from kafkasim.scenario.topics import TopicConfig
@@ -91,6 +92,9 @@ class Scenario(ScenarioModel):
     """virtual (default) or {mode: wallclock, speed: 1.0}."""
     invariants: bool = True
     """Check Kafka's invariants (HW <= LEO, ...) during the run; a violation stops it."""
+    hardware: Hardware | None = None
+    """Simulator-only: a named host (`{preset: kreps-2014}`) whose NIC, link, disk and per-partition cost
+    replace kafkasim's defaults wherever the scenario does not write its own; absent: kafkasim's defaults."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
     controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())
@@ -157,6 +161,8 @@ class Scenario(ScenarioModel):
 
     @model_validator(mode="after")
     def _resolve_and_check(self) -> Scenario:
+        if self.hardware is not None:
+            self._apply_hardware(self.hardware)
         for topic in self.topics:
             topic.inherit(self.broker)
         for override in self.cluster.overrides if self.cluster is not None else []:
@@ -174,6 +180,22 @@ class Scenario(ScenarioModel):
         if problems:
             fail_at(problems)
         return self
+
+    def _apply_hardware(self, hardware: Hardware) -> None:
+        """The preset's values in every hardware field the author left out (kafkasim.scenario.hardware), before
+        topics, `cluster.overrides` and endpoint links inherit from `broker:` and `network.default_link`."""
+        host = HOST_PRESETS[hardware.preset]
+        broker = self.broker
+        object.__setattr__(broker, "disk", filled(broker.disk, host.disk))
+        object.__setattr__(broker, "costs", filled(broker.costs, host.costs))
+        for override in self.cluster.overrides if self.cluster is not None else []:
+            if "disk" in override.model_fields_set:  # one left out inherits broker.disk, the preset's already
+                object.__setattr__(override, "disk", filled(override.disk, host.disk))
+        if self.cluster is not None:
+            object.__setattr__(self.cluster, "nic", filled(self.cluster.nic, {"bandwidth": host.nic_bandwidth}))
+        network = self.network
+        link = filled(network.default_link, {"latency": host.link_latency, "bandwidth": host.link_bandwidth})
+        object.__setattr__(network, "default_link", link)
 
 
 def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:

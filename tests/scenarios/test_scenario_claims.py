@@ -25,6 +25,9 @@ from .test_shipped_scenarios import SHIPPED, batches, finite, first_time, gauge,
 
 # Every `--set KEY=VALUE` a description mentions, and the test that checks what it says about it.
 TRIED = {
+    "kreps_2014_end_to_end": {
+        "hardware=null": "test_kreps_2014_end_to_end_without_the_preset_kafkasims_defaults",
+    },
     "quickstart": {"producers[0].linger.ms=0": "test_quickstart_without_linger_latency_rises_queued_on_the_connection"},
     "gc_paused_follower": {
         "faults[0].duration=6s": "test_gc_paused_follower_shorter_than_the_session_stays_in_the_isr",
@@ -1197,3 +1200,37 @@ def test_broker_crash_cluster_answers_the_operators_three_questions_and_explains
     assert float((waited / during_crash["produce_latency_ms"]).median()) > 0.9
     story = " ".join(explain_batch(result, during_crash.iloc[len(during_crash) // 2], scenario))
     assert "buffer.memory (32.0 MiB) was full" in story and "in the leader's produce purgatory" in story
+
+
+# --- kreps_2014_end_to_end ---------------------------------------------------------------------------
+
+KREPS_PUBLISHED = {"p50": 2.0, "p99": 3.0, "p99.9": 14.0}  # Kreps 2014, end-to-end latency
+
+
+def _kreps_e2e(result: RunResult) -> dict:
+    return result.summary["e2e_record_latency"]["acks=1"]["from_intended"]
+
+
+def test_kreps_2014_end_to_end_on_the_2014_hosts() -> None:
+    e2e = _kreps_e2e(shipped("kreps_2014_end_to_end"))
+    assert e2e["p50"] == pytest.approx(0.76, abs=0.02)
+    assert e2e["p99"] == pytest.approx(1.36, abs=0.03)
+    assert e2e["p99.9"] == pytest.approx(1.65, abs=0.05)
+    ratios = {q: e2e[q] / published for q, published in KREPS_PUBLISHED.items()}
+    assert ratios == pytest.approx({"p50": 0.38, "p99": 0.45, "p99.9": 0.12}, abs=0.01)
+    assert 1.2 <= 2.0 - e2e["p50"] <= 1.3 and 1.6 <= 3.0 - e2e["p99"] <= 1.7 and 14.0 - e2e["p99.9"] == pytest.approx(12, abs=0.5)
+
+
+def test_kreps_2014_end_to_end_without_the_preset_kafkasims_defaults() -> None:
+    e2e = _kreps_e2e(shipped("kreps_2014_end_to_end", "hardware=null"))
+    assert e2e["p50"] == pytest.approx(3.0, abs=0.05)
+    assert e2e["p99"] == pytest.approx(6.2, abs=0.1)
+    assert e2e["p99.9"] == pytest.approx(7.7, abs=0.1)
+    ratios = {q: e2e[q] / published for q, published in KREPS_PUBLISHED.items()}
+    assert ratios == pytest.approx({"p50": 1.5, "p99": 2.1, "p99.9": 0.55}, abs=0.03)
+
+
+def test_kreps_2014_end_to_end_with_busy_broker_stalls_the_p99_rises() -> None:
+    e2e = _kreps_e2e(shipped("kreps_2014_end_to_end", "broker.stalls.preset=jvm-g1-young"))
+    assert e2e["p99"] == pytest.approx(12.0, abs=0.5) and e2e["p99"] / KREPS_PUBLISHED["p99"] == pytest.approx(4, abs=0.2)
+    assert e2e["p99.9"] == pytest.approx(28.0, abs=0.5)

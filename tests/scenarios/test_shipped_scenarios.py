@@ -47,6 +47,7 @@ TEACHING = {
     "eligible_leader_replicas",
     "broker_crash_cluster",
     "gc_stalls_tail",
+    "kreps_2014_end_to_end",
 }
 # A hung simulation (an event loop that stops advancing simulated time) must fail the test, not the CI job:
 # every run is watched, and fails if simulated time has not moved for this long.
@@ -437,3 +438,12 @@ def test_gc_stalls_tail_a_batch_meant_during_any_brokers_stall_is_acknowledged_a
         assert (meant["ack_ms"] >= start + duration).all()
     assert held > 0
     assert result.summary["counters"]["isr_shrinks"] == 0
+
+
+def test_kreps_2014_end_to_end_runs_on_the_presets_hosts() -> None:
+    scenario = load("kreps_2014_end_to_end", "duration=10s")
+    assert scenario.cluster is not None and scenario.cluster.nic.bandwidth == 1.25e8  # 1 Gb Ethernet
+    on_2014 = run(scenario).summary["e2e_record_latency"]["acks=1"]["from_intended"]
+    defaults = run(load("kreps_2014_end_to_end", "duration=10s", "hardware=null"))
+    # The preset's 0.1 ms links, not kafkasim's 0.5 ms default, make the end-to-end path short.
+    assert on_2014["p50"] < 0.5 * defaults.summary["e2e_record_latency"]["acks=1"]["from_intended"]["p50"]
