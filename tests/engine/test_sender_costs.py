@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from kafkasim.record.result import RunResult
 from kafkasim.run.engine import Engine
@@ -94,6 +95,7 @@ def test_a_run_on_a_real_cluster_lists_the_costs_among_what_it_does_not_apply() 
     assert len(notes) == 1 and notes[0].startswith("producers[p1].costs, consumers[c1].costs (")
 
 
+@pytest.mark.pure_only  # patches Producer._complete_batch, which the compiled Producer calls natively
 def test_a_connection_lost_during_a_build_fails_the_batches_as_a_disconnect_and_retries_them(
         monkeypatch: Any) -> None:
     from kafkasim.broker.errors import Errors
