@@ -149,7 +149,7 @@ class Processor:
             if cpu is None:
                 Call(env, cost, partial(self._send_done, envelope))
             else:
-                cpu.run(cost, partial(self._send_done, envelope))
+                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._send_done, envelope)))
             return
         readable = self.readable
         while readable:
@@ -172,8 +172,14 @@ class Processor:
             if cpu is None:
                 Call(env, cost, partial(self._read_done, envelope))
             else:
-                cpu.run(cost, partial(self._read_done, envelope))
+                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._read_done, envelope)))
             return
+
+    def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
+        """The read's or send's CPU work is done: the time it waited for a core counts as busy too (a runnable
+        network thread is not in ``Selector.poll``, which Kafka's idle meter times)."""
+        self.busy_ms += self.env.now - asked - cost
+        then(event)
 
     def _read_done(self, envelope: RequestEnvelope, _event: object) -> None:
         if self.stw.paused:

@@ -10,7 +10,8 @@ Per broker, every broker of the run (entity ``broker-<id>``):
   per network processor (entity ``broker-<id>/processor-<i>``).
 * ``RequestHandlerAvgIdlePercent`` and ``NetworkProcessorAvgIdlePercent``: the idle fraction (0..1) over
   the last interval, from the service time started in it. (Kafka's meter is the same ratio; a service that
-  straddles two intervals is counted in the one where it started.)
+  straddles two intervals is counted in the one where it started.) With ``broker.cores``, a thread's wait
+  for a core counts as busy too (counted when its work ends): a runnable thread is not idle.
 * ``PurgatorySize`` (watch-list entries) and ``NumDelayedOperations`` (ops in the timer) per purgatory
   (entity ``broker-<id>/Produce``, ``broker-<id>/Fetch``).
 * ``LeaderCount``, ``UnderReplicatedPartitions`` and ``UnderMinIsrPartitionCount`` (Kafka's

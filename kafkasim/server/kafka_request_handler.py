@@ -144,7 +144,7 @@ class KafkaRequestHandlerPool:
             if cpu is None:
                 Call(env, cost, partial(self._produce_done, envelope))
             else:
-                cpu.run(cost, partial(self._produce_done, envelope))
+                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._produce_done, envelope)))
             return
         responses = self.apis.handle_fetch(envelope)
         fixed = self._fixed_fetch
@@ -163,9 +163,16 @@ class KafkaRequestHandlerPool:
             Call(env, cost + cold, partial(self._fetch_done, envelope, responses))
         elif cold > 0.0:
             # The CPU work on a core, then the wait for the disk off it.
-            cpu.run(cost, partial(self._wait_off_cpu, cold, partial(self._fetch_done, envelope, responses)))
+            cpu.run(cost, partial(self._on_core, env.now, cost,
+                                  partial(self._wait_off_cpu, cold, partial(self._fetch_done, envelope, responses))))
         else:
-            cpu.run(cost, partial(self._fetch_done, envelope, responses))
+            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._fetch_done, envelope, responses)))
+
+    def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
+        """The handler's CPU work is done: the time it waited for a core counts as busy too (a runnable
+        thread is not in ``receiveRequest``: Kafka's idle meter does not count it idle)."""
+        self.handler_busy_ms += self.env.now - asked - cost
+        then(event)
 
     def _wait_off_cpu(self, delay: float, then: Callable[[object], None], _event: object = None) -> None:
         Call(self.env, delay, then)

@@ -145,3 +145,18 @@ def test_cores_must_be_a_whole_number_of_at_least_one(value: object) -> None:
         scenario(broker={"cores": value})
     [problem] = info.value.problems
     assert problem.path == "broker.cores", problem
+
+
+def test_a_thread_waiting_for_a_core_is_busy_in_kafka_s_idle_meters() -> None:
+    def idle(cores: int | None, metric: str) -> float:
+        ts = run_scenario(_two_producers(cores)).timeseries
+        rows = ts[(ts["metric"] == metric) & (ts["entity"] == "broker-0") & (ts["time_ms"] > 500.0)]
+        return float(rows["value"].median())
+
+    # Every 10 ms two produces of 1 ms each. Unlimited: 2 handler-ms of 8 x 10; processors never busy (0 ms).
+    assert idle(None, "RequestHandlerAvgIdlePercent") == pytest.approx(1 - 2 / 80)
+    assert idle(None, "NetworkProcessorAvgIdlePercent") == pytest.approx(1.0)
+    # One core: the second handler also waits 1 ms (3 handler-ms), and the network thread writing the first
+    # response waits 1 ms for the second handler's work (1 of 3 x 10 processor-ms).
+    assert idle(1, "RequestHandlerAvgIdlePercent") == pytest.approx(1 - 3 / 80)
+    assert idle(1, "NetworkProcessorAvgIdlePercent") == pytest.approx(1 - 1 / 30)
