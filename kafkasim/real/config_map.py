@@ -238,6 +238,13 @@ def not_applied(scenario: Scenario) -> list[str]:
     ) if stalls is not None and stalls.enabled]
     if stalling:
         notes.append(f"{', '.join(stalling)} (drawn stalls: the real JVMs collect garbage on their own)")
+    cores = [where for where, value in (
+        ("broker.cores", scenario.broker.cores),
+        *((f"cluster.overrides[{o.broker}].cores", o.cores) for o in (scenario.cluster.overrides if scenario.cluster else [])
+          if "cores" in o.model_fields_set),
+    ) if value is not None]
+    if cores:
+        notes.append(f"{', '.join(cores)} (the real brokers share this machine's cores)")
     notes.append("clock (a real cluster runs in real time)")
     return notes
 

@@ -160,3 +160,15 @@ def test_a_thread_waiting_for_a_core_is_busy_in_kafka_s_idle_meters() -> None:
     # response waits 1 ms for the second handler's work (1 of 3 x 10 processor-ms).
     assert idle(1, "RequestHandlerAvgIdlePercent") == pytest.approx(1 - 3 / 80)
     assert idle(1, "NetworkProcessorAvgIdlePercent") == pytest.approx(1 - 1 / 30)
+
+
+def test_a_run_on_a_real_cluster_lists_the_cores_among_what_it_does_not_apply_nor_passes_to_kafka() -> None:
+    from kafkasim.real.config_map import kafka_configs, not_applied
+    from kafkasim.run.cluster_layout import placed_layout
+
+    assert not any("cores" in note for note in not_applied(scenario(cluster={"brokers": 3})))
+    s = scenario(cluster={"brokers": 3, "overrides": [{"broker": 1, "cores": 4}]}, broker={"cores": 2})
+    notes = [note for note in not_applied(s) if "cores" in note]
+    assert notes == ["broker.cores, cluster.overrides[1].cores (the real brokers share this machine's cores)"]
+    configs = kafka_configs(s, placed_layout(s))
+    assert not any("cores" in key for props in configs.brokers.values() for key in props)
