@@ -19,7 +19,8 @@ no generator processes on the hot path).
   (``endTimeNanos``), and the connection is unmuted. acks=0 produces get a ``NoOpResponse``: dequeued, no
   send cost, connection unmuted, nothing travels back.
 
-Simplification: the processors' read and send costs are their only CPU modelled.
+Simplification: the processors' read and send costs are their only CPU modelled. With the host's cores
+modelled (``cpu``, kafkasim.sim.host_cpu), a read or a send first waits for a core.
 
 A stop-the-world pause of the broker (``stw``, a ``Pausable`` shared with its request handlers and
 reapers) stops the processors: a request arriving meanwhile stays in its socket, a response in its
@@ -40,6 +41,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
+from kafkasim.sim.host_cpu import HostCpu
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -80,14 +82,16 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms", "broker_id", "stw", "_fixed_read", "_fixed_send",
+        "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send",
     )
 
     def __init__(
         self, index: int, env: Environment, request_channel: RequestChannel, costs: ProcessorCosts, observer: Observer,
-        broker_id: int = 0, stw: Pausable | None = None,
+        broker_id: int = 0, stw: Pausable | None = None, cpu: HostCpu | None = None,
     ) -> None:
         self.index = index
+        # The host's cores when the scenario sets `cores`: a read or a send waits for a core.
+        self.cpu = cpu
         self.broker_id = broker_id
         self.stw = stw if stw is not None else Pausable()
         self.env = env
@@ -141,7 +145,11 @@ class Processor:
                 cost = costs.network_send() + costs.network_send_per_kib() * (response.size_in_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
-            Call(env, cost, partial(self._send_done, envelope))
+            cpu = self.cpu
+            if cpu is None:
+                Call(env, cost, partial(self._send_done, envelope))
+            else:
+                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._send_done, envelope)))
             return
         readable = self.readable
         while readable:
@@ -160,8 +168,18 @@ class Processor:
                 cost = costs.network_read() + costs.network_read_per_kib() * (envelope.request_bytes / KIB)
             self.busy = True
             self.busy_ms += cost
-            Call(env, cost, partial(self._read_done, envelope))
+            cpu = self.cpu
+            if cpu is None:
+                Call(env, cost, partial(self._read_done, envelope))
+            else:
+                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._read_done, envelope)))
             return
+
+    def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
+        """The read's or send's CPU work is done: the time it waited for a core counts as busy too (a runnable
+        network thread is not in ``Selector.poll``, which Kafka's idle meter times)."""
+        self.busy_ms += self.env.now - asked - cost
+        then(event)
 
     def _read_done(self, envelope: RequestEnvelope, _event: object) -> None:
         if self.stw.paused:
@@ -225,12 +243,13 @@ class SocketServer:
         observer: Observer,
         broker_id: int = 0,
         stw: Pausable | None = None,
+        cpu: HostCpu | None = None,
     ) -> None:
         self.env = env
         self.broker_id = broker_id
         self.stw = stw if stw is not None else Pausable()
         self.request_channel = request_channel
-        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw)
+        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu)
                            for i in range(num_network_threads)]
         for processor in self.processors:
             request_channel.add_processor(processor)

@@ -244,6 +244,13 @@ def not_applied(scenario: Scenario) -> list[str]:
                *(f"consumers[{c.name}].costs" for c in scenario.consumers if c.costs is not None)]
     if costing:
         notes.append(f"{', '.join(costing)} (the real clients' processing takes its own time)")
+    cores = [where for where, value in (
+        ("broker.cores", scenario.broker.cores),
+        *((f"cluster.overrides[{o.broker}].cores", o.cores) for o in (scenario.cluster.overrides if scenario.cluster else [])
+          if "cores" in o.model_fields_set),
+    ) if value is not None]
+    if cores:
+        notes.append(f"{', '.join(cores)} (the real brokers share this machine's cores)")
     notes.append("clock (a real cluster runs in real time)")
     return notes
 

@@ -10,7 +10,8 @@ Per broker, every broker of the run (entity ``broker-<id>``):
   per network processor (entity ``broker-<id>/processor-<i>``).
 * ``RequestHandlerAvgIdlePercent`` and ``NetworkProcessorAvgIdlePercent``: the idle fraction (0..1) over
   the last interval, from the service time started in it. (Kafka's meter is the same ratio; a service that
-  straddles two intervals is counted in the one where it started.)
+  straddles two intervals is counted in the one where it started.) With ``broker.cores``, a thread's wait
+  for a core counts as busy too (counted when its work ends): a runnable thread is not idle.
 * ``PurgatorySize`` (watch-list entries) and ``NumDelayedOperations`` (ops in the timer) per purgatory
   (entity ``broker-<id>/Produce``, ``broker-<id>/Fetch``).
 * ``LeaderCount``, ``UnderReplicatedPartitions`` and ``UnderMinIsrPartitionCount`` (Kafka's
@@ -29,6 +30,12 @@ the bytes its NIC (``cluster.nic``) took on for receiving and sending over the l
 ``NicInUtilisation`` / ``NicOutUtilisation``, the same bytes over what the direction's bandwidth could carry
 in the interval (0..1: the fraction of the time it was busy, both disciplines being work-conserving; a
 message is counted in the interval it joined the NIC, so one interval can read above 1 after a burst).
+
+Per broker whose host's cores are modelled (``broker.cores`` set; entity ``broker-<id>``):
+``CpuUtilisation``, the busy core-milliseconds over the last interval divided by ``cores`` x the interval
+(0..1, exact: a service time straddling two intervals is split between them), and ``CpuRunQueue``, the mean
+number of threads waiting for a core over the interval (simulator-only; Linux's run queue less the threads
+running).
 
 Per partition, read from its leader (entity ``<topic>-<p>``): ``HighWatermark``, ``IsrSize``,
 ``UnderMinIsr`` (0/1) and ``LeaderId`` (the leader's broker id; -1 while the controller's metadata names no
@@ -70,6 +77,7 @@ if TYPE_CHECKING:
     from kafkasim.clients.producer import Producer
     from kafkasim.network.nic import Nic
     from kafkasim.server.broker_server import BrokerServer
+    from kafkasim.sim.host_cpu import HostCpu
 
 Sink = Callable[[float, str, str, float], None]
 
@@ -90,7 +98,8 @@ class _BrokerGauges:
     """One broker's sources and the busy times of its previous sample (for the idle ratios)."""
 
     __slots__ = ("broker", "entity", "processor_entities", "purgatory_entities", "last_handler_busy",
-                 "last_processor_busy", "last_flushes", "last_flush_time", "last_disk_busy")
+                 "last_processor_busy", "last_flushes", "last_flush_time", "last_disk_busy", "last_cpu_busy",
+                 "last_run_queue")
 
     def __init__(self, broker: BrokerServer) -> None:
         self.broker = broker
@@ -104,6 +113,8 @@ class _BrokerGauges:
         self.last_flushes = 0
         self.last_flush_time = 0.0
         self.last_disk_busy = 0.0
+        self.last_cpu_busy = 0.0
+        self.last_run_queue = 0.0
 
 
 class _NicGauges:
@@ -257,6 +268,18 @@ class GaugeSampler:
         disk = broker.disk
         if disk is not None:
             self._sample_disk(t, gauges, disk, span)
+        cpu = broker.cpu
+        if cpu is not None:
+            self._sample_cpu(t, gauges, cpu, span)
+
+    def _sample_cpu(self, t: float, gauges: _BrokerGauges, cpu: HostCpu, span: float | None) -> None:
+        """The host's cores over the last interval: their utilisation and the run queue's mean length."""
+        busy, queued = cpu.busy_core_ms, cpu.run_queue_ms
+        if span is not None:
+            sink = self._sink
+            sink(t, "CpuUtilisation", gauges.entity, min(1.0, max(0.0, (busy - gauges.last_cpu_busy) / (cpu.cores * span))))
+            sink(t, "CpuRunQueue", gauges.entity, max(0.0, (queued - gauges.last_run_queue) / span))
+        gauges.last_cpu_busy, gauges.last_run_queue = busy, queued
 
     def _sample_disk(self, t: float, gauges: _BrokerGauges, disk: Disk, span: float | None) -> None:
         """Kafka's ``LogFlushStats.LogFlushRateAndTimeMs`` over the last interval (its rate, flushes per

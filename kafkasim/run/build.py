@@ -221,6 +221,7 @@ def broker_server_config(scenario: Scenario, broker_id: int = LEADER_ID) -> Brok
         num_replica_fetchers=b.num_replica_fetchers,
         max_incremental_fetch_session_cache_slots=b.max_incremental_fetch_session_cache_slots,
         log_flush_scheduler_interval_ms=int(b.log_flush_scheduler_interval_ms),
+        cores=b.cores,
     )
 
 

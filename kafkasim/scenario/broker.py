@@ -28,6 +28,8 @@ MAX_REPLICA_FETCHERS = 64
 # measurements use have 3 to 12 brokers; 64 leaves room for "what does a bigger cluster change" without
 # runs that never end.
 MAX_BROKERS = 64
+# A broker host's cores (`cores`): far more than any Kafka host has.
+MAX_CORES = 1024
 
 
 class HandlerCosts(ScenarioModel):
@@ -146,6 +148,12 @@ class PerBrokerConfig(ScenarioModel):
     = none. In `cluster.overrides` it replaces the whole block (`stalls: {}`: this broker does not stall)."""
     disk: DiskConfig = Field(default_factory=DiskConfig)
     """Simulator-only: the cost of a log flush on this broker's disk (used only when a topic flushes)."""
+    cores: int | None = Field(default=None, ge=1, le=MAX_CORES, strict=True)
+    """Simulator-only: the CPU cores of this broker's host, shared by its network threads
+    (num.network.threads), request handlers (num.io.threads) and replica fetcher threads: each of their
+    service times (`costs`, a follower's append cost) waits for a free core, first come first served, so
+    the threads contend for the CPU when more of them are busy than there are cores. Unset (the default):
+    no contention, every thread runs at once. Timeseries `CpuUtilisation` and `CpuRunQueue`."""
 
 
 OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConfig.model_fields.items())

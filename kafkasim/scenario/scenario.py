@@ -486,9 +486,10 @@ def gauge_rows_per_sample(s: Scenario) -> int:
     partition HW, ISR size, under-min-ISR, leader id and the leader's LEO, two rows per follower (a
     leaderless partition writes only its leader id, -1), and the controller's offline partition count, every
     partition_sample_stride samples; per broker up to fourteen rows (queues, idle ratios, leader and
-    under-replicated counts, purgatories, NIC bytes and utilisation) and one per network thread; two per
-    producer (in-flight requests, metadata age)."""
+    under-replicated counts, purgatories, NIC bytes and utilisation), one per network thread and two with
+    `cores` (CPU utilisation, run queue); two per producer (in-flight requests, metadata age)."""
     partitions = sum(t.partitions for t in s.topics)
     partition_rows = 1 + sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
-    per_broker = sum(14 + s.broker_for(b).num_network_threads for b in s.broker_ids)
+    per_broker = sum(14 + s.broker_for(b).num_network_threads + (2 if s.broker_for(b).cores is not None else 0)
+                     for b in s.broker_ids)
     return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + 2 * len(s.producers)

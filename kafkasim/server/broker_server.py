@@ -15,6 +15,10 @@ its configuration.
   (``LogManager.flushDirtyLogs``) every ``log.flush.scheduler.interval.ms`` from that same first run;
 * its ``Disk`` (kafkasim.broker.disk), when the run models flushes: every log it hosts flushes to it, and
   the handler or fetcher thread whose append flushed waits for it;
+* its host's cores (``HostCpu``, kafkasim.sim.host_cpu), when the scenario sets ``cores``: the service times
+  of its network threads, request handlers and fetcher threads' appends each wait for a free core; a
+  pause starts nothing on them, a crash drops the work waiting for or on a core (the host outlives the
+  process: a restarted process gets the same cores);
 * its ``ReplicaFetcherManager`` and the replica fetcher threads it creates, copying the partitions the
   broker follows from their leaders (``make_follower``, as Kafka's ``ReplicaManager.makeFollowers``:
   ``Partition.makeFollower`` then ``addFetcherForPartitions``).
@@ -73,6 +77,7 @@ from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, Reque
 from kafkasim.server.replica_fetcher_manager import InitialFetchState, ReplicaFetcherManager
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.host_cpu import HostCpu
 
 if TYPE_CHECKING:
     import random
@@ -104,6 +109,9 @@ class BrokerServerConfig:
     # max.incremental.fetch.session.cache.slots: the fetch session cache's size (8 shards)
     max_incremental_fetch_session_cache_slots: int = MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS
     log_flush_scheduler_interval_ms: int = LONG_MAX  # log.flush.scheduler.interval.ms: the log flusher's period
+    # Simulator-only: the host's cores shared by the network, request handler and fetcher threads (None: as
+    # many as there are threads, no thread ever waits for one).
+    cores: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +147,8 @@ class BrokerServer:
         self.name = f"broker-{broker_id}"
         # The broker's JVM: a stop-the-world pause defers the work of everything that shares it.
         self.stw = Pausable()
+        # The host's cores (kafkasim.sim.host_cpu), when the scenario sets `cores`; they outlive a crash.
+        self.cpu: HostCpu | None = HostCpu(env, config.cores) if config.cores is not None else None
         self.replica_manager = ReplicaManager(
             broker_id,
             config.broker,
@@ -167,6 +177,7 @@ class BrokerServer:
             # A thread created by a metadata delta during a slow_disk fault appends as slowly as the others.
             thread.disk_factor = self.handlers.disk_factor
             thread.disk = self.disk
+            thread.cpu = self.cpu
             return thread
 
         self.replica_fetcher_manager: ReplicaFetcherManager[ReplicaFetcherThread] = ReplicaFetcherManager(
@@ -186,6 +197,9 @@ class BrokerServer:
         observer = self._observer
         costs = self._costs
         rm = self.replica_manager
+        cpu = self.cpu
+        if cpu is not None:
+            cpu.stw = self.stw  # a pause of this process starts no work on the cores
         self.reapers = (
             ExpirationReaper(env, rm.produce_purgatory, stw=self.stw),
             ExpirationReaper(env, rm.fetch_purgatory, stw=self.stw),
@@ -193,7 +207,7 @@ class BrokerServer:
         self.request_channel = RequestChannel(env, config.queued_max_requests)
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
-            observer=observer, broker_id=self.broker_id, stw=self.stw,
+            observer=observer, broker_id=self.broker_id, stw=self.stw, cpu=cpu,
         )
         # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
         # come from the broker's own stream.
@@ -215,6 +229,7 @@ class BrokerServer:
             stw=self.stw,
         )
         self.handlers.disk = self.disk
+        self.handlers.cpu = cpu
         if previous is not None:
             # The counters the gauges and the summary read go on across incarnations.
             old_handlers, old_processors = previous
@@ -407,6 +422,8 @@ class BrokerServer:
         if self._down:
             return
         self.stw.resume()
+        if self.cpu is not None:
+            self.cpu.dispatch()  # the threads queued for a core before or during the pause
         for fetcher in self.fetchers:
             if fetcher.paused:
                 fetcher.resume()
@@ -439,6 +456,8 @@ class BrokerServer:
             return
         self._down = True
         self.stw.kill()
+        if self.cpu is not None:
+            self.cpu.crash()  # its threads' work waiting for a core, or on one, is gone with them
         self.socket_server.crash()
         for fetcher in self.fetchers:
             fetcher.crash()

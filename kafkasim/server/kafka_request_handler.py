@@ -49,6 +49,7 @@ from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import ConstantSampler, constant_value
+from kafkasim.sim.host_cpu import HostCpu
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -99,6 +100,8 @@ class KafkaRequestHandlerPool:
         self.disk_factor = 1.0
         # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
         self.disk: Disk | None = None
+        # The host's cores when the scenario sets `cores` (BrokerServer): a service time waits for a core.
+        self.cpu: HostCpu | None = None
         self.request_channel = request_channel
         self.apis = apis
         self.costs = costs
@@ -137,7 +140,11 @@ class KafkaRequestHandlerPool:
                 cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
                         + costs.per_partition() * envelope.partitions)
             self.handler_busy_ms += cost
-            Call(env, cost, partial(self._produce_done, envelope))
+            cpu = self.cpu
+            if cpu is None:
+                Call(env, cost, partial(self._produce_done, envelope))
+            else:
+                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._produce_done, envelope)))
             return
         responses = self.apis.handle_fetch(envelope)
         fixed = self._fixed_fetch
@@ -147,10 +154,28 @@ class KafkaRequestHandlerPool:
             cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
                     + costs.per_partition() * envelope.read_partitions)
         disk = self.disk
+        cold = 0.0
         if disk is not None and disk.page_cache_bytes >= 0:
-            cost += self._cold_read(disk, envelope, responses)
-        self.handler_busy_ms += cost
-        Call(env, cost, partial(self._fetch_done, envelope, responses))
+            cold = self._cold_read(disk, envelope, responses)
+        self.handler_busy_ms += cost + cold
+        cpu = self.cpu
+        if cpu is None:
+            Call(env, cost + cold, partial(self._fetch_done, envelope, responses))
+        elif cold > 0.0:
+            # The CPU work on a core, then the wait for the disk off it.
+            cpu.run(cost, partial(self._on_core, env.now, cost,
+                                  partial(self._wait_off_cpu, cold, partial(self._fetch_done, envelope, responses))))
+        else:
+            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._fetch_done, envelope, responses)))
+
+    def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
+        """The handler's CPU work is done: the time it waited for a core counts as busy too (a runnable
+        thread is not in ``receiveRequest``: Kafka's idle meter does not count it idle)."""
+        self.handler_busy_ms += self.env.now - asked - cost
+        then(event)
+
+    def _wait_off_cpu(self, delay: float, then: Callable[[object], None], _event: object = None) -> None:
+        Call(self.env, delay, then)
 
     def _cold_read(self, disk: Disk, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> float:
         """How long reading, from the disk, what the fetch's answer holds that the page cache no longer does

@@ -89,6 +89,7 @@ from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
+from kafkasim.sim.host_cpu import HostCpu
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -244,6 +245,8 @@ class ReplicaFetcherThread(Pausable):
         # The broker's disk when the run models flushes: a follower append's flush (flush.messages) holds the
         # thread before its next fetch, as UnifiedLog.append's flush holds Kafka's fetcher thread.
         self.disk: Disk | None = None
+        # The host's cores when the scenario sets `cores` (BrokerServer): the append's CPU waits for a core.
+        self.cpu: HostCpu | None = None
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
         # Truncations made on diverging epochs (truncateOnFetchResponse).
@@ -454,7 +457,11 @@ class ReplicaFetcherThread(Pausable):
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
-            Call(self.env, cost, partial(self._process, response, generation))
+            cpu = self.cpu
+            if cpu is None:
+                Call(self.env, cost, partial(self._process, response, generation))
+            else:
+                cpu.run(cost, partial(self._process, response, generation))
         else:
             self._process(response, self._generation)
 
