@@ -119,7 +119,7 @@ class RealRun:
     network: dict[str, str] | None = None
     """Each host's address, in a run with network faults (every host in its own network namespace)."""
     link_proxies: dict[str, dict[str, object]] | None = None
-    """Per link_delay target, its listener and proxy ports (kafkasim.real.link_proxies)."""
+    """Per link_delay or connection_reset target, its listener and proxy ports (kafkasim.real.link_proxies)."""
 
 
 def broker_of(target: str) -> int:
@@ -274,7 +274,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             toxiproxy.start()
             proxies = LinkProxies(toxiproxy, scenario, list(layout.broker_ids))
             info.link_proxies = {target: dict(about) for target, about in proxies.describe().items()}
-            say("link delays through Toxiproxy: " + "; ".join(
+            say("link delays and resets through Toxiproxy: " + "; ".join(
                 f"{t} on listener {d['listener']}" for t, d in info.link_proxies.items()))
         cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say,
                               features=configs.features, network=network,
@@ -285,7 +285,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             f"on {cluster.bootstrap_servers}")
 
         def bootstrap(client: str) -> str:
-            # A client whose links are delayed talks to the brokers through its proxies (link_proxies).
+            # A client whose links are delayed or reset talks to the brokers through its proxies (link_proxies).
             return (proxies.bootstrap(client) if proxies else None) or cluster.bootstrap_servers
 
         sizes: list[np.ndarray] = []
