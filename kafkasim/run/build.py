@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from kafkasim.broker.config import LONG_MAX, KafkaConfig, LogConfig
+from kafkasim.broker.config import KafkaConfig, LogConfig
 from kafkasim.broker.disk import Disk
 from kafkasim.clients.config import ArrivalConfig, ConsumerClientConfig, ProducerClientConfig
 from kafkasim.clients.consumer import Consumer, ConsumerCosts
@@ -225,17 +225,11 @@ def broker_server_config(scenario: Scenario, broker_id: int = LEADER_ID) -> Brok
     )
 
 
-def flushes(scenario: Scenario) -> bool:
-    """Whether any topic flushes (`flush.messages` or `flush.ms` below Long.MAX_VALUE): only then does the run
-    model the brokers' disks. With Kafka's defaults flushing is left to the OS, at no cost here."""
-    return any(t.flush_messages < LONG_MAX or t.flush_ms < LONG_MAX for t in scenario.topics)
-
-
 def broker_disk(scenario: Scenario, clock: SimClock, broker_id: int, streams: RandomStreams) -> Disk | None:
     """Broker ``broker_id``'s disk (its `disk:` costs on the streams ``broker-<id>/disk/<name>``), or None when
     no topic flushes and its page cache is unlimited."""
     disk = scenario.broker_for(broker_id).disk
-    if disk.page_cache is None and not flushes(scenario):
+    if disk.page_cache is None and not scenario.flushes:
         return None
     env = clock.env
 

@@ -10,7 +10,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from kafkasim.scenario import request_rows
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
-from kafkasim.scenario.broker import MAX_PARTITIONS, BrokerConfig
+from kafkasim.scenario.broker import LONG_MAX, MAX_PARTITIONS, BrokerConfig
 from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
 from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.controller import ControllerConfig
@@ -144,6 +144,13 @@ class Scenario(ScenarioModel):
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    @property
+    def flushes(self) -> bool:
+        """Whether any topic flushes (`flush.messages` or `flush.ms` below Long.MAX_VALUE): only then, or with a
+        broker's `disk.page_cache` set, does a run model the brokers' disks. With Kafka's defaults flushing is
+        left to the OS, at no cost here."""
+        return any(t.flush_messages < LONG_MAX or t.flush_ms < LONG_MAX for t in self.topics)
 
     def target_kind(self, target: str) -> TargetKind | None:
         """What a fault target names, or None if nothing (the run looks its target up by this very name)."""
@@ -486,10 +493,12 @@ def gauge_rows_per_sample(s: Scenario) -> int:
     partition HW, ISR size, under-min-ISR, leader id and the leader's LEO, two rows per follower (a
     leaderless partition writes only its leader id, -1), and the controller's offline partition count, every
     partition_sample_stride samples; per broker up to fourteen rows (queues, idle ratios, leader and
-    under-replicated counts, purgatories, NIC bytes and utilisation), one per network thread and two with
-    `cores` (CPU utilisation, run queue); two per producer (in-flight requests, metadata age)."""
+    under-replicated counts, purgatories, NIC bytes and utilisation), one per network thread, two with
+    `cores` (CPU utilisation, run queue) and three with a disk (flush rate and time, utilisation); two per
+    producer (in-flight requests, metadata age)."""
     partitions = sum(t.partitions for t in s.topics)
     partition_rows = 1 + sum(t.partitions * (3 + 2 * t.replication_factor) for t in s.topics)
     per_broker = sum(14 + s.broker_for(b).num_network_threads + (2 if s.broker_for(b).cores is not None else 0)
+                     + (3 if s.flushes or s.broker_for(b).disk.page_cache is not None else 0)
                      for b in s.broker_ids)
     return math.ceil(partition_rows / partition_sample_stride(partitions)) + per_broker + 2 * len(s.producers)

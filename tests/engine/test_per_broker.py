@@ -78,14 +78,21 @@ def test_many_partitions_are_sampled_every_few_samples_all_at_the_same_instants(
     assert (hw.groupby("time_ms").size() == 250).all()
 
 
-@pytest.mark.parametrize(("brokers", "partitions"), [(None, 4), (3, 6), (3, 150)])
-def test_the_scenario_check_estimates_the_gauge_rows_a_run_writes(brokers: int | None, partitions: int) -> None:
+@pytest.mark.parametrize(("brokers", "partitions", "hardware"), [
+    (None, 4, {}), (3, 6, {}), (3, 150, {}),
+    # A disk (three gauges per broker) and cores (two): the estimate left the disk's out.
+    (3, 6, {"topic": {"flush.messages": 1}, "broker": {"cores": 2}})])
+def test_the_scenario_check_estimates_the_gauge_rows_a_run_writes(brokers: int | None, partitions: int,
+                                                                  hardware: dict[str, Any]) -> None:
     # The check that refuses runs with more than MAX_GAUGE_ROWS gauge rows estimates them per sample; it
     # must not undercount (it counted 2 + 2 * RF rows per partition every sample and ten per run before the
     # per-broker and per-partition gauges, and ignored the partition stride).
     from kafkasim.scenario.scenario import gauge_rows_per_sample
 
-    sections: dict[str, Any] = {"duration": "1s", "sample_interval": "100ms", "topic": {"partitions": partitions}}
+    sections: dict[str, Any] = {"duration": "1s", "sample_interval": "100ms",
+                                "topic": {"partitions": partitions, **hardware.get("topic", {})}}
+    if "broker" in hardware:
+        sections["broker"] = hardware["broker"]
     if brokers is not None:
         sections["cluster"] = {"brokers": brokers}
     s = scenario(**sections)
