@@ -240,19 +240,32 @@ class RunResult:
             raise ResultDirectoryError(f"{path / SUMMARY_FILE} is not valid JSON: {exc}") from None
         if not isinstance(summary, dict):
             raise ResultDirectoryError(f"{path / SUMMARY_FILE} must hold a JSON object")
-        tables = {name: pd.read_parquet(path / f"{name}.parquet", engine="pyarrow") for name in TABLES}
+        tables = {name: read_frame(path / f"{name}.parquet") for name in TABLES}
         segments_path = path / "segments.parquet"
-        segments = pd.read_parquet(segments_path, engine="pyarrow") if segments_path.is_file() else None
+        segments = read_frame(segments_path) if segments_path.is_file() else None
         stalls_path = path / STALLS_FILE
-        stalls = pd.read_parquet(stalls_path, engine="pyarrow") if stalls_path.is_file() else None
+        stalls = read_frame(stalls_path) if stalls_path.is_file() else None
         retransmissions_path = path / RETRANSMISSIONS_FILE
-        retransmissions = (pd.read_parquet(retransmissions_path, engine="pyarrow") if retransmissions_path.is_file()
-                           else None)
+        retransmissions = read_frame(retransmissions_path) if retransmissions_path.is_file() else None
         scenario_path = path / SCENARIO_FILE
         scenario_yaml = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
         run_info = _read_run_info(path / RUN_INFO_FILE)
         return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml, run_info,
                    segments=segments, stalls=stalls, retransmissions=retransmissions)
+
+
+def read_frame(path: Path) -> pd.DataFrame:
+    """A Parquet file as a DataFrame, read and converted on the calling thread.
+
+    pandas.read_parquet's defaults start Arrow's CPU and I/O thread pools (use_threads, pre_buffer). Those
+    threads live until the process exits, and Arrow can end it in std::terminate when they are torn down at
+    the interpreter's exit ("terminate called without an active exception", SIGABRT: apache/arrow#34314): a
+    `kafkasim compare` that had printed its message and was exiting with 2 died that way in CI. kafkasim's
+    results are read once, whole, so one thread costs little; the recorder reads its spools the same way."""
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(path, pre_buffer=False).read(use_threads=False)
+    return table.to_pandas(use_threads=False)
 
 
 def _read_run_info(path: Path) -> dict[str, Any]:

@@ -153,3 +153,28 @@ def test_tables_are_written_a_row_group_at_a_time_as_write_table_writes_them(tmp
         table = pa.Table.from_pandas(getattr(result, name), preserve_index=False, nthreads=1)
         pq.write_table(table, expected, row_group_size=row_group_rows if row_group_rows < 1024 * 1024 else None)
         assert (tmp_path / "run" / f"{name}.parquet").read_bytes() == expected.read_bytes(), name
+
+
+_COUNT_THREADS_AROUND_A_LOAD = """
+import os, sys
+import pandas, pyarrow.parquet  # imported first: their own import may start threads, which are not the load's
+from kafkasim.record.result import RunResult
+before = len(os.listdir("/proc/self/task"))
+RunResult.load(sys.argv[1])
+print(before, len(os.listdir("/proc/self/task")))
+"""
+
+
+def test_loading_a_result_starts_no_threads(tmp_path):
+    """Arrow's thread pools, once started, can end the process in std::terminate at the interpreter's exit
+    (apache/arrow#34314): CI saw `kafkasim compare` print its error and then die with SIGABRT instead of exit 2.
+    Loading a result reads on the calling thread, so `compare` and `report` never start those pools."""
+    import subprocess
+    import sys
+
+    out = _result().save(tmp_path / "run")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    counted = subprocess.run([sys.executable, "-c", _COUNT_THREADS_AROUND_A_LOAD, str(out)], capture_output=True,
+                             text=True, check=True, env=env)
+    before, after = map(int, counted.stdout.split())
+    assert after == before
