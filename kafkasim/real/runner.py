@@ -61,6 +61,7 @@ from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
 from kafkasim.real.server_log import controller_events, leader_starts
+from kafkasim.real.stop_signals import StopSignals
 from kafkasim.real.toxiproxy import Toxiproxy, server_binary
 from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
@@ -239,15 +240,20 @@ def run_on_kafka(
     layout = cluster_layout(scenario, seed=seed)
     configs = kafka_configs(scenario, layout)
     say("not applied on a real cluster (simulator-only): " + "; ".join(configs.not_applied))
-    workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
-    info = RealRun(setup_s=time.monotonic() - started)
-    try:
-        return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop, toxiproxy)
-    finally:
-        if os.environ.get(KEEP_ENV):
-            say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    # A second stop signal must not cut the teardown short (kafkasim.real.stop_signals): the directory goes
+    # only after every process of the run was stopped, and a JVM left running would make it again.
+    with StopSignals() as signals:
+        workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
+        info = RealRun(setup_s=time.monotonic() - started)
+        try:
+            return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop, toxiproxy,
+                        signals)
+        finally:
+            signals.hold()
+            if os.environ.get(KEEP_ENV):
+                say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str], *extra: str) -> list[str]:
@@ -257,14 +263,16 @@ def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str]
 
 def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layout: ClusterLayout, configs: Any,
          workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None,
-         toxiproxy_binary: Path | None = None) -> RunResult:
+         toxiproxy_binary: Path | None = None, signals: StopSignals | None = None) -> RunResult:
     stop = stop or threading.Event()
     wall_started = time.monotonic()
     driver_dir = workdir / "driver"
     driver_dir.mkdir()
     hosts = network_hosts(scenario, layout)
-    # Processes are stopped before the network goes (the exits run in reverse order).
-    with HostNetwork(hosts) if hosts else contextlib.nullcontext() as network, Processes() as procs:
+    # Processes are stopped before the network goes (the exits run in reverse order); from the end of the block
+    # on, stop signals wait until the teardown is done.
+    with HostNetwork(hosts) if hosts else contextlib.nullcontext() as network, Processes() as procs, \
+            signals.held_after() if signals is not None else contextlib.nullcontext():
         if network is not None:
             say("network faults: every host in its own network namespace (" +
                 ", ".join(f"{h} {network.address[h]}" for h in network.hosts) + ")")
