@@ -203,9 +203,14 @@ class FaultSchedule:
             self.errors.append(f"{action.label}: {exc}")
 
     def stop(self, timeout_s: float = 90.0) -> None:
-        self._cancel.set()
+        self.cancel()
         for thread in self._threads:
             thread.join(timeout_s)
+
+    def cancel(self) -> None:
+        """No action that is still waiting runs (one under way ends on its own: the run's processes refuse to
+        start once they were stopped, ``ProcessesClosed``)."""
+        self._cancel.set()
 
 
 def _follower_namer(layout: ClusterLayout, scenario: Scenario) -> Callable[[int, int, int], str]:
@@ -346,9 +351,13 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         t0 = int(time.time() * 1000) + GO_DELAY_MS
         (workdir / "go").write_text(f"{t0}\n")
         schedule = FaultSchedule(fault_actions(scenario, cluster, network, proxies), t0)
-        schedule.start()
-        say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
-        interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+        try:
+            schedule.start()
+            say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
+            interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+        finally:
+            # A run that fails or is interrupted here restarts no broker later (a crash's restart_after).
+            schedule.cancel()
         schedule.stop()
         info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms}
                        for a in schedule.actions]

@@ -23,8 +23,9 @@ import pytest
 
 from kafkasim import load_scenario
 from kafkasim.real.kafka_libs import KafkaLibs
-from kafkasim.real.processes import alive
+from kafkasim.real.processes import Processes, ProcessesClosed, alive
 from kafkasim.real.runner import run_on_kafka
+from kafkasim.scenario import with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 PIDS_ENV = "KAFKASIM_STAND_IN_PIDS"
@@ -145,3 +146,24 @@ def test_a_second_stop_signal_during_the_teardown_does_not_leave_nodes_running(s
     assert len(_started(tmp_path, "kafka.Kafka")) == 4
     _nothing_left(tmp_path, NODE_START_S + 0.7)
 
+
+def test_a_run_that_fails_starts_no_broker_again_afterwards(stand_in: KafkaLibs, tmp_path: Path) -> None:
+    # The load driver fails right after time 0; the crash's restart was due 0.6 s later.
+    scenario = with_overrides(load_scenario(ROOT / "scenarios/leader_crash.yaml"),
+                              ["faults[0].at=300ms", "faults[0].restart_after=300ms"])
+    with pytest.raises(RuntimeError, match="the load driver failed"):
+        run_on_kafka(scenario, libs=stand_in)
+    nodes = len(_started(tmp_path, "kafka.Kafka"))
+    _nothing_left(tmp_path, 1.0 + NODE_START_S + 0.7)
+    assert len(_started(tmp_path, "kafka.Kafka")) == nodes == 4
+
+
+def test_processes_start_nothing_once_stopped(tmp_path: Path) -> None:
+    # A fault's restart on a thread of its own that comes after the run's end starts no process, and does not
+    # make the run's directory again.
+    with Processes() as procs:
+        first = procs.start("broker-0", ["sleep", "30"], tmp_path / "run" / "broker-0" / "stdout.log")
+    assert alive([first.pid]) == []
+    with pytest.raises(ProcessesClosed, match="broker-0 was not started"):
+        procs.start("broker-0", ["sleep", "30"], tmp_path / "again" / "broker-0" / "stdout.log")
+    assert procs.pids == [first.pid] and not (tmp_path / "again").exists()
