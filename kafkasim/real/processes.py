@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from kafkasim.real.stop_signals import deferred
+
 STOP_TIMEOUT_S = 15.0
 
 
@@ -90,7 +92,8 @@ class Processes:
               env: dict[str, str] | None = None) -> Proc:
         """Start ``argv`` in its own process group, stdout and stderr to ``output``; ``ProcessesClosed`` once
         ``stop_all`` began (nothing started, no directory made)."""
-        with self._lock:
+        # A stop signal waits until the process is registered: one between the two would leave it running.
+        with deferred(), self._lock:
             if self._closed:
                 raise ProcessesClosed(f"{name} was not started: the run's processes have been stopped")
             output.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,9 @@ teardown begins: when a handler raised (the run is being aborted) or at ``hold()
 then on signals are held; when the run is over they go to the caller's handlers -- unless the run ended by
 an exception, whose teardown was what they asked for. A signal left to the system (SIG_DFL, SIG_IGN) is
 left alone.
+
+``deferred()`` holds them for a few lines that must not be cut in two: ``Processes.start`` between the
+process's creation and its registration (a KeyboardInterrupt there would leave a JVM that nothing stops).
 """
 
 from __future__ import annotations
@@ -81,3 +84,11 @@ class StopSignals:
         if exc_type is None:
             for signum in dict.fromkeys(held):
                 previous[signum](signum, None)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held for the block (on the main thread; elsewhere nothing raises them), then handled."""
+    with StopSignals() as signals:
+        signals.hold()
+        yield

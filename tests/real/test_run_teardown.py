@@ -11,13 +11,16 @@ outside the run's directory, so the test checks by pid that none is alive afterw
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,3 +170,31 @@ def test_processes_start_nothing_once_stopped(tmp_path: Path) -> None:
     with pytest.raises(ProcessesClosed, match="broker-0 was not started"):
         procs.start("broker-0", ["sleep", "30"], tmp_path / "again" / "broker-0" / "stdout.log")
     assert procs.pids == [first.pid] and not (tmp_path / "again").exists()
+
+
+def test_a_stop_signal_as_a_process_starts_leaves_it_registered_and_stopped(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # A SIGTERM whose handler raises (the CLI's) arriving just as Popen returns, before the process was
+    # registered: it must be stopped with the others all the same.
+    started: list[int] = []
+    popen = subprocess.Popen
+
+    def popen_then_signal(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        child = popen(*args, **kwargs)
+        started.append(child.pid)
+        os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before os.kill returns
+        return child
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_signal)
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        with pytest.raises(KeyboardInterrupt), Processes() as procs:
+            procs.start("broker-0", ["sleep", "30"], tmp_path / "broker-0" / "stdout.log")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        monkeypatch.undo()
+    assert started and procs.pids == started
+    assert alive(started) == []
