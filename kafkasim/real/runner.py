@@ -16,8 +16,10 @@
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
    ``assemble``, ``jmx``); ``summary.json`` by the simulated run's summary code.
 
-Every process is stopped by pid whatever happens (``processes.Processes``); a stop request (Ctrl-C) ends
-the load at once and the result covers the time until then (summary ``interrupted_at_ms``).
+Every process is stopped by pid whatever happens (``processes.Processes``), before the run's directory is
+removed, and none starts after that (a fault's late restart included); a stop signal during that teardown
+waits until it is done (``stop_signals``). A stop request (Ctrl-C) ends the load at once and the result
+covers the time until then (summary ``interrupted_at_ms``).
 """
 
 from __future__ import annotations
