@@ -4,8 +4,10 @@ Every process is started in a new session (``start_new_session``), so it leads i
 id is its pid; it is signalled through that group (``os.killpg(pid, ...)``), which reaches whatever it
 started itself and nothing else. Stopping is SIGTERM, then SIGKILL after a timeout. ``Processes`` keeps
 every process a run started and stops what is still running when the run ends, fails or is interrupted
-(``with Processes() as procs: ...``). Nothing is ever stopped by name: other people's processes run on
-the same machine.
+(``with Processes() as procs: ...``); from then on it starts nothing (a fault's restart on a thread of its
+own that comes after the run's end gets ``ProcessesClosed``), so no process outlives the run and none
+makes the run's directory again after it was removed. Nothing is ever stopped by name: other people's
+processes run on the same machine.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+
+from kafkasim.real.stop_signals import deferred
 
 STOP_TIMEOUT_S = 15.0
 
@@ -63,11 +68,17 @@ def stop_process(pid: int, popen: subprocess.Popen[bytes] | subprocess.Popen[str
         popen.wait(timeout=timeout_s)
 
 
+class ProcessesClosed(RuntimeError):
+    """A process was to start after its run's processes were stopped (the run is over)."""
+
+
 class Processes:
     """Every process of one run; a context manager that stops those still running when it exits."""
 
     def __init__(self) -> None:
         self._procs: list[Proc] = []
+        self._lock = threading.Lock()  # a start on another thread (a fault's restart) is kept or refused whole
+        self._closed = False
 
     def __enter__(self) -> Processes:
         return self
@@ -79,13 +90,18 @@ class Processes:
 
     def start(self, name: str, argv: Sequence[str], output: Path, *, cwd: Path | None = None,
               env: dict[str, str] | None = None) -> Proc:
-        """Start ``argv`` in its own process group, stdout and stderr to ``output``."""
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with open(output, "ab") as sink:
-            popen = subprocess.Popen(list(argv), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     cwd=cwd, env=env, start_new_session=True)
-        proc = Proc(name, popen, output, list(argv))
-        self._procs.append(proc)
+        """Start ``argv`` in its own process group, stdout and stderr to ``output``; ``ProcessesClosed`` once
+        ``stop_all`` began (nothing started, no directory made)."""
+        # A stop signal waits until the process is registered: one between the two would leave it running.
+        with deferred(), self._lock:
+            if self._closed:
+                raise ProcessesClosed(f"{name} was not started: the run's processes have been stopped")
+            output.parent.mkdir(parents=True, exist_ok=True)
+            with open(output, "ab") as sink:
+                popen = subprocess.Popen(list(argv), stdout=sink, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+            proc = Proc(name, popen, output, list(argv))
+            self._procs.append(proc)
         return proc
 
     @property
@@ -97,7 +113,9 @@ class Processes:
 
     def stop_all(self, timeout_s: float = STOP_TIMEOUT_S, *, kill_first: bool = False) -> None:
         """Stop every process still running, the newest first (clients before brokers before the controller),
-        all signalled before any is waited for."""
+        all signalled before any is waited for. No process starts after it began."""
+        with self._lock:
+            self._closed = True
         live = [p for p in reversed(self._procs) if p.running()]
         for proc in live:
             # A stopped (SIGSTOP) process must be continued to act on SIGTERM.

@@ -16,8 +16,10 @@
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
    ``assemble``, ``jmx``); ``summary.json`` by the simulated run's summary code.
 
-Every process is stopped by pid whatever happens (``processes.Processes``); a stop request (Ctrl-C) ends
-the load at once and the result covers the time until then (summary ``interrupted_at_ms``).
+Every process is stopped by pid whatever happens (``processes.Processes``), before the run's directory is
+removed, and none starts after that (a fault's late restart included); a stop signal during that teardown
+waits until it is done (``stop_signals``). A stop request (Ctrl-C) ends the load at once and the result
+covers the time until then (summary ``interrupted_at_ms``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
 from kafkasim.real.server_log import controller_events, leader_starts
+from kafkasim.real.stop_signals import StopSignals
 from kafkasim.real.toxiproxy import Toxiproxy, server_binary
 from kafkasim.record.phases import cut_phases, fault_spans
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
@@ -202,9 +205,14 @@ class FaultSchedule:
             self.errors.append(f"{action.label}: {exc}")
 
     def stop(self, timeout_s: float = 90.0) -> None:
-        self._cancel.set()
+        self.cancel()
         for thread in self._threads:
             thread.join(timeout_s)
+
+    def cancel(self) -> None:
+        """No action that is still waiting runs (one under way ends on its own: the run's processes refuse to
+        start once they were stopped, ``ProcessesClosed``)."""
+        self._cancel.set()
 
 
 def _follower_namer(layout: ClusterLayout, scenario: Scenario) -> Callable[[int, int, int], str]:
@@ -239,15 +247,20 @@ def run_on_kafka(
     layout = cluster_layout(scenario, seed=seed)
     configs = kafka_configs(scenario, layout)
     say("not applied on a real cluster (simulator-only): " + "; ".join(configs.not_applied))
-    workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
-    info = RealRun(setup_s=time.monotonic() - started)
-    try:
-        return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop, toxiproxy)
-    finally:
-        if os.environ.get(KEEP_ENV):
-            say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    # A second stop signal must not cut the teardown short (kafkasim.real.stop_signals): the directory goes
+    # only after every process of the run was stopped, and a JVM left running would make it again.
+    with StopSignals() as signals:
+        workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
+        info = RealRun(setup_s=time.monotonic() - started)
+        try:
+            return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop, toxiproxy,
+                        signals)
+        finally:
+            signals.hold()
+            if os.environ.get(KEEP_ENV):
+                say(f"kept the real run's files in {workdir} ({KEEP_ENV} is set)")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str], *extra: str) -> list[str]:
@@ -257,14 +270,16 @@ def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str]
 
 def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layout: ClusterLayout, configs: Any,
          workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None,
-         toxiproxy_binary: Path | None = None) -> RunResult:
+         toxiproxy_binary: Path | None = None, signals: StopSignals | None = None) -> RunResult:
     stop = stop or threading.Event()
     wall_started = time.monotonic()
     driver_dir = workdir / "driver"
     driver_dir.mkdir()
     hosts = network_hosts(scenario, layout)
-    # Processes are stopped before the network goes (the exits run in reverse order).
-    with HostNetwork(hosts) if hosts else contextlib.nullcontext() as network, Processes() as procs:
+    # Processes are stopped before the network goes (the exits run in reverse order); from the end of the block
+    # on, stop signals wait until the teardown is done.
+    with HostNetwork(hosts) if hosts else contextlib.nullcontext() as network, Processes() as procs, \
+            signals.held_after() if signals is not None else contextlib.nullcontext():
         if network is not None:
             say("network faults: every host in its own network namespace (" +
                 ", ".join(f"{h} {network.address[h]}" for h in network.hosts) + ")")
@@ -338,9 +353,13 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         t0 = int(time.time() * 1000) + GO_DELAY_MS
         (workdir / "go").write_text(f"{t0}\n")
         schedule = FaultSchedule(fault_actions(scenario, cluster, network, proxies), t0)
-        schedule.start()
-        say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
-        interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+        try:
+            schedule.start()
+            say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
+            interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+        finally:
+            # A run that fails or is interrupted here restarts no broker later (a crash's restart_after).
+            schedule.cancel()
         schedule.stop()
         info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms}
                        for a in schedule.actions]
