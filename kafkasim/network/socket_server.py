@@ -61,6 +61,8 @@ class ProcessorCosts:
     network_read_per_kib: Sampler
     network_send: Sampler
     network_send_per_kib: Sampler
+    # How long a network thread takes to run again once woken (the host's scheduling latency); None: at once.
+    wakeup: Sampler | None = None
 
     def fixed_read(self) -> tuple[float, float] | None:
         """(network_read, network_read_per_kib) if both are constants (read once, not drawn per request)."""
@@ -82,7 +84,7 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send",
+        "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup",
     )
 
     def __init__(
@@ -100,6 +102,7 @@ class Processor:
         # Constant costs (the default) are read here once: no sampler call per read or send.
         self._fixed_read = costs.fixed_read()
         self._fixed_send = costs.fixed_send()
+        self._wakeup = costs.wakeup
         self.observer = observer
         self.busy = False
         # A request that could not be put into the full request queue (the processor waits in put()).
@@ -115,6 +118,25 @@ class Processor:
             return
         self.responses.append(envelope)
         if not self.busy and self.blocked is None:
+            self.wake()
+
+    def wake(self) -> None:
+        """``Processor.wakeup``: the thread, idle in ``Selector.poll``, runs again -- at once, or after the
+        host's scheduling latency (``costs.wakeup``: a woken thread waits for a core before it runs). Busy while
+        waking: a second wake-up meanwhile is the same one."""
+        wakeup = self._wakeup
+        if wakeup is None:
+            self.run()
+            return
+        self.busy = True
+        Call(self.env, max(wakeup(), 0.0), self._woken)
+
+    def _woken(self, _event: object = None) -> None:
+        if self.stw.paused:
+            self.stw.defer(self._woken)
+            return
+        self.busy = False
+        if self.blocked is None:
             self.run()
 
     def resume(self) -> None:
@@ -300,7 +322,7 @@ class SocketServer:
             processor = self.processors[channel.processor]
             processor.readable.append(channel)
             if not processor.busy and processor.blocked is None:  # Processor.wakeup
-                processor.run()
+                processor.wake()
 
     def reset_channel(self, channel: KafkaChannel) -> None:
         """The connection was reset (an RST: a ``connection_reset`` fault): the channel is closed for good at

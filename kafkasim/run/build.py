@@ -42,7 +42,7 @@ from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from kafkasim.server.replica_fetcher_manager import get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
-from kafkasim.sim.distributions import constant_value, sampler_from_spec, zero_arg_sampler
+from kafkasim.sim.distributions import Constant, constant_value, sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
@@ -193,18 +193,27 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
     def cost(name: str, spec: DurationDistribution) -> Callable[[], float]:
         return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/costs/{name}"))
 
+    def wakeup(thread: str, spec: DurationDistribution) -> Callable[[], float] | None:
+        # None when always 0 (the default): the threads then run at once, with no event and no draw.
+        fixed = sampler_from_spec(spec)
+        if isinstance(fixed, Constant) and fixed.value == 0.0:
+            return None
+        return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/costs/wakeup/{thread}"))
+
     return BrokerServerCosts(
         processor=ProcessorCosts(
             network_read=cost("network_read", costs_cfg.network_read),
             network_read_per_kib=cost("network_read_per_kib", costs_cfg.network_read_per_kib),
             network_send=cost("network_send", costs_cfg.network_send),
             network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
+            wakeup=wakeup("network", costs_cfg.wakeup),
         ),
         handler=RequestHandlerCosts(
             request=cost("request", costs_cfg.request),
             append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
             read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
             per_partition=cost("per_partition", costs_cfg.per_partition),
+            wakeup=wakeup("handler", costs_cfg.wakeup),
         ),
     )
 

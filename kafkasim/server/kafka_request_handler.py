@@ -73,6 +73,9 @@ class RequestHandlerCosts:
     read_per_kib: Sampler
     # Per partition of a produce, and per partition a fetch reads (a session's every partition).
     per_partition: Sampler = _NO_COST
+    # How long a handler waiting in receiveRequest takes to run once given a request (the host's scheduling
+    # latency); None: at once.
+    wakeup: Sampler | None = None
 
     def fixed(self, per_kib: Sampler) -> tuple[float, float, float] | None:
         """(request, ``per_kib``, per_partition) if all three are constants (read once, not drawn per request)."""
@@ -114,8 +117,11 @@ class KafkaRequestHandlerPool:
         self._reapers = tuple(reapers)
         self.handler_busy_ms = 0.0
         self.requests_handled = 0
-        # Bound once: the handlers wait in RequestChannel.receive_request with it.
-        self._receiver: Callable[[RequestEnvelope], None] = self._handle
+        # Bound once: the handlers wait in RequestChannel.receive_request with it. A handler that waited runs
+        # after the host's scheduling latency when the scenario sets one (costs.wakeup): its request's
+        # RequestQueueTimeMs is then that latency, as a real handler thread signalled in ArrayBlockingQueue.poll
+        # waits for a core before it stamps requestDequeueTimeNanos.
+        self._receiver: Callable[[RequestEnvelope], None] = self._handle if costs.wakeup is None else self._wake
         for _ in range(num_io_threads):  # every handler thread starts waiting for a request
             request_channel.receive_request(self._receiver)
 
@@ -167,6 +173,14 @@ class KafkaRequestHandlerPool:
                                   partial(self._wait_off_cpu, cold, partial(self._fetch_done, envelope, responses))))
         else:
             cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._fetch_done, envelope, responses)))
+
+    def _wake(self, envelope: RequestEnvelope) -> None:
+        wakeup = self.costs.wakeup
+        assert wakeup is not None
+        Call(self.env, max(wakeup(), 0.0), partial(self._woken, envelope))
+
+    def _woken(self, envelope: RequestEnvelope, _event: object = None) -> None:
+        self._handle(envelope)
 
     def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
         """The handler's CPU work is done: the time it waited for a core counts as busy too (a runnable
