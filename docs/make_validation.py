@@ -29,6 +29,7 @@ OUT = ROOT / "docs" / "validation.md"
 sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION  # noqa: E402
+from kafkasim.calibrate.held_out import JSON_FILE, section  # noqa: E402
 from tests.real.agreement import SPOOL_ENV, Agreement  # noqa: E402
 
 # scenario key (tests/real/test_differential.py's SCENARIOS) -> (what it shows, what differs and why)
@@ -232,6 +233,9 @@ def render(rows: list[Agreement], scenarios: dict[str, tuple[Path, list[str]]], 
         else:
             out += ["No rows from this run (its tests did not run)."]
         out.append("")
+    calibration = ROOT / JSON_FILE
+    if calibration.is_file():  # docs/make_calibration.py's section, kept as it last wrote it
+        out += [section(json.loads(calibration.read_text(encoding="utf-8"))), ""]
     return "\n".join(out)
 
 

@@ -1,7 +1,7 @@
 """The layer list in docs/architecture.md, checked over the whole package: an import only ever points down.
 
 Layers, bottom up (docs/architecture.md, "Layers"): timer/ and sim/ side by side (neither imports the other),
-purgatory/, broker/, scenario/, network/, server/, controller/, clients/, record/, run/, report/, sweep/,
+purgatory/, broker/, scenario/, network/, server/, controller/, clients/, record/, run/, real/, report/, calibrate/, sweep/,
 console/. The top-level modules: ``kafkasim/__init__.py`` and ``__main__.py`` are the top (they may import
 anything, lazily); ``_lazy.py`` and ``compiled.py`` are the bottom (anything may import them, they import
 nothing of kafkasim).
@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("run",),
     ("real",),
     ("report",),
+    ("calibrate",),
     ("sweep",),
     ("console",),
 )

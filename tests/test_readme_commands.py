@@ -33,7 +33,7 @@ PLACEHOLDERS = {
     "DIR": "runs/readme-sweep",
 }
 # A line that shows the command got past its arguments and imports into its real work.
-STARTED = re.compile(r"kafkasim: running |kafkasim: starting a KRaft controller|^sweep \S+: \d+ variant|"
+STARTED = re.compile(r"kafkasim: running |kafkasim: starting a KRaft controller|^sweep \S+: \d+ variant|kafkasim: fitting |"
                      r"Jupyter Server .* is running at", re.M)
 IGNORED = ("runs", "results", ".venv", ".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
            ".hypothesis", "spark-warehouse", "*.egg-info", ".ipynb_checkpoints")
@@ -73,10 +73,12 @@ SAVED_RUNS = {
     "runs/quickstart-42": [],
     "runs/linger0": ["--set", "producers[0].linger.ms=0"],
     "runs/leader_crash-11": ["scenarios/leader_crash.yaml", "--set", "faults[0].at=3s"],
+    "runs/base-kafka": ["scenarios/calibration_base.yaml"],
 }
 # What `--on-kafka` would write, for the command that compares it: a copy of the simulated run stands in (the
 # real run itself is tested by tests/real/, which runs it for minutes).
 STAND_INS = {"runs/leader_crash-11-kafka": "runs/leader_crash-11"}
+PRESET_STAND_INS = {"fitted.yaml": "presets/this-machine.yaml"}
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +95,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     for out, source in STAND_INS.items():
         shutil.copytree(copy / source, copy / out)
+    # What `kafkasim calibrate` would write (a command stopped once it has started writes nothing): the
+    # project's own fitted preset stands in.
+    for out, source in PRESET_STAND_INS.items():
+        shutil.copyfile(copy / source, copy / out)
     return copy
 
 

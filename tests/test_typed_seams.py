@@ -35,6 +35,8 @@ UNVALIDATED = ("user input before or during validation (YAML nodes, --set values
                "JSON-schema hooks): any shape until checked")
 SWEEP = "sweep grid values and Spark rows: JSON-shaped values of the sweep file, any scalar type"
 REAL = "a real Kafka run's JSON: its request log lines, config maps and fault plans, JSON-shaped"
+PRESET = ("a fitted preset file's YAML document and the held-out check's JSON (kafkasim.calibrate): JSON-shaped "
+          "mappings of mixed values, checked where read")
 SIGNAL_HANDLER = "the previous SIGINT handler as signal.signal returns it (a callable, an int or None)"
 
 
@@ -54,6 +56,40 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'VirtualTails.__init__:self._last_state',
         'VirtualTails.__init__:self._state',
         'VirtualTails._tail->',
+    ),
+    *_each('calibrate/fit.py', SUMMARY,
+        'fit(measured_summary)',
+        'fit.residuals_of(summary)',
+        'simulate->',
+    ),
+    *_each('calibrate/targets.py', SUMMARY,
+        'statistics(summary)',
+        'targets(summary)',
+    ),
+    *_each('calibrate/preset.py', SUMMARY,
+        'document(run_info)',
+        '_is_set(data)',
+    ),
+    *_each('calibrate/preset.py', PRESET,
+        'Preset:fitted',
+        'document->',
+        'document:parameters',
+        'write_preset(document)',
+    ),
+    *_each('calibrate/predict.py', SUMMARY,
+        'predict(fitted_summary)',
+        'as_run_info->',
+    ),
+    *_each('console/compare.py', SUMMARY,
+        'band_table(prediction)',
+    ),
+    *_each('console/run_command.py', SUMMARY,
+        '_band(summary)',
+        '_band->',
+    ),
+    *_each('calibrate/held_out.py', PRESET,
+        'section(data)',
+        'write_section(data)',
     ),
     *_each('console/run_command.py', SIGNAL_HANDLER,
         'StopOnInterrupt.__init__:self._previous',

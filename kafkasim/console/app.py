@@ -215,6 +215,12 @@ def run(
     kafka_home: Annotated[str | None, typer.Option(
         "--kafka-home", metavar="DIR", help="With --on-kafka: use this Apache Kafka distribution's libs/ instead "
         "of fetching Kafka's jars (default: $KAFKA_HOME if set).", show_default=False)] = None,
+    preset: Annotated[str | None, typer.Option(
+        "--preset", metavar="FILE", help="A fitted preset (kafkasim calibrate): its costs, link latency and "
+        "stalls wherever the scenario sets none.", show_default=False)] = None,
+    draws: Annotated[int, typer.Option(
+        "--draws", metavar="N", min=0, max=100, help="With --preset: N more runs with the fitted values drawn from "
+        "the fit's uncertainty; the result gets a band on each latency (run-info.json, kafkasim compare).")] = 4,
 ) -> None:
     """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml) and
     print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
@@ -226,8 +232,12 @@ def run(
     from kafkasim.console.run_command import RunOptions, run_command
 
     options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),
-                         wallclock=wallclock, speed=speed, live=live, progress=progress, figures=figures)
+                         wallclock=wallclock, speed=speed, live=live, progress=progress, figures=figures,
+                         preset=preset, draws=draws)
     if on_kafka:
+        if preset is not None:
+            raise typer.BadParameter("a preset sets simulator-only costs; a real cluster has its own",
+                                     param_hint="'--preset'")
         from kafkasim.console.real_run import real_run_command
 
         raise typer.Exit(real_run_command(options, kafka_home))
@@ -406,6 +416,34 @@ def import_request_log(
     from kafkasim.console.import_command import import_request_log_command
 
     raise typer.Exit(import_request_log_command(logs, out, broker_ids))
+
+
+@app.command(short_help="Fit kafkasim's costs to a measured run; write a preset `run --preset` uses.")
+def calibrate(
+    result: Annotated[str, typer.Argument(metavar="RESULT", help="A result directory: a real cluster's run "
+                                          "(kafkasim run --on-kafka) or an imported request log.",
+                                          show_default=False)],
+    out: Annotated[str, typer.Option("--out", metavar="FILE", help="The preset file to write (a new file, or a "
+                                     "preset kafkasim wrote).", show_default=False)],
+    scenario: Annotated[str | None, typer.Option("--scenario", metavar="FILE", help="The workload that produced "
+                                                 "RESULT (default: RESULT's scenario.yaml).",
+                                                 show_default=False)] = None,
+    sim_duration: Annotated[str | None, typer.Option("--sim-duration", metavar="DURATION", help="Simulated time "
+                                                     "of each run of the fit (default: the scenario's duration).",
+                                                     show_default=False)] = None,
+    max_evaluations: Annotated[int, typer.Option("--max-evaluations", metavar="N", min=20,
+                                                 help="Most simulated runs the fit makes.")] = 200,
+) -> None:
+    """Fit kafkasim's costs (request handler, network thread, thread wake-up, link latency, stalls, client
+    costs) to a measured run with scipy.optimize.least_squares, so that the simulated run of its scenario
+    reproduces its RequestChannel breakdown (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs,
+    ResponseQueueTimeMs, ResponseSendTimeMs; p50 and p99 of Produce and Fetch) and its produce and end-to-end
+    latency. Writes a preset: each value with its uncertainty and what it was fitted from, and the fit beside
+    the measurements (exit 0 written, 2 bad input). docs/calibration.md tells the whole story."""
+    from kafkasim.console.calibrate import calibrate_command
+
+    raise typer.Exit(calibrate_command(result, out, scenario_file=scenario, sim_duration=sim_duration,
+                                       max_evaluations=max_evaluations))
 
 
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -73,6 +74,25 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
             console.print()
             console.print(Text(_KIND_TITLES[kind], style="bold underline"))
         console.print(group_table(runs, group))
+    _print_bands(console, runs)
+
+
+def _print_bands(console: Console, runs: Sequence[Run]) -> None:
+    """A run predicted with a fitted preset carries its band (`kafkasim run --preset`): shown beside the first
+    other run's values (a real run, say)."""
+    from kafkasim.calibrate.targets import statistics
+
+    for run in runs:
+        prediction = run.result.run_info.get("prediction")
+        if not isinstance(prediction, dict):
+            continue
+        other = next((r for r in runs if r is not run), None)
+        real = ({k: v for k, (_g, v, _n) in statistics(other.result.summary).items()} if other is not None
+                else None)
+        console.print()
+        console.print(Text(f"{run.letter}: a prediction" + (f"; measured: {other.letter}" if other else ""),
+                           style="bold underline"))
+        console.print(band_table(prediction, real))
 
 
 def _windowed(run: Run, from_text: str | None, to_text: str | None) -> Run:
@@ -117,3 +137,21 @@ def compare_command(paths: Sequence[str], out: str | None, *, from_text: str | N
     console.print(f"figure: {written / 'compare.png'}  (tables as JSON: {written / 'compare.json'})",
                   markup=False)
     return 0
+
+
+def band_table(prediction: dict[str, Any], real: dict[str, float] | None = None) -> Table:
+    """A predicted run's band (run-info.json's `prediction`, kafkasim.calibrate.predict): each client
+    statistic's value at the fitted values and its least and greatest over the draws; beside a measured run's
+    value when `real` is given."""
+    table = Table(title=f"Prediction with preset {prediction.get('preset')} ({prediction.get('draws')} draws of "
+                        "the fit's uncertainty)", title_justify="left")
+    for column in ("statistic (ms)", "predicted", "band", *(("measured",) if real is not None else ())):
+        table.add_column(column, justify="left" if column.startswith("statistic") else "right")
+    for key, stat in prediction.get("statistics", {}).items():
+        if not (key.startswith("produce ") or key.startswith("end to end")):
+            continue
+        row = [key, f"{stat['value']:.3g}", f"{stat['low']:.3g}-{stat['high']:.3g}"]
+        if real is not None:
+            row.append(f"{real[key]:.3g}" if key in real else "-")
+        table.add_row(*row)
+    return table

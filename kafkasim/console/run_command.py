@@ -33,6 +33,7 @@ from kafkasim.record.output_dir import describe
 from kafkasim.scenario.overrides import with_overrides
 
 if TYPE_CHECKING:
+    from kafkasim.calibrate.preset import Preset
     from kafkasim.record.result import RunResult
     from kafkasim.run.engine import Engine, SimulationOutOfMemory
     from kafkasim.scenario import Scenario
@@ -75,6 +76,34 @@ def load_with_overrides(path: str, overrides: list[str]) -> Scenario:
     if overrides:
         scenario = with_overrides(scenario, list(overrides))
     return scenario
+
+
+def with_preset(scenario: Scenario, path: str) -> tuple[Scenario, Preset]:
+    """`scenario` with a fitted preset's values (kafkasim.calibrate.preset) where it leaves them out; says on
+    stderr what it applied and which of the scenario's own values it kept. UsageProblem for a bad preset."""
+    from kafkasim.calibrate.preset import PresetError, applied, load_preset
+
+    try:
+        preset = load_preset(path)
+    except PresetError as exc:
+        raise UsageProblem(f"--preset {exc}") from None
+    result, kept = applied(scenario, preset.values)
+    fitted = preset.fitted
+    origin = f"fitted {fitted.get('when', '?')} on {fitted.get('measured_on', '?')}"
+    print(f"kafkasim: preset {path} ({origin}): its costs, link latency and stalls where the scenario sets none"
+          + (f"; the scenario's own {', '.join(kept)} kept" if kept else ""), file=sys.stderr, flush=True)
+    return result, preset
+
+
+def _band(scenario: Scenario, preset: Preset, draws: int, seed: int, summary: dict[str, Any]) -> dict[str, Any]:
+    """The band of a predicted run (kafkasim.calibrate.predict): `draws` further runs, drawing the fitted
+    values from the preset's covariance; run-info.json keeps it."""
+    from kafkasim.calibrate.predict import as_run_info, predict
+
+    print(f"kafkasim: {draws} more runs with draws of the fit's uncertainty, for the prediction's band",
+          file=sys.stderr, flush=True)
+    prediction = predict(scenario, preset, draws=draws, seed=seed, fitted_summary=summary)
+    return as_run_info(prediction, preset)
 
 
 def default_out_dir(scenario: Scenario, seed: int) -> Path:
@@ -156,6 +185,8 @@ class RunOptions:
     live: bool = False
     progress: bool | None = None  # None: shown when stderr is a terminal
     figures: bool = False  # --figures: draw figures/*.png and report.html now (else `kafkasim report` later)
+    preset: str | None = None  # --preset: a fitted preset's values where the scenario leaves them out
+    draws: int = 4  # with --preset: further runs with draws of the fit's uncertainty, for a band
 
 
 def _display_path(path: Path) -> str:
@@ -173,6 +204,10 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
     err_console = err_console or Console(stderr=True)
     try:
         scenario = load_with_overrides(options.scenario, options.overrides)
+        unpreset = scenario
+        preset = None
+        if options.preset is not None:
+            scenario, preset = with_preset(scenario, options.preset)
         seed = scenario.seed if options.seed is None else options.seed
         if options.out is not None:
             out = check_out_dir(options.out, f"--out {describe(str(options.out))}")
@@ -249,6 +284,8 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
                     f"interrupted (Ctrl-C) at simulated time {seconds(result.summary['interrupted_at_ms'])} "
                     f"of {seconds(scenario.duration)}"
                 )
+            if preset is not None and options.draws > 0 and not interrupted:
+                result.run_info["prediction"] = _band(unpreset, preset, options.draws, seed, result.summary)
             saved = _save(result, out, options.figures)
     except SimulationOutOfMemory as exc:
         return _out_of_memory(exc, out)
@@ -268,6 +305,10 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
 
     print_summary(console, result.summary, scenario.name, float(scenario.duration),
                   result.run_info.get("wall_seconds"))
+    if "prediction" in result.run_info:
+        from kafkasim.console.compare import band_table
+
+        console.print(band_table(result.run_info["prediction"]))
     console.print(f"results: {_display_path(saved)}", highlight=False, soft_wrap=True)
     if options.figures:
         console.print(f"report: {_display_path(saved / 'report.html')}", highlight=False, soft_wrap=True)

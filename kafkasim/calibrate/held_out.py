@@ -1,0 +1,77 @@
+"""The held-out check: configurations a fit on scenarios/calibration_base.yaml never saw, the statistics
+predicted for them, when a prediction counts as within, and the "Calibration" section of docs/validation.md
+that docs/make_calibration.py writes from docs/calibration.json (and docs/make_validation.py keeps).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+HELD_OUT: dict[str, tuple[str, list[str]]] = {
+    "acks_all_linger5": ("acks=all, linger.ms=5, 200 records/s",
+                         ["producers[0].acks=all", "producers[0].linger.ms=5", "producers[0].rate=200/s"]),
+    "partitions6": ("6 partitions", ["topics[0].partitions=6"]),
+    "records4k": ("4 KiB records", ["producers[0].record_size=4KiB"]),
+}
+"""key -> (what it changes, its `--set` overrides of scenarios/calibration_base.yaml)."""
+
+PREDICTED = ("produce acks=1 p50", "produce acks=1 p99", "produce acks=all p50", "produce acks=all p99",
+             "end to end p50", "end to end p99")
+TOLERANCE = 0.20
+JSON_FILE = "docs/calibration.json"
+BEGIN = "<!-- calibration: written by docs/make_calibration.py from docs/calibration.json -->"
+END = "<!-- calibration: end -->"
+
+
+def row_verdict(predicted: float, real_runs: list[float]) -> str:
+    """`within`: within TOLERANCE of the real runs' median, or inside their own range where that is wider."""
+    median = statistics.median(real_runs)
+    if abs(predicted - median) <= TOLERANCE * median or min(real_runs) <= predicted <= max(real_runs):
+        return "within"
+    return "outside"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def section(data: dict[str, Any]) -> str:
+    """The "Calibration" section of docs/validation.md."""
+    rows = data["predictions"]
+    within = sum(r["verdict"] == "within" for r in rows)
+    out = [BEGIN, "## Calibration: predicting what was not fitted", "",
+           f"`kafkasim calibrate` fitted kafkasim's costs to one real run of `scenarios/calibration_base.yaml` "
+           f"(acks=1, linger.ms=0, 300 records/s of 1 KiB, replication factor 3) on Apache Kafka {data['kafka']} "
+           f"here ({data['when']}, {data['machine']}; {data['evaluations']} simulated runs, "
+           f"{data['fit_seconds']} s); the preset is `{data['preset']}`. kafkasim then predicted configurations "
+           f"the fit never saw, each beside the median of {data['runs']} real runs. A prediction is within when "
+           f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
+           f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
+           f"predictions are within. docs/calibration.md explains the fit and what it stands for.", "",
+           "| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
+           "verdict |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        runs = ", ".join(_ms(v) for v in r["real_runs"])
+        out.append(f"| {r['configuration']} | {r['statistic']} | {_ms(r['predicted'])} | "
+                   f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
+    out += ["", "The fitted run beside the run it was fitted to (the RequestChannel breakdown and the clients' "
+            "latency):", "", "| statistic (ms) | Kafka | kafkasim fitted | fitted/Kafka |", "|---|---|---|---|"]
+    for r in data["fit"]:
+        fitted = r["fitted"]
+        ratio = "-" if fitted is None or not r["measured"] else f"{fitted / r['measured']:.2f}"
+        out.append(f"| {r['statistic']} | {_ms(r['measured'])} | {'-' if fitted is None else _ms(fitted)} | "
+                   f"{ratio} |")
+    out += ["", "Regenerate: `uv run python docs/make_calibration.py` (~15 minutes: ten real runs and the fit).", END]
+    return "\n".join(out)
+
+
+def write_section(page: Path, data: dict[str, Any]) -> None:
+    """Put the section into `page`, replacing the one there (or at the end)."""
+    text = page.read_text(encoding="utf-8")
+    block = section(data)
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
+    page.write_text(text, encoding="utf-8")

@@ -1,0 +1,114 @@
+"""What a calibration adjusts: kafkasim's simulator-only costs (Kafka has no such configs), each a value in
+ms fitted on a log scale between bounds, and how a set of values becomes scenario values (`--set` lines).
+
+| parameter | scenario values it sets | what in a run determines it |
+|---|---|---|
+| request_ms | broker.costs.request (lognormal median; p99 = median x service_spread) | LocalTimeMs of every API (a request handler's work per request) |
+| service_spread | the p99/median of broker.costs.request and network_send | LocalTimeMs and ResponseSendTimeMs p99 (a running thread preempted on shared cores) |
+| append_per_kib_ms | broker.costs.append_per_kib | Produce LocalTimeMs beyond a fetch's (the append's bytes) |
+| send_ms | broker.costs.network_send (lognormal median) | ResponseSendTimeMs (a network thread writing a response) |
+| wakeup_median_ms, wakeup_spread | broker.costs.wakeup (lognormal median, p99 = median x spread) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
+| link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
+| consumer_link_median_ms | every consumer's link (lognormal median, the same spread) | end-to-end latency beyond produce latency (a consumer's fetch round trip) |
+| follower_link_median_ms | followers.link.latency (lognormal median, the same spread) | end-to-end latency beyond produce latency (the followers' round trip that moves the high watermark) |
+| stall_interval_ms, stall_median_ms, stall_spread | broker.stalls (exponential interval; lognormal pause, p99 = median x spread) | the tails (p99) of every phase: a JVM's collections, a host's shared cores |
+| client_stall_interval_ms, client_stall_median_ms | every client's stalls (the brokers' spread) | the tails of produce and end-to-end latency |
+| producer_request_ms | every producer's costs.per_request | produce latency beyond the request's round trip |
+| consumer_record_ms | every consumer's costs.per_record | end-to-end latency beyond the produce latency |
+
+A stall stands for whatever stops a JVM's threads for a while: garbage collection, and on a machine where the
+cluster's JVMs share few cores, the time a runnable thread waits for one (kafkasim.scenario.stalls). One
+stall process is fitted for the brokers and one for the clients (each host still draws its own stalls from
+its own stream). A client's link latency stands for everything between its application and the broker's
+socket that kafkasim does not model apart: its network thread's wake-ups as much as the wire.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kafkasim.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    low: float
+    high: float
+    start: float
+    unit: str
+    fitted_from: str
+
+    def clipped(self, value: float) -> float:
+        return min(max(value, self.low), self.high)
+
+
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("request_ms", 0.001, 20.0, 0.05, "ms", "LocalTimeMs of Produce, FetchFollower, FetchConsumer"),
+    Parameter("service_spread", 1.05, 500.0, 3.0, "x", "LocalTimeMs, ResponseSendTimeMs p99"),
+    Parameter("append_per_kib_ms", 0.0001, 10.0, 0.005, "ms", "Produce LocalTimeMs (per KiB appended)"),
+    Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
+    Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
+    Parameter("wakeup_spread", 1.05, 500.0, 10.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs p99"),
+    Parameter("link_median_ms", 0.005, 50.0, 0.25, "ms", "produce and end-to-end latency beyond TotalTimeMs"),
+    Parameter("link_spread", 1.05, 200.0, 4.0, "x", "produce and end-to-end p99 beyond TotalTimeMs p99"),
+    Parameter("consumer_link_median_ms", 0.005, 50.0, 0.1, "ms", "end-to-end latency beyond produce latency"),
+    Parameter("follower_link_median_ms", 0.005, 50.0, 0.1, "ms", "end-to-end latency beyond produce latency"),
+    Parameter("stall_interval_ms", 10.0, 600_000.0, 2000.0, "ms", "p99 of every phase (stall frequency)"),
+    Parameter("stall_median_ms", 0.01, 2000.0, 5.0, "ms", "p99 of every phase (stall length)"),
+    Parameter("stall_spread", 1.05, 100.0, 4.0, "x", "p99 of every phase (spread of stall lengths)"),
+    Parameter("client_stall_interval_ms", 10.0, 600_000.0, 2000.0, "ms", "produce and end-to-end p99"),
+    Parameter("client_stall_median_ms", 0.01, 2000.0, 5.0, "ms", "produce and end-to-end p99"),
+    Parameter("producer_request_ms", 0.001, 50.0, 0.05, "ms", "produce latency beyond the request's round trip"),
+    Parameter("consumer_record_ms", 0.0001, 20.0, 0.005, "ms", "end-to-end latency beyond produce latency"),
+)
+BY_NAME = {p.name: p for p in PARAMETERS}
+
+
+def to_log(values: dict[str, float]) -> list[float]:
+    return [math.log(values[p.name]) for p in PARAMETERS]
+
+
+def from_log(theta: list[float]) -> dict[str, float]:
+    return {p.name: p.clipped(math.exp(t)) for p, t in zip(PARAMETERS, theta, strict=True)}
+
+
+def _ms(value: float) -> str:
+    """A duration as a scenario writes it, exact enough to load back the same float."""
+    return f"{value!r}ms"
+
+
+def _lognormal(median: float, spread: float) -> str:
+    return f"{{type: lognormal, median: {_ms(median)}, p99: {_ms(median * spread)}}}"
+
+
+def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
+    """The `--set` lines that give `scenario` these parameter values (one per scenario key, every producer
+    and consumer of the scenario included)."""
+    v = values
+    latency = _lognormal(v["link_median_ms"], v["link_spread"])
+    stalls = (f"{{interval: {{type: exponential, mean: {_ms(v['stall_interval_ms'])}}}, "
+              f"pause: {_lognormal(v['stall_median_ms'], v['stall_spread'])}}}")
+    client_stalls = (f"{{interval: {{type: exponential, mean: {_ms(v['client_stall_interval_ms'])}}}, "
+                     f"pause: {_lognormal(v['client_stall_median_ms'], v['stall_spread'])}}}")
+    lines = [
+        f"broker.costs.request={_lognormal(v['request_ms'], v['service_spread'])}",
+        f"broker.costs.append_per_kib={_ms(v['append_per_kib_ms'])}",
+        f"broker.costs.network_send={_lognormal(v['send_ms'], v['service_spread'])}",
+        f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
+        f"broker.stalls={stalls}",
+        f"network.default_link.latency={latency}",
+        # Every client's own link too: a result's scenario.yaml writes each one out (kafkasim dumps the
+        # resolved scenario), so the default alone would reach none of them.
+        f"followers.link.latency={_lognormal(v['follower_link_median_ms'], v['link_spread'])}",
+    ]
+    for i in range(len(scenario.producers)):
+        lines += [f"producers[{i}].link.latency={latency}",
+                  f"producers[{i}].costs.per_request={_ms(v['producer_request_ms'])}",
+                  f"producers[{i}].stalls={client_stalls}"]
+    for i in range(len(scenario.consumers)):
+        lines += [f"consumers[{i}].link.latency={_lognormal(v['consumer_link_median_ms'], v['link_spread'])}",
+                  f"consumers[{i}].costs.per_record={_ms(v['consumer_record_ms'])}",
+                  f"consumers[{i}].stalls={client_stalls}"]
+    return lines

@@ -1,0 +1,77 @@
+"""A prediction with its uncertainty: a scenario run with a fitted preset's values, and again with a few draws
+of the values from the fit's covariance, so that each statistic comes with a band (the draws' least and
+greatest value, the fitted run's value included).
+
+The draws come from their own named stream, `calibration/draws` of the scenario's seed, and every run uses
+the scenario's seed: the same scenario and preset give the same prediction, band included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kafkasim.calibrate.parameters import PARAMETERS, from_log, to_log
+from kafkasim.calibrate.preset import Preset, applied
+from kafkasim.calibrate.targets import statistics
+from kafkasim.run.engine import Engine
+from kafkasim.scenario import Scenario
+from kafkasim.sim.random_streams import stream_seed
+
+DRAWS_STREAM = "calibration/draws"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    value: dict[str, float]
+    """Each statistic (kafkasim.calibrate.targets keys) at the fitted values."""
+    low: dict[str, float]
+    high: dict[str, float]
+    draws: int
+
+
+def parameter_draws(preset: Preset, draws: int, seed: int) -> list[dict[str, float]]:
+    """`draws` sets of parameter values drawn from the fit's normal distribution of their logs."""
+    if draws <= 0:
+        return []
+    rng = np.random.default_rng(stream_seed(seed, DRAWS_STREAM) % 2**64)
+    mean = np.array(to_log(preset.values))
+    cov = np.array(preset.covariance)
+    samples = rng.multivariate_normal(mean, cov, size=draws, method="eigh")
+    low = np.array([math.log(p.low) for p in PARAMETERS])
+    high = np.array([math.log(p.high) for p in PARAMETERS])
+    return [from_log(list(np.clip(s, low, high))) for s in samples]
+
+
+def predict(scenario: Scenario, preset: Preset, *, draws: int = 4, seed: int | None = None,
+            fitted_summary: dict[str, Any] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Prediction:
+    """`scenario` predicted with `preset` (its values where the scenario sets none), with a band from `draws`
+    further runs. `fitted_summary`: the summary of the run at the fitted values when it was run already
+    (`kafkasim run --preset`), else it is run here."""
+    seed = scenario.seed if seed is None else seed
+    sets = [preset.values, *parameter_draws(preset, draws, seed)]
+    results: list[dict[str, float]] = []
+    for i, values in enumerate(sets):
+        if i == 0 and fitted_summary is not None:
+            summary = fitted_summary
+        else:
+            run, _kept = applied(scenario, values)
+            summary = Engine(run, seed=seed).run().summary
+        results.append({k: v for k, (_g, v, _n) in statistics(summary).items()})
+        if progress is not None:
+            progress(i + 1, len(sets))
+    keys = [k for k in results[0] if all(k in r for r in results)]
+    return Prediction(value={k: results[0][k] for k in keys}, low={k: min(r[k] for r in results) for k in keys},
+                      high={k: max(r[k] for r in results) for k in keys}, draws=draws)
+
+
+def as_run_info(prediction: Prediction, preset: Preset) -> dict[str, Any]:
+    """What a predicted run's run-info.json says of its band (`prediction`), for `kafkasim compare`."""
+    return {"preset": preset.path, "fitted": preset.fitted.get("when"), "draws": prediction.draws,
+            "statistics": {k: {"value": prediction.value[k], "low": prediction.low[k], "high": prediction.high[k]}
+                           for k in prediction.value}}

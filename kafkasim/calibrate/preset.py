@@ -1,0 +1,167 @@
+"""A fitted preset: the file `kafkasim calibrate` writes and `kafkasim run --preset FILE` runs with.
+
+It is YAML a person can read: when and from what it was fitted (the result directory, the Kafka version
+and the machine that ran it), each parameter's value with its uncertainty and what determined it, the
+fit's quality statistic by statistic, and the covariance of the parameters' logs (for a prediction's band).
+Applied to a scenario, its values go where the scenario leaves a value out: what the scenario writes wins,
+as with a hardware preset (kafkasim.scenario.hardware).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kafkasim.calibrate.fit import Fit
+from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, overrides
+from kafkasim.scenario import Scenario, with_overrides
+
+KIND = "kafkasim fitted preset"
+HEADER = "# A kafkasim fitted preset, written by `kafkasim calibrate`."
+
+
+class PresetError(Exception):
+    """A preset file kafkasim cannot use: the message names the file, the key and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    path: str
+    values: dict[str, float]
+    covariance: list[list[float]]
+    """Of the parameters' natural logs, in PARAMETERS' order; all zeros when the file gives none."""
+    fitted: dict[str, Any]
+
+
+def write_preset(path: Path, document: dict[str, Any]) -> None:
+    text = HEADER + "\n" + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def is_preset_file(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as f:
+            return f.readline().rstrip("\n") == HEADER
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def load_preset(path: str | Path) -> Preset:
+    """The preset at `path`, or PresetError saying what is wrong."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PresetError(f"{p}: cannot read the preset: {exc.strerror or exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise PresetError(f"{p}: not a YAML file: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise PresetError(f"{p}: kind: not a fitted preset (a file `kafkasim calibrate` wrote has `kind: {KIND}`)")
+    params = data.get("parameters")
+    if not isinstance(params, dict):
+        raise PresetError(f"{p}: parameters: missing (a mapping of {', '.join(BY_NAME)})")
+    values: dict[str, float] = {}
+    for name, parameter in BY_NAME.items():
+        entry = params.get(name)
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise PresetError(f"{p}: parameters.{name}.value: missing or not a number (allowed: "
+                              f"{parameter.low:g}..{parameter.high:g} {parameter.unit})")
+        if not parameter.low <= value <= parameter.high:
+            raise PresetError(f"{p}: parameters.{name}.value: {value:g} is out of range (allowed: "
+                              f"{parameter.low:g}..{parameter.high:g} {parameter.unit})")
+        values[name] = float(value)
+    unknown = sorted(set(params) - set(BY_NAME))
+    if unknown:
+        raise PresetError(f"{p}: parameters: unknown {', '.join(unknown)} (allowed: {', '.join(BY_NAME)})")
+    n = len(PARAMETERS)
+    cov = data.get("covariance")
+    if cov is None:
+        covariance = [[0.0] * n for _ in range(n)]
+    elif (isinstance(cov, list) and len(cov) == n and all(isinstance(r, list) and len(r) == n for r in cov)
+          and all(isinstance(x, int | float) and not isinstance(x, bool) for r in cov for x in r)):
+        covariance = [[float(x) for x in r] for r in cov]
+    else:
+        raise PresetError(f"{p}: covariance: must be {n} rows of {n} numbers (the parameters' order)")
+    fitted = data.get("fitted")
+    return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {})
+
+
+_TOKEN = re.compile(r"([^.\[\]]+)|\[([0-9]+)\]")
+
+
+def _is_set(data: Any, key_path: str) -> bool:
+    node = data
+    for name, index in _TOKEN.findall(key_path):
+        if index:
+            if not isinstance(node, list) or int(index) >= len(node):
+                return False
+            node = node[int(index)]
+        else:
+            if not isinstance(node, dict) or name not in node:
+                return False
+            node = node[name]
+    return True
+
+
+def applied(scenario: Scenario, values: dict[str, float]) -> tuple[Scenario, list[str]]:
+    """`scenario` with the parameter values where it leaves them out; and the scenario keys it writes itself,
+    which keep the scenario's value."""
+    written = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    lines = overrides(values, scenario)
+    kept = [line.partition("=")[0] for line in lines if _is_set(written, line.partition("=")[0])]
+    wanted = [line for line in lines if line.partition("=")[0] not in kept]
+    return (with_overrides(scenario, wanted) if wanted else scenario), kept
+
+
+def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict[str, Any], when: str,
+             machine: str) -> dict[str, Any]:
+    """The preset file's content for a fit of the run in `source`."""
+    f = fit_result
+    # run-info.json: a real run's says `engine: kafka` and its version; a simulated run's has neither.
+    kafka = run_info.get("kafka_version") if isinstance(run_info.get("kafka_version"), str) else None
+    if kafka is not None:
+        measured_by = f"Apache Kafka {kafka}"
+    elif "kafkasim_version" in run_info:
+        measured_by = f"kafkasim {run_info['kafkasim_version']} (a simulated run)"
+    else:
+        measured_by = "unknown (no run-info.json)"
+    parameters: dict[str, Any] = {}
+    for p in PARAMETERS:
+        sd = f.sd_log[p.name]
+        parameters[p.name] = {
+            "value": float(f"{f.values[p.name]:.6g}"),
+            "unit": p.unit,
+            # ×/÷ this factor is one standard deviation (the fit is on the log scale); null: no statistic moved it.
+            "uncertainty_factor": None if sd is None else float(f"{math.exp(sd):.4g}"),
+            "at_bound": f.at_bound[p.name],
+            "fitted_from": p.fitted_from,
+        }
+    return {
+        "kind": KIND,
+        "fitted": {
+            "when": when,
+            "from": source,
+            "measured_on": measured_by,
+            "machine": machine,
+            "scenario": scenario.name,
+            "simulated": {"duration_ms": f.sim_duration_ms, "seed": f.seed},
+            "evaluations": f.evaluations,
+            "seconds": round(f.seconds, 1),
+            "sum_of_squares": round(2 * f.cost, 4),
+            "optimizer": f"scipy.optimize.least_squares (trf): {f.message}",
+        },
+        "parameters": parameters,
+        "fit": [{"statistic": t.key, "measured_ms": round(t.value, 4),
+                 "fitted_ms": None if t.key not in f.fitted else round(f.fitted[t.key], 4),
+                 "before_ms": None if t.key not in f.before else round(f.before[t.key], 4)} for t in f.targets],
+        "covariance": [[float(f"{x:.6g}") for x in row] for row in f.covariance],
+        "set": overrides(f.values, scenario),
+    }

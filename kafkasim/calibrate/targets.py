@@ -1,0 +1,78 @@
+"""The statistics a calibration reproduces, read from a result's summary.json (a real run's or a simulated
+one's: both are computed by kafkasim.record.summary).
+
+Broker side: Kafka's RequestChannel breakdown (RequestMetrics: RequestQueueTimeMs, LocalTimeMs,
+RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs) of Produce, FetchFollower and FetchConsumer, p50 and
+p99. A fetch's RemoteTimeMs is left out: it is the long poll's wait for data (DelayedFetch), which the
+load decides, not a cost. Client side: produce latency from the intended send (per acks) and end-to-end
+latency, p50 and p99.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
+APIS = ("Produce", "FetchFollower", "FetchConsumer")
+QUANTILES = ("p50", "p99")
+FLOOR_MS = 0.05
+"""Added to both sides of a ratio: phases of a few microseconds (a queue that is empty) then count as equal
+whether they are 0.001 or 0.01 ms, and a phase that is 0 on one side does not make the ratio infinite."""
+MIN_COUNT = 20
+"""A statistic is used only when both sides have at least this many values (a p99 of fewer means little)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One statistic: its key (`Produce LocalTimeMs p99`, `produce acks=1 p50`, `end to end p99`) and the
+    measured value in ms."""
+
+    key: str
+    group: str
+    """What it belongs to: `broker` (the RequestChannel breakdown) or `client` (produce, end to end)."""
+    value: float
+
+
+def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
+    """Every statistic of a summary: key -> (group, value in ms, count)."""
+    out: dict[str, tuple[str, float, int]] = {}
+    apis = summary.get("apis") or {}
+    for api in APIS:
+        data = apis.get(api)
+        if not isinstance(data, dict):
+            continue
+        for phase in PHASES:
+            if phase == "RemoteTimeMs" and api != "Produce":
+                continue
+            stats = data.get(phase)
+            if isinstance(stats, dict):
+                for q in QUANTILES:
+                    _put(out, f"{api} {phase} {q}", "broker", stats.get(q), stats.get("count"))
+    for acks, data in sorted((summary.get("produce_latency") or {}).items()):
+        stats = data.get("from_intended") if isinstance(data, dict) else None
+        if isinstance(stats, dict):
+            for q in QUANTILES:
+                _put(out, f"produce {acks} {q}", "client", stats.get(q), stats.get("count"))
+    e2e = summary.get("e2e_latency")
+    if isinstance(e2e, dict):
+        for q in QUANTILES:
+            _put(out, f"end to end {q}", "client", e2e.get(q), e2e.get("count"))
+    return out
+
+
+def _put(out: dict[str, tuple[str, float, int]], key: str, group: str, value: object, count: object) -> None:
+    if isinstance(value, int | float) and math.isfinite(value) and isinstance(count, int):
+        out[key] = (group, float(value), count)
+
+
+def targets(summary: dict[str, Any]) -> list[Target]:
+    """The statistics of a measured summary a fit can use (enough values), in a stable order."""
+    return [Target(key, group, value) for key, (group, value, count) in statistics(summary).items()
+            if count >= MIN_COUNT]
+
+
+def residual(simulated: float, measured: float) -> float:
+    """How far a simulated statistic is from the measured one: the log of their ratio, each with FLOOR_MS."""
+    return math.log((simulated + FLOOR_MS) / (measured + FLOOR_MS))

@@ -1,0 +1,125 @@
+"""`kafkasim calibrate RESULT --out PRESET`: fit kafkasim's costs to a measured run and write the preset."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kafkasim.console.run_command import EXIT_OK, EXIT_USAGE, error
+from kafkasim.scenario.units import format_duration
+
+
+def _machine() -> str:
+    return f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}"
+
+
+def calibrate_command(result_dir: str, out: str, *, scenario_file: str | None = None,
+                      sim_duration: str | None = None, max_evaluations: int = 200,
+                      console: Console | None = None) -> int:
+    """Everything `kafkasim calibrate` does; returns the exit code."""
+    from kafkasim.calibrate.fit import fit
+    from kafkasim.calibrate.preset import document, is_preset_file, write_preset
+    from kafkasim.calibrate.targets import MIN_COUNT, targets
+    from kafkasim.record.result import ResultDirectoryError, RunResult
+    from kafkasim.scenario import ScenarioError, load_scenario
+    from kafkasim.scenario.units import parse_duration
+
+    console = console or Console()
+    target = Path(out)
+    if target.is_dir():
+        error(f"--out {out}: is a directory; give the preset file to write (e.g. {Path(out) / 'fitted.yaml'})")
+        return EXIT_USAGE
+    if target.exists() and not is_preset_file(target):
+        error(f"--out {out}: exists and is not a preset kafkasim wrote; kafkasim never overwrites other files")
+        return EXIT_USAGE
+    if not target.parent.is_dir():
+        error(f"--out {out}: no directory {target.parent}")
+        return EXIT_USAGE
+    try:
+        result = RunResult.load(result_dir)
+    except ResultDirectoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    try:
+        if scenario_file is not None:
+            scenario = load_scenario(Path(scenario_file))
+        elif result.scenario_yaml is not None:
+            scenario = load_scenario(result.scenario_yaml)
+        else:
+            error(f"{result_dir} has no scenario.yaml (an imported request log): give the workload that produced "
+                  "the requests with --scenario FILE (its topics, clients and rates)")
+            return EXIT_USAGE
+    except ScenarioError as exc:
+        from kafkasim.console.run_command import scenario_error_message
+
+        error(scenario_error_message(exc))
+        return EXIT_USAGE
+    duration_ms: float | None = None
+    if sim_duration is not None:
+        try:
+            duration_ms = parse_duration(sim_duration)
+        except ValueError as exc:
+            error(f"--sim-duration {sim_duration!r}: {exc}")
+            return EXIT_USAGE
+    wanted = targets(result.summary)
+    if not wanted:
+        error(f"{result_dir}: no statistic with at least {MIN_COUNT} values to fit (summary.json has no Produce or "
+              "Fetch requests, produce or end-to-end latencies); a run of a few seconds under load has them")
+        return EXIT_USAGE
+    print(f"kafkasim: fitting {len(wanted)} statistics of {result_dir} ({scenario.name}) with "
+          f"scipy.optimize.least_squares, at most {max_evaluations} simulated runs of "
+          f"{format_duration(duration_ms or scenario.duration)}", file=sys.stderr, flush=True)
+    bar = Progress(TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[cost]}"),
+                   TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+    task = bar.add_task("fit", total=max_evaluations, cost="")
+
+    def progress(done: int, most: int, best: float) -> None:
+        bar.update(task, completed=min(done, most), cost=f"sum of squares {best:.3g}")
+
+    with bar:
+        fitted = fit(scenario, result.summary, sim_duration_ms=duration_ms, max_evaluations=max_evaluations,
+                     progress=progress)
+    doc = document(fitted, source=str(Path(result_dir).resolve()), scenario=scenario, run_info=result.run_info,
+                   when=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), machine=_machine())
+    write_preset(target, doc)
+    _print_parameters(console, doc)
+    _print_fit(console, doc)
+    console.print(f"preset: {target}  (use it: kafkasim run SCENARIO --preset {target})")
+    return EXIT_OK
+
+
+def _print_parameters(console: Console, doc: dict[str, object]) -> None:
+    table = Table(title="Fitted parameters (×/÷ one standard deviation)", title_justify="left")
+    for column in ("parameter", "value", "±", "fitted from"):
+        table.add_column(column, justify="right" if column in ("value", "±") else "left")
+    parameters = doc["parameters"]
+    assert isinstance(parameters, dict)
+    for name, p in parameters.items():
+        factor = p["uncertainty_factor"]
+        shown = "not determined" if factor is None else f"×/÷ {factor:.3g}"
+        if p["at_bound"]:
+            shown += " (at a bound)"
+        table.add_row(name, f"{p['value']:.4g} {p['unit']}", shown, p["fitted_from"])
+    console.print(table)
+
+
+def _print_fit(console: Console, doc: dict[str, object]) -> None:
+    table = Table(title="The fitted run beside the measured one (ms)", title_justify="left")
+    for column in ("statistic", "measured", "fitted", "fitted/measured", "before the fit"):
+        table.add_column(column, justify="left" if column == "statistic" else "right")
+    rows = doc["fit"]
+    assert isinstance(rows, list)
+    for row in rows:
+        measured, fitted, before = row["measured_ms"], row["fitted_ms"], row["before_ms"]
+        ratio = "-" if fitted is None or measured == 0 else f"{fitted / measured:.2f}"
+        table.add_row(row["statistic"], f"{measured:.3f}", "-" if fitted is None else f"{fitted:.3f}", ratio,
+                      "-" if before is None else f"{before:.3f}")
+    console.print(table)
+

@@ -1,0 +1,119 @@
+"""`kafkasim calibrate` and `kafkasim run --preset` as a user runs them: the preset written and used, and every
+bad input a one-line message with exit 2."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafkasim.calibrate.preset import HEADER, KIND, PresetError, applied, load_preset
+from kafkasim.record.result import RunResult
+from kafkasim.scenario import load_scenario
+from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
+
+FAST = ["--sim-duration", "1s", "--max-evaluations", "20"]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("calibrate") / "measured"
+    assert call("run", QUICKSTART, *SHORT, "--out", out, "--no-progress") == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def preset(measured: Path) -> Path:
+    path = measured.parent / "fitted.yaml"
+    done = kafkasim("calibrate", measured, "--out", path, *FAST, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Fitted parameters" in done.stdout and "fitted/measured" in done.stdout
+    assert "calibrating" in done.stderr  # the progress bar
+    return path
+
+
+def test_the_preset_says_what_it_was_fitted_on_and_how_well(preset: Path, measured: Path) -> None:
+    text = preset.read_text()
+    assert text.startswith(HEADER)
+    data = yaml.safe_load(text)
+    assert data["kind"] == KIND
+    assert data["fitted"]["from"] == str(measured.resolve()) and data["fitted"]["scenario"] == "quickstart"
+    assert data["fitted"]["measured_on"].endswith("(a simulated run)")
+    assert set(data["parameters"]) >= {"request_ms", "wakeup_median_ms", "link_median_ms"}
+    assert all("fitted_from" in p and "uncertainty_factor" in p for p in data["parameters"].values())
+    assert any(row["statistic"] == "Produce LocalTimeMs p50" for row in data["fit"])
+    assert load_preset(preset).values["request_ms"] == data["parameters"]["request_ms"]["value"]
+
+
+def test_run_with_the_preset_uses_its_values_and_keeps_the_scenarios_own(preset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "predicted"
+    done = kafkasim("run", QUICKSTART, *SHORT, "--set", "broker.costs.network_send=0.5ms", "--preset", preset,
+                    "--draws", "2", "--out", out, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert f"preset {preset}" in done.stderr and "own broker.costs.network_send kept" in done.stderr
+    # The band: the fitted run's value and two draws of the fit's uncertainty, kept for compare.
+    band = RunResult.load(out).run_info["prediction"]
+    assert band["draws"] == 2 and band["preset"] == str(preset)
+    e2e = band["statistics"]["end to end p50"]
+    assert e2e["low"] <= e2e["value"] <= e2e["high"]
+    assert "Prediction with preset" in done.stdout
+    shown = kafkasim("compare", out, preset.parent / "measured",
+                     "--out", tmp_path / "cmp")
+    assert shown.returncode == 0, shown.stderr
+    assert "A: a prediction; measured: B" in shown.stdout and "band" in shown.stdout
+    resolved = load_scenario(out / "scenario.yaml")
+    value = load_preset(preset).values["request_ms"]
+    assert resolved.broker.costs.request.median == pytest.approx(value)  # type: ignore[union-attr]
+    assert resolved.broker.costs.network_send.value == 0.5  # type: ignore[union-attr]
+    assert resolved.producers[0].link is not None and resolved.producers[0].link.latency.median == pytest.approx(  # type: ignore[union-attr]
+        load_preset(preset).values["link_median_ms"])
+
+
+def test_applied_keeps_every_value_the_scenario_writes(preset: Path) -> None:
+    own = load_scenario(QUICKSTART.read_text().replace("seed: 42", "seed: 42\nbroker: {costs: {request: 2ms}}"))
+    result, kept = applied(own, load_preset(preset).values)
+    assert kept == ["broker.costs.request"]
+    assert result.broker.costs.request.value == 2.0  # type: ignore[union-attr]
+
+
+def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path: Path) -> None:
+    def fails(*args: str | Path, says: str) -> None:
+        done = kafkasim(*args)
+        assert done.returncode == 2, done.stderr
+        assert says in done.stderr, done.stderr
+        assert_no_traceback(done)
+
+    fails("calibrate", tmp_path / "nothing", "--out", tmp_path / "p.yaml", says="no kafkasim result")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("my notes\n")
+    fails("calibrate", measured, "--out", mine, says="not a preset kafkasim wrote")
+    assert mine.read_text() == "my notes\n"
+    imported = tmp_path / "imported"
+    shutil.copytree(measured, imported)
+    (imported / "scenario.yaml").unlink()
+    fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
+    fails("run", QUICKSTART, "--preset", mine, "--out", tmp_path / "r", says="not a fitted preset")
+    fails("run", QUICKSTART, "--preset", tmp_path / "absent.yaml", "--out", tmp_path / "r", says="cannot read")
+    fails("run", QUICKSTART, "--preset", preset, "--on-kafka", says="a real cluster has its own")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(preset.read_text().replace("request_ms:\n    value:", "request_ms:\n    value: -1 #"))
+    with pytest.raises(PresetError, match=r"parameters\.request_ms\.value: -1 is out of range"):
+        load_preset(broken)
+    fails("run", QUICKSTART, "--preset", broken, "--out", tmp_path / "r", says="request_ms.value")
+
+
+def test_an_imported_request_log_too_short_to_fit_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A real broker's request log (Kafka 4.3.1's, a few requests) imported by import-request-log: it has no
+    scenario (--scenario names the workload) and too few requests for a percentile, which calibrate says."""
+    log = Path(__file__).resolve().parents[1] / "real" / "data" / "broker-0.log"
+    imported = tmp_path / "imported"
+    assert kafkasim("import-request-log", log, "--out", imported).returncode == 0
+    done = kafkasim("calibrate", imported, "--out", tmp_path / "p.yaml")
+    assert done.returncode == 2 and "--scenario FILE" in done.stderr
+    done = kafkasim("calibrate", imported, "--out", tmp_path / "p.yaml", "--scenario", QUICKSTART)
+    assert done.returncode == 2 and "no statistic with at least 20 values" in done.stderr, done.stderr
+    assert_no_traceback(done)
+    assert not (tmp_path / "p.yaml").exists()

@@ -1,0 +1,37 @@
+"""The held-out check's verdict and its section of docs/validation.md (kafkasim.calibrate.held_out)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kafkasim.calibrate.held_out import BEGIN, END, HELD_OUT, JSON_FILE, row_verdict, section, write_section
+from kafkasim.scenario import load_scenario, with_overrides
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_within_is_20_percent_of_the_median_or_inside_the_runs_range() -> None:
+    assert row_verdict(11.9, [10.0, 10.0, 10.0]) == "within"
+    assert row_verdict(12.1, [10.0, 10.0, 10.0]) == "outside"
+    assert row_verdict(14.0, [8.0, 10.0, 14.5]) == "within"  # wider than 20%: the runs' own range
+    assert row_verdict(5.0, [8.0, 10.0, 14.5]) == "outside"
+
+
+def test_every_held_out_configuration_is_a_valid_scenario() -> None:
+    base = load_scenario(ROOT / "scenarios" / "calibration_base.yaml")
+    for _label, overrides in HELD_OUT.values():
+        with_overrides(base, overrides)
+
+
+def test_the_section_replaces_its_old_self_and_keeps_the_rest(tmp_path: Path) -> None:
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    page = tmp_path / "validation.md"
+    page.write_text("# Validation\n\nrows\n")
+    write_section(page, data)
+    write_section(page, data)
+    text = page.read_text()
+    assert text.startswith("# Validation\n\nrows\n") and text.count(BEGIN) == 1 and text.count(END) == 1
+    assert section(data) in text
+    assert section(data) in (ROOT / "docs" / "validation.md").read_text()  # the page holds the current table
+    assert f"{sum(r['verdict'] == 'within' for r in data['predictions'])} of {len(data['predictions'])}" in text

@@ -1,0 +1,97 @@
+"""`kafkasim calibrate` on the real cluster: kafkasim fitted to a real run of acks=1 with linger.ms=0 at 300
+records/s (scenarios/calibration_base.yaml, shortened) predicts the real quickstart of the differential
+suite, acks=all with linger.ms=5 at 200 records/s, which the fit never saw; and a real broker's request log of
+that run, imported by `kafkasim import-request-log`, is calibrated into a preset.
+
+The tolerance. The issue's rule (within 20% of the median of three real runs, or within their own spread) is
+checked by docs/make_calibration.py on a quiet machine, into docs/validation.md. Here one real run of each
+configuration is all the suite can afford, and the suite's other worker shares the two cores: the same
+configuration's real produce p50 was 9.4-10.9 ms in three quiet runs and 10.1, 14.3 and 15.4 ms in three runs
+beside the suite, its p99 41-71 ms quiet and 56, 121 and 111 ms beside it. So the prediction must be within
+50% of the one real run at the median and within a factor of 3 at the p99, where kafkasim's defaults (no
+calibration) predict a p99 of ~10 ms, more than 4 times too short. The fit starts from the project's preset
+(presets/this-machine.yaml) and makes one step: the suite checks that a fit on this run predicts, not how fast
+a fit from nothing converges (tests/calibrate/test_fit.py does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from kafkasim import load_scenario
+from kafkasim.calibrate.fit import fit
+from kafkasim.calibrate.predict import predict
+from kafkasim.calibrate.preset import KIND, Preset, load_preset
+from kafkasim.calibrate.targets import statistics as stats_of
+from kafkasim.real.kafka_libs import KafkaLibs
+from kafkasim.real.processes import alive
+from kafkasim.real.runner import run_on_kafka
+from kafkasim.record.result import RunResult
+from kafkasim.scenario import with_overrides
+from tests.cli.support import kafkasim
+from tests.real.agreement import Agreement
+from tests.real.agreement import record as record_agreement
+from tests.real.test_differential import Pair, pair  # noqa: F401  (the session's real quickstart, shared)
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = ROOT / "scenarios" / "calibration_base.yaml"
+P50_TOLERANCE = 0.5
+P99_FACTOR = 3.0
+
+
+def _within(stat: str, predicted: float, real: float) -> tuple[bool, str]:
+    if stat.endswith("p50"):
+        return abs(predicted - real) <= P50_TOLERANCE * real, f"+-{P50_TOLERANCE:.0%}"
+    return abs(math.log(predicted / real)) <= math.log(P99_FACTOR), f"x/÷ {P99_FACTOR:g}"
+
+
+def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
+        pair: Callable[[str], Pair], kafka_libs: KafkaLibs, tmp_path: Path) -> None:  # noqa: F811
+    quickstart = pair("quickstart")
+    base = with_overrides(load_scenario(BASE), ["duration=10s", "warmup=2s"])
+    measured = run_on_kafka(base, libs=kafka_libs, say=lambda m: print(f"[calibration_base] {m}", flush=True))
+    assert measured.run_info["pids"] and alive(measured.run_info["pids"]) == []
+    project = load_preset(ROOT / "presets" / "this-machine.yaml")
+    fitted = fit(base, measured.summary, sim_duration_ms=5000.0, max_evaluations=20, start=project.values)
+    prediction = predict(quickstart.scenario, Preset("fitted in the suite", fitted.values, fitted.covariance, {}),
+                         draws=1)
+    real = {k: v for k, (_g, v, _n) in stats_of(quickstart.real.summary).items()}
+    uncalibrated = {k: v for k, (_g, v, _n) in stats_of(quickstart.sim.summary).items()}
+    outside = []
+    for stat in ("produce acks=all p50", "produce acks=all p99", "end to end p50", "end to end p99"):
+        predicted, value = prediction.value[stat], real[stat]
+        ok, tolerance = _within(stat, predicted, value)
+        record_agreement(Agreement(
+            "calibration", f"fitted on acks=1 linger.ms=0, predicts acks=all linger.ms=5: {stat} (ms)",
+            f"{predicted:.3g} (uncalibrated {uncalibrated[stat]:.3g})", f"{value:.3g}",
+            f"{tolerance} (one real run beside the suite)", "agree" if ok else "DISAGREE"))
+        if not ok:
+            outside.append(f"{stat}: predicted {predicted:.3g}, real {value:.3g}, allowed {tolerance}")
+        if stat.endswith("p99"):  # the check has teeth: kafkasim's defaults are outside it
+            assert not _within(stat, uncalibrated[stat], value)[0], (stat, uncalibrated[stat], value)
+    assert not outside, outside
+
+    # The run's brokers' request logs, imported as a production broker's would be, calibrate into a preset.
+    logs = []
+    for name, data in sorted(measured.extra_files.items()):
+        if "/broker-" in name and not name.endswith("server.log"):
+            path = tmp_path / name.replace("/", "_")
+            path.write_bytes(data)
+            logs.append(path)
+    assert len(logs) == 3, sorted(measured.extra_files)
+    imported, preset = tmp_path / "imported", tmp_path / "from-the-log.yaml"
+    assert kafkasim("import-request-log", *logs, "--out", imported).returncode == 0
+    assert RunResult.load(imported).scenario_yaml is None
+    done = kafkasim("calibrate", imported, "--scenario", BASE, "--out", preset, "--sim-duration", "3s",
+                    "--max-evaluations", "20", timeout=300)
+    assert done.returncode == 0, done.stderr
+    written = yaml.safe_load(preset.read_text())
+    assert written["kind"] == KIND and written["fitted"]["from"] == str(imported.resolve())
+    # A request log has the broker's breakdown only: no client latency was fitted.
+    assert written["fit"] and all(not row["statistic"].startswith(("produce", "end to end"))
+                                  for row in written["fit"])
+    load_preset(preset)
