@@ -116,7 +116,11 @@ def applied(scenario: Scenario, values: dict[str, float]) -> tuple[Scenario, lis
     which keep the scenario's value."""
     written = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     lines = overrides(values, scenario)
-    kept = [line.partition("=")[0] for line in lines if _is_set(written, line.partition("=")[0])]
+    # A default link latency the scenario writes is every link's that does not write its own: the preset's
+    # per-link latencies would override it, so they are kept out too.
+    default_written = _is_set(written, "network.default_link.latency")
+    kept = [line.partition("=")[0] for line in lines if _is_set(written, line.partition("=")[0])
+            or (default_written and line.partition("=")[0].endswith(".link.latency"))]
     wanted = [line for line in lines if line.partition("=")[0] not in kept]
     return (with_overrides(scenario, wanted) if wanted else scenario), kept
 

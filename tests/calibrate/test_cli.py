@@ -78,6 +78,15 @@ def test_applied_keeps_every_value_the_scenario_writes(preset: Path) -> None:
     assert result.broker.costs.request.value == 2.0  # type: ignore[union-attr]
 
 
+def test_a_default_link_latency_the_scenario_writes_keeps_every_link(preset: Path) -> None:
+    text = QUICKSTART.read_text().replace("seed: 42", "seed: 42\nnetwork: {default_link: {latency: 2ms}}")
+    result, kept = applied(load_scenario(text), load_preset(preset).values)
+    assert "network.default_link.latency" in kept and "producers[0].link.latency" in kept
+    assert "followers.link.latency" in kept
+    assert result.producers[0].link is not None and result.producers[0].link.latency.value == 2.0  # type: ignore[union-attr]
+    assert result.broker.costs.request.median == load_preset(preset).values["request_ms"]  # type: ignore[union-attr]
+
+
 def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path: Path) -> None:
     def fails(*args: str | Path, says: str) -> None:
         done = kafkasim(*args)
