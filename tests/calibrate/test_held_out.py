@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafkasim.calibrate.held_out import BEGIN, END, HELD_OUT, JSON_FILE, row_verdict, section, write_section
+from kafkasim.calibrate.held_out import (
+    BEGIN,
+    END,
+    HELD_OUT,
+    JSON_FILE,
+    PREDICTED,
+    row_verdict,
+    section,
+    write_section,
+)
 from kafkasim.scenario import load_scenario, with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,3 +44,15 @@ def test_the_section_replaces_its_old_self_and_keeps_the_rest(tmp_path: Path) ->
     assert section(data) in text
     assert section(data) in (ROOT / "docs" / "validation.md").read_text()  # the page holds the current table
     assert f"{sum(r['verdict'] == 'within' for r in data['predictions'])} of {len(data['predictions'])}" in text
+
+
+def test_the_table_holds_each_predicted_statistic_of_each_configuration() -> None:
+    """docs/calibration.json as docs/make_calibration.py writes it: every configuration, each statistic it has
+    of PREDICTED (produce latency of its acks, end to end), each with three real runs and its verdict."""
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    rows = data["predictions"]
+    assert {r["configuration"] for r in rows} == {label for label, _ in HELD_OUT.values()}
+    assert {r["statistic"] for r in rows} <= set(PREDICTED)
+    assert len(rows) == 4 * len(HELD_OUT)
+    assert all(len(r["real_runs"]) == data["runs"] == 3 and r["verdict"] == row_verdict(r["predicted"], r["real_runs"])
+               for r in rows)
