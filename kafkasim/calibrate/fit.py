@@ -128,7 +128,6 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms
         return weights * np.array([residual(got[t.key][1], t.value) if t.key in got else MISSING_RESIDUAL
                                    for t in wanted])
 
-
     if start is None:
         start = starting_point(statistics(measured_summary))
     else:

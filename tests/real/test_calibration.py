@@ -86,7 +86,7 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     imported, preset = tmp_path / "imported", tmp_path / "from-the-log.yaml"
     assert kafkasim("import-request-log", *logs, "--out", imported).returncode == 0
     assert RunResult.load(imported).scenario_yaml is None
-    done = kafkasim("calibrate", imported, "--scenario", BASE, "--out", preset, "--sim-duration", "3s",
+    done = kafkasim("calibrate", imported, "--scenario", BASE, "--out", preset, "--sim-duration", "2s",
                     "--max-evaluations", "20", timeout=300)
     assert done.returncode == 0, done.stderr
     written = yaml.safe_load(preset.read_text())
