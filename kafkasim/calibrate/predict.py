@@ -49,14 +49,18 @@ def parameter_draws(preset: Preset, draws: int, seed: int) -> list[dict[str, flo
 
 def predict(scenario: Scenario, preset: Preset, *, draws: int = 4, seed: int | None = None,
             fitted_summary: dict[str, Any] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> Prediction:
+            progress: Callable[[int, int], None] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> Prediction:
     """`scenario` predicted with `preset` (its values where the scenario sets none), with a band from `draws`
     further runs. `fitted_summary`: the summary of the run at the fitted values when it was run already
-    (`kafkasim run --preset`), else it is run here."""
+    (`kafkasim run --preset`), else it is run here. `should_stop` (Ctrl-C, say) is asked before each draw's
+    run: the band is then over the draws run so far, and `draws` says how many."""
     seed = scenario.seed if seed is None else seed
     sets = [preset.values, *parameter_draws(preset, draws, seed)]
     results: list[dict[str, float]] = []
     for i, values in enumerate(sets):
+        if i > 0 and should_stop is not None and should_stop():
+            break
         if i == 0 and fitted_summary is not None:
             summary = fitted_summary
         else:
@@ -67,7 +71,7 @@ def predict(scenario: Scenario, preset: Preset, *, draws: int = 4, seed: int | N
             progress(i + 1, len(sets))
     keys = [k for k in results[0] if all(k in r for r in results)]
     return Prediction(value={k: results[0][k] for k in keys}, low={k: min(r[k] for r in results) for k in keys},
-                      high={k: max(r[k] for r in results) for k in keys}, draws=draws)
+                      high={k: max(r[k] for r in results) for k in keys}, draws=len(results) - 1)
 
 
 def as_run_info(prediction: Prediction, preset: Preset) -> dict[str, Any]:

@@ -218,9 +218,10 @@ def run(
     preset: Annotated[str | None, typer.Option(
         "--preset", metavar="FILE", help="A fitted preset (kafkasim calibrate): its costs, link latency and "
         "stalls wherever the scenario sets none.", show_default=False)] = None,
-    draws: Annotated[int, typer.Option(
+    draws: Annotated[int | None, typer.Option(
         "--draws", metavar="N", min=0, max=100, help="With --preset: N more runs with the fitted values drawn from "
-        "the fit's uncertainty; the result gets a band on each latency (run-info.json, kafkasim compare).")] = 4,
+        "the fit's uncertainty; the result gets a band on each latency (run-info.json, kafkasim compare). "
+        "Default 4.", show_default=False)] = None,
 ) -> None:
     """Run a scenario, write its results (Parquet tables, summary.json, the resolved scenario.yaml) and
     print a summary per api: counts, errors and percentiles of TotalTimeMs and its parts, produce and
@@ -233,7 +234,9 @@ def run(
 
     options = RunOptions(scenario=scenario, seed=seed, out=out, overrides=list(overrides or []),
                          wallclock=wallclock, speed=speed, live=live, progress=progress, figures=figures,
-                         preset=preset, draws=draws)
+                         preset=preset, draws=4 if draws is None else draws)
+    if draws is not None and preset is None:
+        raise typer.BadParameter("applies only with --preset", param_hint="'--draws'")
     if on_kafka:
         if preset is not None:
             raise typer.BadParameter("a preset sets simulator-only costs; a real cluster has its own",

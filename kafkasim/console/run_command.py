@@ -95,14 +95,17 @@ def with_preset(scenario: Scenario, path: str) -> tuple[Scenario, Preset]:
     return result, preset
 
 
-def _band(scenario: Scenario, preset: Preset, draws: int, seed: int, summary: dict[str, Any]) -> dict[str, Any]:
+def _band(scenario: Scenario, preset: Preset, draws: int, seed: int, summary: dict[str, Any],
+          stopper: StopOnInterrupt) -> dict[str, Any]:
     """The band of a predicted run (kafkasim.calibrate.predict): `draws` further runs, drawing the fitted
-    values from the preset's covariance; run-info.json keeps it."""
+    values from the preset's covariance; run-info.json keeps it. Ctrl-C stops drawing after the run under way
+    (the band is then over fewer draws, and says so); the run's own result is written either way."""
     from kafkasim.calibrate.predict import as_run_info, predict
 
-    print(f"kafkasim: {draws} more runs with draws of the fit's uncertainty, for the prediction's band",
-          file=sys.stderr, flush=True)
-    prediction = predict(scenario, preset, draws=draws, seed=seed, fitted_summary=summary)
+    print(f"kafkasim: {draws} more runs with draws of the fit's uncertainty, for the prediction's band "
+          "(Ctrl-C: stop drawing)", file=sys.stderr, flush=True)
+    prediction = predict(scenario, preset, draws=draws, seed=seed, fitted_summary=summary,
+                         should_stop=lambda: stopper.interrupted)
     return as_run_info(prediction, preset)
 
 
@@ -285,7 +288,8 @@ def run_command(options: RunOptions, *, console: Console | None = None, err_cons
                     f"of {seconds(scenario.duration)}"
                 )
             if preset is not None and options.draws > 0 and not interrupted:
-                result.run_info["prediction"] = _band(unpreset, preset, options.draws, seed, result.summary)
+                result.run_info["prediction"] = _band(unpreset, preset, options.draws, seed, result.summary,
+                                                      stopper)
             saved = _save(result, out, options.figures)
     except SimulationOutOfMemory as exc:
         return _out_of_memory(exc, out)

@@ -107,6 +107,7 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     fails("run", QUICKSTART, "--preset", mine, "--out", tmp_path / "r", says="not a fitted preset")
     fails("run", QUICKSTART, "--preset", tmp_path / "absent.yaml", "--out", tmp_path / "r", says="cannot read")
     fails("run", QUICKSTART, "--preset", preset, "--on-kafka", says="a real cluster has its own")
+    fails("run", QUICKSTART, "--draws", "2", "--out", tmp_path / "r", says="'--draws': applies only with --preset")
     broken = tmp_path / "broken.yaml"
     broken.write_text(preset.read_text().replace("request_ms:\n    value:", "request_ms:\n    value: -1 #"))
     with pytest.raises(PresetError, match=r"parameters\.request_ms\.value: -1 is out of range"):
