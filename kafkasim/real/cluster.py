@@ -27,10 +27,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkasim.real import ports as listen_ports
 from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.netns import HostNetwork
-from kafkasim.real.processes import Proc, Processes, free_ports
+from kafkasim.real.processes import Proc, Processes
 
 CONTROLLER_ID = 1000
 """The controller's node id: outside kafkasim's broker ids (0..63)."""
@@ -63,6 +64,8 @@ class Node:
     properties: dict[str, str] = field(default_factory=dict)
     proc: Proc | None = None
     starts: int = 0
+    output_from: int = 0
+    """Where this start's output begins in its stdout.log (a restart appends)."""
 
     @property
     def name(self) -> str:
@@ -126,7 +129,8 @@ class RealCluster:
         self.archive = ClassArchive(archive_path(libs, "node"))
         self._dumps: list[tuple[Path, Proc]] = []
         ids = sorted(broker_properties)
-        ports = free_ports(2 * len(ids) + 2)
+        # Outside the ephemeral range (kafkasim.real.ports): a restarted node finds its ports free.
+        ports = self.ports = listen_ports.claim(2 * len(ids) + 2)
         self.controller = Node(CONTROLLER_ID, "controller", workdir / "controller", ports[0], ports[0], ports[1])
         self.brokers: dict[int, Node] = {}
         for i, b in enumerate(ids):
@@ -230,7 +234,9 @@ class RealCluster:
         if self.network is not None:
             argv = [*self.network.exec_prefix(node.name), *argv]
         node.starts += 1
-        node.proc = self.procs.start(node.name, argv, node.directory / "stdout.log")
+        output = node.directory / "stdout.log"
+        node.output_from = output.stat().st_size if output.exists() else 0
+        node.proc = self.procs.start(node.name, argv, output)
         if dump is not None:
             self._dumps.append((dump, node.proc))
 
@@ -241,8 +247,11 @@ class RealCluster:
             if _count_lines_with(node.server_log, READY_LINE) >= node.starts:
                 return
             if node.proc is not None and not node.proc.running():
+                # A JVM that fails before Kafka's logging starts (its JMX agent's port taken, a bad flag) says why on
+                # its output only.
                 raise ClusterError(f"{node.name} exited with code {node.proc.popen.returncode} while starting; "
-                                   f"the end of its log: {_tail(node.server_log, node.proc.output)}")
+                                   f"its output: {_tail(node.proc.output, skip=node.output_from)}; "
+                                   f"the end of its log: {_tail(node.server_log)}")
             if time.monotonic() > deadline:
                 raise ClusterError(f"{node.name} did not start within {timeout_s:.0f} s; the end of its log: "
                                    f"{_tail(node.server_log, node.proc.output if node.proc else None)}")
@@ -309,6 +318,7 @@ class RealCluster:
         ordered = sorted(self._dumps, key=lambda d: d[1].name == "controller")
         self.archive.keep([(dump, proc.popen.returncode) for dump, proc in ordered])
         self._dumps.clear()
+        listen_ports.release(self.ports)
 
 
 def _write_properties(path: Path, properties: Mapping[str, str]) -> None:
@@ -324,14 +334,18 @@ def _count_lines_with(path: Path, text: str) -> int:
         return 0
 
 
-def _tail(*paths: Path | None, lines: int = 3) -> str:
+def _tail(*paths: Path | None, lines: int = 3, skip: int = 0) -> str:
+    """The last ``lines`` lines of the first of ``paths`` that has any (its errors first), from byte ``skip``."""
     for path in paths:
         if path is None:
             continue
         try:
-            text = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+            with open(path, "rb") as handle:
+                handle.seek(skip)
+                whole = handle.read().decode("utf-8", errors="replace")
         except OSError:
             continue
+        text = [line for line in whole.splitlines() if line.strip()]
         errors = [line for line in text if " ERROR " in line or "Exception" in line]
         chosen = (errors or text)[-lines:]
         if chosen:

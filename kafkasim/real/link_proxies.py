@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafkasim.real.processes import free_ports
+from kafkasim.real import ports as listen_ports
 from kafkasim.real.toxiproxy import STREAM_OF_DIRECTION, Toxiproxy
 from kafkasim.scenario import Scenario
 from kafkasim.scenario.faults import ConnectionResetFault, LinkDelayFault
@@ -97,13 +97,18 @@ class LinkProxies:
         self.toxiproxy = toxiproxy
         self.host = host
         targets = proxied_targets(scenario)
-        ports = free_ports(len(targets) * len(broker_ids), host)
+        # Every listener and proxy port outside the ephemeral range (kafkasim.real.ports): a reset re-binds the
+        # proxy's port at once, and a connection elsewhere must not have taken it meanwhile.
+        n = len(targets) * len(broker_ids)
+        self.ports = listen_ports.claim(2 * n, host)
+        ports, proxy_ports = self.ports[:n], self.ports[n:]
         self.listeners: dict[str, ProxiedListener] = {}
         for k, target in enumerate(targets):
-            own = ports[k * len(broker_ids):(k + 1) * len(broker_ids)]
-            listener = ProxiedListener(f"{LISTENER_PREFIX}{k}", target, dict(zip(broker_ids, own, strict=True)))
-            for b, port in listener.ports.items():
-                listener.proxy_ports[b] = toxiproxy.add_proxy(listener.proxy(b), f"{host}:{port}", host)
+            own = slice(k * len(broker_ids), (k + 1) * len(broker_ids))
+            listener = ProxiedListener(f"{LISTENER_PREFIX}{k}", target, dict(zip(broker_ids, ports[own], strict=True)))
+            for b, proxy_port in zip(broker_ids, proxy_ports[own], strict=True):
+                listener.proxy_ports[b] = toxiproxy.add_proxy(listener.proxy(b), f"{host}:{listener.ports[b]}", host,
+                                                              proxy_port)
             self.listeners[target] = listener
         self._broker_target: dict[int, str] = {}
         for target in targets:
@@ -150,6 +155,10 @@ class LinkProxies:
         listener = self.listeners[fault.target]
         for b in listener.ports:
             self.toxiproxy.reset(listener.proxy(b))
+
+    def release(self) -> None:
+        """Give up the listeners' and proxies' ports (the run's processes are stopped)."""
+        listen_ports.release(self.ports)
 
     def describe(self) -> Mapping[str, Mapping[str, object]]:
         """What run-info.json says of the proxies: per target, its listener and each broker's proxy port."""

@@ -129,17 +129,6 @@ class Processes:
             stop_process(proc.pid, proc.popen, timeout_s, kill_first=True)
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct TCP ports free on ``host`` now (bound to port 0 together, then released)."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((host, 0))
-            ports.append(sock.getsockname()[1])
-        return ports
-
-
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     """Whether something listens on ``host:port`` (a connect succeeds)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -33,8 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from kafkasim.real import ports as listen_ports
 from kafkasim.real.kafka_libs import RealKafkaUnavailable, cache_root
-from kafkasim.real.processes import Proc, Processes, free_ports
+from kafkasim.real.processes import Proc, Processes
 
 TOXIPROXY_VERSION = "2.5.0"
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
@@ -118,7 +119,7 @@ class Toxiproxy:
         self.proc: Proc | None = None
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
-        self.port = free_ports(1, self.host)[0]
+        self.port = listen_ports.claim(1, self.host)[0]
         # A fixed seed: the jitter draws of a latency toxic are the same from run to run (Go's math/rand).
         self.proc = self.procs.start("toxiproxy", [str(self.binary), "-host", self.host, "-port", str(self.port),
                                                    "-seed", "1"], self.output)
@@ -139,6 +140,7 @@ class Toxiproxy:
     def stop(self) -> None:
         if self.proc is not None:
             self.procs.stop(self.proc, 5.0)
+        listen_ports.release([self.port])
 
     @property
     def running(self) -> bool:
@@ -158,11 +160,12 @@ class Toxiproxy:
             raise ToxiproxyError(f"{method} {path}: {exc.code} {exc.read().decode(errors='replace').strip()}") from None
         return json.loads(text) if text.strip().startswith(("{", "[")) else text
 
-    def add_proxy(self, name: str, upstream: str, listen_host: str = "127.0.0.1") -> int:
-        """A proxy ``name`` listening on a free port of ``listen_host`` that forwards every connection to
-        ``upstream`` (``host:port``; it need not be up yet: each connection connects on its own); its port."""
-        answer = self._call("POST", "/proxies", {"name": name, "listen": f"{listen_host}:0", "upstream": upstream,
-                                                 "enabled": True})
+    def add_proxy(self, name: str, upstream: str, listen_host: str = "127.0.0.1", listen_port: int = 0) -> int:
+        """A proxy ``name`` listening on ``listen_port`` of ``listen_host`` (0: a port the kernel picks) that
+        forwards every connection to ``upstream`` (``host:port``; it need not be up yet: each connection
+        connects on its own); its port."""
+        answer = self._call("POST", "/proxies", {"name": name, "listen": f"{listen_host}:{listen_port}",
+                                                 "upstream": upstream, "enabled": True})
         if not isinstance(answer, dict) or ":" not in str(answer.get("listen")):
             raise ToxiproxyError(f"POST /proxies: no listening address in {answer!r}")
         return int(str(answer["listen"]).rsplit(":", 1)[1])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from kafkasim import load_scenario
+from kafkasim.real.cluster import ClusterError, RealCluster
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import Processes, ProcessesClosed, alive
 from kafkasim.real.runner import run_on_kafka
@@ -61,6 +63,16 @@ if main == "kafka.tools.StorageTool":
     (data / "bootstrap.checkpoint").write_bytes(b"stand-in")
     sys.exit(0)
 if main == "kafka.Kafka":
+    import socket
+    jmx = socket.socket()  # the JVM's JMX agent binds its port (every address) before Kafka logs a line
+    jmx_port = int(next(a.split("=", 1)[1] for a in args if a.startswith("-Dcom.sun.management.jmxremote.port=")))
+    try:
+        jmx.bind(("0.0.0.0", jmx_port))
+    except OSError:
+        print(f"Error: JMX connector server communication error: service:jmx:rmi://vm:{jmx_port}")
+        print(f"java.rmi.server.ExportException: Port already in use: {jmx_port}; nested exception is:")
+        sys.exit(1)
+    jmx.listen()
     logs = Path(next(a.split("=", 1)[1] for a in args if a.startswith("-Dkafka.logs.dir=")))
     config = args[args.index("kafka.Kafka") + 1]
     time.sleep(float(os.environ["KAFKASIM_STAND_IN_START_S"]))
@@ -198,3 +210,25 @@ def test_a_stop_signal_as_a_process_starts_leaves_it_registered_and_stopped(tmp_
         monkeypatch.undo()
     assert started and procs.pids == started
     assert alive(started) == []
+
+
+def test_a_node_that_fails_before_kafka_logs_says_why_from_its_output(stand_in: KafkaLibs, tmp_path: Path) -> None:
+    # A broker started again whose JMX port was taken while it was down: its JVM exits with code 1 before
+    # Kafka's logging starts, so server.log holds only the earlier start's lines. The error shows the JVM's
+    # own words (a CI run once said only "broker-0 exited with code 1 while starting" and old log lines).
+    with Processes() as procs:
+        cluster = RealCluster(stand_in, tmp_path / "cluster", procs, {0: {}}, {})
+        try:
+            cluster.start()
+            cluster.crash(0)
+            node = cluster.brokers[0]
+            with socket.socket() as taken:
+                taken.bind(("127.0.0.1", node.jmx_port))
+                taken.listen()
+                cluster.restart(0)
+                with pytest.raises(ClusterError, match=r"broker-0 exited with code 1 while starting; its output: "
+                                   r"java.rmi.server.ExportException: Port already in use: \d+; .*the end of its "
+                                   r"log: .*Kafka Server started"):
+                    cluster.wait_ready(node)
+        finally:
+            cluster.stop()
