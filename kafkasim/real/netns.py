@@ -169,23 +169,46 @@ class HostNetwork:
 
     def cut(self, source: str, destination: str) -> None:
         """Drop every packet from ``source`` to ``destination`` (one direction), silently."""
-        key = (source, destination)
-        with self._lock:
-            self._cuts[key] = self._cuts.get(key, 0) + 1
-            if self._cuts[key] == 1:
-                _ip("-n", self.router, "rule", "add", *self._selector(key), "blackhole", "pref", str(self._pref(key)))
+        self.cut_each([(source, destination)])
 
     def heal(self, source: str, destination: str) -> None:
         """End one cut of ``source -> destination``; the link carries packets again when its last cut ends."""
-        key = (source, destination)
+        self.heal_each([(source, destination)])
+
+    def cut_each(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Cut every direction of ``pairs`` at once: one ``ip -batch`` in the router, so that a fault's links
+        go down together (one ``ip`` process per direction took tens of ms each on a loaded machine, and a
+        100 ms outage of six directions was half over before its last one was cut)."""
         with self._lock:
-            count = self._cuts.get(key, 0)
-            if count == 1:
-                _ip("-n", self.router, "rule", "del", *self._selector(key), "blackhole", "pref", str(self._pref(key)))
-            if count <= 1:
-                self._cuts.pop(key, None)
-            else:
-                self._cuts[key] = count - 1
+            added = []
+            for key in pairs:
+                self._cuts[key] = self._cuts.get(key, 0) + 1
+                if self._cuts[key] == 1:
+                    added.append(key)
+            self._batch([f"rule add {' '.join(self._selector(k))} blackhole pref {self._pref(k)}" for k in added])
+
+    def heal_each(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """End one cut of every direction of ``pairs``, at once (one ``ip -batch``)."""
+        with self._lock:
+            removed = []
+            for key in pairs:
+                count = self._cuts.get(key, 0)
+                if count == 1:
+                    removed.append(key)
+                if count <= 1:
+                    self._cuts.pop(key, None)
+                else:
+                    self._cuts[key] = count - 1
+            self._batch([f"rule del {' '.join(self._selector(k))} blackhole pref {self._pref(k)}" for k in removed])
+
+    def _batch(self, commands: list[str]) -> None:
+        if not commands:
+            return
+        result = subprocess.run(["ip", "-n", self.router, "-batch", "-"], input="\n".join(commands) + "\n",
+                                capture_output=True, text=True, timeout=IP_TIMEOUT_S)
+        if result.returncode != 0:
+            raise NetworkError(f"`ip -n {self.router} -batch -` ({'; '.join(commands)}) failed: "
+                               f"{result.stderr.strip() or result.stdout.strip()}")
 
     def heal_all(self) -> None:
         """End every cut (the run is over)."""
@@ -193,8 +216,7 @@ class HostNetwork:
             keys = list(self._cuts)
             for key in keys:
                 self._cuts[key] = 1
-        for key in keys:
-            self.heal(*key)
+        self.heal_each(keys)
 
     @property
     def cuts(self) -> list[tuple[str, str]]:

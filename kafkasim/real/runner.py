@@ -104,7 +104,15 @@ class FaultAction:
     at_ms: float
     label: str
     act: Callable[[], None]
+    follows: FaultAction | None = None
+    """The action that begins the fault this one ends (a cut's heal, a pause's resume, a crash's restart):
+    this one waits until that one was applied and then the fault's length, so a start applied late (a loaded
+    machine, a slow ``ip``) does not shorten the fault."""
     done_ms: float = math.nan
+    """When it began (a signal sent, a command started), from time 0."""
+    applied_ms: float = math.nan
+    """When it was applied (its command returned; a crash's process exited), from time 0."""
+    finished: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -140,43 +148,44 @@ def fault_actions(scenario: Scenario, cluster: RealCluster, network: HostNetwork
         if isinstance(fault, CrashFault | ShutdownFault):
             b = broker_of(fault.target)
             stop = cluster.crash if isinstance(fault, CrashFault) else cluster.shutdown
-            actions.append(FaultAction(float(fault.at), label, partial(stop, b)))
+            start = FaultAction(float(fault.at), label, partial(stop, b))
+            actions.append(start)
             if fault.restart_after is not None:
                 actions.append(FaultAction(float(fault.at + fault.restart_after), f"{label}: restart",
-                                           partial(cluster.restart, b)))
+                                           partial(cluster.restart, b), start))
         elif isinstance(fault, PauseFault):
             b = broker_of(fault.target)
-            actions.append(FaultAction(float(fault.at), label, partial(cluster.pause, b)))
+            start = FaultAction(float(fault.at), label, partial(cluster.pause, b))
+            actions.append(start)
             actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: resume",
-                                       partial(cluster.resume, b)))
+                                       partial(cluster.resume, b), start))
         elif isinstance(fault, NetworkPartitionFault) and network is not None:
             # Both ways between every host of one side and every host of the other (kafkasim.real.netns).
             sides = [sorted({partition_host(h) for h in side}) for side in fault.sides]
             pairs = [(a, b) for a in sides[0] for b in sides[1]] + [(b, a) for a in sides[0] for b in sides[1]]
-            actions.append(FaultAction(float(fault.at), label, partial(_each, network.cut, pairs)))
+            start = FaultAction(float(fault.at), label, partial(network.cut_each, pairs))
+            actions.append(start)
             if fault.end is not None:
-                actions.append(FaultAction(float(fault.end), f"{label}: healed", partial(_each, network.heal, pairs)))
+                actions.append(FaultAction(float(fault.end), f"{label}: healed", partial(network.heal_each, pairs),
+                                           start))
         elif isinstance(fault, LinkDropFault) and network is not None:
             # The client's links to every broker, silently, in the fault's direction(s) (kafkasim.real.netns; the
             # refusals allow only a scenario's sole client): the kernel's TCP retransmits what the outage lost.
             brokers = [f"broker-{b}" for b in cluster.brokers]
             pairs = ([(CLIENTS_HOST, b) for b in brokers] if fault.direction != "from_broker" else []) + \
                 ([(b, CLIENTS_HOST) for b in brokers] if fault.direction != "to_broker" else [])
-            actions.append(FaultAction(float(fault.at), label, partial(_each, network.cut, pairs)))
+            start = FaultAction(float(fault.at), label, partial(network.cut_each, pairs))
+            actions.append(start)
             actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: up again",
-                                       partial(_each, network.heal, pairs)))
+                                       partial(network.heal_each, pairs), start))
         elif isinstance(fault, ConnectionResetFault) and proxies is not None:
             actions.append(FaultAction(float(fault.at), label, partial(proxies.reset, fault)))
         elif isinstance(fault, LinkDelayFault) and proxies is not None:
-            actions.append(FaultAction(float(fault.at), label, partial(proxies.delay_on, i, fault)))
+            start = FaultAction(float(fault.at), label, partial(proxies.delay_on, i, fault))
+            actions.append(start)
             actions.append(FaultAction(float(fault.at + fault.duration), f"{label}: over",
-                                       partial(proxies.delay_off, i, fault)))
+                                       partial(proxies.delay_off, i, fault), start))
     return sorted(actions, key=lambda a: a.at_ms)
-
-
-def _each(act: Callable[[str, str], None], pairs: list[tuple[str, str]]) -> None:
-    for a, b in pairs:
-        act(a, b)
 
 
 class FaultSchedule:
@@ -195,14 +204,24 @@ class FaultSchedule:
             thread.start()
 
     def _run(self, action: FaultAction) -> None:
-        delay = (self.t0 + action.at_ms) / 1000.0 - time.time()
-        if delay > 0 and self._cancel.wait(delay):
-            return
         try:
+            at_ms = action.at_ms
+            if (start := action.follows) is not None:
+                start.finished.wait()
+                if self._cancel.is_set():
+                    return
+                if not math.isnan(start.applied_ms):  # the fault's length from when it was applied
+                    at_ms = max(at_ms, start.applied_ms + action.at_ms - start.at_ms)
+            delay = (self.t0 + at_ms) / 1000.0 - time.time()
+            if delay > 0 and self._cancel.wait(delay):
+                return
             action.done_ms = time.time() * 1000.0 - self.t0  # when the signal is sent (a crash then waits for the exit)
             action.act()
+            action.applied_ms = time.time() * 1000.0 - self.t0
         except Exception as exc:  # reported in run-info, the run goes on
             self.errors.append(f"{action.label}: {exc}")
+        finally:
+            action.finished.set()
 
     def stop(self, timeout_s: float = 90.0) -> None:
         self.cancel()
@@ -361,8 +380,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             # A run that fails or is interrupted here restarts no broker later (a crash's restart_after).
             schedule.cancel()
         schedule.stop()
-        info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms}
-                       for a in schedule.actions]
+        info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms,
+                        "applied_ms": None if math.isnan(a.applied_ms) else a.applied_ms} for a in schedule.actions]
         poller.signal(signal.SIGTERM)
         if network is not None:
             # A cut to the end of the run ends with it: the audit reads every partition's final log.
@@ -381,6 +400,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         audit.popen.wait(timeout=120)
         procs.stop(poller, 5.0)
         cluster.stop()
+        if proxies is not None:
+            proxies.release()
         tools.keep([(dump, proc.popen.returncode) for dump, proc in dumps])
         info.pids = procs.pids
     end = duration if interrupted_at is None else interrupted_at

@@ -982,6 +982,13 @@ def test_a_100_ms_outage_of_the_producers_link_costs_one_retransmission_and_no_r
     p = pair("producer_link_blackhole")
     fault = p.scenario.faults[0]
     assert fault.type == "link_drop"
+    # The outage as the real run applied it: its rules in place from the cut's return to the heal's start at
+    # least (kafkasim.real.runner.FaultSchedule counts the length from the cut's return).
+    cut, heal = (p.real.run_info["faults"][i] for i in (0, 1))
+    applied = (round(cut["done_ms"], 1), round(heal["applied_ms"], 1))
+    report(p, "the outage (ms from time 0; real: cut begun, heal applied)", (float(fault.at),
+           float(fault.at + fault.duration)), applied)
+    assert heal["done_ms"] - cut["applied_ms"] >= float(fault.duration) - 1, (cut, heal)
     worst = worst_produce_around(p.sim, float(fault.at)), worst_produce_around(p.real, real_fault_ms(p))
     low, high = 190.0, 414.0
     worst_ok = all(low <= v <= high for v in worst)

@@ -3,6 +3,8 @@ take is refused with one line, what it ignores is listed."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,7 @@ from kafkasim.clients.accumulator import RECORD_BATCH_OVERHEAD_BYTES
 from kafkasim.real import netns
 from kafkasim.real.config_map import kafka_configs, not_applied, refusals
 from kafkasim.real.link_proxies import LinkProxies
-from kafkasim.real.runner import fault_actions
+from kafkasim.real.runner import FaultAction, FaultSchedule, fault_actions
 from kafkasim.real.schedule import planned_records
 from kafkasim.run.cluster_layout import cluster_layout
 from kafkasim.scenario import Scenario, with_overrides
@@ -124,9 +126,9 @@ class _FakeToxiproxy:
         self.toxics: dict[tuple[str, str], tuple[str, int]] = {}
         self.resets: list[str] = []
 
-    def add_proxy(self, name: str, upstream: str, listen_host: str = "127.0.0.1") -> int:
+    def add_proxy(self, name: str, upstream: str, listen_host: str = "127.0.0.1", listen_port: int = 0) -> int:
         self.proxies[name] = upstream
-        return 50_000 + len(self.proxies)
+        return listen_port
 
     def add_latency(self, proxy: str, name: str, stream: str, latency_ms: int, jitter_ms: int = 0) -> None:
         assert (proxy, name) not in self.toxics
@@ -203,12 +205,15 @@ class _FakeCluster:
 class _FakeNetwork:
     def __init__(self) -> None:
         self.log: list[tuple[str, str, str]] = []
+        self.batches = 0
 
-    def cut(self, a: str, b: str) -> None:
-        self.log.append(("cut", a, b))
+    def cut_each(self, pairs: list[tuple[str, str]]) -> None:
+        self.batches += 1
+        self.log += [("cut", a, b) for a, b in pairs]
 
-    def heal(self, a: str, b: str) -> None:
-        self.log.append(("heal", a, b))
+    def heal_each(self, pairs: list[tuple[str, str]]) -> None:
+        self.batches += 1
+        self.log += [("heal", a, b) for a, b in pairs]
 
 
 def test_a_link_drop_cuts_the_clients_links_to_every_broker_in_its_direction_for_its_outage(
@@ -227,11 +232,50 @@ def test_a_link_drop_cuts_the_clients_links_to_every_broker_in_its_direction_for
     assert [(a.at_ms, a.label) for a in actions] == [
         (1000.0, "faults[0] link_drop slow-writer"), (1100.0, "faults[0] link_drop slow-writer: up again"),
         (2000.0, "faults[1] link_drop slow-writer"), (3000.0, "faults[1] link_drop slow-writer: up again")]
+    assert actions[1].follows is actions[0] and actions[3].follows is actions[2]
     actions[0].act()
     both = [("cut", "clients", f"broker-{b}") for b in range(3)] + [("cut", f"broker-{b}", "clients") for b in range(3)]
     assert network.log == both
     actions[1].act()
     assert network.log[6:] == [("heal", a, b) for _, a, b in both]
+    # Each direction's rule in one `ip -batch`: a 100 ms outage's six directions go down (and up) together.
+    assert network.batches == 2
     del network.log[:]
     actions[2].act()
     assert network.log == [("cut", f"broker-{b}", "clients") for b in range(3)]
+
+
+def test_a_faults_end_waits_for_its_start_to_be_applied_and_then_its_length() -> None:
+    """A fault's end counts its length from when its start was applied, not from time 0: a start applied late
+    (one `ip` per direction on a loaded machine once took most of a 100 ms outage) must not shorten the
+    fault. Both instants are kept for run-info.json."""
+    log: list[tuple[str, float]] = []
+
+    def start() -> None:
+        log.append(("start", time.monotonic()))
+        time.sleep(0.15)  # applied 150 ms after it began
+
+    def end() -> None:
+        log.append(("end", time.monotonic()))
+
+    cut = FaultAction(0.0, "cut", start)
+    heal = FaultAction(100.0, "heal", end, cut)
+    schedule = FaultSchedule([cut, heal], time.time() * 1000.0)
+    schedule.start()
+    assert heal.finished.wait(5.0)
+    schedule.stop(5.0)
+    assert [name for name, _ in log] == ["start", "end"] and not schedule.errors
+    assert log[1][1] - log[0][1] >= 0.15 + 0.1 - 0.005, log
+    assert cut.applied_ms - cut.done_ms >= 150 - 5 and heal.done_ms >= cut.applied_ms + 100 - 1
+
+
+def test_a_cancelled_schedule_runs_no_end_whose_start_is_under_way() -> None:
+    started = threading.Event()
+    ended: list[str] = []
+    cut = FaultAction(0.0, "cut", lambda: (started.set(), time.sleep(0.2)))  # type: ignore[func-returns-value]
+    heal = FaultAction(50.0, "heal", lambda: ended.append("heal"), cut)
+    schedule = FaultSchedule([cut, heal], time.time() * 1000.0)
+    schedule.start()
+    assert started.wait(5.0)
+    schedule.stop(5.0)
+    assert ended == [] and not schedule.errors
