@@ -213,6 +213,8 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
             append_per_kib=cost("append_per_kib", costs_cfg.append_per_kib),
             read_per_kib=cost("read_per_kib", costs_cfg.read_per_kib),
             per_partition=cost("per_partition", costs_cfg.per_partition),
+            append=cost("append", costs_cfg.append),
+            follower_fetch=cost("follower_fetch", costs_cfg.follower_fetch),
             wakeup=wakeup("handler", costs_cfg.wakeup),
         ),
     )

@@ -52,6 +52,17 @@ class HandlerCosts(ScenarioModel):
     with ReplicaManager.readFromLog and, for a follower, Partition.updateFollowerFetchState for each). 0 by
     default: kafkasim has no measurement to calibrate it, and a non-zero default would change every
     result; set it to see why more partitions cost latency (scenarios/more_partitions_same_bytes.yaml)."""
+    append: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Handler-thread cost of each partition a produce appends to, beyond its bytes (`append_per_kib`):
+    Kafka's Partition.appendRecordsToLeader and UnifiedLog.append (LogValidator assigning offsets, the
+    segment's write, the offset and time indexes, the producer state). 0 by default (a fresh default would
+    change every result); measured on a real broker (`kafkasim calibrate`), a produce's LocalTimeMs is about
+    twice a consumer fetch's even for one small record."""
+    follower_fetch: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Handler-thread cost of each partition a follower's fetch reads, beyond what a consumer's costs:
+    Kafka's ReplicaManager.updateFollowerFetchState, Partition.updateFollowerFetchState (the follower's log
+    end offset, maybeExpandIsr, maybeIncrementLeaderHW). 0 by default; on a real broker a FetchFollower's
+    LocalTimeMs is about twice a FetchConsumer's (`kafkasim calibrate` fits it)."""
     network_read: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
     """Processor-thread cost of reading one request off the socket."""
     network_read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))

@@ -5,11 +5,13 @@ event-driven state machines on the SimPy clock (one heap event per service time)
 ``KafkaRequestHandler.run`` for one request:
 
 * The handler takes it (``requestDequeueTimeNanos``): at once if it was waiting in ``receiveRequest``.
-* Produce: service time ``request + append_per_kib * KiB + per_partition * partitions`` first, then ``KafkaApis.handleProduceRequest``
+* Produce: service time ``request + append_per_kib * KiB + (per_partition + append) * partitions`` first, then
+  ``KafkaApis.handleProduceRequest``
   (the data becomes visible when the write is done; an acks 0/1 response is sent then).
 * Fetch: ``KafkaApis.handleFetchRequest`` at once (the read sees the log as it is when the handler
   starts), then service time ``request + read_per_kib * KiB read + per_partition * partitions read`` (an
-  incremental fetch reads every partition of its session); the responses the call completed (its
+  incremental fetch reads every partition of its session), plus ``follower_fetch * partitions read`` for a
+  follower's (ReplicaManager.updateFollowerFetchState); the responses the call completed (its
   own, produce requests completed by a follower's HW advance) are sent when it has elapsed.
 * Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
@@ -42,7 +44,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Final
 
 from kafkasim.broker.disk import Disk
-from kafkasim.network.messages import API_PRODUCE, RequestEnvelope
+from kafkasim.network.messages import API_FETCH_FOLLOWER, API_PRODUCE, RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.server.expiration_reaper import ExpirationReaper
@@ -73,14 +75,22 @@ class RequestHandlerCosts:
     read_per_kib: Sampler
     # Per partition of a produce, and per partition a fetch reads (a session's every partition).
     per_partition: Sampler = _NO_COST
+    # Per partition a produce appends, beyond its bytes (Partition.appendRecordsToLeader, UnifiedLog.append).
+    append: Sampler = _NO_COST
+    # Per partition a follower's fetch reads, beyond a consumer's (Partition.updateFollowerFetchState).
+    follower_fetch: Sampler = _NO_COST
     # How long a handler waiting in receiveRequest takes to run once given a request (the host's scheduling
     # latency); None: at once.
     wakeup: Sampler | None = None
 
-    def fixed(self, per_kib: Sampler) -> tuple[float, float, float] | None:
-        """(request, ``per_kib``, per_partition) if all three are constants (read once, not drawn per request)."""
-        request, kib, partition = constant_value(self.request), constant_value(per_kib), constant_value(self.per_partition)
-        return None if request is None or kib is None or partition is None else (request, kib, partition)
+    def fixed(self, per_kib: Sampler, per_partition: Sampler) -> tuple[float, float, float] | None:
+        """(request, ``per_kib``, per_partition + ``per_partition``) if all are constants (read once, not drawn
+        per request)."""
+        request, kib = constant_value(self.request), constant_value(per_kib)
+        shared, own = constant_value(self.per_partition), constant_value(per_partition)
+        if request is None or kib is None or shared is None or own is None:
+            return None
+        return request, kib, shared + own
 
 
 class KafkaRequestHandlerPool:
@@ -109,8 +119,9 @@ class KafkaRequestHandlerPool:
         self.apis = apis
         self.costs = costs
         # Constant costs (the default) are read here once: no sampler call per request.
-        self._fixed_produce = costs.fixed(costs.append_per_kib)
-        self._fixed_fetch = costs.fixed(costs.read_per_kib)
+        self._fixed_produce = costs.fixed(costs.append_per_kib, costs.append)
+        self._fixed_fetch = costs.fixed(costs.read_per_kib, _NO_COST)
+        self._fixed_follower_fetch = costs.fixed(costs.read_per_kib, costs.follower_fetch)
         self.num_io_threads = num_io_threads
         self._observer = observer
         self._checks = observer.checks
@@ -144,7 +155,7 @@ class KafkaRequestHandlerPool:
                         + fixed[2] * envelope.partitions)
             else:
                 cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
-                        + costs.per_partition() * envelope.partitions)
+                        + (costs.per_partition() + costs.append()) * envelope.partitions)
             self.handler_busy_ms += cost
             cpu = self.cpu
             if cpu is None:
@@ -153,12 +164,14 @@ class KafkaRequestHandlerPool:
                 cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._produce_done, envelope)))
             return
         responses = self.apis.handle_fetch(envelope)
-        fixed = self._fixed_fetch
+        follower = envelope.api == API_FETCH_FOLLOWER
+        fixed = self._fixed_follower_fetch if follower else self._fixed_fetch
         if fixed is not None:
             cost = fixed[0] + fixed[1] * (envelope.read_bytes / KIB) + fixed[2] * envelope.read_partitions
         else:
+            per_partition = costs.per_partition() + costs.follower_fetch() if follower else costs.per_partition()
             cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
-                    + costs.per_partition() * envelope.read_partitions)
+                    + per_partition * envelope.read_partitions)
         disk = self.disk
         cold = 0.0
         if disk is not None and disk.page_cache_bytes >= 0:
