@@ -13,8 +13,10 @@ s² the residuals' variance; a parameter that no statistic moves (a zero column 
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +24,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, overrides, to_log
-from kafkasim.calibrate.targets import Target, residual, statistics, targets
+from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, with_overrides
 from kafkasim.scenario.units import format_duration
@@ -68,6 +70,12 @@ def simulate(scenario: Scenario, values: dict[str, float], *, seed: int | None =
     return Engine(run, seed=run.seed if seed is None else seed).run().summary
 
 
+def _simulate(job: tuple[Scenario, dict[str, float], int]) -> dict[str, Any]:
+    """`simulate` for a worker process (one picklable argument)."""
+    scenario, values, seed = job
+    return simulate(scenario, values, seed=seed)
+
+
 def group_weights(wanted: list[Target]) -> np.ndarray:
     """Each statistic's weight: the broker's breakdown and the clients' latencies count the same in all,
     however many statistics each has (the breakdown has ~26, the clients ~4: unweighted, a fit would trade
@@ -79,8 +87,9 @@ def group_weights(wanted: list[Target]) -> np.ndarray:
 
 def starting_point(measured: dict[str, tuple[str, float, int]]) -> dict[str, float]:
     """Where the fit starts: each parameter's default, or a first guess from the statistic that determines it
-    most directly (a fetch's LocalTimeMs for the request cost, ResponseSendTimeMs for the send cost, half the
-    client's produce latency beyond the broker's for the link)."""
+    most directly (a consumer fetch's LocalTimeMs for the request cost, a produce's and a follower fetch's
+    beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
+    produce latency beyond the broker's for the link)."""
     start = {p.name: p.start for p in PARAMETERS}
 
     def stat(key: str) -> float | None:
@@ -90,6 +99,10 @@ def starting_point(measured: dict[str, tuple[str, float, int]]) -> dict[str, flo
     local = stat("FetchConsumer LocalTimeMs p50") or stat("FetchFollower LocalTimeMs p50")
     if local:
         start["request_ms"] = local
+        for parameter, key in (("append_ms", "Produce LocalTimeMs p50"), ("follower_fetch_ms", "FetchFollower LocalTimeMs p50")):
+            more = stat(key)
+            if more is not None and more > local:
+                start[parameter] = more - local
     send = stat("Produce ResponseSendTimeMs p50")
     if send:
         start["send_ms"] = send
@@ -103,15 +116,34 @@ def starting_point(measured: dict[str, tuple[str, float, int]]) -> dict[str, flo
     return {p.name: p.clipped(start[p.name]) for p in PARAMETERS}
 
 
-def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms: float | None = None,
-        max_evaluations: int = 200, progress: Progress | None = None, start: dict[str, float] | None = None,
-        free: Sequence[str] | None = None) -> Fit:
+def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]], *,
+        sim_duration_ms: float | None = None, max_evaluations: int = 200, progress: Progress | None = None,
+        start: dict[str, float] | None = None, free: Sequence[str] | None = None, jobs: int = 1) -> Fit:
     """Fit the parameters so that `scenario` (the measured run's, as its result directory holds it) simulated
-    for `sim_duration_ms` (default: its own duration) reproduces `measured_summary`'s statistics. `start`: where
-    the fit begins (an earlier fit's values, say); default: first guesses from the measurement. `free`: the
-    parameters fitted (default: all); the others stay at `start` and count as not determined."""
+    for `sim_duration_ms` (default: its own duration) reproduces `measured_summary`'s statistics (of several
+    runs of the scenario: their medians, kafkasim.calibrate.targets.measured). `start`: where the fit begins
+    (an earlier fit's values, say); default: first guesses from the measurement. `free`: the parameters
+    fitted (default: all); the others stay at `start` and count as not determined. `jobs`: processes that
+    simulate a Jacobian's columns at once (each a seeded run: the fit is the same whatever `jobs` is)."""
+    if jobs < 1:
+        raise ValueError(f"jobs {jobs}: at least 1")
+    if jobs == 1:
+        return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, None)
+    # Fresh interpreters (spawn): forking a process whose other threads (a progress bar's) hold locks is unsafe.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        try:
+            return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, pool)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]],
+         sim_duration_ms: float | None, max_evaluations: int, progress: Progress | None,
+         start: dict[str, float] | None, free: Sequence[str] | None, pool: Executor | None) -> Fit:
     began = time.monotonic()
-    wanted = targets(measured_summary)
+    runs = [measured_summary] if isinstance(measured_summary, dict) else list(measured_summary)
+    wanted = targets(runs)
     if not wanted:
         raise ValueError("the measured run has no statistic with enough values to fit")
     if sim_duration_ms is not None:
@@ -129,7 +161,7 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms
                                    for t in wanted])
 
     if start is None:
-        start = starting_point(statistics(measured_summary))
+        start = starting_point(measured(runs))
     else:
         start = {p.name: p.clipped(start[p.name]) for p in PARAMETERS}
     names = [p.name for p in PARAMETERS]
@@ -145,14 +177,23 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms
         x[index] = theta
         return list(x)
 
-    def evaluate(theta: np.ndarray) -> np.ndarray:
+    def counted(summary: dict[str, Any]) -> np.ndarray:
         nonlocal evaluations, best
-        r = residuals_of(simulate(scenario, from_log(everything(theta)), seed=seed))
+        r = residuals_of(summary)
         evaluations += 1
         best = min(best, float(r @ r))
         if progress is not None:
             progress(evaluations, max_evaluations, best)
         return r
+
+    def evaluate(theta: np.ndarray) -> np.ndarray:
+        return counted(simulate(scenario, from_log(everything(theta)), seed=seed))
+
+    def evaluate_all(thetas: list[np.ndarray]) -> list[np.ndarray]:
+        if pool is None:
+            return [evaluate(theta) for theta in thetas]
+        jobs = [(scenario, from_log(everything(theta)), seed) for theta in thetas]
+        return [counted(summary) for summary in pool.map(_simulate, jobs)]
 
     last: list[tuple[bytes, np.ndarray]] = []
 
@@ -169,13 +210,14 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms
         """Forward differences of DIFF_STEP on the log scale (backward at an upper bound). scipy's own
         relative step would scale with |log value|: 0 at a value of 1, a factor of 2 at 300 000."""
         r0 = objective(theta)
-        columns = []
+        steps, moved = [], []
         for j in range(len(theta)):
             step = DIFF_STEP if theta[j] + DIFF_STEP <= high[j] else -DIFF_STEP
-            moved = np.array(theta, dtype=float)
-            moved[j] += step
-            columns.append((evaluate(moved) - r0) / step)
-        return np.column_stack(columns)
+            point = np.array(theta, dtype=float)
+            point[j] += step
+            steps.append(step)
+            moved.append(point)
+        return np.column_stack([(r - r0) / step for r, step in zip(evaluate_all(moved), steps, strict=True)])
 
     low = np.array([math.log(PARAMETERS[i].low) for i in index])
     high = np.array([math.log(PARAMETERS[i].high) for i in index])
@@ -206,8 +248,8 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms
         p.name: (None if loose[i] else math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(PARAMETERS)}
     active = np.zeros(n)
     active[index] = np.asarray(result.active_mask)
-    fitted_summary = simulate(scenario, values, seed=seed)
-    before_summary = simulate(scenario, start, seed=seed)
+    last_two = [(scenario, values, seed), (scenario, start, seed)]
+    fitted_summary, before_summary = list(pool.map(_simulate, last_two)) if pool else map(_simulate, last_two)
     got, was = statistics(fitted_summary), statistics(before_summary)
     return Fit(
         values=values, sd_log=sd, at_bound={p.name: bool(active[i] != 0) for i, p in enumerate(PARAMETERS)},
@@ -216,3 +258,29 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any], *, sim_duration_ms
         evaluations=evaluations + 2, cost=float(result.cost), seconds=time.monotonic() - began,
         sim_duration_ms=scenario.duration, seed=seed, message=str(result.message),
         covariance=[[float(x) for x in row] for row in cov])
+
+
+TAILS: tuple[str, ...] = ("service_spread", "wakeup_spread", "link_spread", "stall_interval_ms", "stall_median_ms",
+                          "stall_spread", "client_stall_interval_ms", "client_stall_median_ms")
+"""The parameters that make the tails (the p99s) and leave the body (the p50s) as it is: the spreads of
+lognormals whose medians other parameters set, and the stalls."""
+
+
+def with_tails(body: Fit, tails: Fit) -> Fit:
+    """A fit of the body (every parameter, short runs) whose tail parameters (`TAILS`) were fitted again on
+    their own (long runs, from the body's values): the tails' values, statistics and uncertainties, the
+    body's uncertainties for the rest (the covariance block-diagonal between the two)."""
+    names = [p.name for p in PARAMETERS]
+    tail = np.array([n in TAILS for n in names])
+    cov = np.array(body.covariance) if body.covariance else np.zeros((len(names), len(names)))
+    cov[tail, :] = 0.0
+    cov[:, tail] = 0.0
+    if tails.covariance:
+        cov[np.ix_(tail, tail)] = np.array(tails.covariance)[np.ix_(tail, tail)]
+    return Fit(values=dict(tails.values), sd_log={n: tails.sd_log[n] if n in TAILS else body.sd_log[n] for n in names},
+               at_bound={n: tails.at_bound[n] if n in TAILS else body.at_bound[n] for n in names},
+               targets=tails.targets, fitted=tails.fitted, before=body.before,
+               evaluations=body.evaluations + tails.evaluations, cost=tails.cost,
+               seconds=body.seconds + tails.seconds, sim_duration_ms=tails.sim_duration_ms, seed=tails.seed,
+               message=f"body: {body.message}; tails: {tails.message}",
+               covariance=[[float(x) for x in row] for row in cov])

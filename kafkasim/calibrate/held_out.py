@@ -34,6 +34,10 @@ def row_verdict(predicted: float, real_runs: list[float]) -> str:
     return "outside"
 
 
+def _of(data: dict[str, Any], key: str, words: str = " of") -> str:
+    return f"{words} {data[key]:g} s" if isinstance(data.get(key), int | float) else ""
+
+
 def _ms(value: float) -> str:
     return f"{value:.3g}"
 
@@ -42,12 +46,15 @@ def section(data: dict[str, Any]) -> str:
     """The "Calibration" section of docs/validation.md."""
     rows = data["predictions"]
     within = sum(r["verdict"] == "within" for r in rows)
+    base_runs = int(data.get("base_runs", 1))
+    fitted_to = "one real run" if base_runs == 1 else f"the medians of {base_runs} real runs"
     out = [BEGIN, "## Calibration: predicting what was not fitted", "",
-           f"`kafkasim calibrate` fitted kafkasim's costs to one real run of `scenarios/calibration_base.yaml` "
+           f"`kafkasim calibrate` fitted kafkasim's costs to {fitted_to} of `scenarios/calibration_base.yaml` "
            f"(acks=1, linger.ms=0, 300 records/s of 1 KiB, replication factor 3) on Apache Kafka {data['kafka']} "
-           f"here ({data['when']}, {data['machine']}; {data['evaluations']} simulated runs, "
+           f"here ({data['when']}, {data['machine']}; {data['evaluations']} simulated runs{_of(data, 'sim_seconds')}, "
            f"{data['fit_seconds']} s); the preset is `{data['preset']}`. kafkasim then predicted configurations "
-           f"the fit never saw, each beside the median of {data['runs']} real runs. A prediction is within when "
+           f"the fit never saw{_of(data, 'predict_seconds', ', each simulated for')}, each beside the median of "
+           f"{data['runs']} real runs. A prediction is within when "
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
            f"predictions are within. docs/calibration.md explains the fit and what it stands for.", "",
@@ -57,14 +64,20 @@ def section(data: dict[str, Any]) -> str:
         runs = ", ".join(_ms(v) for v in r["real_runs"])
         out.append(f"| {r['configuration']} | {r['statistic']} | {_ms(r['predicted'])} | "
                    f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
-    out += ["", "The fitted run beside the run it was fitted to (the RequestChannel breakdown and the clients' "
-            "latency):", "", "| statistic (ms) | Kafka | kafkasim fitted | fitted/Kafka |", "|---|---|---|---|"]
+    fitted_on = "the run it was fitted to" if base_runs == 1 else f"the medians of the {base_runs} runs it was fitted to"
+    within_fit = sum(r["fitted"] is not None and r["measured"] > 0 and abs(r["fitted"] / r["measured"] - 1) <= TOLERANCE
+                     for r in data["fit"])
+    out += ["", f"The fitted run beside {fitted_on} (the RequestChannel breakdown and the clients' latency; "
+            f"{within_fit} of {len(data['fit'])} within {TOLERANCE:.0%}):", "",
+            "| statistic (ms) | Kafka | kafkasim fitted | fitted/Kafka |", "|---|---|---|---|"]
     for r in data["fit"]:
         fitted = r["fitted"]
         ratio = "-" if fitted is None or not r["measured"] else f"{fitted / r['measured']:.2f}"
         out.append(f"| {r['statistic']} | {_ms(r['measured'])} | {'-' if fitted is None else _ms(fitted)} | "
                    f"{ratio} |")
-    out += ["", "Regenerate: `uv run python docs/make_calibration.py` (~15 minutes: ten real runs and the fit).", END]
+    total = data["runs"] * len(HELD_OUT) + base_runs
+    out += ["", f"Regenerate: `uv run python docs/make_calibration.py` (~20 minutes: {total} real runs and the fit).",
+            END]
     return "\n".join(out)
 
 

@@ -5,7 +5,8 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 |---|---|---|
 | request_ms | broker.costs.request (lognormal median; p99 = median x service_spread) | LocalTimeMs of every API (a request handler's work per request) |
 | service_spread | the p99/median of broker.costs.request and network_send | LocalTimeMs and ResponseSendTimeMs p99 (a running thread preempted on shared cores) |
-| append_per_kib_ms | broker.costs.append_per_kib | Produce LocalTimeMs beyond a fetch's (the append's bytes) |
+| append_ms | broker.costs.append | Produce LocalTimeMs beyond a fetch's (each partition's append) |
+| follower_fetch_ms | broker.costs.follower_fetch | FetchFollower LocalTimeMs beyond a FetchConsumer's |
 | send_ms | broker.costs.network_send (lognormal median) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (lognormal median, p99 = median x spread) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
@@ -47,7 +48,8 @@ class Parameter:
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("request_ms", 0.001, 20.0, 0.05, "ms", "LocalTimeMs of Produce, FetchFollower, FetchConsumer"),
     Parameter("service_spread", 1.05, 500.0, 3.0, "x", "LocalTimeMs, ResponseSendTimeMs p99"),
-    Parameter("append_per_kib_ms", 0.0001, 10.0, 0.005, "ms", "Produce LocalTimeMs (per KiB appended)"),
+    Parameter("append_ms", 0.0001, 10.0, 0.05, "ms", "Produce LocalTimeMs beyond a fetch's (per partition appended)"),
+    Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms", "FetchFollower LocalTimeMs beyond a FetchConsumer's"),
     Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
     Parameter("wakeup_spread", 1.05, 500.0, 10.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs p99"),
@@ -94,7 +96,8 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
                      f"pause: {_lognormal(v['client_stall_median_ms'], v['stall_spread'])}}}")
     lines = [
         f"broker.costs.request={_lognormal(v['request_ms'], v['service_spread'])}",
-        f"broker.costs.append_per_kib={_ms(v['append_per_kib_ms'])}",
+        f"broker.costs.append={_ms(v['append_ms'])}",
+        f"broker.costs.follower_fetch={_ms(v['follower_fetch_ms'])}",
         f"broker.costs.network_send={_lognormal(v['send_ms'], v['service_spread'])}",
         f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
         f"broker.stalls={stalls}",

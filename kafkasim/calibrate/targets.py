@@ -11,6 +11,8 @@ latency, p50 and p99.
 from __future__ import annotations
 
 import math
+import statistics as stats
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,9 +69,25 @@ def _put(out: dict[str, tuple[str, float, int]], key: str, group: str, value: ob
         out[key] = (group, float(value), count)
 
 
-def targets(summary: dict[str, Any]) -> list[Target]:
-    """The statistics of a measured summary a fit can use (enough values), in a stable order."""
-    return [Target(key, group, value) for key, (group, value, count) in statistics(summary).items()
+def measured(summaries: Sequence[dict[str, Any]]) -> dict[str, tuple[str, float, int]]:
+    """The statistics of one or more runs of the same scenario: each one's median over the runs (with the
+    fewest values any run had), for the statistics every run has. On a machine where five JVMs share two cores
+    one run's p50 can be half again another's: a fit to the median of three inherits no single run's luck."""
+    each = [statistics(summary) for summary in summaries]
+    if not each:
+        return {}
+    out: dict[str, tuple[str, float, int]] = {}
+    for key, (group, _value, _count) in each[0].items():
+        if all(key in s for s in each):
+            out[key] = (group, float(stats.median(s[key][1] for s in each)), min(s[key][2] for s in each))
+    return out
+
+
+def targets(summary: dict[str, Any] | Sequence[dict[str, Any]]) -> list[Target]:
+    """The statistics of a measured summary (or the median of several runs') a fit can use (enough values),
+    in a stable order."""
+    runs = [summary] if isinstance(summary, dict) else list(summary)
+    return [Target(key, group, value) for key, (group, value, count) in measured(runs).items()
             if count >= MIN_COUNT]
 
 

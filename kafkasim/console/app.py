@@ -423,9 +423,10 @@ def import_request_log(
 
 @app.command(short_help="Fit kafkasim's costs to a measured run; write a preset `run --preset` uses.")
 def calibrate(
-    result: Annotated[str, typer.Argument(metavar="RESULT", help="A result directory: a real cluster's run "
-                                          "(kafkasim run --on-kafka) or an imported request log.",
-                                          show_default=False)],
+    result: Annotated[list[str], typer.Argument(metavar="RESULT...", help="Result directories: a real cluster's "
+                                                "run (kafkasim run --on-kafka) or an imported request log; several "
+                                                "runs of one scenario are fitted by their medians.",
+                                                show_default=False)],
     out: Annotated[str, typer.Option("--out", metavar="FILE", help="The preset file to write (a new file, or a "
                                      "preset kafkasim wrote).", show_default=False)],
     scenario: Annotated[str | None, typer.Option("--scenario", metavar="FILE", help="The workload that produced "
@@ -436,9 +437,13 @@ def calibrate(
                                                      show_default=False)] = None,
     max_evaluations: Annotated[int, typer.Option("--max-evaluations", metavar="N", min=20,
                                                  help="Most simulated runs the fit makes.")] = 200,
+    jobs: Annotated[int | None, typer.Option("--jobs", metavar="N", min=1, help="Processes that simulate at once "
+                                             "(default: the machine's cores); the fit is the same for any N.",
+                                             show_default=False)] = None,
 ) -> None:
     """Fit kafkasim's costs (request handler, network thread, thread wake-up, link latency, stalls, client
-    costs) to a measured run with scipy.optimize.least_squares, so that the simulated run of its scenario
+    costs) to a measured run (or the medians of several runs of one scenario) with
+    scipy.optimize.least_squares, so that the simulated run of its scenario
     reproduces its RequestChannel breakdown (RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs,
     ResponseQueueTimeMs, ResponseSendTimeMs; p50 and p99 of Produce and Fetch) and its produce and end-to-end
     latency. Writes a preset: each value with its uncertainty and what it was fitted from, and the fit beside
@@ -446,7 +451,7 @@ def calibrate(
     from kafkasim.console.calibrate import calibrate_command
 
     raise typer.Exit(calibrate_command(result, out, scenario_file=scenario, sim_duration=sim_duration,
-                                       max_evaluations=max_evaluations))
+                                       max_evaluations=max_evaluations, jobs=jobs))
 
 
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")

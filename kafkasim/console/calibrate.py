@@ -1,4 +1,5 @@
-"""`kafkasim calibrate RESULT --out PRESET`: fit kafkasim's costs to a measured run and write the preset."""
+"""`kafkasim calibrate RESULT... --out PRESET`: fit kafkasim's costs to one or more measured runs of a scenario
+and write the preset."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ def _machine() -> str:
     return f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, Python {platform.python_version()}"
 
 
-def calibrate_command(result_dir: str, out: str, *, scenario_file: str | None = None,
-                      sim_duration: str | None = None, max_evaluations: int = 200,
+def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: str | None = None,
+                      sim_duration: str | None = None, max_evaluations: int = 200, jobs: int | None = None,
                       console: Console | None = None) -> int:
-    """Everything `kafkasim calibrate` does; returns the exit code."""
+    """Everything `kafkasim calibrate` does; returns the exit code. Several results are runs of one scenario:
+    the fit reproduces each statistic's median over them."""
     from kafkasim.calibrate.fit import fit
     from kafkasim.calibrate.preset import document, is_preset_file, write_preset
     from kafkasim.calibrate.targets import MIN_COUNT, targets
@@ -32,6 +34,7 @@ def calibrate_command(result_dir: str, out: str, *, scenario_file: str | None = 
     from kafkasim.scenario.units import parse_duration
 
     console = console or Console()
+    dirs = [result_dirs] if isinstance(result_dirs, str) else list(result_dirs)
     target = Path(out)
     if target.is_dir():
         error(f"--out {out}: is a directory; give the preset file to write (e.g. {Path(out) / 'fitted.yaml'})")
@@ -42,11 +45,26 @@ def calibrate_command(result_dir: str, out: str, *, scenario_file: str | None = 
     if not target.parent.is_dir():
         error(f"--out {out}: no directory {target.parent}")
         return EXIT_USAGE
-    try:
-        result = RunResult.load(result_dir)
-    except ResultDirectoryError as exc:
-        error(str(exc))
+    if len(set(dirs)) != len(dirs):
+        error(f"RESULT: {', '.join(sorted({d for d in dirs if dirs.count(d) > 1}))} given twice; each run counts once "
+              "in the medians")
         return EXIT_USAGE
+    results = []
+    for result_dir in dirs:
+        try:
+            results.append(RunResult.load(result_dir))
+        except ResultDirectoryError as exc:
+            error(str(exc))
+            return EXIT_USAGE
+    result, result_dir = results[0], dirs[0]
+    if scenario_file is None:
+        # Several runs are medians of one workload: the same scenario.yaml, byte for byte.
+        texts = [r.scenario_yaml for r in results]
+        for other, text in zip(dirs[1:], texts[1:], strict=True):
+            if texts[0] is not None and text != texts[0]:
+                error(f"{other}: ran a different scenario.yaml than {result_dir}; the runs of one calibration are runs "
+                      "of one scenario (or give the workload with --scenario FILE)")
+                return EXIT_USAGE
     try:
         if scenario_file is not None:
             scenario = load_scenario(Path(scenario_file))
@@ -68,14 +86,17 @@ def calibrate_command(result_dir: str, out: str, *, scenario_file: str | None = 
         except ValueError as exc:
             error(f"--sim-duration {sim_duration!r}: {exc}")
             return EXIT_USAGE
-    wanted = targets(result.summary)
+    summaries = [r.summary for r in results]
+    wanted = targets(summaries)
     if not wanted:
-        error(f"{result_dir}: no statistic with at least {MIN_COUNT} values to fit (summary.json has no Produce or "
-              "Fetch requests, produce or end-to-end latencies); a run of a few seconds under load has them")
+        error(f"{', '.join(dirs)}: no statistic with at least {MIN_COUNT} values to fit (summary.json has no Produce "
+              "or Fetch requests, produce or end-to-end latencies); a run of a few seconds under load has them")
         return EXIT_USAGE
-    print(f"kafkasim: fitting {len(wanted)} statistics of {result_dir} ({scenario.name}) with "
+    measured = result_dir if len(dirs) == 1 else f"the medians of {len(dirs)} runs ({', '.join(dirs)})"
+    jobs = jobs if jobs is not None else max(1, os.cpu_count() or 1)
+    print(f"kafkasim: fitting {len(wanted)} statistics of {measured} ({scenario.name}) with "
           f"scipy.optimize.least_squares, at most {max_evaluations} simulated runs of "
-          f"{format_duration(duration_ms or scenario.duration)}", file=sys.stderr, flush=True)
+          f"{format_duration(duration_ms or scenario.duration)}, {jobs} at once", file=sys.stderr, flush=True)
     bar = Progress(TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[cost]}"),
                    TimeElapsedColumn(), console=Console(stderr=True), transient=False)
     task = bar.add_task("fit", total=max_evaluations, cost="")
@@ -84,9 +105,12 @@ def calibrate_command(result_dir: str, out: str, *, scenario_file: str | None = 
         bar.update(task, completed=min(done, most), cost=f"sum of squares {best:.3g}")
 
     with bar:
-        fitted = fit(scenario, result.summary, sim_duration_ms=duration_ms, max_evaluations=max_evaluations,
-                     progress=progress)
-    doc = document(fitted, source=str(Path(result_dir).resolve()), scenario=scenario, run_info=result.run_info,
+        fitted = fit(scenario, summaries, sim_duration_ms=duration_ms, max_evaluations=max_evaluations,
+                     progress=progress, jobs=jobs)
+    source = ", ".join(str(Path(d).resolve()) for d in dirs)
+    if len(dirs) > 1:
+        source = f"the medians of {len(dirs)} runs: {source}"
+    doc = document(fitted, source=source, scenario=scenario, run_info=result.run_info,
                    when=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), machine=_machine())
     write_preset(target, doc)
     _print_parameters(console, doc)

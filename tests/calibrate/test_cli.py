@@ -25,12 +25,21 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def preset(measured: Path) -> Path:
+def again(measured: Path) -> Path:
+    """A second run of the same scenario (a copy: its medians with the first are the first's statistics)."""
+    out = measured.parent / "again"
+    shutil.copytree(measured, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def preset(measured: Path, again: Path) -> Path:
     path = measured.parent / "fitted.yaml"
-    done = kafkasim("calibrate", measured, "--out", path, *FAST, timeout=300)
+    done = kafkasim("calibrate", measured, again, "--out", path, *FAST, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Fitted parameters" in done.stdout and "fitted/measured" in done.stdout
     assert "calibrating" in done.stderr  # the progress bar
+    assert "the medians of 2 runs" in done.stderr
     return path
 
 
@@ -39,7 +48,8 @@ def test_the_preset_says_what_it_was_fitted_on_and_how_well(preset: Path, measur
     assert text.startswith(HEADER)
     data = yaml.safe_load(text)
     assert data["kind"] == KIND
-    assert data["fitted"]["from"] == str(measured.resolve()) and data["fitted"]["scenario"] == "quickstart"
+    assert data["fitted"]["from"] == f"the medians of 2 runs: {measured.resolve()}, {(measured.parent / 'again').resolve()}"
+    assert data["fitted"]["scenario"] == "quickstart"
     assert data["fitted"]["measured_on"].endswith("(a simulated run)")
     assert set(data["parameters"]) >= {"request_ms", "wakeup_median_ms", "link_median_ms"}
     assert all("fitted_from" in p and "uncertainty_factor" in p for p in data["parameters"].values())
@@ -87,7 +97,7 @@ def test_a_default_link_latency_the_scenario_writes_keeps_every_link(preset: Pat
     assert result.broker.costs.request.median == load_preset(preset).values["request_ms"]  # type: ignore[union-attr]
 
 
-def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path: Path) -> None:  # noqa: PLR0915
     def fails(*args: str | Path, says: str) -> None:
         done = kafkasim(*args)
         assert done.returncode == 2, done.stderr
@@ -104,6 +114,12 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     (imported / "scenario.yaml").unlink()
     fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
+    # Several runs are runs of one scenario, each once.
+    fails("calibrate", measured, measured, "--out", tmp_path / "p.yaml", says=f"{measured} given twice")
+    other = tmp_path / "other"
+    shutil.copytree(measured, other)
+    (other / "scenario.yaml").write_text((other / "scenario.yaml").read_text().replace("seed: 42", "seed: 43"))
+    fails("calibrate", measured, other, "--out", tmp_path / "p.yaml", says=f"{other}: ran a different scenario.yaml")
     fails("run", QUICKSTART, "--preset", mine, "--out", tmp_path / "r", says="not a fitted preset")
     fails("run", QUICKSTART, "--preset", tmp_path / "absent.yaml", "--out", tmp_path / "r", says="cannot read")
     fails("run", QUICKSTART, "--preset", preset, "--on-kafka", says="a real cluster has its own")

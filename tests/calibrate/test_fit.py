@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from kafkasim.calibrate.fit import fit, group_weights, simulate
+from kafkasim.calibrate.fit import TAILS, Fit, fit, group_weights, simulate, with_tails
 from kafkasim.calibrate.parameters import PARAMETERS
-from kafkasim.calibrate.targets import FLOOR_MS, Target, residual, statistics, targets
+from kafkasim.calibrate.targets import FLOOR_MS, Target, measured, residual, statistics, targets
 from kafkasim.scenario import load_scenario
 
 SCENARIO = """
@@ -64,10 +64,10 @@ def test_the_fitted_values_move_towards_the_truth_with_an_uncertainty(fitted) ->
                for name in held)
 
 
-def test_the_fit_is_deterministic(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_the_fit_is_deterministic_in_one_process_or_several(fitted) -> None:  # type: ignore[no-untyped-def]
     measured, _result = fitted
-    once, again = (fit(load_scenario(SCENARIO), measured, max_evaluations=10, start=START, free=FREE)
-                   for _ in range(2))
+    once, again = (fit(load_scenario(SCENARIO), measured, max_evaluations=10, start=START, free=FREE, jobs=jobs)
+                   for jobs in (1, 2))
     assert once.values == again.values and once.fitted == again.fitted and once.sd_log == again.sd_log
     assert once.values != START  # it moved
 
@@ -83,7 +83,44 @@ def test_targets_need_enough_values_and_skip_a_fetchs_long_poll() -> None:
     assert residual(0.0, 0.0) == 0.0 and residual(FLOOR_MS, 0.0) == pytest.approx(math.log(2))
 
 
+def test_several_runs_are_fitted_by_each_statistics_median_over_the_runs() -> None:
+    def run(p50: float, count: int = 100, e2e: bool = True) -> dict[str, object]:
+        summary: dict[str, object] = {"apis": {"Produce": {"LocalTimeMs": {"count": count, "p50": p50, "p99": 2 * p50}}}}
+        if e2e:
+            summary["e2e_latency"] = {"count": 100, "p50": p50, "p99": 9.0}
+        return summary
+
+    got = {t.key: t.value for t in targets([run(1.0), run(3.0), run(2.0, e2e=False)])}
+    # Medians of the three; a statistic one run lacks is not fitted.
+    assert got == {"Produce LocalTimeMs p50": 2.0, "Produce LocalTimeMs p99": 4.0}
+    assert measured([run(1.0), run(3.0, count=5)])["Produce LocalTimeMs p50"] == ("broker", 2.0, 5)
+    assert [t.key for t in targets([run(1.0), run(3.0, count=5)])] == ["end to end p50", "end to end p99"]
+    assert targets(run(1.0)) == targets([run(1.0)])
+
+
 def test_each_group_of_statistics_weighs_the_same() -> None:
     wanted = [Target(f"b{i}", "broker", 1.0) for i in range(16)] + [Target(f"c{i}", "client", 1.0) for i in range(4)]
     w = group_weights(wanted)
     assert sum(x * x for x in w[:16]) == pytest.approx(sum(x * x for x in w[16:]))
+
+
+def test_a_fit_of_the_tails_keeps_the_bodys_values_and_uncertainties() -> None:
+    names = [p.name for p in PARAMETERS]
+    n = len(names)
+
+    def made(value: float, sd: float, seconds: float) -> Fit:
+        return Fit(values=dict.fromkeys(names, value), sd_log=dict.fromkeys(names, sd),
+                   at_bound=dict.fromkeys(names, False), targets=[], fitted={"x": value}, before={"x": 0.0},
+                   evaluations=10, cost=value, seconds=seconds, sim_duration_ms=1000.0 * value, seed=1,
+                   message=f"fit {value}", covariance=[[sd * sd] * n for _ in range(n)])
+
+    body, tails = made(1.0, 0.1, 5.0), made(2.0, 0.3, 7.0)
+    tails.values = {name: (2.0 if name in TAILS else 1.0) for name in names}  # a tails' fit holds the rest
+    both = with_tails(body, tails)
+    assert both.values == tails.values and both.fitted == {"x": 2.0} and both.sim_duration_ms == 2000.0
+    assert all(both.sd_log[name] == (0.3 if name in TAILS else 0.1) for name in names)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            expected = 0.09 if a in TAILS and b in TAILS else 0.01 if a not in TAILS and b not in TAILS else 0.0
+            assert both.covariance[i][j] == pytest.approx(expected), (a, b)
+    assert both.evaluations == 20 and both.seconds == 12.0
