@@ -16,6 +16,7 @@ a fit from nothing converges (tests/calibrate/test_fit.py does).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ import yaml
 
 from kafkasim import load_scenario
 from kafkasim.calibrate.fit import fit
+from kafkasim.calibrate.held_out import HELD_OUT, JSON_FILE
 from kafkasim.calibrate.predict import predict
 from kafkasim.calibrate.preset import KIND, Preset, load_preset
 from kafkasim.calibrate.targets import statistics as stats_of
@@ -41,6 +43,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "calibration_base.yaml"
 P50_TOLERANCE = 0.5
 P99_FACTOR = 3.0
+QUIET_MEDIANS = {r["statistic"]: r["real_median"]
+                 for r in json.loads((ROOT / JSON_FILE).read_text(encoding="utf-8"))["predictions"]
+                 if r["configuration"] == HELD_OUT["acks_all_linger5"][0]}
 
 
 def _within(stat: str, predicted: float, real: float) -> tuple[bool, str]:
@@ -71,8 +76,12 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
             f"{tolerance} (one real run beside the suite)", "agree" if ok else "DISAGREE"))
         if not ok:
             outside.append(f"{stat}: predicted {predicted:.3g}, real {value:.3g}, allowed {tolerance}")
-        if stat.endswith("p99"):  # the check has teeth: kafkasim's defaults are outside it
-            assert not _within(stat, uncalibrated[stat], value)[0], (stat, uncalibrated[stat], value)
+        if stat.endswith("p99"):
+            # The check has teeth: kafkasim's defaults are outside it, measured against the median of the three
+            # quiet real runs of this configuration in docs/calibration.json (a fixed figure: this one run
+            # beside the suite was 35-121 ms, and at its low end the margin is a few per cent).
+            quiet = QUIET_MEDIANS[stat]
+            assert not _within(stat, uncalibrated[stat], quiet)[0], (stat, uncalibrated[stat], quiet)
     assert not outside, outside
 
     # The run's brokers' request logs, imported as a production broker's would be, calibrate into a preset.
