@@ -8,7 +8,7 @@ reconnecting to such a port can even connect to itself (TCP's simultaneous open)
 out a port below the range: only an explicit bind takes one. So every port here is drawn below it (above
 it if the range leaves too little room below), checked free by a bind, and claimed: one file per port in
 a directory of the machine's temporary directory holding the claimer's pid, written under a lock, so two
-runs at once (two pytest workers, two terminals) never draw the same port. A claim is released by
+runs of one user at once (two pytest workers, two terminals) never draw the same port. A claim is released by
 ``release``, or at the process's exit; one whose process is gone is taken over.
 """
 
@@ -39,7 +39,9 @@ class NoFreePorts(RuntimeError):
 
 
 def claims_directory() -> Path:
-    return Path(tempfile.gettempdir()) / "kafkasim-ports"
+    """The claims of this user's runs (one directory per user: another user's files could not be replaced;
+    between users, the bind check alone keeps ports apart)."""
+    return Path(tempfile.gettempdir()) / f"kafkasim-ports-{os.getuid()}"
 
 
 def ephemeral_range(path: Path = RANGE_FILE) -> tuple[int, int]:
