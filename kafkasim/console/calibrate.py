@@ -45,9 +45,10 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
     if not target.parent.is_dir():
         error(f"--out {out}: no directory {target.parent}")
         return EXIT_USAGE
-    if len(set(dirs)) != len(dirs):
-        error(f"RESULT: {', '.join(sorted({d for d in dirs if dirs.count(d) > 1}))} given twice; each run counts once "
-              "in the medians")
+    where = [Path(d).resolve() for d in dirs]
+    if len(set(where)) != len(where):
+        twice = sorted({d for d, w in zip(dirs, where, strict=True) if where.count(w) > 1})
+        error(f"RESULT: {', '.join(twice)} name the same run; each run counts once in the medians")
         return EXIT_USAGE
     results = []
     for result_dir in dirs:

@@ -115,7 +115,8 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
     # Several runs are runs of one scenario, each once.
-    fails("calibrate", measured, measured, "--out", tmp_path / "p.yaml", says=f"{measured} given twice")
+    fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",
+          says=f"{measured} name the same run")
     other = tmp_path / "other"
     shutil.copytree(measured, other)
     (other / "scenario.yaml").write_text((other / "scenario.yaml").read_text().replace("seed: 42", "seed: 43"))
