@@ -269,7 +269,8 @@ lognormals whose medians other parameters set, and the stalls."""
 def with_tails(body: Fit, tails: Fit) -> Fit:
     """A fit of the body (every parameter, short runs) whose tail parameters (`TAILS`) were fitted again on
     their own (long runs, from the body's values): the tails' values, statistics and uncertainties, the
-    body's uncertainties for the rest (the covariance block-diagonal between the two)."""
+    body's uncertainties for the rest (the covariance block-diagonal between the two). `before` stays the
+    body's: what kafkasim said before any fit, on the body's (shorter) runs."""
     names = [p.name for p in PARAMETERS]
     tail = np.array([n in TAILS for n in names])
     cov = np.array(body.covariance) if body.covariance else np.zeros((len(names), len(names)))

@@ -62,10 +62,11 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S)
+def _ip(*args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(["ip", *args], input=stdin, capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     if check and result.returncode != 0:
-        raise NetworkError(f"`ip {' '.join(args)}` failed: {result.stderr.strip() or result.stdout.strip()}")
+        given = f" ({stdin.strip()!r} on its input)" if stdin else ""
+        raise NetworkError(f"`ip {' '.join(args)}`{given} failed: {result.stderr.strip() or result.stdout.strip()}")
     return result
 
 
@@ -202,13 +203,8 @@ class HostNetwork:
             self._batch([f"rule del {' '.join(self._selector(k))} blackhole pref {self._pref(k)}" for k in removed])
 
     def _batch(self, commands: list[str]) -> None:
-        if not commands:
-            return
-        result = subprocess.run(["ip", "-n", self.router, "-batch", "-"], input="\n".join(commands) + "\n",
-                                capture_output=True, text=True, timeout=IP_TIMEOUT_S)
-        if result.returncode != 0:
-            raise NetworkError(f"`ip -n {self.router} -batch -` ({'; '.join(commands)}) failed: "
-                               f"{result.stderr.strip() or result.stdout.strip()}")
+        if commands:
+            _ip("-n", self.router, "-batch", "-", stdin="\n".join(commands) + "\n")
 
     def heal_all(self) -> None:
         """End every cut (the run is over)."""
