@@ -29,6 +29,7 @@ OUT = ROOT / "docs" / "validation.md"
 sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION  # noqa: E402
+from kafkasim.calibrate import published  # noqa: E402
 from kafkasim.calibrate.held_out import JSON_FILE, section  # noqa: E402
 from tests.real.agreement import SPOOL_ENV, Agreement  # noqa: E402
 
@@ -236,6 +237,9 @@ def render(rows: list[Agreement], scenarios: dict[str, tuple[Path, list[str]]], 
     calibration = ROOT / JSON_FILE
     if calibration.is_file():  # docs/make_calibration.py's section, kept as it last wrote it
         out += [section(json.loads(calibration.read_text(encoding="utf-8"))), ""]
+    figures = ROOT / published.JSON_FILE
+    if figures.is_file():  # docs/make_published.py's section, kept as it last wrote it
+        out += [published.section(json.loads(figures.read_text(encoding="utf-8"))), ""]
     return "\n".join(out)
 
 

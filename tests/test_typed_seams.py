@@ -35,7 +35,7 @@ UNVALIDATED = ("user input before or during validation (YAML nodes, --set values
                "JSON-schema hooks): any shape until checked")
 SWEEP = "sweep grid values and Spark rows: JSON-shaped values of the sweep file, any scalar type"
 REAL = "a real Kafka run's JSON: its request log lines, config maps and fault plans, JSON-shaped"
-PRESET = ("a fitted preset file's YAML document and the held-out check's JSON (kafkasim.calibrate): JSON-shaped "
+PRESET = ("a fitted preset file's YAML document and the held-out check's or published figures' JSON (kafkasim.calibrate): JSON-shaped "
           "mappings of mixed values, checked where read")
 SIGNAL_HANDLER = "the previous SIGINT handler as signal.signal returns it (a callable, an int or None)"
 
@@ -93,6 +93,10 @@ ALLOWED: dict[tuple[str, str], str] = dict([
     ),
     *_each('calibrate/held_out.py', PRESET,
         '_of(data)',
+        'section(data)',
+        'write_section(data)',
+    ),
+    *_each('calibrate/published.py', PRESET,
         'section(data)',
         'write_section(data)',
     ),

@@ -11,7 +11,13 @@ from pydantic import BeforeValidator, Field, model_validator
 from kafkasim.scenario import request_rows
 from kafkasim.scenario.base import OrShorthand, ScenarioModel
 from kafkasim.scenario.broker import LONG_MAX, MAX_PARTITIONS, BrokerConfig
-from kafkasim.scenario.clients import ConsumerConfig, FollowerConfig, ProducerConfig
+from kafkasim.scenario.clients import (
+    ConsumerConfig,
+    ConsumerCosts,
+    FollowerConfig,
+    ProducerConfig,
+    ProducerCosts,
+)
 from kafkasim.scenario.cluster import ClusterConfig
 from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
@@ -20,6 +26,7 @@ from kafkasim.scenario.faults import Fault, NetworkPartitionFault, TargetKind
 from kafkasim.scenario.hardware import HOST_PRESETS, Hardware, filled
 from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
+from kafkasim.scenario.stalls import Stalls
 from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration, show_duration
 
@@ -203,6 +210,18 @@ class Scenario(ScenarioModel):
         network = self.network
         link = filled(network.default_link, {"latency": host.link_latency, "bandwidth": host.link_bandwidth})
         object.__setattr__(network, "default_link", link)
+        if host.broker_stalls is not None and "stalls" not in broker.model_fields_set:
+            interval, pause = host.broker_stalls
+            object.__setattr__(broker, "stalls", Stalls.model_construct(set(), preset=None, interval=interval,
+                                                                        pause=pause))
+        if host.producer_costs:
+            for producer in self.producers:
+                if "costs" not in producer.model_fields_set:
+                    object.__setattr__(producer, "costs", filled(ProducerCosts(), host.producer_costs))
+        if host.consumer_costs:
+            for consumer in self.consumers:
+                if "costs" not in consumer.model_fields_set:
+                    object.__setattr__(consumer, "costs", filled(ConsumerCosts(), host.consumer_costs))
 
 
 def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:

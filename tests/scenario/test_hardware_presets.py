@@ -9,9 +9,10 @@ import pytest
 from kafkasim.real.config_map import not_applied
 from kafkasim.scenario import ScenarioError, load_scenario
 from kafkasim.scenario.disk import DiskConfig
-from kafkasim.scenario.distributions import DurationConstant, DurationLogNormal
-from kafkasim.scenario.hardware import HOST_PRESETS
+from kafkasim.scenario.distributions import DurationConstant, DurationExponential, DurationLogNormal
+from kafkasim.scenario.hardware import HOST_PRESETS, KREPS_FITTED
 from kafkasim.scenario.overrides import with_overrides
+from kafkasim.scenario.stalls import STALL_PRESETS
 
 from .samples import MINIMAL
 
@@ -38,10 +39,33 @@ def test_the_preset_fills_every_hardware_field() -> None:
     assert s.broker.disk.fsync == DurationConstant(value=8.0)
     assert s.broker.disk.write_per_kib == DurationConstant(value=0.008)
     assert s.broker.disk.page_cache == 24 * 1024**3
-    assert s.broker.costs.per_partition == DurationConstant(value=0.02)
-    assert s.broker.costs.request == DurationConstant(value=0.05)  # no source: kafkasim's default stays
-    assert s.broker.stalls is None  # a preset sets no stalls
+    # Fitted to the source's own figures (docs/make_published.py --fit), as KREPS_FITTED holds them.
+    assert s.broker.costs.per_partition == DurationConstant(value=KREPS_FITTED["per_partition_ms"])
+    assert s.broker.costs.request == DurationConstant(value=KREPS_FITTED["broker_request_ms"])
+    assert s.broker.costs.append_per_kib == DurationConstant(value=0.005)  # no source: kafkasim's default stays
+    assert s.producers[0].costs is not None
+    assert s.producers[0].costs.per_request == DurationConstant(value=KREPS_FITTED["producer_request_ms"])
+    assert s.producers[0].costs.per_batch == DurationConstant(value=0.0)
+    assert s.broker.stalls is not None and s.broker.stalls.interval == DurationExponential(
+        mean=KREPS_FITTED["stall_interval_ms"])
+    assert s.broker.stalls.pause == STALL_PRESETS["jvm-g1-young"][1]
     assert {b: s.broker_for(b).disk for b in s.broker_ids} == {b: s.broker.disk for b in s.broker_ids}
+    assert {b: s.broker_for(b).stalls for b in s.broker_ids} == {b: s.broker.stalls for b in s.broker_ids}
+
+
+def test_the_2014_preset_fills_the_consumers_costs_and_what_a_client_writes_wins() -> None:
+    s = load_scenario(CLUSTER + "hardware: {preset: kreps-2014}\n"
+                      "producers: [{name: p, topic: t, rate: 10/s}, {name: q, topic: t, rate: 10/s, costs: {per_batch: 1ms}}]\n"
+                      "consumers: [{name: c, topic: t}, {name: d, topic: t, costs: {per_record: 1us}}]\n"
+                      "broker: {stalls: {}}\n")
+    assert s.consumers[0].costs is not None and s.consumers[0].costs.per_poll == DurationLogNormal(
+        median=KREPS_FITTED["consumer_poll_median_ms"], p99=KREPS_FITTED["consumer_poll_p99_ms"])
+    # A client that writes its own costs keeps them whole: the preset fills no key of them.
+    assert s.producers[1].costs is not None and s.producers[1].costs.per_request == DurationConstant(value=0.0)
+    assert s.consumers[1].costs is not None and s.consumers[1].costs.per_poll == DurationConstant(value=0.0)
+    assert s.broker.stalls is not None and s.broker.stalls.interval is None  # `stalls: {}`: no stalls, as written
+    dumped = s.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    assert "costs" not in dumped["producers"][0] and "costs" not in dumped["consumers"][0]
 
 
 def test_the_cloud_preset() -> None:

@@ -10,6 +10,7 @@ HighWatermark and LogEndOffset gauges; latency_cdf.png: the per-acks latencies; 
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -1212,25 +1213,26 @@ def _kreps_e2e(result: RunResult) -> dict:
 
 
 def test_kreps_2014_end_to_end_on_the_2014_hosts() -> None:
-    e2e = _kreps_e2e(shipped("kreps_2014_end_to_end"))
-    assert e2e["p50"] == pytest.approx(0.76, abs=0.02)
-    assert e2e["p99"] == pytest.approx(1.36, abs=0.03)
-    assert e2e["p99.9"] == pytest.approx(1.65, abs=0.05)
-    ratios = {q: e2e[q] / published for q, published in KREPS_PUBLISHED.items()}
-    assert ratios == pytest.approx({"p50": 0.38, "p99": 0.45, "p99.9": 0.12}, abs=0.01)
-    assert 1.2 <= 2.0 - e2e["p50"] <= 1.3 and 1.6 <= 3.0 - e2e["p99"] <= 1.7 and 14.0 - e2e["p99.9"] == pytest.approx(12, abs=0.5)
+    result = shipped("kreps_2014_end_to_end")
+    e2e = _kreps_e2e(result)
+    assert e2e["p50"] == pytest.approx(2.47, abs=0.03)
+    assert e2e["p99"] == pytest.approx(3.56, abs=0.05)
+    assert e2e["p99.9"] == pytest.approx(13.4, abs=0.3)
+    # The tool's whole milliseconds: 2, 3 and 13 against the published 2, 3 and 14.
+    assert {q: math.floor(e2e[q]) for q in KREPS_PUBLISHED} == {"p50": 2, "p99": 3, "p99.9": 13}
+    produce = result.summary["produce_record_latency"]["acks=1"]["from_intended"]
+    assert produce["p50"] == pytest.approx(0.51, abs=0.02)
+    assert result.stalls is not None and len(result.stalls) > 0  # the p99.9 is the brokers' pauses
 
 
 def test_kreps_2014_end_to_end_without_the_preset_kafkasims_defaults() -> None:
     e2e = _kreps_e2e(shipped("kreps_2014_end_to_end", "hardware=null"))
-    assert e2e["p50"] == pytest.approx(3.0, abs=0.05)
-    assert e2e["p99"] == pytest.approx(6.2, abs=0.1)
-    assert e2e["p99.9"] == pytest.approx(7.7, abs=0.1)
-    ratios = {q: e2e[q] / published for q, published in KREPS_PUBLISHED.items()}
-    assert ratios == pytest.approx({"p50": 1.5, "p99": 2.1, "p99.9": 0.55}, abs=0.03)
+    assert e2e["p50"] == pytest.approx(2.71, abs=0.05)
+    assert e2e["p99"] == pytest.approx(5.28, abs=0.1)
+    assert e2e["p99.9"] == pytest.approx(6.89, abs=0.15)
 
 
 def test_kreps_2014_end_to_end_with_busy_broker_stalls_the_p99_rises() -> None:
     e2e = _kreps_e2e(shipped("kreps_2014_end_to_end", "broker.stalls.preset=jvm-g1-young"))
-    assert e2e["p99"] == pytest.approx(12.0, abs=0.5) and e2e["p99"] / KREPS_PUBLISHED["p99"] == pytest.approx(4, abs=0.2)
-    assert e2e["p99.9"] == pytest.approx(28.0, abs=0.5)
+    assert e2e["p99"] == pytest.approx(14.5, abs=0.5)
+    assert e2e["p99.9"] == pytest.approx(28.2, abs=0.5)
