@@ -13,13 +13,15 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kafkasim.calibrate.fit import Fit
 from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, overrides
 from kafkasim.scenario import Scenario, with_overrides
+
+if TYPE_CHECKING:  # the fit (scipy, the engine) takes seconds to import; reading a preset needs none of it
+    from kafkasim.calibrate.fit import Fit
 
 KIND = "kafkasim fitted preset"
 HEADER = "# A kafkasim fitted preset, written by `kafkasim calibrate`."

@@ -26,7 +26,6 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
                       console: Console | None = None) -> int:
     """Everything `kafkasim calibrate` does; returns the exit code. Several results are runs of one scenario:
     the fit reproduces each statistic's median over them."""
-    from kafkasim.calibrate.fit import fit
     from kafkasim.calibrate.preset import document, is_preset_file, write_preset
     from kafkasim.calibrate.targets import MIN_COUNT, targets
     from kafkasim.record.result import ResultDirectoryError, RunResult
@@ -93,6 +92,9 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
         error(f"{', '.join(dirs)}: no statistic with at least {MIN_COUNT} values to fit (summary.json has no Produce "
               "or Fetch requests, produce or end-to-end latencies); a run of a few seconds under load has them")
         return EXIT_USAGE
+    # Imported once the input is known good: scipy and the engine take seconds to load, a mistyped path should not.
+    from kafkasim.calibrate.fit import fit
+
     measured = result_dir if len(dirs) == 1 else f"the medians of {len(dirs)} runs ({', '.join(dirs)})"
     jobs = jobs if jobs is not None else max(1, os.cpu_count() or 1)
     print(f"kafkasim: fitting {len(wanted)} statistics of {measured} ({scenario.name}) with "
