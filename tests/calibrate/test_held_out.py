@@ -11,6 +11,7 @@ from kafkasim.calibrate.held_out import (
     HELD_OUT,
     JSON_FILE,
     PREDICTED,
+    fit_within,
     row_verdict,
     section,
     write_section,
@@ -25,6 +26,13 @@ def test_within_is_20_percent_of_the_median_or_inside_the_runs_range() -> None:
     assert row_verdict(12.1, [10.0, 10.0, 10.0]) == "outside"
     assert row_verdict(14.0, [8.0, 10.0, 14.5]) == "within"  # wider than 20%: the runs' own range
     assert row_verdict(5.0, [8.0, 10.0, 14.5]) == "outside"
+
+
+def test_a_phase_both_put_at_zero_agrees_and_one_only_the_fit_puts_there_does_not() -> None:
+    # RemoteTimeMs of an acks=1 produce is 0 on both: exact agreement (it counted as a miss before).
+    assert fit_within(0.0, 0.0)
+    assert not fit_within(0.0, 0.01) and not fit_within(0.0, None)
+    assert fit_within(1.0, 1.2) and not fit_within(1.0, 1.21) and not fit_within(1.0, 0.79)
 
 
 def test_every_held_out_configuration_is_a_valid_scenario() -> None:
