@@ -12,8 +12,8 @@ preset's other disk fields). The fields a preset supplies:
 - `broker.disk` (`fsync`, `write_per_kib`, `read_latency`, `read_per_kib`, `page_cache`), also of a
   `cluster.overrides` entry that writes a `disk:` of its own,
 - `broker.costs.per_partition` where a source gives it,
-- where a preset was fitted to its source's own figures (`kreps-2014`): the producers' and consumers' `costs`
-  and `broker.stalls`, each the value at which kafkasim reproduces one published figure
+- where a preset was fitted to its source's own figures (`kreps-2014`): `broker.costs.request`, the producers'
+  and consumers' `costs` and `broker.stalls`, each the value at which kafkasim reproduces one published figure
   (docs/make_published.py --fit; docs/validation.md, "Published measurements", says which figure fitted which
   value and how the figures nothing was fitted to compare).
 
