@@ -188,7 +188,7 @@ NOTES = [
     "fetch under way, the fetch that carries the record, and the next one (whose arrival moves the high "
     "watermark only after every partition is read), so the fitted cost per partition is well below 20 ms / "
     "1,000.",
-    "- fsync: k is the mean number of partitions a Produce request carried; a flush of one ~100-byte batch on "
+    "- fsync: k is the median number of partitions a Produce request carried; a flush of one ~100-byte batch on "
     "the preset's disk costs its fsync plus the bytes' write time.",
     "- Not rebuilt: the post's consumer-only setups (a consumer reading 50 million stored records from the start: "
     "kafkasim's consumers start at the log end) and its message-size curves (plots without figures).",

@@ -68,7 +68,7 @@ def test_the_fitted_values_move_towards_the_truth_with_an_uncertainty(fitted) ->
 
 def test_the_fit_is_deterministic_in_one_process_or_several(fitted) -> None:  # type: ignore[no-untyped-def]
     measured, _result = fitted
-    once, again = (fit(load_scenario(SCENARIO), measured, max_evaluations=10, start=START, free=FREE, jobs=jobs)
+    once, again = (fit(load_scenario(SCENARIO), measured, max_evaluations=6, start=START, free=FREE, jobs=jobs)
                    for jobs in (1, 2))
     assert once.values == again.values and once.fitted == again.fitted and once.sd_log == again.sd_log
     assert once.values != START  # it moved

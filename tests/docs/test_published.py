@@ -89,7 +89,7 @@ def test_a_flush_per_append_costs_one_flush_per_partition_a_request_carries(part
     figure = _figure(f"fsync_{partitions}")
     measured = {}
     for run in figure.runs:
-        scenario = with_overrides(load_scenario(ROOT / run.path), [*run.overrides, "duration=8s", "warmup=2s"])
+        scenario = with_overrides(load_scenario(ROOT / run.path), [*run.overrides, "duration=5s", "warmup=1s"])
         measured[run.key] = published.measure(run_scenario(scenario))
     row = evaluate(figure, measured)
     assert row.met, (row.ours, row.target)

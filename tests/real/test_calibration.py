@@ -61,7 +61,7 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     measured = run_on_kafka(base, libs=kafka_libs, say=lambda m: print(f"[calibration_base] {m}", flush=True))
     assert measured.run_info["pids"] and alive(measured.run_info["pids"]) == []
     project = load_preset(ROOT / "presets" / "this-machine.yaml")
-    fitted = fit(base, measured.summary, sim_duration_ms=5000.0, max_evaluations=20, start=project.values)
+    fitted = fit(base, measured.summary, sim_duration_ms=3000.0, max_evaluations=20, start=project.values)
     prediction = predict(quickstart.scenario, Preset("fitted in the suite", fitted.values, fitted.covariance, {}),
                          draws=1)
     real = {k: v for k, (_g, v, _n) in stats_of(quickstart.real.summary).items()}
@@ -95,7 +95,7 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     imported, preset = tmp_path / "imported", tmp_path / "from-the-log.yaml"
     assert kafkasim("import-request-log", *logs, "--out", imported).returncode == 0
     assert RunResult.load(imported).scenario_yaml is None
-    done = kafkasim("calibrate", imported, "--scenario", BASE, "--out", preset, "--sim-duration", "2s",
+    done = kafkasim("calibrate", imported, "--scenario", BASE, "--out", preset, "--sim-duration", "1s",
                     "--max-evaluations", "20", timeout=300)
     assert done.returncode == 0, done.stderr
     written = yaml.safe_load(preset.read_text())
