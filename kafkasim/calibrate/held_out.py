@@ -5,10 +5,11 @@ that docs/make_calibration.py writes from docs/calibration.json (and docs/make_v
 
 from __future__ import annotations
 
-import re
 import statistics
 from pathlib import Path
 from typing import Any
+
+from kafkasim.calibrate.doc_section import write_between
 
 HELD_OUT: dict[str, tuple[str, list[str]]] = {
     "acks_all_linger5": ("acks=all, linger.ms=5, 200 records/s",
@@ -92,8 +93,4 @@ def section(data: dict[str, Any]) -> str:
 
 def write_section(page: Path, data: dict[str, Any]) -> None:
     """Put the section into `page`, replacing the one there (or at the end)."""
-    text = page.read_text(encoding="utf-8")
-    block = section(data)
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-    text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
-    page.write_text(text, encoding="utf-8")
+    write_between(page, BEGIN, END, section(data))

@@ -16,13 +16,13 @@ Some figures fitted the `kreps-2014` hardware preset's values that kafkasim cann
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from kafkasim.calibrate.doc_section import write_between
 from kafkasim.record.result import RunResult
 
 JSON_FILE = "docs/published.json"
@@ -248,8 +248,4 @@ def section(data: dict[str, Any]) -> str:
 
 def write_section(page: Path, data: dict[str, Any]) -> None:
     """Put the section into `page`, replacing the one there (or at the end)."""
-    text = page.read_text(encoding="utf-8")
-    block = section(data)
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-    text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
-    page.write_text(text, encoding="utf-8")
+    write_between(page, BEGIN, END, section(data))
