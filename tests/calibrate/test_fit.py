@@ -44,7 +44,7 @@ START = TRUTH | {"request_ms": 0.1, "send_ms": 0.4, "wakeup_median_ms": 0.03, "l
 def fitted():  # type: ignore[no-untyped-def]
     scenario = load_scenario(SCENARIO)
     measured = simulate(scenario, TRUTH)
-    return measured, fit(scenario, measured, max_evaluations=40, start=START, free=FREE)
+    return measured, fit(scenario, measured, max_evaluations=25, start=START, free=FREE)
 
 
 def test_the_fitted_run_reproduces_the_measured_one(fitted) -> None:  # type: ignore[no-untyped-def]
@@ -52,12 +52,12 @@ def test_the_fitted_run_reproduces_the_measured_one(fitted) -> None:  # type: ig
     before = sum(residual(result.before[t.key], t.value) ** 2 for t in result.targets)
     after = sum(residual(result.fitted[t.key], t.value) ** 2 for t in result.targets)
     assert after < before / 2
-    assert result.evaluations <= 40 + len(FREE) + 1 + 2  # a last Jacobian, and the fitted and starting runs
+    assert result.evaluations <= 25 + len(FREE) + 1 + 2  # a last Jacobian, and the fitted and starting runs
 
 
 def test_the_fitted_values_move_towards_the_truth_with_an_uncertainty(fitted) -> None:  # type: ignore[no-untyped-def]
     _measured, result = fitted
-    for name in FREE:  # each moved towards the truth (a budget of 40 runs does not get all the way)
+    for name in FREE:  # each moved towards the truth (a budget of 25 runs does not get all the way)
         assert abs(math.log(result.values[name] / TRUTH[name])) < abs(math.log(START[name] / TRUTH[name])), name
         sd = result.sd_log[name]
         assert sd is not None and 0 < sd < 1.0, name
