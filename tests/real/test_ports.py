@@ -68,10 +68,14 @@ def test_a_port_claimed_by_a_live_process_is_not_drawn_and_a_dead_ones_claim_is_
 
 
 def test_two_processes_claiming_at_once_get_different_ports(tmp_path: Path) -> None:
+    # Twelve ports for eight claims: tight enough that two draws without the lock would meet, with room for a
+    # port some other process holds. Below 10000, where no real run claims and (below the kernel's ephemeral
+    # range) no outgoing connection lands: in 42000-42007, inside that range, a connection of the suite's other
+    # worker once took one of the eight ports this test had.
     code = ("import sys, tempfile, time; tempfile.tempdir = sys.argv[1]\n"
             "from kafkasim.real import ports\n"
-            "ports.LOWEST = 42000; ports.MIN_ROOM = 0\n"
-            "print(' '.join(map(str, ports.claim(4, ephemeral=(42008, 60999)))), flush=True)\n"
+            "ports.LOWEST = 9500; ports.MIN_ROOM = 0\n"
+            "print(' '.join(map(str, ports.claim(4, ephemeral=(9512, 60999)))), flush=True)\n"
             "time.sleep(1)\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
              for _ in range(2)]
