@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from kafkasim.calibrate.parameters import PARAMETERS, from_log, overrides, to_log
+from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
 from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, with_overrides
@@ -37,6 +37,7 @@ UNDETERMINED = 1e-9
 LOOSEST_SD_LOG = 2.0
 """A standard deviation of a parameter's log above this (a factor of 7.4 either way) says the data barely
 determine it: it is reported as not determined, and a prediction's band holds it at its fitted value."""
+
 
 Progress = Callable[[int, int, float], None]
 """(evaluations done, the most allowed, the current sum of squared residuals)."""
@@ -170,6 +171,10 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
     if unknown or not free_names:
         raise ValueError(f"free parameters {unknown or 'none'}: allowed {', '.join(names)}")
     index = [names.index(n) for n in free_names]
+    if max_evaluations < min_evaluations(len(index)):
+        raise ValueError(f"max_evaluations {max_evaluations}: a fit of {len(index)} parameters needs at least "
+                         f"{min_evaluations(len(index))} simulated runs (the start and its Jacobian, a step and the "
+                         "Jacobian there)")
     full = np.array(to_log(start))
 
     def everything(theta: np.ndarray) -> list[float]:

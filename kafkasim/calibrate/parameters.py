@@ -118,3 +118,11 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
                   f"consumers[{i}].costs.per_record={_ms(v['consumer_record_ms'])}",
                   f"consumers[{i}].stalls={client_stalls}"]
     return lines
+
+
+def min_evaluations(free: int) -> int:
+    """The fewest simulated runs in which a fit of `free` parameters takes a step: the start and its Jacobian
+    (free + 1 runs), then a step and the Jacobian there. scipy's trust-region loop stops before its first step
+    when its budget of function evaluations is 1 (scipy.optimize._lsq.trf.trf_bounds), so a smaller budget
+    would return the start as if it were fitted."""
+    return 2 * (free + 1)

@@ -435,8 +435,9 @@ def calibrate(
     sim_duration: Annotated[str | None, typer.Option("--sim-duration", metavar="DURATION", help="Simulated time "
                                                      "of each run of the fit (default: the scenario's duration).",
                                                      show_default=False)] = None,
-    max_evaluations: Annotated[int, typer.Option("--max-evaluations", metavar="N", min=20,
-                                                 help="Most simulated runs the fit makes.")] = 200,
+    max_evaluations: Annotated[int, typer.Option("--max-evaluations", metavar="N",
+                                                 help="Most simulated runs the fit makes (at least 38: the "
+                                                 "start's Jacobian and one step's).")] = 200,
     jobs: Annotated[int | None, typer.Option("--jobs", metavar="N", min=1, help="Processes that simulate at once "
                                              "(default: the machine's cores); the fit is the same for any N.",
                                              show_default=False)] = None,

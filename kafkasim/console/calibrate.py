@@ -26,6 +26,7 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
                       console: Console | None = None) -> int:
     """Everything `kafkasim calibrate` does; returns the exit code. Several results are runs of one scenario:
     the fit reproduces each statistic's median over them."""
+    from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
     from kafkasim.calibrate.preset import document, is_preset_file, write_preset
     from kafkasim.calibrate.targets import MIN_COUNT, targets
     from kafkasim.record.result import ResultDirectoryError, RunResult
@@ -33,6 +34,12 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
     from kafkasim.scenario.units import parse_duration
 
     console = console or Console()
+    fewest = min_evaluations(len(PARAMETERS))
+    if max_evaluations < fewest:
+        error(f"--max-evaluations {max_evaluations}: a fit of kafkasim's {len(PARAMETERS)} parameters needs at least "
+              f"{fewest} simulated runs (the start and its Jacobian, then a step and the Jacobian there); allowed: "
+              f"{fewest} or more")
+        return EXIT_USAGE
     dirs = [result_dirs] if isinstance(result_dirs, str) else list(result_dirs)
     target = Path(out)
     if target.is_dir():

@@ -14,7 +14,7 @@ from kafkasim.record.result import RunResult
 from kafkasim.scenario import load_scenario
 from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
 
-FAST = ["--sim-duration", "1s", "--max-evaluations", "20"]
+FAST = ["--sim-duration", "1s", "--max-evaluations", "38"]  # the fewest that take a step (fit.min_evaluations)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +119,10 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     (imported / "scenario.yaml").unlink()
     fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
+    # Fewer runs than a step takes would write the start as a fit (scipy's loop stops before its first step).
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", "37",
+          says="--max-evaluations 37: a fit of kafkasim's 18 parameters needs at least 38 simulated runs")
+    assert not (tmp_path / "p.yaml").exists()
     # Several runs are runs of one scenario, each once.
     fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",
           says=f"{measured} name the same run")
@@ -156,3 +160,14 @@ def test_an_imported_request_log_too_short_to_fit_is_one_line_and_exit_2(tmp_pat
     assert done.returncode == 2 and "no statistic with at least 20 values" in done.stderr, done.stderr
     assert_no_traceback(done)
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_the_help_gives_the_fewest_evaluations_a_step_takes() -> None:
+    import typer
+
+    from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
+    from kafkasim.console.app import app
+
+    command = typer.main.get_command(app).commands["calibrate"]  # type: ignore[attr-defined]
+    option = next(p for p in command.params if p.name == "max_evaluations")
+    assert f"at least {min_evaluations(len(PARAMETERS))}:" in option.help, option.help
