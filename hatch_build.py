@@ -79,6 +79,44 @@ def _groups(sources: list[str]) -> dict[str, list[str]]:
     return groups
 
 
+def _ccache(root: Path, out: Path, extensions: list[Any]) -> dict[str, str]:
+    """The environment that compiles through ccache (https://ccache.dev), when the machine has it and
+    ``KAFKASIM_NO_CCACHE`` is unset: a fresh checkout (CI's, a git worktree) then reuses the objects of any
+    earlier build of the same C instead of compiling ~40 MB of it again (100 s on 2 cores).
+
+    Each compile must look the same from any checkout and any build environment: ccache rewrites the absolute
+    paths under ``root`` into relative ones (``CCACHE_BASEDIR``), and mypyc's runtime headers, which its C
+    includes from the build environment uv creates afresh for every build, are copied under ``out`` (their
+    times kept, so that ccache's direct mode can trust them)."""
+    if os.environ.get("KAFKASIM_NO_CCACHE", "") not in ("", "0") or shutil.which("ccache") is None:
+        return {}
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    if "ccache" in cc:
+        return {}
+    from mypyc.build import include_dir
+
+    runtime = str(Path(include_dir()).resolve())
+    copy = out / "lib-rt"
+    shutil.copytree(runtime, copy, copy_function=shutil.copy2, dirs_exist_ok=True)
+    for ext in extensions:
+        ext.include_dirs = [str(copy) if str(Path(d).resolve()) == runtime else d for d in ext.include_dirs]
+    return {"CC": f"ccache {cc}", "CCACHE_BASEDIR": str(root.resolve()), "CCACHE_NOHASHDIR": "1"}
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -165,13 +203,15 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 separate=[(group, f"kafkasim._native_{package}") for package, group in _groups(sources).items()],
                 target_dir=str(out / "c"),
             )
+            launcher = _ccache(root, out, extensions)
             dist = Distribution({"name": "kafkasim", "ext_modules": extensions})
             command = build_ext(dist)
             command.build_lib = str(out / "lib")
             command.build_temp = str(out / "temp")
             command.parallel = os.cpu_count() or 1
             command.ensure_finalized()
-            command.run()  # an extension whose sources did not change since the last build is not rebuilt
+            with _environment(launcher):
+                command.run()  # an extension whose sources did not change since the last build is not rebuilt
             lib = (out / "lib").resolve()
             return sorted(str(Path(command.get_ext_fullpath(ext.name)).resolve().relative_to(lib))
                           for ext in extensions)

@@ -200,3 +200,34 @@ def test_a_hook_left_unimplemented_is_never_silently_skipped() -> None:
         for hook in (operation.try_complete, operation.on_complete, operation.on_expiration):
             with pytest.raises(NotImplementedError):
                 hook()
+
+
+def test_the_build_compiles_through_ccache_with_paths_that_do_not_depend_on_the_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hatch_build's ccache launcher: mypyc's runtime headers (in a build environment uv creates afresh for each
+    build) are read from a copy in the build directory, so that a fresh checkout's compile hits the cache."""
+    import importlib.util
+    import types
+
+    from mypyc.build import include_dir
+
+    interface = types.ModuleType("hatchling.builders.hooks.plugin.interface")
+    interface.BuildHookInterface = object  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, interface.__name__, interface)
+    spec = importlib.util.spec_from_file_location("kafkasim_hatch_build", ROOT / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    launcher = tmp_path / "bin" / "ccache"
+    launcher.parent.mkdir()
+    launcher.write_text("#!/bin/sh\nexec \"$@\"\n")
+    launcher.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{launcher.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CC", raising=False)
+    ext = types.SimpleNamespace(include_dirs=[include_dir(), "/elsewhere"])
+    env = hook._ccache(tmp_path / "checkout", tmp_path / "out", [ext])
+    assert env["CC"].startswith("ccache ") and env["CCACHE_BASEDIR"] == str((tmp_path / "checkout").resolve())
+    assert ext.include_dirs == [str(tmp_path / "out" / "lib-rt"), "/elsewhere"]
+    assert (tmp_path / "out" / "lib-rt" / "CPy.h").read_bytes() == (Path(include_dir()) / "CPy.h").read_bytes()
+    monkeypatch.setenv("KAFKASIM_NO_CCACHE", "1")
+    assert hook._ccache(tmp_path / "checkout", tmp_path / "out", [ext]) == {}
