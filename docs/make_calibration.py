@@ -40,6 +40,7 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     JSON_FILE,
     PREDICTED,
     row_verdict,
+    write_findings,
     write_section,
 )
 from kafkasim.calibrate.predict import predict  # noqa: E402
@@ -143,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
             "fit": fit_rows, "predictions": rows}
     (ROOT / JSON_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     write_section(ROOT / "docs" / "validation.md", data)
+    write_findings(ROOT / "docs" / "calibration.md", data)
     within = sum(r["verdict"] == "within" for r in rows)
-    print(f"wrote {JSON_FILE} and the Calibration section of docs/validation.md: {within} of {len(rows)} "
+    print(f"wrote {JSON_FILE}, the Calibration section of docs/validation.md and docs/calibration.md's findings: "
+          f"{within} of {len(rows)} "
           "predictions within", flush=True)
     return 0
 

@@ -25,6 +25,9 @@ TOLERANCE = 0.20
 JSON_FILE = "docs/calibration.json"
 BEGIN = "<!-- calibration: written by docs/make_calibration.py from docs/calibration.json -->"
 END = "<!-- calibration: end -->"
+FINDINGS_BEGIN = "<!-- calibration findings: written by docs/make_calibration.py from docs/calibration.json -->"
+FINDINGS_END = "<!-- calibration findings: end -->"
+CLIENT_STATISTICS = ("produce acks=1 p50", "end to end p50", "produce acks=1 p99", "end to end p99")
 
 
 def row_verdict(predicted: float, real_runs: list[float]) -> str:
@@ -94,3 +97,45 @@ def section(data: dict[str, Any]) -> str:
 def write_section(page: Path, data: dict[str, Any]) -> None:
     """Put the section into `page`, replacing the one there (or at the end)."""
     write_between(page, BEGIN, END, section(data))
+
+
+def findings(data: dict[str, Any]) -> str:
+    """The "What it found here" section of docs/calibration.md: the fit and the held-out check in words."""
+    fit = {r["statistic"]: r for r in data["fit"]}
+    clients = [f"{s.replace('produce acks=1', 'produce')} {fit[s]['fitted'] / fit[s]['measured']:.2f}"
+               for s in CLIENT_STATISTICS if s in fit and fit[s]["fitted"] is not None and fit[s]["measured"]]
+    broker = [r for r in data["fit"] if r["statistic"] not in CLIENT_STATISTICS]
+    off = sorted(f"{r['statistic']} {r['fitted'] / r['measured']:.2f}" for r in broker
+                 if not fit_within(r["measured"], r["fitted"]) and r["fitted"] is not None and r["measured"])
+    within_broker = sum(fit_within(r["measured"], r["fitted"]) for r in broker)
+    text = (f"On {data['when'][:10]} (Apache Kafka {data['kafka']}; docs/validation.md has the tables, "
+            "benchmarks/README.md the time the fit took): the fitted run reproduces the real runs it was fitted to "
+            f"as fitted/real {', '.join(clients)}, and {within_broker} of the "
+            f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
+    if off:
+        text += (f" (outside: {'; '.join(off)}: one spread, `service_spread`, serves every handler cost and the "
+                 "send, and one wake-up distribution the handlers and the network threads alike, so the phases of "
+                 "different APIs cannot all match).")
+    else:
+        text += "."
+    by_config: dict[str, list[dict[str, Any]]] = {}
+    for r in data["predictions"]:
+        by_config.setdefault(r["configuration"], []).append(r)
+    parts = []
+    for configuration, rows in by_config.items():
+        outside = [r for r in rows if r["verdict"] != "within"]
+        if not outside:
+            parts.append(f"{configuration}: all {len(rows)} within")
+            continue
+        misses = "; ".join(f"{r['statistic']} {_ms(r['predicted'])} ms where the real runs gave "
+                           f"{_ms(min(r['real_runs']))}-{_ms(max(r['real_runs']))}" for r in outside)
+        parts.append(f"{configuration}: {len(rows) - len(outside)} of {len(rows)} within (outside: {misses})")
+    text += (" On the configurations the fit never saw: " + "; ".join(parts) + ". A fit carries its runs' luck: "
+             "on a machine whose five JVMs share two cores, one run's percentiles move by a factor of 1.5-2 from the "
+             "next one's, which is why the fit takes the medians of several.")
+    return "\n".join([FINDINGS_BEGIN, "## What it found here", "", text, FINDINGS_END])
+
+
+def write_findings(page: Path, data: dict[str, Any]) -> None:
+    """Put the findings into `page` (docs/calibration.md), replacing the ones there (or at the end)."""
+    write_between(page, FINDINGS_BEGIN, FINDINGS_END, findings(data))
