@@ -41,3 +41,4 @@ _.records_rows  # idem
 # --- tests/ ---------------------------------------------------------------------------------------------------
 _.no_rendering  # tests/report/test_write_figures.py: a fixture requested by parameter name
 _.execution_count  # tests/notebooks/support.py: nbformat cell field, written into the saved notebook
+_.BuildHookInterface  # tests/test_builds.py: the stand-in hatchling class hatch_build.py subclasses when the test loads it

@@ -9,6 +9,8 @@ from kafkasim.calibrate.held_out import (
     BEGIN,
     CLIENT_STATISTICS,
     END,
+    FINDINGS_BEGIN,
+    FINDINGS_END,
     HELD_OUT,
     JSON_FILE,
     PREDICTED,
@@ -16,6 +18,7 @@ from kafkasim.calibrate.held_out import (
     fit_within,
     row_verdict,
     section,
+    write_findings,
     write_section,
 )
 from kafkasim.scenario import load_scenario, with_overrides
@@ -68,12 +71,16 @@ def test_the_table_holds_each_predicted_statistic_of_each_configuration() -> Non
                for r in rows)
 
 
-def test_the_calibration_page_states_the_current_findings() -> None:
+def test_the_calibration_page_states_the_current_findings(tmp_path: Path) -> None:
     """docs/calibration.md's "What it found here" said 12 of 24 and "within on all four" after later fits had
     changed both: it is now written from docs/calibration.json, as the tables are."""
     data = json.loads((ROOT / JSON_FILE).read_text())
     text = findings(data)
     assert text in (ROOT / "docs" / "calibration.md").read_text()
+    page = tmp_path / "calibration.md"
+    page.write_text(f"# Calibration\n\n{FINDINGS_BEGIN}\nold\n{FINDINGS_END}\n\n## What is left out\n")
+    write_findings(page, data)
+    assert page.read_text() == f"# Calibration\n\n{text}\n\n## What is left out\n"
     outside = [r for r in data["predictions"] if r["verdict"] != "within"]
     assert all(f"{r['statistic']} {r['predicted']:.3g} ms" in text for r in outside)
     broker = [r for r in data["fit"] if r["statistic"] not in CLIENT_STATISTICS]
