@@ -204,14 +204,25 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 target_dir=str(out / "c"),
             )
             launcher = _ccache(root, out, extensions)
-            dist = Distribution({"name": "kafkasim", "ext_modules": extensions})
-            command = build_ext(dist)
-            command.build_lib = str(out / "lib")
-            command.build_temp = str(out / "temp")
-            command.parallel = os.cpu_count() or 1
-            command.ensure_finalized()
-            with _environment(launcher):
-                command.run()  # an extension whose sources did not change since the last build is not rebuilt
+
+            def build(environment: dict[str, str]) -> Any:
+                command = build_ext(Distribution({"name": "kafkasim", "ext_modules": extensions}))
+                command.build_lib = str(out / "lib")
+                command.build_temp = str(out / "temp")
+                command.parallel = os.cpu_count() or 1
+                command.ensure_finalized()
+                with _environment(environment):
+                    command.run()  # an extension whose sources did not change since the last build is not rebuilt
+                return command
+
+            try:
+                command = build(launcher)
+            except (Exception, SystemExit) as exc:
+                if not launcher:
+                    raise
+                # ccache itself failing (a cache directory it cannot write) is no reason for the pure package.
+                _say(f"compiling through ccache failed ({type(exc).__name__}: {exc}); compiling without it")
+                command = build({})
             lib = (out / "lib").resolve()
             return sorted(str(Path(command.get_ext_fullpath(ext.name)).resolve().relative_to(lib))
                           for ext in extensions)
