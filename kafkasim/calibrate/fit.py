@@ -38,7 +38,6 @@ LOOSEST_SD_LOG = 2.0
 """A standard deviation of a parameter's log above this (a factor of 7.4 either way) says the data barely
 determine it: it is reported as not determined, and a prediction's band holds it at its fitted value."""
 
-
 Progress = Callable[[int, int, float], None]
 """(evaluations done, the most allowed, the current sum of squared residuals)."""
 
