@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+# One worker runs them all (pytest-xdist --dist loadgroup): the scratch copy and its saved runs are made once.
+pytestmark = pytest.mark.xdist_group("readme-commands")
+
 ROOT = Path(__file__).resolve().parent.parent
 START_BUDGET_S = 25.0
 PLACEHOLDERS = {
