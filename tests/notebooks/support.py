@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,16 +83,78 @@ def assert_stored_with_outputs(notebook: Path) -> None:
     assert not [o for cell in code for o in cell.outputs if o.output_type == "error"]
 
 
-def execute(notebook_path: Path, kernels_dir: Path, *, timeout: int) -> list[Any]:
-    """Run the notebook headless from the notebooks folder; return every code cell's outputs.
+def execute(notebook_path: Path, kernels_dir: Path, *, timeout: int, wait_s: float = 30.0) -> list[Any]:
+    """Run the notebook headless from the notebooks folder; return every code cell's outputs. The kernel is
+    shut down after it, and every process it started must end with it (a Spark JVM, the sweep's workers) within
+    `wait_s`.
 
     Raises CellExecutionError, with the cell and its traceback, if any cell fails."""
     notebook = nbformat.read(notebook_path, as_version=4)
+    km = kernel_manager(kernels_dir)
     client = NotebookClient(
         notebook,
-        km=kernel_manager(kernels_dir),
+        km=km,
         timeout=timeout,
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        # nbclient shuts down only a kernel it created itself (NotebookClient.owns_km): one given to it kept
+        # running, with the sweep notebook's Spark JVM, for the rest of the pytest worker's session.
+        left = _shut_down(km, wait_s)
+    assert not left, f"processes the notebook's kernel started outlived it (stopped now): {left}"
     return [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+
+
+def _shut_down(km: KernelManager, wait_s: float) -> list[str]:
+    """Shut the kernel down; the processes of its tree still running `wait_s` later, each stopped then (by
+    process id, SIGKILL)."""
+    pid = getattr(km.provisioner, "pid", None) if km.has_kernel else None
+    if pid is None:
+        return []
+    tree = [pid, *_descendants(pid)]
+    km.shutdown_kernel(now=False)
+    deadline = time.monotonic() + wait_s
+    while (alive := [p for p in tree if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [f"{p} {_command(p)}" for p in alive]
+    for p in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while any(_running(p) for p in alive) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    """`pid` exists and is not a zombie (one that ended, waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+    except OSError:
+        return "?"
