@@ -17,6 +17,8 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
+from kafkasim.real.processes import alive
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
 KERNEL = "kafkasim-test-python"
@@ -116,14 +118,14 @@ def _shut_down(km: KernelManager, wait_s: float) -> list[str]:
     tree = [pid, *_descendants(pid)]
     km.shutdown_kernel(now=False)
     deadline = time.monotonic() + wait_s
-    while (alive := [p for p in tree if _running(p)]) and time.monotonic() < deadline:
+    while (running := alive(tree)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = [f"{p} {_command(p)}" for p in alive]
-    for p in alive:
+    left = [f"{p} {_command(p)}" for p in running]
+    for p in running:
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while any(_running(p) for p in alive) and time.monotonic() < deadline:
+    while alive(running) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
 
@@ -143,14 +145,6 @@ def _descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
-
-
-def _running(pid: int) -> bool:
-    """`pid` exists and is not a zombie (one that ended, waiting to be reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _command(pid: int) -> str:

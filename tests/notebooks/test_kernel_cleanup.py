@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.notebooks.support import _running, execute
+from kafkasim.real.processes import alive
+from tests.notebooks.support import execute
 
 
 def _notebook(tmp_path: Path, source: str) -> Path:
@@ -27,7 +28,7 @@ def _printed(outputs: list) -> int:
 def test_the_kernel_ends_with_the_run(tmp_path: Path) -> None:
     outputs = execute(_notebook(tmp_path, "import os\nprint(os.getpid(), flush=True)"), tmp_path / "kernels",
                       timeout=60)
-    assert not _running(_printed(outputs))
+    assert alive([_printed(outputs)]) == []
 
 
 def test_a_process_the_kernel_left_running_is_reported_and_stopped(tmp_path: Path) -> None:
@@ -37,4 +38,4 @@ def test_a_process_the_kernel_left_running_is_reported_and_stopped(tmp_path: Pat
     with pytest.raises(AssertionError, match="outlived it") as failed:
         execute(path, tmp_path / "kernels", timeout=60, wait_s=2.0)
     child = int(str(failed.value).split("[")[1].split()[0].strip("'"))
-    assert "sleep 600" in str(failed.value) and not _running(child)
+    assert "sleep 600" in str(failed.value) and alive([child]) == []
