@@ -224,6 +224,7 @@ def test_the_build_compiles_through_ccache_with_paths_that_do_not_depend_on_the_
     launcher.chmod(0o755)
     monkeypatch.setenv("PATH", f"{launcher.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CC", raising=False)
+    monkeypatch.delenv("KAFKASIM_NO_CCACHE", raising=False)
     ext = types.SimpleNamespace(include_dirs=[include_dir(), "/elsewhere"])
     env = hook._ccache(tmp_path / "checkout", tmp_path / "out", [ext])
     assert env["CC"].startswith("ccache ") and env["CCACHE_BASEDIR"] == str((tmp_path / "checkout").resolve())
