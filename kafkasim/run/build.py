@@ -215,6 +215,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
             per_partition=cost("per_partition", costs_cfg.per_partition),
             append=cost("append", costs_cfg.append),
             follower_fetch=cost("follower_fetch", costs_cfg.follower_fetch),
+            complete_fetch=cost("complete_fetch", costs_cfg.complete_fetch),
             wakeup=wakeup("handler", costs_cfg.wakeup),
         ),
     )

@@ -14,9 +14,10 @@ which can advance the high watermark and complete parked produce requests on the
 the fetch's own if it answers at once, are sent by the handler thread after it has read the log; here the
 read's service time is drawn after the call. So ``handle_fetch`` does not send what completes during its
 ``fetch_messages`` call: it *returns* those responses, and the request handler sends them once the
-service time has elapsed. Every other completion -- a produce answered after its append, a parked fetch
-completed by another request's ``tryCompleteActions``, an expiration, an AlterPartition answer -- goes to
-the ``RequestChannel`` at once.
+service time has elapsed. ``try_complete_actions_held`` (``ReplicaManager.tryCompleteActions``, the end
+of every request) returns what it completes too: the handler answers each parked fetch in turn. Every other
+completion -- a produce answered after its append, an expiration, an AlterPartition answer -- goes to the
+``RequestChannel`` at once.
 """
 
 from __future__ import annotations
@@ -89,6 +90,18 @@ class KafkaApis:
         self._fetched = completed
         try:
             self.handle_produce(envelope)
+        finally:
+            self._fetched = None
+        return completed
+
+    def try_complete_actions_held(self) -> list[RequestEnvelope]:
+        """``ReplicaManager.tryCompleteActions`` (the ``finally`` of ``KafkaApis.handle``); the responses it
+        completes are returned, for the handler to send as it completes each (a parked fetch's read and
+        response take its time)."""
+        completed: list[RequestEnvelope] = []
+        self._fetched = completed
+        try:
+            self.try_complete_actions()
         finally:
             self._fetched = None
         return completed

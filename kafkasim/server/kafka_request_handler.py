@@ -15,7 +15,11 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   own, produce requests completed by a follower's HW advance) are sent when it has elapsed.
 * Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
-  still unset. The broker's expiration reapers are poked (a parked operation may have a new earliest
+  still unset. Each parked fetch a request completes (here, or a consumer's that a follower's HW advance
+  completes in ``fetch_messages``) holds the handler for its read and response (``DelayedFetch.onComplete``:
+  ``complete_fetch + read_per_kib * KiB read + per_partition * partitions read``), and its response goes out
+  when that is done, one after another: an acks=all produce's LocalTimeMs includes completing its followers'
+  fetches, as on a real broker (an acks=1 produce's ended when its response was sent). The broker's expiration reapers are poked (a parked operation may have a new earliest
   expiration), and the handler
   asks the ``RequestChannel`` for the next request.
 
@@ -32,8 +36,9 @@ grows by the disk read, queued behind the disk's other work (Kafka's read is a `
 kernel serves from the disk on a page-cache miss; the handler thread or, for sendfile, the network thread
 waits -- here the handler, a simplification).
 
-Simplification: the handlers' service times are their only CPU modelled; purgatory checks, the action
-queue and timer work take no simulated time.
+Simplification: the handlers' service times are their only CPU modelled; purgatory checks and timer work
+take no simulated time, and the action queue only the fetches it completes. A completed fetch reads the log
+as it is when the completing check runs, not when its turn on the thread comes.
 """
 
 from __future__ import annotations
@@ -79,6 +84,8 @@ class RequestHandlerCosts:
     append: Sampler = _NO_COST
     # Per partition a follower's fetch reads, beyond a consumer's (Partition.updateFollowerFetchState).
     follower_fetch: Sampler = _NO_COST
+    # Per parked fetch a request completes (DelayedFetch.onComplete), beyond its read (read_per_kib, per_partition).
+    complete_fetch: Sampler = _NO_COST
     # How long a handler waiting in receiveRequest takes to run once given a request (the host's scheduling
     # latency); None: at once.
     wakeup: Sampler | None = None
@@ -122,6 +129,10 @@ class KafkaRequestHandlerPool:
         self._fixed_produce = costs.fixed(costs.append_per_kib, costs.append)
         self._fixed_fetch = costs.fixed(costs.read_per_kib, _NO_COST)
         self._fixed_follower_fetch = costs.fixed(costs.read_per_kib, costs.follower_fetch)
+        complete, kib, shared = (constant_value(costs.complete_fetch), constant_value(costs.read_per_kib),
+                                 constant_value(costs.per_partition))
+        self._fixed_complete = (None if complete is None or kib is None or shared is None
+                                else (complete, kib, shared))
         self.num_io_threads = num_io_threads
         self._observer = observer
         self._checks = observer.checks
@@ -242,14 +253,63 @@ class KafkaRequestHandlerPool:
         if self.stw.paused:
             self.stw.defer(lambda: self._fetch_done(envelope, responses))
             return
+        self._send_all(envelope, responses, 0, False)
+
+    def _send_all(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], start: int, actions: bool) -> None:
+        """Send ``responses[start:]`` in order; a parked fetch that ``envelope``'s handling completed (another
+        request's DelayedFetch) holds the handler for its completion first (``_completion_cost``). When all are
+        sent: the action queue (``actions`` False) or the request's end (``actions`` True: the queue ran)."""
         send_response = self.request_channel.send_response
-        for response in responses:
+        for i in range(start, len(responses)):
+            response = responses[i]
+            if response is not envelope and response.api != API_PRODUCE:
+                cost = self._completion_cost(response)
+                if cost > 0.0:
+                    self._work(cost, partial(self._completed, envelope, responses, i, actions))
+                    return
             send_response(response)
-        self._finish(envelope)
+        if actions:
+            self._end(envelope)
+        else:
+            self._finish(envelope)
+
+    def _completed(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], i: int, actions: bool,
+                   _event: object = None) -> None:
+        """The handler has completed ``responses[i]``: it goes out, then the rest."""
+        if self.stw.paused:
+            self.stw.defer(lambda: self._completed(envelope, responses, i, actions))
+            return
+        self.request_channel.send_response(responses[i])
+        self._send_all(envelope, responses, i + 1, actions)
+
+    def _completion_cost(self, response: RequestEnvelope) -> float:
+        """The handler time of completing a parked fetch: ``DelayedFetch.onComplete`` reads its partitions
+        (``ReplicaManager.readFromLog``, the same read as a fetch answered at once) and ``KafkaApis``' callback
+        builds and sends its response, on the thread of the request that completed it."""
+        fixed = self._fixed_complete
+        if fixed is not None:
+            return fixed[0] + fixed[1] * (response.read_bytes / KIB) + fixed[2] * response.read_partitions
+        costs = self.costs
+        return (costs.complete_fetch() + costs.read_per_kib() * (response.read_bytes / KIB)
+                + costs.per_partition() * response.read_partitions)
+
+    def _work(self, cost: float, then: Callable[[object], None]) -> None:
+        """The handler works ``cost`` ms (on a core of the host's, if it models them), then ``then``."""
+        self.handler_busy_ms += cost
+        cpu = self.cpu
+        if cpu is None:
+            Call(self.env, cost, then)
+        else:
+            cpu.run(cost, partial(self._on_core, self.env.now, cost, then))
 
     def _finish(self, envelope: RequestEnvelope) -> None:
-        # KafkaApis.handle's finally: drain the action queue, then mark local completion.
-        self.apis.try_complete_actions()
+        # KafkaApis.handle's finally: ReplicaManager.tryCompleteActions. The parked fetches it completes (a
+        # produce's followers and consumers, woken by its append) are read and answered on this thread, one
+        # after another, before apiLocalCompleteTimeNanos is set: an acks=all produce's LocalTimeMs includes
+        # them (an acks=1 produce's was set when its response was sent).
+        self._send_all(envelope, self.apis.try_complete_actions_held(), 0, True)
+
+    def _end(self, envelope: RequestEnvelope) -> None:
         if not envelope.locally_completed:  # no response sent before (RequestChannel.sendResponse marks it then)
             envelope.locally_completed = True
             envelope.local_complete_ms = self.env.now

@@ -17,11 +17,11 @@ from .support import consumer, producer, scenario
 from .test_determinism import table_hash
 
 
-def _run(**costs: Any) -> Any:
+def _run(acks: int | str = 1, **costs: Any) -> Any:
     broker: dict[str, Any] = {"costs": {"request": "0.05ms", **costs}}
     return run_scenario(scenario(duration="2s", consumers=[consumer("c1")], broker=broker,
                                  topic={"partitions": 2},
-                                 producers=[producer("p1", acks=1, rate="200/s", **{"linger.ms": 5})]))
+                                 producers=[producer("p1", acks=acks, rate="200/s", **{"linger.ms": 5})]))
 
 
 def _local(result: Any, api: str) -> Any:
@@ -30,7 +30,7 @@ def _local(result: Any, api: str) -> Any:
 
 
 def test_zero_costs_are_todays_timing_exactly() -> None:
-    base, zero = _run(), _run(append="0ms", follower_fetch="0ms")
+    base, zero = _run(), _run(append="0ms", follower_fetch="0ms", complete_fetch="0ms")
     assert table_hash(base.requests) == table_hash(zero.requests)
     assert table_hash(base.records) == table_hash(zero.records)
 
@@ -58,3 +58,17 @@ def test_drawn_costs_come_from_their_own_streams_deterministically() -> None:
     a, b = _run(append=spec, follower_fetch=spec), _run(append=spec, follower_fetch=spec)
     assert table_hash(a.requests) == table_hash(b.requests)
     assert _local(a, "Produce")[1]["LocalTimeMs"].nunique() > 50
+
+
+def test_completing_a_parked_fetch_holds_the_request_that_woke_it() -> None:
+    """``complete_fetch``: an acks=all produce's append wakes its two followers' parked fetches, which its
+    handler answers before its local phase ends (KafkaApis.handle's finally, ReplicaManager.tryCompleteActions):
+    its LocalTimeMs grows by two completions. An acks=1 produce's local phase ended when its response was sent,
+    and the followers' answers come later, so the end-to-end latency grows instead."""
+    base, costly = _run(acks="all"), _run(acks="all", complete_fetch="0.4ms")
+    grown = np.median(_local(costly, "Produce")[0]) - np.median(_local(base, "Produce")[0])
+    assert 0.7 < grown < 1.0, grown  # two followers: 2 x 0.4 ms (a consumer's fetch is woken by the HW later)
+    one, one_costly = _run(), _run(complete_fetch="0.4ms")
+    assert np.median(_local(one_costly, "Produce")[0]) == np.median(_local(one, "Produce")[0])
+    e2e = [np.median(r.records["e2e_latency_ms"].dropna()) for r in (one, one_costly)]
+    assert e2e[1] > e2e[0] + 0.4, e2e

@@ -161,7 +161,7 @@ def test_quickstart_parked_fetches_return_as_soon_as_data_arrives() -> None:
 def test_quickstart_end_to_end_is_about_the_produce_latency() -> None:
     result = shipped("quickstart")
     summary = result.summary
-    assert summary["produce_latency"]["acks=all"]["from_intended"]["p50"] == pytest.approx(7.8, abs=0.05)
+    assert summary["produce_latency"]["acks=all"]["from_intended"]["p50"] == pytest.approx(7.9, abs=0.05)
     assert summary["e2e_latency"]["p50"] == pytest.approx(summary["produce_latency"]["acks=all"]["from_intended"]["p50"],
                                                           abs=0.5)
     records = result.records
@@ -174,7 +174,7 @@ def test_quickstart_without_linger_latency_rises_queued_on_the_connection() -> N
     eager = shipped("quickstart", "producers[0].linger.ms=0")
     before = lingering.summary["produce_latency"]["acks=all"]["from_intended"]
     after = eager.summary["produce_latency"]["acks=all"]["from_intended"]
-    # It rises, it does not drop, by what the description says (p50 7.8 -> 8.6 ms, p99 10.5 -> 13.6 ms).
+    # It rises, it does not drop, by what the description says (p50 7.9 -> 8.7 ms, p99 10.6 -> 13.6 ms).
     quoted = re.search(r"p50 ([\d.]+) -> ([\d.]+) ms, p99 ([\d.]+) ->\s+([\d.]+) ms", load("quickstart").description)
     assert quoted, "the description quotes the p50 and p99 with and without linger"
     p50_before, p50_after, p99_before, p99_after = map(float, quoted.groups())
@@ -933,14 +933,14 @@ def test_nic_bound_cluster_each_nic_sends_four_copies_and_receives_three() -> No
 def test_nic_bound_cluster_latency_and_where_it_is_spent() -> None:
     result = shipped("nic_bound_cluster")
     producer = per_producer(result, "producer-1")
-    assert 35.0 < producer["from_intended"]["p50"] < 47.0  # ~41 ms
-    assert 35.0 < producer["e2e"]["p50"] < 48.0  # ~42 ms
+    assert 26.0 < producer["from_intended"]["p50"] < 36.0  # ~31 ms
+    assert 26.0 < producer["e2e"]["p50"] < 36.0  # ~31 ms
     for name in ("analytics", "archiver"):
-        assert 35.0 < per_consumer(result, name)["e2e"]["p50"] < 48.0
+        assert 26.0 < per_consumer(result, name)["e2e"]["p50"] < 36.0
     produce = result.summary["apis"]["Produce"]
-    assert 5.0 < produce["TotalTimeMs"]["p50"] < 8.5  # ~6.7 ms
-    assert 5.0 < produce["RemoteTimeMs"]["p50"] < 8.0  # ~6.3 ms
-    assert 20.0 < _connection_wait(result) < 32.0  # ~26 ms
+    assert 4.5 < produce["TotalTimeMs"]["p50"] < 7.0  # ~5.8 ms
+    assert 4.0 < produce["RemoteTimeMs"]["p50"] < 6.5  # ~5.2 ms
+    assert 14.0 < _connection_wait(result) < 23.0  # ~18 ms
 
 
 def _connection_wait(result: RunResult) -> float:
@@ -951,9 +951,9 @@ def _connection_wait(result: RunResult) -> float:
 def test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops() -> None:
     result = shipped("nic_bound_cluster", "cluster.nic.out=1Gbit/s")
     producer = per_producer(result, "producer-1")
-    assert 8.0 < producer["from_intended"]["p50"] < 11.0  # ~9.5 ms
-    assert 8.5 < producer["e2e"]["p50"] < 11.5  # ~10 ms
-    assert 2.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 4.0  # ~2.9 ms
+    assert 8.5 < producer["from_intended"]["p50"] < 12.0  # ~10.4 ms
+    assert 8.5 < producer["e2e"]["p50"] < 12.0  # ~10.2 ms
+    assert 2.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 4.0  # ~3.0 ms
     assert _connection_wait(result) < 1.5  # ~0.6 ms
     out = _nic_rate(result, "NicBytesOutPerSec")
     assert all(40.0 < v < 44.0 for v in out.values())  # the same bytes
@@ -962,9 +962,9 @@ def test_nic_bound_cluster_on_a_1_gbit_nic_latency_drops() -> None:
 def test_nic_bound_cluster_on_a_fair_nic_nothing_waits_for_a_whole_response() -> None:
     result = shipped("nic_bound_cluster", "cluster.nic.sharing=fair")
     producer = per_producer(result, "producer-1")
-    assert 9.0 < producer["from_intended"]["p50"] < 12.5  # ~10.7 ms (fifo: ~35)
-    assert 10.5 < producer["e2e"]["p50"] < 14.0  # ~12.3 ms
-    assert 3.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 5.0  # ~3.9 ms (fifo: ~5.8)
+    assert 9.0 < producer["from_intended"]["p50"] < 12.5  # ~11.2 ms (fifo: ~31)
+    assert 10.5 < producer["e2e"]["p50"] < 14.0  # ~12.8 ms
+    assert 3.0 < result.summary["apis"]["Produce"]["RemoteTimeMs"]["p50"] < 5.0  # ~4.0 ms (fifo: ~5.2)
     out = _nic_rate(result, "NicBytesOutPerSec")
     assert all(40.0 < v < 44.0 for v in out.values())  # the same bytes
 
@@ -975,7 +975,7 @@ def test_nic_bound_cluster_without_replication_each_nic_sends_half() -> None:
     into = _nic_rate(result, "NicBytesInPerSec")
     assert all(19.5 < v < 22.5 for v in out.values())  # ~21 MB/s
     assert all(9.5 < v < 11.5 for v in into.values())  # ~10.6 MB/s
-    assert 6.0 < per_producer(result, "producer-1")["e2e"]["p50"] < 9.0  # ~7.4 ms
+    assert 6.0 < per_producer(result, "producer-1")["e2e"]["p50"] < 9.0  # ~7.5 ms
 
 
 # --- more_partitions_same_bytes ----------------------------------------------------------------------
@@ -994,10 +994,10 @@ def test_more_partitions_same_bytes_one_partition_fills_its_batches() -> None:
     result, producer, counts, follower = _spread(1)
     assert 640 < producer["batches"] < 690 and 14.5 < producer["records"] / producer["batches"] <= 15.0
     assert 640 < counts["Produce"] < 690
-    assert 5.6 < producer["from_intended"]["p50"] < 6.6  # ~6.1 ms
+    assert 5.6 < producer["from_intended"]["p50"] < 6.7  # ~6.2 ms
     assert 1_280 < counts["FetchFollower"] < 1_380
     assert median(follower, "request_bytes") == 140
-    assert 1.5 < median(requests(result, "Produce"), "TotalTimeMs") < 1.9  # ~1.7 ms
+    assert 1.5 < median(requests(result, "Produce"), "TotalTimeMs") < 2.0  # ~1.8 ms
     assert median(follower, "LocalTimeMs") < 0.1
     sent = result.records[np.isfinite(result.records["send_ms"].to_numpy(dtype=float))]
     # Full batches leave before the linger: ~3 ms after their first record.
@@ -1009,7 +1009,7 @@ def test_more_partitions_same_bytes_ten_partitions_linger_and_three_leaders() ->
     assert 3_200 < producer["batches"] < 3_500  # ~3 records per batch
     assert 1_020 < counts["Produce"] < 1_110
     assert 2_050 < counts["FetchFollower"] < 2_200
-    assert 6.7 < producer["from_intended"]["p50"] < 7.7  # ~7.2 ms: a full linger
+    assert 6.7 < producer["from_intended"]["p50"] < 7.8  # ~7.3 ms: a full linger
     assert median(requests(result, "Produce"), "partitions") == 3
 
 
@@ -1017,7 +1017,7 @@ def test_more_partitions_same_bytes_hundred_partitions_ride_out_early() -> None:
     result, producer, counts, follower = _spread(100)
     assert 8_300 < producer["batches"] < 9_000  # ~1.15 records per batch
     assert 1_020 < counts["Produce"] < 1_120
-    assert 5.9 < producer["from_intended"]["p50"] < 6.9  # ~6.4 ms
+    assert 6.3 < producer["from_intended"]["p50"] < 7.3  # ~6.8 ms
     first = _first_fetches(result)
     assert first["partitions"].max() == pytest.approx(34, abs=1)
     assert first["request_bytes"].max() == pytest.approx(1_460, rel=0.05)
@@ -1028,18 +1028,21 @@ def test_more_partitions_same_bytes_hundred_partitions_ride_out_early() -> None:
 def test_more_partitions_same_bytes_thousand_partitions_one_record_per_batch() -> None:
     result, producer, counts, follower = _spread(1000)
     assert 9_500 < producer["batches"] < 10_000 and producer["records"] / producer["batches"] < 1.05
-    assert 1_020 < counts["Produce"] < 1_120
-    assert 7.2 < producer["from_intended"]["p50"] < 8.2  # ~7.7 ms
+    assert 650 < counts["Produce"] < 750  # fewer, fuller requests: they queue on the connection
+    assert 40.0 < producer["from_intended"]["p50"] < 53.0  # ~46 ms
     # Each incremental fetch reads the session's 334 partitions at 5 us each (broker.costs.per_partition).
     assert 1.6 < median(follower, "LocalTimeMs") < 1.8  # ~1.7 ms
-    assert 3.2 < median(requests(result, "Produce"), "TotalTimeMs") < 3.8  # ~3.5 ms, twice one partition's
+    # ... and so does each parked one a produce's append completes, on the producer's handler, once per follower
+    # (DelayedFetch.onComplete in ReplicaManager.tryCompleteActions): 2 x 1.67 ms inside its local phase.
+    assert 3.3 < median(requests(result, "Produce"), "LocalTimeMs") < 3.9  # ~3.6 ms
+    assert 7.5 < median(requests(result, "Produce"), "TotalTimeMs") < 9.5  # ~8.4 ms
     first = _first_fetches(result)
     every = result.requests[result.requests["api"] == "FetchFollower"]
     assert first["partitions"].max() == pytest.approx(334, abs=1)
     assert first["request_bytes"].max() == every["request_bytes"].max() == pytest.approx(13_460, rel=0.05)
-    assert median(follower, "partitions") == pytest.approx(9, abs=1)
-    assert median(follower, "request_bytes") == pytest.approx(460, rel=0.1)
-    assert median(follower, "response_partitions") == pytest.approx(18, abs=3)
+    assert median(follower, "partitions") == pytest.approx(14, abs=2)
+    assert median(follower, "request_bytes") == pytest.approx(660, rel=0.1)
+    assert median(follower, "response_partitions") == pytest.approx(26, abs=4)
 
 
 def _first_fetches(result: RunResult) -> pd.DataFrame:
@@ -1215,8 +1218,8 @@ def _kreps_e2e(result: RunResult) -> dict:
 def test_kreps_2014_end_to_end_on_the_2014_hosts() -> None:
     result = shipped("kreps_2014_end_to_end")
     e2e = _kreps_e2e(result)
-    assert e2e["p50"] == pytest.approx(2.47, abs=0.03)
-    assert e2e["p99"] == pytest.approx(3.56, abs=0.05)
+    assert e2e["p50"] == pytest.approx(2.52, abs=0.03)
+    assert e2e["p99"] == pytest.approx(3.62, abs=0.05)
     assert e2e["p99.9"] == pytest.approx(13.4, abs=0.3)
     # The tool's whole milliseconds: 2, 3 and 13 against the published 2, 3 and 14.
     assert {q: math.floor(e2e[q]) for q in KREPS_PUBLISHED} == {"p50": 2, "p99": 3, "p99.9": 13}
@@ -1234,5 +1237,5 @@ def test_kreps_2014_end_to_end_without_the_preset_kafkasims_defaults() -> None:
 
 def test_kreps_2014_end_to_end_with_busy_broker_stalls_the_p99_rises() -> None:
     e2e = _kreps_e2e(shipped("kreps_2014_end_to_end", "broker.stalls.preset=jvm-g1-young"))
-    assert e2e["p99"] == pytest.approx(14.5, abs=0.5)
-    assert e2e["p99.9"] == pytest.approx(28.2, abs=0.5)
+    assert e2e["p99"] == pytest.approx(14.8, abs=0.5)
+    assert e2e["p99.9"] == pytest.approx(28.5, abs=0.5)
