@@ -4,6 +4,7 @@ docs/validation.md.
 
     uv run python docs/make_calibration.py                  # ~20 minutes: 12 real runs, the fit, the predictions
     uv run python docs/make_calibration.py --work DIR       # keep the real runs in DIR (a later call reuses them)
+    uv run python docs/make_calibration.py --start presets/this-machine.yaml   # refit from the last fit's values
 
 1. Three real runs of scenarios/calibration_base.yaml (acks=1, linger.ms=0, 300 records/s of 1 KiB, RF 3) on
    Apache Kafka (`kafkasim run --on-kafka`); `kafkasim calibrate` fits kafkasim's costs to the medians of their
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
-from kafkasim.calibrate.fit import TAILS, fit, with_tails  # noqa: E402
+from kafkasim.calibrate.fit import TAILS, fit, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
     JSON_FILE,
@@ -44,7 +45,8 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     write_section,
 )
 from kafkasim.calibrate.predict import predict  # noqa: E402
-from kafkasim.calibrate.preset import document, load_preset, write_preset  # noqa: E402
+from kafkasim.calibrate.preset import document, earlier_fit, load_preset, write_preset  # noqa: E402
+from kafkasim.calibrate.targets import measured as medians_of  # noqa: E402
 from kafkasim.calibrate.targets import statistics as stats_of  # noqa: E402
 from kafkasim.record.result import RunResult, is_result_dir  # noqa: E402
 from kafkasim.scenario import with_overrides  # noqa: E402
@@ -72,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, help="where the real runs are kept (default: a temporary directory)")
     parser.add_argument("--runs", type=int, default=3, help="real runs of each held-out configuration")
+    parser.add_argument("--start", type=Path, help="start the fit from an earlier preset's values (a parameter it "
+                        "lacks from its first guess); default: every parameter from its first guess")
     parser.add_argument("--base-runs", type=int, default=3, help="real runs of the configuration fitted on")
     parser.add_argument("--max-evaluations", type=int, default=200, help="simulated runs of the tails' fit")
     parser.add_argument("--coarse-ms", type=float, default=10_000.0, help="simulated time of the coarse fit's runs")
@@ -103,8 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     # where its seed put them.
     print(f"fitting on the medians of {len(bases)} runs in {work}: every parameter on {args.coarse_ms / 1000:g} s "
           "runs ...", flush=True)
+    logs = [b.requests for b in bases]
+    start = starting_point(medians_of(measured), logs)
+    started = ""
+    if args.start is not None:
+        earlier, fitted_when = earlier_fit(args.start)
+        start |= earlier
+        started = f"; the fit started from the values of the preset fitted {fitted_when}"
     coarse = fit(scenario, measured, sim_duration_ms=args.coarse_ms, max_evaluations=args.coarse_evaluations,
-                 progress=show, jobs=jobs)
+                 progress=show, jobs=jobs, start=start)
     print(f"\n  then the tails ({', '.join(TAILS)}) on {args.sim_ms / 1000:g} s runs ...", flush=True)
     tails = fit(scenario, measured, sim_duration_ms=args.sim_ms, max_evaluations=args.max_evaluations,
                 progress=show, start=coarse.values, free=TAILS, jobs=jobs)
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     machine = f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}"
     doc = document(fitted, source=f"the medians of {len(bases)} real runs of {BASE.relative_to(ROOT)} "
-                   "(docs/make_calibration.py)",
+                   f"(docs/make_calibration.py){started}",
                    scenario=scenario, run_info=base.run_info, when=when, machine=machine)
     write_preset(PRESET, doc)
     preset = load_preset(PRESET)

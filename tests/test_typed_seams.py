@@ -76,6 +76,7 @@ ALLOWED: dict[tuple[str, str], str] = dict([
     ),
     *_each('calibrate/preset.py', PRESET,
         'Preset:fitted',
+        '_preset_data->',
         'document->',
         'document:parameters',
         'write_preset(document)',

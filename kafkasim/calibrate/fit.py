@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import least_squares
 
+from kafkasim.calibrate.completion import completion_gap_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
 from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets
 from kafkasim.run.engine import Engine
@@ -85,12 +87,18 @@ def group_weights(wanted: list[Target]) -> np.ndarray:
     return np.array([math.sqrt(largest / sizes[t.group]) for t in wanted])
 
 
-def starting_point(measured: dict[str, tuple[str, float, int]]) -> dict[str, float]:
+def starting_point(measured: dict[str, tuple[str, float, int]],
+                   requests: Sequence[pd.DataFrame] = ()) -> dict[str, float]:
     """Where the fit starts: each parameter's default, or a first guess from the statistic that determines it
     most directly (a consumer fetch's LocalTimeMs for the request cost, a produce's and a follower fetch's
     beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
-    produce latency beyond the broker's for the link)."""
+    produce latency beyond the broker's for the link, and from the measured runs' request logs, when given, how
+    long after an acks=1 produce's response a follower fetch it woke was answered for the completion cost:
+    kafkasim.calibrate.completion)."""
     start = {p.name: p.start for p in PARAMETERS}
+    gap = completion_gap_ms(requests)
+    if gap is not None:
+        start["complete_fetch_ms"] = gap
 
     def stat(key: str) -> float | None:
         entry = measured.get(key)
@@ -118,21 +126,25 @@ def starting_point(measured: dict[str, tuple[str, float, int]]) -> dict[str, flo
 
 def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]], *,
         sim_duration_ms: float | None = None, max_evaluations: int = 200, progress: Progress | None = None,
-        start: dict[str, float] | None = None, free: Sequence[str] | None = None, jobs: int = 1) -> Fit:
+        start: dict[str, float] | None = None, free: Sequence[str] | None = None, jobs: int = 1,
+        requests: Sequence[pd.DataFrame] = ()) -> Fit:
     """Fit the parameters so that `scenario` (the measured run's, as its result directory holds it) simulated
     for `sim_duration_ms` (default: its own duration) reproduces `measured_summary`'s statistics (of several
     runs of the scenario: their medians, kafkasim.calibrate.targets.measured). `start`: where the fit begins
     (an earlier fit's values, say); default: first guesses from the measurement. `free`: the parameters
     fitted (default: all); the others stay at `start` and count as not determined. `jobs`: processes that
-    simulate a Jacobian's columns at once (each a seeded run: the fit is the same whatever `jobs` is)."""
+    simulate a Jacobian's columns at once (each a seeded run: the fit is the same whatever `jobs` is).
+    `requests`: the measured runs' request logs, for the first guess that only they give (`starting_point`)."""
     if jobs < 1:
         raise ValueError(f"jobs {jobs}: at least 1")
     if jobs == 1:
-        return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, None)
+        return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, None,
+                    requests)
     # Fresh interpreters (spawn): forking a process whose other threads (a progress bar's) hold locks is unsafe.
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         try:
-            return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, pool)
+            return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, pool,
+                        requests)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -140,7 +152,8 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str
 
 def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]],
          sim_duration_ms: float | None, max_evaluations: int, progress: Progress | None,
-         start: dict[str, float] | None, free: Sequence[str] | None, pool: Executor | None) -> Fit:
+         start: dict[str, float] | None, free: Sequence[str] | None, pool: Executor | None,
+         requests: Sequence[pd.DataFrame]) -> Fit:
     began = time.monotonic()
     runs = [measured_summary] if isinstance(measured_summary, dict) else list(measured_summary)
     wanted = targets(runs)
@@ -161,7 +174,7 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
                                    for t in wanted])
 
     if start is None:
-        start = starting_point(measured(runs))
+        start = starting_point(measured(runs), requests)
     else:
         start = {p.name: p.clipped(start[p.name]) for p in PARAMETERS}
     names = [p.name for p in PARAMETERS]

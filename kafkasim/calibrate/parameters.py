@@ -7,6 +7,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | service_spread | the p99/median of broker.costs.request and network_send | LocalTimeMs and ResponseSendTimeMs p99 (a running thread preempted on shared cores) |
 | append_ms | broker.costs.append | Produce LocalTimeMs beyond a fetch's (each partition's append) |
 | follower_fetch_ms | broker.costs.follower_fetch | FetchFollower LocalTimeMs beyond a FetchConsumer's |
+| complete_fetch_ms | broker.costs.complete_fetch (lognormal median, the request's spread) | end-to-end latency (a parked fetch answered by the request that woke it, after that work); first guess: the request logs (kafkasim.calibrate.completion) |
 | send_ms | broker.costs.network_send (lognormal median) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (lognormal median, p99 = median x spread) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
@@ -50,6 +51,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("service_spread", 1.05, 500.0, 3.0, "x", "LocalTimeMs, ResponseSendTimeMs p99"),
     Parameter("append_ms", 0.0001, 10.0, 0.05, "ms", "Produce LocalTimeMs beyond a fetch's (per partition appended)"),
     Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms", "FetchFollower LocalTimeMs beyond a FetchConsumer's"),
+    Parameter("complete_fetch_ms", 0.0001, 10.0, 0.05, "ms",
+              "end-to-end latency (a parked fetch answered after its completion's work); first guess: the request "
+              "logs' gap from an acks=1 produce's response to the follower fetch it woke"),
     Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
     Parameter("wakeup_spread", 1.05, 500.0, 10.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs p99"),
@@ -101,6 +105,7 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         # and a follower fetch's LocalTimeMs p99 to the fixed part, which the fit then inflated).
         f"broker.costs.append={_lognormal(v['append_ms'], v['service_spread'])}",
         f"broker.costs.follower_fetch={_lognormal(v['follower_fetch_ms'], v['service_spread'])}",
+        f"broker.costs.complete_fetch={_lognormal(v['complete_fetch_ms'], v['service_spread'])}",
         f"broker.costs.network_send={_lognormal(v['send_ms'], v['service_spread'])}",
         f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
         f"broker.stalls={stalls}",

@@ -55,9 +55,8 @@ def is_preset_file(path: Path) -> bool:
         return False
 
 
-def load_preset(path: str | Path) -> Preset:
-    """The preset at `path`, or PresetError saying what is wrong."""
-    p = Path(path)
+def _preset_data(p: Path) -> dict[str, Any]:
+    """The preset file's YAML mapping, or PresetError if it cannot be read or is no preset kafkasim wrote."""
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -66,6 +65,13 @@ def load_preset(path: str | Path) -> Preset:
         raise PresetError(f"{p}: not a YAML file: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise PresetError(f"{p}: kind: not a fitted preset (a file `kafkasim calibrate` wrote has `kind: {KIND}`)")
+    return data
+
+
+def load_preset(path: str | Path) -> Preset:
+    """The preset at `path`, or PresetError saying what is wrong."""
+    p = Path(path)
+    data = _preset_data(p)
     params = data.get("parameters")
     if not isinstance(params, dict):
         raise PresetError(f"{p}: parameters: missing (a mapping of {', '.join(BY_NAME)})")
@@ -94,6 +100,24 @@ def load_preset(path: str | Path) -> Preset:
         raise PresetError(f"{p}: covariance: must be {n} rows of {n} numbers (the parameters' order)")
     fitted = data.get("fitted")
     return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {})
+
+
+def earlier_fit(path: str | Path) -> tuple[dict[str, float], str]:
+    """The values a preset kafkasim wrote holds for today's parameters, for a refit to start from, and when it
+    was fitted: one written before a parameter existed lacks it (the fit then starts that one from its first
+    guess), so unlike `load_preset` a missing parameter is no error. PresetError if the file is no preset."""
+    p = Path(path)
+    data = _preset_data(p)
+    params = data.get("parameters")
+    values: dict[str, float] = {}
+    for name, parameter in BY_NAME.items():
+        entry = params.get(name) if isinstance(params, dict) else None
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            values[name] = parameter.clipped(float(value))
+    fitted = data.get("fitted")
+    when = fitted.get("when") if isinstance(fitted, dict) else None
+    return values, str(when) if when is not None else "at an unknown time"
 
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[([0-9]+)\]")

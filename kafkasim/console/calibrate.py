@@ -116,7 +116,7 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
 
     with bar:
         fitted = fit(scenario, summaries, sim_duration_ms=duration_ms, max_evaluations=max_evaluations,
-                     progress=progress, jobs=jobs)
+                     progress=progress, jobs=jobs, requests=[r.requests for r in results])
     source = ", ".join(str(Path(d).resolve()) for d in dirs)
     if len(dirs) > 1:
         source = f"the medians of {len(dirs)} runs: {source}"

@@ -14,7 +14,7 @@ from kafkasim.record.result import RunResult
 from kafkasim.scenario import load_scenario
 from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
 
-FAST = ["--sim-duration", "1s", "--max-evaluations", "38"]  # the fewest that take a step (fit.min_evaluations)
+FAST = ["--sim-duration", "1s", "--max-evaluations", "40"]  # the fewest that take a step (fit.min_evaluations)
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +120,8 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
     # Fewer runs than a step takes would write the start as a fit (scipy's loop stops before its first step).
-    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", "37",
-          says="--max-evaluations 37: a fit of kafkasim's 18 parameters needs at least 38 simulated runs")
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", "39",
+          says="--max-evaluations 39: a fit of kafkasim's 19 parameters needs at least 40 simulated runs")
     assert not (tmp_path / "p.yaml").exists()
     # Several runs are runs of one scenario, each once.
     fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",

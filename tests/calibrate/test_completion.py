@@ -1,0 +1,76 @@
+"""The completion cost's first guess (kafkasim.calibrate.completion): how long after an acks=1 produce's response
+the broker answered the first parked follower fetch its append woke, read off a request log."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kafkasim.calibrate.completion import MIN_GAPS, completion_gap_ms, completion_gaps
+from kafkasim.calibrate.fit import starting_point
+from kafkasim.calibrate.parameters import BY_NAME
+from kafkasim.calibrate.preset import PresetError, earlier_fit
+from kafkasim.calibrate.targets import measured
+from kafkasim.run import run_scenario
+from kafkasim.scenario import load_scenario, with_overrides
+
+from .test_fit import SCENARIO
+
+
+def _log(rows: list[tuple[str, int, int | None, float, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["api", "broker", "acks", "local_complete_ms", "response_complete_ms",
+                                       "RemoteTimeMs"]).astype({"acks": "Int64"})
+
+
+def test_the_gap_is_from_an_acks_one_response_to_the_next_parked_follower_answered_by_its_broker() -> None:
+    log = _log([
+        ("Produce", 0, 1, 10.0, 10.0, 0.0),
+        ("FetchFollower", 0, None, 2.0, 10.4, 8.4),  # woken by the produce: 0.4 ms after its response
+        ("FetchFollower", 0, None, 3.0, 10.9, 7.9),  # the second follower: not the first answer
+        ("FetchFollower", 1, None, 2.0, 10.1, 8.1),  # another broker's follower
+        ("FetchFollower", 0, None, 10.2, 10.2, 0.0),  # answered at once, not parked
+        ("Produce", 0, -1, 20.0, 21.0, 1.0),  # acks=all: its local phase includes the completions
+        ("FetchFollower", 0, None, 12.0, 20.7, 8.7),
+        ("Produce", 0, 1, 30.0, 30.0, 0.0),
+        ("FetchFollower", 0, None, 31.0, 36.0, 5.0),  # 6 ms later: woken by something else
+    ])
+    assert completion_gaps(log).tolist() == pytest.approx([0.4])
+    assert completion_gaps(log.drop(columns=["RemoteTimeMs"])).size == 0  # a log without the column
+    assert completion_gap_ms([log]) is None  # fewer than MIN_GAPS
+
+
+def test_a_simulated_runs_gap_is_its_completion_cost_and_the_fit_starts_there() -> None:
+    """A constant completion cost of 0.4 ms: the first follower is answered that long (plus the read of one 1 KiB
+    batch at 0.002 ms per KiB) after each acks=1 produce's response, and the fit's first guess is that."""
+    scenario = load_scenario(SCENARIO)
+    result = run_scenario(with_overrides(scenario, ["broker.costs.complete_fetch=0.4ms"]))
+    gaps = completion_gaps(result.requests)
+    assert len(gaps) >= MIN_GAPS
+    assert float(np.median(gaps)) == pytest.approx(0.4 + 0.002 * (1024 + 70) / 1024, abs=0.01)
+    summary = measured([result.summary])
+    assert starting_point(summary)["complete_fetch_ms"] == BY_NAME["complete_fetch_ms"].start
+    guess = starting_point(summary, [result.requests])["complete_fetch_ms"]
+    assert math.isclose(guess, float(np.median(gaps)))
+
+
+def test_a_refit_starts_from_an_earlier_presets_values_and_first_guesses_what_it_lacks(tmp_path: Path) -> None:
+    """docs/make_calibration.py --start: a preset written before complete_fetch_ms existed still gives every value
+    it has (clipped to today's bounds); a file that is no preset is refused."""
+    older = tmp_path / "older.yaml"
+    older.write_text(
+        "kind: kafkasim fitted preset\n"
+        "parameters:\n"
+        "  request_ms: {value: 0.08, unit: ms}\n"
+        "  send_ms: {value: 1000.0, unit: ms}\n"
+        "  wakeup_median_ms: {value: soon}\n", encoding="utf-8")
+    assert earlier_fit(older) == ({"request_ms": 0.08, "send_ms": BY_NAME["send_ms"].high}, "at an unknown time")
+    older.write_text(older.read_text(encoding="utf-8") + "fitted: {when: '2026-11-29T23:03:21Z'}\n", encoding="utf-8")
+    assert earlier_fit(older)[1] == "2026-11-29T23:03:21Z"
+    notes = tmp_path / "notes.yaml"
+    notes.write_text("parameters: {}\n", encoding="utf-8")
+    with pytest.raises(PresetError, match="not a fitted preset"):
+        earlier_fit(notes)
