@@ -1218,13 +1218,13 @@ def _kreps_e2e(result: RunResult) -> dict:
 def test_kreps_2014_end_to_end_on_the_2014_hosts() -> None:
     result = shipped("kreps_2014_end_to_end")
     e2e = _kreps_e2e(result)
-    assert e2e["p50"] == pytest.approx(2.52, abs=0.03)
-    assert e2e["p99"] == pytest.approx(3.62, abs=0.05)
-    assert e2e["p99.9"] == pytest.approx(13.4, abs=0.3)
-    # The tool's whole milliseconds: 2, 3 and 13 against the published 2, 3 and 14.
-    assert {q: math.floor(e2e[q]) for q in KREPS_PUBLISHED} == {"p50": 2, "p99": 3, "p99.9": 13}
+    assert e2e["p50"] == pytest.approx(2.47, abs=0.03)
+    assert e2e["p99"] == pytest.approx(3.58, abs=0.05)
+    assert e2e["p99.9"] == pytest.approx(14.4, abs=0.3)
+    # The tool's whole milliseconds: 2, 3 and 14, the published 2, 3 and 14.
+    assert {q: math.floor(e2e[q]) for q in KREPS_PUBLISHED} == {"p50": 2, "p99": 3, "p99.9": 14}
     produce = result.summary["produce_record_latency"]["acks=1"]["from_intended"]
-    assert produce["p50"] == pytest.approx(0.51, abs=0.02)
+    assert produce["p50"] == pytest.approx(0.50, abs=0.02)
     assert result.stalls is not None and len(result.stalls) > 0  # the p99.9 is the brokers' pauses
 
 
@@ -1238,4 +1238,4 @@ def test_kreps_2014_end_to_end_without_the_preset_kafkasims_defaults() -> None:
 def test_kreps_2014_end_to_end_with_busy_broker_stalls_the_p99_rises() -> None:
     e2e = _kreps_e2e(shipped("kreps_2014_end_to_end", "broker.stalls.preset=jvm-g1-young"))
     assert e2e["p99"] == pytest.approx(14.8, abs=0.5)
-    assert e2e["p99.9"] == pytest.approx(28.5, abs=0.5)
+    assert e2e["p99.9"] == pytest.approx(27.1, abs=0.5)
