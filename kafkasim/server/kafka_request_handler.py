@@ -19,9 +19,9 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   completes in ``fetch_messages``) holds the handler for its read and response (``DelayedFetch.onComplete``:
   ``complete_fetch + read_per_kib * KiB read + per_partition * partitions read``), and its response goes out
   when that is done, one after another: an acks=all produce's LocalTimeMs includes completing its followers'
-  fetches, as on a real broker (an acks=1 produce's ended when its response was sent). The broker's expiration reapers are poked (a parked operation may have a new earliest
-  expiration), and the handler
-  asks the ``RequestChannel`` for the next request.
+  fetches, as on a real broker (an acks=1 produce's ended when its response was sent). The broker's
+  expiration reapers are poked (a parked operation may have a new earliest expiration), and the handler asks
+  the ``RequestChannel`` for the next request.
 
 A stop-the-world pause of the broker (``stw``) stops the handlers: a request taken meanwhile starts, and a
 service time that ends meanwhile completes, only when the pause ends. ``disk_factor`` (a ``slow_disk``
