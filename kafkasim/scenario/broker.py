@@ -69,7 +69,7 @@ class HandlerCosts(ScenarioModel):
     of the request that completed it -- a produce's ReplicaManager.tryCompleteActions wakes its followers'
     and consumers' fetches, a follower fetch's high-watermark advance its consumers'. The handler answers
     them one after another before it takes its next request, and an acks=all produce's LocalTimeMs includes
-    them. 0 by default; on a real broker of 2 shared cores each took about 0.6 ms (`kafkasim calibrate` fits
+    them. 0 by default; on a real broker of 2 shared cores each took about 0.7 ms (`kafkasim calibrate` fits
     it)."""
     network_read: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
     """Processor-thread cost of reading one request off the socket."""
