@@ -90,10 +90,11 @@ class RequestHandlerCosts:
     # latency); None: at once.
     wakeup: Sampler | None = None
 
-    def fixed(self, per_kib: Sampler, per_partition: Sampler) -> tuple[float, float, float] | None:
-        """(request, ``per_kib``, per_partition + ``per_partition``) if all are constants (read once, not drawn
-        per request)."""
-        request, kib = constant_value(self.request), constant_value(per_kib)
+    def fixed(self, per_kib: Sampler, per_partition: Sampler, base: Sampler | None = None
+              ) -> tuple[float, float, float] | None:
+        """(``base``, ``per_kib``, per_partition + ``per_partition``) if all are constants (read once, not drawn
+        per request); ``base`` defaults to the request cost."""
+        request, kib = constant_value(self.request if base is None else base), constant_value(per_kib)
         shared, own = constant_value(self.per_partition), constant_value(per_partition)
         if request is None or kib is None or shared is None or own is None:
             return None
@@ -129,10 +130,7 @@ class KafkaRequestHandlerPool:
         self._fixed_produce = costs.fixed(costs.append_per_kib, costs.append)
         self._fixed_fetch = costs.fixed(costs.read_per_kib, _NO_COST)
         self._fixed_follower_fetch = costs.fixed(costs.read_per_kib, costs.follower_fetch)
-        complete, kib, shared = (constant_value(costs.complete_fetch), constant_value(costs.read_per_kib),
-                                 constant_value(costs.per_partition))
-        self._fixed_complete = (None if complete is None or kib is None or shared is None
-                                else (complete, kib, shared))
+        self._fixed_complete = costs.fixed(costs.read_per_kib, _NO_COST, costs.complete_fetch)
         self.num_io_threads = num_io_threads
         self._observer = observer
         self._checks = observer.checks
