@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import psutil
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
@@ -131,24 +132,15 @@ def _shut_down(km: KernelManager, wait_s: float) -> list[str]:
 
 
 def _descendants(pid: int) -> list[int]:
-    """The processes below `pid`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    """The processes below `pid`."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def _command(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline())[:120]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return "?"
