@@ -45,7 +45,7 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     write_section,
 )
 from kafkasim.calibrate.predict import predict  # noqa: E402
-from kafkasim.calibrate.preset import document, earlier_fit, load_preset, write_preset  # noqa: E402
+from kafkasim.calibrate.preset import PresetError, document, earlier_fit, load_preset, write_preset  # noqa: E402
 from kafkasim.calibrate.targets import measured as medians_of  # noqa: E402
 from kafkasim.calibrate.targets import statistics as stats_of  # noqa: E402
 from kafkasim.record.result import RunResult, is_result_dir  # noqa: E402
@@ -87,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="simulated time of each prediction (the real runs' p99s are the median of three)")
     parser.add_argument("--draws", type=int, default=4, help="draws of the fit's uncertainty per prediction")
     args = parser.parse_args(argv)
+    # The earlier preset is read before the real runs (twenty minutes): a wrong path fails at once.
+    earlier: dict[str, float] = {}
+    started = ""
+    if args.start is not None:
+        try:
+            earlier, fitted_when = earlier_fit(args.start)
+        except PresetError as exc:
+            print(f"make_calibration.py: error: --start {exc}", file=sys.stderr)
+            return 2
+        started = f"; the fit started from the values of the preset fitted {fitted_when}"
     work = args.work or Path(tempfile.mkdtemp(prefix="kafkasim-calibration-"))
     work.mkdir(parents=True, exist_ok=True)
     bases = [real_run("base", [], work / f"base-{i + 1}") for i in range(args.base_runs)]
@@ -108,12 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fitting on the medians of {len(bases)} runs in {work}: every parameter on {args.coarse_ms / 1000:g} s "
           "runs ...", flush=True)
     logs = [b.requests for b in bases]
-    start = starting_point(medians_of(measured), logs)
-    started = ""
-    if args.start is not None:
-        earlier, fitted_when = earlier_fit(args.start)
-        start |= earlier
-        started = f"; the fit started from the values of the preset fitted {fitted_when}"
+    start = starting_point(medians_of(measured), logs) | earlier
     coarse = fit(scenario, measured, sim_duration_ms=args.coarse_ms, max_evaluations=args.coarse_evaluations,
                  progress=show, jobs=jobs, start=start)
     print(f"\n  then the tails ({', '.join(TAILS)}) on {args.sim_ms / 1000:g} s runs ...", flush=True)

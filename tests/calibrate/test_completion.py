@@ -20,6 +20,8 @@ from kafkasim.scenario import load_scenario, with_overrides
 
 from .test_fit import SCENARIO
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _log(rows: list[tuple[str, int, int | None, float, float, float]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["api", "broker", "acks", "local_complete_ms", "response_complete_ms",
@@ -74,3 +76,20 @@ def test_a_refit_starts_from_an_earlier_presets_values_and_first_guesses_what_it
     notes.write_text("parameters: {}\n", encoding="utf-8")
     with pytest.raises(PresetError, match="not a fitted preset"):
         earlier_fit(notes)
+
+
+def test_make_calibration_refuses_a_start_that_is_no_preset_before_any_real_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    notes = tmp_path / "notes.yaml"
+    notes.write_text("my notes\n", encoding="utf-8")
+    work = tmp_path / "work"
+    assert script.main(["--start", str(notes), "--work", str(work)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"make_calibration.py: error: --start {notes}: kind: not a fitted preset") and "Traceback" not in err
+    assert not work.exists()  # refused before the real runs
