@@ -8,7 +8,11 @@ FetchFollower answered after an acks=1 produce's response is answered a little l
 directly (it lies in a parked fetch's RemoteTimeMs, which the long poll's wait for data dominates), so the fit
 starts `complete_fetch_ms` from this gap (kafkasim.calibrate.fit.starting_point).
 
-On this project's machine (Kafka 4.3.1, acks=1 at 300 records/s of 1 KiB) each run's median gap was 0.66-0.74 ms.
+The gap is a difference of two requests' absolute times, so it needs a log whose line times are finer than a
+millisecond: kafkasim's real runs write epoch microseconds (kafkasim/real/log4j2.properties). A log written with
+whole milliseconds (Kafka's usual ``%d{UNIX_MILLIS}``) gives no gap (`whole_millisecond_times`): each time is then
+off by up to 1 ms, and the first answer after a response is often one that came later (an earlier one rounds to
+before it): on a simulated run with a 0.30 ms gap, rounding its times so gave 0.60 ms.
 """
 
 from __future__ import annotations
@@ -21,13 +25,29 @@ import pandas as pd
 WINDOW_MS = 5.0
 """A follower answered later than this after a produce's response was woken by something else (a later produce)."""
 MIN_GAPS = 20
-NEEDED = ("api", "broker", "acks", "local_complete_ms", "response_complete_ms", "RemoteTimeMs")
+NEEDED = ("api", "broker", "acks", "local_complete_ms", "response_complete_ms", "end_ms", "RemoteTimeMs")
+WHOLE_MS_SHARE = 0.9
+"""A log is taken as written in whole milliseconds when at least this share of its rows ends on one."""
+ROUNDING_MS = 0.005
+"""How far a row's end from a whole-millisecond line time may lie: the rounding of the broker's breakdown, whose
+parts it adds (kafkasim.real.request_log)."""
+
+
+def whole_millisecond_times(requests: pd.DataFrame) -> bool:
+    """Whether a request log's line times are whole milliseconds: a real log's ``end_ms`` is its line time, so
+    nearly every row's then lies on a whole millisecond (a simulated run's or a microsecond log's, about 1%)."""
+    end = requests["end_ms"].to_numpy(dtype=float)
+    end = end[np.isfinite(end)]
+    if len(end) == 0:
+        return False
+    return bool(np.mean(np.abs(end - np.round(end)) <= ROUNDING_MS) >= WHOLE_MS_SHARE)
 
 
 def completion_gaps(requests: pd.DataFrame) -> np.ndarray:
     """For each acks=1 produce, the time from its response to the first parked follower fetch the same broker
-    answered after it (within `WINDOW_MS`), in ms; empty when the log lacks the columns or such requests."""
-    if any(column not in requests.columns for column in NEEDED):
+    answered after it (within `WINDOW_MS`), in ms; empty when the log lacks the columns or such requests, or
+    when its times are whole milliseconds (`whole_millisecond_times`)."""
+    if any(column not in requests.columns for column in NEEDED) or whole_millisecond_times(requests):
         return np.empty(0)
     acks = pd.to_numeric(requests["acks"], errors="coerce")
     produce = requests[(requests["api"] == "Produce") & (acks == 1)]

@@ -40,8 +40,9 @@ from kafkasim.record.log_audit import FinalLog, audit_records
 from kafkasim.record.recorder import BatchTrace, records_frame
 
 SAME_CALLBACK_MS = 0.05
-# The broker's request log stamps a response when it was sent, in whole ms, on the clock the driver's
-# acknowledgements use: an acknowledgement may read up to a millisecond before its answer (rounding).
+# The broker's request log stamps a response when it was sent, on the clock the driver's acknowledgements use
+# (to the microsecond with kafkasim's log pattern, in whole ms with Kafka's usual one, whose rounding lets an
+# acknowledgement read up to a millisecond before its answer).
 ANSWER_SLACK_MS = 2.0
 NAN = math.nan
 

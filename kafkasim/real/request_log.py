@@ -1,17 +1,18 @@
 """A real broker's request log read into kafkasim's requests table.
 
 With ``kafka.request.logger`` at DEBUG, Kafka's ``RequestChannel.updateRequestMetrics`` writes one line per
-completed request: ``<epoch ms> Completed request:{json}`` (the timestamp from the log pattern
-``%d{UNIX_MILLIS} %m%n``, taken when the response has been sent). The JSON holds the request header
+completed request: ``<epoch time> Completed request:{json}``, the time taken when the response has been sent:
+epoch microseconds with kafkasim's log pattern ``%d{UNIX}%d{SSSSSS} %m%n`` (kafkasim/real/log4j2.properties), or
+epoch milliseconds with Kafka's usual ``%d{UNIX_MILLIS} %m%n``. The JSON holds the request header
 (``requestApiKeyName``, ``clientId``, ``correlationId``), the request and response bodies, and the broker's
 own RequestMetrics breakdown in ms: ``requestQueueTimeMs``, ``localTimeMs``, ``remoteTimeMs``,
 ``throttleTimeMs``, ``responseQueueTimeMs``, ``sendTimeMs`` and ``totalTimeMs``.
 
 Each line becomes one row of the simulated run's requests table. The broker's timestamps are rebuilt from
 the breakdown: ``start_ms`` (read off the socket) is the line's time minus ``totalTimeMs``, and each later
-stage adds its part, so every RequestMetrics column equals what the broker measured (the line's time has
-whole milliseconds: the absolute times are that precise, the durations are the broker's own, to the
-microsecond). A broker knows nothing of its clients' clocks: ``intended_ms``, ``client_send_ms``,
+stage adds its part, so every RequestMetrics column equals what the broker measured (the durations are the
+broker's own, to the microsecond; the absolute times are as precise as the line's time: with whole milliseconds
+the time between two requests is off by up to 1 ms, see kafkasim.calibrate.completion). A broker knows nothing of its clients' clocks: ``intended_ms``, ``client_send_ms``,
 ``client_receive_ms`` and ``client_latency_ms`` are NaN, ``client_timeout`` is False. Request and response
 sizes are the record bytes the log gives (``recordsSizeInBytes``), without headers.
 
@@ -215,7 +216,7 @@ def _lines(path: Path, bad: list[BadLine]) -> Iterable[tuple[int, str]]:
 def _entry(line: str, file: str, number: int, bad: list[BadLine]) -> tuple[float, dict[str, Any]] | None:
     match = _LINE.match(line)
     if match is None:
-        what = "no 'Completed request:' JSON" if "Completed request" not in line else "not '<epoch ms> Completed request:{...}'"
+        what = "no 'Completed request:' JSON" if "Completed request" not in line else "not '<epoch ms or us> Completed request:{...}'"
         bad.append(BadLine(file, number, what))
         return None
     try:
