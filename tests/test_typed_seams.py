@@ -69,6 +69,8 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'measured(summaries)',
         'statistics(summary)',
         'targets(summary)',
+        'with_request_log(summary)',
+        'with_request_log->',
     ),
     *_each('calibrate/preset.py', SUMMARY,
         'document(run_info)',

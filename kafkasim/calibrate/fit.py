@@ -26,7 +26,7 @@ from scipy.optimize import least_squares
 
 from kafkasim.calibrate.completion import completion_gap_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
-from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets
+from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets, with_request_log
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, with_overrides
 from kafkasim.scenario.units import format_duration
@@ -67,9 +67,11 @@ class Fit:
 
 
 def simulate(scenario: Scenario, values: dict[str, float], *, seed: int | None = None) -> dict[str, Any]:
-    """The summary of `scenario` run with these parameter values."""
+    """The summary of `scenario` run with these parameter values, with its request log's gaps
+    (kafkasim.calibrate.targets.with_request_log)."""
     run = with_overrides(scenario, overrides(values, scenario))
-    return Engine(run, seed=run.seed if seed is None else seed).run().summary
+    result = Engine(run, seed=run.seed if seed is None else seed).run()
+    return with_request_log(result.summary, result.requests)
 
 
 def _simulate(job: tuple[Scenario, dict[str, float], int]) -> dict[str, Any]:
@@ -134,7 +136,8 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str
     (an earlier fit's values, say); default: first guesses from the measurement. `free`: the parameters
     fitted (default: all); the others stay at `start` and count as not determined. `jobs`: processes that
     simulate a Jacobian's columns at once (each a seeded run: the fit is the same whatever `jobs` is).
-    `requests`: the measured runs' request logs, for the first guess that only they give (`starting_point`)."""
+    `requests`: the measured runs' request logs, one per run: the gaps between requests they hold are fitted
+    too (kafkasim.calibrate.targets.with_request_log), and one first guess only they give (`starting_point`)."""
     if jobs < 1:
         raise ValueError(f"jobs {jobs}: at least 1")
     if jobs == 1:
@@ -156,6 +159,10 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
          requests: Sequence[pd.DataFrame]) -> Fit:
     began = time.monotonic()
     runs = [measured_summary] if isinstance(measured_summary, dict) else list(measured_summary)
+    if requests:
+        if len(requests) != len(runs):
+            raise ValueError(f"{len(requests)} request logs for {len(runs)} measured runs: one per run")
+        runs = [with_request_log(summary, log) for summary, log in zip(runs, requests, strict=True)]
     wanted = targets(runs)
     if not wanted:
         raise ValueError("the measured run has no statistic with enough values to fit")

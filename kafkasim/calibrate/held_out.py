@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkasim.calibrate.doc_section import write_between
+from kafkasim.calibrate.targets import REQUEST_LOG_STATISTICS
 
 HELD_OUT: dict[str, tuple[str, list[str]]] = {
     "acks_all_linger5": ("acks=all, linger.ms=5, 200 records/s",
@@ -80,7 +81,8 @@ def section(data: dict[str, Any]) -> str:
                    f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
     fitted_on = "the run it was fitted to" if base_runs == 1 else f"the medians of the {base_runs} runs it was fitted to"
     within_fit = sum(fit_within(r["measured"], r["fitted"]) for r in data["fit"])
-    out += ["", f"The fitted run beside {fitted_on} (the RequestChannel breakdown and the clients' latency; "
+    out += ["", f"The fitted run beside {fitted_on} (the RequestChannel breakdown, the request log's gaps and the "
+            "clients' latency; "
             f"{within_fit} of {len(data['fit'])} within {TOLERANCE:.0%}):", "",
             "| statistic (ms) | Kafka | kafkasim fitted | fitted/Kafka |", "|---|---|---|---|"]
     for r in data["fit"]:
@@ -104,13 +106,18 @@ def findings(data: dict[str, Any]) -> str:
     fit = {r["statistic"]: r for r in data["fit"]}
     clients = [f"{s.replace('produce acks=1', 'produce')} {fit[s]['fitted'] / fit[s]['measured']:.2f}"
                for s in CLIENT_STATISTICS if s in fit and fit[s]["fitted"] is not None and fit[s]["measured"]]
-    broker = [r for r in data["fit"] if r["statistic"] not in CLIENT_STATISTICS]
+    gaps = [f"{s.removesuffix(' p50')} {fit[s]['fitted'] / fit[s]['measured']:.2f}"
+            for s in REQUEST_LOG_STATISTICS if s in fit and fit[s]["fitted"] is not None and fit[s]["measured"]]
+    broker = [r for r in data["fit"]
+              if r["statistic"] not in CLIENT_STATISTICS and r["statistic"] not in REQUEST_LOG_STATISTICS]
     off = sorted(f"{r['statistic']} {r['fitted'] / r['measured']:.2f}" for r in broker
                  if not fit_within(r["measured"], r["fitted"]) and r["fitted"] is not None and r["measured"])
     within_broker = sum(fit_within(r["measured"], r["fitted"]) for r in broker)
     text = (f"On {data['when'][:10]} (Apache Kafka {data['kafka']}; docs/validation.md has the tables, "
             "benchmarks/README.md the time the fit took): the fitted run reproduces the real runs it was fitted to "
-            f"as fitted/real {', '.join(clients)}, and {within_broker} of the "
+            f"as fitted/real {', '.join(clients)}"
+            + (f", the request log's p50 gaps (docs/calibration.md) {', '.join(gaps)}" if gaps else "")
+            + f", and {within_broker} of the "
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
     if off:
         text += (f" (outside: {'; '.join(off)}: one spread, `service_spread`, serves every handler cost and the "

@@ -7,12 +7,12 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | service_spread | the p99/median of broker.costs.request and network_send | LocalTimeMs and ResponseSendTimeMs p99 (a running thread preempted on shared cores) |
 | append_ms | broker.costs.append | Produce LocalTimeMs beyond a fetch's (each partition's append) |
 | follower_fetch_ms | broker.costs.follower_fetch | FetchFollower LocalTimeMs beyond a FetchConsumer's |
-| complete_fetch_ms | broker.costs.complete_fetch (lognormal median, the request's spread) | end-to-end latency (a parked fetch answered by the request that woke it, after that work); first guess: the request logs (kafkasim.calibrate.completion) |
+| complete_fetch_ms | broker.costs.complete_fetch (lognormal median, the request's spread) | the request logs' gap from an acks=1 produce's response to the follower fetch it woke (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (lognormal median) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (lognormal median, p99 = median x spread) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
 | consumer_link_median_ms | every consumer's link (lognormal median, the same spread) | end-to-end latency beyond produce latency (a consumer's fetch round trip) |
-| follower_link_median_ms | followers.link.latency (lognormal median, the same spread) | end-to-end latency beyond produce latency (the followers' round trip that moves the high watermark) |
+| follower_link_median_ms | followers.link.latency (lognormal median, the same spread) | the request logs' follower turnaround (kafkasim.calibrate.turnaround), end-to-end latency beyond produce latency (the followers' round trip that moves the high watermark) |
 | stall_interval_ms, stall_median_ms, stall_spread | broker.stalls (exponential interval; lognormal pause, p99 = median x spread) | the tails (p99) of every phase: a JVM's collections, a host's shared cores |
 | client_stall_interval_ms, client_stall_median_ms | every client's stalls (the brokers' spread) | the tails of produce and end-to-end latency |
 | producer_request_ms | every producer's costs.per_request | produce latency beyond the request's round trip |
@@ -52,15 +52,17 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("append_ms", 0.0001, 10.0, 0.05, "ms", "Produce LocalTimeMs beyond a fetch's (per partition appended)"),
     Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms", "FetchFollower LocalTimeMs beyond a FetchConsumer's"),
     Parameter("complete_fetch_ms", 0.0001, 10.0, 0.05, "ms",
-              "end-to-end latency (a parked fetch answered after its completion's work); first guess: the request "
-              "logs' gap from an acks=1 produce's response to the follower fetch it woke"),
+              "the request logs' gap from an acks=1 produce's response to the follower fetch it woke (also the "
+              "first guess), end-to-end latency"),
     Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
     Parameter("wakeup_spread", 1.05, 500.0, 10.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs p99"),
     Parameter("link_median_ms", 0.005, 50.0, 0.25, "ms", "produce and end-to-end latency beyond TotalTimeMs"),
     Parameter("link_spread", 1.05, 200.0, 4.0, "x", "produce and end-to-end p99 beyond TotalTimeMs p99"),
     Parameter("consumer_link_median_ms", 0.005, 50.0, 0.1, "ms", "end-to-end latency beyond produce latency"),
-    Parameter("follower_link_median_ms", 0.005, 50.0, 0.1, "ms", "end-to-end latency beyond produce latency"),
+    Parameter("follower_link_median_ms", 0.005, 50.0, 0.1, "ms",
+              "the request logs' follower turnaround (a response sent to the next fetch's arrival), end-to-end "
+              "latency beyond produce latency"),
     Parameter("stall_interval_ms", 10.0, 600_000.0, 2000.0, "ms", "p99 of every phase (stall frequency)"),
     Parameter("stall_median_ms", 0.01, 2000.0, 5.0, "ms", "p99 of every phase (stall length)"),
     Parameter("stall_spread", 1.05, 100.0, 4.0, "x", "p99 of every phase (spread of stall lengths)"),

@@ -5,7 +5,10 @@ Broker side: Kafka's RequestChannel breakdown (RequestMetrics: RequestQueueTimeM
 RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs) of Produce, FetchFollower and FetchConsumer, p50 and
 p99. A fetch's RemoteTimeMs is left out: it is the long poll's wait for data (DelayedFetch), which the
 load decides, not a cost. Client side: produce latency from the intended send (per acks) and end-to-end
-latency, p50 and p99.
+latency, p50 and p99. Request log: two gaps between requests that no phase of RequestMetrics holds, read off
+the request log when its times are finer than a millisecond (`with_request_log`): how long after an acks=1
+produce's response the follower fetch it woke was answered (kafkasim.calibrate.completion) and a follower's
+turnaround (kafkasim.calibrate.turnaround), p50.
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ import statistics as stats
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kafkasim.calibrate.completion import completion_gaps
+from kafkasim.calibrate.turnaround import follower_turnarounds
 
 PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
 APIS = ("Produce", "FetchFollower", "FetchConsumer")
@@ -61,7 +70,23 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
     if isinstance(e2e, dict):
         for q in QUANTILES:
             _put(out, f"end to end {q}", "client", e2e.get(q), e2e.get("count"))
+    for name, data in sorted((summary.get(REQUEST_LOG) or {}).items()):
+        if isinstance(data, dict):
+            _put(out, f"{name} p50", "request log", data.get("p50"), data.get("count"))
     return out
+
+
+REQUEST_LOG = "request_log"
+"""The summary's key for the request log's gaps (`with_request_log`); kafkasim.record.summary writes none."""
+REQUEST_LOG_STATISTICS = ("completion gap p50", "FetchFollower turnaround p50")
+
+
+def with_request_log(summary: dict[str, Any], requests: pd.DataFrame) -> dict[str, Any]:
+    """`summary` with the request log's gaps (their medians and counts) beside its statistics, for `statistics`:
+    a simulated run's and a real one's alike. A log whose times are whole milliseconds has none."""
+    gaps = {"completion gap": completion_gaps(requests), "FetchFollower turnaround": follower_turnarounds(requests)}
+    return summary | {REQUEST_LOG: {name: {"p50": float(np.median(g)), "count": len(g)}
+                                    for name, g in gaps.items() if len(g)}}
 
 
 def _put(out: dict[str, tuple[str, float, int]], key: str, group: str, value: object, count: object) -> None:
