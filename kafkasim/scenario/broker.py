@@ -69,8 +69,10 @@ class HandlerCosts(ScenarioModel):
     of the request that completed it -- a produce's ReplicaManager.tryCompleteActions wakes its followers'
     and consumers' fetches, a follower fetch's high-watermark advance its consumers'. The handler answers
     them one after another before it takes its next request, and an acks=all produce's LocalTimeMs includes
-    them. 0 by default; on a real broker of 2 shared cores each took about 0.7 ms (`kafkasim calibrate` fits
-    it)."""
+    them. 0 by default. On a real broker of 2 shared cores (Kafka 4.3.1) the first parked follower was
+    answered about 0.3 ms after an acks=1 produce's response and the second about 0.1 ms after the first, but
+    0.4-0.6 ms apart after an acks=all produce's append: one cost stands for both (`kafkasim calibrate` fits
+    its median, docs/calibration.md)."""
     network_read: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
     """Processor-thread cost of reading one request off the socket."""
     network_read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))
