@@ -6,6 +6,8 @@ In a file a bare quantity ("50us", "1KiB") is a constant; otherwise a mapping wi
     {type: lognormal, median: 0.5ms, p99: 2ms}     # by median and 99th percentile, how latencies are quoted
     {type: uniform, low: 1KiB, high: 4KiB}
     {type: empirical, values: [1ms, 2ms, 10ms], weights: [90, 9, 1]}
+    {type: mixture, weights: [97, 3], components: [{type: lognormal, median: 0.1ms, p99: 0.3ms},
+                                                    {type: lognormal, median: 2ms, p99: 6ms}]}   # durations only
 
 Duration distributions hold float milliseconds, size distributions int bytes. These models only describe
 and validate; drawing values (and the analytical mean) is `kafkasim.sim.distributions.sampler_from_spec`'s
@@ -154,8 +156,40 @@ def _shorthand(unit: str) -> Any:
     return BeforeValidator(expand)
 
 
-DurationDistribution = Annotated[
+DurationComponent = Annotated[
     DurationConstant | DurationExponential | DurationLogNormal | DurationUniform | DurationEmpirical,
+    Field(discriminator="type"),
+    _shorthand("ms"),
+    OrShorthand({"type": "string", "pattern": DURATION_PATTERN, "examples": ["50us"]}),
+]
+"""A component of a mixture: any duration distribution but a mixture."""
+
+
+class DurationMixture(Distribution):
+    """A draw from one of `components`, picked with probability proportional to `weights`. What it is for: a
+    step that is mostly quick and now and then much slower -- a thread that usually finds a free core at once
+    and sometimes waits for another's time slice -- has a narrow body and a rare long tail. One lognormal with
+    the same p99 needs a wide spread, which also slows the draws around its median; many such steps in a row
+    (a record's way from its producer to its consumer) then add up to a slower median than the real chain's
+    (docs/calibration.md)."""
+
+    type: Literal["mixture"] = "mixture"
+    components: list[DurationComponent] = Field(min_length=1, max_length=16)
+    weights: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]]
+    """Relative weights, one per component."""
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> DurationMixture:
+        if len(self.weights) != len(self.components):
+            fail_at([(("weights",), f"has {len(self.weights)} items but components has {len(self.components)}")])
+        if sum(self.weights) <= 0:
+            fail_at([(("weights",), "must not all be zero")])
+        return self
+
+
+DurationDistribution = Annotated[
+    DurationConstant | DurationExponential | DurationLogNormal | DurationUniform | DurationEmpirical
+    | DurationMixture,
     Field(discriminator="type"),
     _shorthand("ms"),
     OrShorthand({"type": "string", "pattern": DURATION_PATTERN, "examples": ["50us"]}),
@@ -185,6 +219,8 @@ def typical_value(d: Distribution) -> float:
     if isinstance(d, Empirical):
         weights = d.weights or [1.0] * len(d.values)
         return sum(v * w for v, w in zip(d.values, weights, strict=True)) / sum(weights)
+    if isinstance(d, DurationMixture):
+        return sum(typical_value(c) * w for c, w in zip(d.components, d.weights, strict=True)) / sum(d.weights)
     raise TypeError(d)  # pragma: no cover - every distribution is one of the above
 
 

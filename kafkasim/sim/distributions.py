@@ -177,7 +177,41 @@ class Empirical:
         return f"Empirical({len(self.values)} values)"
 
 
-DISTRIBUTION_TYPES: Final = ("constant", "exponential", "lognormal", "uniform", "empirical")
+class Mixture:
+    """A draw of one of `components`, picked with probability proportional to `weights`: a second draw from
+    the same stream then gives the value (one uniform picks, the component draws as it alone would)."""
+
+    __slots__ = ("components", "weights", "_cumulative", "_total", "_last")
+
+    def __init__(self, components: Sequence[Constant | Exponential | LogNormal | Uniform | Empirical | Mixture],
+                 weights: Sequence[float]) -> None:
+        if len(components) == 0:
+            raise ValueError("mixture components must not be empty")
+        if len(weights) != len(components):
+            raise ValueError(f"mixture weights has {len(weights)} items but components has {len(components)}")
+        self.components = list(components)
+        self.weights = [_finite("mixture weight", w) for w in weights]
+        if any(w < 0 for w in self.weights):
+            raise ValueError("mixture weights must be >= 0")
+        self._cumulative = list(accumulate(self.weights))
+        self._total = self._cumulative[-1]
+        if self._total <= 0:
+            raise ValueError("mixture weights must not all be zero")
+        self._last = max(i for i, w in enumerate(self.weights) if w > 0)
+
+    def sample(self, rng: random.Random) -> float:
+        i = bisect_right(self._cumulative, rng.random() * self._total)
+        return self.components[i if i <= self._last else self._last].sample(rng)
+
+    @property
+    def mean(self) -> float:
+        return sum(c.mean * w for c, w in zip(self.components, self.weights, strict=True)) / self._total
+
+    def __repr__(self) -> str:
+        return f"Mixture({self.components!r}, weights={self.weights})"
+
+
+DISTRIBUTION_TYPES: Final = ("constant", "exponential", "lognormal", "uniform", "empirical", "mixture")
 
 
 def _field(spec: Any, name: str, kind: str) -> Any:
@@ -187,11 +221,11 @@ def _field(spec: Any, name: str, kind: str) -> Any:
         raise ValueError(f"a {kind} distribution needs `{name}`; got {spec!r}") from None
 
 
-def sampler_from_spec(spec: Any) -> Constant | Exponential | LogNormal | Uniform | Empirical:
+def sampler_from_spec(spec: Any) -> Constant | Exponential | LogNormal | Uniform | Empirical | Mixture:
     """The sampler for a distribution spec: any object with `type` and that type's fields.
 
     `type` is one of constant (value), exponential (mean), lognormal (median, p99), uniform (low, high),
-    empirical (values, weights or None). A bare number means a constant.
+    empirical (values, weights or None), mixture (components: specs, weights). A bare number means a constant.
     """
     if isinstance(spec, int | float) and not isinstance(spec, bool):
         return Constant(spec)
@@ -206,6 +240,8 @@ def sampler_from_spec(spec: Any) -> Constant | Exponential | LogNormal | Uniform
         return Uniform(_field(spec, "low", kind), _field(spec, "high", kind))
     if kind == "empirical":
         return Empirical(_field(spec, "values", kind), getattr(spec, "weights", None))
+    if kind == "mixture":
+        return Mixture([sampler_from_spec(c) for c in _field(spec, "components", kind)], _field(spec, "weights", kind))
     raise ValueError(f"unknown distribution type {kind!r}; allowed: {', '.join(DISTRIBUTION_TYPES)}")
 
 

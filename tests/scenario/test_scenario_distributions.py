@@ -17,7 +17,13 @@ from kafkasim.scenario import (
     Uniform,
     load_scenario,
 )
-from kafkasim.scenario.distributions import DurationConstant, DurationLogNormal, SizeUniform
+from kafkasim.scenario.distributions import (
+    DurationConstant,
+    DurationLogNormal,
+    DurationMixture,
+    SizeUniform,
+    typical_value,
+)
 from kafkasim.sim.distributions import sampler_from_spec
 
 from .samples import MINIMAL
@@ -75,6 +81,21 @@ def test_empirical_weights_bias_the_draws() -> None:
     assert draws.count(1.0) / len(draws) == pytest.approx(0.9, abs=0.02)
 
 
+def test_a_mixture_draws_each_component_by_its_weight() -> None:
+    """A narrow body and a rare long tail: 97% near 0.1 ms, 3% a constant 5 ms."""
+    d = _costs("{type: mixture, weights: [97, 3], components: [{type: uniform, low: 0.05ms, high: 0.15ms}, 5ms]}")
+    assert isinstance(d, DurationMixture) and d.weights == [97, 3]
+    sampler = sampler_from_spec(d)
+    assert sampler.mean == pytest.approx(0.97 * 0.1 + 0.03 * 5.0)
+    assert typical_value(d) == pytest.approx(0.97 * 0.1 + 0.03 * 5.0)
+    rng = random.Random(4)
+    draws = [sampler.sample(rng) for _ in range(20_000)]
+    assert draws.count(5.0) / len(draws) == pytest.approx(0.03, abs=0.005)
+    assert all(0.05 <= x <= 0.15 for x in draws if x != 5.0)
+    dumped = load_scenario(MINIMAL + f"broker:\n  costs:\n    request: {d.model_dump(mode='json')}\n")
+    assert dumped.broker.costs.request == d  # a result's scenario.yaml loads back the same mixture
+
+
 def test_size_distributions_hold_bytes() -> None:
     text = MINIMAL + "producers: [{name: p, topic: t, rate: 1/s, record_size: {type: uniform, low: 1KiB, high: 4KiB}}]\n"
     d = load_scenario(text).producers[0].record_size
@@ -91,6 +112,13 @@ def test_size_distributions_hold_bytes() -> None:
         ("{type: empirical, values: []}", "broker.costs.request.values", "at least 1"),
         ("{type: exponential, mean: 1}", "broker.costs.request.mean", "needs a unit"),
         ("{type: exponential, median: 1ms}", "broker.costs.request.median", "unknown key 'median'"),
+        ("{type: mixture, components: [1ms, 2ms], weights: [1]}", "broker.costs.request.weights", "has 1 items but components has 2"),
+        ("{type: mixture, components: [1ms], weights: [0]}", "broker.costs.request.weights", "not all be zero"),
+        ("{type: mixture, components: [], weights: []}", "broker.costs.request.components", "at least 1"),
+        ("{type: mixture, components: [{type: mixture, components: [1ms], weights: [1]}], weights: [1]}",
+         "broker.costs.request.components[0].type", "unknown type 'mixture' (allowed: constant, exponential"),
+        ("{type: mixture, components: [{type: lognormal, median: 2ms, p99: 1ms}], weights: [1]}",
+         "broker.costs.request.components[0].p99", "must be >= median"),
     ],
 )
 def test_invalid_parameters(text: str, path: str, fragment: str) -> None:

@@ -12,6 +12,7 @@ from kafkasim.sim.distributions import (
     Empirical,
     Exponential,
     LogNormal,
+    Mixture,
     Uniform,
     lognormal_draw,
     sampler_from_spec,
@@ -70,6 +71,19 @@ def test_empirical_follows_weights_and_never_picks_zero_weight():
     assert sampler.mean == pytest.approx((90 * 1 + 9 * 2 + 10) / 100)
 
 
+def test_mixture_picks_a_component_by_weight_then_draws_from_it():
+    sampler = Mixture([Constant(1.0), Uniform(10.0, 20.0), Constant(99.0)], [90, 10, 0])
+    draws = _draws(sampler)
+    assert 99.0 not in draws
+    assert draws.count(1.0) / N == pytest.approx(0.90, abs=0.01)
+    assert all(10.0 <= d <= 20.0 for d in draws if d != 1.0)
+    assert sampler.mean == pytest.approx(0.9 * 1.0 + 0.1 * 15.0)
+    # One uniform picks, the component's own draw follows from the same stream.
+    rng, picked = random.Random(5), random.Random(5)
+    picked.random()
+    assert Mixture([Uniform(10.0, 20.0)], [1]).sample(rng) == Uniform(10.0, 20.0).sample(picked)
+
+
 def test_empirical_equal_weights_by_default():
     draws = _draws(Empirical([5.0, 6.0]))
     assert draws.count(5.0) / N == pytest.approx(0.5, abs=0.02)
@@ -95,6 +109,10 @@ def test_empirical_guards_against_rounding_to_the_total():
         (lambda: Empirical([1, 2], [0, 0]), "must not all be zero"),
         (lambda: Empirical([1, 2], [1, -1]), "must be >= 0"),
         (lambda: Constant(float("nan")), "finite number"),
+        (lambda: Mixture([], []), "must not be empty"),
+        (lambda: Mixture([Constant(1)], [1, 2]), "weights has 2 items but components has 1"),
+        (lambda: Mixture([Constant(1)], [0]), "must not all be zero"),
+        (lambda: Mixture([Constant(1), Constant(2)], [1, -1]), "must be >= 0"),
     ],
 )
 def test_invalid_parameters_are_clear_errors(build, message):
@@ -134,6 +152,9 @@ def test_sampler_from_the_scenario_models():
         (scenario_distributions.DurationLogNormal(median=0.5, p99=2.0), lognormal_mean),
         (scenario_distributions.DurationUniform(low=1.0, high=3.0), 2.0),
         (scenario_distributions.DurationEmpirical(values=[1.0, 2.0], weights=[3, 1]), 1.25),
+        (scenario_distributions.DurationMixture(components=[scenario_distributions.DurationConstant(value=1.0),
+                                                            scenario_distributions.DurationConstant(value=3.0)],
+                                                weights=[1, 1]), 2.0),
     ]
     for spec, mean in specs_and_means:
         sampler = sampler_from_spec(spec)
