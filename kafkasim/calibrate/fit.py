@@ -284,10 +284,11 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         covariance=[[float(x) for x in row] for row in cov])
 
 
-TAILS: tuple[str, ...] = ("service_spread", "wakeup_spread", "link_spread", "stall_interval_ms", "stall_median_ms",
-                          "stall_spread", "client_stall_interval_ms", "client_stall_median_ms")
+TAILS: tuple[str, ...] = ("service_spread", "wakeup_spread", "preempt_share", "preempt_ms", "link_spread",
+                          "stall_interval_ms", "stall_median_ms", "stall_spread", "client_stall_interval_ms",
+                          "client_stall_median_ms")
 """The parameters that make the tails (the p99s) and leave the body (the p50s) as it is: the spreads of
-lognormals whose medians other parameters set, and the stalls."""
+distributions whose medians other parameters set, the steps' waits for a core, and the stalls."""
 
 
 def with_tails(body: Fit, tails: Fit) -> Fit:

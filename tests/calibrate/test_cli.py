@@ -14,7 +14,7 @@ from kafkasim.record.result import RunResult
 from kafkasim.scenario import load_scenario
 from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
 
-FAST = ["--sim-duration", "1s", "--max-evaluations", "40"]  # the fewest that take a step (fit.min_evaluations)
+FAST = ["--sim-duration", "1s", "--max-evaluations", "44"]  # the fewest that take a step (fit.min_evaluations)
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_run_with_the_preset_uses_its_values_and_keeps_the_scenarios_own(preset:
     assert "A: a prediction; measured: B" in shown.stdout and "band" in shown.stdout
     resolved = load_scenario(out / "scenario.yaml")
     value = load_preset(preset).values["request_ms"]
-    assert resolved.broker.costs.request.median == pytest.approx(value)  # type: ignore[union-attr]
+    assert resolved.broker.costs.request.components[0].median == pytest.approx(value)  # type: ignore[union-attr]
     assert resolved.broker.costs.network_send.value == 0.5  # type: ignore[union-attr]
     assert resolved.producers[0].link is not None and resolved.producers[0].link.latency.median == pytest.approx(  # type: ignore[union-attr]
         load_preset(preset).values["link_median_ms"])
@@ -94,7 +94,8 @@ def test_a_default_link_latency_the_scenario_writes_keeps_every_link(preset: Pat
     assert "network.default_link.latency" in kept and "producers[0].link.latency" in kept
     assert "followers.link.latency" in kept
     assert result.producers[0].link is not None and result.producers[0].link.latency.value == 2.0  # type: ignore[union-attr]
-    assert result.broker.costs.request.median == load_preset(preset).values["request_ms"]  # type: ignore[union-attr]
+    body = result.broker.costs.request.components[0]  # type: ignore[union-attr]
+    assert body.median == load_preset(preset).values["request_ms"]  # type: ignore[union-attr]
 
 
 def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path: Path,  # noqa: PLR0915
@@ -120,8 +121,8 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
     # Fewer runs than a step takes would write the start as a fit (scipy's loop stops before its first step).
-    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", "39",
-          says="--max-evaluations 39: a fit of kafkasim's 19 parameters needs at least 40 simulated runs")
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", "43",
+          says="--max-evaluations 43: a fit of kafkasim's 21 parameters needs at least 44 simulated runs")
     assert not (tmp_path / "p.yaml").exists()
     # Several runs are runs of one scenario, each once.
     fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",
