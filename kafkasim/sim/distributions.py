@@ -141,37 +141,52 @@ class Uniform:
         return f"Uniform(low={self.low}, high={self.high})"
 
 
+class WeightedPick:
+    """An index drawn with probability proportional to `weights`: what an empirical distribution picks its
+    value by, and a mixture its component."""
+
+    __slots__ = ("weights", "_cumulative", "_total", "_last")
+
+    def __init__(self, kind: str, weights: Sequence[float], items: str, count: int) -> None:
+        if len(weights) != count:
+            raise ValueError(f"{kind} weights has {len(weights)} items but {items} has {count}")
+        self.weights = [_finite(f"{kind} weight", w) for w in weights]
+        if any(w < 0 for w in self.weights):
+            raise ValueError(f"{kind} weights must be >= 0")
+        self._cumulative = list(accumulate(self.weights))
+        self._total = self._cumulative[-1]
+        if self._total <= 0:
+            raise ValueError(f"{kind} weights must not all be zero")
+        # rng.random() * total can round up to total; never pick a trailing zero-weight item then.
+        self._last = max(i for i, w in enumerate(self.weights) if w > 0)
+
+    def pick(self, rng: random.Random) -> int:
+        i = bisect_right(self._cumulative, rng.random() * self._total)
+        return i if i <= self._last else self._last
+
+    def mean_of(self, values: Sequence[float]) -> float:
+        return sum(v * w for v, w in zip(values, self.weights, strict=True)) / self._total
+
+
 class Empirical:
     """One of `values`, with probability proportional to `weights` (equal weights when None)."""
 
-    __slots__ = ("values", "weights", "_cumulative", "_total", "_last")
+    __slots__ = ("values", "weights", "_pick")
 
     def __init__(self, values: Sequence[float], weights: Sequence[float] | None = None) -> None:
         if len(values) == 0:
             raise ValueError("empirical values must not be empty")
         self.values = [_finite("empirical value", v) for v in values]
-        if weights is None:
-            self.weights = [1.0] * len(self.values)
-        else:
-            if len(weights) != len(values):
-                raise ValueError(f"empirical weights has {len(weights)} items but values has {len(values)}")
-            self.weights = [_finite("empirical weight", w) for w in weights]
-            if any(w < 0 for w in self.weights):
-                raise ValueError("empirical weights must be >= 0")
-        self._cumulative = list(accumulate(self.weights))
-        self._total = self._cumulative[-1]
-        if self._total <= 0:
-            raise ValueError("empirical weights must not all be zero")
-        # rng.random() * total can round up to total; never pick a trailing zero-weight value then.
-        self._last = max(i for i, w in enumerate(self.weights) if w > 0)
+        self._pick = WeightedPick("empirical", [1.0] * len(self.values) if weights is None else weights, "values",
+                                  len(self.values))
+        self.weights = self._pick.weights
 
     def sample(self, rng: random.Random) -> float:
-        i = bisect_right(self._cumulative, rng.random() * self._total)
-        return self.values[i if i <= self._last else self._last]
+        return self.values[self._pick.pick(rng)]
 
     @property
     def mean(self) -> float:
-        return sum(v * w for v, w in zip(self.values, self.weights, strict=True)) / self._total
+        return self._pick.mean_of(self.values)
 
     def __repr__(self) -> str:
         return f"Empirical({len(self.values)} values)"
@@ -181,31 +196,22 @@ class Mixture:
     """A draw of one of `components`, picked with probability proportional to `weights`: a second draw from
     the same stream then gives the value (one uniform picks, the component draws as it alone would)."""
 
-    __slots__ = ("components", "weights", "_cumulative", "_total", "_last")
+    __slots__ = ("components", "weights", "_pick")
 
     def __init__(self, components: Sequence[Constant | Exponential | LogNormal | Uniform | Empirical | Mixture],
                  weights: Sequence[float]) -> None:
         if len(components) == 0:
             raise ValueError("mixture components must not be empty")
-        if len(weights) != len(components):
-            raise ValueError(f"mixture weights has {len(weights)} items but components has {len(components)}")
         self.components = list(components)
-        self.weights = [_finite("mixture weight", w) for w in weights]
-        if any(w < 0 for w in self.weights):
-            raise ValueError("mixture weights must be >= 0")
-        self._cumulative = list(accumulate(self.weights))
-        self._total = self._cumulative[-1]
-        if self._total <= 0:
-            raise ValueError("mixture weights must not all be zero")
-        self._last = max(i for i, w in enumerate(self.weights) if w > 0)
+        self._pick = WeightedPick("mixture", weights, "components", len(self.components))
+        self.weights = self._pick.weights
 
     def sample(self, rng: random.Random) -> float:
-        i = bisect_right(self._cumulative, rng.random() * self._total)
-        return self.components[i if i <= self._last else self._last].sample(rng)
+        return self.components[self._pick.pick(rng)].sample(rng)
 
     @property
     def mean(self) -> float:
-        return sum(c.mean * w for c, w in zip(self.components, self.weights, strict=True)) / self._total
+        return self._pick.mean_of([c.mean for c in self.components])
 
     def __repr__(self) -> str:
         return f"Mixture({self.components!r}, weights={self.weights})"
