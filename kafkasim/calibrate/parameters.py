@@ -5,10 +5,10 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 |---|---|---|
 | request_ms | broker.costs.request (a step: see below) | LocalTimeMs of every API (a request handler's work per request) |
 | service_spread | the p99/median of the body of every handler cost and network_send | LocalTimeMs and ResponseSendTimeMs |
-| append_ms | broker.costs.append | Produce LocalTimeMs beyond a fetch's (each partition's append) |
-| follower_fetch_ms | broker.costs.follower_fetch | FetchFollower LocalTimeMs beyond a FetchConsumer's |
-| complete_fetch_ms | broker.costs.complete_fetch (lognormal median, the request's spread) | the request logs' gap from an acks=1 produce's response to the follower fetch it woke (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
-| send_ms | broker.costs.network_send (lognormal median) | ResponseSendTimeMs (a network thread writing a response) |
+| append_ms | broker.costs.append (a step with the request's spread) | Produce LocalTimeMs beyond a fetch's (each partition's append) |
+| follower_fetch_ms | broker.costs.follower_fetch (a step with the request's spread) | FetchFollower LocalTimeMs beyond a FetchConsumer's |
+| complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | the request logs' gap from an acks=1 produce's response to the follower fetch it woke (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
+| send_ms | broker.costs.network_send (a step with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a step: its median, its body's p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
 | preempt_share, preempt_ms | every step's tail: its share of the draws, and how much longer its median is | the p99 of every phase of the breakdown (a thread that waits for another's time slice) |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
