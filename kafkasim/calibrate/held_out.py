@@ -6,6 +6,7 @@ that docs/make_calibration.py writes from docs/calibration.json (and docs/make_v
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +105,14 @@ def write_section(page: Path, data: dict[str, Any]) -> None:
 def findings(data: dict[str, Any]) -> str:
     """The "What it found here" section of docs/calibration.md: the fit and the held-out check in words."""
     fit = {r["statistic"]: r for r in data["fit"]}
-    clients = [f"{s.replace('produce acks=1', 'produce')} {fit[s]['fitted'] / fit[s]['measured']:.2f}"
-               for s in CLIENT_STATISTICS if s in fit and fit[s]["fitted"] is not None and fit[s]["measured"]]
-    gaps = [f"{s.removesuffix(' p50')} {fit[s]['fitted'] / fit[s]['measured']:.2f}"
-            for s in REQUEST_LOG_STATISTICS if s in fit and fit[s]["fitted"] is not None and fit[s]["measured"]]
+
+    def ratios(keys: tuple[str, ...], name: Callable[[str], str]) -> list[str]:
+        """`name fitted/measured` of each of `keys` the fit has both sides of."""
+        return [f"{name(s)} {fit[s]['fitted'] / fit[s]['measured']:.2f}"
+                for s in keys if s in fit and fit[s]["fitted"] is not None and fit[s]["measured"]]
+
+    clients = ratios(CLIENT_STATISTICS, lambda s: s.replace("produce acks=1", "produce"))
+    gaps = ratios(REQUEST_LOG_STATISTICS, lambda s: s.removesuffix(" p50"))
     broker = [r for r in data["fit"]
               if r["statistic"] not in CLIENT_STATISTICS and r["statistic"] not in REQUEST_LOG_STATISTICS]
     off = sorted(f"{r['statistic']} {r['fitted'] / r['measured']:.2f}" for r in broker

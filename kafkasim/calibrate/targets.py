@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics as stats
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,13 +78,16 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
 
 REQUEST_LOG = "request_log"
 """The summary's key for the request log's gaps (`with_request_log`); kafkasim.record.summary writes none."""
-REQUEST_LOG_STATISTICS = ("completion gap p50", "FetchFollower turnaround p50")
+GAPS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
+    "completion gap": completion_gaps, "FetchFollower turnaround": follower_turnarounds}
+"""The request log's gaps, by name: each one's values in a requests table."""
+REQUEST_LOG_STATISTICS = tuple(f"{name} p50" for name in GAPS)
 
 
 def with_request_log(summary: dict[str, Any], requests: pd.DataFrame) -> dict[str, Any]:
     """`summary` with the request log's gaps (their medians and counts) beside its statistics, for `statistics`:
     a simulated run's and a real one's alike. A log whose times are whole milliseconds has none."""
-    gaps = {"completion gap": completion_gaps(requests), "FetchFollower turnaround": follower_turnarounds(requests)}
+    gaps = {name: values(requests) for name, values in GAPS.items()}
     return summary | {REQUEST_LOG: {name: {"p50": float(np.median(g)), "count": len(g)}
                                     for name, g in gaps.items() if len(g)}}
 
