@@ -59,10 +59,12 @@ class HandlerCosts(ScenarioModel):
     change every result); measured on a real broker (`kafkasim calibrate`), a produce's LocalTimeMs is about
     twice a consumer fetch's even for one small record."""
     follower_fetch: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
-    """Handler-thread cost of each partition a follower's fetch reads, beyond what a consumer's costs:
-    Kafka's ReplicaManager.updateFollowerFetchState, Partition.updateFollowerFetchState (the follower's log
-    end offset, maybeExpandIsr, maybeIncrementLeaderHW). 0 by default; on a real broker a FetchFollower's
-    LocalTimeMs is about twice a FetchConsumer's (`kafkasim calibrate` fits it)."""
+    """Handler-thread cost of each partition a follower's fetch names, beyond what a consumer's costs:
+    Kafka's Partition.updateFollowerFetchState moving the follower's log end offset (maybeExpandIsr,
+    maybeIncrementLeaderHW). An incremental fetch names the partitions whose fetch offset moved; its session's
+    idle partitions cost only their read (`per_partition`). 0 by default; on a real broker a FetchFollower's
+    LocalTimeMs is about twice a FetchConsumer's, and grew by a fifth from one partition to six (Kafka
+    4.3.1; `kafkasim calibrate` fits it)."""
     complete_fetch: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
     """Handler-thread cost of each parked fetch a request completes, beyond its read (`read_per_kib`,
     `per_partition`): Kafka's DelayedFetch.onComplete and the response callback of KafkaApis, run on the thread

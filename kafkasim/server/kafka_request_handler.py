@@ -10,9 +10,10 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   (the data becomes visible when the write is done; an acks 0/1 response is sent then).
 * Fetch: ``KafkaApis.handleFetchRequest`` at once (the read sees the log as it is when the handler
   starts), then service time ``request + read_per_kib * KiB read + per_partition * partitions read`` (an
-  incremental fetch reads every partition of its session), plus ``follower_fetch * partitions read`` for a
-  follower's (ReplicaManager.updateFollowerFetchState); the responses the call completed (its
-  own, produce requests completed by a follower's HW advance) are sent when it has elapsed.
+  incremental fetch reads every partition of its session), plus ``follower_fetch * partitions named`` for a
+  follower's (Partition.updateFollowerFetchState moving the follower's log end offset; an incremental request
+  names the partitions whose fetch offset moved); the responses the call completed (its own, produce requests
+  completed by a follower's HW advance) are sent when it has elapsed.
 * Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
   still unset. Each parked fetch a request completes (here, or a consumer's that a follower's HW advance
@@ -82,7 +83,8 @@ class RequestHandlerCosts:
     per_partition: Sampler = _NO_COST
     # Per partition a produce appends, beyond its bytes (Partition.appendRecordsToLeader, UnifiedLog.append).
     append: Sampler = _NO_COST
-    # Per partition a follower's fetch reads, beyond a consumer's (Partition.updateFollowerFetchState).
+    # Per partition a follower's fetch names (its fetch offset moved), beyond a consumer's cost
+    # (Partition.updateFollowerFetchState).
     follower_fetch: Sampler = _NO_COST
     # Per parked fetch a request completes (DelayedFetch.onComplete), beyond its read (read_per_kib, per_partition).
     complete_fetch: Sampler = _NO_COST
@@ -129,7 +131,7 @@ class KafkaRequestHandlerPool:
         # Constant costs (the default) are read here once: no sampler call per request.
         self._fixed_produce = costs.fixed(costs.append_per_kib, costs.append)
         self._fixed_fetch = costs.fixed(costs.read_per_kib, _NO_COST)
-        self._fixed_follower_fetch = costs.fixed(costs.read_per_kib, costs.follower_fetch)
+        self._fixed_follower = constant_value(costs.follower_fetch)
         self._fixed_complete = costs.fixed(costs.read_per_kib, _NO_COST, costs.complete_fetch)
         self.num_io_threads = num_io_threads
         self._observer = observer
@@ -173,14 +175,19 @@ class KafkaRequestHandlerPool:
                 cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._produce_done, envelope)))
             return
         responses = self.apis.handle_fetch(envelope)
-        follower = envelope.api == API_FETCH_FOLLOWER
-        fixed = self._fixed_follower_fetch if follower else self._fixed_fetch
+        fixed = self._fixed_fetch
         if fixed is not None:
             cost = fixed[0] + fixed[1] * (envelope.read_bytes / KIB) + fixed[2] * envelope.read_partitions
         else:
-            per_partition = costs.per_partition() + costs.follower_fetch() if follower else costs.per_partition()
             cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
-                    + per_partition * envelope.read_partitions)
+                    + costs.per_partition() * envelope.read_partitions)
+        if envelope.api == API_FETCH_FOLLOWER and envelope.partitions > 0:
+            # Partition.updateFollowerFetchState moves the follower's log end offset (maybeIncrementLeaderHW)
+            # only for a partition whose fetch offset moved, and those are the partitions an incremental
+            # request names (FetchSessionHandler sends a partition when its fetch offset changed): an idle
+            # partition of the session costs only its read (per_partition).
+            follower = self._fixed_follower
+            cost += (follower if follower is not None else costs.follower_fetch()) * envelope.partitions
         disk = self.disk
         cold = 0.0
         if disk is not None and disk.page_cache_bytes >= 0:
