@@ -5,10 +5,10 @@ Broker side: Kafka's RequestChannel breakdown (RequestMetrics: RequestQueueTimeM
 RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs) of Produce, FetchFollower and FetchConsumer, p50 and
 p99. A fetch's RemoteTimeMs is left out: it is the long poll's wait for data (DelayedFetch), which the
 load decides, not a cost. Client side: produce latency from the intended send (per acks) and end-to-end
-latency, p50 and p99. Request log: two gaps between requests that no phase of RequestMetrics holds, read off
-the request log when its times are finer than a millisecond (`with_request_log`): how long after an acks=1
-produce's response the follower fetch it woke was answered (kafkasim.calibrate.completion) and a follower's
-turnaround (kafkasim.calibrate.turnaround), p50.
+latency, p50 and p99. Request log: what no phase of RequestMetrics holds alone, read off the request log when
+its times are finer than a millisecond (`with_request_log`): how long after an acks=1 produce's response the
+follower fetch it woke was answered, how much longer a follower fetch that completed a consumer's takes
+(kafkasim.calibrate.completion), and a follower's turnaround (kafkasim.calibrate.turnaround), p50.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kafkasim.calibrate.completion import completion_gaps
+from kafkasim.calibrate.completion import completion_gaps, consumer_completions
 from kafkasim.calibrate.turnaround import follower_turnarounds
 
 PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
@@ -79,7 +79,8 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
 REQUEST_LOG = "request_log"
 """The summary's key for the request log's gaps (`with_request_log`); kafkasim.record.summary writes none."""
 GAPS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
-    "completion gap": completion_gaps, "FetchFollower turnaround": follower_turnarounds}
+    "completion gap": completion_gaps, "consumer completion": consumer_completions,
+    "FetchFollower turnaround": follower_turnarounds}
 """The request log's gaps, by name: each one's values in a requests table."""
 REQUEST_LOG_STATISTICS = tuple(f"{name} p50" for name in GAPS)
 

@@ -1,5 +1,6 @@
-"""The completion cost's first guess (kafkasim.calibrate.completion): how long after an acks=1 produce's response
-the broker answered the first parked follower fetch its append woke, read off a request log."""
+"""The completion cost read off a request log (kafkasim.calibrate.completion): how long after an acks=1 produce's
+response the broker answered the first parked follower fetch its append woke (the fit's first guess), and how much
+longer a follower fetch takes when its high-watermark advance completes a parked consumer fetch."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kafkasim.calibrate.completion import MIN_GAPS, completion_gap_ms, completion_gaps
+from kafkasim.calibrate.completion import MIN_GAPS, completion_gap_ms, completion_gaps, consumer_completions
 from kafkasim.calibrate.fit import starting_point
 from kafkasim.calibrate.parameters import BY_NAME
 from kafkasim.calibrate.preset import PresetError, earlier_fit
@@ -112,3 +113,41 @@ def test_make_calibration_refuses_a_start_that_is_no_preset_before_any_real_run(
     err = capsys.readouterr().err
     assert err.startswith(f"make_calibration.py: error: --start {notes}: kind: not a fitted preset") and "Traceback" not in err
     assert not work.exists()  # refused before the real runs
+
+
+def _follower_log(completing: int, idle: int) -> pd.DataFrame:
+    """Follower fetches answered at once: `completing` of them (LocalTimeMs 0.5) each complete a parked consumer
+    fetch (its response sent 0.3 ms after the follower's dequeue), `idle` of them (0.2) complete none."""
+    rows = []
+    for i in range(completing + idle):
+        start = 10.0 * i + 0.125
+        local = 0.5 if i < completing else 0.2
+        rows.append(("FetchFollower", 0, 1, start, start + local, start + local, 0.0))
+        if i < completing:
+            rows.append(("FetchConsumer", 0, 1, start - 4.0, start - 3.9, start + 0.3, 4.2))
+    rows.append(("FetchConsumer", 0, 1, 5000.0, 5000.1, 5003.0, 2.9))  # answered by nothing here
+    rows.append(("FetchFollower", 0, 0, 6000.0, 6000.9, 6000.9, 0.0))  # named nothing: not counted
+    rows.append(("FetchFollower", 1, 1, 6000.125, 6000.825, 6000.825, 0.0))  # completed nothing at broker 1
+    log = pd.DataFrame(rows, columns=["api", "broker", "partitions", "dequeue_ms", "local_complete_ms",
+                                      "response_complete_ms", "RemoteTimeMs"])
+    log["end_ms"] = log["response_complete_ms"] + 0.123
+    return log
+
+
+def test_a_consumer_completion_is_what_it_adds_to_the_follower_fetch_that_made_it() -> None:
+    log = _follower_log(MIN_GAPS, MIN_GAPS)
+    got = consumer_completions(log)
+    assert len(got) == MIN_GAPS and got.tolist() == pytest.approx([0.3] * MIN_GAPS)
+    assert consumer_completions(_follower_log(MIN_GAPS - 1, MIN_GAPS)).size == 0  # too few to say
+    assert consumer_completions(log.drop(columns=["dequeue_ms"])).size == 0
+    assert consumer_completions(_as_a_whole_millisecond_log(log.assign(start_ms=log["dequeue_ms"],
+                                                                        response_dequeue_ms=log["end_ms"]))).size == 0
+
+
+def test_a_simulated_consumer_completion_is_the_completion_cost() -> None:
+    """A constant completion cost of 0.4 ms: a follower fetch whose high-watermark advance completes the
+    consumer's parked fetch holds its handler that much longer, plus the consumer's read of one 1 KiB batch."""
+    result = run_scenario(with_overrides(load_scenario(SCENARIO), ["broker.costs.complete_fetch=0.4ms"]))
+    got = consumer_completions(result.requests)
+    assert len(got) >= MIN_GAPS
+    assert float(np.median(got)) == pytest.approx(0.4 + 0.002 * (1024 + 70) / 1024, abs=0.01)
