@@ -231,12 +231,13 @@ def not_applied(scenario: Scenario) -> list[str]:
             notes.append(f"controller.{key}")
     if any(getattr(f, "restart_after", None) is not None for f in scenario.faults):
         notes.append("broker.startup (a restarted real broker takes its own time to register and be unfenced)")
-    stalling = [f"{where}.stalls" for where, stalls in (
-        ("broker", scenario.broker.stalls),
-        *((f"cluster.overrides[{o.broker}]", o.stalls) for o in (scenario.cluster.overrides if scenario.cluster else [])
+    stalling = [f"{where}stalls" for where, stalls in (
+        ("machine_", scenario.machine_stalls),
+        ("broker.", scenario.broker.stalls),
+        *((f"cluster.overrides[{o.broker}].", o.stalls) for o in (scenario.cluster.overrides if scenario.cluster else [])
           if "stalls" in o.model_fields_set),
-        *((f"producers[{p.name}]", p.stalls) for p in scenario.producers),
-        *((f"consumers[{c.name}]", c.stalls) for c in scenario.consumers),
+        *((f"producers[{p.name}].", p.stalls) for p in scenario.producers),
+        *((f"consumers[{c.name}].", c.stalls) for c in scenario.consumers),
     ) if stalls is not None and stalls.enabled]
     if stalling:
         notes.append(f"{', '.join(stalling)} (drawn stalls: the real JVMs collect garbage on their own)")

@@ -1,5 +1,6 @@
 """The hosts' stalls (the scenario's `broker.stalls` and each client's `stalls`): a renewal process per host that
-stops the whole host for a drawn time, by the same pause as a `pause` fault.
+stops the whole host for a drawn time, by the same pause as a `pause` fault. The machine's (`machine_stalls`): one
+more such process, host ``machine``, whose every stall stops every broker at once.
 
 Per host: the first stall starts one `interval` draw after the run's start; each stall lasts a `pause` draw;
 the next one starts an `interval` draw after this one started, or when it ends if that is later (a JVM runs one
@@ -14,9 +15,12 @@ them ends. A broker that is down (crashed or shut down) when a stall is due does
 crashes during a stall keeps the stall's count until its end, as it keeps a pause fault's (a restart before
 then comes up paused until it ends, ``BrokerServer.restart``).
 
+A machine stall pauses each broker that is up when it starts (a crashed one is left alone, as its own stall
+would leave it) and writes one row, host ``machine``; none when every broker is down.
+
 Draws: each host's two distributions have streams of their own, ``<host>/stalls/interval`` and
-``<host>/stalls/pause`` (``broker-<id>`` or the client's name), so stalls change no other stream's draws, and a
-scenario without stalls schedules nothing.
+``<host>/stalls/pause`` (``broker-<id>``, the client's name or ``machine``), so stalls change no other stream's
+draws, and a scenario without stalls schedules nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kafkasim.run.faults import FaultTarget, LifecyclePause, PauseCount
+from kafkasim.scenario.scenario import MACHINE_HOST
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import zero_arg_sampler
@@ -40,21 +45,26 @@ StallRow = tuple[str, float, float]
 """(host, start_ms, duration_ms): one stall."""
 
 
+Member = tuple[BrokerServer | None, Sequence[FaultTarget]]
+"""What one stall stops: a broker (None for a client, which never crashes) and the components it pauses."""
+
+
 class HostStalls:
-    """One host's stall process: it pauses ``components`` (through the shared ``PauseCount``) for every stall
-    and appends a row to ``rows``."""
+    """One host's stall process (or the machine's): for every stall it pauses the components of each member
+    that is up (through the shared ``PauseCount``) and appends a row to ``rows``."""
 
-    __slots__ = ("c", "host", "components", "broker", "pauses", "rows", "_interval", "_pause")
+    __slots__ = ("c", "host", "members", "pauses", "rows", "_paused", "_interval", "_pause")
 
-    def __init__(self, c: Cluster, host: str, stalls: Stalls, components: Sequence[FaultTarget],
-                 broker: BrokerServer | None, pauses: PauseCount, rows: list[StallRow]) -> None:
+    def __init__(self, c: Cluster, host: str, stalls: Stalls, members: Sequence[Member], pauses: PauseCount,
+                 rows: list[StallRow]) -> None:
         assert stalls.interval is not None and stalls.pause is not None  # only enabled stalls are scheduled
         self.c = c
         self.host = host
-        self.components = components
-        self.broker = broker
+        self.members = members
         self.pauses = pauses
         self.rows = rows
+        # The components the stall in force paused (stalls of one process never overlap).
+        self._paused: list[FaultTarget] = []
         self._interval: Callable[[], float] = zero_arg_sampler(stalls.interval, c.streams.stream(f"{host}/stalls/interval"))
         self._pause: Callable[[], float] = zero_arg_sampler(stalls.pause, c.streams.stream(f"{host}/stalls/pause"))
 
@@ -67,15 +77,18 @@ class HostStalls:
         gap = max(0.0, self._interval())
         # The next stall: an interval after this one's start, never before this one ends.
         Call(self.c.env, max(gap, duration), self._begin)
-        if self.broker is not None and self.broker.crashed:
-            return  # no process, no stall (its draws are made all the same: the next stalls do not shift)
+        # A crashed broker has no process to stall (the draws are made all the same: the next stalls do not shift).
+        paused = [c for broker, components in self.members if broker is None or not broker.crashed for c in components]
+        if not paused:
+            return
+        self._paused = paused
         self.rows.append((self.host, now, duration))
-        for component in self.components:
+        for component in paused:
             self.pauses.pause(component)
         Call(self.c.env, duration, self._end)
 
     def _end(self, _event: object) -> None:
-        for component in self.components:
+        for component in self._paused:
             self.pauses.resume(component)
 
 
@@ -84,18 +97,23 @@ def schedule_stalls(scenario: Scenario, c: Cluster, pauses: PauseCount) -> list[
     host stalls (the result then has no stalls table)."""
     rows: list[StallRow] = []
     processes: list[HostStalls] = []
+    brokers: list[Member] = []
     for broker in c.brokers:
+        lifecycle = c.controller_link.lifecycles[broker.broker_id]
+        member: Member = (broker, (broker, LifecyclePause(lifecycle, broker.name)))
+        brokers.append(member)
         stalls = scenario.broker_for(broker.broker_id).stalls
         if stalls is not None and stalls.enabled:
-            lifecycle = c.controller_link.lifecycles[broker.broker_id]
-            components: list[FaultTarget] = [broker, LifecyclePause(lifecycle, broker.name)]
-            processes.append(HostStalls(c, broker.name, stalls, components, broker, pauses, rows))
+            processes.append(HostStalls(c, broker.name, stalls, [member], pauses, rows))
+    machine = scenario.machine_stalls
+    if machine is not None and machine.enabled:
+        processes.append(HostStalls(c, MACHINE_HOST, machine, brokers, pauses, rows))
     configs = {p.name: p.stalls for p in scenario.producers} | {k.name: k.stalls for k in scenario.consumers}
     clients: list[Producer | Consumer] = [*c.producers, *c.consumers]
     for client in clients:
         stalls = configs.get(client.name)
         if stalls is not None and stalls.enabled:
-            processes.append(HostStalls(c, client.name, stalls, [client], None, pauses, rows))
+            processes.append(HostStalls(c, client.name, stalls, [(None, (client,))], pauses, rows))
     for process in processes:
         process.start()
     return rows if processes else None

@@ -35,6 +35,8 @@ from kafkasim.scenario.units import Duration, show_duration
 # `follower-02` has the shape, not the name. Client names of these shapes are reserved.
 FOLLOWER_NAME = re.compile(r"follower-([0-9]+)")
 BROKER_NAME = re.compile(r"broker-([0-9]+)")
+MACHINE_HOST = "machine"
+"""The host of `machine_stalls`: its stalls' rows and random streams (kafkasim.run.stalls)."""
 # Wall-clock pacing: 1000 times slower than real time shows a millisecond in a second; slower never ends.
 MIN_SPEED = 0.001
 MAX_SPEED = 1e6
@@ -102,6 +104,12 @@ class Scenario(ScenarioModel):
     hardware: Hardware | None = None
     """Simulator-only: a named host (`{preset: kreps-2014}`) whose NIC, link, disk and per-partition cost
     replace kafkasim's defaults wherever the scenario does not write its own; absent: kafkasim's defaults."""
+    machine_stalls: Stalls | None = None
+    """Simulator-only: stalls of the one machine every broker runs on (a cluster on one host, as a local test
+    cluster is): each stops every broker at once, as a machine whose cores all go to something else (a
+    collection in one JVM, another process) stops every JVM on it, where `broker.stalls` stops each broker on
+    draws of its own. The clients keep their own `stalls`. Rows and random streams of host `machine`; absent:
+    none."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
     controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())
@@ -278,6 +286,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             add((section, i, "name"), "names 'follower-<id>' are reserved for the followers")
         elif BROKER_NAME.fullmatch(c.name):
             add((section, i, "name"), "names 'broker-<id>' are reserved for the brokers")
+        elif c.name == MACHINE_HOST and s.machine_stalls is not None:
+            add((section, i, "name"), f"name {MACHINE_HOST!r} is the machine's beside machine_stalls (its stalls' "
+                                      "host and random streams); name the client otherwise")
         client_names.add(c.name)
         if c.topic not in topic_names:
             add((section, i, "topic"), unknown_message("topic", c.topic, topic_names))

@@ -1,5 +1,6 @@
 """Hosts' stalls at run time (``kafkasim.run.stalls``): they stop the host as a pause fault does, nest with pause
-faults, skip a crashed broker, are drawn from streams of their own, and are written to the result."""
+faults, skip a crashed broker, are drawn from streams of their own, and are written to the result; the machine's
+stop every broker at once."""
 
 from __future__ import annotations
 
@@ -61,6 +62,44 @@ def test_a_broker_stall_holds_a_request_for_the_rest_of_the_stall() -> None:
     # Partition 1 (brokers 1 and 2) does not notice.
     others = result.requests[(result.requests["api"] == "Produce") & (result.requests["broker"] == 1)]
     assert others["client_latency_ms"].max() < 10 * baseline
+
+
+MACHINE_STALLS = {"machine_stalls": {"interval": "1s", "pause": "200ms"}}
+
+
+def test_a_machine_stall_stops_every_broker_at_once() -> None:
+    """`machine_stalls`: one process whose stalls hold every broker (each leads a partition here), one row each."""
+    s = scenario(duration="2500ms", cluster={"brokers": 3}, **MACHINE_STALLS,
+                 topics=[{"name": "t", "replica_assignment": [[0, 1], [1, 2], [2, 0]], "min.insync.replicas": 1}],
+                 producers=[producer("p1", rate="300/s", partitioner="round_robin")])
+    engine = Engine(s, check_invariants=True)
+    result = engine.run()
+    assert result.stalls is not None
+    assert list(result.stalls["host"]) == ["machine", "machine"]
+    assert list(result.stalls["start_ms"]) == [STALL_AT, STALL_AT + 1000.0]
+    rows = result.requests
+    for broker in (0, 1, 2):
+        mine = rows[rows["broker"] == broker]
+        sent = mine[(mine["client_send_ms"] >= STALL_AT) & (mine["client_send_ms"] < STALL_AT + STALL_MS - 5.0)]
+        assert len(sent) > 0 and (sent["start_ms"] >= STALL_AT + STALL_MS).all(), broker
+        # Nothing is taken by a handler while the machine is stalled.
+        dequeued = mine["dequeue_ms"].to_numpy(dtype=float)
+        assert not ((dequeued > STALL_AT) & (dequeued < STALL_AT + STALL_MS)).any(), broker
+    assert not any(b.stw.paused for b in engine.components.brokers)
+
+
+def test_a_machine_stall_leaves_a_crashed_broker_alone_and_its_own_stalls_keep_their_draws() -> None:
+    engine, result = _run([{"type": "crash", "target": "broker-1", "at": "500ms", "restart_after": "1100ms"}],
+                          broker={"startup": {"process_start": "10ms", "log_load": "10ms"}}, **MACHINE_STALLS)
+    assert result.stalls is not None
+    machine = result.stalls[result.stalls["host"] == "machine"]
+    assert list(machine["start_ms"]) == [STALL_AT, STALL_AT + 1000.0]  # broker-1 down at 1 s: the others stall
+    own = result.stalls[result.stalls["host"] == "broker-0"].reset_index(drop=True)
+    alone = _run([{"type": "crash", "target": "broker-1", "at": "500ms", "restart_after": "1100ms"}],
+                 broker={"startup": {"process_start": "10ms", "log_load": "10ms"}})[1].stalls
+    assert own.equals(alone)  # broker 0's own stalls: the same rows with the machine's beside them
+    assert not any(b.stw.paused for b in engine.components.brokers)
+    assert all(b.responsive for b in engine.components.brokers)
 
 
 def test_a_stall_and_a_pause_fault_nest() -> None:
@@ -163,6 +202,8 @@ def test_a_run_on_a_real_cluster_lists_the_stalls_among_what_it_does_not_apply()
     s = scenario(cluster=BROKER_0_STALLS, producers=[producer("p1", stalls={"preset": "jvm-g1-young"})])
     notes = [note for note in not_applied(s) if "stalls" in note]
     assert len(notes) == 1 and notes[0].startswith("cluster.overrides[0].stalls, producers[p1].stalls (")
+    s = scenario(cluster={"brokers": 3}, **MACHINE_STALLS)
+    assert [note for note in not_applied(s) if "stalls" in note][0].startswith("machine_stalls (")
 
 
 def test_kafkas_invariants_hold_with_every_host_stalling_through_crashes_pauses_and_a_shutdown() -> None:

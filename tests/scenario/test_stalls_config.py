@@ -92,3 +92,22 @@ def test_a_bad_stalls_block_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
     err = capsys.readouterr().err
     assert f"{path}:9: producers[0].stalls.pause: is required beside interval" in err
+
+
+def test_the_machines_stalls_take_the_same_block_and_reserve_its_name(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    s = load_scenario(BASE + "machine_stalls: {preset: jvm-g1-young, pause: 5ms}\n")
+    assert s.machine_stalls is not None and s.machine_stalls.pause == DurationConstant(value=5.0)
+    assert s.broker.stalls is None and load_scenario(BASE).machine_stalls is None
+    assert with_overrides(load_scenario(BASE), ["machine_stalls={interval: 2s, pause: 4ms}"]).machine_stalls == \
+        load_scenario(BASE + "machine_stalls: {interval: 2s, pause: 4ms}\n").machine_stalls
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(BASE + "machine_stalls: {interval: 1s}\n")
+    assert [(p.path, p.line) for p in info.value.problems] == [("machine_stalls.pause", 10)]
+    # A client named `machine` would share the machine's stall rows and random streams.
+    named = BASE.replace("{name: p,", "{name: machine,")
+    assert load_scenario(named).producers[0].name == "machine"  # free without machine_stalls
+    path = tmp_path / "s.yaml"
+    path.write_text(named + "machine_stalls: {interval: 1s, pause: 1ms}\n")
+    assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
+    assert f"{path}:9: producers[0].name: name 'machine' is the machine's beside machine_stalls" in capsys.readouterr().err
