@@ -171,6 +171,7 @@ class Producer(Pausable):
         fetch_metadata: Callable[[], Mapping[TopicPartition, tuple[int, int]]] | None = None,
         metadata_round_trip_ms: float = 0.0,
         costs: SenderCosts | None = None,
+        sender_wakeup: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.env = env
@@ -178,6 +179,10 @@ class Producer(Pausable):
         # The Sender's build cost (None: free) and the batches of the request it is building (it then waits).
         self._costs = costs
         self._building: list[ProducerBatch] | None = None
+        # How long the Sender, waiting in Selector.poll, takes to run once send() wakes it (None: at once), and
+        # whether it is on its way.
+        self._sender_wakeup = sender_wakeup
+        self._waking = False
         self._ids = ids
         self._observer = observer
         self._stop_ms = stop_ms  # nothing new is sent from then on
@@ -406,6 +411,18 @@ class Producer(Pausable):
         self._arrival_event = None
         self._arrival_at = math.inf
         self._plan_key = None  # the planned record has arrived: plan the next one
+        wakeup = self._sender_wakeup
+        if wakeup is None or self._building is not None:
+            self._run_sender()
+        elif not self._waking:
+            # KafkaProducer.doSend: a record that starts a new batch calls sender.wakeup(); the Sender thread,
+            # waiting in Selector.poll, runs when it gets a core. Records sent meanwhile join the batch (the
+            # drain appends every record intended by then).
+            self._waking = True
+            Call(self.env, max(0.0, wakeup()), self._sender_woken)
+
+    def _sender_woken(self, _event: object) -> None:
+        self._waking = False
         self._run_sender()
 
     def pause(self) -> None:

@@ -357,6 +357,7 @@ def producer_of(p: ProducerConfig, index: int, cluster: Cluster, streams: Random
         fetch_metadata=cluster.metadata_of(p.topic),
         metadata_round_trip_ms=metadata_round_trip_ms(p.link),
         costs=sender_costs(p, streams),
+        sender_wakeup=sender_wakeup(p, streams),
     )
 
 
@@ -371,6 +372,15 @@ def sender_costs(p: ProducerConfig, streams: RandomStreams) -> SenderCosts | Non
     if constant_value(per_request) == 0.0 and constant_value(per_batch) == 0.0:
         return None
     return SenderCosts(per_request, per_batch)
+
+
+def sender_wakeup(p: ProducerConfig, streams: RandomStreams) -> Callable[[], float] | None:
+    """The producer's Sender wake-up latency from its ``<producer>/costs/wakeup`` stream; None when absent or 0
+    (the Sender runs at once, with no draw)."""
+    if p.costs is None:
+        return None
+    wakeup = zero_arg_sampler(p.costs.wakeup, streams.stream(f"{p.name}/costs/wakeup"))
+    return None if constant_value(wakeup) == 0.0 else wakeup
 
 
 def consumer_of(c: ConsumerConfig, cluster: Cluster, streams: RandomStreams, ids: IdSource,

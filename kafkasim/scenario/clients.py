@@ -105,8 +105,8 @@ Arrival = Annotated[
 
 
 class ProducerCosts(ScenarioModel):
-    """Simulator-only: the producer's Sender thread's time to build each ProduceRequest from the batches it
-    drained (Sender.sendProduceRequest). One thread: requests built back to back queue, and each goes to the
+    """Simulator-only: the producer's Sender thread's time to wake and to build each ProduceRequest from the
+    batches it drained (Sender.sendProduceRequest). One thread: requests built back to back queue, and each goes to the
     network when it is built (its client_send_ms). Kafka has no metric for this time alone: it falls between
     record-queue-time-avg (ending at the drain) and request-latency-avg (starting at the send)."""
 
@@ -114,6 +114,11 @@ class ProducerCosts(ScenarioModel):
     """Once per ProduceRequest."""
     per_batch: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
     """Per batch in the request (drawn once per request, times its batch count)."""
+    wakeup: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """How long the Sender thread, waiting in Selector.poll, takes to run once the application's send() wakes
+    it (KafkaProducer.doSend calls sender.wakeup() when a record starts a new batch): the host's scheduling
+    latency. Records sent meanwhile join the batch, as on a real producer whose cores are shared. 0 by default
+    (at once); a response is handled at once either way. A negative draw is 0."""
 
 
 class ProducerConfig(ScenarioModel):
