@@ -29,12 +29,13 @@ out").
 
 A stall stands for whatever stops a JVM's threads for a while: garbage collection, and on a machine where the
 cluster's JVMs share few cores, the time a runnable thread waits for one (kafkasim.scenario.stalls). The
-brokers' stalls are the machine's (`machine_stalls`: each stops every broker at once), because the real ones come
-together: on this project's machine the two followers' long pauses between fetches overlapped 21-35% of the
-time against 4-5% by chance, and with a stall process per broker the fitted run's end-to-end p50 was 1.12 times
-Kafka's, as a record's way to its consumer crosses three brokers' stalls. One more process is fitted for the
-clients (each client draws its own stalls from its own stream). A client's link latency stands for everything between its application and the broker's
-socket that kafkasim does not model apart: its network thread's wake-ups as much as the wire.
+brokers' stalls are the machine's (`machine_stalls`: each stops every broker at once), because the real ones
+come together: on this project's machine the two followers' long pauses between fetches overlapped 21-35% of
+the time against 4-5% by chance, and with a stall process per broker the fitted run's end-to-end p50 was 1.12
+times Kafka's, as a record's way to its consumer crosses three brokers' stalls. One more process is fitted
+for the clients (each client draws its own stalls from its own stream). A client's link latency stands for
+everything between its application and the broker's socket that kafkasim does not model apart: its network
+thread's wake-ups as much as the wire.
 """
 
 from __future__ import annotations

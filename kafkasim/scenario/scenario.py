@@ -286,7 +286,7 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
             add((section, i, "name"), "names 'follower-<id>' are reserved for the followers")
         elif BROKER_NAME.fullmatch(c.name):
             add((section, i, "name"), "names 'broker-<id>' are reserved for the brokers")
-        elif c.name == MACHINE_HOST and s.machine_stalls is not None:
+        elif c.name == MACHINE_HOST and s.machine_stalls is not None and s.machine_stalls.enabled:
             add((section, i, "name"), f"name {MACHINE_HOST!r} is the machine's beside machine_stalls (its stalls' "
                                       "host and random streams); name the client otherwise")
         client_names.add(c.name)

@@ -107,6 +107,7 @@ def test_the_machines_stalls_take_the_same_block_and_reserve_its_name(tmp_path: 
     # A client named `machine` would share the machine's stall rows and random streams.
     named = BASE.replace("{name: p,", "{name: machine,")
     assert load_scenario(named).producers[0].name == "machine"  # free without machine_stalls
+    assert load_scenario(named + "machine_stalls: {}\n").producers[0].name == "machine"  # or with none on
     path = tmp_path / "s.yaml"
     path.write_text(named + "machine_stalls: {interval: 1s, pause: 1ms}\n")
     assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
