@@ -14,8 +14,8 @@ stage adds its part, so every RequestMetrics column equals what the broker measu
 broker's own, to the microsecond; the absolute times are as precise as the line's time: with whole milliseconds
 the time between two requests is off by up to 1 ms, see kafkasim.calibrate.completion). A broker knows nothing
 of its clients' clocks: ``intended_ms``, ``client_send_ms``, ``client_receive_ms`` and ``client_latency_ms``
-are NaN, ``client_timeout`` is False. Request and response
-sizes are the record bytes the log gives (``recordsSizeInBytes``), without headers.
+are NaN, ``client_timeout`` is False. Request and response sizes are the record bytes the log gives
+(``recordsSizeInBytes``), without headers.
 
 PRODUCE is ``Produce``; FETCH is ``FetchFollower`` when it names a replica (``replicaId`` or
 ``replicaState.replicaId`` >= 0: a follower's replica fetcher) and ``FetchConsumer`` otherwise. Other APIs
