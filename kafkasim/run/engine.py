@@ -53,6 +53,7 @@ from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
 from kafkasim.run.failovers import failovers, fences, unfences
 from kafkasim.run.faults import PauseCount, schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
+from kafkasim.run.gc_policy import run_gc_thresholds
 from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.memory_use import MemoryUse, memory_use
 from kafkasim.run.observer import CheckedRunObserver
@@ -74,11 +75,6 @@ FailoverFacts = tuple[
 PROGRESS_INTERVAL_S = 0.1  # progress callbacks at most ~10 per wall second
 # Requests table rows kept as Python objects before the recorder converts them to a columnar chunk.
 MAX_ROWS_IN_MEMORY = 50_000
-# Cyclic-GC thresholds while the simulation loop runs (restored afterwards). A run allocates a few hundred
-# short-lived objects per request and keeps every logged batch, so with CPython's default (700, 10, 10) the
-# collector runs often and its full passes walk the ever-growing logs (what it cost: benchmarks/README.md,
-# "Measurements behind design choices"). Collection timing never changes simulated results.
-RUN_GC_THRESHOLDS = (50_000, 20, 100)
 # Address space set aside while the loop runs and given back if the run runs out of memory, so that the
 # rows recorded up to then can still be tabulated and saved (a partial result instead of a MemoryError
 # cascade). An anonymous mapping that is never touched: it counts against an address-space limit
@@ -129,7 +125,8 @@ class Engine:
         self._stop_requested = False
         self.seed = scenario.seed if seed is None else seed
         # Which brokers lead and follow which partitions (default: the scenario's, placed with the run's seed).
-        self.layout = layout if layout is not None else cluster_layout(scenario, seed=self.seed)
+        with run_gc_thresholds():
+            self.layout = layout if layout is not None else cluster_layout(scenario, seed=self.seed)
         if clock is None:
             wallclock = scenario.clock.mode == "wallclock"
             clock = SimClock(wallclock=wallclock, speed=getattr(scenario.clock, "speed", 1.0))
@@ -166,7 +163,8 @@ class Engine:
                              warmup_ms=float(self.scenario.warmup))
         )
         self.observer = self.run_recorder
-        self.components: Cluster = build(scenario, clock, self.seed, self.observer, self.layout)
+        with run_gc_thresholds():  # a large cluster's build is mostly the collector's otherwise
+            self.components: Cluster = build(scenario, clock, self.seed, self.observer, self.layout)
         replication = self.components.controller.core.replication_control
         self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample,
                                    nics=self.components.nics, leaderless=lambda: (
@@ -197,11 +195,15 @@ class Engine:
     # --- run ---------------------------------------------------------------------------------------
 
     def run(self) -> RunResult:
+        """The loop, then the tables, the summary and the end-of-run checks (the collector's thresholds raised
+        throughout: kafkasim.run.gc_policy)."""
+        with run_gc_thresholds():
+            return self._run()
+
+    def _run(self) -> RunResult:
         duration = float(self.scenario.duration)
         self._start()
         started = wall_time.perf_counter()
-        thresholds = gc.get_threshold()
-        gc.set_threshold(*(max(mine, theirs) for mine, theirs in zip(RUN_GC_THRESHOLDS, thresholds, strict=True)))
         reserve = mmap.mmap(-1, MEMORY_RESERVE_BYTES)
         out_of_memory = False
         try:
@@ -209,8 +211,6 @@ class Engine:
         except MemoryError:
             # Handled below, once this exception and the simulation frames its traceback holds are gone.
             out_of_memory = True
-        finally:
-            gc.set_threshold(*thresholds)
         reserve.close()
         wall_seconds = wall_time.perf_counter() - started
         if out_of_memory:

@@ -22,8 +22,9 @@ class TimerTaskEntry:
         self.timer_task = timer_task
         self.expiration_ms = expiration_ms
         self.list: TimerTaskList | None = None
-        # An entry in no list links to itself (Kafka's are null): the links stay plain entries, which the
-        # list code follows without a None check and the compiled build keeps unboxed.
+        # An entry in no list links to itself until it is first added, then to the root of the list it last
+        # left (Kafka's links are null): the links stay plain entries, which the list code follows without a
+        # None check and the compiled build keeps unboxed.
         self.next: TimerTaskEntry = self
         self.prev: TimerTaskEntry = self
         # Kafka's TimerTask.setTimerTaskEntry, inlined for the hot path: evict the task's previous entry.

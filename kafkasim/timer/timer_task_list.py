@@ -92,8 +92,12 @@ class TimerTaskList:
             prv = entry.prev
             nxt.prev = prv
             prv.next = nxt
-            entry.next = entry
-            entry.prev = entry
+            # Kafka nulls the links. Not linked to itself either: a self-link is a reference cycle, which holds
+            # the entry, its task and everything the task holds until the cyclic collector walks them; linked
+            # to the root it left, the entry is freed by reference counting with its task.
+            root = self._root
+            entry.next = root
+            entry.prev = root
             entry.list = None
             self._size -= 1
             self._task_counter.value -= 1
