@@ -19,6 +19,7 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,14 +203,10 @@ def test_a_hook_left_unimplemented_is_never_silently_skipped() -> None:
                 hook()
 
 
-def test_the_build_compiles_through_ccache_with_paths_that_do_not_depend_on_the_checkout(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """hatch_build's ccache launcher: mypyc's runtime headers (in a build environment uv creates afresh for each
-    build) are read from a copy in the build directory, so that a fresh checkout's compile hits the cache."""
+def _hatch_build(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """hatch_build.py as a module, without hatchling (which only the build environment has)."""
     import importlib.util
     import types
-
-    from mypyc.build import include_dir
 
     interface = types.ModuleType("hatchling.builders.hooks.plugin.interface")
     interface.BuildHookInterface = object  # type: ignore[attr-defined]
@@ -218,6 +215,39 @@ def test_the_build_compiles_through_ccache_with_paths_that_do_not_depend_on_the_
     assert spec is not None and spec.loader is not None
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
+    return hook
+
+
+def test_the_install_writes_bytecode_even_where_the_interpreter_may_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without bytecode caches every start compiles pandas, pyarrow and kafkasim from source (1.8 of a
+    quickstart's 3.1 CPU s where PYTHONDONTWRITEBYTECODE is set): uv writes the dependencies' at install
+    (`compile-bytecode`), the build hook an editable install's own, whatever the environment says."""
+    import importlib.util
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["tool"]["uv"]["compile-bytecode"] is True
+    hook = _hatch_build(monkeypatch)
+    package = tmp_path / "kafkasim"
+    (package / "sub").mkdir(parents=True)
+    sources = [package / "__init__.py", package / "sub" / "module.py"]
+    for source in sources:
+        source.write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    hook._compile_bytecode(package)
+    assert all(Path(importlib.util.cache_from_source(str(source))).is_file() for source in sources)
+
+
+def test_the_build_compiles_through_ccache_with_paths_that_do_not_depend_on_the_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hatch_build's ccache launcher: mypyc's runtime headers (in a build environment uv creates afresh for each
+    build) are read from a copy in the build directory, so that a fresh checkout's compile hits the cache."""
+    import types
+
+    from mypyc.build import include_dir
+
+    hook = _hatch_build(monkeypatch)
     launcher = tmp_path / "bin" / "ccache"
     launcher.parent.mkdir()
     launcher.write_text("#!/bin/sh\nexec \"$@\"\n")
