@@ -24,7 +24,8 @@ class TimerTaskEntry:
         self.list: TimerTaskList | None = None
         # An entry in no list links to itself until it is first added, then to the root of the list it last
         # left (Kafka's links are null): the links stay plain entries, which the list code follows without a
-        # None check and the compiled build keeps unboxed.
+        # None check and the compiled build keeps unboxed. An entry the wheel refuses (already expired: a
+        # delay under one tick) is never added and stays self-linked: a cycle, left to the cyclic collector.
         self.next: TimerTaskEntry = self
         self.prev: TimerTaskEntry = self
         # Kafka's TimerTask.setTimerTaskEntry, inlined for the hot path: evict the task's previous entry.
