@@ -41,14 +41,6 @@ def _scenario(name: str, duration: str, invariants: bool, brokers: int | None = 
                           [f"duration={duration}", f"invariants={'true' if invariants else 'false'}", *scaled])
 
 
-def _rss_mb() -> float:
-    """This process's resident set now (VmRSS), in MB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
 def measure(name: str, duration: str, invariants: bool, brokers: int | None = None) -> dict[str, Any]:
     """One run in this process: CPU by phase (building, the loop, the tables and summary), the cyclic
     collector's share, RSS at the loop's end and this process's peak RSS."""
@@ -57,6 +49,7 @@ def measure(name: str, duration: str, invariants: bool, brokers: int | None = No
     from kafkasim.run.engine import Engine
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    from engine_bench import current_rss_mb
     from simpy_baseline import simpy_events_per_second
 
     gc_cpu = [0.0]
@@ -83,8 +76,7 @@ def measure(name: str, duration: str, invariants: bool, brokers: int | None = No
     def result_at_loop_end(*args: Any, **kwargs: Any) -> Any:
         # The loop is over when the engine builds its result: CPU and RSS at that instant.
         loop_end.setdefault("cpu", time.process_time())
-        loop_end.setdefault("rss_mb", _rss_mb())
-        loop_end.setdefault("peak_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+        loop_end.setdefault("rss_mb", current_rss_mb())
         return tabulate(*args, **kwargs)
 
     engine._result = result_at_loop_end  # type: ignore[method-assign]
@@ -115,7 +107,6 @@ def measure(name: str, duration: str, invariants: bool, brokers: int | None = No
         "sim_s_per_wall_s": simulated_s / wall,
         "simpy_events_per_cpu_s": 400_000 / baseline_cpu,
         "loop_end_rss_mb": loop_end["rss_mb"],
-        "loop_end_peak_mb": loop_end["peak_mb"],
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     }
 

@@ -63,7 +63,8 @@ def _held_batches(engine: Any) -> int:
     return sum(len(segment.batches) for log in logs for segment in log.segments)
 
 
-def _current_rss_mb() -> float:
+def current_rss_mb() -> float:
+    """This process's resident set now, in MB."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
 
@@ -86,11 +87,11 @@ def measure(duration: str, invariants: bool, retention: str | None = None) -> di
     build_result = engine._result
 
     def result_after_snapshot(duration_ms: float, wall_seconds: float) -> Any:
-        rss_loop_end.append(_current_rss_mb())  # the simulation state and recorded rows, before the tables
+        rss_loop_end.append(current_rss_mb())  # the simulation state and recorded rows, before the tables
         return build_result(duration_ms, wall_seconds)
 
     engine._result = result_after_snapshot  # type: ignore[method-assign]
-    rss_start = _current_rss_mb()
+    rss_start = current_rss_mb()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = engine.run()
     cpu = time.process_time() - cpu0
