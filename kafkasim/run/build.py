@@ -195,10 +195,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
 
     def wakeup(thread: str, spec: DurationDistribution) -> Callable[[], float] | None:
         # None when always 0 (the default): the threads then run at once, with no event and no draw.
-        fixed = sampler_from_spec(spec)
-        if isinstance(fixed, Constant) and fixed.value == 0.0:
-            return None
-        return zero_arg_sampler(spec, streams.stream(f"broker-{broker_id}/costs/wakeup/{thread}"))
+        return unless_zero(spec, streams, f"broker-{broker_id}/costs/wakeup/{thread}")
 
     return BrokerServerCosts(
         processor=ProcessorCosts(
@@ -377,10 +374,16 @@ def sender_costs(p: ProducerConfig, streams: RandomStreams) -> SenderCosts | Non
 def sender_wakeup(p: ProducerConfig, streams: RandomStreams) -> Callable[[], float] | None:
     """The producer's Sender wake-up latency from its ``<producer>/costs/wakeup`` stream; None when absent or 0
     (the Sender runs at once, with no draw)."""
-    if p.costs is None:
+    return None if p.costs is None else unless_zero(p.costs.wakeup, streams, f"{p.name}/costs/wakeup")
+
+
+def unless_zero(spec: DurationDistribution, streams: RandomStreams, stream: str) -> Callable[[], float] | None:
+    """A sampler of ``spec`` drawing from the named stream, or None when ``spec`` is always 0: the caller then
+    does the thing at once, with no event and no draw."""
+    fixed = sampler_from_spec(spec)
+    if isinstance(fixed, Constant) and fixed.value == 0.0:
         return None
-    wakeup = zero_arg_sampler(p.costs.wakeup, streams.stream(f"{p.name}/costs/wakeup"))
-    return None if constant_value(wakeup) == 0.0 else wakeup
+    return zero_arg_sampler(spec, streams.stream(stream))
 
 
 def consumer_of(c: ConsumerConfig, cluster: Cluster, streams: RandomStreams, ids: IdSource,
