@@ -107,8 +107,8 @@ Arrival = Annotated[
 class ProducerCosts(ScenarioModel):
     """Simulator-only: the producer's Sender thread's time to wake and to build each ProduceRequest from the
     batches it drained (Sender.sendProduceRequest). One thread: requests built back to back queue, and each
-    goes to the network when it is built (its client_send_ms). Kafka has no metric for this time alone: it falls between
-    record-queue-time-avg (ending at the drain) and request-latency-avg (starting at the send)."""
+    goes to the network when it is built (its client_send_ms). Kafka has no metric for this time alone: it
+    falls between record-queue-time-avg (ending at the drain) and request-latency-avg (starting at the send)."""
 
     per_request: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
     """Once per ProduceRequest."""
