@@ -152,6 +152,11 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
     # A Python worker serves task after task (Spark's default, made explicit: a sweep relies on it, since a
     # worker's first task pays the imports).
     builder = builder.config("spark.python.worker.reuse", "true")
+    # The JVM and its Python workers (always on the same machine) talk over Unix domain sockets instead of
+    # loopback TCP (Spark 4.1+; older versions ignore the key). Over TCP every Python task waited ~40 ms for
+    # its input (a delayed-ACK stall): 64 tasks that do nothing took 1.7 s on local[2], 0.4 s with this
+    # (benchmarks/README.md, "Sweeps on Spark").
+    builder = builder.config("spark.python.unix.domain.socket.enabled", "true")
     if local:
         # Workers must import the same kafkasim (and its dependencies) as the driver; the daemon imports the
         # engine once before it forks them (kafkasim.sweep.daemon).
