@@ -37,6 +37,7 @@ _.uname  # idem
 _.gname  # idem
 _.requests_rows  # sweep/spark_job.py: run columns, read through __dict__ into the runs table (sweep.py)
 _.records_rows  # idem
+_._jvm  # sweep/session.py: PySpark's SparkContext._jvm, reset with _gateway so the next session launches a JVM
 
 # --- tests/ ---------------------------------------------------------------------------------------------------
 _.no_rendering  # tests/report/test_write_figures.py: a fixture requested by parameter name

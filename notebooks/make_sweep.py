@@ -153,7 +153,15 @@ display(Image(filename=str(result.output_dir / "figures" / "produce_latency_ms-a
 - On a cluster: `kafkasim sweep FILE --master spark://host:7077` (the sweep ships kafkasim and its
   dependencies to the executors, which need only the driver's Python; the output directory on a shared
   mount: README, "Sweeps on a cluster"). Runs are independent tasks, so more cores mean more runs at a
-  time; see benchmarks/README.md, "Sweeps on Spark"."""),
+  time; see benchmarks/README.md, "Sweeps on Spark".
+
+Spark is still up: another `run_sweep` in this notebook on the same master reuses the session (no JVM
+start, a fraction of a second for a small sweep). `stop_session()` stops it and its JVM when you are done
+(closing the notebook's kernel does too):"""),
+    ("code", """\
+from kafkasim.sweep import stop_session
+
+stop_session()"""),
 ]
 
 

@@ -136,6 +136,7 @@ def sweep_command(
             progress=display,
             spark=spark,
             on_planned=announce,
+            keep_session=False,  # one sweep per command: its JVM is stopped before the tables are printed
         )
     # soft_wrap: an error is one line per problem however narrow the terminal (no inserted line breaks).
     except ScenarioError as exc:

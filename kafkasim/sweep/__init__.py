@@ -5,6 +5,8 @@
     result.planned, result.succeeded, result.failed
     result.per_variant                                     # mean / 95% CI / pooled per variant and metric
     result.variant_table("p99")
+    run_sweep("sweeps/other.yaml")                         # reuses the session the first sweep started
+    stop_session()                                         # its JVM stopped (else at the interpreter's exit)
 
 Command line: `kafkasim sweep SWEEP.yaml [--master URL] [--out DIR] [--parallelism N]` (see cli.py for the
 exit codes). The sweep file format is documented in model.py, the output layout in output.py.
@@ -33,6 +35,7 @@ from kafkasim._lazy import lazy_getattr
 if TYPE_CHECKING:
     from kafkasim.sweep.model import SweepFile, load_sweep
     from kafkasim.sweep.output import IncompleteSweepError, read_manifest
+    from kafkasim.sweep.session import stop_session
     from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "load_sweep",
     "read_manifest",
     "run_sweep",
+    "stop_session",
 ]
 
 # Lazy (PEP 562): a Spark task imports kafkasim.sweep.task, and with it this package; it must not pay for
@@ -55,6 +59,7 @@ _LAZY = {
     "SweepAbortedError": "kafkasim.sweep.sweep",
     "SweepResult": "kafkasim.sweep.sweep",
     "run_sweep": "kafkasim.sweep.sweep",
+    "stop_session": "kafkasim.sweep.session",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -16,15 +16,22 @@ it with the session it started.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from kafkasim.sweep.class_archive import ARCHIVE_DIR, ClassArchive, archive_key, plan_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,12 +129,47 @@ def use_this_python(local: bool) -> None:
             os.environ.setdefault(variable, sys.executable)
 
 
+def class_archive() -> ClassArchive | None:
+    """The class-data archive for a local master's JVM (kafkasim.sweep.class_archive); None if there is no
+    usable Java or Spark, or the cache cannot be written (the session then starts without it)."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    from kafkasim.real.kafka_libs import cache_root
+    from kafkasim.sweep.java import SparkUnavailableError, check_java
+
+    try:
+        java = check_java()
+        jars = Path(_find_spark_home()) / "jars"
+    except (SparkUnavailableError, Exception, SystemExit):  # noqa: BLE001 - Spark's own start says why
+        return None  # (PySpark's _find_spark_home exits rather than raises when it finds no Spark)
+    if not jars.is_dir():
+        return None
+    return plan_archive(cache_root() / ARCHIVE_DIR, archive_key(java.executable, java.version, jars,
+                                                                 LOCAL_JVM_OPTIONS))
+
+
+@dataclass
+class _Launch:
+    """What build_spark_session started: the session, and the JVM process if it launched one (PySpark reuses
+    a JVM this process already has), with the class archive that JVM writes or reads."""
+
+    session: SparkSession
+    jvm: subprocess.Popen[bytes] | None
+    archive: ClassArchive | None
+
+
+_launch: _Launch | None = None  # one SparkContext per process: the last one build_spark_session started
+
+
 def build_spark_session(master: str | None = None, *, parallelism: int | None = None) -> SparkSession:
     """A SparkSession for sweeps: Arrow enabled, small shuffles, WARN logs, no console progress bar.
 
     `getOrCreate` semantics: if this process already has an active SparkSession, that one is returned
-    (Spark allows one SparkContext per JVM) and `master` does not change it.
+    (Spark allows one SparkContext per JVM) and `master` does not change it. `stop_spark_session` stops it
+    and the JVM it launched.
     """
+    global _launch
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     resolved = resolve_master(master, parallelism)
@@ -146,8 +188,12 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
         .config("spark.sql.shuffle.partitions", "8")
     )
     java_options = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"
+    had_jvm = SparkContext._gateway is not None
+    archive = class_archive() if local and not had_jvm else None
     if local:
         java_options += f" {LOCAL_JVM_OPTIONS}"
+        if archive is not None:
+            java_options += f" {archive.java_options}"
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
     # A Python worker serves task after task (Spark's default, made explicit: a sweep relies on it, since a
     # worker's first task pays the imports).
@@ -171,4 +217,102 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
     with _jvm_output_to(spark_log_path()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    jvm = None if had_jvm else getattr(SparkContext._gateway, "proc", None)
+    _launch = _Launch(session=spark, jvm=jvm, archive=archive if jvm is not None else None)
     return spark
+
+
+JVM_EXIT_TIMEOUT_S = 60.0
+"""How long stopping a session waits for its JVM to exit (writing a class archive takes a few seconds)."""
+
+
+def stop_spark_session(session: SparkSession) -> None:
+    """Stop `session` and, if build_spark_session launched its JVM, that JVM too, by process id: its stdin is
+    closed (PySpark's gateway exits on end of input, as when Python exits), then it is waited for and killed
+    if it has not exited within JVM_EXIT_TIMEOUT_S. A class archive that JVM wrote is moved into place."""
+    global _launch
+    from pyspark import SparkContext
+
+    launch = _launch if _launch is not None and _launch.session is session else None
+    session.stop()
+    if launch is None or launch.jvm is None:
+        return
+    _launch = None
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        with contextlib.suppress(Exception):  # the connection may already be gone; the process is what matters
+            gateway.shutdown()
+    proc = launch.jvm
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=JVM_EXIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    # The next session launches a JVM of its own (PySpark reuses the gateway while it is set).
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if launch.archive is not None and proc.returncode == 0:
+        launch.archive.complete()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The session a process keeps for its sweeps
+# ---------------------------------------------------------------------------------------------------------
+
+_kept: tuple[SparkSession, str] | None = None  # (session, master): started by a sweep, kept for the next
+_kept_lock = threading.Lock()
+_atexit_registered = False
+
+
+def sweep_session(master: str | None, parallelism: int | None) -> tuple[SparkSession, bool]:
+    """The session a sweep runs on, and whether this call started it.
+
+    In order: the session an earlier sweep of this process started and kept, if it runs the master asked
+    for (a notebook's second sweep pays no JVM start; one on another master stops it and starts anew); a
+    session the caller made active themselves (used as is, never stopped); else a new one, kept for later
+    sweeps until `stop_session()` or the interpreter's exit.
+    """
+    global _kept, _atexit_registered
+    from pyspark.sql import SparkSession
+
+    resolved = resolve_master(master, parallelism)
+    with _kept_lock:
+        kept = _kept
+    if kept is not None:
+        session, kept_master = kept
+        if kept_master == resolved and getattr(session.sparkContext, "_jsc", None) is not None:
+            return session, False
+        stop_session()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    session = build_spark_session(master, parallelism=parallelism)
+    with _kept_lock:
+        _kept = (session, resolved)
+        if not _atexit_registered:
+            atexit.register(stop_session)
+            _atexit_registered = True
+    return session, True
+
+
+def kept_session() -> SparkSession | None:
+    """The session sweeps of this process started and keep, if any."""
+    with _kept_lock:
+        return None if _kept is None else _kept[0]
+
+
+def stop_session() -> None:
+    """Stop the session sweeps of this process kept, and its JVM (by process id); a no-op without one.
+
+    Its Spark log is deleted (a sweep that Spark failed has already moved it aside, see keep_spark_log).
+    Called at the interpreter's exit; a notebook calls it to give the JVM's memory back sooner.
+    """
+    global _kept
+    with _kept_lock:
+        kept, _kept = _kept, None
+    if kept is None:
+        return
+    stop_spark_session(kept[0])
+    remove_spark_log()

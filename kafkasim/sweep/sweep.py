@@ -34,12 +34,13 @@ from kafkasim.sweep.output import MANIFEST, check_sweep_dir, prepare, publish, w
 from kafkasim.sweep.plan import SweepPlan, Variant, plan_sweep
 from kafkasim.sweep.plots import plot_sweep
 from kafkasim.sweep.session import (
-    build_spark_session,
     is_local_master,
     keep_spark_log,
-    remove_spark_log,
+    kept_session,
     resolve_master,
     spark_log_path,
+    stop_session,
+    sweep_session,
 )
 from kafkasim.sweep.shipping import ship_kafkasim
 from kafkasim.sweep.spark_job import (
@@ -179,12 +180,17 @@ def run_sweep(
     progress: ProgressCallback | None = None,
     spark: SparkSession | None = None,
     on_planned: Callable[[SweepPlan, Path], None] | None = None,
+    keep_session: bool = True,
 ) -> SweepResult:
     """Run a sweep file on Spark (default `local[*]`) and return what it produced.
 
     `runner` defaults to kafkasim.run.run_scenario, looked up by import path in the executors. `spark`
-    reuses an existing session, as does an active session of this process (neither is stopped);
-    otherwise one is started for the sweep and stopped at the end. `on_planned(plan, output_dir)` is called once the plan is valid, before Spark.
+    reuses an existing session, as does an active session of this process (neither is stopped).
+    Otherwise the session an earlier sweep of this process started is reused if it runs the same master,
+    or one is started; it is kept for the next sweep (a notebook's second sweep pays no JVM start) until
+    `kafkasim.sweep.stop_session()` or the interpreter's exit, or stopped at the end with
+    `keep_session=False` (the command line's one-shot sweep). `on_planned(plan, output_dir)` is called once
+    the plan is valid, before Spark.
     Raises ScenarioError (bad sweep file or variant), SparkUnavailableError (no PySpark or no Java 17+),
     OutputDirError, SweepAbortedError.
     """
@@ -205,19 +211,14 @@ def run_sweep(
     write_manifest(partial, _manifest(plan, loaded, resolved_master, None, complete=False))
     _write_inputs(partial, loaded, plan)
 
-    if spark is None:
-        from pyspark.sql import SparkSession
-
-        # A session the caller already has (a notebook's) is used as is and left running.
-        spark = SparkSession.getActiveSession()
-        own_session = spark is None
-    else:
-        own_session = False
     t_start = time.perf_counter()
-    session = spark if spark is not None else build_spark_session(master, parallelism=parallelism)
-    timings = {"spark_start": time.perf_counter() - t_start}
+    if spark is None:
+        session, started = sweep_session(master, parallelism)
+        owned = session is kept_session()
+    else:
+        session, started, owned = spark, False, False
+    timings = {"spark_start": time.perf_counter() - t_start if started else 0.0}
     job: JobOutput | None = None
-    spark_failed = False
     try:
         session_master = getattr(getattr(session, "sparkContext", None), "master", None)
         if isinstance(session_master, str) and not is_local_master(session_master):
@@ -232,18 +233,16 @@ def run_sweep(
         )
         timings["aggregate"] = time.perf_counter() - t_aggregate
     except Exception as exc:
-        spark_failed = True
         first = spark_failure_cause(exc)
         write_manifest(partial, _manifest(plan, loaded, resolved_master, job, complete=False, error=first))
-        log = keep_spark_log() if own_session else spark_log_path()
+        log = keep_spark_log() if owned else spark_log_path()
+        if owned:
+            stop_session()  # a session Spark failed in is not one to keep
         raise SweepAbortedError(
             f"Spark could not finish the sweep: {first} (Spark log: {log}; incomplete output left in {partial})"
         ) from exc
-    finally:
-        if own_session:
-            session.stop()
-            if not spark_failed:
-                remove_spark_log()  # the session this sweep started wrote it; kept only when Spark failed
+    if owned and not keep_session:
+        stop_session()
 
     explicit = loaded.sweep.metrics is not None
     problems = aggregates.problems if explicit else []

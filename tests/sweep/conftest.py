@@ -29,11 +29,11 @@ def spark() -> Iterator[SparkSession]:
         check_java()
     except JavaNotFoundError as exc:
         pytest.skip(str(exc))
-    from kafkasim.sweep.session import build_spark_session
+    from kafkasim.sweep.session import build_spark_session, stop_spark_session
 
     session = build_spark_session("local[2]")
     yield session
-    session.stop()
+    stop_spark_session(session)  # and its JVM, by process id
     from kafkasim.sweep.session import remove_spark_log
 
     remove_spark_log()  # as a sweep does with the session it started

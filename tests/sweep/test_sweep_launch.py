@@ -79,7 +79,7 @@ def test_a_sweep_spark_could_not_finish_keeps_its_spark_log_and_names_it(
     monkeypatch.setattr(sweep_module, "check_pyspark", lambda: None)
     monkeypatch.setattr(sweep_module, "check_java", lambda: None)
     monkeypatch.setattr(pyspark.sql.SparkSession, "getActiveSession", classmethod(lambda cls: None))
-    monkeypatch.setattr(sweep_module, "build_spark_session", start_session)
+    monkeypatch.setattr(session_module, "build_spark_session", start_session)
     monkeypatch.setattr(sweep_module, "run_job", failing_job)
     with pytest.raises(SweepAbortedError) as caught:
         run_sweep(sweep_dir / "s.yaml", out=sweep_dir / "out")

@@ -1,0 +1,83 @@
+"""The session a sweep starts is kept for the next sweep of the process, and stopped with its JVM, by process
+id, by `stop_session()` or at the interpreter's exit; the JVM's class archive is written once and then used.
+
+Runs in a child process: this one has the test session's SparkSession active, which a sweep would use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+_CHILD = """
+import json, os, sys
+from pathlib import Path
+from kafkasim.sweep import run_sweep, stop_session
+from kafkasim.sweep import session as S
+
+here = Path(sys.argv[1])
+seen = {}
+
+def jvm_arguments():
+    bean = S.kept_session().sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    return [str(a) for a in bean.getInputArguments()]
+
+first = run_sweep(here / "s.yaml", master="local[1]", out=here / "out1")
+seen["first_pid"] = S._launch.jvm.pid
+seen["first_args"] = jvm_arguments()
+second = run_sweep(here / "s.yaml", master="local[1]", out=here / "out2")
+seen["second_start"] = second.timings["spark_start"]
+seen["same_session"] = S._launch is not None and S._launch.jvm.pid == seen["first_pid"]
+seen["same_results"] = first.per_variant.equals(second.per_variant)
+stop_session()
+seen["kept_after_stop"] = S.kept_session() is not None
+try:
+    os.kill(seen["first_pid"], 0)
+    seen["first_alive_after_stop"] = True
+except ProcessLookupError:
+    seen["first_alive_after_stop"] = False
+third = run_sweep(here / "s.yaml", master="local[1]", out=here / "out3")
+seen["third_pid"] = S._launch.jvm.pid
+seen["third_args"] = jvm_arguments()
+print(json.dumps(seen))
+"""  # the interpreter's exit stops the third session's JVM (atexit)
+
+SWEEP = "base: base.yaml\nseeds: [1, 2]\nduration: 2s\n"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_second_sweep_reuses_the_session_and_its_jvm_is_stopped_by_pid(sweep_dir: Path, tmp_path: Path) -> None:
+    (sweep_dir / "s.yaml").write_text(SWEEP)
+    cache = tmp_path / "cache"  # a cache of its own: the first session writes the class archive
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(sweep_dir)], capture_output=True, text=True, env=env,
+                          timeout=600, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert seen["second_start"] == 0.0 and seen["same_session"] and seen["same_results"]
+    assert not seen["kept_after_stop"] and not seen["first_alive_after_stop"]
+    assert seen["third_pid"] != seen["first_pid"]
+    deadline = time.monotonic() + 5  # the child has exited; its atexit waited for the JVM
+    while _alive(seen["third_pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(seen["third_pid"]), "the kept session's JVM outlived the interpreter"
+
+    archives = sorted((cache / "kafkasim" / "spark-class-archive").iterdir())
+    assert [a.suffix for a in archives] == [".jsa"], archives  # written, moved into place, nothing temporary left
+    assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in seen["first_args"])
+    assert f"-XX:SharedArchiveFile={archives[0]}" in seen["third_args"]
