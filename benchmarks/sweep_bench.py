@@ -15,7 +15,12 @@ Every measurement is a fresh Python process:
 - pool of 2: the same runs on a `multiprocessing` pool of 2 processes forked after the same warm-up, no
           Spark: what the two cores deliver at that moment, the ceiling of any sweep on a shared machine;
 - after:  `run_sweep(sweep, master="local[2]")` of this checkout, timed from before the SparkSession starts
-          to the result (what `kafkasim sweep` costs, less the CLI's imports);
+          to the result (what `kafkasim sweep` costs, less the command's imports and the session's stop: the
+          session a sweep starts is kept for the process's next sweep and stopped at its exit);
+- warm session (second sweep): the same `run_sweep` as a process's second sweep, after an untimed sweep that
+          started the session sweeps keep (a notebook's second sweep; this checkout only);
+- command (kafkasim sweep), fixed cost only: `python -m kafkasim sweep` as a subprocess, from its start to its
+          exit: imports, the sweep, the tables it prints, the session and its JVM stopped;
 - before: the same with the kafkasim of git revision REV (`--before REV`, extracted with `git archive` and
           put first on PYTHONPATH, for the driver and, through spark.executorEnv.PYTHONPATH, its workers);
           `--after REV` measures a revision the same way instead of this checkout.
@@ -107,11 +112,16 @@ def child_pool(runs: int, duration: str) -> dict[str, Any]:
     return {"wall_s": time.perf_counter() - wall0}
 
 
-def child_sweep(runs: int, duration: str) -> dict[str, Any]:
+def child_sweep(runs: int, duration: str, warm: bool = False) -> dict[str, Any]:
+    """`run_sweep` timed in a new session, or (`warm`) as a process's second sweep: after an untimed sweep of 2
+    runs of 0.1 s that started the session it keeps (a notebook's second sweep)."""
     import kafkasim
     from kafkasim.sweep.sweep import run_sweep
 
     with tempfile.TemporaryDirectory(prefix="kafkasim-sweep-bench-") as tmp:
+        if warm:
+            (Path(tmp) / "first").mkdir()
+            run_sweep(_write_sweep(Path(tmp) / "first", 2, "0.1s"), master=MASTER, out=Path(tmp) / "first-out")
         sweep = _write_sweep(Path(tmp), runs, duration)
         t0 = time.perf_counter()
         result = run_sweep(sweep, master=MASTER, out=Path(tmp) / "out")
@@ -124,6 +134,17 @@ def child_sweep(runs: int, duration: str) -> dict[str, Any]:
                  if getattr(r, "timings", None) and "run_cpu_s" in r.timings]
     return {"wall_s": wall, "timings": timings, "run_s": run_s, "run_cpu_s": run_cpu_s,
             "kafkasim": str(Path(kafkasim.__file__).parent)}
+
+
+def child_command(runs: int, duration: str) -> dict[str, Any]:
+    """`kafkasim sweep` as a user types it: the command's wall time, from its start (imports) to its exit
+    (after the session and its JVM are stopped)."""
+    with tempfile.TemporaryDirectory(prefix="kafkasim-sweep-bench-") as tmp:
+        sweep = _write_sweep(Path(tmp), runs, duration)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "kafkasim", "sweep", str(sweep), "--master", MASTER, "--out",
+                        str(Path(tmp) / "out")], check=True, capture_output=True, cwd=tmp)
+        return {"wall_s": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -159,7 +180,7 @@ def _child(kind: str, runs: int, duration: str, pythonpath: Path | None) -> dict
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--child", choices=["loop", "pool", "sweep"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["loop", "pool", "sweep", "warm", "command"], help=argparse.SUPPRESS)
     parser.add_argument("--runs", type=int, default=32)
     parser.add_argument("--duration", default="3s")
     parser.add_argument("--before", metavar="REV", help="git revision to compare with (default: none)")
@@ -175,8 +196,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.child == "pool":
         print(json.dumps(child_pool(args.runs, args.duration)))
         return
-    if args.child == "sweep":
-        print(json.dumps(child_sweep(args.runs, args.duration)))
+    if args.child in ("sweep", "warm"):
+        print(json.dumps(child_sweep(args.runs, args.duration, warm=args.child == "warm")))
+        return
+    if args.child == "command":
+        print(json.dumps(child_command(args.runs, args.duration)))
         return
 
     workloads = [(w.split(":")[0], int(w.split(":")[1])) for w in args.workloads.split(",")]
@@ -196,12 +220,13 @@ def main(argv: list[str] | None = None) -> None:
             fixed = workload == "fixed"
             n, duration = (2, "0.1s") if fixed else (runs, workload)
             configs = ([] if fixed else [("loop", None), ("pool of 2", None)]) + [
-                (f"sweep {v}", p) for v, p in versions]
+                (f"sweep {v}", p) for v, p in versions] + [
+                ("command (kafkasim sweep)", None) if fixed else ("warm session (second sweep)", None)]
             results: dict[str, list[dict[str, Any]]] = {c: [] for c, _ in configs}
             for i in range(repeats):
                 order = configs[i % len(configs):] + configs[:i % len(configs)]  # rotate: no fixed first place
                 for name, path in order:
-                    kind = name.split()[0]
+                    kind = {"command": "command", "warm": "warm"}.get(name.split()[0], name.split()[0])
                     print(f"[{workload} {i + 1}/{repeats}] {name} ...", file=sys.stderr, flush=True)
                     data = _child(kind, n, duration, path)
                     results[name].append(data)
