@@ -10,7 +10,7 @@ Lifecycle:
 
 * The archive lives in kafkasim's user cache (`$XDG_CACHE_HOME/kafkasim/spark-class-archive/`, default
   `~/.cache`), named by a hash of everything it depends on: the `java` executable and its version, Spark's
-  jars (names and sizes) and the JVM options. A new JDK or Spark makes a new name. The JVM also checks an
+  jars (their directory, names and sizes) and the JVM options. A new JDK or Spark makes a new name. The JVM also checks an
   archive it is given and, if it does not match, runs without it (a warning in the Spark log), never fails.
 * A session started while there is no archive asks its JVM to write one when it exits, under a temporary
   name of its own (`<name>.<pid>.tmp`). That session starts slower (the JVM records what it loads: 8.4 s
@@ -61,7 +61,9 @@ class ClassArchive:
 def archive_key(java_executable: str, java_version: str, spark_jars: Path, java_options: str) -> str:
     """A hash of what an archive is valid for: the JVM, Spark's classes and the JVM's options."""
     digest = hashlib.sha256()
-    for part in (os.path.realpath(java_executable), java_version, java_options):
+    # The JVM records the class path it archived and refuses the archive on another: the jars' directory
+    # is part of the key (each virtual environment's pyspark has its own).
+    for part in (os.path.realpath(java_executable), java_version, java_options, os.path.realpath(spark_jars)):
         digest.update(part.encode() + b"\0")
     for jar in sorted(spark_jars.glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}".encode() + b"\0")

@@ -63,5 +63,7 @@ def test_the_key_follows_the_jvm_spark_and_the_options(tmp_path: Path) -> None:
     assert base == archive_key(java, "17.0.15", jars, "-XX:+UseSerialGC")
     assert base != archive_key(java, "21.0.1", jars, "-XX:+UseSerialGC")
     assert base != archive_key(java, "17.0.15", jars, "-XX:+UseParallelGC")
+    other_venv = _jars(tmp_path / "other" / "jars", spark_core=10, scala=20)  # the same jars elsewhere
+    assert base != archive_key(java, "17.0.15", other_venv, "-XX:+UseSerialGC")
     _jars(jars, spark_core=11)  # a new Spark: same names, other contents
     assert base != archive_key(java, "17.0.15", jars, "-XX:+UseSerialGC")

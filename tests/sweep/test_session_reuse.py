@@ -46,6 +46,8 @@ except ProcessLookupError:
 third = run_sweep(here / "s.yaml", master="local[1]", out=here / "out3")
 seen["third_pid"] = S._launch.jvm.pid
 seen["third_args"] = jvm_arguments()
+# The JVM says so in its output (the Spark log) when it cannot use an archive it was given.
+seen["cds_warnings"] = [line for line in S.spark_log_path().read_text().splitlines() if "cds" in line.lower()]
 print(json.dumps(seen))
 """  # the interpreter's exit stops the third session's JVM (atexit)
 
@@ -81,3 +83,4 @@ def test_a_second_sweep_reuses_the_session_and_its_jvm_is_stopped_by_pid(sweep_d
     assert [a.suffix for a in archives] == [".jsa"], archives  # written, moved into place, nothing temporary left
     assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in seen["first_args"])
     assert f"-XX:SharedArchiveFile={archives[0]}" in seen["third_args"]
+    assert seen["cds_warnings"] == []
