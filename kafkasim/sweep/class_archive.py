@@ -18,7 +18,7 @@ Lifecycle:
   session (kafkasim.sweep.session.stop_session) waits for the JVM's exit and then renames the file into
   place: one slow session per machine, JDK and Spark, and every later one is faster.
 * A temporary file whose JVM is gone without being waited for (the driver was killed) is removed the next
-  time a session plans an archive.
+  time a session plans an archive, and so are all but the MAX_ARCHIVES most recently used archives.
 
 Only local masters use it: a cluster's driver JVM is the same, but its start is small next to a cluster
 sweep and its machine is not necessarily this one's (`spark.driver.extraJavaOptions` would name a file
@@ -27,12 +27,15 @@ there).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 ARCHIVE_DIR = "spark-class-archive"
+MAX_ARCHIVES = 4
+"""Archives kept in the cache: the most recently used ones (each virtual environment's pyspark has its own)."""
 _SUFFIX = ".jsa"
 
 
@@ -77,6 +80,8 @@ def plan_archive(directory: Path, key: str) -> ClassArchive | None:
     if any(c.isspace() for c in str(path)):
         return None
     if path.is_file():
+        with contextlib.suppress(OSError):
+            os.utime(path)  # last used now: pruning keeps the archives in use
         return ClassArchive(path=path, pending=None)
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -85,7 +90,16 @@ def plan_archive(directory: Path, key: str) -> ClassArchive | None:
     if not os.access(directory, os.W_OK):
         return None
     _remove_orphans(directory)
+    _prune(directory, keep=MAX_ARCHIVES - 1)
     return ClassArchive(path=path, pending=directory / f"{key}{_SUFFIX}.{os.getpid()}.tmp")
+
+
+def _prune(directory: Path, keep: int) -> None:
+    """Delete all but the `keep` most recently used archives (each is ~115 MB; a new JDK, Spark or virtual
+    environment makes a new one and leaves the old unused)."""
+    archives = sorted(directory.glob(f"*{_SUFFIX}"), key=lambda a: a.stat().st_mtime, reverse=True)
+    for old in archives[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def _remove_orphans(directory: Path) -> None:

@@ -45,6 +45,20 @@ def test_a_dead_writers_temporary_archive_is_removed_a_live_ones_stays(tmp_path:
     assert not dead.exists() and alive.exists()
 
 
+def test_a_new_archive_prunes_all_but_the_most_recently_used(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for age, name in enumerate(["a", "b", "c", "d", "e"]):  # "a" used last, "e" longest ago
+        archive = cache / f"{name}.jsa"
+        archive.write_bytes(b"archive")
+        os.utime(archive, (1_000_000 - age, 1_000_000 - age))
+    used = plan_archive(cache, "e")  # used again: now the most recent
+    assert used is not None and used.pending is None
+    plan_archive(cache, "new")
+    # Three kept, with room for the one the new session's JVM writes (MAX_ARCHIVES = 4).
+    assert sorted(p.name for p in cache.glob("*.jsa")) == ["a.jsa", "b.jsa", "e.jsa"]
+
+
 def test_an_unwritable_cache_means_no_archive_not_an_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
