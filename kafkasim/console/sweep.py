@@ -20,7 +20,7 @@ from kafkasim.scenario.errors import ScenarioError
 from kafkasim.sweep.java import SparkUnavailableError
 from kafkasim.sweep.output import OutputDirError
 from kafkasim.sweep.plan import SweepPlan
-from kafkasim.sweep.session import resolve_master
+from kafkasim.sweep.session import resolve_master, writes_class_archive
 from kafkasim.sweep.spark_job import Runner
 from kafkasim.sweep.sweep import SweepAbortedError, SweepResult, run_sweep
 
@@ -125,6 +125,9 @@ def sweep_command(
             f"sweep {escape(str(sweep_file))}: {len(plan.variants)} variant(s) x {len(plan.seeds)} seed(s) = "
             f"{len(plan.runs)} runs on {escape(where)} -> {escape(str(out_dir))}"
         )
+        if spark is None and writes_class_archive(master, parallelism):
+            console.print("first sweep with this Java, Spark and environment: its JVM also writes a class archive "
+                          "for later sessions to start from (once, ~10 s more)", highlight=False)
 
     try:
         result = run_sweep(

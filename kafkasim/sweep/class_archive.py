@@ -73,10 +73,15 @@ def archive_key(java_executable: str, java_version: str, spark_jars: Path, java_
     return digest.hexdigest()[:24]
 
 
+def archive_path(directory: Path, key: str) -> Path:
+    """Where the archive of `key` is (once written)."""
+    return directory / f"{key}{_SUFFIX}"
+
+
 def plan_archive(directory: Path, key: str) -> ClassArchive | None:
     """The archive to use (it exists) or to write (it does not); None if the directory cannot be written, or
     if its path has a space (Spark splits `spark.driver.extraJavaOptions` at whitespace)."""
-    path = directory / f"{key}{_SUFFIX}"
+    path = archive_path(directory, key)
     if any(c.isspace() for c in str(path)):
         return None
     if path.is_file():

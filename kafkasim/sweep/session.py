@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkasim.sweep.class_archive import ARCHIVE_DIR, ClassArchive, archive_key, plan_archive
+from kafkasim.sweep.class_archive import ARCHIVE_DIR, ClassArchive, archive_key, archive_path, plan_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -129,9 +129,9 @@ def use_this_python(local: bool) -> None:
             os.environ.setdefault(variable, sys.executable)
 
 
-def class_archive() -> ClassArchive | None:
-    """The class-data archive for a local master's JVM (kafkasim.sweep.class_archive); None if there is no
-    usable Java or Spark, or the cache cannot be written (the session then starts without it)."""
+def _archive_location() -> tuple[Path, str] | None:
+    """The class archives' directory and this JVM's key (kafkasim.sweep.class_archive); None without a usable
+    Java or Spark."""
     from pyspark.find_spark_home import _find_spark_home
 
     from kafkasim.real.kafka_libs import cache_root
@@ -144,8 +144,23 @@ def class_archive() -> ClassArchive | None:
         return None  # (PySpark's _find_spark_home exits rather than raises when it finds no Spark)
     if not jars.is_dir():
         return None
-    return plan_archive(cache_root() / ARCHIVE_DIR, archive_key(java.executable, java.version, jars,
-                                                                 LOCAL_JVM_OPTIONS))
+    return cache_root() / ARCHIVE_DIR, archive_key(java.executable, java.version, jars, LOCAL_JVM_OPTIONS)
+
+
+def class_archive() -> ClassArchive | None:
+    """The class-data archive for a local master's JVM (kafkasim.sweep.class_archive); None if there is no
+    usable Java or Spark, or the cache cannot be written (the session then starts without it)."""
+    location = _archive_location()
+    return None if location is None else plan_archive(*location)
+
+
+def writes_class_archive(master: str | None, parallelism: int | None = None) -> bool:
+    """Whether a session started now on `master` would first write the JVM's class archive (a slower session,
+    once per JDK, Spark and environment), for the command line to say why."""
+    if not is_local_master(resolve_master(master, parallelism)) or kept_session() is not None:
+        return False
+    location = _archive_location()
+    return location is not None and not archive_path(*location).is_file()
 
 
 @dataclass

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kafkasim.sweep.class_archive import archive_key, plan_archive
+import pytest
+
+from kafkasim.sweep.class_archive import archive_key, archive_path, plan_archive
 
 
 def _jars(directory: Path, **sizes: int) -> Path:
@@ -81,3 +83,23 @@ def test_the_key_follows_the_jvm_spark_and_the_options(tmp_path: Path) -> None:
     assert base != archive_key(java, "17.0.15", other_venv, "-XX:+UseSerialGC")
     _jars(jars, spark_core=11)  # a new Spark: same names, other contents
     assert base != archive_key(java, "17.0.15", jars, "-XX:+UseSerialGC")
+
+
+def test_the_command_line_is_told_when_a_session_would_write_the_archive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    from kafkasim.sweep.java import JavaNotFoundError, check_java
+    from kafkasim.sweep.session import _archive_location, writes_class_archive
+
+    try:
+        check_java()
+    except JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert writes_class_archive("local[2]")
+    assert not writes_class_archive("spark://10.0.0.1:7077")  # a cluster's driver JVM takes no archive
+    location = _archive_location()
+    assert location is not None
+    location[0].mkdir(parents=True)
+    archive_path(*location).write_bytes(b"archive")
+    assert not writes_class_archive("local[2]")
