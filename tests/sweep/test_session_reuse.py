@@ -1,7 +1,8 @@
 """The session a sweep starts is kept for the next sweep of the process, and stopped with its JVM, by process
 id, by `stop_session()` or at the interpreter's exit; the JVM's class archive is written once and then used.
 
-Runs in a child process: this one has the test session's SparkSession active, which a sweep would use."""
+The end-to-end test runs in a child process: this one has the test session's SparkSession active, which a sweep
+would use. Which session a sweep picks is checked with stand-ins, without a JVM."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.spark
 
 _CHILD = """
 import json, os, sys
@@ -62,6 +61,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.spark
 def test_a_second_sweep_reuses_the_session_and_its_jvm_is_stopped_by_pid(sweep_dir: Path, tmp_path: Path) -> None:
     (sweep_dir / "s.yaml").write_text(SWEEP)
     cache = tmp_path / "cache"  # a cache of its own: the first session writes the class archive
@@ -84,3 +84,53 @@ def test_a_second_sweep_reuses_the_session_and_its_jvm_is_stopped_by_pid(sweep_d
     assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in seen["first_args"])
     assert f"-XX:SharedArchiveFile={archives[0]}" in seen["third_args"]
     assert seen["cds_warnings"] == []
+
+
+class _FakeSession:
+    """Stands for a SparkSession: what sweep_session and stop_spark_session look at."""
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self.stopped = False
+        self.sparkContext = self
+
+    @property
+    def _jsc(self) -> object | None:
+        return None if self.stopped else object()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_which_session_a_sweep_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    from kafkasim.sweep import session as S
+
+    started: list[_FakeSession] = []
+
+    def build(master: str | None, *, parallelism: int | None = None) -> _FakeSession:
+        started.append(_FakeSession(S.resolve_master(master, parallelism)))
+        return started[-1]
+
+    active: list[_FakeSession] = []
+    monkeypatch.setattr(S, "build_spark_session", build)
+    monkeypatch.setattr(S, "remove_spark_log", lambda: None)
+    monkeypatch.setattr(S, "_kept", None)
+    monkeypatch.setattr(S, "_atexit_registered", True)  # not this test's business: no handler left behind
+    monkeypatch.setattr(pyspark_sql.SparkSession, "getActiveSession",
+                        classmethod(lambda cls: next((s for s in active if not s.stopped), None)))
+
+    first, new = S.sweep_session("local[2]", None)
+    assert new and S.kept_session() is first
+    again, new = S.sweep_session(None, 2)  # the same master, said another way
+    assert again is first and not new
+    other, new = S.sweep_session("local[1]", None)  # another master: the kept one stopped, a new one kept
+    assert new and other is not first and first.stopped and S.kept_session() is other
+    S.stop_session()
+    assert other.stopped and S.kept_session() is None
+    mine = _FakeSession("local[4]")
+    active.append(mine)  # a session the caller made: used as is, never kept, never stopped
+    used, new = S.sweep_session("local[2]", None)
+    assert used is mine and not new and S.kept_session() is None
+    S.stop_session()
+    assert not mine.stopped and len(started) == 2
