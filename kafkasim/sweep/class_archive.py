@@ -12,8 +12,10 @@ Lifecycle:
   `~/.cache`), named by a hash of everything it depends on: the `java` executable and its version, Spark's
   jars (their directory, names and sizes) and the JVM options. A new JDK or Spark makes a new name. The JVM also checks an
   archive it is given and, if it does not match, runs without it (a warning in the Spark log), never fails.
-* A session started while there is no archive asks its JVM to write one when it exits, under a temporary
-  name of its own (`<name>.<pid>.tmp`). That session starts slower (the JVM records what it loads: 8.4 s
+* A session a sweep starts while there is no archive asks its JVM to write one when it exits, under a
+  temporary name of its own (`<name>.<pid>.tmp`). Only sessions whose stop kafkasim owns do (a sweep's, or
+  `build_spark_session(..., write_class_archive=True)` stopped by `stop_spark_session`): a JVM left to exit
+  with Python would write it with nobody to move it into place, and the next session would pay again. That session starts slower (the JVM records what it loads: 8.4 s
   against 4.2 s measured) and its JVM takes a few seconds to write ~115 MB when it exits. Stopping the
   session (kafkasim.sweep.session.stop_session) waits for the JVM's exit and then renames the file into
   place: one slow session per machine, JDK and Spark, and every later one is faster.
@@ -78,9 +80,10 @@ def archive_path(directory: Path, key: str) -> Path:
     return directory / f"{key}{_SUFFIX}"
 
 
-def plan_archive(directory: Path, key: str) -> ClassArchive | None:
-    """The archive to use (it exists) or to write (it does not); None if the directory cannot be written, or
-    if its path has a space (Spark splits `spark.driver.extraJavaOptions` at whitespace)."""
+def plan_archive(directory: Path, key: str, *, write: bool = True) -> ClassArchive | None:
+    """The archive to use (it exists) or, if `write`, to write (it does not); None if there is none to use and
+    none to write: not `write`, the directory cannot be written, or its path has a space (Spark splits
+    `spark.driver.extraJavaOptions` at whitespace)."""
     path = archive_path(directory, key)
     if any(c.isspace() for c in str(path)):
         return None
@@ -88,6 +91,8 @@ def plan_archive(directory: Path, key: str) -> ClassArchive | None:
         with contextlib.suppress(OSError):
             os.utime(path)  # last used now: pruning keeps the archives in use
         return ClassArchive(path=path, pending=None)
+    if not write:
+        return None
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:

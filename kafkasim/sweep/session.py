@@ -147,11 +147,12 @@ def _archive_location() -> tuple[Path, str] | None:
     return cache_root() / ARCHIVE_DIR, archive_key(java.executable, java.version, jars, LOCAL_JVM_OPTIONS)
 
 
-def class_archive() -> ClassArchive | None:
-    """The class-data archive for a local master's JVM (kafkasim.sweep.class_archive); None if there is no
-    usable Java or Spark, or the cache cannot be written (the session then starts without it)."""
+def class_archive(*, write: bool) -> ClassArchive | None:
+    """The class-data archive for a local master's JVM (kafkasim.sweep.class_archive): the one to use, or, if
+    `write`, the one its JVM is to write; None if there is no usable Java or Spark, no archive and no `write`,
+    or the cache cannot be written (the session then starts without one)."""
     location = _archive_location()
-    return None if location is None else plan_archive(*location)
+    return None if location is None else plan_archive(*location, write=write)
 
 
 def writes_class_archive(master: str | None, parallelism: int | None = None) -> bool:
@@ -176,12 +177,15 @@ class _Launch:
 _launch: _Launch | None = None  # one SparkContext per process: the last one build_spark_session started
 
 
-def build_spark_session(master: str | None = None, *, parallelism: int | None = None) -> SparkSession:
+def build_spark_session(master: str | None = None, *, parallelism: int | None = None,
+                        write_class_archive: bool = False) -> SparkSession:
     """A SparkSession for sweeps: Arrow enabled, small shuffles, WARN logs, no console progress bar.
 
     `getOrCreate` semantics: if this process already has an active SparkSession, that one is returned
     (Spark allows one SparkContext per JVM) and `master` does not change it. `stop_spark_session` stops it
-    and the JVM it launched.
+    and the JVM it launched. A local JVM starts from the class archive if there is one; with
+    `write_class_archive` (for a caller that will stop the session with `stop_spark_session`) one that
+    finds none writes it when it exits (kafkasim.sweep.class_archive).
     """
     global _launch
     from pyspark import SparkContext
@@ -204,7 +208,7 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
     )
     java_options = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"
     had_jvm = SparkContext._gateway is not None
-    archive = class_archive() if local and not had_jvm else None
+    archive = class_archive(write=write_class_archive) if local and not had_jvm else None
     if local:
         java_options += f" {LOCAL_JVM_OPTIONS}"
         if archive is not None:
@@ -303,7 +307,8 @@ def sweep_session(master: str | None, parallelism: int | None) -> tuple[SparkSes
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    session = build_spark_session(master, parallelism=parallelism)
+    # Stopped by stop_session (at the latest at the interpreter's exit): it may write the class archive.
+    session = build_spark_session(master, parallelism=parallelism, write_class_archive=True)
     with _kept_lock:
         _kept = (session, resolved)
         if not _atexit_registered:

@@ -31,7 +31,7 @@ def spark() -> Iterator[SparkSession]:
         pytest.skip(str(exc))
     from kafkasim.sweep.session import build_spark_session, stop_spark_session
 
-    session = build_spark_session("local[2]")
+    session = build_spark_session("local[2]", write_class_archive=True)
     yield session
     stop_spark_session(session)  # and its JVM, by process id
     from kafkasim.sweep.session import remove_spark_log

@@ -34,6 +34,17 @@ def test_without_an_archive_the_jvm_is_asked_to_write_one_under_a_name_of_its_ow
     assert again.java_options == f"-XX:SharedArchiveFile={tmp_path / 'cache' / 'k1.jsa'}"
 
 
+def test_only_a_caller_that_will_stop_the_jvm_asks_it_to_write_one(tmp_path: Path) -> None:
+    # A JVM left to exit with Python writes its archive with nobody to move it into place: every later
+    # session would start slowly again, and leave a JVM writing behind it.
+    assert plan_archive(tmp_path / "cache", "k1", write=False) is None
+    assert not (tmp_path / "cache").exists()
+    (tmp_path / "cache").mkdir()
+    archive_path(tmp_path / "cache", "k1").write_bytes(b"archive")
+    used = plan_archive(tmp_path / "cache", "k1", write=False)
+    assert used is not None and used.pending is None  # one that exists is used all the same
+
+
 def test_a_dead_writers_temporary_archive_is_removed_a_live_ones_stays(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()

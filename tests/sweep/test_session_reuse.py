@@ -108,7 +108,9 @@ def test_which_session_a_sweep_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
     started: list[_FakeSession] = []
 
-    def build(master: str | None, *, parallelism: int | None = None) -> _FakeSession:
+    def build(master: str | None, *, parallelism: int | None = None, write_class_archive: bool = False
+              ) -> _FakeSession:
+        assert write_class_archive  # a kept session is stopped by stop_session: it may write the archive
         started.append(_FakeSession(S.resolve_master(master, parallelism)))
         return started[-1]
 
