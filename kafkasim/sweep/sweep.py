@@ -189,8 +189,10 @@ def run_sweep(
     Otherwise the session an earlier sweep of this process started is reused if it runs the same master,
     or one is started; it is kept for the next sweep (a notebook's second sweep pays no JVM start) until
     `kafkasim.sweep.stop_session()` or the interpreter's exit, or stopped at the end with
-    `keep_session=False` (the command line's one-shot sweep). `on_planned(plan, output_dir)` is called once
-    the plan is valid, before Spark.
+    `keep_session=False` (the command line's one-shot sweep). A kept session's Python workers keep the
+    modules they imported: after changing kafkasim's code (or a runner module's), call `stop_session()` so
+    the next sweep imports it afresh. `on_planned(plan, output_dir)` is called once the plan is valid,
+    before Spark.
     Raises ScenarioError (bad sweep file or variant), SparkUnavailableError (no PySpark or no Java 17+),
     OutputDirError, SweepAbortedError.
     """
