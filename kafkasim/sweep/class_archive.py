@@ -107,8 +107,11 @@ def plan_archive(directory: Path, key: str, *, write: bool = True) -> ClassArchi
 def _prune(directory: Path, keep: int) -> None:
     """Delete all but the `keep` most recently used archives (each is ~115 MB; a new JDK, Spark or virtual
     environment makes a new one and leaves the old unused)."""
-    archives = sorted(directory.glob(f"*{_SUFFIX}"), key=lambda a: a.stat().st_mtime, reverse=True)
-    for old in archives[keep:]:
+    used: list[tuple[float, Path]] = []
+    for archive in directory.glob(f"*{_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):  # another process's prune got there first
+            used.append((archive.stat().st_mtime, archive))
+    for _, old in sorted(used, reverse=True)[keep:]:
         old.unlink(missing_ok=True)
 
 
