@@ -135,12 +135,12 @@ def _archive_location() -> tuple[Path, str] | None:
     from pyspark.find_spark_home import _find_spark_home
 
     from kafkasim.real.kafka_libs import cache_root
-    from kafkasim.sweep.java import SparkUnavailableError, check_java
+    from kafkasim.sweep.java import check_java
 
     try:
-        java = check_java()
+        java = check_java()  # SparkUnavailableError without a usable Java
         jars = Path(_find_spark_home()) / "jars"
-    except (SparkUnavailableError, Exception, SystemExit):  # noqa: BLE001 - Spark's own start says why
+    except (Exception, SystemExit):  # noqa: BLE001 - no archive; Spark's own start says what is wrong
         return None  # (PySpark's _find_spark_home exits rather than raises when it finds no Spark)
     if not jars.is_dir():
         return None
