@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkasim.sweep.class_archive import ARCHIVE_DIR, ClassArchive, archive_key, archive_path, plan_archive
 
@@ -172,6 +173,9 @@ class _Launch:
     session: SparkSession
     jvm: subprocess.Popen[bytes] | None
     archive: ClassArchive | None
+    sigint: Any = None
+    """This process's SIGINT handler before the session (PySpark's SparkContext installs its own in the main
+    thread, which cancels the context's jobs, and leaves it there when the context stops)."""
 
 
 _launch: _Launch | None = None  # one SparkContext per process: the last one build_spark_session started
@@ -233,11 +237,14 @@ def build_spark_session(master: str | None = None, *, parallelism: int | None = 
     elif parallelism is not None:
         # Standalone and Mesos cap a job's cores this way; on YARN/k8s size the executors instead.
         builder = builder.config("spark.cores.max", str(parallelism))
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigint = signal.getsignal(signal.SIGINT) if main_thread else None
     with _jvm_output_to(spark_log_path()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     jvm = None if had_jvm else getattr(SparkContext._gateway, "proc", None)
-    _launch = _Launch(session=spark, jvm=jvm, archive=archive if jvm is not None else None)
+    _launch = _Launch(session=spark, jvm=jvm, archive=archive if jvm is not None else None,
+                      sigint=sigint if jvm is not None else None)
     return spark
 
 
@@ -272,6 +279,8 @@ def stop_spark_session(session: SparkSession) -> None:
     # The next session launches a JVM of its own (PySpark reuses the gateway while it is set).
     SparkContext._gateway = None
     SparkContext._jvm = None
+    if launch.sigint is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, launch.sigint)  # Ctrl-C as it was before the session
     if launch.archive is not None and proc.returncode == 0:
         launch.archive.complete()
 

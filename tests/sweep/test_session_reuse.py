@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 _CHILD = """
-import json, os, sys
+import json, os, signal, sys
 from pathlib import Path
 from kafkasim.sweep import run_sweep, stop_session
 from kafkasim.sweep import session as S
+
+ctrl_c = signal.getsignal(signal.SIGINT)
 
 here = Path(sys.argv[1])
 seen = {}
@@ -38,6 +40,8 @@ seen["same_session"] = S._launch is not None and S._launch.jvm.pid == seen["firs
 seen["same_results"] = first.per_variant.equals(second.per_variant)
 stop_session()
 seen["kept_after_stop"] = S.kept_session() is not None
+# PySpark's SparkContext put its own SIGINT handler in (it cancels that context's jobs) and leaves it.
+seen["ctrl_c_restored"] = signal.getsignal(signal.SIGINT) is ctrl_c
 try:
     os.kill(seen["first_pid"], 0)
     seen["first_alive_after_stop"] = True
@@ -73,7 +77,7 @@ def test_a_second_sweep_reuses_the_session_and_its_jvm_is_stopped_by_pid(sweep_d
     seen = json.loads(done.stdout.strip().splitlines()[-1])
 
     assert seen["second_start"] == 0.0 and seen["same_session"] and seen["same_results"]
-    assert not seen["kept_after_stop"] and not seen["first_alive_after_stop"]
+    assert not seen["kept_after_stop"] and not seen["first_alive_after_stop"] and seen["ctrl_c_restored"]
     assert seen["third_pid"] != seen["first_pid"]
     deadline = time.monotonic() + 5  # the child has exited; its atexit waited for the JVM
     while _alive(seen["third_pid"]) and time.monotonic() < deadline:
