@@ -310,6 +310,7 @@ def sweep_session(master: str | None, parallelism: int | None) -> tuple[SparkSes
         kept = _kept
     if kept is not None:
         session, kept_master = kept
+        # PySpark has no public "stopped" flag: SparkContext.stop() sets _jsc to None (a user's spark.stop()).
         if kept_master == resolved and getattr(session.sparkContext, "_jsc", None) is not None:
             return session, False
         stop_session()
