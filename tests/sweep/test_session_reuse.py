@@ -134,11 +134,14 @@ def test_which_session_a_sweep_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
     assert again is first and not new
     other, new = S.sweep_session("local[1]", None)  # another master: the kept one stopped, a new one kept
     assert new and other is not first and first.stopped and S.kept_session() is other
+    other.stop()  # the user stopped it (spark.stop()): the next sweep starts a new one
+    third, new = S.sweep_session("local[1]", None)
+    assert new and third is not other and S.kept_session() is third
     S.stop_session()
-    assert other.stopped and S.kept_session() is None
+    assert third.stopped and S.kept_session() is None
     mine = _FakeSession("local[4]")
     active.append(mine)  # a session the caller made: used as is, never kept, never stopped
     used, new = S.sweep_session("local[2]", None)
     assert used is mine and not new and S.kept_session() is None
     S.stop_session()
-    assert not mine.stopped and len(started) == 2
+    assert not mine.stopped and len(started) == 3
