@@ -16,6 +16,7 @@ when ``KAFKASIM_AGREEMENT_FILE`` names a file, written there as Markdown (benchm
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,13 @@ TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Ctrl-C as a terminal's Python has it, in the controller and every worker, and so in every child they start
+    # (a handled signal is back to its default across exec). A pytest started in the background (`cmd &` in a
+    # script: POSIX shells start asynchronous commands with SIGINT ignored) handed an ignored SIGINT to its
+    # workers and their children; kafkasim leaves an ignored SIGINT ignored, as Python does, so the Ctrl-C tests
+    # failed -- except in the worker that had created a SparkContext, which installs a handler of its own.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # The controlling process (not an xdist worker) names the file every worker's agreement rows go to.
     if not hasattr(config, "workerinput") and SPOOL_ENV not in os.environ:
         fd, path = tempfile.mkstemp(prefix="kafkasim-agreements-", suffix=".jsonl")

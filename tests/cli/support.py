@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,17 +14,6 @@ SCHEMA_FILE = REPO / "kafkasim.schema.json"
 BROKEN_BROKER = Path(__file__).with_name("broken_broker.py")
 # A short quickstart: 2 s simulated, 0.5 s warm-up.
 SHORT = ["--set", "duration=2s", "--set", "warmup=500ms"]
-
-
-def sigint_as_in_a_terminal() -> None:
-    """`preexec_fn` for a child that a test interrupts with SIGINT: Ctrl-C's default action, as a foreground
-    process in a terminal has it.
-
-    A child inherits an ignored SIGINT, and kafkasim leaves an ignored SIGINT ignored (a background job's, as
-    Python itself does). pytest run in the background (`cmd &` in a script: POSIX shells start asynchronous
-    commands with SIGINT ignored) gave its workers SIG_IGN, except a worker in which PySpark's SparkContext had
-    installed its own handler earlier; so a Ctrl-C test failed or passed by which worker ran it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli_env() -> dict[str, str]:

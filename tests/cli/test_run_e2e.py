@@ -16,16 +16,7 @@ from kafkasim.console.run_command import report_hint
 from kafkasim.record.result import REQUIRED_FILES, RunResult
 from kafkasim.scenario import load_scenario
 
-from .support import (
-    BROKEN_BROKER,
-    QUICKSTART,
-    SHORT,
-    assert_no_traceback,
-    call,
-    cli_env,
-    kafkasim,
-    sigint_as_in_a_terminal,
-)
+from .support import BROKEN_BROKER, QUICKSTART, SHORT, assert_no_traceback, call, cli_env, kafkasim
 
 PURE = Path(__file__).resolve().parents[2] / "benchmarks" / "pure.py"
 
@@ -128,7 +119,6 @@ def test_ctrl_c_in_wallclock_mode_stops_cleanly_and_keeps_the_partial_run(tmp_pa
     process = subprocess.Popen(
         [sys.executable, "-m", "kafkasim", "run", str(QUICKSTART), "--wallclock", "--no-figures", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
-        preexec_fn=sigint_as_in_a_terminal,  # noqa: PLW1509 - no threads to fork with here
     )
     try:
         assert process.stderr is not None

@@ -202,19 +202,13 @@ def test_progress_bar_appears_only_after_the_threshold() -> None:
 def test_first_ctrl_c_asks_the_engine_to_stop_the_second_interrupts() -> None:
     engine = SimpleNamespace(stops=0)
     engine.request_stop = lambda: setattr(engine, "stops", engine.stops + 1)
-    # SIGINT as a terminal's Python has it: a pytest started in the background (`cmd &` in a script) gives its
-    # workers an ignored SIGINT, which StopOnInterrupt rightly leaves alone (test_an_ignored_sigint_stays_ignored).
-    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        before = signal.getsignal(signal.SIGINT)
-        with StopOnInterrupt(engine) as stopper:  # type: ignore[arg-type]
+    before = signal.getsignal(signal.SIGINT)
+    with StopOnInterrupt(engine) as stopper:  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stopper.interrupted and engine.stops == 1
+        with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
-            assert stopper.interrupted and engine.stops == 1
-            with pytest.raises(KeyboardInterrupt):
-                os.kill(os.getpid(), signal.SIGINT)
-        assert signal.getsignal(signal.SIGINT) is before
-    finally:
-        signal.signal(signal.SIGINT, outer)
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_an_ignored_sigint_stays_ignored() -> None:

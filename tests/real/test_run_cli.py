@@ -14,7 +14,6 @@ from kafkasim.real import netns
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import alive
 from kafkasim.record.result import RunResult
-from tests.cli.support import sigint_as_in_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +41,6 @@ def test_ctrl_c_writes_the_results_so_far_exits_130_and_leaves_nothing_running(k
                                  "--on-kafka", "--set", "producers[0].rate=100/s", "--set", "faults[0].at=2s",
                                  "--out", str(out)], cwd=ROOT, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=sigint_as_in_a_terminal,  # noqa: PLW1509 - no threads here
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
             deadline = time.monotonic() + 240
