@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
             for i in range(repeats):
                 order = configs[i % len(configs):] + configs[:i % len(configs)]  # rotate: no fixed first place
                 for name, path in order:
-                    kind = {"command": "command", "warm": "warm"}.get(name.split()[0], name.split()[0])
+                    kind = name.split()[0]  # loop, pool, sweep, warm or command: the --child it runs
                     print(f"[{workload} {i + 1}/{repeats}] {name} ...", file=sys.stderr, flush=True)
                     data = _child(kind, n, duration, path)
                     results[name].append(data)
