@@ -35,6 +35,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkasim.real.processes import alive
+
 ARCHIVE_DIR = "spark-class-archive"
 MAX_ARCHIVES = 4
 """Archives kept in the cache: the most recently used ones (each virtual environment's pyspark has its own)."""
@@ -119,15 +121,5 @@ def _remove_orphans(directory: Path) -> None:
     """Delete temporary archives whose writing process (the pid in the name) no longer runs."""
     for tmp in directory.glob(f"*{_SUFFIX}.*.tmp"):
         pid = tmp.suffixes[-2].lstrip(".")
-        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not alive([int(pid)]):
             tmp.unlink(missing_ok=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
