@@ -76,12 +76,9 @@ if TYPE_CHECKING:
     from kafkasim.broker.records import TopicPartition
     from kafkasim.clients.producer import Producer
     from kafkasim.network.nic import Nic
+    from kafkasim.record.recorder import Recorder
     from kafkasim.server.broker_server import BrokerServer
     from kafkasim.sim.host_cpu import HostCpu
-
-Sink = Callable[[float, str, str, float], None]
-
-
 
 CONTROLLER_ENTITY = "controller"
 
@@ -131,16 +128,16 @@ class _NicGauges:
 
 class GaugeSampler:
     """Reads every broker (request plane, purgatories, the partitions it leads or follows) and the producers,
-    and writes one row per gauge to ``sink(t, metric, entity, value)``."""
+    and writes one row per gauge to ``recorder.sample(t, metric, entity, value)``."""
 
-    def __init__(self, brokers: Sequence[BrokerServer], producers: Sequence[Producer], sink: Sink, *,
+    def __init__(self, brokers: Sequence[BrokerServer], producers: Sequence[Producer], recorder: Recorder, *,
                  partition_stride: int | None = None, nics: Mapping[int, Nic] | None = None,
                  leaderless: Callable[[], Sequence[TopicPartition]] | None = None,
                  elr: Callable[[], Mapping[TopicPartition, int]] | None = None) -> None:
         self.brokers = [_BrokerGauges(b) for b in brokers]
         self._nics = [_NicGauges(broker_entity(b), nic) for b, nic in sorted((nics or {}).items())]
         self.producers = list(producers)
-        self._sink = sink
+        self._recorder = recorder
         self._leaderless = leaderless
         self._elr = elr
         self._had_elr: set[str] = set()  # partitions with eligible leader replicas at the previous sample
@@ -148,6 +145,8 @@ class GaugeSampler:
         self._last_t: float | None = None
         self._samples = 0
         self._names: dict[TopicPartition, str] = {}
+        # Each replica's entity, per partition name and broker id: made once, not once per sample.
+        self._replica_names: dict[str, dict[int, str]] = {}
         for b in brokers:
             for tp in b.replica_manager.partitions:
                 self._names.setdefault(tp, str(tp))
@@ -163,6 +162,15 @@ class GaugeSampler:
             name = self._names[tp] = str(tp)
         return name
 
+    def _replica(self, name: str, broker_id: int) -> str:
+        names = self._replica_names.get(name)
+        if names is None:
+            names = self._replica_names[name] = {}
+        entity = names.get(broker_id)
+        if entity is None:
+            entity = names[broker_id] = replica_entity(name, broker_id)
+        return entity
+
     def sample(self, t: float) -> None:
         partitions_now = self._samples % self.partition_stride == 0
         self._samples += 1
@@ -176,44 +184,44 @@ class GaugeSampler:
             if partitions_now:
                 self._sample_partitions(t, gauges)
             self._sample_request_plane(t, gauges, span)
-        sink = self._sink
+        recorder = self._recorder
         if partitions_now and self._leaderless is not None:
             offline = self._leaderless()
-            sink(t, "OfflinePartitionsCount", CONTROLLER_ENTITY, float(len(offline)))
+            recorder.sample(t, "OfflinePartitionsCount", CONTROLLER_ENTITY, float(len(offline)))
             for tp in offline:
                 name = self._name(tp)
                 if name not in led:  # a deposed leader that has not heard yet still samples itself
-                    sink(t, "LeaderId", name, -1.0)
+                    recorder.sample(t, "LeaderId", name, -1.0)
         if partitions_now and self._elr is not None:
             self._sample_elr(t)
         for producer in self.producers:
-            sink(t, "InFlightRequests", producer.name, float(producer.in_flight))
-            sink(t, "MetadataAgeMs", producer.name, t - producer.metadata_refreshed_ms)
+            recorder.sample(t, "InFlightRequests", producer.name, float(producer.in_flight))
+            recorder.sample(t, "MetadataAgeMs", producer.name, t - producer.metadata_refreshed_ms)
         for g in self._nics:
             now_in, now_out = g.nic.inbound.bytes, g.nic.outbound.bytes
             if span is not None:
-                sink(t, "NicBytesInPerSec", g.entity, (now_in - g.last_in) * 1000.0 / span)
-                sink(t, "NicBytesOutPerSec", g.entity, (now_out - g.last_out) * 1000.0 / span)
-                sink(t, "NicInUtilisation", g.entity,
+                recorder.sample(t, "NicBytesInPerSec", g.entity, (now_in - g.last_in) * 1000.0 / span)
+                recorder.sample(t, "NicBytesOutPerSec", g.entity, (now_out - g.last_out) * 1000.0 / span)
+                recorder.sample(t, "NicInUtilisation", g.entity,
                      (now_in - g.last_in) / (g.nic.inbound.bandwidth_bytes_per_ms * span))
-                sink(t, "NicOutUtilisation", g.entity,
+                recorder.sample(t, "NicOutUtilisation", g.entity,
                      (now_out - g.last_out) / (g.nic.outbound.bandwidth_bytes_per_ms * span))
             g.last_in, g.last_out = now_in, now_out
 
     def _sample_elr(self, t: float) -> None:
         assert self._elr is not None
-        sink = self._sink
+        recorder = self._recorder
         now: set[str] = set()
         for tp, size in self._elr().items():
             name = self._name(tp)
             now.add(name)
-            sink(t, "ElrSize", name, float(size))
+            recorder.sample(t, "ElrSize", name, float(size))
         for name in sorted(self._had_elr - now):
-            sink(t, "ElrSize", name, 0.0)
+            recorder.sample(t, "ElrSize", name, 0.0)
         self._had_elr = now
 
     def _sample_partitions(self, t: float, gauges: _BrokerGauges) -> None:
-        sink = self._sink
+        recorder = self._recorder
         broker = gauges.broker
         broker_id = broker.broker_id
         rm = broker.replica_manager
@@ -226,43 +234,43 @@ class GaugeSampler:
                 below_min = partition.is_under_min_isr
                 under_replicated += isr < partition.replication_factor
                 under_min_isr += below_min
-                sink(t, "HighWatermark", name, float(partition.high_watermark))
-                sink(t, "IsrSize", name, float(isr))
-                sink(t, "UnderMinIsr", name, 1.0 if below_min else 0.0)
-                sink(t, "LeaderId", name, float(broker_id))
+                recorder.sample(t, "HighWatermark", name, float(partition.high_watermark))
+                recorder.sample(t, "IsrSize", name, float(isr))
+                recorder.sample(t, "UnderMinIsr", name, 1.0 if below_min else 0.0)
+                recorder.sample(t, "LeaderId", name, float(broker_id))
                 self._led.add(name)
-                sink(t, "LogEndOffset", replica_entity(name, broker_id), float(partition.log_end_offset))
+                recorder.sample(t, "LogEndOffset", self._replica(name, broker_id), float(partition.log_end_offset))
                 for replica in partition.remote_replicas:
-                    sink(t, "ReplicaLogEndOffsetAtLeader", replica_entity(name, replica.broker_id),
+                    recorder.sample(t, "ReplicaLogEndOffsetAtLeader", self._replica(name, replica.broker_id),
                          float(replica.log_end_offset))
             else:
-                sink(t, "LogEndOffset", replica_entity(name, broker_id), float(partition.log_end_offset))
+                recorder.sample(t, "LogEndOffset", self._replica(name, broker_id), float(partition.log_end_offset))
         entity = gauges.entity
-        sink(t, "LeaderCount", entity, float(leaders))
-        sink(t, "UnderReplicatedPartitions", entity, float(under_replicated))
-        sink(t, "UnderMinIsrPartitionCount", entity, float(under_min_isr))
+        recorder.sample(t, "LeaderCount", entity, float(leaders))
+        recorder.sample(t, "UnderReplicatedPartitions", entity, float(under_replicated))
+        recorder.sample(t, "UnderMinIsrPartitionCount", entity, float(under_min_isr))
 
     def _sample_request_plane(self, t: float, gauges: _BrokerGauges, span: float | None) -> None:
-        sink = self._sink
+        recorder = self._recorder
         broker = gauges.broker
         entity = gauges.entity
         rm = broker.replica_manager
         for purgatory, name in zip((rm.produce_purgatory, rm.fetch_purgatory), gauges.purgatory_entities, strict=True):
-            sink(t, "PurgatorySize", name, float(purgatory.watched))
-            sink(t, "NumDelayedOperations", name, float(purgatory.num_delayed))
+            recorder.sample(t, "PurgatorySize", name, float(purgatory.watched))
+            recorder.sample(t, "NumDelayedOperations", name, float(purgatory.num_delayed))
         channel = broker.request_channel
         handlers = broker.handlers
         processors = broker.socket_server.processors
-        sink(t, "RequestQueueSize", entity, float(channel.request_queue_size))
+        recorder.sample(t, "RequestQueueSize", entity, float(channel.request_queue_size))
         for name, size in zip(gauges.processor_entities, channel.response_queue_sizes(), strict=True):
-            sink(t, "ResponseQueueSize", name, float(size))
+            recorder.sample(t, "ResponseQueueSize", name, float(size))
         handler_busy = handlers.handler_busy_ms
         processor_busy = sum(p.busy_ms for p in processors)
         if span is not None:
             handler_idle = 1.0 - (handler_busy - gauges.last_handler_busy) / (span * handlers.num_io_threads)
             processor_idle = 1.0 - (processor_busy - gauges.last_processor_busy) / (span * len(processors))
-            sink(t, "RequestHandlerAvgIdlePercent", entity, min(1.0, max(0.0, handler_idle)))
-            sink(t, "NetworkProcessorAvgIdlePercent", entity, min(1.0, max(0.0, processor_idle)))
+            recorder.sample(t, "RequestHandlerAvgIdlePercent", entity, min(1.0, max(0.0, handler_idle)))
+            recorder.sample(t, "NetworkProcessorAvgIdlePercent", entity, min(1.0, max(0.0, processor_idle)))
         gauges.last_handler_busy = handler_busy
         gauges.last_processor_busy = processor_busy
         disk = broker.disk
@@ -276,9 +284,9 @@ class GaugeSampler:
         """The host's cores over the last interval: their utilisation and the run queue's mean length."""
         busy, queued = cpu.busy_core_ms, cpu.run_queue_ms
         if span is not None:
-            sink = self._sink
-            sink(t, "CpuUtilisation", gauges.entity, min(1.0, max(0.0, (busy - gauges.last_cpu_busy) / (cpu.cores * span))))
-            sink(t, "CpuRunQueue", gauges.entity, max(0.0, (queued - gauges.last_run_queue) / span))
+            recorder = self._recorder
+            recorder.sample(t, "CpuUtilisation", gauges.entity, min(1.0, max(0.0, (busy - gauges.last_cpu_busy) / (cpu.cores * span))))
+            recorder.sample(t, "CpuRunQueue", gauges.entity, max(0.0, (queued - gauges.last_run_queue) / span))
         gauges.last_cpu_busy, gauges.last_run_queue = busy, queued
 
     def _sample_disk(self, t: float, gauges: _BrokerGauges, disk: Disk, span: float | None) -> None:
@@ -287,9 +295,9 @@ class GaugeSampler:
         the interval it spent flushing; a flush is counted whole when it is asked for)."""
         flushes, flush_time, busy = disk.flushes, disk.flush_time_ms, disk.busy_ms
         if span is not None:
-            sink = self._sink
+            recorder = self._recorder
             count = flushes - gauges.last_flushes
-            sink(t, "LogFlushRatePerSec", gauges.entity, count * 1000.0 / span)
-            sink(t, "LogFlushTimeMsMean", gauges.entity, (flush_time - gauges.last_flush_time) / count if count else 0.0)
-            sink(t, "DiskUtilization", gauges.entity, min(1.0, max(0.0, (busy - gauges.last_disk_busy) / span)))
+            recorder.sample(t, "LogFlushRatePerSec", gauges.entity, count * 1000.0 / span)
+            recorder.sample(t, "LogFlushTimeMsMean", gauges.entity, (flush_time - gauges.last_flush_time) / count if count else 0.0)
+            recorder.sample(t, "DiskUtilization", gauges.entity, min(1.0, max(0.0, (busy - gauges.last_disk_busy) / span)))
         gauges.last_flushes, gauges.last_flush_time, gauges.last_disk_busy = flushes, flush_time, busy

@@ -166,7 +166,7 @@ class Engine:
         with run_gc_thresholds():  # a large cluster's build is mostly the collector's otherwise
             self.components: Cluster = build(scenario, clock, self.seed, self.observer, self.layout)
         replication = self.components.controller.core.replication_control
-        self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder.sample,
+        self.gauges = GaugeSampler(self.components.brokers, self.components.producers, self.recorder,
                                    nics=self.components.nics, leaderless=lambda: (
                                        replication.partitions_with_no_leader()
                                        if replication.are_some_partitions_leaderless() else ()),
