@@ -338,6 +338,7 @@ def segments_frame(rows: Sequence[tuple[float, int, str, int, int, str, str, boo
     )
 
 
+
 def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],
                      values: Sequence[float]) -> pd.DataFrame:
     return pd.DataFrame(
@@ -348,6 +349,16 @@ def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: S
             "value": _float_column(values),
         }
     )
+
+
+def timeseries_table(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],
+                     values: Sequence[float]) -> pa.Table:
+    """The rows of `timeseries_frame` as an Arrow table, for the spool: built from the lists directly, a third
+    of the CPU of a DataFrame converted to Arrow (the gauges of a run with many partitions spool a chunk
+    every few simulated seconds). Read back, it is the same DataFrame."""
+    return pa.Table.from_arrays([pa.array(times, pa.float64()), pa.array(metrics, pa.string()),
+                                 pa.array(entities, pa.string()), pa.array(values, pa.float64())],
+                                names=list(TIMESERIES_COLUMNS))
 
 
 class _Spool:
@@ -363,20 +374,30 @@ class _Spool:
     def write(self, frame: pd.DataFrame) -> None:
         # One thread: a chunk is small, and each thread Arrow starts maps its stack and a malloc arena
         # (~72 MB of address space), which a run near an address-space limit may not have.
-        table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
+        self.write_table(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1))
+
+    def write_table(self, table: pa.Table) -> None:
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, table.schema)
+            # Dictionary encoding only for the categorical columns (their categories are read back from the
+            # dictionary): the spool is read once, at the end, and dictionary-encoding its string columns
+            # (api, client, metric, entity, ...) was half the CPU of writing a chunk (a 50,000-row chunk of
+            # requests: 44 ms with it, 22 ms without, and a smaller file with snappy all the same).
+            categorical = [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
+            self._writer = pq.ParquetWriter(self.path, table.schema, use_dictionary=categorical)
         else:
             table = table.cast(self._writer.schema)
         self._writer.write_table(table)
-        self.rows += len(frame)
+        self.rows += table.num_rows
         self.row_groups += 1
 
-    def finish(self, tail: pd.DataFrame) -> None:
+    def finish(self, tail: pd.DataFrame | pa.Table) -> None:
         """Write the rows still in memory and close the file (once: the caller then lets `tail`'s rows go)."""
         if self._writer is None:
             return
-        if len(tail):
+        if isinstance(tail, pa.Table):
+            if tail.num_rows:
+                self.write_table(tail)
+        elif len(tail):
             self.write(tail)
         self._writer.close()
         self._writer = None
@@ -561,8 +582,8 @@ class Recorder:
             self._flush_timeseries()
 
     def _flush_timeseries(self) -> None:
-        self._spool("timeseries").write(timeseries_frame(self._ts_time, self._ts_metric, self._ts_entity,
-                                                         self._ts_value))
+        self._spool("timeseries").write_table(timeseries_table(self._ts_time, self._ts_metric, self._ts_entity,
+                                                               self._ts_value))
         self._ts_time.clear()
         self._ts_metric.clear()
         self._ts_entity.clear()
@@ -639,7 +660,8 @@ class Recorder:
         if spool is None:
             frame = self._tail(table)
             return frame if key is None else frame.sort_values(key, kind="stable", ignore_index=True)
-        spool.finish(self._tail(table))
+        spool.finish(self._tail(table) if table != "timeseries" else
+                     timeseries_table(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value))
         self._drop_tail(table)
         return spool.read(key)
 
