@@ -110,7 +110,9 @@ def audit_records(records: pd.DataFrame, logs: Mapping[tuple[str, int], FinalLog
         for row in gone.tolist():
             reasons[row] = reason_for(int(acks[row]), final.effective_min_isr, bool(created[row] <= last_unclean),
                                       bool(created[row] <= last_elr))
-    out = records.copy()
+    # A shallow copy: the three columns below are new arrays, every other column is shared with `records`
+    # (which the engine still holds while it builds the result: a deep copy was a second records table).
+    out = records.copy(deep=False)
     out["lost_after_ack"] = lost
     out["lost_reason"] = pd.Categorical(reasons, categories=LOSS_REASONS)
     outcome = out["outcome"].astype(str).to_numpy(dtype=object)

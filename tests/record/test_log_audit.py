@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from kafkasim.record.log_audit import LOSS_REASONS, UNEXPLAINED, FinalLog, audit_records, reason_for
@@ -98,3 +99,19 @@ def test_reason_for_names_kafkas_settings() -> None:
     assert reason_for(1, 2, unclean_after=False) == "acks=1"
     assert reason_for(-1, 1, unclean_after=False) == "min.insync.replicas=1"
     assert reason_for(-1, 2, unclean_after=False) == UNEXPLAINED
+
+
+def test_the_audit_leaves_its_input_alone_and_shares_the_columns_it_does_not_change() -> None:
+    """The engine holds the records table while it audits it: the audited table must not be a second copy of
+    every column (a long run's peak memory), nor write into the table it was given."""
+    df = _records(_batch(0, acks=1), _batch(1, acks=1), _batch(2, acks=-1), _batch(3, acks=-1))
+    before = df.copy(deep=True)
+    # Batch 1 lost, batch 2 written twice.
+    out = audit_records(df, {("t", 0): FinalLog(1, 0, Counter({0: 1, 2: 2, 3: 1}), 2)})
+    assert _lost(out) == {1: "acks=1"}
+    assert out["outcome"].astype(str).tolist() == ["acknowledged", "lost", "duplicated", "acknowledged"]
+    pd.testing.assert_frame_equal(df, before, check_exact=True)
+    changed = {"lost_after_ack", "lost_reason", "outcome"}
+    for column in df.columns:
+        if column not in changed and df[column].dtype.kind in "biuf":
+            assert np.shares_memory(out[column].to_numpy(), df[column].to_numpy()), column
