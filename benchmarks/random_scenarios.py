@@ -10,7 +10,11 @@ follower/producer/consumer, slow_disk, crash with and without restart_after, lin
 connection_reset, half_open) at random times, overlapping or not, some lasting past the end; about a third become ``cluster:`` scenarios (2-6
 brokers, Kafka's placer or an explicit replica_assignment, racks, per-broker overrides, several fetcher
 threads per source broker, faults on brokers: pause, slow_disk, link faults, crash of one that leads nothing;
-and in half of them crashes of any broker, leaders included, some in runs stretched to 30 s). Total load is bounded so a run of a few simulated
+and in half of them crashes of any broker, leaders included, some in runs stretched to 30 s). Half the
+scenarios also get the hardware under Kafka's rules, each part on its own draw: broker, machine and client
+stalls, the brokers' cores, flushing topics on a disk with a small page cache, a cluster's NIC (fair or fifo),
+TCP's retransmission timer, the clients' costs, a hardware preset; idempotent producers, unclean elections,
+controlled shutdowns and network partitions. Total load is bounded so a run of a few simulated
 seconds takes well under a second of CPU; one scenario in ten runs 31-40 s at a tenth of the load.
 
     uv run python benchmarks/random_scenarios.py --count 500 --seed 1          # the big run
@@ -342,8 +346,115 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
         crash_rng = random.Random(f"{seed}/leader-crash")
         if duration is None and crash_rng.random() < LEADER_CRASH_SHARE:
             _add_broker_crashes(crash_rng, data)
+    # The hardware under Kafka's rules (stalls, cores, disks and flushes, the NIC, TCP, client costs, presets),
+    # idempotence, unclean elections, controlled shutdowns and network partitions: a stream of its own again,
+    # drawn last, so a seed that draws none of it generates the scenario it always did.
+    hardware_rng = random.Random(f"{seed}/hardware")
+    if hardware_rng.random() < HARDWARE_SHARE:
+        _add_hardware(hardware_rng, data)
+        _add_more_faults(hardware_rng, data)
     data["faults"] = _without_crashes_of_crashed_brokers(data["faults"])
     return data
+
+
+# The share of generated scenarios that get the hardware mechanisms and the later fault types.
+HARDWARE_SHARE = 0.5
+
+
+def _stalls(rng: random.Random) -> dict[str, Any]:
+    if rng.random() < 0.3:
+        return {"preset": "jvm-g1-young"}
+    median = rng.choice([0.5, 2.0, 10.0, 50.0])
+    return {"interval": {"type": "exponential", "mean": _ms(rng.choice([20.0, 200.0, 1000.0, 5000.0]))},
+            "pause": {"type": "lognormal", "median": _ms(median), "p99": _ms(median * rng.choice([1.5, 3, 10]))}}
+
+
+def _add_hardware(rng: random.Random, data: dict[str, Any]) -> None:
+    """Each mechanism of "The hardware under Kafka" on its own draw: broker, machine and client stalls, the
+    brokers' cores, flushing topics on a disk with a small page cache, a cluster's NIC (fair or fifo), TCP's
+    retransmission timer, the clients' costs, a hardware preset; idempotent producers, unclean elections."""
+    broker = data["broker"]
+    if rng.random() < 0.3:
+        broker["stalls"] = _stalls(rng)
+    if rng.random() < 0.15:
+        data["machine_stalls"] = _stalls(rng)
+    if rng.random() < 0.3:
+        broker["cores"] = rng.choice([1, 1, 2, 4])
+    if rng.random() < 0.3:
+        for topic in data["topics"]:
+            if rng.random() < 0.7:
+                if rng.random() < 0.5:
+                    topic["flush.messages"] = rng.choice([1, 2, 10, 100])
+                else:
+                    topic["flush.ms"] = rng.choice([0, 10, 100, 1000])
+        broker["log.flush.scheduler.interval.ms"] = rng.choice([10, 100, 1000])
+        disk: dict[str, Any] = {"fsync": _latency(rng, 0.05, rng.choice([1.0, 20.0]))}
+        if rng.random() < 0.5:
+            disk["write_per_kib"] = _latency(rng, 0.002, 0.05)
+        if rng.random() < 0.5:
+            disk["page_cache"] = rng.choice([0, 4096, 64 * 1024, 1024 * 1024])
+            disk["read_latency"] = _latency(rng, 0.01, 10.0)
+        broker["disk"] = disk
+    if "cluster" in data and rng.random() < 0.4:
+        nic: dict[str, Any] = {"bandwidth": rng.choice(["1Mbit/s", "10Mbit/s", "100Mbit/s", "1Gbit/s"]),
+                               "sharing": rng.choice(["fair", "fifo"])}
+        if rng.random() < 0.3:
+            nic[rng.choice(["in", "out"])] = rng.choice(["1Mbit/s", "10Mbit/s"])
+        data["cluster"]["nic"] = nic
+    if rng.random() < 0.3:
+        data["network"]["tcp"] = {"rto_min": _ms(rng.choice([1.0, 10.0, 200.0, 1000.0])),
+                                  "tcp_retries2": rng.choice([0, 1, 3, 15])}
+    for producer in data["producers"]:
+        if rng.random() < 0.2:
+            producer["costs"] = {"per_request": _latency(rng, 0.001, 2.0), "per_batch": _latency(rng, 0.001, 0.5),
+                                 "wakeup": _latency(rng, 0.001, 1.0)}
+        if rng.random() < 0.15:
+            producer["stalls"] = _stalls(rng)
+        if rng.random() < 0.3:
+            # Kafka refuses enable.idempotence=true with acks other than all (ProducerConfig).
+            producer["enable.idempotence"] = producer["acks"] == "all" and rng.random() < 0.7
+    for consumer in data["consumers"]:
+        if rng.random() < 0.2:
+            consumer["costs"] = {"per_poll": _latency(rng, 0.001, 5.0), "per_record": _latency(rng, 0.002, 0.1)}
+        if rng.random() < 0.15:
+            consumer["stalls"] = _stalls(rng)
+    for topic in data["topics"]:
+        if rng.random() < 0.1:
+            topic["unclean.leader.election.enable"] = True
+    if rng.random() < 0.1:
+        data["hardware"] = {"preset": rng.choice(["kreps-2014", "aws-i3en-6xlarge"])}
+
+
+def _add_more_faults(rng: random.Random, data: dict[str, Any]) -> None:
+    """Controlled shutdowns (some restarting) and network partitions between random sets of hosts."""
+    duration_ms = _duration_ms(data["duration"])
+    if "cluster" in data:
+        brokers = [f"broker-{b}" for b in range(data["cluster"]["brokers"])]
+        shutdown_targets = brokers
+    else:
+        followers = max(t["replication.factor"] for t in data["topics"]) - 1
+        brokers = ["broker-0", *(f"broker-{k}" for k in range(1, followers + 1))]
+        shutdown_targets = [f"follower-{k}" for k in range(1, followers + 1)]
+    if shutdown_targets and rng.random() < 0.3:
+        fault: dict[str, Any] = {"type": "shutdown", "target": rng.choice(shutdown_targets),
+                                 "at": _ms(round(rng.uniform(0.05, 0.8) * duration_ms, 3))}
+        if rng.random() < 0.6:
+            fault["restart_after"] = _ms(rng.choice([100.0, 1_000.0, 5_000.0]))
+        data["faults"].append(fault)
+    if rng.random() < 0.3:
+        hosts = [*brokers, *(c["name"] for c in [*data["producers"], *data["consumers"]]), "controller"]
+        rng.shuffle(hosts)
+        cut = rng.randint(1, len(hosts) - 1)
+        rest = hosts[cut:]
+        other = rest if rng.random() < 0.5 else rng.sample(rest, rng.randint(1, len(rest)))
+        side = hosts[:cut]
+        if not any(h.startswith("broker-") for h in [*side, *other]):
+            side.append(rng.choice(brokers))  # clients and the controller talk only to brokers
+        partition: dict[str, Any] = {"type": "network_partition", "sides": [sorted(side), sorted(other)],
+                                     "at": _ms(round(rng.uniform(0.0, 0.8) * duration_ms, 3))}
+        if rng.random() < 0.8:
+            partition["duration"] = _ms(rng.choice([50.0, 500.0, 3_000.0, 12_000.0]))
+        data["faults"].append(partition)
 
 
 def _without_crashes_of_crashed_brokers(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -352,7 +463,7 @@ def _without_crashes_of_crashed_brokers(faults: list[dict[str, Any]]) -> list[di
     Decided after every draw, so no other draw moves."""
     down_until: dict[str, float] = {}
     dropped: set[int] = set()
-    crashes = sorted((_duration_ms(f["at"]), i) for i, f in enumerate(faults) if f["type"] == "crash")
+    crashes = sorted((_duration_ms(f["at"]), i) for i, f in enumerate(faults) if f["type"] in ("crash", "shutdown"))
     for at, i in crashes:
         target = faults[i]["target"]
         if at <= down_until.get(target, -math.inf):

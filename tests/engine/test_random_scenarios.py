@@ -60,7 +60,8 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
             seen[fault["type"]] += 1
             if fault["type"] == "crash":
                 seen["crash+restart" if "restart_after" in fault else "crash-forever"] += 1
-        starts = sorted((float(f["at"].removesuffix("ms")), f["target"]) for f in data["faults"])
+        starts = sorted((float(f["at"].removesuffix("ms")), f["target"]) for f in data["faults"]
+                        if "target" in f)
         seen["faults-on-one-target"] += len(starts) - len({t for _, t in starts})
         for p in data["producers"]:
             seen[f"acks={p['acks']}"] += 1
@@ -79,20 +80,38 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
             seen["cluster-overrides"] += "overrides" in cluster
             seen["replica_assignment"] += any("replica_assignment" in t for t in data["topics"])
             seen["num.replica.fetchers>1"] += data["broker"].get("num.replica.fetchers", 1) > 1
-            seen["cluster-client-faults"] += any(not f["target"].startswith("broker-") for f in data["faults"])
+            seen["cluster-client-faults"] += any(not f.get("target", "broker-").startswith("broker-")
+                                                 for f in data["faults"])
             for f in data["faults"]:
-                if f["target"].startswith("broker-"):
+                if f.get("target", "").startswith("broker-"):
                     seen[f"broker-{f['type']}"] += 1
             # Crashes of any broker, leaders included, in runs long enough for the controller to fence it.
             seen["cluster-crash-in-30s-run"] += data["duration"] == "30000ms" and any(
-                f["type"] == "crash" and f["target"].startswith("broker-") for f in data["faults"])
+                f["type"] == "crash" and f.get("target", "").startswith("broker-") for f in data["faults"])
+            seen["cluster-nic"] += "nic" in cluster
+        # The hardware under Kafka's rules, idempotence, unclean elections (the generator's "hardware" stream).
+        broker = data["broker"]
+        clients = [*data["producers"], *data["consumers"]]
+        seen["broker-stalls"] += "stalls" in broker
+        seen["machine_stalls"] += "machine_stalls" in data
+        seen["cores"] += "cores" in broker
+        seen["disk-and-flushes"] += "disk" in broker and any("flush.messages" in t or "flush.ms" in t
+                                                             for t in data["topics"])
+        seen["tcp"] += "tcp" in data["network"]
+        seen["client-costs"] += any("costs" in c for c in clients)
+        seen["client-stalls"] += any("stalls" in c for c in clients)
+        seen["idempotence"] += any(p.get("enable.idempotence") for p in data["producers"])
+        seen["unclean-election"] += any(t.get("unclean.leader.election.enable") for t in data["topics"])
+        seen["hardware-preset"] += "hardware" in data
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
         "rf=1", "rf=2", "rf=3", "rf=4", "rf=5", "partitions>1", "tiny-segments", "retention", "long-run",
         "cluster", "cluster-racks", "cluster-overrides", "replica_assignment", "num.replica.fetchers>1",
         "cluster-client-faults", "broker-pause", "broker-slow_disk", "broker-crash", "broker-link_delay",
-        "broker-link_drop", "cluster-crash-in-30s-run", "connection_reset", "half_open",
+        "broker-link_drop", "cluster-crash-in-30s-run", "connection_reset", "half_open", "shutdown",
+        "network_partition", "cluster-nic", "broker-stalls", "machine_stalls", "cores", "disk-and-flushes", "tcp",
+        "client-costs", "client-stalls", "idempotence", "unclean-election", "hardware-preset",
     ]
     assert [w for w in wanted if not seen[w]] == []
 
