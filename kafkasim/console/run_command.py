@@ -386,7 +386,7 @@ def _out_of_memory_saving(engine: Engine, result: RunResult | None, out: Path, f
 
 
 def _rows(result: RunResult) -> str:
-    return f"{len(result.requests):,} request, {len(result.records):,} batch and {len(result.timeseries):,} gauge"
+    return f"{result.request_count:,} request, {len(result.records):,} batch and {len(result.timeseries):,} gauge"
 
 
 def _save(result: RunResult, out: Path, figures: bool) -> Path:

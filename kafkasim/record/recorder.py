@@ -7,7 +7,7 @@ object to a list. Columns are built per chunk of `max_rows_in_memory` rows, vect
 outgrows the chunk -- written as a Parquet row group to a spool file, so a long run holds at most one chunk of
 Python objects per table. `tables()`
 returns the finished DataFrames (read back from the spool when one was used) in the schema `RunResult`
-saves. Why rows are objects rather than per-timestamp calls: benchmarks/README.md ("Measurements behind
+saves -- except a spooled requests table, which stays a file (kafkasim.record.table_file). Why rows are objects rather than per-timestamp calls: benchmarks/README.md ("Measurements behind
 design choices").
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ from kafkasim.broker.errors import Errors
 from kafkasim.network.messages import REQUEST_TIMESTAMPS  # the requests table's timestamp columns, in order
 from kafkasim.record.log_audit import LOSS_REASONS
 from kafkasim.record.spool_dir import make_spool_dir
+from kafkasim.record.table_file import TableFile, sorted_table_file
 
 NAN: Final = math.nan
 
@@ -425,7 +426,7 @@ class RecordedTables:
 
     __slots__ = ("requests", "records", "timeseries", "segments")
 
-    def __init__(self, requests: pd.DataFrame, records: pd.DataFrame, timeseries: pd.DataFrame,
+    def __init__(self, requests: pd.DataFrame | TableFile, records: pd.DataFrame, timeseries: pd.DataFrame,
                  segments: pd.DataFrame) -> None:
         self.requests = requests
         self.records = records
@@ -646,7 +647,7 @@ class Recorder:
         MemoryError): then every row is still there and `tables()` may be called again."""
         if self._closed:
             raise RuntimeError("Recorder.tables() was already called; a recorder yields its tables once")
-        requests = self._table("requests", "request_id")
+        requests = self._requests_table()
         records = self._table("records", "batch_id")
         timeseries = self._table("timeseries", None)
         segments = self._table("segments", None)
@@ -664,6 +665,17 @@ class Recorder:
                      timeseries_table(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value))
         self._drop_tail(table)
         return spool.read(key)
+
+    def _requests_table(self) -> pd.DataFrame | TableFile:
+        """The requests table: in memory when it never reached the spool, else kept as a file of its own,
+        sorted a row group at a time (kafkasim.record.table_file): a long run's largest table, which nothing
+        at the end of a run needs whole."""
+        spool = self._spools.get("requests")
+        if spool is None:
+            return self._table("requests", "request_id")
+        spool.finish(self._tail("requests"))
+        self._drop_tail("requests")
+        return sorted_table_file(spool.path, "request_id", "requests", self._spool_parent)
 
     def _tail(self, table: str) -> pd.DataFrame:
         if table == "requests":

@@ -33,6 +33,7 @@ from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir,
 from kafkasim.record.recorder import segments_frame
 from kafkasim.record.retransmissions import RETRANSMISSIONS_FILE
 from kafkasim.record.stalls import STALLS_FILE
+from kafkasim.record.table_file import ROW_GROUP_ROWS, TableFile, write_frame
 
 TABLES = ("requests", "records", "timeseries")
 # Tables a result may lack (written by a later kafkasim than the result): loaded as empty frames of their columns.
@@ -49,8 +50,6 @@ REQUIRED_FILES = (*(f"{t}.parquet" for t in TABLES), SUMMARY_FILE)
 # Every figure kafkasim.report.write_figures can draw (its builders use these names; a test keeps them equal).
 FIGURE_NAMES = ("latency_cdf", "latency_histogram", "request_breakdown", "log_offsets", "isr_size", "purgatory",
                 "fetch_waits", "produce_swimlane", "failover_swimlane")
-# Rows per Parquet row group: pq.write_table's default (Arrow's default max_row_group_length, 1024 * 1024).
-ROW_GROUP_ROWS = 1024 * 1024
 _RESULT_FILES = frozenset((*REQUIRED_FILES, *(f"{t}.parquet" for t in OPTIONAL_TABLES), STALLS_FILE,
                            RETRANSMISSIONS_FILE, SCENARIO_FILE, RUN_INFO_FILE, REPORT_FILE, f".{REPORT_FILE}.partial"))
 _FIGURE_FILES = frozenset(name for f in FIGURE_NAMES for name in (f"{f}.png", f".{f}.png.partial"))
@@ -122,7 +121,7 @@ class RunResult:
 
     def __init__(
         self,
-        requests: pd.DataFrame,
+        requests: pd.DataFrame | TableFile,
         records: pd.DataFrame,
         timeseries: pd.DataFrame,
         summary: dict[str, Any],
@@ -132,7 +131,9 @@ class RunResult:
         stalls: pd.DataFrame | None = None,
         retransmissions: pd.DataFrame | None = None,
     ) -> None:
-        self.requests = requests
+        # A long run's requests stay in their file until asked for (kafkasim.record.table_file).
+        self._requests_file: TableFile | None = requests if isinstance(requests, TableFile) else None
+        self._requests: pd.DataFrame | None = None if isinstance(requests, TableFile) else requests
         self.records = records
         self.timeseries = timeseries
         # Every segment roll and when a leader's HW reached the rolled segment (kafkasim.record.recorder).
@@ -148,9 +149,35 @@ class RunResult:
         # Other files of the result, by relative path (a real run's Kafka logs under kafka/).
         self.extra_files: dict[str, bytes] = {}
 
+    @property
+    def requests(self) -> pd.DataFrame:
+        """The requests table (read from its file, once, when the run kept it there)."""
+        if self._requests is None:
+            assert self._requests_file is not None
+            self._requests = self._requests_file.frame()
+        return self._requests
+
+    @requests.setter
+    def requests(self, frame: pd.DataFrame) -> None:
+        self._requests = frame
+        self._requests_file = None
+
+    @property
+    def request_count(self) -> int:
+        """How many rows the requests table has, without reading it."""
+        return len(self._requests) if self._requests is not None else len(self._requests_file or ())
+
+    @property
+    def requests_source(self) -> pd.DataFrame | TableFile:
+        """The requests table as it is held: its DataFrame, or its file (read a column at a time by the summary)."""
+        if self._requests is not None:
+            return self._requests
+        assert self._requests_file is not None
+        return self._requests_file
+
     def __repr__(self) -> str:
         return (
-            f"RunResult({len(self.requests)} requests, {len(self.records)} batches, "
+            f"RunResult({self.request_count} requests, {len(self.records)} batches, "
             f"{len(self.timeseries)} gauge samples)"
         )
 
@@ -192,27 +219,16 @@ class RunResult:
         (directory / RUN_INFO_FILE).write_text(json.dumps(info, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
     def _write_files(self, directory: Path) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         present = tuple(name for name in ("stalls", "retransmissions") if getattr(self, name) is not None)
         for name in (*TABLES, *OPTIONAL_TABLES, *present):
-            frame: pd.DataFrame = getattr(self, name)
+            path = directory / f"{name}.parquet"
+            if name == "requests" and self._requests is None and self._requests_file is not None:
+                # Never read: its file is the one write_frame writes from the DataFrame (kafkasim.record.table_file).
+                self._requests_file.copy_to(path)
+                continue
             # A row group at a time: the file pq.write_table writes (its row groups are ROW_GROUP_ROWS long),
-            # without an Arrow copy of the whole table beside the DataFrame. One conversion thread (each
-            # Arrow thread maps ~72 MB of address space, and a run that ran out of memory still writes its
-            # partial results).
-            writer: pq.ParquetWriter | None = None
-            for start in range(0, max(len(frame), 1), ROW_GROUP_ROWS):
-                piece = frame.iloc[start:start + ROW_GROUP_ROWS]
-                table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
-                                             schema=writer.schema if writer is not None else None)
-                if writer is None:
-                    writer = pq.ParquetWriter(directory / f"{name}.parquet", table.schema)
-                writer.write_table(table)
-                del table, piece
-            assert writer is not None
-            writer.close()
+            # without an Arrow copy of the whole table beside the DataFrame.
+            write_frame(getattr(self, name), path, ROW_GROUP_ROWS)
         if self.scenario_yaml is not None:
             (directory / SCENARIO_FILE).write_text(self.scenario_yaml, encoding="utf-8")
         for relative, data in self.extra_files.items():

@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
+from numpy.typing import DTypeLike
 
 from kafkasim.record.phases import Phase
 from kafkasim.record.recorder import APIS, BREAKDOWN, CONSUMED_PREFIX
+from kafkasim.record.table_file import TableFile
 
 PERCENTILES = (("p50", 50.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9))
 # One hour in microseconds; longer values are clamped to it (a run's latencies are far below).
@@ -96,6 +98,60 @@ def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+class _Columns:
+    """The requests table a column at a time, from its DataFrame or from its file (a long run's, which is not
+    read whole: kafkasim.record.table_file). A file's columns that the summary reads again and again (the
+    ones it picks rows by, and TotalTimeMs) are kept once read: ~40 bytes a row; the others are read for each
+    use and let go."""
+
+    __slots__ = ("table", "columns", "_kept")
+
+    KEPT = frozenset(("api", "client", "broker", "error", "client_timeout", "client_send_ms", "TotalTimeMs"))
+
+    def __init__(self, table: pd.DataFrame | TableFile) -> None:
+        self.table = table
+        self.columns = list(table.columns)
+        self._kept: dict[tuple[str, str], np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def _read(self, name: str, kind: str) -> np.ndarray:
+        key = (name, kind)
+        values = self._kept.get(key)
+        if values is not None:
+            return values
+        table = self.table
+        if isinstance(table, pd.DataFrame):
+            if kind == "floats":
+                return _floats(table, name)
+            if kind == "strings":
+                return table[name].astype(str).to_numpy()
+            return table[name].to_numpy(dtype=None if kind == "any" else kind)
+        if kind == "floats":
+            values = table.floats(name)
+        elif kind == "strings":
+            values = table.column(name)
+            missing = np.array([v is None for v in values.tolist()], dtype=bool) if None in values else None
+            if missing is not None:
+                values[missing] = "None"  # as astype(str) writes a missing value
+        else:
+            values = table.column(name, None if kind == "any" else kind)
+        if name in self.KEPT:
+            self._kept[key] = values
+        return values
+
+    def column(self, name: str, dtype: DTypeLike | None = None) -> np.ndarray:
+        return self._read(name, "any" if dtype is None else np.dtype(dtype).str)
+
+    def floats(self, name: str) -> np.ndarray:
+        return self._read(name, "floats")
+
+    def strings(self, name: str) -> np.ndarray:
+        """The column as text, an object array (``frame[name].astype(str).to_numpy()``)."""
+        return self._read(name, "strings")
+
+
 class _Rows:
     """Some rows of the requests table, picked by a mask over the whole table and read a column at a time (the
     picked values of one column): picking rows never copies the table, which for a long run is most of what
@@ -103,7 +159,7 @@ class _Rows:
 
     __slots__ = ("frame", "mask", "count")
 
-    def __init__(self, frame: pd.DataFrame, mask: np.ndarray | None = None) -> None:
+    def __init__(self, frame: _Columns, mask: np.ndarray | None = None) -> None:
         self.frame = frame
         self.mask = mask
         self.count = len(frame) if mask is None else int(np.count_nonzero(mask))
@@ -116,11 +172,11 @@ class _Rows:
         return _Rows(self.frame, mask if self.mask is None else self.mask & mask)
 
     def column(self, name: str, dtype: Any = None) -> np.ndarray:
-        values = self.frame[name].to_numpy(dtype=dtype)
+        values = self.frame.column(name, dtype)
         return values if self.mask is None else values[self.mask]
 
     def floats(self, name: str) -> np.ndarray:
-        values = _floats(self.frame, name)
+        values = self.frame.floats(name)
         return values if self.mask is None else values[self.mask]
 
 
@@ -287,7 +343,7 @@ def _consumer_summary(requests: _Rows, batches: pd.DataFrame, consumer: str) -> 
 
 
 def _per_client(
-    requests: pd.DataFrame,
+    requests: _Columns,
     kept: _Rows,
     records: pd.DataFrame,
     batches: pd.DataFrame,
@@ -297,8 +353,8 @@ def _per_client(
     """Every producer's and consumer's own rows, in the given order; by default every client the tables
     name (producers sorted, consumers in the records table's order). `requests`/`records` are the whole
     tables (a client idle after the warm-up still gets its row), `kept`/`batches` the rows after it."""
-    api = requests["api"].astype(str).to_numpy()
-    client = requests["client"].astype(str).to_numpy()
+    api = requests.strings("api")
+    client = requests.strings("client")
     if producers is None:
         producers = sorted(set(records["producer"].astype(str)) | set(client[api == "Produce"].tolist()))
     if consumers is None:
@@ -331,7 +387,7 @@ def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) 
     """Per broker: the requests it handled per API (count, errors, client timeouts, TotalTimeMs), and its
     queue and idle gauges after the warm-up. Brokers named by a request row or by a broker gauge."""
     requests = kept.frame
-    broker_column = requests["broker"].to_numpy() if "broker" in requests.columns else np.full(len(requests), -1)
+    broker_column = requests.column("broker") if "broker" in requests.columns else np.full(len(requests), -1)
     brokers = {int(b) for b in np.unique(broker_column if kept.mask is None else broker_column[kept.mask]) if b >= 0}
     gauges: dict[str, pd.DataFrame] = {}
     if timeseries is not None and len(timeseries) and {"time_ms", "metric", "entity", "value"} <= set(timeseries):
@@ -341,7 +397,7 @@ def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) 
             rows = ts[metric_column == name]
             gauges[name] = rows
             brokers |= {b for e in set(rows["entity"].astype(str)) if (b := _broker_id(e)) is not None}
-    api_column = requests["api"].astype(str).to_numpy()
+    api_column = requests.strings("api")
     out: dict[str, Any] = {}
     for broker in sorted(brokers):
         mine = broker_column == broker
@@ -383,7 +439,7 @@ def _json_value(value: Any) -> Any:
 
 
 def summarize(
-    requests: pd.DataFrame,
+    requests: pd.DataFrame | TableFile,
     records: pd.DataFrame,
     *,
     seed: int | None,
@@ -401,7 +457,8 @@ def summarize(
     the order it lists them (the scenario's); by default, every client the tables name. `timeseries` (the
     sampled gauges) adds each broker's queue and idle figures to `per_broker`. `phases` (a run with faults,
     kafkasim.record.phases) adds each phase's latency, outcomes and errors under `phases`."""
-    kept = _Rows(requests, _floats(requests, "client_send_ms") >= warmup_ms if warmup_ms > 0 else None)
+    columns = _Columns(requests)
+    kept = _Rows(columns, columns.floats("client_send_ms") >= warmup_ms if warmup_ms > 0 else None)
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
     summary: dict[str, Any] = {
         "seed": seed,
@@ -412,16 +469,16 @@ def summarize(
         "apis": {},
         "produce_latency": _produce_latency(batches),
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
-        "per_client": _per_client(requests, kept, records, batches, producers, consumers),
+        "per_client": _per_client(columns, kept, records, batches, producers, consumers),
         "per_broker": _per_broker(kept, timeseries, warmup_ms),
         "counters": dict(counters or {}),
     }
-    api_column = requests["api"].astype(str).to_numpy()
+    api_column = columns.strings("api")
     if phases:
         # Every batch meant for a phase, sent or not (one still in the accumulator at the end is pending there).
         intended = _floats(records, "first_intended_ms")
         produce_requests = kept.where(api_column == "Produce")
-        sent = _floats(requests, "client_send_ms")
+        sent = columns.floats("client_send_ms")
         summary["phases"] = [_phase_summary(phase, records, intended, produce_requests, sent) for phase in phases]
     lost = _lost_after_ack(records)
     if lost is not None:

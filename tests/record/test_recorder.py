@@ -1,3 +1,4 @@
+import gc
 import math
 
 import numpy as np
@@ -6,8 +7,13 @@ import pytest
 
 from kafkasim.broker.errors import Errors
 from kafkasim.record.recorder import BatchTrace, Recorder
+from kafkasim.record.table_file import TableFile
 
 from .rows import Row
+
+
+def _frame(table: pd.DataFrame | TableFile) -> pd.DataFrame:
+    return table.frame() if isinstance(table, TableFile) else table
 
 
 def _finish_produce(rec: Recorder, request_id: int, t0: float, *, acks=-1, error=0):
@@ -103,10 +109,13 @@ def test_long_runs_stream_to_parquet_row_groups_and_keep_every_row(tmp_path):
     assert rec.spooled_row_groups == {"requests": 10, "timeseries": 10, "records": 10}
     tables = rec.tables()
     assert not spool.exists()  # spool deleted once read back
-    assert list(tables.requests["request_id"]) == list(range(1050))
+    # The spooled requests stay a file, sorted by request id (kafkasim.record.table_file).
+    assert isinstance(tables.requests, TableFile) and len(tables.requests) == 1050
+    requests = tables.requests.frame()
+    assert list(requests["request_id"]) == list(range(1050))
     assert len(tables.records) == 1050 and tables.records["e2e_latency_ms"].eq(9.0).all()
     assert tables.timeseries["value"].tolist() == [float(i) for i in range(1050)]
-    assert str(tables.requests["acks"].dtype) == "Int8"
+    assert str(requests["acks"].dtype) == "Int8"
 
 
 def test_batches_waiting_for_a_subscribed_consumer_stay_until_the_end():
@@ -159,7 +168,7 @@ def test_before_spool_is_asked_before_each_spool_write_and_can_stop_it():
     with pytest.raises(MemoryError):
         _finish_produce(rec, 3, 40.0)  # refused: nothing written, the rows are kept
     assert rec.spooled_rows == {"requests": 2}
-    assert list(rec.tables().requests["request_id"]) == [0, 1, 2, 3]
+    assert list(_frame(rec.tables().requests)["request_id"]) == [0, 1, 2, 3]
 
 
 def test_a_batch_read_at_a_second_offset_is_recorded_as_duplicated():
@@ -231,7 +240,7 @@ def test_spooled_tables_are_the_tables_built_in_memory():
     assert spooled.spooled_rows == {"requests": 1800, "timeseries": 1800, "records": 900}  # half wait for c
     got = spooled.tables()
     for name in ("requests", "records", "timeseries"):
-        pd.testing.assert_frame_equal(getattr(got, name), getattr(expected, name), check_exact=True)
+        pd.testing.assert_frame_equal(_frame(getattr(got, name)), getattr(expected, name), check_exact=True)
 
 
 class _RowOutOfMemoryOnce(Row):
@@ -264,6 +273,10 @@ def test_tables_can_be_built_again_after_running_out_of_memory(tmp_path, max_row
     with pytest.raises(MemoryError):
         rec.tables()
     tables = rec.tables()
-    assert tables.requests["request_id"].tolist() == list(range(1001))
+    assert _frame(tables.requests)["request_id"].tolist() == list(range(1001))
     assert len(tables.records) == 1000 and len(tables.timeseries) == 1000
-    assert list(tmp_path.iterdir()) == []  # the spool goes once the tables are built
+    # The spool goes once the tables are built; a spooled requests table's own file goes with it.
+    assert [p.name for p in tmp_path.iterdir()] == ([] if max_rows is None else [tables.requests.path.parent.name])
+    del tables
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,161 @@
+"""`TableFile`: a result table kept as its Parquet file rather than as a DataFrame in memory.
+
+A long run's requests table is most of what its result holds (about 200 bytes a request as a DataFrame: a
+million requests, 200 MB, next to the simulation that is still in memory when the result is built). A run that
+spooled it (kafkasim.record.recorder) writes it sorted into a file of its own instead of reading it back
+whole (``sorted_table_file``), a row group at a time: the run's summary reads the columns it needs one at a
+time (``column``), `kafkasim run` copies the file into the result directory, and only a caller that asks for
+the DataFrame (``RunResult.requests``) reads it all.
+
+The file is what `RunResult.save` writes from the DataFrame, byte for byte (the same conversion through
+pandas, the same row groups of ``ROW_GROUP_ROWS``; tests/record/test_table_file.py). It lives in a temporary
+directory that goes with the last `TableFile` holding it, or at the process's exit; a killed process's is
+cleared by the next run like the spool's (kafkasim.record.spool_dir).
+"""
+
+from __future__ import annotations
+
+import shutil
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from numpy.typing import DTypeLike
+
+from kafkasim.record.spool_dir import make_spool_dir
+
+ROW_GROUP_ROWS = 65_536
+"""Rows per row group of every table kafkasim writes (a result's, and a `TableFile`'s): the rows held in
+memory at once to write one (Arrow's default, 1,048,576, was a whole long run's table)."""
+
+# Spool row groups read while sorting, kept for the next output row group (rows come in nearly sorted: a
+# request's row is written when it ends, its id given when it was sent).
+_CACHED_ROW_GROUPS = 4
+
+
+class TableFile:
+    """One table as a Parquet file: its row count and columns without reading it, a column at a time, or the
+    whole DataFrame."""
+
+    def __init__(self, path: Path, num_rows: int, columns: list[str], owner: object | None = None) -> None:
+        self.path = path
+        self.num_rows = num_rows
+        self.columns = columns
+        # What deletes the file's directory when the last holder goes (None: the caller's file).
+        self._owner = owner
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    def _read(self, name: str) -> pa.Table:
+        # One thread, no read-ahead: kafkasim.record.result.read_frame says why. A table, not just the column:
+        # its pandas metadata gives the column back its dtype (a nullable Int8 stays one).
+        return pq.ParquetFile(self.path, pre_buffer=False).read(columns=[name], use_threads=False)
+
+    def series(self, name: str) -> pd.Series:
+        """Column `name` as the DataFrame's column would be."""
+        return self._read(name).to_pandas(use_threads=False)[name]
+
+    def column(self, name: str, dtype: DTypeLike | None = None) -> np.ndarray:
+        """Column `name` as a NumPy array (as ``frame[name].to_numpy(dtype)`` would give it). A string column
+        comes as an object array whose equal values are one str object (8 bytes a row, not a string each)."""
+        table = self._read(name)
+        values = table.column(0)
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            encoded = pc.dictionary_encode(values).combine_chunks()
+            words = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
+            indices = encoded.indices.fill_null(len(words) - 1).to_numpy(zero_copy_only=False)
+            out = words[indices]
+            return out if dtype is None else out.astype(dtype)
+        return table.to_pandas(use_threads=False)[name].to_numpy(dtype=dtype)
+
+    def floats(self, name: str) -> np.ndarray:
+        """Column `name` as float64, a missing value NaN (``frame[name].to_numpy(float, na_value=nan)``)."""
+        return self.series(name).to_numpy(dtype=np.float64, na_value=np.nan)
+
+    def frame(self) -> pd.DataFrame:
+        from kafkasim.record.result import read_frame
+
+        return read_frame(self.path)
+
+    def copy_to(self, path: Path) -> None:
+        shutil.copyfile(self.path, path)
+
+
+class _TableDirectory:
+    """The temporary directory of a sorted table: deleted when the last `TableFile` holding it goes."""
+
+    def __init__(self, parent: Path | None) -> None:
+        self.path = make_spool_dir(parent)
+        self.cleanup = weakref.finalize(self, shutil.rmtree, self.path, True)
+
+
+def write_frame(frame: pd.DataFrame, path: Path, row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    """`frame` as the Parquet file a result holds: ``ROW_GROUP_ROWS`` rows at a time, each converted from
+    pandas (its dtypes in the file's pandas metadata) on one thread (each Arrow thread maps ~72 MB of address
+    space, and a run that ran out of memory still writes its partial results)."""
+    writer: pq.ParquetWriter | None = None
+    for start in range(0, max(len(frame), 1), row_group_rows):
+        piece = frame.iloc[start:start + row_group_rows]
+        table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
+                                     schema=writer.schema if writer is not None else None)
+        if writer is None:
+            writer = pq.ParquetWriter(path, table.schema)
+        writer.write_table(table)
+        del table, piece
+    assert writer is not None
+    writer.close()
+
+
+def sorted_table_file(spool: Path, key: str, name: str, parent: Path | None,
+                      row_group_rows: int = ROW_GROUP_ROWS) -> TableFile:
+    """The table spooled in `spool`, sorted by `key` (stable), as a `TableFile` named `name`.parquet in a
+    temporary directory under `parent` (the system's temporary directory if None): the file `write_frame`
+    writes from the sorted DataFrame, built ``ROW_GROUP_ROWS`` rows at a time from the spool's row groups
+    that hold them, so that at most a few row groups are in memory at once."""
+    source = pq.ParquetFile(spool, pre_buffer=False)
+    meta = source.metadata
+    sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    order = np.argsort(source.read(columns=[key], use_threads=False).column(0).to_numpy(), kind="stable")
+    directory = _TableDirectory(parent)
+    path = directory.path / f"{name}.parquet"
+    cache: dict[int, pa.Table] = {}
+    writer: pq.ParquetWriter | None = None
+    total = len(order)
+    for first in range(0, max(total, 1), row_group_rows):
+        rows = order[first:first + row_group_rows]
+        groups = np.searchsorted(starts, rows, side="right") - 1
+        needed = np.unique(groups).tolist()
+        pieces = []
+        for group in needed:
+            chunk = cache.pop(group, None)
+            if chunk is None:
+                chunk = source.read_row_group(group, use_threads=False)
+            cache[group] = chunk  # most recently used last
+            pieces.append(chunk)
+        while len(cache) > max(_CACHED_ROW_GROUPS, len(needed)):
+            del cache[next(iter(cache))]
+        # Each output row's place in the row groups read, concatenated in group order (zero-copy in Arrow).
+        bases = dict(zip(needed, np.concatenate(([0], np.cumsum([p.num_rows for p in pieces])))[:-1].tolist(),
+                         strict=True))
+        local = rows - starts[groups] + np.fromiter((bases[g] for g in groups.tolist()), dtype=np.int64,
+                                                    count=len(groups))
+        joined = pa.concat_tables(pieces) if len(pieces) != 1 else pieces[0]
+        # Through pandas, as write_frame converts the DataFrame: the same schema and pandas metadata.
+        selected = joined.take(pa.array(local)) if total else joined.slice(0, 0)
+        piece = selected.to_pandas(use_threads=False)
+        table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
+                                     schema=writer.schema if writer is not None else None)
+        if writer is None:
+            writer = pq.ParquetWriter(path, table.schema)
+        writer.write_table(table)
+        del table, piece, selected, joined, pieces
+    assert writer is not None
+    writer.close()
+    columns = list(source.schema_arrow.names)
+    return TableFile(path, total, columns, owner=directory)
