@@ -197,18 +197,28 @@ def _api_summary(rows: _Rows) -> dict[str, Any]:
     return summary
 
 
+def _acknowledged(batches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Which batches were acknowledged without error (a mask), and every batch's ack time."""
+    ack = _floats(batches, "ack_ms")
+    return (batches["error"].to_numpy() == 0) & np.isfinite(ack), ack
+
+
 def _produce_latency(records: pd.DataFrame) -> dict[str, Any]:
-    ok = records[(records["error"].to_numpy() == 0) & np.isfinite(_floats(records, "ack_ms"))]
+    # Columns picked by masks, not the table: a long run's records table is tens of MB a copy.
+    ok, ack = _acknowledged(records)
     out: dict[str, Any] = {}
-    acks = ok["acks"].to_numpy(dtype=np.float64, na_value=np.nan)
+    acks = records["acks"].to_numpy(dtype=np.float64, na_value=np.nan)[ok]
+    ack = ack[ok]
+    intended = _floats(records, "first_intended_ms")[ok]
+    sent = _floats(records, "send_ms")[ok]
     for value in sorted({int(a) for a in acks[np.isfinite(acks)]}):
-        rows = ok[acks == value]
+        mine = acks == value
         out[acks_label(value)] = {
-            "batches": int(len(rows)),
+            "batches": int(np.count_nonzero(mine)),
             # Open-loop load: from the time the first record was meant to be sent, so queueing in the
             # producer counts (no coordinated omission).
-            "from_intended": percentiles(_floats(rows, "ack_ms") - _floats(rows, "first_intended_ms")),
-            "from_send": percentiles(_floats(rows, "ack_ms") - _floats(rows, "send_ms")),
+            "from_intended": percentiles(ack[mine] - intended[mine]),
+            "from_send": percentiles(ack[mine] - sent[mine]),
         }
     return out
 
@@ -233,18 +243,23 @@ def _producer_summary(requests: _Rows, batches: pd.DataFrame) -> dict[str, Any]:
     end to end (until the first consumer received the batch), its requests' errors and their breakdown."""
     acks = batches["acks"].to_numpy(dtype=np.float64, na_value=np.nan)
     settings = sorted({int(a) for a in acks[np.isfinite(acks)]})
-    ok = batches[(batches["error"].to_numpy() == 0) & np.isfinite(_floats(batches, "ack_ms"))]
+    ok, ack = _acknowledged(batches)
     return {
         "acks": acks_label(settings[0]) if len(settings) == 1 else None,
         **_client_requests(requests),
         "batches": int(len(batches)),
         "records": int(batches["record_count"].sum()),
-        "from_intended": percentiles(_floats(ok, "ack_ms") - _floats(ok, "first_intended_ms")),
-        "from_send": percentiles(_floats(ok, "ack_ms") - _floats(ok, "send_ms")),
+        "from_intended": percentiles(ack[ok] - _floats(batches, "first_intended_ms")[ok]),
+        "from_send": percentiles(ack[ok] - _floats(batches, "send_ms")[ok]),
         "e2e": percentiles(_floats(batches, "e2e_latency_ms")),
         **_delivery(batches),
         "broker": _breakdown(requests),
     }
+
+
+# The records table's columns _producer_summary reads (with _delivery).
+PRODUCER_COLUMNS = ("acks", "error", "ack_ms", "record_count", "first_intended_ms", "send_ms", "e2e_latency_ms",
+                    "outcome", "attempts")
 
 
 def _delivery(batches: pd.DataFrame) -> dict[str, Any]:
@@ -361,9 +376,12 @@ def _per_client(
         columns = [c[len(CONSUMED_PREFIX):] for c in records.columns if c.startswith(CONSUMED_PREFIX)]
         consumers = columns + sorted(set(client[api == "FetchConsumer"].tolist()) - set(columns))
     producer_column = batches["producer"].astype(str).to_numpy()
+    # Only the columns a producer's summary reads are copied with its rows.
+    producer_batches = batches[[c for c in PRODUCER_COLUMNS if c in batches.columns]]
     return {
         "producers": {
-            name: _producer_summary(kept.where((api == "Produce") & (client == name)), batches[producer_column == name])
+            name: _producer_summary(kept.where((api == "Produce") & (client == name)),
+                                    producer_batches[producer_column == name])
             for name in producers
         },
         "consumers": {
