@@ -94,21 +94,35 @@ class _TableDirectory:
         self.cleanup = weakref.finalize(self, shutil.rmtree, self.path, True)
 
 
-def write_frame(frame: pd.DataFrame, path: Path, row_group_rows: int = ROW_GROUP_ROWS) -> None:
-    """`frame` as the Parquet file a result holds: ``ROW_GROUP_ROWS`` rows at a time, each converted from
-    pandas (its dtypes in the file's pandas metadata) on one thread (each Arrow thread maps ~72 MB of address
-    space, and a run that ran out of memory still writes its partial results)."""
-    writer: pq.ParquetWriter | None = None
-    for start in range(0, max(len(frame), 1), row_group_rows):
-        piece = frame.iloc[start:start + row_group_rows]
+class _RowGroupWriter:
+    """A Parquet file written a DataFrame piece at a time, one row group each, each converted from pandas (its
+    dtypes in the file's pandas metadata) on one thread: each Arrow thread maps ~72 MB of address space, and a
+    run that ran out of memory still writes its partial results."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, piece: pd.DataFrame) -> None:
+        writer = self._writer
         table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
                                      schema=writer.schema if writer is not None else None)
         if writer is None:
-            writer = pq.ParquetWriter(path, table.schema)
+            writer = self._writer = pq.ParquetWriter(self.path, table.schema)
         writer.write_table(table)
-        del table, piece
-    assert writer is not None
-    writer.close()
+
+    def close(self) -> None:
+        assert self._writer is not None
+        self._writer.close()
+
+
+def write_frame(frame: pd.DataFrame, path: Path, row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    """`frame` as the Parquet file a result holds, ``ROW_GROUP_ROWS`` rows to a row group (the bytes
+    ``pq.write_table`` writes with that row group size), without an Arrow copy of the whole table."""
+    out = _RowGroupWriter(path)
+    for start in range(0, max(len(frame), 1), row_group_rows):
+        out.write(frame.iloc[start:start + row_group_rows])
+    out.close()
 
 
 def sorted_table_file(spool: Path, key: str, name: str, parent: Path | None,
@@ -123,9 +137,9 @@ def sorted_table_file(spool: Path, key: str, name: str, parent: Path | None,
     starts = np.concatenate(([0], np.cumsum(sizes)))
     order = np.argsort(source.read(columns=[key], use_threads=False).column(0).to_numpy(), kind="stable")
     directory = _TableDirectory(parent)
-    path = directory.path / f"{name}.parquet"
+    out = _RowGroupWriter(directory.path / f"{name}.parquet")
     cache: dict[int, pa.Table] = {}
-    writer: pq.ParquetWriter | None = None
+    base = np.zeros(len(sizes), dtype=np.int64)  # a row group's first row in this output group's read
     total = len(order)
     for first in range(0, max(total, 1), row_group_rows):
         rows = order[first:first + row_group_rows]
@@ -141,21 +155,12 @@ def sorted_table_file(spool: Path, key: str, name: str, parent: Path | None,
         while len(cache) > max(_CACHED_ROW_GROUPS, len(needed)):
             del cache[next(iter(cache))]
         # Each output row's place in the row groups read, concatenated in group order (zero-copy in Arrow).
-        bases = dict(zip(needed, np.concatenate(([0], np.cumsum([p.num_rows for p in pieces])))[:-1].tolist(),
-                         strict=True))
-        local = rows - starts[groups] + np.fromiter((bases[g] for g in groups.tolist()), dtype=np.int64,
-                                                    count=len(groups))
+        base[needed] = np.concatenate(([0], np.cumsum([p.num_rows for p in pieces])))[:-1]
         joined = pa.concat_tables(pieces) if len(pieces) != 1 else pieces[0]
+        selected = joined.take(pa.array(rows - starts[groups] + base[groups])) if total else joined.slice(0, 0)
         # Through pandas, as write_frame converts the DataFrame: the same schema and pandas metadata.
-        selected = joined.take(pa.array(local)) if total else joined.slice(0, 0)
-        piece = selected.to_pandas(use_threads=False)
-        table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
-                                     schema=writer.schema if writer is not None else None)
-        if writer is None:
-            writer = pq.ParquetWriter(path, table.schema)
-        writer.write_table(table)
-        del table, piece, selected, joined, pieces
-    assert writer is not None
-    writer.close()
+        out.write(selected.to_pandas(use_threads=False))
+        del selected, joined, pieces
+    out.close()
     columns = list(source.schema_arrow.names)
-    return TableFile(path, total, columns, owner=directory)
+    return TableFile(out.path, total, columns, owner=directory)
