@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +113,13 @@ def test_a_run_whose_requests_stayed_a_file_summarises_and_saves_as_one_built_in
         assert (tmp_path / "kept" / file).read_bytes() == (tmp_path / "whole" / file).read_bytes(), name
     pd.testing.assert_frame_equal(kept.requests, whole.requests, check_exact=True)
     assert isinstance(kept.requests_source, pd.DataFrame)  # read once asked for
+
+
+def test_a_result_whose_requests_stayed_a_file_pickles_with_its_table(monkeypatch):
+    monkeypatch.setattr(engine_module, "MAX_ROWS_IN_MEMORY", 500)
+    result = Engine(with_overrides(_scenario(), ["duration=1s"])).run()
+    assert isinstance(result.requests_source, TableFile)
+    copy = pickle.loads(pickle.dumps(result))
+    assert isinstance(result.requests_source, pd.DataFrame)  # read to be pickled
+    pd.testing.assert_frame_equal(copy.requests, result.requests, check_exact=True)
+    assert copy.summary == result.summary and copy.request_count == result.request_count
