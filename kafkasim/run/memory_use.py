@@ -1,8 +1,9 @@
 """What a run holds when it runs out of memory, counted, and which of it most likely filled the memory.
 
 A run holds its recorded rows -- request rows, batch rows (the records table), gauge samples -- which the
-recorder spools to disk as it goes but which all come back into memory when the tables are built at the
-end; and the simulation's state, of which two parts grow with a run: the records waiting in the producers
+recorder spools to disk as it goes and which come back into memory when the tables are built at the end
+(the requests only a few columns at a time: a spooled requests table stays a file,
+kafkasim.record.table_file); and the simulation's state, of which two parts grow with a run: the records waiting in the producers
 (a rate the brokers do not keep up with, up to each producer's `buffer.memory`) and the batches held in
 the logs (every batch of the run, on each replica, unless retention deletes old segments). Counting each
 of them and weighing the counts by what one costs says what to change, instead of assuming the producers.
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     from kafkasim.run.cluster import Cluster
 
 # About how many bytes one of each costs where it is largest: a row in the tables built at the end (the
-# DataFrames' columns, measured on a 2 M-row requests table read back from the spool: ~340 bytes a row;
-# records ~260, gauge samples ~100 with their strings), a record in a producer's batches (~65 bytes,
+# DataFrames' columns, measured on a 2 M-row requests table read back from the spool: ~340 bytes a row --
+# once read whole, which a run no longer does itself; records ~260, gauge samples ~100 with their strings), a record in a producer's batches (~65 bytes,
 # measured on a producer's backlog at 100 000 records/s), a batch in a log (~200 bytes over its replicas:
 # the batch and its index entries, measured at 5 000 records/s). Rough: they only rank the kinds.
 BYTES_PER = {
