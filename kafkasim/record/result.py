@@ -162,7 +162,7 @@ class RunResult:
         self._requests = frame
         self._requests_file = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         # A pickled result carries its requests table itself: its file is a temporary one of this process.
         state = dict(self.__dict__)
         state["_requests"], state["_requests_file"] = self.requests, None
