@@ -5,10 +5,10 @@ attribute `RequestRow` lists), filled in as the request moves through the broker
 whose size and partition count it takes when built) and handed over once with `finish_request`; the recorder only appends the
 object to a list. Columns are built per chunk of `max_rows_in_memory` rows, vectorised, and -- once a table
 outgrows the chunk -- written as a Parquet row group to a spool file, so a long run holds at most one chunk of
-Python objects per table. `tables()`
-returns the finished DataFrames (read back from the spool when one was used) in the schema `RunResult`
-saves -- except a spooled requests table, which stays a file (kafkasim.record.table_file). Why rows are objects rather than per-timestamp calls: benchmarks/README.md ("Measurements behind
-design choices").
+Python objects per table. `tables()` returns the finished DataFrames (read back from the spool when one was
+used) in the schema `RunResult` saves -- except a spooled requests table, which stays a file
+(kafkasim.record.table_file). Why rows are objects rather than per-timestamp calls: benchmarks/README.md
+("Measurements behind design choices").
 """
 from __future__ import annotations
 
@@ -337,7 +337,6 @@ def segments_frame(rows: Sequence[tuple[float, int, str, int, int, str, str, boo
             "leader": np.asarray(columns[7], dtype=bool),
         }
     )
-
 
 
 def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],

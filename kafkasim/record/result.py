@@ -114,7 +114,8 @@ def is_result_dir(directory: str | Path) -> bool:
 
 
 class RunResult:
-    """The outcome of one run: `requests`, `records`, `timeseries`, `segments` (DataFrames), `stalls` (a DataFrame
+    """The outcome of one run: `requests`, `records`, `timeseries`, `segments` (DataFrames; a long run's
+    `requests` is read from its file when first asked for: kafkasim.record.table_file), `stalls` (a DataFrame
     when the scenario had stalls on, else None), `retransmissions` (a DataFrame when a connection retransmitted,
     else None), `summary` (JSON-able dict) and the resolved scenario as YAML text (None for runs built in code
     without one)."""
