@@ -107,9 +107,10 @@ class KafkaApis:
         return completed
 
     def handle_fetch(self, envelope: RequestEnvelope) -> list[RequestEnvelope]:
-        """``handleFetchRequest``; returns the responses completed during the call, for the handler to send
-        after the read's service time (its own if answered at once; produce requests the HW advance of a
-        follower fetch completed).
+        """``handleFetchRequest``; returns the responses completed during the call, in the order they completed,
+        for the handler to send (kafkasim.server.kafka_request_handler): those the HW advance of a follower
+        fetch completed (produce requests, consumers' parked fetches) when its read is done, its own, if
+        answered at once, after its request cost.
 
         The request's session fields make its ``FetchContext`` (``FetchManager.newContext``, KIP-227): an
         incremental request reads every partition of its session, not only those it names
@@ -185,7 +186,7 @@ class KafkaApis:
 
     def _send(self, envelope: RequestEnvelope) -> None:
         """A built response: returned by ``handle_fetch`` if it completed during its ``fetch_messages`` call
-        (the handler sends it after the read's service time), else to the ``RequestChannel`` at once."""
+        (the handler sends it when its turn on the thread comes), else to the ``RequestChannel`` at once."""
         if self._checks:
             self._observer.response_built(envelope)
         fetched = self._fetched

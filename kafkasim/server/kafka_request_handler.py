@@ -12,8 +12,16 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   starts), then service time ``request + read_per_kib * KiB read + per_partition * partitions read`` (an
   incremental fetch reads every partition of its session), plus ``follower_fetch * partitions named`` for a
   follower's (Partition.updateFollowerFetchState moving the follower's log end offset; an incremental request
-  names the partitions whose fetch offset moved); the responses the call completed (its own, produce requests
-  completed by a follower's HW advance) are sent when it has elapsed.
+  names the partitions whose fetch offset moved); its response, if answered at once, is sent when that has
+  elapsed. A follower fetch whose HW advance completes others (``Partition.fetchRecords`` reads, then
+  ``updateFollowerFetchState`` -> ``tryCompleteDelayedRequests`` completes the DelayedProduce and consumers'
+  DelayedFetch it unblocked, on this thread, before ``fetchMessages`` calls back) answers them when its read
+  and follower bookkeeping are done, a parked fetch after its completion (below), and spends its request cost
+  (the callback: ``processResponseCallback`` building its response) after them; its own response goes last.
+  Simplification: a fetch of several partitions reads them all before completing anything (Kafka completes
+  a partition's waiters before reading the next partition), and its whole request cost counts as the
+  response's building (Kafka's handler also parses and authorises before the read). On this project's
+  cluster a consumer's answer so completed left 0.07-0.08 ms before the follower's own (docs/calibration.md).
 * Then the ``finally`` of ``KafkaApis.handle``: ``ReplicaManager.tryCompleteActions`` (parked follower
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
   still unset. Each parked fetch a request completes (here, or a consumer's that a follower's HW advance
@@ -67,6 +75,11 @@ KIB: Final = 1024.0
 
 
 _NO_COST: Final = ConstantSampler(0.0)
+
+# What a handler does when a request's responses are sent (KafkaRequestHandlerPool._send_all).
+_FINISH: Final = 0  # the action queue: KafkaApis.handle's finally
+_END: Final = 1  # the request's end (the action queue ran)
+_RESPOND: Final = 2  # the rest of a fetch's handling, then its own response (it completed others mid-handler)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,31 +190,46 @@ class KafkaRequestHandlerPool:
         responses = self.apis.handle_fetch(envelope)
         fixed = self._fixed_fetch
         if fixed is not None:
-            cost = fixed[0] + fixed[1] * (envelope.read_bytes / KIB) + fixed[2] * envelope.read_partitions
+            request = fixed[0]
+            read = fixed[1] * (envelope.read_bytes / KIB) + fixed[2] * envelope.read_partitions
         else:
-            cost = (costs.request() + costs.read_per_kib() * (envelope.read_bytes / KIB)
-                    + costs.per_partition() * envelope.read_partitions)
+            request = costs.request()
+            read = costs.read_per_kib() * (envelope.read_bytes / KIB) + costs.per_partition() * envelope.read_partitions
         if envelope.api == API_FETCH_FOLLOWER and envelope.partitions > 0:
             # Partition.updateFollowerFetchState moves the follower's log end offset (maybeIncrementLeaderHW)
             # only for a partition whose fetch offset moved, and those are the partitions an incremental
             # request names (FetchSessionHandler sends a partition when its fetch offset changed): an idle
             # partition of the session costs only its read (per_partition).
             follower = self._fixed_follower
-            cost += (follower if follower is not None else costs.follower_fetch()) * envelope.partitions
+            read += (follower if follower is not None else costs.follower_fetch()) * envelope.partitions
         disk = self.disk
         cold = 0.0
         if disk is not None and disk.page_cache_bytes >= 0:
             cold = self._cold_read(disk, envelope, responses)
+        mid = False
+        for response in responses:
+            if response is not envelope:
+                mid = True
+                break
+        if mid:
+            # The fetch completed others (a follower's HW advance: Partition.updateFollowerFetchState calls
+            # tryCompleteDelayedRequests inside Partition.fetchRecords, right after the read): they are answered
+            # when the read is done, and the rest of the handling (the request cost: ReplicaManager.fetchMessages'
+            # callback, KafkaApis' processResponseCallback building the response) comes after them.
+            cost = read
+            done = partial(self._fetch_read, envelope, responses, request)
+        else:
+            cost = request + read
+            done = partial(self._fetch_done, envelope, responses)
         self.handler_busy_ms += cost + cold
         cpu = self.cpu
         if cpu is None:
-            Call(env, cost + cold, partial(self._fetch_done, envelope, responses))
+            Call(env, cost + cold, done)
         elif cold > 0.0:
             # The CPU work on a core, then the wait for the disk off it.
-            cpu.run(cost, partial(self._on_core, env.now, cost,
-                                  partial(self._wait_off_cpu, cold, partial(self._fetch_done, envelope, responses))))
+            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._wait_off_cpu, cold, done)))
         else:
-            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._fetch_done, envelope, responses)))
+            cpu.run(cost, partial(self._on_core, env.now, cost, done))
 
     def _wake(self, envelope: RequestEnvelope) -> None:
         wakeup = self.costs.wakeup
@@ -258,34 +286,50 @@ class KafkaRequestHandlerPool:
         if self.stw.paused:
             self.stw.defer(lambda: self._fetch_done(envelope, responses))
             return
-        self._send_all(envelope, responses, 0, False)
+        self._send_all(envelope, responses, 0, _FINISH, 0.0)
 
-    def _send_all(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], start: int, actions: bool) -> None:
+    def _fetch_read(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], request: float,
+                    _event: object = None) -> None:
+        """A fetch that completed others has read (and moved its follower's state): they are answered first."""
+        if self.stw.paused:
+            self.stw.defer(lambda: self._fetch_read(envelope, responses, request))
+            return
+        self._send_all(envelope, responses, 0, _RESPOND, request)
+
+    def _send_all(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], start: int, then: int,
+                  request: float) -> None:
         """Send ``responses[start:]`` in order; a parked fetch that ``envelope``'s handling completed (another
         request's DelayedFetch) holds the handler for its completion first (``_completion_cost``). When all are
-        sent: the action queue (``actions`` False) or the request's end (``actions`` True: the queue ran)."""
+        sent: the action queue (``then`` _FINISH), the request's end (_END: the queue ran), or (_RESPOND) the
+        rest of a fetch's handling, ``request`` ms, and its own response (held back here) after it."""
         send_response = self.request_channel.send_response
         for i in range(start, len(responses)):
             response = responses[i]
-            if response is not envelope and response.api != API_PRODUCE:
+            if response is envelope:
+                if then == _RESPOND:
+                    continue
+            elif response.api != API_PRODUCE:
                 cost = self._completion_cost(response)
                 if cost > 0.0:
-                    self._work(cost, partial(self._completed, envelope, responses, i, actions))
+                    self._work(cost, partial(self._completed, envelope, responses, i, then, request))
                     return
             send_response(response)
-        if actions:
+        if then == _END:
             self._end(envelope)
+        elif then == _RESPOND:
+            own = [envelope] if any(r is envelope for r in responses) else []
+            self._work(request, partial(self._fetch_done, envelope, own))
         else:
             self._finish(envelope)
 
-    def _completed(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], i: int, actions: bool,
-                   _event: object = None) -> None:
+    def _completed(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], i: int, then: int,
+                   request: float, _event: object = None) -> None:
         """The handler has completed ``responses[i]``: it goes out, then the rest."""
         if self.stw.paused:
-            self.stw.defer(lambda: self._completed(envelope, responses, i, actions))
+            self.stw.defer(lambda: self._completed(envelope, responses, i, then, request))
             return
         self.request_channel.send_response(responses[i])
-        self._send_all(envelope, responses, i + 1, actions)
+        self._send_all(envelope, responses, i + 1, then, request)
 
     def _completion_cost(self, response: RequestEnvelope) -> float:
         """The handler time of completing a parked fetch: ``DelayedFetch.onComplete`` reads its partitions
@@ -312,7 +356,7 @@ class KafkaRequestHandlerPool:
         # produce's followers and consumers, woken by its append) are read and answered on this thread, one
         # after another, before apiLocalCompleteTimeNanos is set: an acks=all produce's LocalTimeMs includes
         # them (an acks=1 produce's was set when its response was sent).
-        self._send_all(envelope, self.apis.try_complete_actions_held(), 0, True)
+        self._send_all(envelope, self.apis.try_complete_actions_held(), 0, _END, 0.0)
 
     def _end(self, envelope: RequestEnvelope) -> None:
         if not envelope.locally_completed:  # no response sent before (RequestChannel.sendResponse marks it then)
