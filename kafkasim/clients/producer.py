@@ -721,9 +721,11 @@ class Producer(Pausable):
         return self.client.connections
 
     def catch_up(self) -> None:
-        """Append the records intended up to now (the end of a run reads the accumulator)."""
+        """Append the records intended before now (the end of a run reads the accumulator). One intended at now
+        itself is not: its arrival is an event at the run's end, which ``Environment.run(until)`` stops ahead of
+        (the stop is URGENT), so the run never reached it."""
         if not self.paused:
-            self._catch_up(self.env.now)
+            self._catch_up(math.nextafter(self.env.now, -math.inf))
 
     def building(self) -> list[ProducerBatch]:
         """The batches of the request the Sender is building (drained, not yet sent)."""
