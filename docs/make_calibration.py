@@ -5,6 +5,7 @@ docs/validation.md.
     uv run python docs/make_calibration.py                  # ~20 minutes: 12 real runs, the fit, the predictions
     uv run python docs/make_calibration.py --work DIR       # keep the real runs in DIR (a later call reuses them)
     uv run python docs/make_calibration.py --start presets/this-machine.yaml   # refit from the last fit's values
+    uv run python docs/make_calibration.py --predict-again  # ~1 minute: the preset's predictions by today's model
 
 1. Three real runs of scenarios/calibration_base.yaml (acks=1, linger.ms=0, 300 records/s of 1 KiB, RF 3) on
    Apache Kafka (`kafkasim run --on-kafka`); `kafkasim calibrate` fits kafkasim's costs to the medians of their
@@ -12,7 +13,8 @@ docs/validation.md.
    parameter on 10 s simulated runs, then the tails' parameters on 30 s runs. The preset is written to
    presets/this-machine.yaml (with the date, the Kafka version and the runs it came from).
 2. Three real runs of each held-out configuration: acks=all with linger.ms=5 at 200 records/s; 6 partitions;
-   4 KiB records.
+   4 KiB records. The runs of step 1 and 2 are made in rounds (base, acks=all, 6 partitions, 4 KiB, then again),
+   so the machine's drift over the runs falls on every configuration alike.
 3. kafkasim predicts each held-out configuration with the preset (60 s simulated runs), with a band from draws of the fit's
    uncertainty (kafkasim.calibrate.predict), and the prediction is set beside the median of the three real
    runs: it counts as within when it is within 20% of that median, or inside the real runs' own range where
@@ -35,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
-from kafkasim.calibrate.fit import TAILS, fit, starting_point, with_tails  # noqa: E402
+from kafkasim.calibrate.fit import TAILS, fit, simulate, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
     JSON_FILE,
@@ -45,7 +47,14 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     write_section,
 )
 from kafkasim.calibrate.predict import predict  # noqa: E402
-from kafkasim.calibrate.preset import PresetError, document, earlier_fit, load_preset, write_preset  # noqa: E402
+from kafkasim.calibrate.preset import (  # noqa: E402
+    Preset,
+    PresetError,
+    document,
+    earlier_fit,
+    load_preset,
+    write_preset,
+)
 from kafkasim.calibrate.targets import measured as medians_of  # noqa: E402
 from kafkasim.calibrate.targets import statistics as stats_of  # noqa: E402
 from kafkasim.record.result import RunResult, is_result_dir  # noqa: E402
@@ -70,6 +79,66 @@ def real_run(key: str, overrides: list[str], out: Path) -> RunResult:
     return result
 
 
+def held_out_rows(preset: Preset, real: dict[str, list[dict[str, float]]], predict_ms: float,
+                  draws: int) -> list[dict[str, object]]:
+    """Each held-out configuration predicted with `preset` beside its real runs' statistics (`real`, by key)."""
+    rows: list[dict[str, object]] = []
+    for key, (label, overrides) in HELD_OUT.items():
+        held = with_overrides(load_scenario(BASE), [*overrides, f"duration={predict_ms:g}ms"])
+        print(f"predicting {label} ...", flush=True)
+        prediction = predict(held, preset, draws=draws)
+        for stat in PREDICTED:
+            values = [m[stat] for m in real[key] if stat in m]
+            if stat not in prediction.value or not values:
+                continue
+            rows.append({
+                "configuration": label, "statistic": stat, "predicted": prediction.value[stat],
+                "band": [prediction.low[stat], prediction.high[stat]], "real_median": statistics.median(values),
+                "real_runs": values, "verdict": row_verdict(prediction.value[stat], values),
+            })
+    return rows
+
+
+def write_pages(data: dict[str, object]) -> None:
+    """docs/calibration.json, the Calibration section of docs/validation.md and docs/calibration.md's findings."""
+    (ROOT / JSON_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_section(ROOT / "docs" / "validation.md", data)
+    write_findings(ROOT / "docs" / "calibration.md", data)
+    rows = data["predictions"]
+    assert isinstance(rows, list)
+    within = sum(r["verdict"] == "within" for r in rows)
+    print(f"wrote {JSON_FILE}, the Calibration section of docs/validation.md and docs/calibration.md's findings: "
+          f"{within} of {len(rows)} predictions within", flush=True)
+
+
+def predict_again() -> int:
+    """The committed preset's fitted run and held-out predictions made again by today's kafkasim, beside the real
+    figures docs/calibration.json keeps: what a change of the model did to them, without new real runs (whose
+    machine would not be the one the preset describes) or a new fit."""
+    data = json.loads((ROOT / JSON_FILE).read_text(encoding="utf-8"))
+    preset = load_preset(PRESET)
+    scenario = load_scenario(BASE)
+    sim_ms = float(data["sim_seconds"]) * 1000.0
+    fitted_run = with_overrides(scenario, [f"duration={sim_ms:g}ms",
+                                           f"warmup={min(float(scenario.warmup), sim_ms / 2):g}ms"])
+    print(f"the fitted run ({sim_ms / 1000:g} s) ...", flush=True)
+    got = stats_of(simulate(fitted_run, preset.values))
+    for row in data["fit"]:
+        row["fitted"] = round(got[row["statistic"]][1], 4) if row["statistic"] in got else None
+    real: dict[str, list[dict[str, float]]] = {key: [] for key in HELD_OUT}
+    keys = {label: key for key, (label, _overrides) in HELD_OUT.items()}
+    for row in data["predictions"]:
+        runs = real[keys[row["configuration"]]]
+        while len(runs) < len(row["real_runs"]):
+            runs.append({})
+        for run, value in zip(runs, row["real_runs"], strict=False):
+            run[row["statistic"]] = value
+    data["predictions"] = held_out_rows(preset, real, float(data["predict_seconds"]) * 1000.0, int(data["draws"]))
+    data["predicted_again"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    write_pages(data)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, help="where the real runs are kept (default: a temporary directory)")
@@ -86,7 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--predict-ms", type=float, default=60_000.0,
                         help="simulated time of each prediction (the real runs' p99s are the median of three)")
     parser.add_argument("--draws", type=int, default=4, help="draws of the fit's uncertainty per prediction")
+    parser.add_argument("--predict-again", action="store_true",
+                        help="no real runs and no fit: run the committed preset's fitted run and predictions again "
+                        "with today's kafkasim, against the real figures docs/calibration.json keeps (after a change "
+                        "of the model)")
     args = parser.parse_args(argv)
+    if args.predict_again:
+        return predict_again()
     # The earlier preset is read before the real runs (twenty minutes): a wrong path fails at once.
     earlier: dict[str, float] = {}
     started = ""
@@ -99,11 +174,19 @@ def main(argv: list[str] | None = None) -> int:
         started = f"; the fit started from the values of the preset fitted {fitted_when}"
     work = args.work or Path(tempfile.mkdtemp(prefix="kafkasim-calibration-"))
     work.mkdir(parents=True, exist_ok=True)
-    bases = [real_run("base", [], work / f"base-{i + 1}") for i in range(args.base_runs)]
+    # In rounds, one run of each configuration per round: the machine drifts over the ten minutes of runs (here
+    # a handler's wake-up p50 went from 0.03 to 0.06 ms in one sequence of runs made configuration after
+    # configuration), and runs made in blocks would give each configuration its block's share of the drift.
+    configurations = [("base", [], args.base_runs),
+                      *((key, overrides, args.runs) for key, (_label, overrides) in HELD_OUT.items())]
+    made: dict[str, list[RunResult]] = {key: [] for key, _overrides, _n in configurations}
+    for i in range(max(n for _key, _overrides, n in configurations)):
+        for key, overrides, n in configurations:
+            if i < n:
+                made[key].append(real_run(key, overrides, work / f"{key}-{i + 1}"))
+    bases = made.pop("base")
     base = bases[0]
-    real: dict[str, list[RunResult]] = {
-        key: [real_run(key, overrides, work / f"{key}-{i + 1}") for i in range(args.runs)]
-        for key, (_label, overrides) in HELD_OUT.items()}
+    real: dict[str, list[RunResult]] = made
 
     scenario = load_scenario(base.scenario_yaml or "")
     measured = [b.summary for b in bases]
@@ -135,22 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     preset = load_preset(PRESET)
     print(f"wrote {PRESET.relative_to(ROOT)}", flush=True)
 
-    rows = []
-    for key, (label, overrides) in HELD_OUT.items():
-        held = with_overrides(load_scenario(BASE), [*overrides, f"duration={args.predict_ms:g}ms"])
-        print(f"predicting {label} ...", flush=True)
-        prediction = predict(held, preset, draws=args.draws)
-        measured = [{k: v for k, (_g, v, _n) in stats_of(r.summary).items()} for r in real[key]]
-        for stat in PREDICTED:
-            values = [m[stat] for m in measured if stat in m]
-            if stat not in prediction.value or not values:
-                continue
-            median = statistics.median(values)
-            rows.append({
-                "configuration": label, "statistic": stat, "predicted": prediction.value[stat],
-                "band": [prediction.low[stat], prediction.high[stat]], "real_median": median,
-                "real_runs": values, "verdict": row_verdict(prediction.value[stat], values),
-            })
+    rows = held_out_rows(preset, {key: [{k: v for k, (_g, v, _n) in stats_of(r.summary).items()} for r in runs]
+                                   for key, runs in real.items()}, args.predict_ms, args.draws)
     fit_rows = [{"statistic": r["statistic"], "measured": r["measured_ms"], "fitted": r["fitted_ms"]}
                 for r in doc["fit"]]
     data = {"when": when, "machine": machine, "kafka": KAFKA_VERSION, "preset": str(PRESET.relative_to(ROOT)),
@@ -158,13 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             "base_runs": len(bases),
             "draws": args.draws, "sim_seconds": args.sim_ms / 1000, "predict_seconds": args.predict_ms / 1000,
             "fit": fit_rows, "predictions": rows}
-    (ROOT / JSON_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    write_section(ROOT / "docs" / "validation.md", data)
-    write_findings(ROOT / "docs" / "calibration.md", data)
-    within = sum(r["verdict"] == "within" for r in rows)
-    print(f"wrote {JSON_FILE}, the Calibration section of docs/validation.md and docs/calibration.md's findings: "
-          f"{within} of {len(rows)} "
-          "predictions within", flush=True)
+    write_pages(data)
     return 0
 
 

@@ -58,6 +58,16 @@ def _ms(value: float) -> str:
     return f"{value:.3g}"
 
 
+def _again(data: dict[str, Any]) -> str:
+    """What the pages say when the fitted run and the predictions were made again without a new fit."""
+    again = data.get("predicted_again")
+    if not again:
+        return ""
+    return (f" The fitted run and the predictions were made again on {again[:10]} by the kafkasim of that day, with "
+            "the same preset, beside the same real figures (`docs/make_calibration.py --predict-again`, after a "
+            "change of the model).")
+
+
 def section(data: dict[str, Any]) -> str:
     """The "Calibration" section of docs/validation.md."""
     rows = data["predictions"]
@@ -73,7 +83,7 @@ def section(data: dict[str, Any]) -> str:
            f"{data['runs']} real runs. A prediction is within when "
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
-           f"predictions are within. docs/calibration.md explains the fit and what it stands for.", "",
+           f"predictions are within.{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
            "| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
            "verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -124,6 +134,8 @@ def findings(data: dict[str, Any]) -> str:
             + (f", the request log's p50 gaps (docs/calibration.md) {', '.join(gaps)}" if gaps else "")
             + f", and {within_broker} of the "
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
+    if data.get("predicted_again"):
+        text = text.replace("): the fitted run", f"; predicted again {data['predicted_again'][:10]}): the fitted run", 1)
     if off:
         text += (f" (outside: {'; '.join(off)}: one spread, `service_spread`, serves every handler cost and the "
                  "send, and one wake-up distribution the handlers and the network threads alike, so the phases of "

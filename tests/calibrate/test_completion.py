@@ -13,6 +13,7 @@ import pytest
 
 from kafkasim.calibrate.completion import MIN_GAPS, completion_gap_ms, completion_gaps, consumer_completions
 from kafkasim.calibrate.fit import starting_point
+from kafkasim.calibrate.held_out import HELD_OUT
 from kafkasim.calibrate.parameters import BY_NAME
 from kafkasim.calibrate.preset import PresetError, earlier_fit
 from kafkasim.calibrate.targets import measured
@@ -113,6 +114,35 @@ def test_make_calibration_refuses_a_start_that_is_no_preset_before_any_real_run(
     err = capsys.readouterr().err
     assert err.startswith(f"make_calibration.py: error: --start {notes}: kind: not a fitted preset") and "Traceback" not in err
     assert not work.exists()  # refused before the real runs
+
+
+class _Made(Exception):
+    """Stops make_calibration.py once its real runs are made."""
+
+
+def test_make_calibration_makes_the_real_runs_in_rounds(tmp_path: Path) -> None:
+    """One run of each configuration per round, not each configuration's runs in a block: over one sequence of
+    twelve real runs made in blocks, a handler's wake-up p50 went from 0.03 to 0.06 ms, and the blocks gave each
+    configuration its own share of the machine's drift."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    made: list[str] = []
+
+    def real_run(key: str, overrides: list[str], out: Path) -> object:
+        made.append(out.name)
+        if len(made) == 2 * (len(HELD_OUT) + 1):
+            raise _Made
+        return object()
+
+    script.real_run = real_run
+    with pytest.raises(_Made):
+        script.main(["--work", str(tmp_path), "--runs", "2", "--base-runs", "2"])
+    keys = ["base", *HELD_OUT]
+    assert made == [f"{key}-{i}" for i in (1, 2) for key in keys]
 
 
 def _follower_log(completing: int, idle: int) -> pd.DataFrame:

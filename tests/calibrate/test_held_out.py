@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kafkasim.calibrate.held_out import (
     BEGIN,
     CLIENT_STATISTICS,
@@ -87,3 +89,57 @@ def test_the_calibration_page_states_the_current_findings(tmp_path: Path) -> Non
     broker = [r for r in data["fit"]
               if r["statistic"] not in CLIENT_STATISTICS and r["statistic"] not in REQUEST_LOG_STATISTICS]
     assert f"{sum(fit_within(r['measured'], r['fitted']) for r in broker)} of the {len(broker)} statistics" in text
+
+
+def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kept_real_figures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`docs/make_calibration.py --predict-again` after a change of the model: the committed preset's fitted run
+    and predictions made again (here by stand-ins that say what they were asked), beside the real runs' figures
+    docs/calibration.json keeps, each verdict recomputed; no real run, no fit, the repository's pages untouched
+    (the script writes under its ROOT, a copy here)."""
+    import importlib.util
+
+    from kafkasim.calibrate.predict import Prediction
+
+    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "docs").mkdir()
+    for name in ("calibration.json", "validation.md", "calibration.md"):
+        (tmp_path / "docs" / name).write_bytes((ROOT / "docs" / name).read_bytes())
+    kept = json.loads((ROOT / JSON_FILE).read_text(encoding="utf-8"))
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    monkeypatch.setattr(script, "real_run", None)  # a real run would fail here
+    asked: list[float] = []
+
+    def simulate(scenario: object, values: dict[str, float]) -> dict[str, object]:
+        asked.append(float(scenario.duration))  # type: ignore[attr-defined]
+        return {"stand-in": True}
+
+    def stats_of(summary: dict[str, object]) -> dict[str, tuple[str, float, int]]:
+        assert summary == {"stand-in": True}
+        return {row["statistic"]: ("broker", 2 * row["measured"], 100) for row in kept["fit"]}
+
+    def predict(scenario: object, preset: object, *, draws: int) -> Prediction:
+        asked.append(float(scenario.duration))  # type: ignore[attr-defined]
+        # Every statistic at the kept real median of its configuration's first predicted statistic, times 10.
+        value = {stat: 10.0 * kept["predictions"][0]["real_median"] for stat in PREDICTED}
+        return Prediction(value, value, value, draws)
+
+    monkeypatch.setattr(script, "simulate", simulate)
+    monkeypatch.setattr(script, "stats_of", stats_of)
+    monkeypatch.setattr(script, "predict", predict)
+    assert script.main(["--predict-again"]) == 0
+    again = json.loads((tmp_path / JSON_FILE).read_text(encoding="utf-8"))
+    assert asked == [kept["sim_seconds"] * 1000.0] + [kept["predict_seconds"] * 1000.0] * len(HELD_OUT)
+    assert [r["fitted"] for r in again["fit"]] == [round(2 * r["measured"], 4) for r in kept["fit"]]
+    assert [(r["configuration"], r["statistic"], r["real_runs"], r["real_median"]) for r in again["predictions"]] == [
+        (r["configuration"], r["statistic"], r["real_runs"], r["real_median"]) for r in kept["predictions"]]
+    assert [r["verdict"] for r in again["predictions"]] == [
+        row_verdict(r["predicted"], r["real_runs"]) for r in again["predictions"]]
+    assert again["when"] == kept["when"] and again["predicted_again"]
+    assert "--predict-again" in (tmp_path / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert f"predicted again {again['predicted_again'][:10]}" in (tmp_path / "docs" / "calibration.md").read_text(
+        encoding="utf-8")
+    assert (ROOT / JSON_FILE).read_text(encoding="utf-8") == json.dumps(kept, indent=1) + "\n"
