@@ -58,12 +58,12 @@ def _ms(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _again(data: dict[str, Any]) -> str:
+def _again(data: dict[str, object]) -> str:
     """What the pages say when the fitted run and the predictions were made again without a new fit."""
     again = data.get("predicted_again")
     if not again:
         return ""
-    return (f" The fitted run and the predictions were made again on {again[:10]} by the kafkasim of that day, with "
+    return (f" The fitted run and the predictions were made again on {str(again)[:10]} by the kafkasim of that day, with "
             "the same preset, beside the same real figures (`docs/make_calibration.py --predict-again`, after a "
             "change of the model).")
 
