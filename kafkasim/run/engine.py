@@ -57,7 +57,7 @@ from kafkasim.run.gc_policy import run_gc_thresholds
 from kafkasim.run.memory_guard import AddressSpaceGuard
 from kafkasim.run.memory_use import MemoryUse, memory_use
 from kafkasim.run.observer import CheckedRunObserver
-from kafkasim.run.stalls import StallRow, schedule_stalls
+from kafkasim.run.stalls import StallRow, schedule_stalls, stalled_since_sent
 from kafkasim.sim.calls import Call
 from kafkasim.sim.clock import SimClock
 
@@ -217,7 +217,9 @@ class Engine:
             raise self._out_of_memory(duration, wall_seconds)
         end = min(self.env.now, duration)
         if self.invariants is not None:
-            self.invariants.at_end()
+            rows = self._stall_rows
+            self.invariants.at_end(None if not rows else stalled_since_sent(
+                rows, self.components, self.components.unfinished_requests(), self.env.now))
         try:
             result = self._result(end, wall_seconds)
         except MemoryError:

@@ -30,7 +30,7 @@ Checked rules:
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 
 
 class InvariantViolation(Exception):
@@ -177,11 +177,14 @@ class InvariantChecker:
         """Requests still waiting for an outcome."""
         return len(self._outstanding)
 
-    def at_end(self, now: float) -> None:
-        """End of run: a request still waiting past its client-side deadline never got an outcome."""
+    def at_end(self, now: float, stalled: Mapping[int, float] | None = None) -> None:
+        """End of run: a request still waiting past its client-side deadline never got an outcome. ``stalled``:
+        per request, how long its client stood in stalls after sending it, which moves its deadline (a stalled
+        client notices neither its response nor its timeout until the stall ends)."""
         if not self.enabled:
             return
-        overdue = sorted(rid for rid, deadline in self._outstanding.items() if deadline <= now)
+        late = stalled if stalled is not None else {}
+        overdue = sorted(rid for rid, deadline in self._outstanding.items() if deadline + late.get(rid, 0.0) <= now)
         if overdue:
             listed = ", ".join(map(str, overdue[:10])) + (" ..." if len(overdue) > 10 else "")
             raise InvariantViolation(

@@ -27,7 +27,7 @@ HW on restart. It still counts toward min ISR while the leader keeps it in the m
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kafkasim.broker.errors import Errors
@@ -269,11 +269,13 @@ class CheckedRunObserver(RunRecorder):
             if partition is not None:
                 self._report_isr(tp, partition.maximal_isr)
 
-    def at_end(self) -> None:
+    def at_end(self, stalled: Mapping[int, float] | None = None) -> None:
+        """``stalled``: per request still waiting, how long its client stood in stalls since it was sent
+        (kafkasim.run.stalls.stalled_since_sent); its deadline moves by that time."""
         self.check_all_hw()
         # The run stops *before* the events due exactly at its end (SimPy's run(until=...)), so a client
         # timeout due then has not fired: only deadlines strictly before the end are overdue.
-        self.checker.at_end(math.nextafter(self.env.now, -math.inf))
+        self.checker.at_end(math.nextafter(self.env.now, -math.inf), stalled)
 
 
 def _batches_between(log: Log, start: int, end: int) -> list[RecordBatch]:

@@ -37,6 +37,7 @@ from kafkasim.sim.distributions import zero_arg_sampler
 if TYPE_CHECKING:
     from kafkasim.clients.consumer import Consumer
     from kafkasim.clients.producer import Producer
+    from kafkasim.network.messages import RequestEnvelope
     from kafkasim.run.cluster import Cluster
     from kafkasim.scenario import Scenario
     from kafkasim.scenario.stalls import Stalls
@@ -117,3 +118,33 @@ def schedule_stalls(scenario: Scenario, c: Cluster, pauses: PauseCount) -> list[
     for process in processes:
         process.start()
     return rows if processes else None
+
+
+def stalled_since_sent(rows: Sequence[StallRow], c: Cluster, requests: Sequence[RequestEnvelope],
+                       end: float) -> dict[int, float]:
+    """For each of ``requests`` (still waiting for an outcome at ``end``), how long its client stood in stalls
+    since it sent it, when at all: a stalled client notices neither a response nor a timeout until its stall
+    ends (``NetworkClient.poll`` runs on the stopped thread), so its deadline moves by that time, as
+    ``client_deadlines`` (kafkasim.run.build) moves it by a pause fault's duration. A producer or consumer
+    stands in its own stalls; a replica fetcher in its broker's and the machine's."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for host, start, duration in rows:
+        spans.setdefault(host, []).append((start, start + duration))
+    clients: list[Producer | Consumer] = [*c.producers, *c.consumers]
+    hosts: dict[str, tuple[str, ...]] = {client.name: (client.name,) for client in clients}
+    for broker in c.brokers:
+        for fetcher in broker.fetchers:
+            hosts[fetcher.name] = (broker.name, MACHINE_HOST)
+    stalled: dict[int, float] = {}
+    for envelope in requests:
+        sent = envelope.client_send_ms
+        total = 0.0
+        reached = sent  # the union of the spans after `sent`: a broker's stall and the machine's may overlap
+        for start, stop in sorted(s for host in hosts.get(envelope.client, ()) for s in spans.get(host, ())):
+            start, stop = max(start, reached), min(stop, end)
+            if stop > start:
+                total += stop - start
+                reached = stop
+        if total > 0.0:
+            stalled[envelope.request_id] = total
+    return stalled

@@ -238,3 +238,20 @@ def test_kafkas_invariants_hold_with_every_host_stalling_through_crashes_pauses_
         mine = stalls[stalls["host"] == broker.name]
         in_force = ((mine["start_ms"] <= end) & (mine["start_ms"] + mine["duration_ms"] > end)).any()
         assert broker.stw.paused == bool(in_force) and not broker.crashed
+
+
+def test_a_requests_deadline_moves_by_the_stalls_its_client_stood_in_since_it_was_sent() -> None:
+    """stalled_since_sent: a producer or consumer stands in its own stalls, a replica fetcher in its broker's and
+    the machine's (overlapping ones counted once), only after the request was sent and before the end."""
+    from types import SimpleNamespace as NS
+
+    from kafkasim.run.stalls import stalled_since_sent
+
+    rows = [("broker-1", 10.0, 20.0), ("machine", 25.0, 10.0), ("c1", 0.0, 100.0), ("broker-2", 0.0, 1000.0)]
+    cluster = NS(producers=[NS(name="p1")], consumers=[NS(name="c1")],
+                 brokers=[NS(name="broker-1", fetchers=[NS(name="fetcher-1")]), NS(name="broker-2", fetchers=[])])
+    requests = [NS(request_id=1, client="fetcher-1", client_send_ms=15.0),
+                NS(request_id=2, client="c1", client_send_ms=50.0),
+                NS(request_id=3, client="p1", client_send_ms=0.0)]
+    # fetcher-1: its broker's stall from 15 to 30, then the machine's to 35 (25-30 once); c1: 50 to the end, 80.
+    assert stalled_since_sent(rows, cluster, requests, 80.0) == {1: 20.0, 2: 30.0}  # type: ignore[arg-type]
