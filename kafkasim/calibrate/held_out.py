@@ -128,14 +128,14 @@ def findings(data: dict[str, Any]) -> str:
     off = sorted(f"{r['statistic']} {r['fitted'] / r['measured']:.2f}" for r in broker
                  if not fit_within(r["measured"], r["fitted"]) and r["fitted"] is not None and r["measured"])
     within_broker = sum(fit_within(r["measured"], r["fitted"]) for r in broker)
+    again = f"; predicted again {str(data['predicted_again'])[:10]}" if data.get("predicted_again") else ""
     text = (f"On {data['when'][:10]} (Apache Kafka {data['kafka']}; docs/validation.md has the tables, "
-            "benchmarks/README.md the time the fit took): the fitted run reproduces the real runs it was fitted to "
+            f"benchmarks/README.md the time the fit took{again}): the fitted run reproduces the real runs it was "
+            "fitted to "
             f"as fitted/real {', '.join(clients)}"
             + (f", the request log's p50 gaps (docs/calibration.md) {', '.join(gaps)}" if gaps else "")
             + f", and {within_broker} of the "
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
-    if data.get("predicted_again"):
-        text = text.replace("): the fitted run", f"; predicted again {data['predicted_again'][:10]}): the fitted run", 1)
     if off:
         text += (f" (outside: {'; '.join(off)}: one spread, `service_spread`, serves every handler cost and the "
                  "send, and one wake-up distribution the handlers and the network threads alike, so the phases of "

@@ -9,7 +9,8 @@ Checked rules:
   (``UnifiedLog.maybeIncrementHighWatermark``);
 * no delayed operation completes twice (Kafka's `DelayedOperation.forceComplete`: exactly-once `onComplete`);
 * every request gets exactly one outcome -- a response or a recorded client timeout -- and none is
-  left without one after its client-side deadline (`at_end`);
+  left without one after its client-side deadline, moved by the time its client stood paused or stalled since
+  (`at_end`);
 * an acks=all produce's partition is settled with NONE only while |maximal ISR| >= effective min ISR
   (Kafka's ``Partition.checkEnoughReplicasReachOffset``), every replica in the maximal ISR has the
   acknowledged offsets at that moment, and a replica keeps them for as long as it stays in the ISR
