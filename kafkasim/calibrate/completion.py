@@ -6,9 +6,10 @@ Kafka's `KafkaApis.handle` runs `ReplicaManager.tryCompleteActions` in its `fina
 `DelayedFetch` that an append satisfies are read and answered on the producer's handler thread, after an acks=1
 produce's own response was sent (`RequestChannel.sendResponse`). So in a broker's request log the first parked
 FetchFollower answered after an acks=1 produce's response is answered a little later: by the work of one completion
-(kafkasim's `broker.costs.complete_fetch`, plus a read of the batch). No phase of RequestMetrics shows that
-directly (it lies in a parked fetch's RemoteTimeMs, which the long poll's wait for data dominates), so the fit
-starts `complete_fetch_ms` from this gap (kafkasim.calibrate.fit.starting_point) and reproduces its median
+(kafkasim's `broker.costs.complete_fetch`, plus a read of the batch) -- and, on a machine whose cores are
+shared, by the handler's wait for one, which no cost of kafkasim's represents: the gap is a diagnostic, not
+fitted (docs/calibration.md). The fit starts `complete_fetch_ms` from the second context's difference
+(`consumer_completion_ms`, kafkasim.calibrate.fit.starting_point) and reproduces its median
 (kafkasim.calibrate.targets.with_request_log). On this project's machine (Kafka 4.3.1, acks=1 at 300 records/s
 of 1 KiB) each run's median gap was 0.35-0.37 ms.
 
@@ -18,8 +19,8 @@ it satisfies are read and answered right there, before the follower's own respon
 LocalTimeMs holds one completion more than one that completed nothing. On this project's machine the median
 difference was about 0.2 ms in each run, against the 0.35-0.37 ms gap after a produce's response: the first
 answer after a response comes later than one completion's work alone (a thread woken by the response takes a
-core of the two), which one `complete_fetch` cannot tell apart; the fit reproduces both medians as well as it
-can (docs/calibration.md).
+core of the two), which one `complete_fetch` cannot tell apart;
+the fit reproduces the second only (docs/calibration.md).
 
 The gap is a difference of two requests' absolute times, so it needs a log whose line times are finer than a
 millisecond: kafkasim's real runs write epoch microseconds (kafkasim/real/log4j2.properties). A log written with
@@ -114,3 +115,9 @@ def consumer_completions(requests: pd.DataFrame) -> np.ndarray:
     if len(done) < MIN_GAPS or len(none) < MIN_GAPS:
         return np.empty(0)
     return done - float(np.median(none))
+
+
+def consumer_completion_ms(logs: Iterable[pd.DataFrame]) -> float | None:
+    """The median of each log's median `consumer_completions`, or None when no log has any."""
+    medians = [float(np.median(g)) for g in (consumer_completions(log) for log in logs) if len(g)]
+    return float(np.median(medians)) if medians else None

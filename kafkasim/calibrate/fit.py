@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from kafkasim.calibrate.completion import completion_gap_ms
+from kafkasim.calibrate.completion import consumer_completion_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
 from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets, with_request_log
 from kafkasim.run.engine import Engine
@@ -98,7 +98,7 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     long after an acks=1 produce's response a follower fetch it woke was answered for the completion cost:
     kafkasim.calibrate.completion)."""
     start = {p.name: p.start for p in PARAMETERS}
-    gap = completion_gap_ms(requests)
+    gap = consumer_completion_ms(requests)
     if gap is not None:
         start["complete_fetch_ms"] = gap
 

@@ -8,8 +8,8 @@ checked by docs/make_calibration.py on a quiet machine, into docs/validation.md.
 configuration is all the suite can afford, and the suite's other worker shares the two cores: the same
 configuration's real produce p50 was 9.4-10.9 ms in three quiet runs and 10.1, 14.3 and 15.4 ms in three runs
 beside the suite, its p99 41-71 ms quiet and 56, 121 and 111 ms beside it. So the prediction must be within
-50% of the one real run at the median and within a factor of 3 at the p99, where kafkasim's defaults (no
-calibration) predict a p99 of ~10 ms, more than 4 times too short. The fit starts from the project's preset
+50% of the one real run at the median and within a factor of 3 at the p99, and at the p99 nearer that run
+than kafkasim's defaults (no calibration), whose p99 of ~10 ms is 3 to 12 times too short. The fit starts from the project's preset
 (presets/this-machine.yaml), which was fitted on runs of this same configuration, with the budget of one step on
 the body's four parameters. On such a run no step lowers the misfit of 3 s simulations (scipy rejects it, and
 the preset stands): what the suite checks is that the preset, refined by a fit on this run where a step helps,
@@ -18,7 +18,6 @@ predicts the configuration it never saw, not how a fit converges (tests/calibrat
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,6 @@ import yaml
 
 from kafkasim import load_scenario
 from kafkasim.calibrate.fit import fit
-from kafkasim.calibrate.held_out import HELD_OUT, JSON_FILE
 from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
 from kafkasim.calibrate.predict import predict
 from kafkasim.calibrate.preset import KIND, Preset, load_preset
@@ -46,9 +44,6 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "calibration_base.yaml"
 P50_TOLERANCE = 0.5
 P99_FACTOR = 3.0
-QUIET_MEDIANS = {r["statistic"]: r["real_median"]
-                 for r in json.loads((ROOT / JSON_FILE).read_text(encoding="utf-8"))["predictions"]
-                 if r["configuration"] == HELD_OUT["acks_all_linger5"][0]}
 
 
 def _within(stat: str, predicted: float, real: float) -> tuple[bool, str]:
@@ -83,11 +78,11 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
         if not ok:
             outside.append(f"{stat}: predicted {predicted:.3g}, real {value:.3g}, allowed {tolerance}")
         if stat.endswith("p99"):
-            # The check has teeth: kafkasim's defaults are outside it, measured against the median of the three
-            # quiet real runs of this configuration in docs/calibration.json (a fixed figure: this one run
-            # beside the suite was 35-121 ms, and at its low end the margin is a few per cent).
-            quiet = QUIET_MEDIANS[stat]
-            assert not _within(stat, uncalibrated[stat], quiet)[0], (stat, uncalibrated[stat], quiet)
+            # The check has teeth: the fitted preset's prediction is nearer this real run than kafkasim's
+            # defaults' (their p99 is ~10 ms; the real runs gave 30-42 ms quiet and 33-121 ms beside the suite).
+            # A fixed real figure cannot serve: a quiet day's median (30 ms) is itself within x/÷ 3 of 10 ms.
+            assert abs(math.log(predicted / value)) < abs(math.log(uncalibrated[stat] / value)), (
+                stat, predicted, uncalibrated[stat], value)
     assert not outside, outside
 
     # The run's brokers' request logs, imported as a production broker's would be, calibrate into a preset.
