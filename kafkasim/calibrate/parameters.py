@@ -7,7 +7,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | service_spread | the p99/median of the body of every handler cost and network_send | LocalTimeMs and ResponseSendTimeMs |
 | append_ms | broker.costs.append (a step with the request's spread) | Produce LocalTimeMs beyond a fetch's (each partition's append) |
 | follower_fetch_ms | broker.costs.follower_fetch (a step with the request's spread) | FetchFollower LocalTimeMs beyond a FetchConsumer's |
-| complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | the request logs' gap from an acks=1 produce's response to the follower fetch it woke (also the first guess) and what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
+| complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (a step with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a step: its median, its body's p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
 | preempt_share, preempt_ms | every step's tail: its share of the draws, and how much longer its median is | the p99 of every phase of the breakdown (a thread that waits for another's time slice) |
@@ -65,9 +65,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("append_ms", 0.0001, 10.0, 0.05, "ms", "Produce LocalTimeMs beyond a fetch's (per partition appended)"),
     Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms", "FetchFollower LocalTimeMs beyond a FetchConsumer's"),
     Parameter("complete_fetch_ms", 0.0001, 10.0, 0.05, "ms",
-              "the request logs' gap from an acks=1 produce's response to the follower fetch it woke (also the "
-              "first guess) and a follower fetch's LocalTimeMs beyond an idle one's when it completes a consumer's, "
-              "end-to-end latency"),
+              "a follower fetch's LocalTimeMs beyond an idle one's when it completes a consumer's (the request "
+              "logs' consumer completion, also the first guess), end-to-end latency"),
     Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
     Parameter("wakeup_spread", 1.05, 500.0, 3.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs"),
