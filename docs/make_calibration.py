@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     logs = [b.requests for b in bases]
     start = starting_point(medians_of(measured), logs) | earlier
     coarse = fit(scenario, measured, sim_duration_ms=args.coarse_ms, max_evaluations=args.coarse_evaluations,
-                 progress=show, jobs=jobs, start=start, requests=logs)
+                 progress=show, jobs=jobs, start=start, requests=logs, medians_only=True)
     print(f"\n  then the tails ({', '.join(TAILS)}) on {args.sim_ms / 1000:g} s runs ...", flush=True)
     tails = fit(scenario, measured, sim_duration_ms=args.sim_ms, max_evaluations=args.max_evaluations,
                 progress=show, start=coarse.values, free=TAILS, jobs=jobs, requests=logs)

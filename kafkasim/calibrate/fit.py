@@ -25,6 +25,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from kafkasim.calibrate.completion import consumer_completion_ms
+from kafkasim.calibrate.fetch_read import fetch_read_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
 from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets, with_request_log
 from kafkasim.run.engine import Engine
@@ -94,13 +95,16 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     """Where the fit starts: each parameter's default, or a first guess from the statistic that determines it
     most directly (a consumer fetch's LocalTimeMs for the request cost, a produce's and a follower fetch's
     beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
-    produce latency beyond the broker's for the link, and from the measured runs' request logs, when given, how
-    long after an acks=1 produce's response a follower fetch it woke was answered for the completion cost:
-    kafkasim.calibrate.completion)."""
+    produce latency beyond the broker's for the link, and from the measured runs' request logs, when given, what
+    completing a consumer's fetch adds to a follower fetch for the completion cost, kafkasim.calibrate.completion,
+    and what finding records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read)."""
     start = {p.name: p.start for p in PARAMETERS}
     gap = consumer_completion_ms(requests)
     if gap is not None:
         start["complete_fetch_ms"] = gap
+    read = fetch_read_ms(requests)
+    if read is not None and read > 0:
+        start["segment_read_ms"] = read
 
     def stat(key: str) -> float | None:
         entry = measured.get(key)
@@ -129,7 +133,7 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
 def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]], *,
         sim_duration_ms: float | None = None, max_evaluations: int = 200, progress: Progress | None = None,
         start: dict[str, float] | None = None, free: Sequence[str] | None = None, jobs: int = 1,
-        requests: Sequence[pd.DataFrame] = ()) -> Fit:
+        requests: Sequence[pd.DataFrame] = (), medians_only: bool = False) -> Fit:
     """Fit the parameters so that `scenario` (the measured run's, as its result directory holds it) simulated
     for `sim_duration_ms` (default: its own duration) reproduces `measured_summary`'s statistics (of several
     runs of the scenario: their medians, kafkasim.calibrate.targets.measured). `start`: where the fit begins
@@ -137,17 +141,18 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str
     fitted (default: all); the others stay at `start` and count as not determined. `jobs`: processes that
     simulate a Jacobian's columns at once (each a seeded run: the fit is the same whatever `jobs` is).
     `requests`: the measured runs' request logs, one per run: the gaps between requests they hold are fitted
-    too (kafkasim.calibrate.targets.with_request_log), and one first guess only they give (`starting_point`)."""
+    too (kafkasim.calibrate.targets.with_request_log), and one first guess only they give (`starting_point`).
+    `medians_only`: fit the p50s alone (a body fit on short runs, whose p99s are a few draws' luck)."""
     if jobs < 1:
         raise ValueError(f"jobs {jobs}: at least 1")
     if jobs == 1:
         return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, None,
-                    requests)
+                    requests, medians_only)
     # Fresh interpreters (spawn): forking a process whose other threads (a progress bar's) hold locks is unsafe.
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         try:
             return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, pool,
-                        requests)
+                        requests, medians_only)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -156,7 +161,7 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str
 def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]],
          sim_duration_ms: float | None, max_evaluations: int, progress: Progress | None,
          start: dict[str, float] | None, free: Sequence[str] | None, pool: Executor | None,
-         requests: Sequence[pd.DataFrame]) -> Fit:
+         requests: Sequence[pd.DataFrame], medians_only: bool = False) -> Fit:
     began = time.monotonic()
     runs = [measured_summary] if isinstance(measured_summary, dict) else list(measured_summary)
     if requests:
@@ -164,6 +169,8 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
             raise ValueError(f"{len(requests)} request logs for {len(runs)} measured runs: one per run")
         runs = [with_request_log(summary, log) for summary, log in zip(runs, requests, strict=True)]
     wanted = targets(runs)
+    if medians_only:
+        wanted = [t for t in wanted if not t.key.endswith(" p99")]
     if not wanted:
         raise ValueError("the measured run has no statistic with enough values to fit")
     if sim_duration_ms is not None:

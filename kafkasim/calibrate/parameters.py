@@ -7,6 +7,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | service_spread | the p99/median of the body of every handler cost and network_send | LocalTimeMs and ResponseSendTimeMs |
 | append_ms | broker.costs.append (a step with the request's spread) | Produce LocalTimeMs beyond a fetch's (each partition's append) |
 | follower_fetch_ms | broker.costs.follower_fetch (a step with the request's spread) | FetchFollower LocalTimeMs beyond a FetchConsumer's |
+| segment_read_ms | broker.costs.segment_read (a step with the request's spread) | a consumer fetch's LocalTimeMs when it found records beyond one's that parked (kafkasim.calibrate.fetch_read; also the first guess) |
 | complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (a step with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a step: its median, its body's p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
@@ -64,6 +65,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("service_spread", 1.05, 500.0, 3.0, "x", "LocalTimeMs, ResponseSendTimeMs"),
     Parameter("append_ms", 0.0001, 10.0, 0.05, "ms", "Produce LocalTimeMs beyond a fetch's (per partition appended)"),
     Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms", "FetchFollower LocalTimeMs beyond a FetchConsumer's"),
+    Parameter("segment_read_ms", 0.0001, 10.0, 0.02, "ms",
+              "a consumer fetch's LocalTimeMs when it found records beyond one's that parked (the request logs' "
+              "fetch read, also the first guess)"),
     Parameter("complete_fetch_ms", 0.0001, 10.0, 0.05, "ms",
               "a follower fetch's LocalTimeMs beyond an idle one's when it completes a consumer's (the request "
               "logs' consumer completion, also the first guess), end-to-end latency"),
@@ -130,6 +134,7 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         f"broker.costs.append={_step(v['append_ms'], v['service_spread'], v)}",
         f"broker.costs.follower_fetch={_step(v['follower_fetch_ms'], v['service_spread'], v)}",
         f"broker.costs.complete_fetch={_step(v['complete_fetch_ms'], v['service_spread'], v)}",
+        f"broker.costs.segment_read={_step(v['segment_read_ms'], v['service_spread'], v)}",
         f"broker.costs.network_send={_step(v['send_ms'], v['service_spread'], v)}",
         f"broker.costs.wakeup={_step(v['wakeup_median_ms'], v['wakeup_spread'], v)}",
         f"machine_stalls={stalls}",

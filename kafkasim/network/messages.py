@@ -192,6 +192,7 @@ class RequestEnvelope:
         "on_response",
         "read_bytes",
         "read_partitions",
+        "read_segments",
         "partitions",
         "response_partitions",
         "acks",
@@ -244,6 +245,9 @@ class RequestEnvelope:
         # (a session's every partition for an incremental fetch: IncrementalFetchContext.foreachPartition).
         self.read_bytes = 0
         self.read_partitions = 0
+        # The partitions whose answer holds records: each was read from a segment (LocalLog.read), the others
+        # were at the log's end or had nothing new.
+        self.read_segments = 0
         # Columns of the requests table (the recorder reads the envelope as its RequestRow). `partitions`:
         # the partitions the request carries as sent -- a produce's, a full fetch's every partition, an
         # incremental fetch's new and altered ones only (0 for an idle follower), like `request_bytes`;

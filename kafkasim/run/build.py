@@ -213,6 +213,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
             append=cost("append", costs_cfg.append),
             follower_fetch=cost("follower_fetch", costs_cfg.follower_fetch),
             complete_fetch=cost("complete_fetch", costs_cfg.complete_fetch),
+            segment_read=cost("segment_read", costs_cfg.segment_read),
             wakeup=wakeup("handler", costs_cfg.wakeup),
         ),
     )

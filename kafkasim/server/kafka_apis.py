@@ -173,14 +173,17 @@ class KafkaApis:
     def _fetch_response(self, envelope: RequestEnvelope, response: FetchResponse) -> None:
         # A session error is the response's own; else the first partition error.
         error = response.error
-        read = 0
+        read = segments = 0
         for _tp, result in response.responses:
-            read += result.info.size_in_bytes
+            size = result.info.size_in_bytes
+            read += size
+            segments += size > 0
             if result.error != Errors.NONE and error == Errors.NONE:
                 error = result.error
         if not envelope.client_done:
             envelope.error = error
         envelope.read_bytes = read
+        envelope.read_segments = segments
         envelope.set_response(Response(response, fetch_response_data_bytes(response), len(response.responses)))
         self._send(envelope)
 

@@ -10,7 +10,8 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   (the data becomes visible when the write is done; an acks 0/1 response is sent then).
 * Fetch: ``KafkaApis.handleFetchRequest`` at once (the read sees the log as it is when the handler
   starts), then service time ``request + read_per_kib * KiB read + per_partition * partitions read`` (an
-  incremental fetch reads every partition of its session), plus ``follower_fetch * partitions named`` for a
+  incremental fetch reads every partition of its session) ``+ segment_read * partitions answered with records``
+  (``LocalLog.read`` reads a segment only below the log's end), plus ``follower_fetch * partitions named`` for a
   follower's (Partition.updateFollowerFetchState moving the follower's log end offset; an incremental request
   names the partitions whose fetch offset moved); its response, if answered at once, is sent when that has
   elapsed. A follower fetch whose HW advance completes others (``Partition.fetchRecords`` reads, then
@@ -26,7 +27,8 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   fetches are usually completed here, by the producer's handler), then ``apiLocalCompleteTimeNanos`` if
   still unset. Each parked fetch a request completes (here, or a consumer's that a follower's HW advance
   completes in ``fetch_messages``) holds the handler for its read and response (``DelayedFetch.onComplete``:
-  ``complete_fetch + read_per_kib * KiB read + per_partition * partitions read``), and its response goes out
+  ``complete_fetch + read_per_kib * KiB read + per_partition * partitions read + segment_read * partitions
+  with records``), and its response goes out
   when that is done, one after another: an acks=all produce's LocalTimeMs includes completing its followers'
   fetches, as on a real broker (an acks=1 produce's ended when its response was sent). The broker's
   expiration reapers are poked (a parked operation may have a new earliest expiration), and the handler asks
@@ -101,6 +103,8 @@ class RequestHandlerCosts:
     follower_fetch: Sampler = _NO_COST
     # Per parked fetch a request completes (DelayedFetch.onComplete), beyond its read (read_per_kib, per_partition).
     complete_fetch: Sampler = _NO_COST
+    # Per partition a fetch's answer holds records of (LocalLog.read from a segment; none at the log's end).
+    segment_read: Sampler = _NO_COST
     # How long a handler waiting in receiveRequest takes to run once given a request (the host's scheduling
     # latency); None: at once.
     wakeup: Sampler | None = None
@@ -146,6 +150,7 @@ class KafkaRequestHandlerPool:
         self._fixed_fetch = costs.fixed(costs.read_per_kib, _NO_COST)
         self._fixed_follower = constant_value(costs.follower_fetch)
         self._fixed_complete = costs.fixed(costs.read_per_kib, _NO_COST, costs.complete_fetch)
+        self._fixed_segment = constant_value(costs.segment_read)
         self.num_io_threads = num_io_threads
         self._observer = observer
         self._checks = observer.checks
@@ -195,6 +200,9 @@ class KafkaRequestHandlerPool:
         else:
             request = costs.request()
             read = costs.read_per_kib() * (envelope.read_bytes / KIB) + costs.per_partition() * envelope.read_partitions
+        if envelope.read_segments:
+            segment = self._fixed_segment
+            read += (segment if segment is not None else costs.segment_read()) * envelope.read_segments
         if envelope.api == API_FETCH_FOLLOWER and envelope.partitions > 0:
             # Partition.updateFollowerFetchState moves the follower's log end offset (maybeIncrementLeaderHW)
             # only for a partition whose fetch offset moved, and those are the partitions an incremental
@@ -337,10 +345,15 @@ class KafkaRequestHandlerPool:
         builds and sends its response, on the thread of the request that completed it."""
         fixed = self._fixed_complete
         if fixed is not None:
-            return fixed[0] + fixed[1] * (response.read_bytes / KIB) + fixed[2] * response.read_partitions
-        costs = self.costs
-        return (costs.complete_fetch() + costs.read_per_kib() * (response.read_bytes / KIB)
-                + costs.per_partition() * response.read_partitions)
+            cost = fixed[0] + fixed[1] * (response.read_bytes / KIB) + fixed[2] * response.read_partitions
+        else:
+            costs = self.costs
+            cost = (costs.complete_fetch() + costs.read_per_kib() * (response.read_bytes / KIB)
+                    + costs.per_partition() * response.read_partitions)
+        if response.read_segments:
+            segment = self._fixed_segment
+            cost += (segment if segment is not None else self.costs.segment_read()) * response.read_segments
+        return cost
 
     def _work(self, cost: float, then: Callable[[object], None]) -> None:
         """The handler works ``cost`` ms (on a core of the host's, if it models them), then ``then``."""

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
 from kafkasim.calibrate.preset import HEADER, KIND, PresetError, applied, load_preset
 from kafkasim.record.result import RunResult
 from kafkasim.scenario import load_scenario
 from tests.cli.support import QUICKSTART, SHORT, assert_no_traceback, call, kafkasim
 
-FAST = ["--sim-duration", "1s", "--max-evaluations", "44"]  # the fewest that take a step (fit.min_evaluations)
+FEWEST = min_evaluations(len(PARAMETERS))
+FAST = ["--sim-duration", "1s", "--max-evaluations", str(FEWEST)]  # the fewest that take a step
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +123,9 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     fails("calibrate", imported, "--out", tmp_path / "p.yaml", says="--scenario FILE")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-duration", "soon", says="--sim-duration")
     # Fewer runs than a step takes would write the start as a fit (scipy's loop stops before its first step).
-    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", "43",
-          says="--max-evaluations 43: a fit of kafkasim's 21 parameters needs at least 44 simulated runs")
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", str(FEWEST - 1),
+          says=f"--max-evaluations {FEWEST - 1}: a fit of kafkasim's {len(PARAMETERS)} parameters needs at least "
+               f"{FEWEST} simulated runs")
     assert not (tmp_path / "p.yaml").exists()
     # Several runs are runs of one scenario, each once.
     fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",

@@ -7,9 +7,10 @@ The tolerance. The issue's rule (within 20% of the median of three real runs, or
 checked by docs/make_calibration.py on a quiet machine, into docs/validation.md. Here one real run of each
 configuration is all the suite can afford, and the suite's other worker shares the two cores: the same
 configuration's real produce p50 was 9.4-10.9 ms in three quiet runs and 10.1, 14.3 and 15.4 ms in three runs
-beside the suite, its p99 41-71 ms quiet and 56, 121 and 111 ms beside it. So the prediction must be within
-50% of the one real run at the median and within a factor of 3 at the p99, and at the p99 nearer that run
-than kafkasim's defaults (no calibration), whose p99 of ~10 ms is 3 to 12 times too short. The fit starts from the project's preset
+beside the suite, its p99 28-42 ms in the quiet runs the preset's check used (docs/calibration.json) and 33-121
+ms beside the suite (a factor of 3.7 between runs). So the prediction must be within 50% of the one real run at
+the median and within a factor of 4 at the p99, and at the p99 nearer that run than kafkasim's defaults (no
+calibration), whose p99 of ~10 ms is 3 to 12 times too short. The fit starts from the project's preset
 (presets/this-machine.yaml), which was fitted on runs of this same configuration, with the budget of one step on
 the body's four parameters. On such a run no step lowers the misfit of 3 s simulations (scipy rejects it, and
 the preset stands): what the suite checks is that the preset, refined by a fit on this run where a step helps,
@@ -43,7 +44,7 @@ from tests.real.test_differential import Pair, pair  # noqa: F401  (the session'
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "scenarios" / "calibration_base.yaml"
 P50_TOLERANCE = 0.5
-P99_FACTOR = 3.0
+P99_FACTOR = 4.0
 
 
 def _within(stat: str, predicted: float, real: float) -> tuple[bool, str]:
@@ -79,8 +80,8 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
             outside.append(f"{stat}: predicted {predicted:.3g}, real {value:.3g}, allowed {tolerance}")
         if stat.endswith("p99"):
             # The check has teeth: the fitted preset's prediction is nearer this real run than kafkasim's
-            # defaults' (their p99 is ~10 ms; the real runs gave 30-42 ms quiet and 33-121 ms beside the suite).
-            # A fixed real figure cannot serve: a quiet day's median (30 ms) is itself within x/÷ 3 of 10 ms.
+            # defaults' (their p99 is ~10 ms; the real runs gave 28-42 ms quiet and 33-121 ms beside the suite).
+            # A fixed real figure cannot serve: a quiet day's median (30 ms) is itself within the tolerance of 10 ms.
             assert abs(math.log(predicted / value)) < abs(math.log(uncalibrated[stat] / value)), (
                 stat, predicted, uncalibrated[stat], value)
     assert not outside, outside
