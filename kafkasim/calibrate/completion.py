@@ -31,7 +31,7 @@ before it): on a simulated run with a 0.30 ms gap, rounding its times so gave 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -80,10 +80,19 @@ def completion_gaps(requests: pd.DataFrame) -> np.ndarray:
     return np.concatenate(gaps) if gaps else np.empty(0)
 
 
-def completion_gap_ms(logs: Iterable[pd.DataFrame]) -> float | None:
-    """The median of each log's median gap (`completion_gaps`), or None when no log has `MIN_GAPS` of them."""
-    medians = [float(np.median(g)) for g in (completion_gaps(log) for log in logs) if len(g) >= MIN_GAPS]
+def median_of_medians(values: Callable[[pd.DataFrame], np.ndarray], logs: Iterable[pd.DataFrame]) -> float | None:
+    """The median of each log's median of `values(log)`, over the logs that give any; None when none does."""
+    medians = [float(np.median(v)) for v in map(values, logs) if len(v)]
     return float(np.median(medians)) if medians else None
+
+
+def beyond_median(values: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Each finite one of `values` less the median of the finite `others`; empty when either has fewer than
+    `MIN_GAPS` (too few to say)."""
+    values, others = values[np.isfinite(values)], others[np.isfinite(others)]
+    if len(values) < MIN_GAPS or len(others) < MIN_GAPS:
+        return np.empty(0)
+    return values - float(np.median(others))
 
 
 def consumer_completions(requests: pd.DataFrame) -> np.ndarray:
@@ -109,15 +118,10 @@ def consumer_completions(requests: pd.DataFrame) -> np.ndarray:
         local = local_end - dequeued
         completing.append(local[hit])
         idle.append(local[~hit])
-    done = np.concatenate(completing) if completing else np.empty(0)
-    none = np.concatenate(idle) if idle else np.empty(0)
-    done, none = done[np.isfinite(done)], none[np.isfinite(none)]
-    if len(done) < MIN_GAPS or len(none) < MIN_GAPS:
-        return np.empty(0)
-    return done - float(np.median(none))
+    return beyond_median(np.concatenate(completing) if completing else np.empty(0),
+                         np.concatenate(idle) if idle else np.empty(0))
 
 
 def consumer_completion_ms(logs: Iterable[pd.DataFrame]) -> float | None:
     """The median of each log's median `consumer_completions`, or None when no log has any."""
-    medians = [float(np.median(g)) for g in (consumer_completions(log) for log in logs) if len(g)]
-    return float(np.median(medians)) if medians else None
+    return median_of_medians(consumer_completions, logs)

@@ -20,29 +20,24 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from kafkasim.calibrate.completion import MIN_GAPS, ROUNDING_MS
+from kafkasim.calibrate.completion import ROUNDING_MS, beyond_median, median_of_medians
 
 NEEDED = ("api", "RemoteTimeMs", "LocalTimeMs")
 
 
 def fetch_reads(requests: pd.DataFrame) -> np.ndarray:
     """Each consumer fetch answered at once (no RemoteTimeMs: it found records): its LocalTimeMs beyond the median
-    of those that parked (found none), in ms; empty when the log lacks the columns or has fewer than `MIN_GAPS` of
-    either kind."""
+    of those that parked (found none), in ms; empty when the log lacks the columns or has too few of either kind
+    (kafkasim.calibrate.completion.beyond_median)."""
     if any(column not in requests.columns for column in NEEDED):
         return np.empty(0)
     fetches = requests[requests["api"] == "FetchConsumer"]
     remote = fetches["RemoteTimeMs"].to_numpy(dtype=float)
     local = fetches["LocalTimeMs"].to_numpy(dtype=float)
-    known = np.isfinite(remote) & np.isfinite(local)
-    at_once = local[known & (remote <= ROUNDING_MS)]
-    parked = local[known & (remote > ROUNDING_MS)]
-    if len(at_once) < MIN_GAPS or len(parked) < MIN_GAPS:
-        return np.empty(0)
-    return at_once - float(np.median(parked))
+    known = np.isfinite(remote)
+    return beyond_median(local[known & (remote <= ROUNDING_MS)], local[known & (remote > ROUNDING_MS)])
 
 
 def fetch_read_ms(logs: Iterable[pd.DataFrame]) -> float | None:
     """The median of each log's median `fetch_reads`, or None when no log has any."""
-    medians = [float(np.median(r)) for r in (fetch_reads(log) for log in logs) if len(r)]
-    return float(np.median(medians)) if medians else None
+    return median_of_medians(fetch_reads, logs)

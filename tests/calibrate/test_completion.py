@@ -13,7 +13,6 @@ import pytest
 
 from kafkasim.calibrate.completion import (
     MIN_GAPS,
-    completion_gap_ms,
     completion_gaps,
     consumer_completion_ms,
     consumer_completions,
@@ -63,7 +62,6 @@ def test_the_gap_is_from_an_acks_one_response_to_the_next_parked_follower_answer
     ])
     assert completion_gaps(log).tolist() == pytest.approx([0.4])
     assert completion_gaps(log.drop(columns=["RemoteTimeMs"])).size == 0  # a log without the column
-    assert completion_gap_ms([log]) is None  # fewer than MIN_GAPS
 
 
 def test_a_simulated_runs_gap_is_its_completion_cost_and_the_fit_starts_from_a_consumers() -> None:
@@ -86,7 +84,7 @@ def test_a_simulated_runs_gap_is_its_completion_cost_and_the_fit_starts_from_a_c
     # Written in whole milliseconds, the same run's times are each off by up to 1 ms, and the first answer
     # after a response is often a later one: no gap is read off such a log, and the fit starts from the default.
     whole = _as_a_whole_millisecond_log(result.requests)
-    assert completion_gaps(whole).size == 0 and completion_gap_ms([whole]) is None
+    assert completion_gaps(whole).size == 0
     assert starting_point(summary, [whole])["complete_fetch_ms"] == BY_NAME["complete_fetch_ms"].start
     assert completion_gaps(result.requests.drop(columns=["end_ms"])).size == 0
 
