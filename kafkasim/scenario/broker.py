@@ -80,9 +80,9 @@ class HandlerCosts(ScenarioModel):
     and consumers' fetches, a follower fetch's high-watermark advance its consumers'. The handler answers
     them one after another before it takes its next request, and an acks=all produce's LocalTimeMs includes
     them. 0 by default. On a real broker of 2 shared cores (Kafka 4.3.1) the first parked follower was
-    answered about 0.3 ms after an acks=1 produce's response and the second about 0.1 ms after the first, but
-    0.4-0.6 ms apart after an acks=all produce's append: one cost stands for both (`kafkasim calibrate` fits
-    its median, docs/calibration.md)."""
+    answered about 0.3 ms after an acks=1 produce's response and the second about 0.1 ms after the first: the
+    first waits for a core as well, which no cost here represents. `kafkasim calibrate` fits it to what a
+    completion adds to a follower fetch's LocalTimeMs (docs/calibration.md)."""
     network_read: DurationDistribution = Field(default_factory=lambda: constant_ms(0.01))
     """Processor-thread cost of reading one request off the socket."""
     network_read_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))
