@@ -11,13 +11,14 @@ shared, by the handler's wait for one, which no cost of kafkasim's represents: t
 fitted (docs/calibration.md). The fit starts `complete_fetch_ms` from the second context's difference
 (`consumer_completion_ms`, kafkasim.calibrate.fit.starting_point) and reproduces its median
 (kafkasim.calibrate.targets.with_request_log). On this project's machine (Kafka 4.3.1, acks=1 at 300 records/s
-of 1 KiB) each run's median gap was 0.35-0.37 ms.
+of 1 KiB) each run's median gap was 0.35-0.37 ms on 2026-11-30 and 0.28-0.29 ms in that night's quieter runs,
+where the second follower was answered only 0.07-0.1 ms after the first.
 
 The second context: Kafka's `Partition.updateFollowerFetchState` moves the high watermark inside a follower
 fetch's handling (`maybeIncrementLeaderHW`, then `tryCompleteDelayedRequests`), and the consumers' parked fetches
 it satisfies are read and answered right there, before the follower's own response: that follower fetch's
 LocalTimeMs holds one completion more than one that completed nothing. On this project's machine the median
-difference was about 0.2 ms in each run, against the 0.35-0.37 ms gap after a produce's response: the first
+difference was 0.13-0.2 ms in each run, against the 0.28-0.37 ms gap after a produce's response: the first
 answer after a response comes later than one completion's work alone (a thread woken by the response takes a
 core of the two), which one `complete_fetch` cannot tell apart;
 the fit reproduces the second only (docs/calibration.md).
