@@ -201,8 +201,7 @@ class KafkaRequestHandlerPool:
             request = costs.request()
             read = costs.read_per_kib() * (envelope.read_bytes / KIB) + costs.per_partition() * envelope.read_partitions
         if envelope.read_segments:
-            segment = self._fixed_segment
-            read += (segment if segment is not None else costs.segment_read()) * envelope.read_segments
+            read += self._segment_cost(envelope.read_segments)
         if envelope.api == API_FETCH_FOLLOWER and envelope.partitions > 0:
             # Partition.updateFollowerFetchState moves the follower's log end offset (maybeIncrementLeaderHW)
             # only for a partition whose fetch offset moved, and those are the partitions an incremental
@@ -351,9 +350,14 @@ class KafkaRequestHandlerPool:
             cost = (costs.complete_fetch() + costs.read_per_kib() * (response.read_bytes / KIB)
                     + costs.per_partition() * response.read_partitions)
         if response.read_segments:
-            segment = self._fixed_segment
-            cost += (segment if segment is not None else self.costs.segment_read()) * response.read_segments
+            cost += self._segment_cost(response.read_segments)
         return cost
+
+    def _segment_cost(self, segments: int) -> float:
+        """The handler time of finding the fetch offset in ``segments`` partitions' logs (``LocalLog.read``):
+        one ``segment_read`` each, for a fetch answered at once and a parked fetch completed alike."""
+        segment = self._fixed_segment
+        return (segment if segment is not None else self.costs.segment_read()) * segments
 
     def _work(self, cost: float, then: Callable[[object], None]) -> None:
         """The handler works ``cost`` ms (on a core of the host's, if it models them), then ``then``."""
