@@ -78,6 +78,13 @@ def load_preset(path: str | Path) -> Preset:
     values: dict[str, float] = {}
     for name, parameter in BY_NAME.items():
         entry = params.get(name)
+        if entry is None:
+            # A preset kafkasim wrote before the parameter existed: its fit never saw that cost, so no value
+            # stands in for it (0 would be a silently changed model).
+            raise PresetError(f"{p}: parameters.{name}: missing: the preset was fitted before kafkasim had "
+                              f"this parameter ({parameter.unit}, {parameter.low:g}..{parameter.high:g}); fit "
+                              "it again with `kafkasim calibrate RESULT --out FILE` (docs/make_calibration.py "
+                              "--start FILE starts the fit from its other values)")
         value = entry.get("value") if isinstance(entry, dict) else None
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise PresetError(f"{p}: parameters.{name}.value: missing or not a number (allowed: "

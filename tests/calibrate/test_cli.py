@@ -143,6 +143,15 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     with pytest.raises(PresetError, match=r"parameters\.request_ms\.value: -1 is out of range"):
         load_preset(broken)
     fails("run", QUICKSTART, "--preset", broken, "--out", tmp_path / "r", says="request_ms.value")
+    # A preset written before a parameter existed (segment_read_ms came on 2026-12-01) says how to mend it.
+    older = tmp_path / "older.yaml"
+    data = yaml.safe_load(preset.read_text())
+    del data["parameters"]["segment_read_ms"]
+    older.write_text(HEADER + "\n" + yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(PresetError, match=r"parameters\.segment_read_ms: missing: the preset was fitted before "
+                       r"kafkasim had this parameter .*fit it again with `kafkasim calibrate RESULT --out FILE`"):
+        load_preset(older)
+    fails("run", QUICKSTART, "--preset", older, "--out", tmp_path / "r", says="--start FILE starts the fit")
 
 
 def test_bad_input_in_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -> None:
