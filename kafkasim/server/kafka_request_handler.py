@@ -224,10 +224,10 @@ class KafkaRequestHandlerPool:
             # when the read is done, and the rest of the handling (the request cost: ReplicaManager.fetchMessages'
             # callback, KafkaApis' processResponseCallback building the response) comes after them.
             cost = read
-            done = partial(self._fetch_read, envelope, responses, request)
+            done = partial(self._answer, envelope, responses, _RESPOND, request)
         else:
             cost = request + read
-            done = partial(self._fetch_done, envelope, responses)
+            done = partial(self._answer, envelope, responses, _FINISH, 0.0)
         self.handler_busy_ms += cost + cold
         cpu = self.cpu
         if cpu is None:
@@ -285,23 +285,19 @@ class KafkaRequestHandlerPool:
         held = disk.take_delay()
         if held > 0.0:
             self.handler_busy_ms += held
-            Call(self.env, held, partial(self._fetch_done, envelope, responses))
+            Call(self.env, held, partial(self._answer, envelope, responses, _FINISH, 0.0))
         else:
-            self._fetch_done(envelope, responses)
+            self._answer(envelope, responses, _FINISH, 0.0)
 
-    def _fetch_done(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], _event: object = None) -> None:
+    def _answer(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], then: int, request: float,
+                _event: object = None) -> None:
+        """The handling's work is done: ``responses`` go out (``_send_all``), then ``then``. A fetch that completed
+        others has only read (and moved its follower's state) when it comes here with _RESPOND: they are answered
+        first, and the rest of its handling, ``request`` ms, comes before its own response."""
         if self.stw.paused:
-            self.stw.defer(lambda: self._fetch_done(envelope, responses))
+            self.stw.defer(lambda: self._answer(envelope, responses, then, request))
             return
-        self._send_all(envelope, responses, 0, _FINISH, 0.0)
-
-    def _fetch_read(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], request: float,
-                    _event: object = None) -> None:
-        """A fetch that completed others has read (and moved its follower's state): they are answered first."""
-        if self.stw.paused:
-            self.stw.defer(lambda: self._fetch_read(envelope, responses, request))
-            return
-        self._send_all(envelope, responses, 0, _RESPOND, request)
+        self._send_all(envelope, responses, 0, then, request)
 
     def _send_all(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], start: int, then: int,
                   request: float) -> None:
@@ -325,7 +321,7 @@ class KafkaRequestHandlerPool:
             self._end(envelope)
         elif then == _RESPOND:
             own = [envelope] if any(r is envelope for r in responses) else []
-            self._work(request, partial(self._fetch_done, envelope, own))
+            self._work(request, partial(self._answer, envelope, own, _FINISH, 0.0))
         else:
             self._finish(envelope)
 
