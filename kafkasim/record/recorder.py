@@ -339,26 +339,21 @@ def segments_frame(rows: Sequence[tuple[float, int, str, int, int, str, str, boo
     )
 
 
-def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],
-                     values: Sequence[float]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "time_ms": _float_column(times),
-            "metric": list(metrics),
-            "entity": list(entities),
-            "value": _float_column(values),
-        }
-    )
-
-
 def timeseries_table(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],
                      values: Sequence[float]) -> pa.Table:
-    """The rows of `timeseries_frame` as an Arrow table, for the spool: built from the lists directly, a third
-    of the CPU of a DataFrame converted to Arrow (the gauges of a run with many partitions spool a chunk
-    every few simulated seconds). Read back, it is the same DataFrame."""
+    """The timeseries rows as an Arrow table, for the spool: built from the lists directly, a third of the CPU
+    of a DataFrame converted to Arrow (the gauges of a run with many partitions spool a chunk every few
+    simulated seconds)."""
     return pa.Table.from_arrays([pa.array(times, pa.float64()), pa.array(metrics, pa.string()),
                                  pa.array(entities, pa.string()), pa.array(values, pa.float64())],
                                 names=list(TIMESERIES_COLUMNS))
+
+
+def timeseries_frame(times: Sequence[float], metrics: Sequence[str], entities: Sequence[str],
+                     values: Sequence[float]) -> pd.DataFrame:
+    """The timeseries rows as the result's DataFrame: `timeseries_table`'s, so a spooled table read back and
+    one kept in memory are the same frame."""
+    return timeseries_table(times, metrics, entities, values).to_pandas()
 
 
 class _Spool:
@@ -390,14 +385,11 @@ class _Spool:
         self.rows += table.num_rows
         self.row_groups += 1
 
-    def finish(self, tail: pd.DataFrame | pa.Table) -> None:
+    def finish(self, tail: pd.DataFrame) -> None:
         """Write the rows still in memory and close the file (once: the caller then lets `tail`'s rows go)."""
         if self._writer is None:
             return
-        if isinstance(tail, pa.Table):
-            if tail.num_rows:
-                self.write_table(tail)
-        elif len(tail):
+        if len(tail):
             self.write(tail)
         self._writer.close()
         self._writer = None
@@ -660,8 +652,7 @@ class Recorder:
         if spool is None:
             frame = self._tail(table)
             return frame if key is None else frame.sort_values(key, kind="stable", ignore_index=True)
-        spool.finish(self._tail(table) if table != "timeseries" else
-                     timeseries_table(self._ts_time, self._ts_metric, self._ts_entity, self._ts_value))
+        spool.finish(self._tail(table))
         self._drop_tail(table)
         return spool.read(key)
 
