@@ -96,20 +96,18 @@ def beyond_median(values: np.ndarray, others: np.ndarray) -> np.ndarray:
     return values - float(np.median(others))
 
 
-def consumer_completions(requests: pd.DataFrame) -> np.ndarray:
-    """For each follower fetch answered at once (no RemoteTimeMs) that named a partition and completed a parked
-    consumer fetch of its broker (the consumer's response was sent between the follower's dequeue and the end of
-    its local phase), its LocalTimeMs beyond the median of those that completed none, in ms; empty when the log
-    lacks the columns, has fewer than `MIN_GAPS` of either kind, or its times are whole milliseconds."""
-    if any(column not in requests.columns for column in CONSUMER_NEEDED) or whole_millisecond_times(requests):
-        return np.empty(0)
+def _followers_by_completion(requests: pd.DataFrame, parked: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The LocalTimeMs of each follower fetch that named a partition and parked (`parked`) or was answered at
+    once, split into those that completed a parked consumer fetch of its broker (the consumer's response was
+    sent between the follower's dequeue and the end of its local phase) and those that completed none."""
     at_once = requests["RemoteTimeMs"] <= ROUNDING_MS
-    followers = requests[(requests["api"] == "FetchFollower") & at_once & (requests["partitions"] > 0)]
-    parked = requests[(requests["api"] == "FetchConsumer") & ~at_once]
+    kind = ~at_once if parked else at_once
+    followers = requests[(requests["api"] == "FetchFollower") & kind & (requests["partitions"] > 0)]
+    consumers = requests[(requests["api"] == "FetchConsumer") & ~at_once]
     completing: list[np.ndarray] = []
     idle: list[np.ndarray] = []
     for broker, fetches in followers.groupby("broker"):
-        answered = np.sort(parked.loc[parked["broker"] == broker, "response_complete_ms"].to_numpy(dtype=float))
+        answered = np.sort(consumers.loc[consumers["broker"] == broker, "response_complete_ms"].to_numpy(dtype=float))
         dequeued = fetches["dequeue_ms"].to_numpy(dtype=float)
         local_end = fetches["local_complete_ms"].to_numpy(dtype=float)
         # The first consumer answer at or after the follower's dequeue, and whether it came by its local end.
@@ -119,10 +117,45 @@ def consumer_completions(requests: pd.DataFrame) -> np.ndarray:
         local = local_end - dequeued
         completing.append(local[hit])
         idle.append(local[~hit])
-    return beyond_median(np.concatenate(completing) if completing else np.empty(0),
-                         np.concatenate(idle) if idle else np.empty(0))
+    return (np.concatenate(completing) if completing else np.empty(0),
+            np.concatenate(idle) if idle else np.empty(0))
+
+
+def _fine(requests: pd.DataFrame) -> bool:
+    """Whether the log has what telling a follower fetch's completions apart needs: the columns, and line times
+    finer than a millisecond."""
+    return all(column in requests.columns for column in CONSUMER_NEEDED) and not whole_millisecond_times(requests)
+
+
+def consumer_completions(requests: pd.DataFrame) -> np.ndarray:
+    """For each follower fetch answered at once (no RemoteTimeMs) that named a partition and completed a parked
+    consumer fetch of its broker, its LocalTimeMs beyond the median of those that completed none, in ms; empty
+    when the log lacks the columns, has fewer than `MIN_GAPS` of either kind, or its times are whole
+    milliseconds."""
+    if not _fine(requests):
+        return np.empty(0)
+    return beyond_median(*_followers_by_completion(requests, parked=False))
+
+
+def follower_updates(requests: pd.DataFrame) -> np.ndarray:
+    """For each follower fetch that named a partition, completed no consumer's fetch and parked (it found no
+    records), its LocalTimeMs beyond the median of the consumer fetches that parked, in ms: what a follower's
+    fetch does that a consumer's does not (`Partition.updateFollowerFetchState`: the follower's log end offset,
+    `maybeExpandIsr`, `maybeIncrementLeaderHW`), kafkasim's `broker.costs.follower_fetch`. Empty when the log
+    lacks the columns, has fewer than `MIN_GAPS` of either kind, or its times are whole milliseconds (which of
+    them completed a consumer's is then unknown, and one that did takes a completion longer)."""
+    if not _fine(requests):
+        return np.empty(0)
+    _completing, idle = _followers_by_completion(requests, parked=True)
+    consumers = requests[(requests["api"] == "FetchConsumer") & (requests["RemoteTimeMs"] > ROUNDING_MS)]
+    return beyond_median(idle, consumers["LocalTimeMs"].to_numpy(dtype=float))
 
 
 def consumer_completion_ms(logs: Iterable[pd.DataFrame]) -> float | None:
     """The median of each log's median `consumer_completions`, or None when no log has any."""
     return median_of_medians(consumer_completions, logs)
+
+
+def follower_update_ms(logs: Iterable[pd.DataFrame]) -> float | None:
+    """The median of each log's median `follower_updates`, or None when no log has any."""
+    return median_of_medians(follower_updates, logs)

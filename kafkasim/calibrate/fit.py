@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from kafkasim.calibrate.completion import consumer_completion_ms
+from kafkasim.calibrate.completion import consumer_completion_ms, follower_update_ms
 from kafkasim.calibrate.fetch_read import fetch_read_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
 from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets, with_request_log
@@ -96,7 +96,8 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     most directly (a consumer fetch's LocalTimeMs for the request cost, a produce's and a follower fetch's
     beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
     produce latency beyond the broker's for the link, and from the measured runs' request logs, when given, what
-    completing a consumer's fetch adds to a follower fetch for the completion cost, kafkasim.calibrate.completion,
+    completing a consumer's fetch adds to a follower fetch for the completion cost and what a parked follower fetch
+takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion,
     and what finding records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read)."""
     start = {p.name: p.start for p in PARAMETERS}
     gap = consumer_completion_ms(requests)
@@ -117,6 +118,11 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
             more = stat(key)
             if more is not None and more > local:
                 start[parameter] = more - local
+    # A follower fetch's LocalTimeMs p50 mixes those that completed a consumer's fetch with those that did not
+    # (about half each here): the request logs tell the follower's own work apart.
+    update = follower_update_ms(requests)
+    if update is not None and update > 0:
+        start["follower_fetch_ms"] = update
     send = stat("Produce ResponseSendTimeMs p50")
     if send:
         start["send_ms"] = send

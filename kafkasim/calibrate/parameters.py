@@ -6,7 +6,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | request_ms | broker.costs.request (a step: see below) | LocalTimeMs of every API (a request handler's work per request) |
 | service_spread | the p99/median of the body of every handler cost and network_send | LocalTimeMs and ResponseSendTimeMs |
 | append_ms | broker.costs.append (a step with the request's spread) | Produce LocalTimeMs beyond a fetch's (each partition's append) |
-| follower_fetch_ms | broker.costs.follower_fetch (a step with the request's spread) | FetchFollower LocalTimeMs beyond a FetchConsumer's |
+| follower_fetch_ms | broker.costs.follower_fetch (a step with the request's spread) | the request logs' follower update (a parked follower fetch's LocalTimeMs beyond a parked consumer fetch's), FetchFollower LocalTimeMs |
 | segment_read_ms | broker.costs.segment_read (a step with the request's spread) | a consumer fetch's LocalTimeMs when it found records beyond one's that parked (kafkasim.calibrate.fetch_read; also the first guess) |
 | complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (a step with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
@@ -64,7 +64,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("request_ms", 0.001, 20.0, 0.05, "ms", "LocalTimeMs of Produce, FetchFollower, FetchConsumer"),
     Parameter("service_spread", 1.05, 500.0, 3.0, "x", "LocalTimeMs, ResponseSendTimeMs"),
     Parameter("append_ms", 0.0001, 10.0, 0.05, "ms", "Produce LocalTimeMs beyond a fetch's (per partition appended)"),
-    Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms", "FetchFollower LocalTimeMs beyond a FetchConsumer's"),
+    Parameter("follower_fetch_ms", 0.0001, 10.0, 0.02, "ms",
+              "a parked follower fetch's LocalTimeMs beyond a parked consumer fetch's (the request logs' follower "
+              "update, also the first guess), FetchFollower LocalTimeMs"),
     Parameter("segment_read_ms", 0.0001, 10.0, 0.02, "ms",
               "a consumer fetch's LocalTimeMs when it found records beyond one's that parked (the request logs' "
               "fetch read, also the first guess)"),

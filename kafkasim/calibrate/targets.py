@@ -7,7 +7,8 @@ p99. A fetch's RemoteTimeMs is left out: it is the long poll's wait for data (De
 load decides, not a cost. Client side: produce latency from the intended send (per acks) and end-to-end
 latency, p50 and p99. Request log: what no phase of RequestMetrics holds alone, read off the request log when
 its times are finer than a millisecond (`with_request_log`): how much longer a follower fetch that completed a
-consumer's takes (kafkasim.calibrate.completion), and a follower's turnaround (kafkasim.calibrate.turnaround),
+consumer's takes and how much longer a parked follower fetch that completed none takes than a parked consumer
+fetch (kafkasim.calibrate.completion), and a follower's turnaround (kafkasim.calibrate.turnaround),
 p50; and, from any request log, how much longer a consumer fetch that found records takes than one that parked
 (kafkasim.calibrate.fetch_read). How long after an acks=1 produce's response its followers were answered (`completion_gaps`) is not fitted:
 on a real broker of two shared cores it holds the handler's wait for a core, which no cost of kafkasim's
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kafkasim.calibrate.completion import consumer_completions
+from kafkasim.calibrate.completion import consumer_completions, follower_updates
 from kafkasim.calibrate.fetch_read import fetch_reads
 from kafkasim.calibrate.turnaround import follower_turnarounds
 
@@ -83,7 +84,7 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
 REQUEST_LOG = "request_log"
 """The summary's key for the request log's gaps (`with_request_log`); kafkasim.record.summary writes none."""
 GAPS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
-    "consumer completion": consumer_completions, "fetch read": fetch_reads,
+    "consumer completion": consumer_completions, "fetch read": fetch_reads, "follower update": follower_updates,
     "FetchFollower turnaround": follower_turnarounds}
 """The request log's gaps, by name: each one's values in a requests table."""
 REQUEST_LOG_STATISTICS = tuple(f"{name} p50" for name in GAPS)
