@@ -151,9 +151,9 @@ def findings(data: dict[str, Any]) -> str:
             + f", and {within_broker} of the "
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
     if off:
-        text += (f" (outside: {'; '.join(off)}: one spread, `service_spread`, serves every handler cost and the "
-                 "send, and one wake-up distribution the handlers and the network threads alike, so the phases of "
-                 "different APIs cannot all match).")
+        text += (f" (outside: {'; '.join(off)}: a woken thread's wait is one distribution for every thread and "
+                 "API, whatever else runs on the machine, where a real one grows with the threads running, and "
+                 "one tail weight serves every API's handling; docs/calibration.md, \"What is left out\").")
     else:
         text += "."
     text += _gap(data.get("completion_gap"))
