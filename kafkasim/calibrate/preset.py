@@ -174,7 +174,10 @@ def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict
     for p in PARAMETERS:
         sd = f.sd_log[p.name]
         parameters[p.name] = {
-            "value": float(f"{f.values[p.name]:.6g}"),
+            # Every bit of the fit's value: a run of the preset is then the fitted run itself (its `set` lines).
+            # Rounded to six digits it was not -- a sixth digit's change moves one event past another, and the
+            # run draws differently from there (a p99 7% off the fit's).
+            "value": f.values[p.name],
             "unit": p.unit,
             # ×/÷ this factor is one standard deviation (the fit is on the log scale); null: no statistic moved it.
             "uncertainty_factor": None if sd is None else float(f"{math.exp(sd):.4g}"),
