@@ -97,8 +97,8 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
     produce latency beyond the broker's for the link, and from the measured runs' request logs, when given, what
     completing a consumer's fetch adds to a follower fetch for the completion cost and what a parked follower fetch
-takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion,
-    and what finding records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read)."""
+    takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion, and what finding
+    records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read)."""
     start = {p.name: p.start for p in PARAMETERS}
     gap = consumer_completion_ms(requests)
     if gap is not None:
