@@ -33,14 +33,13 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
-from kafkasim.calibrate.completion import completion_gaps  # noqa: E402
+from kafkasim.calibrate.completion import completion_gaps, median_of_medians  # noqa: E402
 from kafkasim.calibrate.fit import TAILS, fit, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
@@ -88,8 +87,8 @@ def real_run(key: str, overrides: list[str], out: Path) -> RunResult:
 
 def gap_ms(requests: pd.DataFrame) -> float | None:
     """A run's median completion gap (kafkasim.calibrate.completion.completion_gaps), None if it has none."""
-    gaps = completion_gaps(requests)
-    return round(float(np.median(gaps)), 4) if len(gaps) else None
+    gap = median_of_medians(completion_gaps, [requests])
+    return None if gap is None else round(gap, 4)
 
 
 def fitted_run(values: dict[str, float], sim_ms: float) -> tuple[dict[str, float], float | None]:
