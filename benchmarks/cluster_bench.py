@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -49,7 +48,7 @@ def measure(name: str, duration: str, invariants: bool, brokers: int | None = No
     from kafkasim.run.engine import Engine
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from engine_bench import current_rss_mb
+    from engine_bench import current_rss_mb, peak_rss_mb
     from simpy_baseline import simpy_events_per_second
 
     gc_cpu = [0.0]
@@ -107,7 +106,7 @@ def measure(name: str, duration: str, invariants: bool, brokers: int | None = No
         "sim_s_per_wall_s": simulated_s / wall,
         "simpy_events_per_cpu_s": 400_000 / baseline_cpu,
         "loop_end_rss_mb": loop_end["rss_mb"],
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "peak_rss_mb": peak_rss_mb(loop_end["rss_mb"]),
     }
 
 
