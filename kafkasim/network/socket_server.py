@@ -42,6 +42,7 @@ from kafkasim.network.request_channel import RequestChannel
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
 from kafkasim.sim.host_cpu import HostCpu
+from kafkasim.sim.machine_load import MachineLoad
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -84,14 +85,18 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup",
+        "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
     )
 
     def __init__(
         self, index: int, env: Environment, request_channel: RequestChannel, costs: ProcessorCosts, observer: Observer,
         broker_id: int = 0, stw: Pausable | None = None, cpu: HostCpu | None = None,
+        load: MachineLoad | None = None,
     ) -> None:
         self.index = index
+        # The machine's running threads when the brokers share one (kafkasim.sim.machine_load): a woken network
+        # thread waits longer for each.
+        self.load = load
         # The host's cores when the scenario sets `cores`: a read or a send waits for a core.
         self.cpu = cpu
         self.broker_id = broker_id
@@ -105,6 +110,8 @@ class Processor:
         self._wakeup = costs.wakeup
         self.observer = observer
         self.busy = False
+        # Busy only waiting to run after a wake-up: not one of the machine's running threads.
+        self.waking = False
         # A request that could not be put into the full request queue (the processor waits in put()).
         self.blocked: RequestEnvelope | None = None
         self.responses: deque[RequestEnvelope] = deque()
@@ -125,17 +132,23 @@ class Processor:
         host's scheduling latency (``costs.wakeup``: a woken thread waits for a core before it runs). Busy while
         waking: a second wake-up meanwhile is the same one."""
         wakeup = self._wakeup
-        if wakeup is None:
+        load = self.load
+        if wakeup is None and load is None:
             self.run()
             return
+        delay = 0.0 if wakeup is None else max(wakeup(), 0.0)
+        if load is not None:
+            delay += load.delay()  # with the machine's load: longer for each thread running then (MachineLoad)
         self.busy = True
-        Call(self.env, max(wakeup(), 0.0), self._woken)
+        self.waking = True
+        Call(self.env, delay, self._woken)
 
     def _woken(self, _event: object = None) -> None:
         if self.stw.paused:
             self.stw.defer(self._woken)
             return
         self.busy = False
+        self.waking = False
         if self.blocked is None:
             self.run()
 
@@ -266,12 +279,13 @@ class SocketServer:
         broker_id: int = 0,
         stw: Pausable | None = None,
         cpu: HostCpu | None = None,
+        load: MachineLoad | None = None,
     ) -> None:
         self.env = env
         self.broker_id = broker_id
         self.stw = stw if stw is not None else Pausable()
         self.request_channel = request_channel
-        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu)
+        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu, load)
                            for i in range(num_network_threads)]
         for processor in self.processors:
             request_channel.add_processor(processor)
@@ -279,6 +293,15 @@ class SocketServer:
         # Open connections (reset when the broker crashes), and whether the process is gone.
         self.channels: list[KafkaChannel] = []
         self.down = False
+
+    def running_threads(self) -> int:
+        """Network threads reading a request or sending a response now (not those waiting to run after a
+        wake-up): what this broker's processors add to the machine's running threads (MachineLoad)."""
+        running = 0
+        for processor in self.processors:
+            if processor.busy and not processor.waking:
+                running += 1
+        return running
 
     def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> KafkaChannel:
         """Accept a connection; ``send_response(envelope)`` puts a sent response on the link back."""

@@ -43,6 +43,7 @@ from kafkasim.server.node_to_controller_channel_manager import NodeToControllerC
 from kafkasim.server.replica_fetcher_manager import get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafkasim.sim.distributions import Constant, constant_value, sampler_from_spec, zero_arg_sampler
+from kafkasim.sim.machine_load import MachineLoad
 from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
@@ -310,8 +311,9 @@ def controller_link_of(scenario: Scenario, env: Environment, controller: QuorumC
 
 def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, streams: RandomStreams,
                      controller_link: NodeToControllerChannelManager, observer: Observer,
-                     fetchers: ReplicaFetcherFactory) -> BrokerServer:
-    """Broker ``broker_id`` with its configs and costs, its own random streams."""
+                     fetchers: ReplicaFetcherFactory, load: MachineLoad | None = None) -> BrokerServer:
+    """Broker ``broker_id`` with its configs and costs, its own random streams; ``load``: the machine it shares
+    with the other brokers (``machine_wakeup_per_thread``)."""
     return BrokerServer(
         clock.env,
         clock.time,
@@ -324,6 +326,7 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         observer=observer,
         fetcher_factory=fetchers,
         disk=broker_disk(scenario, clock, broker_id, streams),
+        load=load,
     )
 
 
@@ -436,8 +439,11 @@ def build(
     fetchers = ReplicaFetcherFactory(
         env, layout, {b: replica_fetcher_config_of(scenario.broker_for(b)) for b in layout.broker_ids},
         scenario.followers.link, scenario.followers.costs, streams, ids, observer, network)
+    per_thread = float(scenario.machine_wakeup_per_thread)
+    load = MachineLoad(per_thread) if per_thread > 0.0 else None
     for broker_id in layout.broker_ids:
-        cluster.add_broker(broker_server_of(scenario, clock, broker_id, streams, controller_link, observer, fetchers))
+        cluster.add_broker(broker_server_of(scenario, clock, broker_id, streams, controller_link, observer, fetchers,
+                                            load))
     cluster.assign_replicas({topic.name: log_config_of(topic) for topic in scenario.topics})
     # The KRaft controller knows the same cluster: every broker registered and unfenced, every partition led
     # by its preferred replica with all replicas in the ISR. Each broker heartbeats from now on and applies

@@ -110,6 +110,14 @@ class Scenario(ScenarioModel):
     collection in one JVM, another process) stops every JVM on it, where `broker.stalls` stops each broker on
     draws of its own. The clients keep their own `stalls`. Rows and random streams of host `machine`; absent:
     none."""
+    machine_wakeup_per_thread: Duration = Field(default=0.0, ge=0.0, le=1000.0)
+    """Simulator-only: for a cluster on one machine, how much longer a woken broker thread waits before it runs
+    for each broker thread running then on any broker -- a request handler between taking a request and going
+    back for the next, a network thread reading or sending -- beyond its own `broker.costs.wakeup`. A woken
+    thread on a machine of few cores waits longer the more threads hold them: on the project's machine (2
+    cores, a controller, three brokers and the clients; Kafka 4.3.1) a produce's RequestQueueTimeMs p50 was
+    0.03-0.05 ms with none running when it arrived, 0.05-0.07 with one, 0.08-0.09 with two or more. 0 (the
+    default): no such wait (kafkasim.sim.machine_load; `kafkasim calibrate` fits it)."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
     controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())

@@ -78,6 +78,7 @@ from kafkasim.server.replica_fetcher_manager import InitialFetchState, ReplicaFe
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.host_cpu import HostCpu
+from kafkasim.sim.machine_load import MachineLoad
 
 if TYPE_CHECKING:
     import random
@@ -139,9 +140,12 @@ class BrokerServer:
         observer: Observer,
         fetcher_factory: FetcherFactory | None = None,
         disk: Disk | None = None,
+        load: MachineLoad | None = None,
     ) -> None:
         self.env = env
         self.disk = disk
+        # The machine's running threads when every broker of the run shares one (kafkasim.sim.machine_load).
+        self.load = load
         self.broker_id = broker_id
         self.config = config
         self.name = f"broker-{broker_id}"
@@ -168,6 +172,8 @@ class BrokerServer:
         self._down = False
         self._fault_paused = 0  # pause faults in force (a crash does not end them)
         self._build_request_plane()
+        if load is not None:
+            load.add(self.running_threads)
         factory = fetcher_factory
 
         def create_fetcher_thread(fetcher_id: int, source_broker: int) -> ReplicaFetcherThread:
@@ -207,7 +213,7 @@ class BrokerServer:
         self.request_channel = RequestChannel(env, config.queued_max_requests)
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
-            observer=observer, broker_id=self.broker_id, stw=self.stw, cpu=cpu,
+            observer=observer, broker_id=self.broker_id, stw=self.stw, cpu=cpu, load=self.load,
         )
         # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
         # come from the broker's own stream.
@@ -227,6 +233,7 @@ class BrokerServer:
             observer=observer,
             reapers=self.reapers,
             stw=self.stw,
+            load=self.load,
         )
         self.handlers.disk = self.disk
         self.handlers.cpu = cpu
@@ -515,6 +522,13 @@ class BrokerServer:
         return answer.end_offset if answer.end_offset >= 0 else partition.log.log_start_offset
 
     # --- state -------------------------------------------------------------------------------------
+
+    def running_threads(self) -> int:
+        """This process's request handlers and network threads running now (none while it is down or stopped):
+        what it adds to the machine's running threads (MachineLoad)."""
+        if self._down or self.stw.paused:
+            return 0
+        return self.handlers.running + self.socket_server.running_threads()
 
     @property
     def responsive(self) -> bool:

@@ -68,6 +68,7 @@ from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import ConstantSampler, constant_value
 from kafkasim.sim.host_cpu import HostCpu
+from kafkasim.sim.machine_load import MachineLoad
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -134,9 +135,16 @@ class KafkaRequestHandlerPool:
         observer: Observer,
         reapers: Sequence[ExpirationReaper] = (),
         stw: Pausable | None = None,
+        load: MachineLoad | None = None,
     ) -> None:
         self.env = env
         self.stw = stw if stw is not None else Pausable()
+        # The machine's running threads when the brokers share one (kafkasim.sim.machine_load): a woken handler
+        # waits longer for each.
+        self.load = load
+        # Handlers between taking a request (_handle) and going back for the next (_end): what this pool adds to
+        # the machine's running threads.
+        self.running = 0
         self.disk_factor = 1.0
         # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
         self.disk: Disk | None = None
@@ -161,7 +169,9 @@ class KafkaRequestHandlerPool:
         # after the host's scheduling latency when the scenario sets one (costs.wakeup): its request's
         # RequestQueueTimeMs is then that latency, as a real handler thread signalled in ArrayBlockingQueue.poll
         # waits for a core before it stamps requestDequeueTimeNanos.
-        self._receiver: Callable[[RequestEnvelope], None] = self._handle if costs.wakeup is None else self._wake
+        # With the machine's load it also waits for each thread running then on any broker (MachineLoad).
+        self._receiver: Callable[[RequestEnvelope], None] = (
+            self._handle if costs.wakeup is None and load is None else self._wake)
         for _ in range(num_io_threads):  # every handler thread starts waiting for a request
             request_channel.receive_request(self._receiver)
 
@@ -176,6 +186,7 @@ class KafkaRequestHandlerPool:
             return
         env = self.env
         envelope.dequeue_ms = env.now
+        self.running += 1
         costs = self.costs
         if envelope.api == API_PRODUCE:
             fixed = self._fixed_produce
@@ -240,8 +251,11 @@ class KafkaRequestHandlerPool:
 
     def _wake(self, envelope: RequestEnvelope) -> None:
         wakeup = self.costs.wakeup
-        assert wakeup is not None
-        Call(self.env, max(wakeup(), 0.0), partial(self._woken, envelope))
+        delay = 0.0 if wakeup is None else max(wakeup(), 0.0)
+        load = self.load
+        if load is not None:
+            delay += load.delay()
+        Call(self.env, delay, partial(self._woken, envelope))
 
     def _woken(self, envelope: RequestEnvelope, _event: object = None) -> None:
         self._handle(envelope)
@@ -376,6 +390,7 @@ class KafkaRequestHandlerPool:
             envelope.locally_completed = True
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
+        self.running -= 1
         if self._checks:
             self._observer.request_handled(envelope)
         for reaper in self._reapers:

@@ -1,0 +1,88 @@
+"""The machine the brokers share (``machine_wakeup_per_thread``, kafkasim.sim.machine_load): a woken request
+handler or network thread waits, beyond its own wake-up, a fixed time for each broker thread then running on
+any broker. 0 (the default) changes nothing; otherwise each idle thread's wait is that time times the threads
+running when it was woken."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kafkasim.run import run_scenario
+from kafkasim.run.engine import Engine
+from kafkasim.scenario import with_overrides
+from kafkasim.sim.machine_load import MachineLoad
+
+from .support import consumer, producer, scenario
+from .test_determinism import table_hash
+
+
+def _run(per_thread: str | None, **sections: Any) -> Any:
+    s = scenario(duration="2s", producers=[producer("p1", acks=1, rate="50/s")], **sections)
+    if per_thread is not None:
+        s = with_overrides(s, [f"machine_wakeup_per_thread={per_thread}"])
+    return run_scenario(s)
+
+
+def test_no_machine_load_is_todays_timing_exactly() -> None:
+    base, zero = _run(None), _run("0ms")
+    assert table_hash(base.requests) == table_hash(zero.requests)
+    assert table_hash(base.records) == table_hash(zero.records)
+
+
+def test_a_woken_thread_waits_for_each_thread_running_when_it_was_woken() -> None:
+    result = _run("0.5ms")
+    rows = result.requests[result.requests["api"] == "Produce"]
+    for phase in ("RequestQueueTimeMs", "ResponseQueueTimeMs"):
+        waits = rows[phase].to_numpy()
+        assert np.allclose(waits / 0.5, np.round(waits / 0.5)), phase  # whole threads only
+    # A produce is read by a network thread that is idle again when it hands it over (RequestChannel.sendRequest
+    # after the read): its handler is woken with nothing running. Its acks=1 response is queued while that handler
+    # still runs (KafkaApis.handle goes on to ReplicaManager.tryCompleteActions): one thread.
+    assert np.median(rows["RequestQueueTimeMs"]) == 0.0
+    assert np.median(rows["ResponseQueueTimeMs"]) == pytest.approx(0.5)
+
+
+def test_every_broker_adds_its_threads_to_the_one_machine_and_a_crashed_one_none() -> None:
+    # Three partitions, one led by each broker: every broker handles requests.
+    s = with_overrides(scenario(duration="2s", cluster={"brokers": 3}, topic={"partitions": 3},
+                                consumers=[consumer("c1")],
+                                producers=[producer("p1", acks=1, rate="1000/s", partitioner="round_robin")],
+                                faults=[{"type": "crash", "target": "broker-2", "at": "1s"}]),
+                       ["machine_wakeup_per_thread=0.05ms"])
+    engine = Engine(s, check_invariants=True)
+    brokers = {b.broker_id: b for b in engine.components.brokers}
+    load = brokers[0].load
+    assert load is not None and all(b.load is load for b in brokers.values())
+    running: dict[int, int] = dict.fromkeys(brokers, 0)
+    after_crash: list[int] = []
+
+    def probe() -> Generator[Any, Any, None]:
+        while True:
+            counts = {b: broker.running_threads() for b, broker in brokers.items()}
+            assert load.running() == sum(counts.values())
+            for b, n in counts.items():
+                running[b] = max(running[b], n)
+            if engine.env.now > 1000.0:
+                after_crash.append(counts[2])
+            yield engine.env.timeout(0.01)
+
+    engine.env.process(probe())
+    engine.run()
+    # Each broker's threads ran at some instant, counted on the one machine; the crashed broker's none after.
+    assert all(n >= 1 for n in running.values()), running
+    assert after_crash and max(after_crash) == 0
+
+
+def test_machine_load_sums_its_processes_and_refuses_a_negative_wait() -> None:
+    load = MachineLoad(0.25)
+    assert load.delay() == 0.0
+    load.add(lambda: 2)
+    load.add(lambda: 1)
+    assert load.running() == 3
+    assert load.delay() == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="per_thread_ms must be >= 0"):
+        MachineLoad(-1.0)
