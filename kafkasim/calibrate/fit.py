@@ -95,7 +95,8 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     """Where the fit starts: each parameter's default, or a first guess from the statistic that determines it
     most directly (a consumer fetch's LocalTimeMs for the request cost, a produce's and a follower fetch's
     beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
-    produce latency beyond the broker's for the link, and from the measured runs' request logs, when given, what
+    produce latency beyond the broker's for the link, a consumer fetch's RequestQueueTimeMs for the wake-up and a produce's
+    ResponseQueueTimeMs beyond it for the wait per running thread, and from the measured runs' request logs, when given, what
     completing a consumer's fetch adds to a follower fetch for the completion cost and what a parked follower fetch
     takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion, and what finding
     records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read)."""
@@ -129,6 +130,12 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     queue = stat("Produce RequestQueueTimeMs p50")
     if queue:
         start["wakeup_median_ms"] = queue
+    # A consumer's fetch mostly arrives when no broker thread runs, and an acks=1 produce's response is queued
+    # while its handler goes on (it answers the followers it woke): one thread running (MachineLoad).
+    idle, busy = stat("FetchConsumer RequestQueueTimeMs p50"), stat("Produce ResponseQueueTimeMs p50")
+    if idle and busy and busy > idle:
+        start["wakeup_median_ms"] = idle
+        start["wakeup_per_thread_ms"] = busy - idle
     produce = [v for k, (_, v, _) in measured.items() if k.startswith("produce ") and k.endswith(" p50")]
     total = stat("Produce LocalTimeMs p50")
     if produce and total is not None:

@@ -151,9 +151,12 @@ def findings(data: dict[str, Any]) -> str:
             + f", and {within_broker} of the "
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
     if off:
-        text += (f" (outside: {'; '.join(off)}: a woken thread's wait is one distribution for every thread and "
-                 "API, whatever else runs on the machine, where a real one grows with the threads running, and "
-                 "one tail weight serves every API's handling; docs/calibration.md, \"What is left out\").")
+        text += (f" (outside: {'; '.join(off)}: a woken thread waits a fixed time per thread running on the "
+                 "machine, not for a core one of them holds; a handler goes on to a parked fetch's completion at "
+                 "once after the response it sent, where a real one's core goes first to the network thread it "
+                 "woke (the completion gap below), so a completed fetch's response is queued while that thread "
+                 "still runs; and one tail weight serves every API's handling; docs/calibration.md, \"What is "
+                 "left out\").")
     else:
         text += "."
     text += _gap(data.get("completion_gap"))

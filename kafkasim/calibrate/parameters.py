@@ -11,6 +11,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (a step with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a step: its median, its body's p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
+| wakeup_per_thread_ms | machine_wakeup_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p50 of each API: a consumer's fetch mostly arrives when no broker thread runs, an acks=1 produce's response is queued while its handler goes on (kafkasim.sim.machine_load) |
 | preempt_share, preempt_ms | every step's tail (the request cost's, a completion's, the send's, the wake-up's): its share of the draws, and how much longer its median is | the p99 of every phase of the breakdown (a thread that waits for another's time slice) |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
 | consumer_link_median_ms | every consumer's link (lognormal median, the same spread) | end-to-end latency beyond produce latency (a consumer's fetch round trip) |
@@ -82,6 +83,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
     Parameter("wakeup_spread", 1.05, 500.0, 3.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs"),
+    Parameter("wakeup_per_thread_ms", 0.0001, 5.0, 0.02, "ms",
+              "RequestQueueTimeMs, ResponseQueueTimeMs p50 of each API (a woken thread waits longer the more "
+              "threads of the machine run)"),
     Parameter("preempt_share", 0.0001, 0.5, 0.02, "x", "p99 of every phase (how often a step waits for a core)"),
     Parameter("preempt_ms", 0.01, 100.0, 2.0, "ms", "p99 of every phase (how long a step waits for a core)"),
     Parameter("link_median_ms", 0.005, 50.0, 0.25, "ms", "produce and end-to-end latency beyond TotalTimeMs"),
@@ -148,6 +152,7 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         f"broker.costs.segment_read={_lognormal(v['segment_read_ms'], v['service_spread'])}",
         f"broker.costs.network_send={_step(v['send_ms'], v['service_spread'], v)}",
         f"broker.costs.wakeup={_step(v['wakeup_median_ms'], v['wakeup_spread'], v)}",
+        f"machine_wakeup_per_thread={_ms(v['wakeup_per_thread_ms'])}",
         f"machine_stalls={stalls}",
         f"network.default_link.latency={latency}",
         # Every client's own link too: a result's scenario.yaml writes each one out (kafkasim dumps the

@@ -436,7 +436,7 @@ def calibrate(
                                                      "of each run of the fit (default: the scenario's duration).",
                                                      show_default=False)] = None,
     max_evaluations: Annotated[int, typer.Option("--max-evaluations", metavar="N",
-                                                 help="Most simulated runs the fit makes (at least 46: the "
+                                                 help="Most simulated runs the fit makes (at least 48: the "
                                                  "start's Jacobian and one step's).")] = 200,
     jobs: Annotated[int | None, typer.Option("--jobs", metavar="N", min=1, help="Processes that simulate at once "
                                              "(default: the machine's cores); the fit is the same for any N.",
