@@ -122,8 +122,8 @@ def _gap(gap: object) -> str:
         return ""
     return (f" Not fitted, the completion gap (the first parked follower answered after an acks=1 produce's "
             f"response; docs/calibration.md): {_ms(fitted)} ms in the fitted run against {_ms(min(real))}-"
-            f"{_ms(max(real))} ms in the real runs (the medians of each), a real handler's wait for one of the "
-            "shared cores that no cost of kafkasim's represents.")
+            f"{_ms(max(real))} ms in the real runs (the medians of each); the preset's handler completes the fetches "
+            "its request woke once the network thread its response woke has sent it (`machine_wakeup_preempts`).")
 
 
 def findings(data: dict[str, Any]) -> str:
@@ -152,10 +152,8 @@ def findings(data: dict[str, Any]) -> str:
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}")
     if off:
         text += (f" (outside: {'; '.join(off)}: a woken thread waits a fixed time per thread running on the "
-                 "machine, not for a core one of them holds; a handler goes on to a parked fetch's completion at "
-                 "once after the response it sent, where a real one's core goes first to the network thread it "
-                 "woke (the completion gap below), so a completed fetch's response is queued while that thread "
-                 "still runs; and one tail weight serves every API's handling; docs/calibration.md, \"What is "
+                 "machine, not for a core one of them holds, and its waker yields to it only before completing "
+                 "parked fetches; one tail weight serves every API's handling; docs/calibration.md, \"What is "
                  "left out\").")
     else:
         text += "."

@@ -86,6 +86,7 @@ class Processor:
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
         "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
+        "woken_for", "yielded",
     )
 
     def __init__(
@@ -112,6 +113,10 @@ class Processor:
         self.busy = False
         # Busy only waiting to run after a wake-up: not one of the machine's running threads.
         self.waking = False
+        # With the machine's waker yielding (MachineLoad.waker_yields): the response whose queueing woke this
+        # thread, and what the handler that queued it does once it is sent (it yielded its core meanwhile).
+        self.woken_for: RequestEnvelope | None = None
+        self.yielded: Callable[[], None] | None = None
         # A request that could not be put into the full request queue (the processor waits in put()).
         self.blocked: RequestEnvelope | None = None
         self.responses: deque[RequestEnvelope] = deque()
@@ -125,6 +130,9 @@ class Processor:
             return
         self.responses.append(envelope)
         if not self.busy and self.blocked is None:
+            load = self.load
+            if load is not None and load.waker_yields:
+                self.woken_for = envelope
             self.wake()
 
     def wake(self) -> None:
@@ -169,6 +177,8 @@ class Processor:
                 envelope.response_sent = True
                 self._unmute(envelope)
                 self.observer.response_done(envelope)
+                if envelope is self.woken_for:
+                    self._release()
                 self.run()
                 return
             response = envelope.response
@@ -246,7 +256,17 @@ class Processor:
             channel.send_response(envelope)
         self._unmute(envelope)
         self.observer.response_done(envelope)
+        if envelope is self.woken_for:
+            self._release()
         self.run()
+
+    def _release(self) -> None:
+        """The response this thread was woken for is out: the handler that yielded its core to it goes on."""
+        self.woken_for = None
+        yielded = self.yielded
+        if yielded is not None:
+            self.yielded = None
+            yielded()
 
     def _unmute(self, envelope: RequestEnvelope) -> None:
         channel = envelope.connection

@@ -439,8 +439,8 @@ def build(
     fetchers = ReplicaFetcherFactory(
         env, layout, {b: replica_fetcher_config_of(scenario.broker_for(b)) for b in layout.broker_ids},
         scenario.followers.link, scenario.followers.costs, streams, ids, observer, network)
-    per_thread = float(scenario.machine_wakeup_per_thread)
-    load = MachineLoad(per_thread) if per_thread > 0.0 else None
+    per_thread, preempts = float(scenario.machine_wakeup_per_thread), scenario.machine_wakeup_preempts
+    load = MachineLoad(per_thread, preempts) if per_thread > 0.0 or preempts else None
     for broker_id in layout.broker_ids:
         cluster.add_broker(broker_server_of(scenario, clock, broker_id, streams, controller_link, observer, fetchers,
                                             load))

@@ -145,6 +145,8 @@ class KafkaRequestHandlerPool:
         # Handlers between taking a request (_handle) and going back for the next (_end): what this pool adds to
         # the machine's running threads.
         self.running = 0
+        # A handler whose response woke an idle network thread lets it send first (MachineLoad.waker_yields).
+        self._yields = load is not None and load.waker_yields
         self.disk_factor = 1.0
         # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
         self.disk: Disk | None = None
@@ -328,6 +330,9 @@ class KafkaRequestHandlerPool:
             elif response.api != API_PRODUCE:
                 cost = self._completion_cost(response)
                 if cost > 0.0:
+                    if self._yields and self._yielded(responses[i - 1] if i > 0 else envelope,
+                                                      partial(self._send_all, envelope, responses, i, then, request)):
+                        return
                     self._work(cost, partial(self._completed, envelope, responses, i, then, request))
                     return
             send_response(response)
@@ -368,6 +373,19 @@ class KafkaRequestHandlerPool:
         one ``segment_read`` each, for a fetch answered at once and a parked fetch completed alike."""
         segment = self._fixed_segment
         return (segment if segment is not None else self.costs.segment_read()) * segments
+
+    def _yielded(self, sent: RequestEnvelope, then: Callable[[], None]) -> bool:
+        """Whether the handler gives its core to the network thread that ``sent``'s response woke, which has not
+        sent it yet (MachineLoad.waker_yields: Linux's wake-up preemption on a machine of busy cores); ``then``
+        runs once it has. Not when that thread was already awake: the response was queued behind others."""
+        channel = sent.connection
+        if channel is None or sent.response_sent:
+            return False
+        processor = self.request_channel.processors[channel.processor]
+        if processor.woken_for is not sent:
+            return False
+        processor.yielded = then
+        return True
 
     def _work(self, cost: float, then: Callable[[object], None]) -> None:
         """The handler works ``cost`` ms (on a core of the host's, if it models them), then ``then``."""

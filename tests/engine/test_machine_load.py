@@ -77,6 +77,32 @@ def test_every_broker_adds_its_threads_to_the_one_machine_and_a_crashed_one_none
     assert after_crash and max(after_crash) == 0
 
 
+def _completions_after_the_produce_was_sent(overrides: list[str]) -> tuple[Any, Any]:
+    """Each follower fetch a produce's append completed, beside that produce: (fetches, their produces)."""
+    s = with_overrides(scenario(duration="2s", producers=[producer("p1", acks=1, rate="50/s")]),
+                       ["broker.costs.wakeup=0.3ms", "broker.costs.complete_fetch=0.02ms", *overrides])
+    rows = run_scenario(s).requests
+    produce = rows[rows["api"] == "Produce"].sort_values("local_complete_ms")
+    parked = rows[(rows["api"] == "FetchFollower") & (rows["RemoteTimeMs"] > 0)]
+    # The parked follower fetches a produce completes are answered within 1 ms of its response being queued.
+    at = np.searchsorted(produce["local_complete_ms"].to_numpy(), parked["response_complete_ms"].to_numpy()) - 1
+    near = (at >= 0) & (parked["response_complete_ms"].to_numpy()
+                        - produce["local_complete_ms"].to_numpy()[np.maximum(at, 0)] < 1.0)
+    return parked[near], produce.iloc[at[near]]
+
+
+def test_a_handler_whose_response_woke_a_network_thread_completes_fetches_once_that_thread_has_sent() -> None:
+    # With machine_wakeup_preempts, the follower fetches an acks=1 produce completed are answered after the
+    # produce's response is out (its network thread waited 0.3 ms to run, then sent); without, the handler goes
+    # on at once and answers them while that thread still waits.
+    fetches, produces = _completions_after_the_produce_was_sent(["machine_wakeup_preempts=true"])
+    assert len(fetches) > 50
+    assert (fetches["response_complete_ms"].to_numpy() >= produces["end_ms"].to_numpy() - 1e-9).all()
+    fetches, produces = _completions_after_the_produce_was_sent([])
+    assert len(fetches) > 50
+    assert (fetches["response_complete_ms"].to_numpy() < produces["end_ms"].to_numpy()).all()
+
+
 def test_machine_load_sums_its_processes_and_refuses_a_negative_wait() -> None:
     load = MachineLoad(0.25)
     assert load.delay() == 0.0
@@ -86,3 +112,19 @@ def test_machine_load_sums_its_processes_and_refuses_a_negative_wait() -> None:
     assert load.delay() == pytest.approx(0.75)
     with pytest.raises(ValueError, match="per_thread_ms must be >= 0"):
         MachineLoad(-1.0)
+
+
+def test_a_handler_that_yielded_to_a_response_that_needs_no_send_goes_on() -> None:
+    # acks=0: the network thread is woken for a NoOpResponse (nothing to write, RequestChannel's
+    # NoOpResponse); the handler that yielded to it must go on all the same, or its followers' fetches stall.
+    s = with_overrides(scenario(duration="2s", consumers=[consumer("c1")],
+                                producers=[producer("p1", acks=0, rate="200/s")]),
+                       ["broker.costs.wakeup=0.3ms", "broker.costs.complete_fetch=0.02ms",
+                        "machine_wakeup_preempts=true"])
+    result = run_scenario(s)
+    follower = result.requests[result.requests["api"] == "FetchFollower"]
+    # Every follower fetch sent before the last fetch.max.wait.ms of the run is answered (eight stuck handlers
+    # would stop them all within 40 ms).
+    sent_early = follower[follower["client_send_ms"] < 1400.0]
+    assert len(sent_early) > 200 and sent_early["end_ms"].notna().all()
+    assert len(result.records) > 300 and result.records["e2e_latency_ms"].notna().mean() > 0.95
