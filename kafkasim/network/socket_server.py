@@ -175,10 +175,7 @@ class Processor:
                 # NoOpResponse (acks=0): nothing to write, just unmute.
                 envelope.end_ms = env.now
                 envelope.response_sent = True
-                self._unmute(envelope)
-                self.observer.response_done(envelope)
-                if envelope is self.woken_for:
-                    self._release()
+                self._responded(envelope)
                 self.run()
                 return
             response = envelope.response
@@ -254,19 +251,29 @@ class Processor:
             channel.pending.clear()
         elif not channel.closed:
             channel.send_response(envelope)
+        self._responded(envelope)
+        self.run()
+
+    def _responded(self, envelope: RequestEnvelope) -> None:
+        """``envelope``'s response is out (written, or a NoOpResponse): its connection reads again, and if it is
+        the response this thread was woken for, the handler that yielded its core to it goes on."""
         self._unmute(envelope)
         self.observer.response_done(envelope)
         if envelope is self.woken_for:
-            self._release()
-        self.run()
+            self.woken_for = None
+            yielded = self.yielded
+            if yielded is not None:
+                self.yielded = None
+                yielded()
 
-    def _release(self) -> None:
-        """The response this thread was woken for is out: the handler that yielded its core to it goes on."""
-        self.woken_for = None
-        yielded = self.yielded
-        if yielded is not None:
-            self.yielded = None
-            yielded()
+    def after_sent(self, envelope: RequestEnvelope, then: Callable[[], None]) -> bool:
+        """Whether this thread was woken for ``envelope``'s response and has not sent it yet; if so, ``then`` runs
+        once it has (MachineLoad.waker_yields: the handler that queued it yields its core meanwhile). Not when
+        the thread was already awake: the response was queued behind others."""
+        if self.woken_for is not envelope or envelope.response_sent:
+            return False
+        self.yielded = then
+        return True
 
     def _unmute(self, envelope: RequestEnvelope) -> None:
         channel = envelope.connection

@@ -375,17 +375,11 @@ class KafkaRequestHandlerPool:
         return (segment if segment is not None else self.costs.segment_read()) * segments
 
     def _yielded(self, sent: RequestEnvelope, then: Callable[[], None]) -> bool:
-        """Whether the handler gives its core to the network thread that ``sent``'s response woke, which has not
-        sent it yet (MachineLoad.waker_yields: Linux's wake-up preemption on a machine of busy cores); ``then``
-        runs once it has. Not when that thread was already awake: the response was queued behind others."""
+        """Whether the handler gives its core to the network thread that ``sent``'s response woke, until it has
+        sent it (MachineLoad.waker_yields: Linux's wake-up preemption on a machine of busy cores); ``then`` runs
+        then (Processor.after_sent)."""
         channel = sent.connection
-        if channel is None or sent.response_sent:
-            return False
-        processor = self.request_channel.processors[channel.processor]
-        if processor.woken_for is not sent:
-            return False
-        processor.yielded = then
-        return True
+        return channel is not None and self.request_channel.processors[channel.processor].after_sent(sent, then)
 
     def _work(self, cost: float, then: Callable[[object], None]) -> None:
         """The handler works ``cost`` ms (on a core of the host's, if it models them), then ``then``."""
