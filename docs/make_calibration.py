@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
 from kafkasim.calibrate.completion import completion_gaps, median_of_medians  # noqa: E402
-from kafkasim.calibrate.fit import TAILS, fit, starting_point, with_tails  # noqa: E402
+from kafkasim.calibrate.fit import TAILS, fit, shortened, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
     JSON_FILE,
@@ -96,7 +96,7 @@ def fitted_run(values: dict[str, float], sim_ms: float) -> tuple[dict[str, float
     statistics and its completion gap, which the fit leaves out (docs/calibration.md) and the pages show beside
     the real runs'."""
     scenario = load_scenario(BASE)
-    run = with_overrides(scenario, [f"duration={sim_ms:g}ms", f"warmup={min(float(scenario.warmup), sim_ms / 2):g}ms"])
+    run = shortened(scenario, sim_ms)
     result = Engine(with_overrides(run, parameter_overrides(values, run))).run()
     got = stats_of(with_request_log(result.summary, result.requests))
     return {key: value for key, (_group, value, _count) in got.items()}, gap_ms(result.requests)
@@ -107,7 +107,7 @@ def held_out_rows(preset: Preset, real: dict[str, list[dict[str, float]]], predi
     """Each held-out configuration predicted with `preset` beside its real runs' statistics (`real`, by key)."""
     rows: list[dict[str, object]] = []
     for key, (label, overrides) in HELD_OUT.items():
-        held = with_overrides(load_scenario(BASE), [*overrides, f"duration={predict_ms:g}ms"])
+        held = shortened(with_overrides(load_scenario(BASE), overrides), predict_ms)
         print(f"predicting {label} ...", flush=True)
         prediction = predict(held, preset, draws=draws)
         for stat in PREDICTED:

@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from kafkasim import load_scenario
-from kafkasim.calibrate.fit import fit
+from kafkasim.calibrate.fit import fit, shortened
 from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
 from kafkasim.calibrate.predict import predict
 from kafkasim.calibrate.preset import KIND, Preset, load_preset
@@ -59,7 +59,7 @@ def _within(stat: str, predicted: float, real: float) -> tuple[bool, str]:
 def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
         pair: Callable[[str], Pair], kafka_libs: KafkaLibs, tmp_path: Path) -> None:  # noqa: F811
     quickstart = pair("quickstart")
-    base = with_overrides(load_scenario(BASE), ["duration=10s", "warmup=2s"])
+    base = shortened(with_overrides(load_scenario(BASE), ["warmup=2s"]), 10_000.0)
     measured = run_on_kafka(base, libs=kafka_libs, say=lambda m: print(f"[calibration_base] {m}", flush=True))
     assert measured.run_info["pids"] and alive(measured.run_info["pids"]) == []
     project = load_preset(ROOT / "presets" / "this-machine.yaml")

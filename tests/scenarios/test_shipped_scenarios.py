@@ -88,7 +88,10 @@ def shortened(scenario: Scenario) -> Scenario:
     last_fault = max((f.at for f in scenario.faults), default=0.0)
     duration = min(float(scenario.duration), max(3_000.0, last_fault + 1_000.0))
     warmup = min(float(scenario.warmup), duration / 4)
-    return with_overrides(scenario, [f"duration={duration:.0f}ms", f"warmup={warmup:.0f}ms"])
+    # A scenario that samples its gauges once a run (calibration_base.yaml) samples the shortened run at its end.
+    interval = min(float(scenario.sample_interval), duration)
+    return with_overrides(scenario, [f"duration={duration:.0f}ms", f"warmup={warmup:.0f}ms",
+                                     f"sample_interval={interval:g}ms"])
 
 
 # --- helpers over a result -------------------------------------------------------------------------
