@@ -10,13 +10,14 @@ docs/validation.md.
 1. Three real runs of scenarios/calibration_base.yaml (acks=1, linger.ms=0, 300 records/s of 1 KiB, RF 3) on
    Apache Kafka (`kafkasim run --on-kafka`); `kafkasim calibrate` fits kafkasim's costs to the medians of their
    statistics (one run on this machine can be half again slower than the next), coarse to fine: every
-   parameter on 10 s simulated runs, then the tails' parameters on 120 s runs. The preset is written to
+   parameter on 10 s simulated runs, then the tails' parameters on five runs of the real runs' length (each
+   statistic their median, as the real runs'). The preset is written to
    presets/this-machine.yaml (with the date, the Kafka version and the runs it came from).
 2. Three real runs of each held-out configuration: acks=all with linger.ms=5 at 200 records/s; 6 partitions;
    4 KiB records. The runs of step 1 and 2 are made in rounds (base, acks=all, 6 partitions, 4 KiB, then again),
    so the machine's drift over the runs falls on every configuration alike.
-3. kafkasim predicts each held-out configuration with the preset (60 s simulated runs), with a band from draws of the fit's
-   uncertainty (kafkasim.calibrate.predict), and the prediction is set beside the median of the three real
+3. kafkasim predicts each held-out configuration with the preset (each statistic the median of five simulated
+   runs of the real runs' length), with a band from draws of the fit's uncertainty (kafkasim.calibrate.predict), and the prediction is set beside the median of the three real
    runs: it counts as within when it is within 20% of that median, or inside the real runs' own range where
    that is wider.
 """
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
 from kafkasim.calibrate.completion import completion_gaps, median_of_medians  # noqa: E402
-from kafkasim.calibrate.fit import TAILS, fit, shortened, starting_point, with_tails  # noqa: E402
+from kafkasim.calibrate.fit import TAILS, fit, run_seeds, shortened, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
     JSON_FILE,
@@ -91,25 +92,28 @@ def gap_ms(requests: pd.DataFrame) -> float | None:
     return None if gap is None else round(gap, 4)
 
 
-def fitted_run(values: dict[str, float], sim_ms: float) -> tuple[dict[str, float], float | None]:
-    """The fitted run of the base scenario (`sim_ms` long, the scenario's seed, as the fit's runs): its
-    statistics and its completion gap, which the fit leaves out (docs/calibration.md) and the pages show beside
-    the real runs'."""
+def fitted_run(values: dict[str, float], sim_ms: float, sim_runs: int) -> tuple[dict[str, float], float | None]:
+    """The fitted run of the base scenario (`sim_runs` runs `sim_ms` long at the fit's seeds): its statistics (each
+    one's median over the runs) and its completion gap (the median of the runs'), which the fit leaves out
+    (docs/calibration.md) and the pages show beside the real runs'."""
     scenario = load_scenario(BASE)
     run = shortened(scenario, sim_ms)
-    result = Engine(with_overrides(run, parameter_overrides(values, run))).run()
-    got = stats_of(with_request_log(result.summary, result.requests))
-    return {key: value for key, (_group, value, _count) in got.items()}, gap_ms(result.requests)
+    run = with_overrides(run, parameter_overrides(values, run))
+    results = [Engine(run, seed=seed).run() for seed in run_seeds(run.seed, sim_runs)]
+    got = medians_of([with_request_log(r.summary, r.requests) for r in results])
+    gaps = [g for g in (gap_ms(r.requests) for r in results) if g is not None]
+    return ({key: value for key, (_group, value, _count) in got.items()},
+            round(statistics.median(gaps), 4) if gaps else None)
 
 
 def held_out_rows(preset: Preset, real: dict[str, list[dict[str, float]]], predict_ms: float,
-                  draws: int) -> list[dict[str, object]]:
+                  draws: int, sim_runs: int) -> list[dict[str, object]]:
     """Each held-out configuration predicted with `preset` beside its real runs' statistics (`real`, by key)."""
     rows: list[dict[str, object]] = []
     for key, (label, overrides) in HELD_OUT.items():
         held = shortened(with_overrides(load_scenario(BASE), overrides), predict_ms)
         print(f"predicting {label} ...", flush=True)
-        prediction = predict(held, preset, draws=draws)
+        prediction = predict(held, preset, draws=draws, runs=sim_runs)
         for stat in PREDICTED:
             values = [m[stat] for m in real[key] if stat in m]
             if stat not in prediction.value or not values:
@@ -141,8 +145,9 @@ def predict_again() -> int:
     data = json.loads((ROOT / JSON_FILE).read_text(encoding="utf-8"))
     preset = load_preset(PRESET)
     sim_ms = float(data["sim_seconds"]) * 1000.0
-    print(f"the fitted run ({sim_ms / 1000:g} s) ...", flush=True)
-    got, gap = fitted_run(preset.values, sim_ms)
+    sim_runs = int(data.get("sim_runs", 1))
+    print(f"the fitted run ({sim_runs} x {sim_ms / 1000:g} s) ...", flush=True)
+    got, gap = fitted_run(preset.values, sim_ms, sim_runs)
     for row in data["fit"]:
         row["fitted"] = round(got[row["statistic"]], 4) if row["statistic"] in got else None
     if isinstance(data.get("completion_gap"), dict):
@@ -155,7 +160,8 @@ def predict_again() -> int:
             runs.append({})
         for run, value in zip(runs, row["real_runs"], strict=False):
             run[row["statistic"]] = value
-    data["predictions"] = held_out_rows(preset, real, float(data["predict_seconds"]) * 1000.0, int(data["draws"]))
+    data["predictions"] = held_out_rows(preset, real, float(data["predict_seconds"]) * 1000.0, int(data["draws"]),
+                                        sim_runs)
     data["predicted_again"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     write_pages(data)
     return 0
@@ -168,16 +174,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=Path, help="start the fit from an earlier preset's values (a parameter it "
                         "lacks from its first guess); default: every parameter from its first guess")
     parser.add_argument("--base-runs", type=int, default=3, help="real runs of the configuration fitted on")
-    parser.add_argument("--max-evaluations", type=int, default=200, help="simulated runs of the tails' fit")
+    parser.add_argument("--max-evaluations", type=int, default=1000, help="simulated runs of the tails' fit")
     parser.add_argument("--coarse-ms", type=float, default=10_000.0, help="simulated time of the coarse fit's runs")
     parser.add_argument("--coarse-evaluations", type=int, default=200, help="simulated runs of the coarse fit")
-    # Long enough for about a hundred stalls of the machine: a p99 is made by the stalls, and over 10 s (a few)
-    # it depends on where the seed put them, which a fit with one seed learns instead of their rate. 30 s was
-    # not enough either: two fits of 2026-12-01 from the same real runs and nearly the same start, on 30 s
-    # runs, put 19 and 14 of the breakdown's 26 statistics within 20%, the p50s alike and the p99s apart.
-    parser.add_argument("--sim-ms", type=float, default=120_000.0, help="simulated time of each run of the fit")
-    parser.add_argument("--predict-ms", type=float, default=60_000.0,
-                        help="simulated time of each prediction (the real runs' p99s are the median of three)")
+    # The tails are fitted and predicted as the real runs measure them: each statistic the median of several
+    # runs of the real runs' length. A p99 is made by the stalls, and one run's depends on where its seed put
+    # them: one 10 s or 30 s run a fit learnt that instead of their rate (two fits of 2026-12-01 from the same
+    # runs on 30 s runs put 19 and 14 of the breakdown's 26 statistics within 20%), and one 120 s run's p99 is
+    # not the median of three 20 s runs' where a few long stalls make it (a 60 s prediction's acks=all p99 was
+    # 17-53 ms at five seeds; docs/calibration.md).
+    parser.add_argument("--sim-ms", type=float, default=20_000.0, help="simulated time of each run of the tails' "
+                        "fit and of the fitted run (default: the real runs')")
+    parser.add_argument("--sim-runs", type=int, default=5, help="simulated runs per evaluation of the tails' fit, "
+                        "per prediction and of the fitted run, each statistic their median")
+    parser.add_argument("--predict-ms", type=float, default=20_000.0,
+                        help="simulated time of each prediction's runs (default: the real runs')")
     parser.add_argument("--draws", type=int, default=4, help="draws of the fit's uncertainty per prediction")
     parser.add_argument("--predict-again", action="store_true",
                         help="no real runs and no fit: run the committed preset's fitted run and predictions again "
@@ -230,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                  progress=show, jobs=jobs, start=start, requests=logs, medians_only=True)
     print(f"\n  then the tails ({', '.join(TAILS)}) on {args.sim_ms / 1000:g} s runs ...", flush=True)
     tails = fit(scenario, measured, sim_duration_ms=args.sim_ms, max_evaluations=args.max_evaluations,
-                progress=show, start=coarse.values, free=TAILS, jobs=jobs, requests=logs)
+                progress=show, start=coarse.values, free=TAILS, jobs=jobs, requests=logs, sim_runs=args.sim_runs)
     fitted = with_tails(coarse, tails)
     print(flush=True)
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -243,14 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {PRESET.relative_to(ROOT)}", flush=True)
 
     rows = held_out_rows(preset, {key: [{k: v for k, (_g, v, _n) in stats_of(r.summary).items()} for r in runs]
-                                   for key, runs in real.items()}, args.predict_ms, args.draws)
+                                   for key, runs in real.items()}, args.predict_ms, args.draws, args.sim_runs)
     fit_rows = [{"statistic": r["statistic"], "measured": r["measured_ms"], "fitted": r["fitted_ms"]}
                 for r in doc["fit"]]
-    _stats, fitted_gap = fitted_run(preset.values, args.sim_ms)
+    _stats, fitted_gap = fitted_run(preset.values, args.sim_ms, args.sim_runs)
     data = {"when": when, "machine": machine, "kafka": KAFKA_VERSION, "preset": str(PRESET.relative_to(ROOT)),
             "fit_seconds": round(fitted.seconds, 1), "evaluations": fitted.evaluations, "runs": args.runs,
             "base_runs": len(bases),
-            "draws": args.draws, "sim_seconds": args.sim_ms / 1000, "predict_seconds": args.predict_ms / 1000,
+            "draws": args.draws, "sim_seconds": args.sim_ms / 1000, "sim_runs": args.sim_runs,
+            "predict_seconds": args.predict_ms / 1000,
             "fit": fit_rows, "predictions": rows,
             "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap}}
     write_pages(data)

@@ -3,7 +3,10 @@ scenario reproduce its statistics (kafkasim.calibrate.targets), by nonlinear lea
 (scipy.optimize.least_squares, trust-region reflective, within each parameter's bounds).
 
 Every evaluation simulates the same scenario with the same seed (common random numbers): the objective is
-then a deterministic function of the parameters, and so is the fit. Its Jacobian is taken by finite
+then a deterministic function of the parameters, and so is the fit. With `sim_runs` above 1 an evaluation is
+that many runs, at the scenario's seed and seeds derived from it (`run_seeds`), and each statistic is their
+median: measured as the real runs are (the median of a few runs of the real run's length), a p99 made by rare
+long stalls is the same statistic on both sides, where one long simulated run's p99 is another one. Its Jacobian is taken by finite
 differences of 0.15 on the log scale (a factor of 1.16), wide enough to step over the jumps of percentiles of
 a finite sample (kafkasim's own step: scipy's relative one would scale with the size of the log).
 The uncertainty of each fitted value is the usual asymptotic one: the covariance (JᵀJ)⁻¹ s² at the solution,
@@ -27,10 +30,11 @@ from scipy.optimize import least_squares
 from kafkasim.calibrate.completion import consumer_completion_ms, follower_update_ms
 from kafkasim.calibrate.fetch_read import fetch_read_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
-from kafkasim.calibrate.targets import Target, measured, residual, statistics, targets, with_request_log
+from kafkasim.calibrate.targets import Target, measured, residual, targets, with_request_log
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, with_overrides
 from kafkasim.scenario.units import format_duration
+from kafkasim.sim.random_streams import stream_seed
 
 DIFF_STEP = 0.15
 MISSING_RESIDUAL = 5.0
@@ -63,6 +67,8 @@ class Fit:
     sim_duration_ms: float
     seed: int
     message: str
+    sim_runs: int = 1
+    """Simulated runs per evaluation (their statistics' medians), at `run_seeds(seed, sim_runs)`."""
     covariance: list[list[float]] = field(default_factory=list)
     """Of the parameters' natural logs, in PARAMETERS' order (rows of undetermined parameters are 0)."""
 
@@ -73,6 +79,15 @@ def simulate(scenario: Scenario, values: dict[str, float], *, seed: int | None =
     run = with_overrides(scenario, overrides(values, scenario))
     result = Engine(run, seed=run.seed if seed is None else seed).run()
     return with_request_log(result.summary, result.requests)
+
+
+RUNS_STREAM = "calibration/run"
+
+
+def run_seeds(seed: int, runs: int) -> list[int]:
+    """The seeds of `runs` simulated runs that stand for as many real runs: the scenario's own first, then one
+    from each run's own named stream (`calibration/run-<i>` of it)."""
+    return [seed] + [stream_seed(seed, f"{RUNS_STREAM}-{i}") % 2**63 for i in range(1, runs)]
 
 
 def _simulate(job: tuple[Scenario, dict[str, float], int]) -> dict[str, Any]:
@@ -157,7 +172,7 @@ def shortened(scenario: Scenario, duration_ms: float) -> Scenario:
 def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]], *,
         sim_duration_ms: float | None = None, max_evaluations: int = 200, progress: Progress | None = None,
         start: dict[str, float] | None = None, free: Sequence[str] | None = None, jobs: int = 1,
-        requests: Sequence[pd.DataFrame] = (), medians_only: bool = False) -> Fit:
+        requests: Sequence[pd.DataFrame] = (), medians_only: bool = False, sim_runs: int = 1) -> Fit:
     """Fit the parameters so that `scenario` (the measured run's, as its result directory holds it) simulated
     for `sim_duration_ms` (default: its own duration) reproduces `measured_summary`'s statistics (of several
     runs of the scenario: their medians, kafkasim.calibrate.targets.measured). `start`: where the fit begins
@@ -166,17 +181,20 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str
     simulate a Jacobian's columns at once (each a seeded run: the fit is the same whatever `jobs` is).
     `requests`: the measured runs' request logs, one per run: the gaps between requests they hold are fitted
     too (kafkasim.calibrate.targets.with_request_log), and one first guess only they give (`starting_point`).
-    `medians_only`: fit the p50s alone (a body fit on short runs, whose p99s are a few draws' luck)."""
+    `medians_only`: fit the p50s alone (a body fit on short runs, whose p99s are a few draws' luck).
+    `sim_runs`: simulated runs per evaluation, each statistic their median (`run_seeds`)."""
     if jobs < 1:
         raise ValueError(f"jobs {jobs}: at least 1")
+    if sim_runs < 1:
+        raise ValueError(f"sim_runs {sim_runs}: at least 1")
     if jobs == 1:
         return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, None,
-                    requests, medians_only)
+                    requests, medians_only, sim_runs)
     # Fresh interpreters (spawn): forking a process whose other threads (a progress bar's) hold locks is unsafe.
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         try:
             return _fit(scenario, measured_summary, sim_duration_ms, max_evaluations, progress, start, free, pool,
-                        requests, medians_only)
+                        requests, medians_only, sim_runs)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -185,7 +203,7 @@ def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str
 def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]],
          sim_duration_ms: float | None, max_evaluations: int, progress: Progress | None,
          start: dict[str, float] | None, free: Sequence[str] | None, pool: Executor | None,
-         requests: Sequence[pd.DataFrame], medians_only: bool = False) -> Fit:
+         requests: Sequence[pd.DataFrame], medians_only: bool = False, sim_runs: int = 1) -> Fit:
     began = time.monotonic()
     runs = [measured_summary] if isinstance(measured_summary, dict) else list(measured_summary)
     if requests:
@@ -200,12 +218,13 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
     if sim_duration_ms is not None:
         scenario = shortened(scenario, sim_duration_ms)
     seed = scenario.seed
+    seeds = run_seeds(seed, sim_runs)
     weights = group_weights(wanted)
     evaluations = 0
     best = math.inf
 
-    def residuals_of(summary: dict[str, Any]) -> np.ndarray:
-        got = statistics(summary)
+    def residuals_of(summaries: Sequence[dict[str, Any]]) -> np.ndarray:
+        got = measured(summaries)
         return weights * np.array([residual(got[t.key][1], t.value) if t.key in got else MISSING_RESIDUAL
                                    for t in wanted])
 
@@ -219,10 +238,11 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
     if unknown or not free_names:
         raise ValueError(f"free parameters {unknown or 'none'}: allowed {', '.join(names)}")
     index = [names.index(n) for n in free_names]
-    if max_evaluations < min_evaluations(len(index)):
+    fewest = min_evaluations(len(index)) * sim_runs
+    if max_evaluations < fewest:
         raise ValueError(f"max_evaluations {max_evaluations}: a fit of {len(index)} parameters needs at least "
-                         f"{min_evaluations(len(index))} simulated runs (the start and its Jacobian, a step and the "
-                         "Jacobian there)")
+                         f"{fewest} simulated runs (the start and its Jacobian, a step and the Jacobian there"
+                         f"{f', {sim_runs} runs each' if sim_runs > 1 else ''})")
     full = np.array(to_log(start))
 
     def everything(theta: np.ndarray) -> list[float]:
@@ -230,23 +250,26 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         x[index] = theta
         return list(x)
 
-    def counted(summary: dict[str, Any]) -> np.ndarray:
+    def counted(summaries: Sequence[dict[str, Any]]) -> np.ndarray:
         nonlocal evaluations, best
-        r = residuals_of(summary)
-        evaluations += 1
+        r = residuals_of(summaries)
+        evaluations += len(summaries)
         best = min(best, float(r @ r))
         if progress is not None:
             progress(evaluations, max_evaluations, best)
         return r
 
     def evaluate(theta: np.ndarray) -> np.ndarray:
-        return counted(simulate(scenario, from_log(everything(theta)), seed=seed))
+        values = from_log(everything(theta))
+        return counted([simulate(scenario, values, seed=s) for s in seeds])
 
     def evaluate_all(thetas: list[np.ndarray]) -> list[np.ndarray]:
         if pool is None:
             return [evaluate(theta) for theta in thetas]
-        jobs = [(scenario, from_log(everything(theta)), seed) for theta in thetas]
-        return [counted(summary) for summary in pool.map(_simulate, jobs)]
+        jobs = [(scenario, from_log(everything(theta)), s) for theta in thetas for s in seeds]
+        summaries = list(pool.map(_simulate, jobs))
+        n = len(seeds)
+        return [counted(summaries[i:i + n]) for i in range(0, len(summaries), n)]
 
     last: list[tuple[bytes, np.ndarray]] = []
 
@@ -278,7 +301,7 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
     full[index] = np.clip(full[index], low + 1e-9, high - 1e-9)
     # scipy counts the evaluations of its steps, not those of the finite-difference Jacobian (one per free
     # parameter after each accepted step): its budget is the most steps that stay within max_evaluations.
-    steps = max(1, max_evaluations // (len(index) + 1))
+    steps = max(1, max_evaluations // ((len(index) + 1) * sim_runs))
     result = least_squares(objective, full[index], jac=jacobian, bounds=(low, high), max_nfev=steps,
                            method="trf")
     values = from_log(everything(result.x))
@@ -301,16 +324,16 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         p.name: (None if loose[i] else math.sqrt(max(cov[i, i], 0.0))) for i, p in enumerate(PARAMETERS)}
     active = np.zeros(n)
     active[index] = np.asarray(result.active_mask)
-    last_two = [(scenario, values, seed), (scenario, start, seed)]
-    fitted_summary, before_summary = list(pool.map(_simulate, last_two)) if pool else map(_simulate, last_two)
-    got, was = statistics(fitted_summary), statistics(before_summary)
+    last_two = [(scenario, v, s) for v in (values, start) for s in seeds]
+    summaries = list(pool.map(_simulate, last_two)) if pool else [_simulate(job) for job in last_two]
+    got, was = measured(summaries[:len(seeds)]), measured(summaries[len(seeds):])
     return Fit(
         values=values, sd_log=sd, at_bound={p.name: bool(active[i] != 0) for i, p in enumerate(PARAMETERS)},
         targets=wanted, fitted={t.key: got[t.key][1] for t in wanted if t.key in got},
         before={t.key: was[t.key][1] for t in wanted if t.key in was},
-        evaluations=evaluations + 2, cost=float(result.cost), seconds=time.monotonic() - began,
+        evaluations=evaluations + len(last_two), cost=float(result.cost), seconds=time.monotonic() - began,
         sim_duration_ms=scenario.duration, seed=seed, message=str(result.message),
-        covariance=[[float(x) for x in row] for row in cov])
+        covariance=[[float(x) for x in row] for row in cov], sim_runs=sim_runs)
 
 
 TAILS: tuple[str, ...] = ("service_spread", "wakeup_spread", "preempt_share", "preempt_ms", "link_spread",
@@ -337,5 +360,6 @@ def with_tails(body: Fit, tails: Fit) -> Fit:
                targets=tails.targets, fitted=tails.fitted, before=body.before,
                evaluations=body.evaluations + tails.evaluations, cost=tails.cost,
                seconds=body.seconds + tails.seconds, sim_duration_ms=tails.sim_duration_ms, seed=tails.seed,
+               sim_runs=tails.sim_runs,
                message=f"body: {body.message}; tails: {tails.message}",
                covariance=[[float(x) for x in row] for row in cov])

@@ -54,6 +54,13 @@ def _of(data: dict[str, Any], key: str, words: str = " of") -> str:
     return f"{words} {data[key]:g} s" if isinstance(data.get(key), int | float) else ""
 
 
+def _medians(data: dict[str, Any]) -> str:
+    """How the simulated side was measured, when as the real runs were (each statistic the median of several
+    runs: docs/make_calibration.py's `--sim-runs`)."""
+    runs = int(data.get("sim_runs", 1))
+    return f", each statistic the median of {runs} runs as the real runs' is" if runs > 1 else ""
+
+
 def _ms(value: float) -> str:
     return f"{value:.3g}"
 
@@ -77,9 +84,10 @@ def section(data: dict[str, Any]) -> str:
     out = [BEGIN, "## Calibration: predicting what was not fitted", "",
            f"`kafkasim calibrate` fitted kafkasim's costs to {fitted_to} of `scenarios/calibration_base.yaml` "
            f"(acks=1, linger.ms=0, 300 records/s of 1 KiB, replication factor 3) on Apache Kafka {data['kafka']} "
-           f"here ({data['when']}, {data['machine']}; {data['evaluations']} simulated runs{_of(data, 'sim_seconds')}, "
-           f"{data['fit_seconds']} s); the preset is `{data['preset']}`. kafkasim then predicted configurations "
-           f"the fit never saw{_of(data, 'predict_seconds', ', each simulated for')}, each beside the median of "
+           f"here ({data['when']}, {data['machine']}; {data['evaluations']} simulated runs{_of(data, 'sim_seconds')}"
+           f"{_medians(data)}, {data['fit_seconds']} s); the preset is `{data['preset']}`. kafkasim then predicted "
+           f"configurations the fit never saw{_of(data, 'predict_seconds', ', each simulated for')}{_medians(data)}, "
+           f"each beside the median of "
            f"{data['runs']} real runs. A prediction is within when "
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "

@@ -3,7 +3,9 @@ of the values from the fit's covariance, so that each statistic comes with a ban
 greatest value, the fitted run's value included).
 
 The draws come from their own named stream, `calibration/draws` of the scenario's seed, and every run uses
-the scenario's seed: the same scenario and preset give the same prediction, band included.
+the scenario's seed: the same scenario and preset give the same prediction, band included. With `runs` above 1
+each set of values is that many runs (kafkasim.calibrate.fit.run_seeds) and each statistic their median, as
+the real runs beside which docs/make_calibration.py sets the prediction are measured.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from kafkasim.calibrate.fit import run_seeds
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, to_log
 from kafkasim.calibrate.preset import Preset, applied
-from kafkasim.calibrate.targets import statistics
+from kafkasim.calibrate.targets import measured
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario
 from kafkasim.sim.random_streams import stream_seed
@@ -50,23 +53,25 @@ def parameter_draws(preset: Preset, draws: int, seed: int) -> list[dict[str, flo
 def predict(scenario: Scenario, preset: Preset, *, draws: int = 4, seed: int | None = None,
             fitted_summary: dict[str, Any] | None = None,
             progress: Callable[[int, int], None] | None = None,
-            should_stop: Callable[[], bool] | None = None) -> Prediction:
+            should_stop: Callable[[], bool] | None = None, runs: int = 1) -> Prediction:
     """`scenario` predicted with `preset` (its values where the scenario sets none), with a band from `draws`
     further runs. `fitted_summary`: the summary of the run at the fitted values when it was run already
     (`kafkasim run --preset`), else it is run here. `should_stop` (Ctrl-C, say) is asked before each draw's
-    run: the band is then over the draws run so far, and `draws` says how many."""
+    run: the band is then over the draws run so far, and `draws` says how many. `runs`: simulated runs of each
+    set of values, each statistic their median (`fitted_summary` is the first run of the fitted values')."""
+    if runs < 1:
+        raise ValueError(f"runs {runs}: at least 1")
     seed = scenario.seed if seed is None else seed
+    seeds = run_seeds(seed, runs)
     sets = [preset.values, *parameter_draws(preset, draws, seed)]
     results: list[dict[str, float]] = []
     for i, values in enumerate(sets):
         if i > 0 and should_stop is not None and should_stop():
             break
-        if i == 0 and fitted_summary is not None:
-            summary = fitted_summary
-        else:
-            run, _kept = applied(scenario, values)
-            summary = Engine(run, seed=seed).run().summary
-        results.append({k: v for k, (_g, v, _n) in statistics(summary).items()})
+        run, _kept = applied(scenario, values)
+        summaries = [fitted_summary if i == 0 and j == 0 and fitted_summary is not None
+                     else Engine(run, seed=s).run().summary for j, s in enumerate(seeds)]
+        results.append({k: v for k, (_g, v, _n) in measured(summaries).items()})
         if progress is not None:
             progress(i + 1, len(sets))
     keys = [k for k in results[0] if all(k in r for r in results)]

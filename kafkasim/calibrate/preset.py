@@ -192,7 +192,7 @@ def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict
             "measured_on": measured_by,
             "machine": machine,
             "scenario": scenario.name,
-            "simulated": {"duration_ms": f.sim_duration_ms, "seed": f.seed},
+            "simulated": {"duration_ms": f.sim_duration_ms, "seed": f.seed, "runs": f.sim_runs},
             "evaluations": f.evaluations,
             "seconds": round(f.seconds, 1),
             "sum_of_squares": round(2 * f.cost, 4),

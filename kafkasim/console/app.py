@@ -441,6 +441,10 @@ def calibrate(
     jobs: Annotated[int | None, typer.Option("--jobs", metavar="N", min=1, help="Processes that simulate at once "
                                              "(default: the machine's cores); the fit is the same for any N.",
                                              show_default=False)] = None,
+    sim_runs: Annotated[int, typer.Option("--sim-runs", metavar="N", min=1, help="Simulated runs per evaluation, "
+                                          "each statistic their median, at seeds derived from the scenario's: "
+                                          "RESULT's statistics measured as several real runs' are (their medians) "
+                                          "are simulated alike.")] = 1,
 ) -> None:
     """Fit kafkasim's costs (request handler, network thread, thread wake-up, link latency, stalls, client
     costs) to a measured run (or the medians of several runs of one scenario) with
@@ -452,7 +456,7 @@ def calibrate(
     from kafkasim.console.calibrate import calibrate_command
 
     raise typer.Exit(calibrate_command(result, out, scenario_file=scenario, sim_duration=sim_duration,
-                                       max_evaluations=max_evaluations, jobs=jobs))
+                                       max_evaluations=max_evaluations, jobs=jobs, sim_runs=sim_runs))
 
 
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")

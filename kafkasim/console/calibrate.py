@@ -23,7 +23,7 @@ def _machine() -> str:
 
 def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: str | None = None,
                       sim_duration: str | None = None, max_evaluations: int = 200, jobs: int | None = None,
-                      console: Console | None = None) -> int:
+                      sim_runs: int = 1, console: Console | None = None) -> int:
     """Everything `kafkasim calibrate` does; returns the exit code. Several results are runs of one scenario:
     the fit reproduces each statistic's median over them."""
     from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
@@ -34,11 +34,12 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
     from kafkasim.scenario.units import parse_duration
 
     console = console or Console()
-    fewest = min_evaluations(len(PARAMETERS))
+    fewest = min_evaluations(len(PARAMETERS)) * sim_runs
     if max_evaluations < fewest:
+        each = f", {sim_runs} runs each (--sim-runs)" if sim_runs > 1 else ""
         error(f"--max-evaluations {max_evaluations}: a fit of kafkasim's {len(PARAMETERS)} parameters needs at least "
-              f"{fewest} simulated runs (the start and its Jacobian, then a step and the Jacobian there); allowed: "
-              f"{fewest} or more")
+              f"{fewest} simulated runs (the start and its Jacobian, then a step and the Jacobian there{each}); "
+              f"allowed: {fewest} or more")
         return EXIT_USAGE
     dirs = [result_dirs] if isinstance(result_dirs, str) else list(result_dirs)
     target = Path(out)
@@ -106,7 +107,8 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
     jobs = jobs if jobs is not None else max(1, os.cpu_count() or 1)
     print(f"kafkasim: fitting {len(wanted)} statistics of {measured} ({scenario.name}) with "
           f"scipy.optimize.least_squares, at most {max_evaluations} simulated runs of "
-          f"{format_duration(duration_ms or scenario.duration)}, {jobs} at once", file=sys.stderr, flush=True)
+          f"{format_duration(duration_ms or scenario.duration)}"
+          f"{f' (each statistic the median of {sim_runs})' if sim_runs > 1 else ''}, {jobs} at once", file=sys.stderr, flush=True)
     bar = Progress(TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[cost]}"),
                    TimeElapsedColumn(), console=Console(stderr=True), transient=False)
     task = bar.add_task("fit", total=max_evaluations, cost="")
@@ -116,7 +118,7 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
 
     with bar:
         fitted = fit(scenario, summaries, sim_duration_ms=duration_ms, max_evaluations=max_evaluations,
-                     progress=progress, jobs=jobs, requests=[r.requests for r in results])
+                     progress=progress, jobs=jobs, requests=[r.requests for r in results], sim_runs=sim_runs)
     source = ", ".join(str(Path(d).resolve()) for d in dirs)
     if len(dirs) > 1:
         source = f"the medians of {len(dirs)} runs: {source}"

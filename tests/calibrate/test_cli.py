@@ -131,6 +131,11 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--max-evaluations", str(FEWEST - 1),
           says=f"--max-evaluations {FEWEST - 1}: a fit of kafkasim's {len(PARAMETERS)} parameters needs at least "
                f"{FEWEST} simulated runs")
+    # With --sim-runs each evaluation is that many runs: the budget a step takes grows with them.
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-runs", "3", "--max-evaluations", str(FEWEST),
+          says=f"needs at least {3 * FEWEST} simulated runs (the start and its Jacobian, then a step and the Jacobian "
+               "there, 3 runs each (--sim-runs))")
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-runs", "0", says="--sim-runs")
     assert not (tmp_path / "p.yaml").exists()
     # Several runs are runs of one scenario, each once.
     fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.calibrate.fit import TAILS, Fit, fit, group_weights, shortened, simulate, with_tails
+from kafkasim.calibrate.fit import TAILS, Fit, fit, group_weights, run_seeds, shortened, simulate, with_tails
 from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, min_evaluations, overrides
 from kafkasim.calibrate.targets import FLOOR_MS, Target, measured, residual, statistics, targets
 from kafkasim.scenario import load_scenario, with_overrides
@@ -205,3 +205,22 @@ def test_the_calibration_runs_sample_their_gauges_once_and_a_shorter_fit_run_loa
     body = fit(base, simulate(shortened(base, 1000.0), TRUTH), sim_duration_ms=1000.0,
                max_evaluations=min_evaluations(1), free=("request_ms",), medians_only=True)
     assert body.sim_duration_ms == 1000.0
+
+
+def test_a_fit_of_several_runs_fits_each_statistics_median_over_them_and_counts_each_run() -> None:
+    """`sim_runs`: each evaluation is that many runs, at the scenario's seed and seeds derived from it, and each
+    statistic their median (as the real runs fitted to are the median of three); the budget counts runs."""
+    scenario = load_scenario(SCENARIO)
+    seeds = run_seeds(scenario.seed, 3)
+    assert seeds[0] == scenario.seed and len(set(seeds)) == 3 and seeds == run_seeds(scenario.seed, 3)
+    summary = simulate(scenario, TRUTH)
+    start = TRUTH | {"request_ms": 0.1}
+    with pytest.raises(ValueError, match="needs at least 8 simulated runs .*, 2 runs each"):
+        fit(scenario, summary, max_evaluations=7, start=start, free=("request_ms",), sim_runs=2,
+            sim_duration_ms=1000.0, medians_only=True)
+    two = fit(scenario, summary, max_evaluations=8, start=start, free=("request_ms",), sim_runs=2,
+              sim_duration_ms=1000.0, medians_only=True)
+    assert two.sim_runs == 2 and two.evaluations % 2 == 0 and two.evaluations <= 8 + 4
+    short = shortened(scenario, 1000.0)
+    runs = [simulate(short, two.values, seed=s) for s in run_seeds(scenario.seed, 2)]
+    assert two.fitted == {t.key: measured(runs)[t.key][1] for t in two.targets}

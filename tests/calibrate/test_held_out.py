@@ -114,14 +114,14 @@ def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kep
         kept | {"completion_gap": {"real_runs": [0.28, 0.3, 0.29], "fitted": 0.5}}), encoding="utf-8")
     monkeypatch.setattr(script, "ROOT", tmp_path)
     monkeypatch.setattr(script, "real_run", None)  # a real run would fail here
-    asked: list[float] = []
+    asked: list[tuple[float, int]] = []
 
-    def fitted_run(values: dict[str, float], sim_ms: float) -> tuple[dict[str, float], float | None]:
-        asked.append(sim_ms)
+    def fitted_run(values: dict[str, float], sim_ms: float, sim_runs: int) -> tuple[dict[str, float], float | None]:
+        asked.append((sim_ms, sim_runs))
         return {row["statistic"]: 2 * row["measured"] for row in kept["fit"]}, 0.123
 
-    def predict(scenario: object, preset: object, *, draws: int) -> Prediction:
-        asked.append(float(scenario.duration))  # type: ignore[attr-defined]
+    def predict(scenario: object, preset: object, *, draws: int, runs: int) -> Prediction:
+        asked.append((float(scenario.duration), runs))  # type: ignore[attr-defined]
         # Every statistic at the kept real median of its configuration's first predicted statistic, times 10.
         value = {stat: 10.0 * kept["predictions"][0]["real_median"] for stat in PREDICTED}
         return Prediction(value, value, value, draws)
@@ -130,7 +130,9 @@ def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kep
     monkeypatch.setattr(script, "predict", predict)
     assert script.main(["--predict-again"]) == 0
     again = json.loads((tmp_path / JSON_FILE).read_text(encoding="utf-8"))
-    assert asked == [kept["sim_seconds"] * 1000.0] + [kept["predict_seconds"] * 1000.0] * len(HELD_OUT)
+    # Measured as the fit measured them: each statistic the median of as many runs (one for a fit before --sim-runs).
+    runs = kept.get("sim_runs", 1)
+    assert asked == [(kept["sim_seconds"] * 1000.0, runs)] + [(kept["predict_seconds"] * 1000.0, runs)] * len(HELD_OUT)
     assert [r["fitted"] for r in again["fit"]] == [round(2 * r["measured"], 4) for r in kept["fit"]]
     assert again["completion_gap"] == {"real_runs": [0.28, 0.3, 0.29], "fitted": 0.123}
     assert ("the completion gap (the first parked follower answered after an acks=1 produce's response; "

@@ -3,8 +3,11 @@ from their own seeded stream; deterministic; stopped between draws when asked.""
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
+from kafkasim.calibrate.fit import run_seeds
 from kafkasim.calibrate.parameters import PARAMETERS
 from kafkasim.calibrate.predict import parameter_draws, predict
 from kafkasim.calibrate.preset import Preset
@@ -45,3 +48,20 @@ def test_the_band_holds_the_fitted_value_and_a_stop_leaves_fewer_draws() -> None
     stopped = predict(scenario, PRESET, draws=2, should_stop=lambda: True)
     assert stopped.draws == 0 and stopped.low == stopped.value == stopped.high
     assert stopped.value == full.value
+
+
+def test_several_runs_give_each_statistic_its_median_over_them() -> None:
+    """The real runs a prediction is set beside are the median of three runs of 20 s, and a p99 made by a few long
+    stalls is another statistic in one long run (an acks=all p99 predicted on 60 s runs was 17-53 ms at five
+    seeds, the real runs' 16.5-20.5): with `runs` each statistic is the median of that many runs, at the seeds
+    kafkasim.calibrate.fit.run_seeds derives from the scenario's."""
+    scenario = load_scenario(SCENARIO)
+    one = predict(scenario, PRESET, draws=0)
+    three = predict(scenario, PRESET, draws=0, runs=3)
+    each = [predict(scenario, PRESET, draws=0, seed=s) for s in run_seeds(scenario.seed, 3)]
+    assert each[0] == one
+    for key, value in three.value.items():
+        assert value == statistics.median(p.value[key] for p in each)
+    assert three.value != one.value and three == predict(scenario, PRESET, draws=0, runs=3)
+    with pytest.raises(ValueError, match="runs 0: at least 1"):
+        predict(scenario, PRESET, draws=0, runs=0)
