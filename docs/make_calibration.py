@@ -17,9 +17,9 @@ docs/validation.md.
    4 KiB records. The runs of step 1 and 2 are made in rounds (base, acks=all, 6 partitions, 4 KiB, then again),
    so the machine's drift over the runs falls on every configuration alike.
 3. kafkasim predicts each held-out configuration with the preset (each statistic the median of five simulated
-   runs of the real runs' length), with a band from draws of the fit's uncertainty (kafkasim.calibrate.predict), and the prediction is set beside the median of the three real
-   runs: it counts as within when it is within 20% of that median, or inside the real runs' own range where
-   that is wider.
+   runs of the real runs' length), with a band from draws of the fit's uncertainty (kafkasim.calibrate.predict),
+   and the prediction is set beside the median of the three real runs: it counts as within when it is within
+   20% of that median, or inside the real runs' own range where that is wider.
 """
 
 from __future__ import annotations

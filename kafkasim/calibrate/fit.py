@@ -6,9 +6,10 @@ Every evaluation simulates the same scenario with the same seed (common random n
 then a deterministic function of the parameters, and so is the fit. With `sim_runs` above 1 an evaluation is
 that many runs, at the scenario's seed and seeds derived from it (`run_seeds`), and each statistic is their
 median: measured as the real runs are (the median of a few runs of the real run's length), a p99 made by rare
-long stalls is the same statistic on both sides, where one long simulated run's p99 is another one. Its Jacobian is taken by finite
-differences of 0.15 on the log scale (a factor of 1.16), wide enough to step over the jumps of percentiles of
-a finite sample (kafkasim's own step: scipy's relative one would scale with the size of the log).
+long stalls is the same statistic on both sides, where one long simulated run's p99 is another one. Its
+Jacobian is taken by finite differences of 0.15 on the log scale (a factor of 1.16), wide enough to step over
+the jumps of percentiles of a finite sample (kafkasim's own step: scipy's relative one would scale with the
+size of the log).
 The uncertainty of each fitted value is the usual asymptotic one: the covariance (JᵀJ)⁻¹ s² at the solution,
 s² the residuals' variance; a parameter that no statistic moves (a zero column of J) is "not determined".
 """
@@ -161,8 +162,8 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
 def shortened(scenario: Scenario, duration_ms: float) -> Scenario:
     """`scenario` run for `duration_ms` instead: its warm-up at most half of that, and its gauges sampled at least
     once more at the end (scenarios/calibration_base.yaml samples them once a run: on a real cluster a sample is
-    some fifty JMX calls per broker, which made most of the real runs' p99; a simulated run's gauges cost none
-    and a fit reads none)."""
+    some fifty JMX calls per broker, and once a second they made half or more of a run's slowest 1%; a simulated
+    run's gauges cost none and a fit reads none)."""
     warmup = min(float(scenario.warmup), duration_ms / 2)
     interval = min(float(scenario.sample_interval), duration_ms)
     return with_overrides(scenario, [f"duration={format_duration(duration_ms)}", f"warmup={format_duration(warmup)}",
