@@ -256,7 +256,10 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
     if s.warmup >= s.duration:
         add(("warmup",), "must be shorter than duration")
     if s.sample_interval > s.duration:
-        add(("sample_interval",), "must not be longer than duration")
+        # A scenario that samples once a run (calibration_base.yaml: sample_interval equal to its duration) run
+        # shorter with --set duration=... says what else to set.
+        add(("sample_interval",), f"{show_duration(s.sample_interval)} is longer than duration "
+            f"{show_duration(s.duration)}: at most the duration (set sample_interval too)")
 
     seen_topics: set[str] = set()
     for i, t in enumerate(s.topics):

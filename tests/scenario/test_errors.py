@@ -391,6 +391,14 @@ def test_an_out_of_range_duration_is_shown_without_float_noise() -> None:
     assert (p.path, p.message) == ("sample_interval", "123us is out of range (allowed: 1ms to 1d)")
 
 
+def test_a_sample_interval_longer_than_the_run_says_both_and_what_is_allowed() -> None:
+    """scenarios/calibration_base.yaml samples once a run (sample_interval = duration): run shorter with `--set
+    duration=6s`, it said only "must not be longer than duration", not how long either was."""
+    p = only(MINIMAL + "sample_interval: 20s\n")
+    assert (p.path, p.message) == ("sample_interval", "20s is longer than duration 10s: at most the duration "
+                                                      "(set sample_interval too)")
+
+
 @pytest.mark.parametrize(
     ("value", "got"),
     [("null", "nothing (null)"), ("5", "5"), ("[pause]", "a list")],
