@@ -162,7 +162,7 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
 def shortened(scenario: Scenario, duration_ms: float) -> Scenario:
     """`scenario` run for `duration_ms` instead: its warm-up at most half of that, and its gauges sampled at least
     once more at the end (scenarios/calibration_base.yaml samples them once a run: on a real cluster a sample is
-    some fifty JMX calls per broker, and once a second they made half or more of a run's slowest 1%; a simulated
+    a few dozen JMX calls per broker, and once a second they made half or more of a run's slowest 1%; a simulated
     run's gauges cost none and a fit reads none)."""
     warmup = min(float(scenario.warmup), duration_ms / 2)
     interval = min(float(scenario.sample_interval), duration_ms)

@@ -94,7 +94,7 @@ topic is deleted: a fresh client JVM's first second is several times slower than
 ENGINE = "kafka"
 MIN_JMX_INTERVAL_MS = 1000.0
 """The brokers' gauges are sampled over JMX at the scenario's sample_interval, but at most once a second: a
-sample is some fifty RMI calls per broker, which every 100 ms would cost the brokers CPU that shows in the
+sample is a few dozen RMI calls per broker, which every 100 ms would cost the brokers CPU that shows in the
 latencies measured."""
 KEEP_ENV = "KAFKASIM_KEEP_REAL_DIR"
 
