@@ -435,9 +435,11 @@ def calibrate(
     sim_duration: Annotated[str | None, typer.Option("--sim-duration", metavar="DURATION", help="Simulated time "
                                                      "of each run of the fit (default: the scenario's duration).",
                                                      show_default=False)] = None,
-    max_evaluations: Annotated[int, typer.Option("--max-evaluations", metavar="N",
-                                                 help="Most simulated runs the fit makes (at least 48: the "
-                                                 "start's Jacobian and one step's).")] = 200,
+    max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", metavar="N",
+                                                        help="Most simulated runs the fit makes (at least 48 "
+                                                        "times --sim-runs: the start's Jacobian and one step's; "
+                                                        "default: 200 times --sim-runs).",
+                                                        show_default=False)] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", metavar="N", min=1, help="Processes that simulate at once "
                                              "(default: the machine's cores); the fit is the same for any N.",
                                              show_default=False)] = None,
@@ -456,7 +458,8 @@ def calibrate(
     from kafkasim.console.calibrate import calibrate_command
 
     raise typer.Exit(calibrate_command(result, out, scenario_file=scenario, sim_duration=sim_duration,
-                                       max_evaluations=max_evaluations, jobs=jobs, sim_runs=sim_runs))
+                                       max_evaluations=200 * sim_runs if max_evaluations is None else max_evaluations,
+                                       jobs=jobs, sim_runs=sim_runs))
 
 
 @app.command(short_help="Run scenario variants x seeds on Spark and compare their percentiles.")

@@ -136,6 +136,10 @@ def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path
           says=f"needs at least {3 * FEWEST} simulated runs (the start and its Jacobian, then a step and the Jacobian "
                "there, 3 runs each (--sim-runs))")
     fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-runs", "0", says="--sim-runs")
+    # Without --max-evaluations the budget grows with --sim-runs (200 runs refused --sim-runs 5 alone): what is
+    # refused next is the bad duration, not the default budget.
+    fails("calibrate", measured, "--out", tmp_path / "p.yaml", "--sim-runs", "5", "--sim-duration", "soon",
+          says="--sim-duration 'soon'")
     assert not (tmp_path / "p.yaml").exists()
     # Several runs are runs of one scenario, each once.
     fails("calibrate", measured, measured.parent / "." / measured.name, "--out", tmp_path / "p.yaml",
@@ -193,4 +197,4 @@ def test_the_help_gives_the_fewest_evaluations_a_step_takes() -> None:
 
     command = typer.main.get_command(app).commands["calibrate"]  # type: ignore[attr-defined]
     option = next(p for p in command.params if p.name == "max_evaluations")
-    assert f"at least {min_evaluations(len(PARAMETERS))}:" in option.help, option.help
+    assert f"at least {min_evaluations(len(PARAMETERS))} times --sim-runs:" in option.help, option.help
