@@ -1045,4 +1045,10 @@ def test_a_reset_loses_the_responses_in_flight_and_only_idempotence_keeps_their_
     agree(p, "batches failed", *failed, "0 on both (a network error is retriable)", failed == (0, 0))
     worst = tuple(tuple(worst_produce_around(r, float(f.at)) for f in p.scenario.faults) for r in (p.sim, p.real))
     report(p, "worst produce latency around each reset (ms)", *worst)
-    assert dups == (0, 0) and written_twice and retried_ok and failed == (0, 0), (dups, twice, retried, failed)
+    assert dups == (0, 0) and twice[0] > 0 and retried_ok and failed == (0, 0), (dups, twice, retried, failed)
+    if twice[1] == 0:
+        # Kafka writes a retry twice only when the broker had appended the lost request: which requests the real
+        # reset caught is its instant's luck, as the retries' count is (one CI run retried one batch that had not
+        # reached the log, and nothing was written twice). An expected failure that says so, not a pass.
+        pytest.xfail(f"the real reset caught none of the not-idempotent producer's appended batches (retried "
+                     f"{retried[1][1]}, written twice 0): the lesson shows on kafkasim only this run")
