@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
 from kafkasim.calibrate.completion import completion_gaps, median_of_medians  # noqa: E402
-from kafkasim.calibrate.fit import TAILS, fit, run_seeds, shortened, starting_point, with_tails  # noqa: E402
+from kafkasim.calibrate.fit import TAILS, fit, run_seeds, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
     JSON_FILE,
@@ -65,7 +65,7 @@ from kafkasim.calibrate.targets import statistics as stats_of  # noqa: E402
 from kafkasim.calibrate.targets import with_request_log  # noqa: E402
 from kafkasim.record.result import RunResult, is_result_dir  # noqa: E402
 from kafkasim.run.engine import Engine  # noqa: E402
-from kafkasim.scenario import with_overrides  # noqa: E402
+from kafkasim.scenario import shortened, with_overrides  # noqa: E402
 
 BASE = ROOT / "scenarios" / "calibration_base.yaml"
 PRESET = ROOT / "presets" / "this-machine.yaml"

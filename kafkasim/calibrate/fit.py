@@ -33,8 +33,7 @@ from kafkasim.calibrate.fetch_read import fetch_read_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
 from kafkasim.calibrate.targets import Target, measured, residual, targets, with_request_log
 from kafkasim.run.engine import Engine
-from kafkasim.scenario import Scenario, with_overrides
-from kafkasim.scenario.units import format_duration
+from kafkasim.scenario import Scenario, shortened, with_overrides
 from kafkasim.sim.random_streams import stream_seed
 
 DIFF_STEP = 0.15
@@ -157,17 +156,6 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     if produce and total is not None:
         start["link_median_ms"] = max(produce[0] - total, 0.01) / 4
     return {p.name: p.clipped(start[p.name]) for p in PARAMETERS}
-
-
-def shortened(scenario: Scenario, duration_ms: float) -> Scenario:
-    """`scenario` run for `duration_ms` instead: its warm-up at most half of that, and its gauges sampled at least
-    once more at the end (scenarios/calibration_base.yaml samples them once a run: on a real cluster a sample is
-    a few dozen JMX calls per broker, and once a second they made half or more of a run's slowest 1%; a simulated
-    run's gauges cost none and a fit reads none)."""
-    warmup = min(float(scenario.warmup), duration_ms / 2)
-    interval = min(float(scenario.sample_interval), duration_ms)
-    return with_overrides(scenario, [f"duration={format_duration(duration_ms)}", f"warmup={format_duration(warmup)}",
-                                     f"sample_interval={format_duration(interval)}"])
 
 
 def fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[str, Any]], *,

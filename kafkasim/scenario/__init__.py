@@ -49,7 +49,7 @@ from kafkasim.scenario.load import (
     validate_data,
 )
 from kafkasim.scenario.network import Link, LinkDirection, NetworkConfig
-from kafkasim.scenario.overrides import with_overrides
+from kafkasim.scenario.overrides import shortened, with_overrides
 from kafkasim.scenario.scenario import Scenario, VirtualClock, WallclockClock
 from kafkasim.scenario.topics import TopicConfig
 
@@ -96,6 +96,7 @@ __all__ = [
     "load_scenario",
     "scenario_json_schema",
     "scenario_json_schema_text",
+    "shortened",
     "validate_data",
     "with_overrides",
 ]

@@ -17,6 +17,7 @@ from kafkasim.scenario.errors import Problem, ScenarioError, format_path, unknow
 from kafkasim.scenario.load import validate_data
 from kafkasim.scenario.scenario import Scenario
 from kafkasim.scenario.structure import DISCRIMINATORS, field_type, is_list, is_model, keys, members, tags
+from kafkasim.scenario.units import format_duration
 from kafkasim.scenario.yaml_source import load_yaml
 
 _TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
@@ -27,6 +28,16 @@ class _OverrideError(Exception):
     def __init__(self, message: str, path: list[str | int] | None = None) -> None:
         self.message = message
         self.path = format_path(path or [])
+
+
+def shortened(scenario: Scenario, duration_ms: float, *, warmup_share: float = 0.5) -> Scenario:
+    """``scenario`` run for ``duration_ms`` instead: its warm-up at most ``warmup_share`` of that, and its gauges
+    sampled at least once more, at the end (a scenario that samples them once a run, as
+    scenarios/calibration_base.yaml does, would otherwise be refused: sample_interval longer than duration)."""
+    warmup = min(float(scenario.warmup), duration_ms * warmup_share)
+    interval = min(float(scenario.sample_interval), duration_ms)
+    return with_overrides(scenario, [f"duration={format_duration(duration_ms)}", f"warmup={format_duration(warmup)}",
+                                     f"sample_interval={format_duration(interval)}"])
 
 
 def with_overrides(scenario: Scenario, overrides: list[str]) -> Scenario:

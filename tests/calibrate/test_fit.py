@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.calibrate.fit import TAILS, Fit, fit, group_weights, run_seeds, shortened, simulate, with_tails
+from kafkasim.calibrate.fit import TAILS, Fit, fit, group_weights, run_seeds, simulate, with_tails
 from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, min_evaluations, overrides
 from kafkasim.calibrate.targets import FLOOR_MS, Target, measured, residual, statistics, targets
-from kafkasim.scenario import load_scenario, with_overrides
+from kafkasim.scenario import load_scenario, shortened, with_overrides
 from kafkasim.scenario.distributions import DurationLogNormal, DurationMixture
 
 SCENARIO = """

@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from kafkasim import load_scenario
-from kafkasim.calibrate.fit import fit, shortened
+from kafkasim.calibrate.fit import fit
 from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
 from kafkasim.calibrate.predict import predict
 from kafkasim.calibrate.preset import KIND, Preset, load_preset
@@ -42,7 +42,7 @@ from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import alive
 from kafkasim.real.runner import run_on_kafka
 from kafkasim.record.result import RunResult
-from kafkasim.scenario import with_overrides
+from kafkasim.scenario import shortened, with_overrides
 from tests.cli.support import kafkasim
 from tests.real.agreement import Agreement
 from tests.real.agreement import record as record_agreement

@@ -20,6 +20,7 @@ import pytest
 from kafkasim.broker.errors import Errors
 from kafkasim.run import Engine, RunResult
 from kafkasim.scenario import Scenario, load_scenario, with_overrides
+from kafkasim.scenario import shortened as shortened_to
 from tests.engine.support import STARTUP_MS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,11 +88,7 @@ def shortened(scenario: Scenario) -> Scenario:
     """The scenario cut to a few simulated seconds, but past the start of its last fault."""
     last_fault = max((f.at for f in scenario.faults), default=0.0)
     duration = min(float(scenario.duration), max(3_000.0, last_fault + 1_000.0))
-    warmup = min(float(scenario.warmup), duration / 4)
-    # A scenario that samples its gauges once a run (calibration_base.yaml) samples the shortened run at its end.
-    interval = min(float(scenario.sample_interval), duration)
-    return with_overrides(scenario, [f"duration={duration:.0f}ms", f"warmup={warmup:.0f}ms",
-                                     f"sample_interval={interval:g}ms"])
+    return shortened_to(scenario, duration, warmup_share=0.25)
 
 
 # --- helpers over a result -------------------------------------------------------------------------
