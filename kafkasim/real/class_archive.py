@@ -35,7 +35,7 @@ STALE_DUMP_S = 3600.0
 
 def archive_path(libs: KafkaLibs, kind: str, driver_jar: Path | None = None) -> Path:
     """Where ``kind``'s archive for ``libs`` lives in the user cache: "node" (Kafka's controller and brokers),
-    "tools" (kafkasim's load driver and JMX poller, in ``driver_jar``, ahead of Kafka's jars)."""
+    "tools" (kafkasim's load driver, in ``driver_jar``, ahead of Kafka's jars)."""
     digest = hashlib.sha256()
     if driver_jar is not None:
         digest.update(f"{driver_jar.resolve()}\n".encode())

@@ -19,6 +19,7 @@ stopped by ``kafkasim.real.processes`` (its own process group, stopped by pid).
 from __future__ import annotations
 
 import base64
+import os
 import signal
 import subprocess
 import time
@@ -112,13 +113,17 @@ class RealCluster:
         network: HostNetwork | None = None,
         extra_listeners: Mapping[int, list[tuple[str, int, int]]] | None = None,
         inter_broker_listeners: Mapping[int, str] | None = None,
+        classpath_after: Path | None = None,
     ) -> None:
         """``features``: levels the metadata is formatted with (StorageTool's ``--feature``), say
         ``eligible.leader.replicas.version``. ``network``: every node on its own host (network namespace,
         kafkasim.real.netns), hosts named as the nodes are (``controller``, ``broker-<id>``).
         ``extra_listeners[b]``: more PLAINTEXT listeners of broker b as (name, port, advertised port), say a
         proxy's for a delayed link (kafkasim.real.link_proxies); ``inter_broker_listeners[b]``: the one of them
-        broker b's replica fetchers use instead of PLAINTEXT."""
+        broker b's replica fetchers use instead of PLAINTEXT. ``classpath_after``: a jar after Kafka's on every
+        node's classpath (kafkasim's gauge sampler, a `metric.reporters` class: kafkasim.real.runner); after, so the
+        nodes' class archive, made with Kafka's jars alone, still maps (kafkasim.real.class_archive)."""
+        self.classpath = libs.classpath if classpath_after is None else f"{libs.classpath}{os.pathsep}{classpath_after}"
         self.network = network
         self.libs = libs
         self.features = dict(features or {})
@@ -229,7 +234,7 @@ class RealCluster:
             "-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
             "-Dcom.sun.management.jmxremote.ssl=false", f"-Dcom.sun.management.jmxremote.port={node.jmx_port}",
             f"-Dcom.sun.management.jmxremote.rmi.port={node.jmx_port}", f"-Djava.rmi.server.hostname={node.host}",
-            "-cp", self.libs.classpath, "kafka.Kafka", str(node.directory / "server.properties"),
+            "-cp", self.classpath, "kafka.Kafka", str(node.directory / "server.properties"),
         ]
         if self.network is not None:
             argv = [*self.network.exec_prefix(node.name), *argv]

@@ -38,7 +38,7 @@ from kafkasim.scenario.faults import (
 CLIENTS_HOST = "clients"
 """The load driver's host in a run with network faults: every producer and consumer (one JVM)."""
 OBSERVER_HOST = "observer"
-"""The host of the JMX poller and the final audit: never cut."""
+"""The host of the final audit: never cut."""
 MIN_SEGMENT_BYTES = 1024 * 1024
 """Kafka 4's smallest segment.bytes / log.segment.bytes (LogConfig, KIP-1030)."""
 

@@ -1,4 +1,5 @@
-"""The brokers' gauges a real run sampled over JMX (driver/JmxPoller.java), as the timeseries table.
+"""The nodes' gauges a real run sampled (driver/GaugeReporter.java, inside each node: one file per node), as the
+timeseries table.
 
 Metric and entity names are kafkasim's (``kafkasim.record.gauges``) where Kafka has the gauge:
 ``RequestQueueSize``, ``NetworkProcessorAvgIdlePercent``, ``LeaderCount``, ``UnderReplicatedPartitions``,
@@ -10,11 +11,13 @@ replica; ``OfflinePartitionsCount`` for the cluster (entity ``controller``, the 
 started are ``IsrShrinksTotal`` and ``IsrExpandsTotal``. A real broker has no JMX gauge of its high
 watermark, of the leader's view of each follower, nor (as a ratio of the last interval) of its request
 handlers' idle time: those rows are missing. A paused or crashed broker misses its samples. Samples are at
-most one a second (``runner.MIN_JMX_INTERVAL_MS``), whatever the scenario's sample_interval.
+most one a second (``runner.MIN_JMX_INTERVAL_MS``), whatever the scenario's sample_interval. A line a node killed
+in the middle of writing left incomplete is skipped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -24,13 +27,13 @@ from kafkasim.record.recorder import timeseries_frame
 PURGATORIES = ("Produce", "Fetch")
 
 
-def read_samples(path: Path, end_ms: float) -> pd.DataFrame:
+def read_samples(paths: Sequence[Path], end_ms: float) -> pd.DataFrame:
     times: list[float] = []
     metrics: list[str] = []
     entities: list[str] = []
     values: list[float] = []
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines() if path.is_file() else ():
             parts = line.split("\t")
             if len(parts) != 4:
                 continue

@@ -2,7 +2,7 @@
 joined through a router namespace, so that the link between any two hosts can be cut on its own.
 
 Hosts are the run's machines as a scenario names them: ``controller``, ``broker-<id>``, ``clients`` (the load
-driver's JVM: every producer and consumer) and ``observer`` (the JMX poller and the final log audit, never
+driver's JVM: every producer and consumer) and ``observer`` (the final log audit, never
 cut). Host ``i`` gets namespace ``kafkasim-<pid>-<i>`` with one veth (``eth0``, address ``10.29.0.<i+1>/32``)
 whose other end (``h<i>``) is in the router's namespace; the router forwards between them (its own
 ``ip_forward``, the machine's is untouched) with a /32 route per host. Nothing is created in the machine's

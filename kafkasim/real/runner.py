@@ -10,8 +10,8 @@
    scenario times (SIGKILL, SIGTERM, SIGSTOP/SIGCONT; a network_partition cuts the links between hosts,
    each in its own network namespace, and a link_drop the client's links to the brokers: ``netns``; a link_delay
    adds a latency toxic to the Toxiproxy proxies its target's traffic goes through and a connection_reset
-   closes their connections: ``link_proxies``); a JMX poller samples the brokers' gauges every
-   ``sample_interval``.
+   closes their connections: ``link_proxies``); a sampler inside each node (``driver/GaugeReporter.java``, a
+   `metric.reporters` class) reads its gauges every ``sample_interval``.
 5. At the end, the cuts still in place heal, brokers still down are started again (their logs are what the simulated audit reads), every
    partition is read from offset 0, everything is stopped, and the tables are assembled (``request_log``,
    ``assemble``, ``jmx``); ``summary.json`` by the simulated run's summary code.
@@ -82,7 +82,9 @@ from kafkasim.scenario.faults import (
 )
 
 DRIVER_DIR = Path(__file__).with_name("driver")
-DRIVER_SOURCES = [DRIVER_DIR / "LoadDriver.java", DRIVER_DIR / "JmxPoller.java"]
+DRIVER_SOURCES = [DRIVER_DIR / "LoadDriver.java"]
+REPORTER_SOURCES = [DRIVER_DIR / "GaugeReporter.java"]
+"""The gauge sampler inside each Kafka node (a `metric.reporters` class on the nodes' classpath, after Kafka's jars)."""
 DRIVER_LOG4J = DRIVER_DIR / "log4j2.properties"
 DRAIN_MS = 1000
 """How long the producers may still finish what is in flight after the run's end (what they finish after
@@ -93,9 +95,11 @@ WARMUP_MS = 3000
 topic is deleted: a fresh client JVM's first second is several times slower than the rest."""
 ENGINE = "kafka"
 MIN_JMX_INTERVAL_MS = 1000.0
-"""The brokers' gauges are sampled over JMX at the scenario's sample_interval, but at most once a second: a
-sample is a few dozen RMI calls per broker, which every 100 ms would cost the brokers CPU that shows in the
-latencies measured."""
+"""The nodes' gauges are sampled at the scenario's sample_interval, but at most once a second (each node's own
+MBeans, read by driver/GaugeReporter.java inside it): a sample is a few dozen MBean reads per node, and the
+differential suite's gauge comparisons were made at that cadence."""
+GAUGE_REPORTERS = "org.apache.kafka.common.metrics.JmxReporter,GaugeReporter"
+"""Kafka's default `metric.reporters` (its JMX reporter), and kafkasim's sampler."""
 KEEP_ENV = "KAFKASIM_KEEP_REAL_DIR"
 
 
@@ -262,6 +266,7 @@ def run_on_kafka(
     started = time.monotonic()
     libs = libs if libs is not None else locate(kafka_home, progress=say)
     driver_jar = compiled_jar(DRIVER_SOURCES, libs, progress=say)
+    reporter_jar = compiled_jar(REPORTER_SOURCES, libs, progress=say)
     toxiproxy = server_binary(progress=say) if proxied_targets(scenario) else None
     layout = cluster_layout(scenario, seed=seed)
     configs = kafka_configs(scenario, layout)
@@ -272,8 +277,8 @@ def run_on_kafka(
         workdir = Path(tempfile.mkdtemp(prefix="kafkasim-real-"))
         info = RealRun(setup_s=time.monotonic() - started)
         try:
-            return _run(scenario, seed, libs, driver_jar, layout, configs, workdir, info, say, stop, toxiproxy,
-                        signals)
+            return _run(scenario, seed, libs, (driver_jar, reporter_jar), layout, configs, workdir, info, say, stop,
+                        toxiproxy, signals)
         finally:
             signals.hold()
             if os.environ.get(KEEP_ENV):
@@ -287,11 +292,27 @@ def _java(libs: KafkaLibs, driver_jar: Path, heap: str, archive_flags: list[str]
             "-cp", f"{driver_jar}{os.pathsep}{libs.classpath}"]
 
 
-def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layout: ClusterLayout, configs: Any,
+def _gauge_properties(out: Path, go_file: Path, scenario: Scenario) -> dict[str, str]:
+    """A node's `metric.reporters` with kafkasim's sampler (driver/GaugeReporter.java) and what it reads: where
+    the run's time 0 is written, how often to sample, until when, and the file its rows go to."""
+    return {"metric.reporters": GAUGE_REPORTERS, "kafkasim.gauges.out": str(out),
+            "kafkasim.gauges.go.file": str(go_file),
+            "kafkasim.gauges.interval.ms": str(max(float(scenario.sample_interval), MIN_JMX_INTERVAL_MS)),
+            "kafkasim.gauges.duration.ms": str(float(scenario.duration))}
+
+
+def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path], layout: ClusterLayout, configs: Any,
          workdir: Path, info: RealRun, say: Callable[[str], None], stop: threading.Event | None,
          toxiproxy_binary: Path | None = None, signals: StopSignals | None = None) -> RunResult:
     stop = stop or threading.Event()
     wall_started = time.monotonic()
+    driver_jar, reporter_jar = jars
+    gauges_dir = workdir / "gauges"
+    gauges_dir.mkdir()
+    go_file = workdir / "go"
+    brokers = {b: {**props, **_gauge_properties(gauges_dir / f"broker-{b}.tsv", go_file, scenario)}
+               for b, props in configs.brokers.items()}
+    controller = {**configs.controller, **_gauge_properties(gauges_dir / "controller.tsv", go_file, scenario)}
     driver_dir = workdir / "driver"
     driver_dir.mkdir()
     hosts = network_hosts(scenario, layout)
@@ -310,8 +331,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             info.link_proxies = {target: dict(about) for target, about in proxies.describe().items()}
             say("link delays and resets through Toxiproxy: " + "; ".join(
                 f"{t} on listener {d['listener']}" for t, d in info.link_proxies.items()))
-        cluster = RealCluster(libs, workdir / "cluster", procs, configs.brokers, configs.controller, say=say,
-                              features=configs.features, network=network,
+        cluster = RealCluster(libs, workdir / "cluster", procs, brokers, controller, say=say,
+                              features=configs.features, network=network, classpath_after=reporter_jar,
                               extra_listeners=proxies.extra_listeners() if proxies else None,
                               inter_broker_listeners=proxies.inter_broker_listeners() if proxies else None)
         info.cluster_start_s = cluster.start()
@@ -343,10 +364,6 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
             "duration_ms": duration, "drain_ms": DRAIN_MS, "topics": configs.topics,
             "producers": producers_spec, "consumers": consumers_spec, "audit_timeout_ms": 60_000,
             "warmup_ms": WARMUP_MS,
-            "jmx": [{"broker": b, "host": n.host, "port": n.jmx_port} for b, n in cluster.brokers.items()],
-            "jmx_controller": {"host": cluster.controller.host, "port": cluster.controller.jmx_port},
-            "sample_interval_ms": max(float(scenario.sample_interval), MIN_JMX_INTERVAL_MS),
-            "jmx_out": str(workdir / "jmx.tsv"),
         }
         spec_path = workdir / "spec.json"
         spec_path.write_text(json.dumps(spec, indent=1))
@@ -366,11 +383,11 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
 
         driver = tool("driver", CLIENTS_HOST, "-Xmx768m", ["LoadDriver", "run", str(spec_path)],
                       driver_dir / "stdout.log")
-        poller = tool("jmx", OBSERVER_HOST, "-Xmx128m", ["JmxPoller", str(spec_path)], workdir / "jmx.log",
-                      "-Dsun.rmi.transport.tcp.responseTimeout=1000")
         _wait_for_file(workdir / "ready", driver, 180.0, stop)
         t0 = int(time.time() * 1000) + GO_DELAY_MS
-        (workdir / "go").write_text(f"{t0}\n")
+        go_next = go_file.with_name("go.next")
+        go_next.write_text(f"{t0}\n")
+        os.replace(go_next, go_file)  # whole: the driver and every node's sampler read it as soon as it exists
         schedule = FaultSchedule(fault_actions(scenario, cluster, network, proxies), t0)
         try:
             schedule.start()
@@ -382,7 +399,6 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         schedule.stop()
         info.faults = [{"fault": a.label, "at_ms": a.at_ms, "done_ms": None if math.isnan(a.done_ms) else a.done_ms,
                         "applied_ms": None if math.isnan(a.applied_ms) else a.applied_ms} for a in schedule.actions]
-        poller.signal(signal.SIGTERM)
         if network is not None:
             # A cut to the end of the run ends with it: the audit reads every partition's final log.
             network.heal_all()
@@ -398,7 +414,6 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, driver_jar: Path, layou
         audit = tool("audit", OBSERVER_HOST, "-Xmx256m", ["LoadDriver", "audit", str(spec_path)],
                      driver_dir / "audit.log")
         audit.popen.wait(timeout=120)
-        procs.stop(poller, 5.0)
         cluster.stop()
         if proxies is not None:
             proxies.release()
@@ -500,7 +515,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
     audit = assemble.read_audit(driver_dir / "audit.tsv")
     final = assemble.final_logs(audit, batch_of, {}, min_isr, unclean, elr)
     records = assemble.audited(records, final)
-    timeseries = read_samples(workdir / "jmx.tsv", end)
+    timeseries = read_samples(sorted((workdir / "gauges").glob("*.tsv")), end)
     # The summary's warm-up cut is by client send time, which a broker does not know: its arrival stands in.
     for_summary = requests.copy()
     for_summary["client_send_ms"] = for_summary["start_ms"]

@@ -191,10 +191,11 @@ def test_a_body_fit_fits_the_medians_alone() -> None:
 
 
 def test_the_calibration_runs_sample_their_gauges_once_and_a_shorter_fit_run_loads() -> None:
-    """On the real cluster a gauge sample is a few dozen JMX calls per broker. With one a second (the real runs'
-    most), 48-94% of the records in a real run's produce p99 had been sent in the 150 ms after a sample, and an
-    acks=all, linger.ms=5 run's p99 was 24-41 ms against 15-16 ms with one sample a run: the fit learnt the
-    poller's pauses as the brokers'. The calibration scenario samples at its start and its end only, and a fit's
+    """On the real cluster a gauge sample read by a poller over remote JMX was a few dozen RMI calls per broker.
+    With one a second (the real runs' most), 48-94% of the records in a real run's produce p99 had been sent in
+    the 150 ms after a sample, and an acks=all, linger.ms=5 run's p99 was 24-41 ms against 15-16 ms with one
+    sample a run: the fit learnt the poller's pauses as the brokers'. The calibration scenario samples at its
+    start and its end only (its fit reads no gauge; the nodes now read their own), and a fit's
     shorter simulated runs (`shortened`) sample at their end, not past it (which a scenario refuses)."""
     base = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "calibration_base.yaml")
     assert base.sample_interval == base.duration

@@ -672,7 +672,22 @@ def test_a_restarted_follower_registers_then_is_unfenced_once_its_logs_are_loade
     ok = all(1_000 <= reg < unf for reg, unf in since)
     agree(p, "broker-2 registers >= 1 s after its restart, then is unfenced", "yes" if ok else since[0],
           "yes" if ok else since[1], "the order, on both", ok)
+    # Each real node samples its own gauges (kafkasim.real.runner's GaugeReporter): the killed process none,
+    # the new one again, into the same file, once Kafka has configured its metrics reporters.
+    sampled = _sampled_at(p.real, "broker-2")
+    crash = real_fault_ms(p, 0)
+    down = [t for t in sampled if crash + 1_000 <= t <= restart_real]
+    after = [t for t in sampled if t > restart_real]
+    report(p, "broker-2's gauge samples after its restart", "-", len(after))
     assert ok, since
+    assert not down and after, (down, after)
+
+
+def _sampled_at(result: RunResult, entity: str) -> list[float]:
+    """The times of the samples of ``entity``'s LeaderCount (one per sample of a broker)."""
+    ts = result.timeseries
+    chosen = (ts["metric"].astype(str) == "LeaderCount") & (ts["entity"].astype(str) == entity)
+    return sorted(float(t) for t in ts.loc[chosen, "time_ms"])
 
 
 def test_a_paused_follower_holds_acks_all_for_the_pause(pair: Callable[[str], Pair]) -> None:
@@ -688,6 +703,12 @@ def test_a_paused_follower_holds_acks_all_for_the_pause(pair: Callable[[str], Pa
     no_fence = not real_fences(p.real, 2) and not sim_fences(p.engine, 2)
     agree(p, "paused follower fenced", "no", "no" if not real_fences(p.real, 2) else "yes", "no fence", no_fence)
     assert ok and no_fence, holds
+    # A stopped process samples nothing (its gauge sampler is one of its threads): no sample of broker-2 inside
+    # the pause, none written late after it with its time, while broker-0 samples on.
+    start = real_fault_ms(p, 0)
+    inside = [(b, t) for b in ("broker-0", "broker-2") for t in _sampled_at(p.real, b)
+              if start + 600 <= t <= start + pause - 600]
+    assert [t for b, t in inside if b == "broker-2"] == [] and any(b == "broker-0" for b, _ in inside), inside
 
 
 def _answers_not_leader_before_it_stops(result: RunResult, at_ms: float) -> tuple[int, float]:
@@ -770,7 +791,7 @@ def test_acks_1_and_an_unclean_election_lose_acknowledged_records_on_both(pair: 
     offline = [_offline_partitions(r) for r in (p.sim, p.real)]
     report(p, "most partitions offline at once (OfflinePartitionsCount, the controller's gauge)", *offline)
     assert ok, losses
-    assert offline[1] is not None, "the real run has no OfflinePartitionsCount samples (the controller's JMX)"
+    assert offline[1] is not None, "the real run has no OfflinePartitionsCount samples (the controller's gauge sampler)"
 
 
 def _offline_partitions(result: RunResult) -> float | None:

@@ -42,7 +42,7 @@ import json, os, signal, sys, time
 from pathlib import Path
 
 args = sys.argv[1:]
-main = next((a for a in args if a in ("kafka.tools.StorageTool", "kafka.Kafka", "LoadDriver", "JmxPoller")), "")
+main = next((a for a in args if a in ("kafka.tools.StorageTool", "kafka.Kafka", "LoadDriver")), "")
 with open(os.environ["KAFKASIM_STAND_IN_PIDS"], "a") as pids:
     pids.write(f"{main or Path(sys.argv[0]).name} {os.getpid()}\n")
 if Path(sys.argv[0]).name == "javac":
