@@ -5,7 +5,8 @@ Metric and entity names are kafkasim's (``kafkasim.record.gauges``) where Kafka 
 ``RequestQueueSize``, ``NetworkProcessorAvgIdlePercent``, ``LeaderCount``, ``UnderReplicatedPartitions``,
 ``UnderMinIsrPartitionCount`` per broker; ``PurgatorySize`` and ``NumDelayedOperations`` per purgatory
 (``broker-<id>/Produce``, ``broker-<id>/Fetch``); ``IsrSize``, ``UnderMinIsr`` and ``LeaderId`` per partition
-(its leader's ``InSyncReplicasCount``: the broker reporting a non-zero count leads it); ``LogEndOffset`` per
+(its leader's ``InSyncReplicasCount`` and ``UnderMinIsr``, 0 on a follower: the broker reporting a non-zero
+count leads it, and only it reports them); ``LogEndOffset`` per
 replica; ``OfflinePartitionsCount`` for the cluster (entity ``controller``, the active controller's
 ``ControllerMetadataMetrics``). Kafka's ``IsrShrinksPerSec`` and ``IsrExpandsPerSec`` are meters: their counts since the broker
 started are ``IsrShrinksTotal`` and ``IsrExpandsTotal``. A real broker has no JMX gauge of its high

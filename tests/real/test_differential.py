@@ -683,6 +683,20 @@ def test_a_restarted_follower_registers_then_is_unfenced_once_its_logs_are_loade
     assert not down and after, (down, after)
 
 
+def test_each_gauge_has_one_row_per_entity_and_sample_on_both(pair: Callable[[str], Pair]) -> None:
+    """A partition's gauges are its leader's, one row a sample, on both engines. Found on the real run: every
+    replica's node reported the partition's UnderMinIsr (Kafka's Partition gauge, 0 on a follower:
+    `isUnderMinIsr` is the leader's), three rows with the same time where kafkasim writes the leader's one."""
+    p = pair("gc_paused_follower")
+    for result in (p.sim, p.real):
+        ts = result.timeseries
+        twice = ts[ts.duplicated(["time_ms", "metric", "entity"], keep=False)]
+        assert twice.empty, twice.head(10)
+    report(p, "UnderMinIsr rows of partition orders-0 (one a sample)",
+           *(int(((r.timeseries["metric"].astype(str) == "UnderMinIsr")
+                  & (r.timeseries["entity"].astype(str) == "orders-0")).sum()) for r in (p.sim, p.real)))
+
+
 def _sampled_at(result: RunResult, entity: str) -> list[float]:
     """The times of the samples of ``entity``'s LeaderCount (one per sample of a broker)."""
     ts = result.timeseries

@@ -22,6 +22,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -115,6 +116,7 @@ public class GaugeReporter implements MetricsReporter {
             throws Exception {
         StringBuilder rows = new StringBuilder();
         String time = String.format(Locale.ROOT, "%.3f", t);
+        Set<String> led = new HashSet<>();  // the partitions this node leads (IsrSize comes before UnderMinIsr)
         for (int i = 0; i < gauges.length; i++) {
             String[] g = gauges[i];
             // Looked up at every sample: in the process that costs microseconds, and a partition created or deleted
@@ -136,11 +138,14 @@ public class GaugeReporter implements MetricsReporter {
                     case "controller": entity = "controller"; break;
                     default: entity = "broker-" + node;
                 }
-                // A partition's ISR gauges are its leader's (0 on a follower): only the leader's count.
-                if (g[3].equals("partition") && g[0].equals("IsrSize") && ((Number) value).doubleValue() == 0) continue;
+                // A partition's ISR gauges are its leader's, 0 on a follower (Partition's InSyncReplicasCount and
+                // UnderMinIsr read the leader's state): only the leader's rows, one per partition as kafkasim's.
                 if (g[3].equals("partition") && g[0].equals("IsrSize")) {
+                    if (((Number) value).doubleValue() == 0) continue;
+                    led.add(entity);
                     rows.append(time).append("\tLeaderId\t").append(entity).append('\t').append(node).append('\n');
                 }
+                if (g[3].equals("partition") && g[0].equals("UnderMinIsr") && !led.contains(entity)) continue;
                 rows.append(time).append('\t').append(g[0]).append('\t').append(entity).append('\t')
                     .append(((Number) value).doubleValue()).append('\n');
             }
