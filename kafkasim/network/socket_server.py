@@ -43,6 +43,7 @@ from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
 from kafkasim.sim.host_cpu import HostCpu
 from kafkasim.sim.machine_load import MachineLoad
+from kafkasim.sim.preemption import Preemption
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -64,6 +65,8 @@ class ProcessorCosts:
     network_send_per_kib: Sampler
     # How long a network thread takes to run again once woken (the host's scheduling latency); None: at once.
     wakeup: Sampler | None = None
+    # The machine's interruptions of a read's or a send's work (machine_preemption, kafkasim.sim.preemption).
+    preemption: Preemption | None = None
 
     def fixed_read(self) -> tuple[float, float] | None:
         """(network_read, network_read_per_kib) if both are constants (read once, not drawn per request)."""
@@ -86,7 +89,7 @@ class Processor:
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
         "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
-        "woken_for", "yielded",
+        "woken_for", "yielded", "_preemption",
     )
 
     def __init__(
@@ -109,6 +112,7 @@ class Processor:
         self._fixed_read = costs.fixed_read()
         self._fixed_send = costs.fixed_send()
         self._wakeup = costs.wakeup
+        self._preemption = costs.preemption
         self.observer = observer
         self.busy = False
         # Busy only waiting to run after a wake-up: not one of the machine's running threads.
@@ -185,13 +189,7 @@ class Processor:
                 cost = fixed[0] + fixed[1] * (response.size_in_bytes / KIB)
             else:
                 cost = costs.network_send() + costs.network_send_per_kib() * (response.size_in_bytes / KIB)
-            self.busy = True
-            self.busy_ms += cost
-            cpu = self.cpu
-            if cpu is None:
-                Call(env, cost, partial(self._send_done, envelope))
-            else:
-                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._send_done, envelope)))
+            self._work(cost, partial(self._send_done, envelope))
             return
         readable = self.readable
         while readable:
@@ -208,14 +206,28 @@ class Processor:
                 cost = fixed[0] + fixed[1] * (envelope.request_bytes / KIB)
             else:
                 cost = costs.network_read() + costs.network_read_per_kib() * (envelope.request_bytes / KIB)
-            self.busy = True
-            self.busy_ms += cost
-            cpu = self.cpu
-            if cpu is None:
-                Call(env, cost, partial(self._read_done, envelope))
-            else:
-                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._read_done, envelope)))
+            self._work(cost, partial(self._read_done, envelope))
             return
+
+    def _work(self, cost: float, then: Callable[[object], None]) -> None:
+        """The thread reads or sends for ``cost`` ms (on a core of the host's, if it models them), then ``then``.
+        On a machine whose cores other threads share (``machine_preemption``) it waits for a core now and then
+        meanwhile (kafkasim.sim.preemption): busy all the same (not in ``Selector.poll``)."""
+        self.busy = True
+        preemption = self._preemption
+        wait = 0.0 if preemption is None else preemption.waits(cost)
+        self.busy_ms += cost + wait
+        env = self.env
+        cpu = self.cpu
+        if cpu is None:
+            Call(env, cost + wait, then)
+        elif wait > 0.0:
+            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._wait_off_cpu, wait, then)))
+        else:
+            cpu.run(cost, partial(self._on_core, env.now, cost, then))
+
+    def _wait_off_cpu(self, wait: float, then: Callable[[object], None], _event: object = None) -> None:
+        Call(self.env, wait, then)
 
     def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
         """The read's or send's CPU work is done: the time it waited for a core counts as busy too (a runnable

@@ -44,6 +44,7 @@ from kafkasim.server.replica_fetcher_manager import get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
 from kafkasim.sim.distributions import Constant, constant_value, sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.machine_load import MachineLoad
+from kafkasim.sim.preemption import Preemption
 from kafkasim.sim.random_streams import RandomStreams
 
 if TYPE_CHECKING:
@@ -198,6 +199,12 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
         # None when always 0 (the default): the threads then run at once, with no event and no draw.
         return unless_zero(spec, streams, f"broker-{broker_id}/costs/wakeup/{thread}")
 
+    # The machine's waits for a core within its threads' work: one process per broker, its handlers' and its
+    # network threads' (kafkasim.sim.preemption).
+    machine = scenario.machine_preemption
+    preemption = None if machine is None else Preemption(
+        1.0 / float(machine.every), zero_arg_sampler(machine.wait, streams.stream(f"broker-{broker_id}/preemption/wait")),
+        streams.stream(f"broker-{broker_id}/preemption"))
     return BrokerServerCosts(
         processor=ProcessorCosts(
             network_read=cost("network_read", costs_cfg.network_read),
@@ -205,6 +212,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
             network_send=cost("network_send", costs_cfg.network_send),
             network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
             wakeup=wakeup("network", costs_cfg.wakeup),
+            preemption=preemption,
         ),
         handler=RequestHandlerCosts(
             request=cost("request", costs_cfg.request),
@@ -216,6 +224,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
             complete_fetch=cost("complete_fetch", costs_cfg.complete_fetch),
             segment_read=cost("segment_read", costs_cfg.segment_read),
             wakeup=wakeup("handler", costs_cfg.wakeup),
+            preemption=preemption,
         ),
     )
 

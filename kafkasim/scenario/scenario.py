@@ -26,6 +26,7 @@ from kafkasim.scenario.faults import Fault, NetworkPartitionFault, TargetKind
 from kafkasim.scenario.hardware import HOST_PRESETS, Hardware, filled
 from kafkasim.scenario.limits import partition_sample_stride
 from kafkasim.scenario.network import NetworkConfig
+from kafkasim.scenario.preemption import Preemption
 from kafkasim.scenario.stalls import Stalls
 from kafkasim.scenario.topics import TopicConfig
 from kafkasim.scenario.units import Duration, show_duration
@@ -125,6 +126,13 @@ class Scenario(ScenarioModel):
     project's machine (Kafka 4.3.1) the first follower fetch an acks=1 produce completed was answered 0.19-0.24
     ms after the produce's response, about a woken thread's wait and send. false (the default): the handler goes
     on at once (kafkasim.sim.machine_load)."""
+    machine_preemption: Preemption | None = None
+    """Simulator-only: for a cluster on one machine of few cores, the brokers' threads wait for a core now and then
+    in the middle of their work -- a request handler's service time, a network thread's read or send -- the longer
+    the work, the likelier (kafkasim.sim.preemption). On the project's machine (2 cores, a controller, three brokers
+    and the clients; Kafka 4.3.1) a produce's LocalTimeMs was above 0.4 ms one time in twenty, a consumer fetch's, a
+    third as much work, one time in seventy (the medians of three runs). Absent (the default): none
+    (`kafkasim calibrate` fits it)."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
     controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())

@@ -69,6 +69,7 @@ from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import ConstantSampler, constant_value
 from kafkasim.sim.host_cpu import HostCpu
 from kafkasim.sim.machine_load import MachineLoad
+from kafkasim.sim.preemption import Preemption
 
 if TYPE_CHECKING:
     from simpy import Environment
@@ -109,6 +110,8 @@ class RequestHandlerCosts:
     # How long a handler waiting in receiveRequest takes to run once given a request (the host's scheduling
     # latency); None: at once.
     wakeup: Sampler | None = None
+    # The machine's interruptions of a handler's work (machine_preemption, kafkasim.sim.preemption); None: none.
+    preemption: Preemption | None = None
 
     def fixed(self, per_kib: Sampler, per_partition: Sampler, base: Sampler | None = None
               ) -> tuple[float, float, float] | None:
@@ -161,6 +164,7 @@ class KafkaRequestHandlerPool:
         self._fixed_follower = constant_value(costs.follower_fetch)
         self._fixed_complete = costs.fixed(costs.read_per_kib, _NO_COST, costs.complete_fetch)
         self._fixed_segment = constant_value(costs.segment_read)
+        self._preemption = costs.preemption
         self.num_io_threads = num_io_threads
         self._observer = observer
         self._checks = observer.checks
@@ -198,12 +202,7 @@ class KafkaRequestHandlerPool:
             else:
                 cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
                         + (costs.per_partition() + costs.append()) * envelope.partitions)
-            self.handler_busy_ms += cost
-            cpu = self.cpu
-            if cpu is None:
-                Call(env, cost, partial(self._produce_done, envelope))
-            else:
-                cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._produce_done, envelope)))
+            self._work(cost, partial(self._produce_done, envelope))
             return
         responses = self.apis.handle_fetch(envelope)
         fixed = self._fixed_fetch
@@ -241,15 +240,7 @@ class KafkaRequestHandlerPool:
         else:
             cost = request + read
             done = partial(self._answer, envelope, responses, _FINISH, 0.0)
-        self.handler_busy_ms += cost + cold
-        cpu = self.cpu
-        if cpu is None:
-            Call(env, cost + cold, done)
-        elif cold > 0.0:
-            # The CPU work on a core, then the wait for the disk off it.
-            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._wait_off_cpu, cold, done)))
-        else:
-            cpu.run(cost, partial(self._on_core, env.now, cost, done))
+        self._work(cost, done, cold)
 
     def _wake(self, envelope: RequestEnvelope) -> None:
         wakeup = self.costs.wakeup
@@ -381,12 +372,21 @@ class KafkaRequestHandlerPool:
         channel = sent.connection
         return channel is not None and self.request_channel.processors[channel.processor].after_sent(sent, then)
 
-    def _work(self, cost: float, then: Callable[[object], None]) -> None:
-        """The handler works ``cost`` ms (on a core of the host's, if it models them), then ``then``."""
-        self.handler_busy_ms += cost
+    def _work(self, cost: float, then: Callable[[object], None], off_cpu: float = 0.0) -> None:
+        """The handler works ``cost`` ms (on a core of the host's, if it models them), waits ``off_cpu`` ms off
+        its core (a disk read), then ``then``. On a machine whose cores other threads share
+        (``machine_preemption``) the work is interrupted now and then: the thread waits for a core meanwhile
+        (kafkasim.sim.preemption), as busy as when it works (Kafka's idle meter counts only ``receiveRequest``)."""
+        preemption = self._preemption
+        if preemption is not None:
+            off_cpu += preemption.waits(cost)
+        self.handler_busy_ms += cost + off_cpu
         cpu = self.cpu
         if cpu is None:
-            Call(self.env, cost, then)
+            Call(self.env, cost + off_cpu, then)
+        elif off_cpu > 0.0:
+            # The CPU work on a core, then the wait off it.
+            cpu.run(cost, partial(self._on_core, self.env.now, cost, partial(self._wait_off_cpu, off_cpu, then)))
         else:
             cpu.run(cost, partial(self._on_core, self.env.now, cost, then))
 
