@@ -110,7 +110,7 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     """Where the fit starts: each parameter's default, or a first guess from the statistic that determines it
     most directly (a consumer fetch's LocalTimeMs for the request cost, a produce's and a follower fetch's
     beyond it for the append and follower costs, ResponseSendTimeMs for the send cost, half the client's
-    produce latency beyond the broker's for the link, a consumer fetch's RequestQueueTimeMs for the wake-up and a produce's
+    produce latency beyond the broker's for the link, a consumer fetch's RequestQueueTimeMs p50 and p99 for the wake-up and a produce's
     ResponseQueueTimeMs beyond it for the wait per running thread, and from the measured runs' request logs, when given, what
     completing a consumer's fetch adds to a follower fetch for the completion cost and what a parked follower fetch
     takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion, and what finding
@@ -151,6 +151,11 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     if idle and busy and busy > idle:
         start["wakeup_median_ms"] = idle
         start["wakeup_per_thread_ms"] = busy - idle
+    # A woken thread's wait is one lognormal: a consumer fetch's queue time (mostly one woken thread's wait,
+    # above) spreads as it does.
+    idle_p99 = stat("FetchConsumer RequestQueueTimeMs p99")
+    if idle and idle_p99 and idle_p99 > idle:
+        start["wakeup_spread"] = idle_p99 / idle
     produce = [v for k, (_, v, _) in measured.items() if k.startswith("produce ") and k.endswith(" p50")]
     total = stat("Produce LocalTimeMs p50")
     if produce and total is not None:
@@ -201,7 +206,7 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         runs = [with_request_log(summary, log) for summary, log in zip(runs, requests, strict=True)]
     wanted = targets(runs)
     if medians_only:
-        wanted = [t for t in wanted if not t.key.endswith(" p99")]
+        wanted = [t for t in wanted if t.key.endswith(" p50")]
     if not wanted:
         raise ValueError("the measured run has no statistic with enough values to fit")
     if sim_duration_ms is not None:
@@ -325,7 +330,8 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         covariance=[[float(x) for x in row] for row in cov], sim_runs=sim_runs)
 
 
-TAILS: tuple[str, ...] = ("service_spread", "wakeup_spread", "preempt_share", "preempt_ms", "link_spread",
+TAILS: tuple[str, ...] = ("service_spread", "wakeup_spread", "preempt_every_ms", "preempt_wait_ms",
+                          "preempt_wait_spread", "link_spread",
                           "stall_interval_ms", "stall_median_ms", "stall_spread", "client_stall_interval_ms",
                           "client_stall_median_ms")
 """The parameters that make the tails (the p99s) and leave the body (the p50s) as it is: the spreads of

@@ -3,16 +3,17 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 
 | parameter | scenario values it sets | what in a run determines it |
 |---|---|---|
-| request_ms | broker.costs.request (a step: see below) | LocalTimeMs of every API (a request handler's work per request) |
-| service_spread | the p99/median of the body of every handler cost and network_send | LocalTimeMs and ResponseSendTimeMs |
+| request_ms | broker.costs.request (a lognormal: its median, p99 = median x service_spread) | LocalTimeMs of every API (a request handler's work per request) |
+| service_spread | the p99/median of every handler cost and network_send | LocalTimeMs and ResponseSendTimeMs |
 | append_ms | broker.costs.append (a lognormal with the request's spread) | Produce LocalTimeMs beyond a fetch's (each partition's append) |
 | follower_fetch_ms | broker.costs.follower_fetch (a lognormal with the request's spread) | the request logs' follower update (a parked follower fetch's LocalTimeMs beyond a parked consumer fetch's), FetchFollower LocalTimeMs |
 | segment_read_ms | broker.costs.segment_read (a lognormal with the request's spread) | a consumer fetch's LocalTimeMs when it found records beyond one's that parked (kafkasim.calibrate.fetch_read; also the first guess) |
-| complete_fetch_ms | broker.costs.complete_fetch (a step with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
-| send_ms | broker.costs.network_send (a step with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
-| wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a step: its median, its body's p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core) |
+| complete_fetch_ms | broker.costs.complete_fetch (a lognormal with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
+| send_ms | broker.costs.network_send (a lognormal with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
+| wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a lognormal: its median, p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core); first guesses from a consumer fetch's RequestQueueTimeMs p50 and p99 |
 | wakeup_per_thread_ms | machine_wakeup_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p50 of each API: a consumer's fetch mostly arrives when no broker thread runs, an acks=1 produce's response is queued while its handler goes on (kafkasim.sim.machine_load) |
-| preempt_share, preempt_ms | every step's tail (the request cost's, a completion's, the send's, the wake-up's): its share of the draws, and how much longer its median is | the p99 of every phase of the breakdown (a thread that waits for another's time slice) |
+| preempt_every_ms | machine_preemption.every | the p99 of LocalTimeMs and ResponseSendTimeMs of each API: how much of a thread's work comes, on average, between two waits for a core (kafkasim.sim.preemption) |
+| preempt_wait_ms, preempt_wait_spread | machine_preemption.wait (a lognormal: its median, p99/median) | the same p99s: how long a wait for a core lasts |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
 | consumer_link_median_ms | every consumer's link (lognormal median, the same spread) | end-to-end latency beyond produce latency (a consumer's fetch round trip) |
 | follower_link_median_ms | followers.link.latency (lognormal median, the same spread) | the request logs' follower turnaround (kafkasim.calibrate.turnaround), end-to-end latency beyond produce latency (the followers' round trip that moves the high watermark) |
@@ -21,19 +22,17 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | producer_request_ms | every producer's costs.per_request | produce latency beyond the request's round trip |
 | consumer_record_ms | every consumer's costs.per_record | end-to-end latency beyond the produce latency |
 
-A step (a request's handling, the network threads' send, a woken thread's wait) is a mixture: a lognormal body
-(its median, the spread) and, for `preempt_share` of the draws, a tail like it whose median is `preempt_ms`
-longer -- a thread that mostly finds a core at once and now and then waits for another's time slice, as on a
-machine whose JVMs share few cores. One lognormal with the same p99 needs a spread of 10-25, which also slows
-the draws around its median, and a record's way to its consumer passes a dozen such steps: fitted so, the
-end-to-end p50 was a third above Kafka's, with the mixture 1.13 times (docs/calibration.md, "What is left
-out"). A request's handling has one tail, its request cost's, and one more per parked fetch it completes: the
-costs of its other parts (an append, a follower's update, a segment read) are lognormal bodies. With a tail on
-each part, a phase of two or more parts waited for a core twice as often as one of one part: fitted so, a
-produce's LocalTimeMs p99 was 1.3-1.45 times Kafka's at every seed while its ResponseSendTimeMs p99 (one step)
-was Kafka's. A completion answers another client, and the network thread its response wakes can take the
-handler's core (Linux's wake-up preemption): without its tail a follower fetch's LocalTimeMs p99 (the real
-runs' largest: half the follower fetches complete a consumer's) was 0.74-0.78 times Kafka's.
+Every cost is a lognormal body; the waits for a core in the middle of a thread's work come on top of them, as the
+machine's (`machine_preemption`): one per `preempt_every_ms` of a request handler's or a network thread's work on
+average, each a lognormal wait. A thread's long work waits more often than its short work, as on the real cluster: a
+produce's LocalTimeMs (a handler's ~0.16 ms) was above 0.4 ms one time in twenty, a consumer fetch's (~0.05 ms) one
+time in seventy (the medians of three runs). Until 2026-12-01 each step (the request cost, a completion, the send,
+the wake-up) was a mixture: its body and, for a share of the draws, a tail whose median was a fixed time longer.
+That drew a wait as often for a short step as for a long one, and the tail's wait, longer than any body, left the
+p90-p98 of every phase at its body's and its p99 at a whole wait: a consumer fetch's LocalTimeMs p99 0.90 times
+Kafka's where a produce's and a follower fetch's were 1.25 and 1.34, and every phase's p95 0.28-0.72 times Kafka's
+(docs/calibration.md, "What is left out"). A woken thread's wait is one lognormal: its spread (~20) reproduces the
+real queue times from p50 to p99.5.
 
 A stall stands for whatever stops a JVM's threads for a while: garbage collection, and on a machine where the
 cluster's JVMs share few cores, the time a runnable thread waits for one (kafkasim.scenario.stalls). The
@@ -86,8 +85,13 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("wakeup_per_thread_ms", 0.0001, 5.0, 0.02, "ms",
               "RequestQueueTimeMs, ResponseQueueTimeMs p50 of each API (a woken thread waits longer the more "
               "threads of the machine run)"),
-    Parameter("preempt_share", 0.0001, 0.5, 0.02, "x", "p99 of every phase (how often a step waits for a core)"),
-    Parameter("preempt_ms", 0.01, 100.0, 2.0, "ms", "p99 of every phase (how long a step waits for a core)"),
+    Parameter("preempt_every_ms", 0.01, 10_000.0, 2.0, "ms",
+              "p99 of LocalTimeMs and ResponseSendTimeMs of each API (how much of a thread's work comes between two "
+              "waits for a core)"),
+    Parameter("preempt_wait_ms", 0.005, 100.0, 0.2, "ms",
+              "p99 of LocalTimeMs and ResponseSendTimeMs (how long a wait for a core lasts)"),
+    Parameter("preempt_wait_spread", 1.05, 100.0, 4.0, "x",
+              "p99 of LocalTimeMs and ResponseSendTimeMs (the spread of the waits for a core)"),
     Parameter("link_median_ms", 0.005, 50.0, 0.25, "ms", "produce and end-to-end latency beyond TotalTimeMs"),
     Parameter("link_spread", 1.05, 200.0, 4.0, "x", "produce and end-to-end p99 beyond TotalTimeMs p99"),
     Parameter("consumer_link_median_ms", 0.005, 50.0, 0.1, "ms", "end-to-end latency beyond produce latency"),
@@ -122,13 +126,6 @@ def _lognormal(median: float, spread: float) -> str:
     return f"{{type: lognormal, median: {_ms(median)}, p99: {_ms(median * spread)}}}"
 
 
-def _step(median: float, spread: float, values: dict[str, float]) -> str:
-    """A step's mixture: the lognormal body and, for `preempt_share` of the draws, its tail."""
-    share = values["preempt_share"]
-    return (f"{{type: mixture, weights: [{1.0 - share!r}, {share!r}], components: [{_lognormal(median, spread)}, "
-            f"{_lognormal(median + values['preempt_ms'], spread)}]}}")
-
-
 def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
     """The `--set` lines that give `scenario` these parameter values (one per scenario key, every producer
     and consumer of the scenario included)."""
@@ -139,20 +136,20 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
     client_stalls = (f"{{interval: {{type: exponential, mean: {_ms(v['client_stall_interval_ms'])}}}, "
                      f"pause: {_lognormal(v['client_stall_median_ms'], v['stall_spread'])}}}")
     lines = [
-        f"broker.costs.request={_step(v['request_ms'], v['service_spread'], v)}",
         # Every handler cost spreads alike: on a real broker an append or a follower's bookkeeping is slowed by
         # the same GC, scheduling and cache misses as the rest of the request (a constant here left a produce's
-        # and a follower fetch's LocalTimeMs p99 to the fixed part, which the fit then inflated). The parts have
-        # no tail of their own: the handling waits for a core in its request cost's (see the module's doc).
+        # and a follower fetch's LocalTimeMs p99 to the fixed part, which the fit then inflated). The waits for a
+        # core come on top, the more often the longer the work (machine_preemption, below).
+        f"broker.costs.request={_lognormal(v['request_ms'], v['service_spread'])}",
         f"broker.costs.append={_lognormal(v['append_ms'], v['service_spread'])}",
         f"broker.costs.follower_fetch={_lognormal(v['follower_fetch_ms'], v['service_spread'])}",
-        # A completion answers another client: its response wakes a network thread, which on a host of busy
-        # cores can take the handler's (Linux's wake-up preemption), so it keeps a tail of its own.
-        f"broker.costs.complete_fetch={_step(v['complete_fetch_ms'], v['service_spread'], v)}",
+        f"broker.costs.complete_fetch={_lognormal(v['complete_fetch_ms'], v['service_spread'])}",
         f"broker.costs.segment_read={_lognormal(v['segment_read_ms'], v['service_spread'])}",
-        f"broker.costs.network_send={_step(v['send_ms'], v['service_spread'], v)}",
-        f"broker.costs.wakeup={_step(v['wakeup_median_ms'], v['wakeup_spread'], v)}",
+        f"broker.costs.network_send={_lognormal(v['send_ms'], v['service_spread'])}",
+        f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
         f"machine_wakeup_per_thread={_ms(v['wakeup_per_thread_ms'])}",
+        f"machine_preemption={{every: {_ms(v['preempt_every_ms'])}, "
+        f"wait: {_lognormal(v['preempt_wait_ms'], v['preempt_wait_spread'])}}}",
         # Not a parameter: on the machine these presets are fitted on, a handler goes on to the fetches its request
         # completed only after the response it queued is sent (the request logs' completion gap, 0.19-0.24 ms).
         "machine_wakeup_preempts=true",

@@ -82,7 +82,9 @@ def test_run_with_the_preset_uses_its_values_and_keeps_the_scenarios_own(preset:
     assert "A: a prediction; measured: B" in shown.stdout and "band" in shown.stdout
     resolved = load_scenario(out / "scenario.yaml")
     value = load_preset(preset).values["request_ms"]
-    assert resolved.broker.costs.request.components[0].median == pytest.approx(value)  # type: ignore[union-attr]
+    assert resolved.broker.costs.request.median == pytest.approx(value)  # type: ignore[union-attr]
+    assert resolved.machine_preemption is not None
+    assert resolved.machine_preemption.every == pytest.approx(load_preset(preset).values["preempt_every_ms"])
     assert resolved.broker.costs.network_send.value == 0.5  # type: ignore[union-attr]
     assert resolved.producers[0].link is not None and resolved.producers[0].link.latency.median == pytest.approx(  # type: ignore[union-attr]
         load_preset(preset).values["link_median_ms"])
@@ -101,8 +103,7 @@ def test_a_default_link_latency_the_scenario_writes_keeps_every_link(preset: Pat
     assert "network.default_link.latency" in kept and "producers[0].link.latency" in kept
     assert "followers.link.latency" in kept
     assert result.producers[0].link is not None and result.producers[0].link.latency.value == 2.0  # type: ignore[union-attr]
-    body = result.broker.costs.request.components[0]  # type: ignore[union-attr]
-    assert body.median == load_preset(preset).values["request_ms"]  # type: ignore[union-attr]
+    assert result.broker.costs.request.median == load_preset(preset).values["request_ms"]  # type: ignore[union-attr]
 
 
 def test_bad_input_is_one_line_and_exit_2(measured: Path, preset: Path, tmp_path: Path,  # noqa: PLR0915
