@@ -41,7 +41,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import constant_value
-from kafkasim.sim.host_cpu import HostCpu
+from kafkasim.sim.host_cpu import HostCpu, hold
 from kafkasim.sim.machine_load import MachineLoad
 from kafkasim.sim.preemption import Preemption
 
@@ -217,17 +217,7 @@ class Processor:
         preemption = self._preemption
         wait = 0.0 if preemption is None else preemption.waits(cost)
         self.busy_ms += cost + wait
-        env = self.env
-        cpu = self.cpu
-        if cpu is None:
-            Call(env, cost + wait, then)
-        elif wait > 0.0:
-            cpu.run(cost, partial(self._on_core, env.now, cost, partial(self._wait_off_cpu, wait, then)))
-        else:
-            cpu.run(cost, partial(self._on_core, env.now, cost, then))
-
-    def _wait_off_cpu(self, wait: float, then: Callable[[object], None], _event: object = None) -> None:
-        Call(self.env, wait, then)
+        hold(self.env, self.cpu, cost, wait, then, self._on_core)
 
     def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
         """The read's or send's CPU work is done: the time it waited for a core counts as busy too (a runnable

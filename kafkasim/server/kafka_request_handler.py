@@ -67,7 +67,7 @@ from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.sim.calls import Call, Pausable
 from kafkasim.sim.distributions import ConstantSampler, constant_value
-from kafkasim.sim.host_cpu import HostCpu
+from kafkasim.sim.host_cpu import HostCpu, hold
 from kafkasim.sim.machine_load import MachineLoad
 from kafkasim.sim.preemption import Preemption
 
@@ -259,9 +259,6 @@ class KafkaRequestHandlerPool:
         self.handler_busy_ms += self.env.now - asked - cost
         then(event)
 
-    def _wait_off_cpu(self, delay: float, then: Callable[[object], None], _event: object = None) -> None:
-        Call(self.env, delay, then)
-
     def _cold_read(self, disk: Disk, envelope: RequestEnvelope, responses: list[RequestEnvelope]) -> float:
         """How long reading, from the disk, what the fetch's answer holds that the page cache no longer does
         holds the handler (0: all of it in the cache, or the fetch parked)."""
@@ -381,14 +378,7 @@ class KafkaRequestHandlerPool:
         if preemption is not None:
             off_cpu += preemption.waits(cost)
         self.handler_busy_ms += cost + off_cpu
-        cpu = self.cpu
-        if cpu is None:
-            Call(self.env, cost + off_cpu, then)
-        elif off_cpu > 0.0:
-            # The CPU work on a core, then the wait off it.
-            cpu.run(cost, partial(self._on_core, self.env.now, cost, partial(self._wait_off_cpu, off_cpu, then)))
-        else:
-            cpu.run(cost, partial(self._on_core, self.env.now, cost, then))
+        hold(self.env, self.cpu, cost, off_cpu, then, self._on_core)
 
     def _finish(self, envelope: RequestEnvelope) -> None:
         # KafkaApis.handle's finally: ReplicaManager.tryCompleteActions. The parked fetches it completes (a

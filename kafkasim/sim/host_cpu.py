@@ -122,3 +122,26 @@ class HostCpu:
     def run_queue(self) -> int:
         """Threads waiting for a core now."""
         return len(self._waiting)
+
+
+OnCore = Callable[[float, float, Callable[[object], None], object], None]
+"""A thread's own bookkeeping once its CPU work is done: ``on_core(asked, cost, then, event)`` (the time it
+waited for a core is ``now - asked - cost``), which then calls ``then(event)``."""
+
+
+def hold(env: Environment, cpu: HostCpu | None, cost: float, off_cpu: float, then: Callable[[object], None],
+         on_core: OnCore) -> None:
+    """A thread works ``cost`` ms -- on a core of ``cpu`` when the host models its cores (``on_core`` then
+    runs, for the thread's own busy time), else for that time alone -- then waits ``off_cpu`` ms off any core (a
+    disk read, a wait for another thread's turn: kafkasim.sim.preemption), then ``then``: a request handler's
+    work and a network thread's read or send alike."""
+    if cpu is None:
+        Call(env, cost + off_cpu, then)
+    elif off_cpu > 0.0:
+        cpu.run(cost, partial(on_core, env.now, cost, partial(_off_cpu, env, off_cpu, then)))
+    else:
+        cpu.run(cost, partial(on_core, env.now, cost, then))
+
+
+def _off_cpu(env: Environment, delay: float, then: Callable[[object], None], _event: object = None) -> None:
+    Call(env, delay, then)
