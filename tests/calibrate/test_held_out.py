@@ -16,6 +16,7 @@ from kafkasim.calibrate.held_out import (
     JSON_FILE,
     PREDICTED,
     findings,
+    fit_verdict,
     fit_within,
     row_verdict,
     section,
@@ -148,3 +149,28 @@ def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kep
     assert f"predicted again {again['predicted_again'][:10]}" in (tmp_path / "docs" / "calibration.md").read_text(
         encoding="utf-8")
     assert (ROOT / JSON_FILE).read_text(encoding="utf-8") == json.dumps(kept, indent=1) + "\n"
+
+
+def test_a_fitted_statistic_is_set_beside_the_real_runs_it_is_the_median_of() -> None:
+    """A fit takes the medians of three real runs, which on this machine differ by a factor of 1.5 (a produce's
+    LocalTimeMs p99 0.72, 0.76 and 1.14 ms on 2026-12-01): the pages show each run's value beside the fitted
+    one, and a statistic outside 20% says whether it is inside the runs' own range."""
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    fit = [{"statistic": "Produce LocalTimeMs p99", "measured": 0.756, "fitted": 1.056, "real_runs": [0.724, 0.756, 1.135]},
+           {"statistic": "FetchConsumer LocalTimeMs p99", "measured": 0.5, "fitted": 0.3, "real_runs": [0.45, 0.5, 0.6]},
+           {"statistic": "FetchFollower LocalTimeMs p50", "measured": 0.1, "fitted": 0.1}]
+    mine = data | {"fit": fit}
+    text = findings(mine)
+    assert "Produce LocalTimeMs p99 1.40 (inside the real runs' 0.724-1.14 ms)" in text
+    assert "FetchConsumer LocalTimeMs p99 0.60 (outside the real runs' 0.45-0.6 ms)" in text
+    table = section(mine)
+    assert "| Produce LocalTimeMs p99 | 0.756 | 0.724, 0.756, 1.14 | 1.06 | 1.40 |" in table
+    assert "| FetchFollower LocalTimeMs p50 | 0.1 | - | 0.1 | 1.00 |" in table  # a fit written before the runs were kept
+    assert "the held-out check's rule" not in text + table  # not every statistic has its runs
+    # With every statistic's runs kept, the held-out check's rule is counted beside the 20%.
+    kept = data | {"fit": fit[:2]}
+    rule = "1 of them within 20% or inside the real runs' own range (the held-out check's rule)"
+    assert f"0 of the 2 statistics of its RequestChannel breakdown within 20%, {rule}; outside 20%: " in findings(kept)
+    assert f"of the breakdown's p50s and p99s 0 of 2, {rule}):" in section(kept)
+    assert fit_verdict(fit[0]) and not fit_verdict(fit[1])
+    assert fit_verdict({"statistic": "Produce RemoteTimeMs p99", "measured": 0.0, "fitted": 0.0, "real_runs": [0.0] * 3})
