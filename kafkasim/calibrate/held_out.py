@@ -158,22 +158,21 @@ def _real_runs(row: dict[str, Any]) -> list[float]:
 
 
 def fit_verdict(row: dict[str, Any]) -> bool:
-    """A fitted statistic as the held-out check judges a prediction: within TOLERANCE of the real runs' median (the
-    measured value) or inside their own range (`row_verdict`); with fewer than two runs kept, within TOLERANCE."""
+    """A fitted statistic as the held-out check judges a prediction (`row_verdict`: within TOLERANCE of the real
+    runs' median, the measured value, or inside their own range); with fewer than two runs kept, within TOLERANCE."""
     real = _real_runs(row)
     if row["fitted"] is None or len(real) < 2:
         return fit_within(row["measured"], row["fitted"])
-    return fit_within(row["measured"], row["fitted"]) or min(real) <= row["fitted"] <= max(real)
+    return fit_within(row["measured"], row["fitted"]) or row_verdict(row["fitted"], real) == "within"
 
 
 def _runs(row: dict[str, Any]) -> str:
     """A fitted statistic outside TOLERANCE set beside the real runs it is the median of: their range, and whether
-    the fitted value is inside it (their own spread, which the held-out check also allows)."""
+    the fitted value is inside it (their own spread, which the held-out check also allows: `fit_verdict`)."""
     real = _real_runs(row)
     if len(real) < 2:
         return ""
-    inside = min(real) <= row["fitted"] <= max(real)
-    return f" ({'inside' if inside else 'outside'} the real runs' {_ms(min(real))}-{_ms(max(real))} ms)"
+    return f" ({'inside' if fit_verdict(row) else 'outside'} the real runs' {_ms(min(real))}-{_ms(max(real))} ms)"
 
 
 def _either(rows: list[dict[str, Any]]) -> str:
