@@ -1,6 +1,7 @@
 """A prediction with its uncertainty: a scenario run with a fitted preset's values, and again with a few draws
 of the values from the fit's covariance, so that each statistic comes with a band (the draws' least and
-greatest value, the fitted run's value included).
+greatest value, the fitted run's value included; a draw whose runs lack a statistic leaves it out of that
+statistic's band only).
 
 The draws come from their own named stream, `calibration/draws` of the scenario's seed, and every run uses
 the scenario's seed: the same scenario and preset give the same prediction, band included. With `runs` above 1
@@ -74,9 +75,12 @@ def predict(scenario: Scenario, preset: Preset, *, draws: int = 4, seed: int | N
         results.append({k: v for k, (_g, v, _n) in measured(summaries).items()})
         if progress is not None:
             progress(i + 1, len(sets))
-    keys = [k for k in results[0] if all(k in r for r in results)]
-    return Prediction(value={k: results[0][k] for k in keys}, low={k: min(r[k] for r in results) for k in keys},
-                      high={k: max(r[k] for r in results) for k in keys}, draws=len(results) - 1)
+    # Every statistic of the fitted values' runs, its band over the draws that have it: a draw whose runs lack one
+    # (too few values, kafkasim.calibrate.targets) narrows its band rather than dropping it from the prediction
+    # (a held-out table then silently lost its row).
+    fitted = results[0]
+    return Prediction(value=dict(fitted), low={k: min(r[k] for r in results if k in r) for k in fitted},
+                      high={k: max(r[k] for r in results if k in r) for k in fitted}, draws=len(results) - 1)
 
 
 def as_run_info(prediction: Prediction, preset: Preset) -> dict[str, Any]:

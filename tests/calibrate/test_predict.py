@@ -4,6 +4,7 @@ from their own seeded stream; deterministic; stopped between draws when asked.""
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 import pytest
 
@@ -65,3 +66,26 @@ def test_several_runs_give_each_statistic_its_median_over_them() -> None:
     assert three.value != one.value and three == predict(scenario, PRESET, draws=0, runs=3)
     with pytest.raises(ValueError, match="runs 0: at least 1"):
         predict(scenario, PRESET, draws=0, runs=0)
+
+
+def test_a_draw_that_lacks_a_statistic_narrows_its_band_and_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draw of the fitted values whose runs lack a statistic (fewer values than kafkasim.calibrate.targets
+    counts) dropped it from the whole prediction: a refit's held-out table lost the six partitions' end-to-end rows
+    and said "10 of 10 predictions within". The fitted values' statistic stays, its band over the draws that have it."""
+    from kafkasim.calibrate import predict as module
+
+    calls = []
+    real = module.measured
+
+    def one_draw_short(summaries: Any) -> Any:
+        got = dict(real(summaries))
+        calls.append(len(calls))
+        if len(calls) == 2:  # the first draw
+            got.pop("end to end p50", None)
+        return got
+
+    monkeypatch.setattr(module, "measured", one_draw_short)
+    prediction = predict(load_scenario(SCENARIO), PRESET, draws=2)
+    assert "end to end p50" in prediction.value
+    assert prediction.low["end to end p50"] <= prediction.value["end to end p50"] <= prediction.high["end to end p50"]
+    assert set(prediction.low) == set(prediction.high) == set(prediction.value)
