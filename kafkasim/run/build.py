@@ -188,8 +188,10 @@ def broker_nics(scenario: Scenario, layout: ClusterLayout, env: Environment) -> 
             for b in layout.broker_ids}
 
 
-def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> BrokerServerCosts:
-    """The broker's service-time samplers, each on its own stream ``broker-<id>/costs/<name>``."""
+def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams,
+                 load: MachineLoad | None = None) -> BrokerServerCosts:
+    """The broker's service-time samplers, each on its own stream ``broker-<id>/costs/<name>``; ``load``: the
+    machine's running threads, when the waits for a core grow with them (``machine_preemption``)."""
     costs_cfg = scenario.broker_for(broker_id).costs
 
     def cost(name: str, spec: DurationDistribution) -> Callable[[], float]:
@@ -204,7 +206,7 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams) -> 
     machine = scenario.machine_preemption
     preemption = None if machine is None else Preemption(
         1.0 / float(machine.every), zero_arg_sampler(machine.wait, streams.stream(f"broker-{broker_id}/preemption/wait")),
-        streams.stream(f"broker-{broker_id}/preemption"))
+        streams.stream(f"broker-{broker_id}/preemption"), load, float(machine.per_running_thread))
     return BrokerServerCosts(
         processor=ProcessorCosts(
             network_read=cost("network_read", costs_cfg.network_read),
@@ -328,7 +330,7 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         clock.time,
         broker_id,
         broker_server_config(scenario, broker_id),
-        broker_costs(scenario, broker_id, streams),
+        broker_costs(scenario, broker_id, streams, load),
         log_rng=streams.stream(f"broker-{broker_id}/log"),
         fetch_session_rng=streams.stream(f"broker-{broker_id}/fetch_sessions"),
         alter_partition_manager=controller_link.alter_partition_manager,
@@ -449,7 +451,8 @@ def build(
         env, layout, {b: replica_fetcher_config_of(scenario.broker_for(b)) for b in layout.broker_ids},
         scenario.followers.link, scenario.followers.costs, streams, ids, observer, network)
     per_thread, preempts = float(scenario.machine_wakeup_per_thread), scenario.machine_wakeup_preempts
-    load = MachineLoad(per_thread, preempts) if per_thread > 0.0 or preempts else None
+    crowded = scenario.machine_preemption is not None and scenario.machine_preemption.per_running_thread > 0.0
+    load = MachineLoad(per_thread, preempts) if per_thread > 0.0 or preempts or crowded else None
     for broker_id in layout.broker_ids:
         cluster.add_broker(broker_server_of(scenario, clock, broker_id, streams, controller_link, observer, fetchers,
                                             load))

@@ -4,6 +4,7 @@ threads share (simulator-only; Kafka has no such config):
     machine_preemption:
       every: 1ms                                        # of a thread's work, on average, between two waits
       wait: {type: lognormal, median: 0.2ms, p99: 1ms}  # how long each wait lasts
+      per_running_thread: 1.5                           # optional: waits 2.5 times as often with one other thread at work
 
 Off unless a scenario asks (kafkasim.sim.preemption).
 """
@@ -32,3 +33,10 @@ class Preemption(ScenarioModel):
     wait: DurationDistribution
     """How long each wait for a core lasts (e.g. {type: lognormal, median: 0.2ms, p99: 1ms}); a negative draw
     is 0."""
+    per_running_thread: float = Field(default=0.0, ge=0.0, le=1000.0)
+    """How much more often the waits come for each other thread of the machine at work when a piece of work
+    starts: the rate is `1 + per_running_thread * others` times `every`'s (the others counted as
+    `machine_wakeup_per_thread` counts them: the brokers' request handlers, network threads and replica fetchers
+    at work). 0 (the default): one rate whatever runs. On a real broker of 2 shared cores (Kafka 4.3.1) a
+    consumer fetch's handling was above 0.4 ms 0.6-1.1% of the time when no other broker thread ran as it
+    started, 3.3-4.4% when one did (`kafkasim calibrate` fits it)."""

@@ -524,11 +524,15 @@ class BrokerServer:
     # --- state -------------------------------------------------------------------------------------
 
     def running_threads(self) -> int:
-        """This process's request handlers and network threads running now (none while it is down or stopped):
-        what it adds to the machine's running threads (MachineLoad)."""
+        """This process's request handlers, network threads and replica fetcher threads running now (none while it
+        is down or stopped): what it adds to the machine's running threads (MachineLoad)."""
         if self._down or self.stw.paused:
             return 0
-        return self.handlers.running + self.socket_server.running_threads()
+        appending = 0
+        for fetcher in self.replica_fetcher_manager.fetcher_thread_map.values():
+            if fetcher.running:
+                appending += 1
+        return self.handlers.running + self.socket_server.running_threads() + appending
 
     @property
     def responsive(self) -> bool:

@@ -238,6 +238,9 @@ class ReplicaFetcherThread(Pausable):
         # The fetch awaiting its response (``_in_flight``, it can time out); then, once answered, the append
         # of its response keeps the fetcher thread busy (no new fetch), but the request is done.
         self._appending = False
+        # Appending a response (its append cost: on a core, or waiting for the host's core when it models them),
+        # not waiting for a fetch or the disk: one of the machine's running threads (kafkasim.sim.machine_load).
+        self.running = False
         self._wakeup: Call | None = None
         self.crashed = False
         self.started = False
@@ -457,6 +460,7 @@ class ReplicaFetcherThread(Pausable):
         cost *= self.disk_factor
         if cost > 0:
             generation = self._generation
+            self.running = True
             cpu = self.cpu
             if cpu is None:
                 Call(self.env, cost, partial(self._process, response, generation))
@@ -470,6 +474,7 @@ class ReplicaFetcherThread(Pausable):
     ) -> None:
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
+        self.running = False
         if self.paused:
             self._deferred.append(lambda: self._process(response, generation))
             return
@@ -622,6 +627,7 @@ class ReplicaFetcherThread(Pausable):
         envelope = self._in_flight
         self._in_flight = None
         self._appending = False
+        self.running = False
         if envelope is not None:
             envelope.error = Errors.NETWORK_EXCEPTION
             self._observer.request_finished(envelope)

@@ -5,9 +5,14 @@ A broker thread that waited (a request handler in ``RequestChannel.receiveReques
 ``Selector.poll``) and is handed work waits, before it runs, the host's scheduling latency (``costs.wakeup``)
 plus ``per_thread_ms`` for each broker thread running at that moment on any broker of the machine: a request
 handler between taking a request and going back for the next, a network thread reading a request or sending
-a response. On the project's machine (2 cores shared by a controller, three brokers and the clients; Apache
-Kafka 4.3.1) a produce's RequestQueueTimeMs p50 was 0.03-0.05 ms with no broker thread running when it
-arrived, 0.05-0.07 with one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out").
+a response, a replica fetcher thread appending what a fetch brought (its ``followers.costs.append``). On the
+project's machine (2 cores shared by a controller, three brokers and the clients; Apache Kafka 4.3.1) a
+produce's RequestQueueTimeMs p50 was 0.03-0.05 ms with no broker thread running when it arrived, 0.05-0.07 with
+one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out"). The request logs that count does not see the fetchers, whose work shows in the runs all the same: a produce that
+arrived less than 0.1 ms after the last logged broker thread stopped waited 0.056-0.064 ms at its p50, one
+that arrived 0.8-1.6 ms after it 0.031-0.045 ms (the followers append just after the leader answers them).
+The same count sets how often a thread's work waits for a core when ``machine_preemption.per_running_thread``
+is set (kafkasim.sim.preemption).
 
 With ``waker_yields`` (``machine_wakeup_preempts``), a request handler that queued a response for an idle
 network thread, and so woke it, gives its core to that thread (Linux's wake-up preemption, on a machine whose
@@ -19,7 +24,8 @@ woken thread's wait and send; a handler that goes on at once answers it 0.08 ms 
 Simplification (README, "Simplifications"): a count, not a pool of cores. The woken thread does not queue for
 a core that a running thread holds (``HostCpu`` does that for one broker's threads); its wait grows by the
 same amount for each running thread, whatever that thread is doing and for how long yet, and the clients'
-threads and the controller's are not counted.
+threads and the controller's are not counted. A fetcher counts from the moment its append is due until it ends,
+its wait for a core of ``broker.cores`` included.
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ TRUTH = {p.name: p.start for p in PARAMETERS} | {
     "request_ms": 0.3, "service_spread": 4.0, "send_ms": 0.15, "wakeup_median_ms": 0.1, "wakeup_spread": 12.0,
     "link_median_ms": 0.4, "link_spread": 3.0, "stall_interval_ms": 300_000.0, "client_stall_interval_ms": 300_000.0,
     # Hardly a wait for a core: a 3 s run has too few of them for its p99s to move smoothly.
-    "preempt_every_ms": BY_NAME["preempt_every_ms"].high,
+    "preempt_every_ms": BY_NAME["preempt_every_ms"].high, "preempt_per_thread": BY_NAME["preempt_per_thread"].low,
+    # The append spread as the rest of the handling.
+    "append_spread": 4.0,
 }
 
 
@@ -176,19 +178,37 @@ def test_every_handler_cost_spreads_alike_and_waits_for_a_core_come_with_the_wor
     1.25 and 1.34 times Kafka's where a consumer fetch's was 0.90 (the preset of 2026-12-01)."""
     values = {name: p.start for name, p in BY_NAME.items()}
     values |= {"request_ms": 0.08, "append_ms": 0.04, "follower_fetch_ms": 0.07, "segment_read_ms": 0.03,
-               "complete_fetch_ms": 0.1, "send_ms": 0.09, "service_spread": 12.0, "wakeup_median_ms": 0.05,
-               "wakeup_spread": 20.0, "preempt_every_ms": 1.5, "preempt_wait_ms": 0.3, "preempt_wait_spread": 4.0}
+               "complete_fetch_ms": 0.1, "send_ms": 0.09, "service_spread": 12.0, "append_spread": 2.0,
+               "wakeup_median_ms": 0.05, "wakeup_spread": 20.0, "preempt_every_ms": 1.5, "preempt_wait_ms": 0.3,
+               "preempt_wait_spread": 4.0}
     base = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "calibration_base.yaml")
     run = with_overrides(base, overrides(values, base))
     costs = run.broker.costs
     for cost, median in ((costs.request, 0.08), (costs.network_send, 0.09), (costs.complete_fetch, 0.1),
-                         (costs.append, 0.04), (costs.follower_fetch, 0.07), (costs.segment_read, 0.03)):
+                         (costs.follower_fetch, 0.07), (costs.segment_read, 0.03)):
         assert cost == DurationLogNormal(median=median, p99=median * 12.0)
+    # Except the append, of a spread of its own: as wide as the rest, a produce's LocalTimeMs p95 and p99 were
+    # 1.34-1.42 times Kafka's in three fits, a consumer fetch's within 20%.
+    assert costs.append == DurationLogNormal(median=0.04, p99=0.04 * 2.0)
     assert costs.wakeup == DurationLogNormal(median=0.05, p99=0.05 * 20.0)
     preemption = run.machine_preemption
     assert preemption is not None
     assert preemption.every == 1.5
     assert preemption.wait == DurationLogNormal(median=0.3, p99=0.3 * 4.0)
+
+
+def test_a_fit_sets_the_followers_append_and_how_the_waits_for_a_core_grow_with_the_running_threads() -> None:
+    """A follower's replica fetcher appends outside any request, and the request logs' count of running threads
+    misses it: a produce that arrived less than 0.1 ms after the last logged broker thread stopped waited
+    0.056-0.064 ms to be taken, one 0.8-1.6 ms after 0.031-0.045 (docs/calibration.md). The fit sets the fetcher's
+    append (counted among the machine's running threads) and how much more often a thread's work waits for a
+    core for each other thread at work (`machine_preemption.per_running_thread`)."""
+    values = {name: p.start for name, p in BY_NAME.items()} | {"follower_append_ms": 0.2, "service_spread": 6.0,
+                                                               "preempt_per_thread": 1.5}
+    base = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "calibration_base.yaml")
+    run = with_overrides(base, overrides(values, base))
+    assert run.followers.costs.append == DurationLogNormal(median=0.2, p99=0.2 * 6.0)
+    assert run.machine_preemption is not None and run.machine_preemption.per_running_thread == 1.5
 
 
 def test_a_body_fit_fits_the_medians_alone() -> None:

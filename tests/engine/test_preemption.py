@@ -87,9 +87,22 @@ def test_same_seed_same_waits() -> None:
     ("{every: 0ms, wait: 1ms}", "out of range (allowed: 1us to 1h)"),
     ("{wait: 1ms}", "every"),
     ("{every: 1ms}", "wait"),
+    ("{every: 1ms, wait: 1ms, per_running_thread: -1}", "per_running_thread"),
 ])
 def test_bad_preemption_is_refused_with_the_key(value: str, words: str) -> None:
     with pytest.raises(ScenarioError) as info:
         with_overrides(scenario(), [f"machine_preemption={value}"])
     assert "machine_preemption" in str(info.value) and words in str(info.value)
 
+
+
+def test_waits_come_more_often_while_other_threads_of_the_machine_work() -> None:
+    """`per_running_thread`: a produce's response is sent while its handler goes on to the followers' fetches it
+    completed (ReplicaManager.tryCompleteActions), one other thread at work, so with 3 the send waits 4 times as
+    often; 0 is the machine's one rate, the run as without the key."""
+    calm = _run("{every: 1ms, wait: 5ms}")
+    same = _run("{every: 1ms, wait: 5ms, per_running_thread: 0}")
+    assert table_hash(calm.requests) == table_hash(same.requests)
+    crowded = _run("{every: 1ms, wait: 5ms, per_running_thread: 3}")
+    assert _waited(calm, "ResponseSendTimeMs") == pytest.approx(1 - math.exp(-0.2), abs=0.04)
+    assert _waited(crowded, "ResponseSendTimeMs") > _waited(calm, "ResponseSendTimeMs") + 0.15
