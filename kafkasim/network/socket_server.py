@@ -120,7 +120,9 @@ class Processor:
         # With the machine's waker yielding (MachineLoad.waker_yields): the response whose queueing woke this
         # thread, and what the handler that queued it does once it is sent (it yielded its core meanwhile).
         self.woken_for: RequestEnvelope | None = None
-        self.yielded: Callable[[], None] | None = None
+        # Every handler that yielded to it goes on: a produce's handler that queued a parked fetch's response, and
+        # that fetch's own handler still at work, can both wait for the same send.
+        self.yielded: list[Callable[[], None]] = []
         # A request that could not be put into the full request queue (the processor waits in put()).
         self.blocked: RequestEnvelope | None = None
         self.responses: deque[RequestEnvelope] = deque()
@@ -258,15 +260,17 @@ class Processor:
 
     def _responded(self, envelope: RequestEnvelope) -> None:
         """``envelope``'s response is out (written, or a NoOpResponse): its connection reads again, and if it is
-        the response this thread was woken for, the handler that yielded its core to it goes on."""
+        the response this thread was woken for, the handlers that yielded their cores to it go on, in the order
+        they yielded."""
         self._unmute(envelope)
         self.observer.response_done(envelope)
         if envelope is self.woken_for:
             self.woken_for = None
-            yielded = self.yielded
-            if yielded is not None:
-                self.yielded = None
-                yielded()
+            waiting = self.yielded
+            if waiting:
+                self.yielded = []
+                for then in waiting:
+                    then()
 
     def after_sent(self, envelope: RequestEnvelope, then: Callable[[], None]) -> bool:
         """Whether this thread was woken for ``envelope``'s response and has not sent it yet; if so, ``then`` runs
@@ -274,7 +278,7 @@ class Processor:
         the thread was already awake: the response was queued behind others."""
         if self.woken_for is not envelope or envelope.response_sent:
             return False
-        self.yielded = then
+        self.yielded.append(then)
         return True
 
     def _unmute(self, envelope: RequestEnvelope) -> None:

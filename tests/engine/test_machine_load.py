@@ -6,6 +6,7 @@ running when it was woken."""
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 
 from kafkasim.run import run_scenario
 from kafkasim.run.engine import Engine
-from kafkasim.scenario import with_overrides
+from kafkasim.scenario import load_scenario, with_overrides
 from kafkasim.sim.machine_load import MachineLoad
 
 from .support import consumer, producer, scenario
@@ -161,3 +162,47 @@ def test_a_replica_fetcher_appending_is_one_of_the_machines_running_threads() ->
     # follow it were seen appending, the leader never.
     assert seen[1] == 0 and seen[0] >= 1 and seen[2] >= 1, seen
     assert after_crash and max(after_crash) == 0
+
+
+# A draw of a fitted preset's values (kafkasim.calibrate.predict) for the six-partition held-out configuration: with it
+# a produce's handler and a follower fetch's both yielded to the network thread woken for that fetch's response.
+_TWO_YIELDS = [
+    "topics[0].partitions=6",
+    'broker.costs.request={type: lognormal, median: 0.04173961728014197ms, p99: 0.17964105996206622ms}',
+    'broker.costs.append={type: lognormal, median: 0.07908229578635993ms, p99: 0.27321488367015634ms}',
+    'broker.costs.follower_fetch={type: lognormal, median: 0.031943650643876415ms, p99: 0.13748068704630872ms}',
+    'broker.costs.complete_fetch={type: lognormal, median: 0.022190198389082236ms, p99: 0.09550328965952867ms}',
+    'broker.costs.segment_read={type: lognormal, median: 0.1322239577111746ms, p99: 0.5690721061526234ms}',
+    'broker.costs.network_send={type: lognormal, median: 0.07072346081360473ms, p99: 0.30438318059964714ms}',
+    'broker.costs.wakeup={type: lognormal, median: 0.03730085426770217ms, p99: 1.1420981824810381ms}',
+    'machine_wakeup_per_thread=0.0036475354703554693ms',
+    'machine_preemption={every: 5.521752972547272ms, wait: {type: lognormal, median: 0.1740626793526872ms, p99: 1.4654292269153277ms}, per_running_thread: 8.96898681115077}',
+    'machine_wakeup_preempts=true',
+    'machine_stalls={interval: {type: exponential, mean: 525.6092160747966ms}, pause: {type: lognormal, median: 1.0186045128793568ms, p99: 2.3789286171405104ms}}',
+    'network.default_link.latency={type: lognormal, median: 0.053137592211278714ms, p99: 1.3946877852115207ms}',
+    'followers.link.latency={type: lognormal, median: 0.15560921335112732ms, p99: 4.084232275039475ms}',
+    'followers.costs.append={type: lognormal, median: 0.11239959070766328ms, p99: 0.48375100036275087ms}',
+    'producers[0].link.latency={type: lognormal, median: 0.053137592211278714ms, p99: 1.3946877852115207ms}',
+    'producers[0].costs.per_request=0.12597736751946428ms',
+    'producers[0].stalls={interval: {type: exponential, mean: 1157.9493693718625ms}, pause: {type: lognormal, median: 18.77886612867716ms, p99: 43.85763214879046ms}}',
+    'consumers[0].link.latency={type: lognormal, median: 0.02754307877551532ms, p99: 0.7229156221944198ms}',
+    'consumers[0].costs.per_record=0.01704921328502264ms',
+    'consumers[0].stalls={interval: {type: exponential, mean: 1157.9493693718625ms}, pause: {type: lognormal, median: 18.77886612867716ms, p99: 43.85763214879046ms}}',
+    "duration=2s", "warmup=500ms", "sample_interval=2s",
+]
+
+
+def test_two_handlers_that_yielded_to_one_network_thread_both_go_on() -> None:
+    """A follower fetch parked while its handler still worked; a produce's append completed it, its handler queued
+    the response and yielded to the network thread that response woke, to answer the next parked fetch after it.
+    The fetch's own handler then yielded to the same thread for the same response (it had a consumer's fetch to
+    complete). The thread kept one handler to resume and dropped the produce's: that handler never went on, the
+    other follower's fetch was never answered, the high watermark stopped and the consumer read nothing for the
+    rest of a 20 s run (found by a preset's parameter draws, docs/make_calibration.py)."""
+    s = with_overrides(load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "calibration_base.yaml"),
+                       _TWO_YIELDS)
+    engine = Engine(s, seed=8290962173192577916)
+    result = engine.run()
+    follower = result.requests[result.requests["api"] == "FetchFollower"]
+    sent_early = follower[follower["client_send_ms"] < 1400.0]
+    assert len(sent_early) > 300 and sent_early["end_ms"].notna().all()
