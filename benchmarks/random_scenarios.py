@@ -353,12 +353,37 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
     if hardware_rng.random() < HARDWARE_SHARE:
         _add_hardware(hardware_rng, data)
         _add_more_faults(hardware_rng, data)
+    # A cluster on one machine (its woken threads, wakers yielding, waits for a core): its own stream, drawn after
+    # the rest, so a seed that draws none of it generates the scenario it always did.
+    machine_rng = random.Random(f"{seed}/machine")
+    if machine_rng.random() < MACHINE_SHARE:
+        _add_machine(machine_rng, data)
     data["faults"] = _without_crashes_of_crashed_brokers(data["faults"])
     return data
 
 
 # The share of generated scenarios that get the hardware mechanisms and the later fault types.
 HARDWARE_SHARE = 0.5
+# The share that run on one shared machine (kafkasim.sim.machine_load), as a fitted preset does.
+MACHINE_SHARE = 0.3
+
+
+def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
+    """The brokers on one machine, as presets/this-machine.yaml has them: a woken thread waits for the threads at
+    work (`machine_wakeup_per_thread`), a handler yields to the network thread its response woke
+    (`machine_wakeup_preempts`), a thread's work waits for a core, the more often the more threads are at work
+    (`machine_preemption`); completions, follower updates and the followers' appends cost time. A parameter draw
+    of a fitted preset once left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
+    costs = data["broker"].setdefault("costs", {})
+    costs["wakeup"] = _latency(rng, 0.01, 1.0)
+    costs["complete_fetch"] = _latency(rng, 0.01, 0.5)
+    costs["follower_fetch"] = _latency(rng, 0.005, 0.5)
+    data.setdefault("followers", {}).setdefault("costs", {})["append"] = _latency(rng, 0.01, 0.5)
+    data["machine_wakeup_per_thread"] = _ms(rng.choice([0.0, 0.01, 0.05, 0.2]))
+    data["machine_wakeup_preempts"] = rng.random() < 0.8
+    if rng.random() < 0.6:
+        data["machine_preemption"] = {"every": _ms(rng.choice([0.5, 2.0, 10.0])), "wait": _latency(rng, 0.05, 2.0),
+                                      "per_running_thread": rng.choice([0.0, 1.0, 10.0])}
 
 
 def _stalls(rng: random.Random) -> dict[str, Any]:

@@ -103,6 +103,9 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         seen["idempotence"] += any(p.get("enable.idempotence") for p in data["producers"])
         seen["unclean-election"] += any(t.get("unclean.leader.election.enable") for t in data["topics"])
         seen["hardware-preset"] += "hardware" in data
+        # One machine under the brokers (the generator's "machine" stream).
+        seen["machine-waker-yields"] += bool(data.get("machine_wakeup_preempts"))
+        seen["machine-preemption-per-thread"] += data.get("machine_preemption", {}).get("per_running_thread", 0) > 0
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
@@ -112,6 +115,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "broker-link_drop", "cluster-crash-in-30s-run", "connection_reset", "half_open", "shutdown",
         "network_partition", "cluster-nic", "broker-stalls", "machine_stalls", "cores", "disk-and-flushes", "tcp",
         "client-costs", "client-stalls", "idempotence", "unclean-election", "hardware-preset",
+        "machine-waker-yields", "machine-preemption-per-thread",
     ]
     assert [w for w in wanted if not seen[w]] == []
 
