@@ -8,9 +8,10 @@ handler between taking a request and going back for the next, a network thread r
 a response, a replica fetcher thread appending what a fetch brought (its ``followers.costs.append``). On the
 project's machine (2 cores shared by a controller, three brokers and the clients; Apache Kafka 4.3.1) a
 produce's RequestQueueTimeMs p50 was 0.03-0.05 ms with no broker thread running when it arrived, 0.05-0.07 with
-one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out"). The request logs that count does not see the fetchers, whose work shows in the runs all the same: a produce that
-arrived less than 0.1 ms after the last logged broker thread stopped waited 0.056-0.064 ms at its p50, one
-that arrived 0.8-1.6 ms after it 0.031-0.045 ms (the followers append just after the leader answers them).
+one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out"). The request logs that count does
+not see the fetchers, whose work shows in the runs all the same: a produce that arrived less than 0.1 ms after
+the last logged broker thread stopped waited 0.056-0.064 ms at its p50, one that arrived 0.8-1.6 ms after it
+0.031-0.045 ms (the followers append just after the leader answers them).
 The same count sets how often a thread's work waits for a core when ``machine_preemption.per_running_thread``
 is set (kafkasim.sim.preemption).
 

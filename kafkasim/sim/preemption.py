@@ -20,8 +20,9 @@ machine a consumer fetch taken when no broker thread ran had a LocalTimeMs above
 taken while one ran 3.3-4.4% (each of three runs; docs/calibration.md, "What is left out").
 
 Simplification (README, "Simplifications"): the rate is set when the work starts (the threads that start or stop
-during it do not change it), and a wait is drawn on its own (the thread that takes the core is not simulated). With the host's cores
-modelled (``cores``, kafkasim.sim.host_cpu) a wait comes after the work's time on its core, off it.
+during it do not change it), and a wait is drawn on its own (the thread that takes the core is not simulated).
+With the host's cores modelled (``cores``, kafkasim.sim.host_cpu) a wait comes after the work's time on its core,
+off it.
 """
 
 from __future__ import annotations
