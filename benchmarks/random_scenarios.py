@@ -370,10 +370,12 @@ MACHINE_SHARE = 0.3
 
 def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     """The brokers on one machine, as presets/this-machine.yaml has them: a woken thread waits for the threads at
-    work (`machine_wakeup_per_thread`), a handler yields to the network thread its response woke
-    (`machine_wakeup_preempts`), a thread's work waits for a core, the more often the more threads are at work
-    (`machine_preemption`); completions, follower updates and the followers' appends cost time. A parameter draw
-    of a fitted preset once left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
+    work (`machine_wakeup_per_thread`), a woken handler's own wait longer the more there are
+    (`machine_wakeup_scale_per_thread`), a replica fetcher that appends counting for several
+    (`machine_fetcher_weight`), a handler yields to the network thread its response woke (`machine_wakeup_preempts`),
+    a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`);
+    completions, follower updates and the followers' appends cost time. A parameter draw of a fitted preset once
+    left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
     costs = data["broker"].setdefault("costs", {})
     costs["wakeup"] = _latency(rng, 0.01, 1.0)
     costs["complete_fetch"] = _latency(rng, 0.01, 0.5)
@@ -384,6 +386,11 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     if rng.random() < 0.6:
         data["machine_preemption"] = {"every": _ms(rng.choice([0.5, 2.0, 10.0])), "wait": _latency(rng, 0.05, 2.0),
                                       "per_running_thread": rng.choice([0.0, 1.0, 10.0])}
+    # Drawn last, so the draws above stay what they were for every seed.
+    if rng.random() < 0.5:
+        data["machine_wakeup_scale_per_thread"] = rng.choice([0.5, 1.0, 3.0])
+    if rng.random() < 0.5:
+        data["machine_fetcher_weight"] = rng.choice([0.5, 3.0, 10.0])
 
 
 def _stalls(rng: random.Random) -> dict[str, Any]:

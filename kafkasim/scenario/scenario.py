@@ -119,6 +119,22 @@ class Scenario(ScenarioModel):
     cores, a controller, three brokers and the clients; Kafka 4.3.1) a produce's RequestQueueTimeMs p50 was
     0.03-0.05 ms with none running when it arrived, 0.05-0.07 with one, 0.08-0.09 with two or more. 0 (the
     default): no such wait (kafkasim.sim.machine_load; `kafkasim calibrate` fits it)."""
+    machine_wakeup_scale_per_thread: float = Field(default=0.0, ge=0.0, le=1000.0)
+    """Simulator-only: for a cluster on one machine, how much longer a woken request handler's own wait
+    (`broker.costs.wakeup`'s draw) is for each broker thread running then, as a fraction of it: the draw is
+    1 + this times the running threads longer, so a long wait comes more often on a busy machine. On the project's
+    machine (Kafka 4.3.1) a consumer fetch's RequestQueueTimeMs was above 0.4 ms 1.4-4.9% of the time with no
+    broker thread running when it arrived, 3.6-11% with one, 7.7-18% with two or more. A network thread woken for a
+    response waits its draw alone (kafkasim.sim.machine_load says why). 0 (the default): the draw alone
+    (`kafkasim calibrate` fits it)."""
+    machine_fetcher_weight: float = Field(default=1.0, ge=0.0, le=1000.0)
+    """Simulator-only: for a cluster on one machine, how many of the machine's running threads a follower's replica
+    fetcher counts for while it appends (`followers.costs.append`), where `machine_wakeup_per_thread`,
+    `machine_wakeup_scale_per_thread` and `machine_preemption.per_running_thread` count them. On the project's
+    machine (Kafka 4.3.1) a produce that arrived while a follower was between the leader's answer and its next fetch
+    waited to be taken 0.079-0.116 ms at its p50, one that arrived while none was 0.041-0.064, where a logged broker
+    thread running added 0.015-0.03: the followers' JVMs take the few cores while they work. 1 (the default): one
+    thread like any other (kafkasim.sim.machine_load; `kafkasim calibrate` fits it)."""
     machine_wakeup_preempts: bool = False
     """Simulator-only: for a cluster on one machine of busy cores, a request handler whose response wakes an
     idle network thread gives that thread its core (Linux's wake-up preemption) and goes on to the parked

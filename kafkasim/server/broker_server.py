@@ -173,7 +173,7 @@ class BrokerServer:
         self._fault_paused = 0  # pause faults in force (a crash does not end them)
         self._build_request_plane()
         if load is not None:
-            load.add(self.running_threads)
+            load.add(self.running_threads, self.appending_fetchers)
         factory = fetcher_factory
 
         def create_fetcher_thread(fetcher_id: int, source_broker: int) -> ReplicaFetcherThread:
@@ -528,11 +528,17 @@ class BrokerServer:
         is down or stopped): what it adds to the machine's running threads (MachineLoad)."""
         if self._down or self.stw.paused:
             return 0
+        return self.handlers.running + self.socket_server.running_threads() + self.appending_fetchers()
+
+    def appending_fetchers(self) -> int:
+        """This process's replica fetcher threads appending now (none while it is down or stopped)."""
+        if self._down or self.stw.paused:
+            return 0
         appending = 0
         for fetcher in self.replica_fetcher_manager.fetcher_thread_map.values():
             if fetcher.running:
                 appending += 1
-        return self.handlers.running + self.socket_server.running_threads() + appending
+        return appending
 
     @property
     def responsive(self) -> bool:

@@ -247,7 +247,7 @@ class KafkaRequestHandlerPool:
         delay = 0.0 if wakeup is None else max(wakeup(), 0.0)
         load = self.load
         if load is not None:
-            delay += load.delay()
+            delay = load.wait(delay)
         Call(self.env, delay, partial(self._woken, envelope))
 
     def _woken(self, envelope: RequestEnvelope, _event: object = None) -> None:

@@ -12,6 +12,21 @@ one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out"). The r
 not see the fetchers, whose work shows in the runs all the same: a produce that arrived less than 0.1 ms after
 the last logged broker thread stopped waited 0.056-0.064 ms at its p50, one that arrived 0.8-1.6 ms after it
 0.031-0.045 ms (the followers append just after the leader answers them).
+With ``scale_per_thread`` (``machine_wakeup_scale_per_thread``) a woken request handler's own wait grows too:
+its draw of ``costs.wakeup`` is ``1 + scale_per_thread`` times longer for each thread running then, so its long
+waits come more often on a busy machine. On the project's machine a consumer fetch's RequestQueueTimeMs was
+above 0.4 ms 1.4-4.9% of the time with no logged broker thread running when it arrived, 3.6-11% with one and
+7.7-18% with two or more (each of three runs); a produce's 3.0-6.5%, 7.2-11% and 11-21%. A network thread woken
+for a response does not scale: a consumer fetch's ResponseQueueTimeMs p50 and p99 hardly moved with the count
+(its response is mostly queued while the handler that queued it runs), and a fit that scaled both put the
+ResponseQueueTimeMs p50s 1.4 times Kafka's. The request's network thread goes on polling after handing a
+request over, where a handler that queued a response is about to wait for the next request or, with
+``waker_yields``, gives the woken thread its core.
+With ``fetcher_weight`` (``machine_fetcher_weight``) an appending replica fetcher counts for that many threads:
+on the project's machine a produce that arrived while a follower was between the leader's answer and its next
+fetch waited to be taken 0.079-0.116 ms at its p50, one that arrived while none was 0.041-0.064, where a logged
+broker thread running added 0.015-0.03 (kafkasim.calibrate.turnaround): the followers' JVMs take the machine's
+few cores while they work, where a broker's own running thread is often about to wait again.
 The same count sets how often a thread's work waits for a core when ``machine_preemption.per_running_thread``
 is set (kafkasim.sim.preemption).
 
@@ -35,30 +50,53 @@ from collections.abc import Callable
 
 
 class MachineLoad:
-    """``per_thread_ms`` of wait per running thread; each process of the machine adds its count (``add``)."""
+    """``per_thread_ms`` of wait per running thread, and a woken request handler's own wait ``1 + scale_per_thread``
+    times longer for each; each process of the machine adds its count (``add``)."""
 
-    __slots__ = ("per_thread_ms", "waker_yields", "_processes")
+    __slots__ = ("per_thread_ms", "scale_per_thread", "fetcher_weight", "waker_yields", "_processes", "_appending")
 
-    def __init__(self, per_thread_ms: float, waker_yields: bool = False) -> None:
+    def __init__(self, per_thread_ms: float, waker_yields: bool = False, scale_per_thread: float = 0.0,
+                 fetcher_weight: float = 1.0) -> None:
         if not per_thread_ms >= 0.0:
             raise ValueError(f"per_thread_ms must be >= 0, got {per_thread_ms}")
+        if not scale_per_thread >= 0.0:
+            raise ValueError(f"scale_per_thread must be >= 0, got {scale_per_thread}")
+        if not fetcher_weight >= 0.0:
+            raise ValueError(f"fetcher_weight must be >= 0, got {fetcher_weight}")
         self.per_thread_ms = per_thread_ms
+        self.scale_per_thread = scale_per_thread
+        # How many running threads a replica fetcher that appends counts for (1: one like any other).
+        self.fetcher_weight = fetcher_weight
         # Whether a request handler whose response woke an idle network thread yields its core to it
         # (machine_wakeup_preempts): it completes the parked fetches its request woke once that thread has sent.
         self.waker_yields = waker_yields
         self._processes: list[Callable[[], int]] = []
+        self._appending: list[Callable[[], int]] = []
 
-    def add(self, running_threads: Callable[[], int]) -> None:
-        """A process of the machine: ``running_threads()`` is how many of its threads run now."""
+    def add(self, running_threads: Callable[[], int], appending: Callable[[], int] | None = None) -> None:
+        """A process of the machine: ``running_threads()`` is how many of its threads run now, ``appending()`` how
+        many of those are replica fetchers appending."""
         self._processes.append(running_threads)
+        if appending is not None:
+            self._appending.append(appending)
 
-    def running(self) -> int:
-        """Threads of the machine's processes running now."""
+    def running(self) -> float:
+        """Threads of the machine's processes running now, each appending replica fetcher ``fetcher_weight``."""
         total = 0
         for running_threads in self._processes:
             total += running_threads()
-        return total
+        if self.fetcher_weight == 1.0:
+            return float(total)
+        fetchers = 0
+        for appending in self._appending:
+            fetchers += appending()
+        return total + (self.fetcher_weight - 1.0) * fetchers
 
     def delay(self) -> float:
-        """What a thread woken now waits beyond the host's scheduling latency."""
+        """What a network thread woken now waits beyond the host's scheduling latency."""
         return self.per_thread_ms * self.running()
+
+    def wait(self, own: float) -> float:
+        """What a request handler woken now waits, ``own`` being its draw of the host's scheduling latency."""
+        running = self.running()
+        return own * (1.0 + self.scale_per_thread * running) + self.per_thread_ms * running

@@ -106,13 +106,76 @@ def test_a_handler_whose_response_woke_a_network_thread_completes_fetches_once_t
 
 def test_machine_load_sums_its_processes_and_refuses_a_negative_wait() -> None:
     load = MachineLoad(0.25)
-    assert load.delay() == 0.0
+    assert load.wait(0.1) == 0.1
     load.add(lambda: 2)
     load.add(lambda: 1)
     assert load.running() == 3
-    assert load.delay() == pytest.approx(0.75)
+    assert load.wait(0.1) == pytest.approx(0.85)
     with pytest.raises(ValueError, match="per_thread_ms must be >= 0"):
         MachineLoad(-1.0)
+    with pytest.raises(ValueError, match="scale_per_thread must be >= 0"):
+        MachineLoad(0.0, scale_per_thread=-0.5)
+
+
+def test_a_woken_threads_own_wait_grows_by_the_scale_for_each_running_thread() -> None:
+    load = MachineLoad(0.25, scale_per_thread=0.5)
+    assert load.wait(0.1) == 0.1  # nothing running: the draw alone
+    load.add(lambda: 2)
+    assert load.wait(0.1) == pytest.approx(0.1 * (1 + 0.5 * 2) + 0.25 * 2)
+    assert load.wait(0.0) == pytest.approx(0.5)  # no own wait: the per-thread part alone
+
+
+def test_an_appending_fetcher_counts_for_its_weight() -> None:
+    load = MachineLoad(0.1, fetcher_weight=4.0)
+    load.add(lambda: 3, lambda: 1)  # two handlers and a fetcher appending
+    load.add(lambda: 1)  # a process that says nothing of its fetchers
+    assert load.running() == pytest.approx(2 + 4 + 1)
+    assert load.wait(0.0) == pytest.approx(0.7)
+    assert MachineLoad(0.1).running() == 0.0
+    with pytest.raises(ValueError, match="fetcher_weight must be >= 0"):
+        MachineLoad(0.0, fetcher_weight=-1.0)
+
+
+def test_a_fetcher_weight_of_one_is_todays_timing_exactly() -> None:
+    lines = ["broker.costs.wakeup={type: lognormal, median: 0.03ms, p99: 0.6ms}", "machine_wakeup_per_thread=0.02ms",
+             "followers.costs.append=0.3ms"]
+    runs = [run_scenario(with_overrides(
+        scenario(duration="2s", producers=[producer("p1", acks=1, rate="1000/s")], consumers=[consumer("c1")]),
+        lines + extra)) for extra in ([], ["machine_fetcher_weight=1"], ["machine_fetcher_weight=5"])]
+    assert table_hash(runs[0].requests) == table_hash(runs[1].requests)
+    # A produce that arrives while the followers append waits for them, five threads each.
+    produces = [r.requests[r.requests["api"] == "Produce"]["RequestQueueTimeMs"] for r in runs]
+    assert produces[2].mean() > produces[0].mean() * 1.2
+
+
+def test_a_scale_of_zero_is_todays_timing_exactly() -> None:
+    base = run_scenario(with_overrides(
+        scenario(duration="2s", producers=[producer("p1", acks=1, rate="200/s")], consumers=[consumer("c1")]),
+        ["broker.costs.wakeup={type: lognormal, median: 0.03ms, p99: 0.6ms}", "machine_wakeup_per_thread=0.02ms"]))
+    zero = run_scenario(with_overrides(
+        scenario(duration="2s", producers=[producer("p1", acks=1, rate="200/s")], consumers=[consumer("c1")]),
+        ["broker.costs.wakeup={type: lognormal, median: 0.03ms, p99: 0.6ms}", "machine_wakeup_per_thread=0.02ms",
+         "machine_wakeup_scale_per_thread=0"]))
+    assert table_hash(base.requests) == table_hash(zero.requests)
+
+
+def test_a_woken_request_handler_waits_longer_on_a_busy_machine_with_a_scale() -> None:
+    """With `machine_wakeup_scale_per_thread` a request handler woken while n broker threads run waits its wake-up
+    draw times 1 + the scale times n (and the per-thread wait n times); a network thread woken for a response
+    waits its draw alone (and the per-thread wait)."""
+    lines = ["broker.costs.wakeup=0.2ms", "machine_wakeup_per_thread=0.001ms", "machine_wakeup_scale_per_thread=2"]
+    result = run_scenario(with_overrides(
+        scenario(duration="2s", producers=[producer("p1", acks=-1, rate="1000/s")], consumers=[consumer("c1")]),
+        lines))
+    rows = result.requests[result.requests["api"].isin(["Produce", "FetchFollower", "FetchConsumer"])]
+    queued = rows["RequestQueueTimeMs"].dropna().to_numpy()
+    # 0.2 * (1 + 2n) + 0.001n = 0.2 + 0.401n: n threads running when the handler was woken.
+    running = (queued - 0.2) / 0.401
+    assert np.allclose(running, np.round(running), atol=1e-6) and (np.round(running) >= 0).all()
+    assert (np.round(running) >= 1).mean() > 0.05  # handlers woken on a busy machine
+    responses = rows["ResponseQueueTimeMs"].dropna().to_numpy()
+    running = (responses - 0.2) / 0.001
+    assert np.allclose(running, np.round(running), atol=1e-3) and (np.round(running) >= 1).mean() > 0.5
 
 
 def test_a_handler_that_yielded_to_a_response_that_needs_no_send_goes_on() -> None:
