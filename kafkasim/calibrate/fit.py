@@ -330,7 +330,8 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         covariance=[[float(x) for x in row] for row in cov], sim_runs=sim_runs)
 
 
-TAILS: tuple[str, ...] = ("service_spread", "append_spread", "wakeup_spread", "preempt_every_ms", "preempt_wait_ms",
+TAILS: tuple[str, ...] = ("service_spread", "append_spread", "wakeup_spread", "wakeup_scale_per_thread",
+                          "preempt_every_ms", "preempt_wait_ms",
                           "preempt_wait_spread", "preempt_per_thread", "link_spread",
                           "stall_interval_ms", "stall_median_ms", "stall_spread", "client_stall_interval_ms",
                           "client_stall_median_ms")

@@ -12,6 +12,8 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | send_ms | broker.costs.network_send (a lognormal with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a lognormal: its median, p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core); first guesses from a consumer fetch's RequestQueueTimeMs p50 and p99 |
 | wakeup_per_thread_ms | machine_wakeup_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p50 of each API: a consumer's fetch mostly arrives when no broker thread runs, an acks=1 produce's response is queued while its handler goes on (kafkasim.sim.machine_load) |
+| wakeup_scale_per_thread | machine_wakeup_scale_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p95 and p99 of each API: how much longer a woken thread's own wait is for each thread of the machine running then (its long waits come more often on a busy machine: a consumer's fetch mostly arrives when none runs) |
+| fetcher_weight | machine_fetcher_weight | the request logs' produce queue in a turnaround (a produce's RequestQueueTimeMs p50 when it arrived while a follower was between the leader's answer and its next fetch; kafkasim.calibrate.turnaround): how many of the machine's running threads a replica fetcher counts for while it appends |
 | preempt_every_ms | machine_preemption.every | the p99 of LocalTimeMs and ResponseSendTimeMs of each API: how much of a thread's work comes, on average, between two waits for a core (kafkasim.sim.preemption) |
 | preempt_wait_ms, preempt_wait_spread | machine_preemption.wait (a lognormal: its median, p99/median) | the same p99s: how long a wait for a core lasts |
 | preempt_per_thread | machine_preemption.per_running_thread | the same p99s of each API: how much more often a thread's work waits for a core for each other thread of the machine at work (a consumer fetch is mostly handled when none is, a follower fetch while the other follower appends) |
@@ -88,6 +90,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("wakeup_per_thread_ms", 0.0001, 5.0, 0.02, "ms",
               "RequestQueueTimeMs, ResponseQueueTimeMs p50 of each API (a woken thread waits longer the more "
               "threads of the machine run)"),
+    Parameter("wakeup_scale_per_thread", 0.001, 100.0, 1.0, "x",
+              "RequestQueueTimeMs, ResponseQueueTimeMs p95 and p99 of each API (a woken thread's own wait is longer "
+              "for each thread of the machine running then)"),
+    Parameter("fetcher_weight", 0.01, 100.0, 1.0, "x",
+              "the request logs' produce queue in a turnaround (how many of the machine's running threads a replica "
+              "fetcher counts for while it appends)"),
     Parameter("preempt_every_ms", 0.01, 10_000.0, 2.0, "ms",
               "p99 of LocalTimeMs and ResponseSendTimeMs of each API (how much of a thread's work comes between two "
               "waits for a core)"),
@@ -159,6 +167,8 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         f"broker.costs.network_send={_lognormal(v['send_ms'], v['service_spread'])}",
         f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
         f"machine_wakeup_per_thread={_ms(v['wakeup_per_thread_ms'])}",
+        f"machine_wakeup_scale_per_thread={v['wakeup_scale_per_thread']!r}",
+        f"machine_fetcher_weight={v['fetcher_weight']!r}",
         f"machine_preemption={{every: {_ms(v['preempt_every_ms'])}, "
         f"wait: {_lognormal(v['preempt_wait_ms'], v['preempt_wait_spread'])}, "
         f"per_running_thread: {v['preempt_per_thread']!r}}}",

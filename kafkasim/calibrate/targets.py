@@ -8,9 +8,9 @@ load decides, not a cost. Client side: produce latency from the intended send (p
 latency, p50, p95, p99 and p99.9. Request log: what no phase of RequestMetrics holds alone, read off the request log when
 its times are finer than a millisecond (`with_request_log`): how much longer a follower fetch that completed a
 consumer's takes and how much longer a parked follower fetch that completed none takes than a parked consumer
-fetch (kafkasim.calibrate.completion), and a follower's turnaround (kafkasim.calibrate.turnaround),
-p50; and, from any request log, how much longer a consumer fetch that found records takes than one that parked
-(kafkasim.calibrate.fetch_read). How long after an acks=1 produce's response its followers were answered (`completion_gaps`) is not fitted:
+fetch (kafkasim.calibrate.completion), a follower's turnaround and the queue wait of a produce that arrived during
+one (kafkasim.calibrate.turnaround), p50; and, from any request log, how much longer a consumer fetch that found
+records takes than one that parked (kafkasim.calibrate.fetch_read). How long after an acks=1 produce's response its followers were answered (`completion_gaps`) is not fitted:
 on a real broker of two shared cores it holds the handler's wait for a core, which no cost of kafkasim's
 represents, and fitted it pulled every handler cost up to twice Kafka's (docs/calibration.md); docs/make_calibration.py
 reports the fitted run's beside the real runs'.
@@ -29,7 +29,7 @@ import pandas as pd
 
 from kafkasim.calibrate.completion import consumer_completions, follower_updates
 from kafkasim.calibrate.fetch_read import fetch_reads
-from kafkasim.calibrate.turnaround import follower_turnarounds
+from kafkasim.calibrate.turnaround import follower_turnarounds, produce_queues_in_turnarounds
 
 PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
 APIS = ("Produce", "FetchFollower", "FetchConsumer")
@@ -97,7 +97,7 @@ REQUEST_LOG = "request_log"
 """The summary's key for the request log's gaps (`with_request_log`); kafkasim.record.summary writes none."""
 GAPS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
     "consumer completion": consumer_completions, "fetch read": fetch_reads, "follower update": follower_updates,
-    "FetchFollower turnaround": follower_turnarounds}
+    "FetchFollower turnaround": follower_turnarounds, "Produce queue in a turnaround": produce_queues_in_turnarounds}
 """The request log's gaps, by name: each one's values in a requests table."""
 REQUEST_LOG_STATISTICS = tuple(f"{name} p50" for name in GAPS)
 

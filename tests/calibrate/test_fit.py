@@ -211,6 +211,16 @@ def test_a_fit_sets_the_followers_append_and_how_the_waits_for_a_core_grow_with_
     assert run.machine_preemption is not None and run.machine_preemption.per_running_thread == 1.5
 
 
+def test_a_fit_sets_how_a_woken_threads_own_wait_grows_with_the_running_threads() -> None:
+    """The real runs' long queue waits came more often the more broker threads ran when a request arrived (a
+    consumer fetch's RequestQueueTimeMs above 0.4 ms 1.4-4.9% of the time with none, 7.7-18% with two or more):
+    the fit sets `machine_wakeup_scale_per_thread`, the woken thread's own draw's growth per running thread."""
+    values = {name: p.start for name, p in BY_NAME.items()} | {"wakeup_scale_per_thread": 2.5}
+    base = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "calibration_base.yaml")
+    run = with_overrides(base, overrides(values, base))
+    assert run.machine_wakeup_scale_per_thread == 2.5
+
+
 def test_a_body_fit_fits_the_medians_alone() -> None:
     """Short runs' p99s are a few draws' luck: a body fit (`medians_only`, docs/make_calibration.py's first, on 10 s
     runs) that also chased them could not move from a start whose p50s were off (its trust region shrank to

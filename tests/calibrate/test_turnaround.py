@@ -9,7 +9,7 @@ import pytest
 
 from kafkasim.calibrate.fit import fit
 from kafkasim.calibrate.targets import REQUEST_LOG_STATISTICS, statistics, targets, with_request_log
-from kafkasim.calibrate.turnaround import LONGEST_MS, follower_turnarounds
+from kafkasim.calibrate.turnaround import LONGEST_MS, follower_turnarounds, produce_queues_in_turnarounds
 from kafkasim.run import run_scenario
 from kafkasim.scenario import load_scenario, with_overrides
 
@@ -52,7 +52,8 @@ def test_a_simulated_followers_turnaround_grows_by_two_trips_of_its_link() -> No
     assert set(REQUEST_LOG_STATISTICS) <= {t.key for t in targets(with_request_log(short.summary, short.requests))}
     whole = statistics(with_request_log(short.summary, _as_a_whole_millisecond_log(short.requests)))
     # Differences of two requests' times need fine line times; a phase of one request's breakdown does not.
-    timed = {"consumer completion p50", "follower update p50", "FetchFollower turnaround p50"}
+    timed = {"consumer completion p50", "follower update p50", "FetchFollower turnaround p50",
+             "Produce queue in a turnaround p50"}
     assert timed < set(REQUEST_LOG_STATISTICS) and not timed & set(whole)
     assert set(REQUEST_LOG_STATISTICS) - timed == {"fetch read p50"} <= set(whole)
     assert not set(REQUEST_LOG_STATISTICS) & set(statistics(short.summary))  # a summary.json has none
@@ -62,3 +63,31 @@ def test_a_fit_takes_one_request_log_per_measured_run() -> None:
     scenario = load_scenario(SCENARIO)
     with pytest.raises(ValueError, match="1 request logs for 2 measured runs: one per run"):
         fit(scenario, [{}, {}], requests=[_log([])])
+
+
+def test_a_produce_that_arrives_while_a_follower_of_its_leader_turns_around_is_counted() -> None:
+    """A produce's queue wait counts when it arrived at a leader between one of that leader's followers' answer and
+    its next fetch: the followers' JVMs at work then (kafkasim.calibrate.turnaround)."""
+    rows = [
+        ("FetchFollower", "follower-1", 0, 0.0, 1.0, 0.01),
+        ("FetchFollower", "follower-1", 0, 1.5, 4.0, 0.01),  # a turnaround from 1.0 to 1.5
+        ("FetchFollower", "follower-1", 0, 4.25, 9.0, 0.01),  # from 4.0 to 4.25
+        ("FetchFollower", "follower-2", 0, 0.0, 6.0, 0.01),
+        ("FetchFollower", "follower-2", 0, 6.5, 8.0, 0.01),  # from 6.0 to 6.5
+        ("FetchFollower", "follower-1", 1, 0.0, 2.0, 0.01),
+        ("FetchFollower", "follower-1", 1, 3.0, 5.0, 0.01),  # another leader's: from 2.0 to 3.0
+        ("FetchFollower", "follower-2", 0, 8.0 + LONGEST_MS + 1, 70.0, 0.01),  # no turnaround: too long
+        ("Produce", "producer-1", 0, 1.25, 1.4, 0.11),  # inside follower-1's first
+        ("Produce", "producer-1", 0, 2.0, 2.1, 0.02),  # outside: both followers' fetches in flight
+        ("Produce", "producer-1", 0, 2.5, 2.6, 0.03),  # outside (broker 1's turnaround is another leader's)
+        ("Produce", "producer-1", 0, 4.1, 4.2, 0.12),  # inside follower-1's second
+        ("Produce", "producer-1", 0, 6.25, 6.3, 0.13),  # inside follower-2's
+        ("Produce", "producer-1", 0, 30.0, 30.1, 0.04),  # outside: follower-2's long gap is no turnaround
+        ("Produce", "producer-1", 1, 2.5, 2.6, 0.14),  # inside broker 1's
+    ]
+    log = pd.DataFrame(rows, columns=["api", "client", "broker", "start_ms", "end_ms", "RequestQueueTimeMs"])
+    log[["start_ms", "end_ms"]] += 0.3  # off whole milliseconds, as a fine log's times are
+    assert sorted(produce_queues_in_turnarounds(log).tolist()) == pytest.approx([0.11, 0.12, 0.13, 0.14])
+    assert produce_queues_in_turnarounds(log.drop(columns=["RequestQueueTimeMs"])).size == 0
+    whole = log.assign(start_ms=log["start_ms"].round(), end_ms=log["end_ms"].round())
+    assert produce_queues_in_turnarounds(whole).size == 0
