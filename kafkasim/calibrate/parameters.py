@@ -12,7 +12,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | send_ms | broker.costs.network_send (a lognormal with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a lognormal: its median, p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core); first guesses from a consumer fetch's RequestQueueTimeMs p50 and p99 |
 | wakeup_per_thread_ms | machine_wakeup_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p50 of each API: a consumer's fetch mostly arrives when no broker thread runs, an acks=1 produce's response is queued while its handler goes on (kafkasim.sim.machine_load) |
-| wakeup_scale_per_thread | machine_wakeup_scale_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p95 and p99 of each API: how much longer a woken thread's own wait is for each thread of the machine running then (its long waits come more often on a busy machine: a consumer's fetch mostly arrives when none runs) |
+| wakeup_scale_per_thread | machine_wakeup_scale_per_thread | RequestQueueTimeMs p95 and p99 of each API: how much longer a woken request handler's own wait is for each thread of the machine running then (its long waits come more often on a busy machine: a consumer's fetch mostly arrives when none runs; a network thread's wait does not scale) |
 | fetcher_weight | machine_fetcher_weight | the request logs' produce queue in a turnaround (a produce's RequestQueueTimeMs p50 when it arrived while a follower was between the leader's answer and its next fetch; kafkasim.calibrate.turnaround): how many of the machine's running threads a replica fetcher counts for while it appends |
 | preempt_every_ms | machine_preemption.every | the p99 of LocalTimeMs and ResponseSendTimeMs of each API: how much of a thread's work comes, on average, between two waits for a core (kafkasim.sim.preemption) |
 | preempt_wait_ms, preempt_wait_spread | machine_preemption.wait (a lognormal: its median, p99/median) | the same p99s: how long a wait for a core lasts |
@@ -91,8 +91,8 @@ PARAMETERS: tuple[Parameter, ...] = (
               "RequestQueueTimeMs, ResponseQueueTimeMs p50 of each API (a woken thread waits longer the more "
               "threads of the machine run)"),
     Parameter("wakeup_scale_per_thread", 0.001, 100.0, 1.0, "x",
-              "RequestQueueTimeMs, ResponseQueueTimeMs p95 and p99 of each API (a woken thread's own wait is longer "
-              "for each thread of the machine running then)"),
+              "RequestQueueTimeMs p95 and p99 of each API (a woken request handler's own wait is longer for each "
+              "thread of the machine running then)"),
     Parameter("fetcher_weight", 0.01, 100.0, 1.0, "x",
               "the request logs' produce queue in a turnaround (how many of the machine's running threads a replica "
               "fetcher counts for while it appends)"),
