@@ -41,12 +41,20 @@ def follower_turnarounds(requests: pd.DataFrame) -> np.ndarray:
     fetches = requests[requests["api"] == "FetchFollower"]
     gaps: list[np.ndarray] = []
     for _, one in fetches.groupby(["client", "broker"]):
-        one = one.sort_values("start_ms")
-        start = one["start_ms"].to_numpy(dtype=float)
-        end = one["end_ms"].to_numpy(dtype=float)
-        gap = start[1:] - end[:-1]
-        gaps.append(gap[(gap >= 0.0) & (gap <= LONGEST_MS)])
+        answered, back = _turnarounds(one)
+        gaps.append(back - answered)
     return np.concatenate(gaps) if gaps else np.empty(0)
+
+
+def _turnarounds(fetches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """One follower's fetches of one leader: when each turnaround began (a response sent) and ended (the next fetch's
+    arrival), a gap longer than `LONGEST_MS` or a fetch never answered (NaN) left out."""
+    fetches = fetches.sort_values("start_ms")
+    answered = fetches["end_ms"].to_numpy(dtype=float)[:-1]
+    back = fetches["start_ms"].to_numpy(dtype=float)[1:]
+    gap = back - answered
+    turn = (gap >= 0.0) & (gap <= LONGEST_MS)
+    return answered[turn], back[turn]
 
 
 def produce_queues_in_turnarounds(requests: pd.DataFrame) -> np.ndarray:
@@ -61,12 +69,7 @@ def produce_queues_in_turnarounds(requests: pd.DataFrame) -> np.ndarray:
         arrived = produces["start_ms"].to_numpy(dtype=float)
         inside = np.zeros(len(arrived), dtype=bool)
         for _, one in at[at["api"] == "FetchFollower"].groupby("client"):
-            one = one.sort_values("start_ms")
-            answered = one["end_ms"].to_numpy(dtype=float)[:-1]
-            back = one["start_ms"].to_numpy(dtype=float)[1:]
-            gap = back - answered
-            turn = (gap >= 0.0) & (gap <= LONGEST_MS)  # (NaN: a fetch never answered, no turnaround)
-            answered, back = answered[turn], back[turn]
+            answered, back = _turnarounds(one)
             # One fetch in flight at a time: the turnarounds follow one another, each ends before the next begins.
             last = np.searchsorted(answered, arrived, side="right") - 1
             began = last >= 0
