@@ -372,8 +372,8 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     """The brokers on one machine, as presets/this-machine.yaml has them: a woken thread waits for the threads at
     work (`machine_wakeup_per_thread`), a woken handler's own wait longer the more there are
     (`machine_wakeup_scale_per_thread`), a replica fetcher that appends counting for several
-    (`machine_fetcher_weight`), a handler yields to the network thread its response woke (`machine_wakeup_preempts`),
-    a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`);
+    (`machine_fetcher_weight`), a network thread's work after each response (`broker.costs.network_complete`), a
+    handler yields to the network thread its response woke (`machine_wakeup_preempts`), a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`);
     completions, follower updates and the followers' appends cost time. A parameter draw of a fitted preset once
     left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
     costs = data["broker"].setdefault("costs", {})
@@ -391,6 +391,10 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
         data["machine_wakeup_scale_per_thread"] = rng.choice([0.5, 1.0, 3.0])
     if rng.random() < 0.5:
         data["machine_fetcher_weight"] = rng.choice([0.5, 3.0, 10.0])
+    if rng.random() < 0.5:
+        # A network thread's work once a response is written (as the presets' brokers log every request): the
+        # connection's next request waits for it; a client can have its response, and its row be written, first.
+        costs["network_complete"] = _latency(rng, 0.01, 2.0)
 
 
 def _stalls(rng: random.Random) -> dict[str, Any]:

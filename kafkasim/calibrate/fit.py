@@ -113,8 +113,9 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     produce latency beyond the broker's for the link, a consumer fetch's RequestQueueTimeMs p50 and p99 for the wake-up and a produce's
     ResponseQueueTimeMs beyond it for the wait per running thread, and from the measured runs' request logs, when given, what
     completing a consumer's fetch adds to a follower fetch for the completion cost and what a parked follower fetch
-    takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion, and what finding
-    records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read)."""
+    takes beyond a parked consumer fetch for the follower cost, kafkasim.calibrate.completion, what finding
+    records adds to a consumer fetch for the segment read, kafkasim.calibrate.fetch_read, and how soon a produce
+    waiting behind another is read for the network thread's work after a send, kafkasim.calibrate.pipelined)."""
     start = {p.name: p.start for p in PARAMETERS}
     gap = consumer_completion_ms(requests)
     if gap is not None:
@@ -142,6 +143,11 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     send = stat("Produce ResponseSendTimeMs p50")
     if send:
         start["send_ms"] = send
+    # A produce that waited in the socket for the previous one's answer is read once the network thread has done
+    # with that answer and read it (broker.costs.network_read's default, 0.01 ms): kafkasim.calibrate.pipelined.
+    pipelined = stat("Produce read after a response p50")
+    if pipelined is not None and pipelined > 0.01:
+        start["complete_ms"] = pipelined - 0.01
     queue = stat("Produce RequestQueueTimeMs p50")
     if queue:
         start["wakeup_median_ms"] = queue

@@ -10,6 +10,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | segment_read_ms | broker.costs.segment_read (a lognormal with the request's spread) | a consumer fetch's LocalTimeMs when it found records beyond one's that parked (kafkasim.calibrate.fetch_read; also the first guess) |
 | complete_fetch_ms | broker.costs.complete_fetch (a lognormal with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (a lognormal with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
+| complete_ms | broker.costs.network_complete (a lognormal with the request's spread) | the request logs' produce read after a response (kafkasim.calibrate.pipelined: a network thread's work once a response is written, updateRequestMetrics and the request log's line, before it reads the connection's next request), ResponseQueueTimeMs (a response queued meanwhile waits) |
 | wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a lognormal: its median, p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core); first guesses from a consumer fetch's RequestQueueTimeMs p50 and p99 |
 | wakeup_per_thread_ms | machine_wakeup_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p50 of each API: a consumer's fetch mostly arrives when no broker thread runs, an acks=1 produce's response is queued while its handler goes on (kafkasim.sim.machine_load) |
 | wakeup_scale_per_thread | machine_wakeup_scale_per_thread | RequestQueueTimeMs p95 and p99 of each API: how much longer a woken request handler's own wait is for each thread of the machine running then (its long waits come more often on a busy machine: a consumer's fetch mostly arrives when none runs; a network thread's wait does not scale) |
@@ -85,6 +86,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               "a follower fetch's LocalTimeMs beyond an idle one's when it completes a consumer's (the request "
               "logs' consumer completion, also the first guess), end-to-end latency"),
     Parameter("send_ms", 0.001, 20.0, 0.01, "ms", "ResponseSendTimeMs"),
+    Parameter("complete_ms", 0.001, 20.0, 0.1, "ms",
+              "the request logs' produce read after a response (a network thread's work once a response is written, "
+              "before it reads the connection's next request), ResponseQueueTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
     Parameter("wakeup_spread", 1.05, 500.0, 3.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs"),
     Parameter("wakeup_per_thread_ms", 0.0001, 5.0, 0.02, "ms",
@@ -165,6 +169,9 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         f"broker.costs.complete_fetch={_lognormal(v['complete_fetch_ms'], v['service_spread'])}",
         f"broker.costs.segment_read={_lognormal(v['segment_read_ms'], v['service_spread'])}",
         f"broker.costs.network_send={_lognormal(v['send_ms'], v['service_spread'])}",
+        # What the real brokers' network threads do once a response is written: Kafka's request log, which these
+        # presets are fitted from, is written then (Processor.processCompletedSends).
+        f"broker.costs.network_complete={_lognormal(v['complete_ms'], v['service_spread'])}",
         f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
         f"machine_wakeup_per_thread={_ms(v['wakeup_per_thread_ms'])}",
         f"machine_wakeup_scale_per_thread={v['wakeup_scale_per_thread']!r}",

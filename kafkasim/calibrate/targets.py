@@ -29,6 +29,7 @@ import pandas as pd
 
 from kafkasim.calibrate.completion import consumer_completions, follower_updates
 from kafkasim.calibrate.fetch_read import fetch_reads
+from kafkasim.calibrate.pipelined import pipelined_reads
 from kafkasim.calibrate.turnaround import follower_turnarounds, produce_queues_in_turnarounds
 
 PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
@@ -97,7 +98,8 @@ REQUEST_LOG = "request_log"
 """The summary's key for the request log's gaps (`with_request_log`); kafkasim.record.summary writes none."""
 GAPS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
     "consumer completion": consumer_completions, "fetch read": fetch_reads, "follower update": follower_updates,
-    "FetchFollower turnaround": follower_turnarounds, "Produce queue in a turnaround": produce_queues_in_turnarounds}
+    "FetchFollower turnaround": follower_turnarounds, "Produce queue in a turnaround": produce_queues_in_turnarounds,
+    "Produce read after a response": pipelined_reads}
 """The request log's gaps, by name: each one's values in a requests table."""
 REQUEST_LOG_STATISTICS = tuple(f"{name} p50" for name in GAPS)
 

@@ -16,8 +16,10 @@ no generator processes on the hot path).
   on the closed connection (``SocketServer.close_channel``).
 * A response put on the processor's response queue (``Processor.enqueueResponse``) is taken
   (``responseDequeueTimeNanos``), written (``network_send`` + per KiB), handed to the connection's link
-  (``endTimeNanos``), and the connection is unmuted. acks=0 produces get a ``NoOpResponse``: dequeued, no
-  send cost, connection unmuted, nothing travels back.
+  (``endTimeNanos``), and the connection is unmuted once the thread has done with the send
+  (``network_complete``: ``Processor.processCompletedSends`` runs ``updateRequestMetrics``, which with
+  ``kafka.request.logger`` at DEBUG writes the request log's line, before ``tryUnmuteChannel``). acks=0 produces
+  get a ``NoOpResponse``: dequeued, no send cost, connection unmuted, nothing travels back.
 
 Simplification: the processors' read and send costs are their only CPU modelled. With the host's cores
 modelled (``cpu``, kafkasim.sim.host_cpu), a read or a send first waits for a core.
@@ -67,6 +69,9 @@ class ProcessorCosts:
     wakeup: Sampler | None = None
     # The machine's interruptions of a read's or a send's work (machine_preemption, kafkasim.sim.preemption).
     preemption: Preemption | None = None
+    # The thread's work once a response is written, before it unmutes the connection and goes on
+    # (Processor.processCompletedSends); None: none.
+    network_complete: Sampler | None = None
 
     def fixed_read(self) -> tuple[float, float] | None:
         """(network_read, network_read_per_kib) if both are constants (read once, not drawn per request)."""
@@ -89,7 +94,7 @@ class Processor:
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
         "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
-        "woken_for", "yielded", "_preemption",
+        "woken_for", "yielded", "_preemption", "_complete",
     )
 
     def __init__(
@@ -113,6 +118,7 @@ class Processor:
         self._fixed_send = costs.fixed_send()
         self._wakeup = costs.wakeup
         self._preemption = costs.preemption
+        self._complete = costs.network_complete
         self.observer = observer
         self.busy = False
         # Busy only waiting to run after a wake-up: not one of the machine's running threads.
@@ -255,14 +261,32 @@ class Processor:
             channel.pending.clear()
         elif not channel.closed:
             channel.send_response(envelope)
-        self._responded(envelope)
+        complete = self._complete
+        if complete is not None:
+            cost = complete()
+            if cost > 0.0:
+                self._work(cost, partial(self._send_completed, envelope, channel))
+                return
+        self._responded(envelope, channel)
         self.run()
 
-    def _responded(self, envelope: RequestEnvelope) -> None:
-        """``envelope``'s response is out (written, or a NoOpResponse): its connection reads again, and if it is
-        the response this thread was woken for, the handlers that yielded their cores to it go on, in the order
-        they yielded."""
-        self._unmute(envelope)
+    def _send_completed(self, envelope: RequestEnvelope, channel: KafkaChannel, _event: object = None) -> None:
+        """``Processor.processCompletedSends`` is done with ``envelope``'s response (``network_complete``):
+        ``updateRequestMetrics`` (with ``kafka.request.logger`` at DEBUG, the request log's line), then the
+        connection (``channel``: a request done on both sides meanwhile has had its row written, which drops
+        the envelope's, kafkasim.record.run_recorder) is unmuted and the thread goes on."""
+        if self.stw.paused:
+            self.stw.defer(partial(self._send_completed, envelope, channel))
+            return
+        self.busy = False
+        self._responded(envelope, channel)
+        self.run()
+
+    def _responded(self, envelope: RequestEnvelope, channel: KafkaChannel | None = None) -> None:
+        """``envelope``'s response is out (written, or a NoOpResponse): its connection (``channel``, else the
+        envelope's) reads again, and if it is the response this thread was woken for, the handlers that yielded
+        their cores to it go on, in the order they yielded."""
+        self._unmute(envelope.connection if channel is None else channel)
         self.observer.response_done(envelope)
         if envelope is self.woken_for:
             self.woken_for = None
@@ -281,8 +305,7 @@ class Processor:
         self.yielded.append(then)
         return True
 
-    def _unmute(self, envelope: RequestEnvelope) -> None:
-        channel = envelope.connection
+    def _unmute(self, channel: KafkaChannel | None) -> None:
         assert channel is not None
         channel.muted = False
         if channel.pending and not channel.readable and not channel.closed:

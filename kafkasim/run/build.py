@@ -215,6 +215,8 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams,
             network_send_per_kib=cost("network_send_per_kib", costs_cfg.network_send_per_kib),
             wakeup=wakeup("network", costs_cfg.wakeup),
             preemption=preemption,
+            network_complete=unless_zero(costs_cfg.network_complete, streams,
+                                         f"broker-{broker_id}/costs/network_complete"),
         ),
         handler=RequestHandlerCosts(
             request=cost("request", costs_cfg.request),

@@ -91,6 +91,15 @@ class HandlerCosts(ScenarioModel):
     """Processor-thread cost of writing one response to the socket."""
     network_send_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))
     """Processor-thread cost per KiB of response sent."""
+    network_complete: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
+    """Processor-thread work once a response is written, before the thread unmutes the connection and goes on
+    (Kafka's Processor.processCompletedSends: RequestChannel's updateRequestMetrics, which with
+    kafka.request.logger at DEBUG builds and writes the request log's line, then tryUnmuteChannel). The
+    request's ResponseSendTimeMs and TotalTimeMs end before it; the next request of the same connection is read
+    after it, and responses queued for the thread meanwhile wait. 0 by default. On the project's machine, whose
+    real brokers log every request (kafkasim run --on-kafka), a produce read right after the previous one's
+    response on the same connection started 0.07-0.2 ms after it (never under 0.05 ms), where the read alone
+    takes `network_read`; `kafkasim calibrate` fits it (docs/calibration.md)."""
     wakeup: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
     """How long a thread that was waiting takes to run once there is work for it: the host's scheduling
     latency. A request handler waiting in RequestChannel.receiveRequest that is handed a request, and a network

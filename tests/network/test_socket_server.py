@@ -45,7 +45,8 @@ class Done(Observer):
 class Broker:
     """A SocketServer, its RequestChannel, and the test as the handler side."""
 
-    def __init__(self, *, threads: int = 1, queue_size: int = 500, read_per_kib: float = 0.0) -> None:
+    def __init__(self, *, threads: int = 1, queue_size: int = 500, read_per_kib: float = 0.0,
+                 complete: float | None = None) -> None:
         self.env = simpy.Environment()
         self.channel = RequestChannel(self.env, queue_size)
         self.observer = Done()
@@ -54,6 +55,7 @@ class Broker:
             network_read_per_kib=lambda: read_per_kib,
             network_send=lambda: SEND_MS,
             network_send_per_kib=lambda: 0.0,
+            network_complete=None if complete is None else (lambda: complete),
         )
         self.server = SocketServer(self.env, self.channel, costs, num_network_threads=threads, observer=self.observer)
         self.taken: list[RequestEnvelope] = []  # requests a waiting handler received
@@ -118,6 +120,40 @@ def test_a_muted_connection_is_not_read_until_the_response_is_sent() -> None:
     assert second.start_ms == 10.0 + SEND_MS + READ_MS
     assert b.taken == [first, second]
     assert b.delivered == [("producer", 1, 12.0), ("producer", 2, 52.0)]
+
+
+COMPLETE_MS = 0.5  # network_complete
+
+
+def test_the_next_request_of_a_connection_is_read_once_the_thread_has_done_with_the_response() -> None:
+    """Processor.processCompletedSends: updateRequestMetrics (the request log's line), then tryUnmuteChannel. The
+    response's end and its delivery come before that work; the connection's next request is read after it."""
+    b = Broker(complete=COMPLETE_MS)
+    conn = b.connect("producer")
+    first, second = b.request(conn, 0.0), b.request(conn, 0.0)
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(first, 10.0)
+    b.respond(second, 50.0)
+    b.env.run()
+    assert first.end_ms == 10.0 + SEND_MS
+    assert b.delivered[0] == ("producer", 1, 10.0 + SEND_MS)
+    assert second.start_ms == 10.0 + SEND_MS + COMPLETE_MS + READ_MS
+    assert [e.request_id for e in b.observer.done] == [1, 2]
+
+
+def test_a_response_queued_while_the_thread_completes_a_send_waits_for_it() -> None:
+    b = Broker(complete=COMPLETE_MS)
+    a, c = b.connect("a"), b.connect("c")
+    ra, rc = b.request(a, 0.0), b.request(c, 0.0)  # read 0 -> 1, 1 -> 2
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(ra, 3.0)  # written 3 -> 5, completed 5 -> 5.5
+    b.respond(rc, 5.2)  # queued while the thread completes ra's send
+    b.env.run()
+    assert ra.end_ms == 5.0
+    assert rc.response_dequeue_ms == 5.0 + COMPLETE_MS
+    assert rc.end_ms == 5.0 + COMPLETE_MS + SEND_MS
 
 
 def test_queued_responses_go_before_new_reads() -> None:
