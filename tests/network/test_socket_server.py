@@ -19,6 +19,7 @@ from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.network.socket_server import ProcessorCosts, SocketServer
 from kafkasim.sim.calls import Call
+from kafkasim.sim.machine_load import MachineLoad
 
 READ_MS = 1.0  # network_read; no per-KiB part unless a test says so
 SEND_MS = 2.0  # network_send
@@ -46,7 +47,7 @@ class Broker:
     """A SocketServer, its RequestChannel, and the test as the handler side."""
 
     def __init__(self, *, threads: int = 1, queue_size: int = 500, read_per_kib: float = 0.0,
-                 complete: float | None = None) -> None:
+                 complete: float | None = None, load: MachineLoad | None = None) -> None:
         self.env = simpy.Environment()
         self.channel = RequestChannel(self.env, queue_size)
         self.observer = Done()
@@ -57,7 +58,8 @@ class Broker:
             network_send_per_kib=lambda: 0.0,
             network_complete=None if complete is None else (lambda: complete),
         )
-        self.server = SocketServer(self.env, self.channel, costs, num_network_threads=threads, observer=self.observer)
+        self.server = SocketServer(self.env, self.channel, costs, num_network_threads=threads, observer=self.observer,
+                                   load=load)
         self.taken: list[RequestEnvelope] = []  # requests a waiting handler received
         self.delivered: list[tuple[str, int, float]] = []  # (connection, request id, time) handed to links
         self._ids = 0
@@ -140,6 +142,27 @@ def test_the_next_request_of_a_connection_is_read_once_the_thread_has_done_with_
     assert b.delivered[0] == ("producer", 1, 10.0 + SEND_MS)
     assert second.start_ms == 10.0 + SEND_MS + COMPLETE_MS + READ_MS
     assert [e.request_id for e in b.observer.done] == [1, 2]
+
+
+def test_a_handler_that_yielded_to_the_thread_goes_on_once_the_response_is_written() -> None:
+    """MachineLoad.waker_yields: the handler whose response woke the idle thread waits for it to be written, not for
+    the thread's work after it (network_complete)."""
+    b = Broker(complete=COMPLETE_MS, load=MachineLoad(0.0, waker_yields=True))
+    conn = b.connect("producer")
+    first = b.request(conn, 0.0)
+    b.wait_for_request()
+    went_on: list[float] = []
+
+    def answer(_event: object) -> None:
+        first.set_response(Response({}, 0, 0))
+        b.channel.send_response(first)  # the thread is idle: woken for this response
+        processor = b.server.processors[0]
+        assert processor.after_sent(first, lambda: went_on.append(b.env.now))
+
+    Call(b.env, 3.0, answer)
+    b.env.run()
+    assert first.end_ms == 3.0 + SEND_MS
+    assert went_on == [3.0 + SEND_MS]
 
 
 def test_a_response_queued_while_the_thread_completes_a_send_waits_for_it() -> None:
