@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from kafkasim.calibrate.pipelined import CLOSEST_MS, pipelined_reads
 
-
-def _log(rows: list[tuple[str, str, int, float, float]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["api", "client", "broker", "start_ms", "end_ms"])
+from .test_turnaround import _log
 
 
 def test_the_gap_is_from_a_produces_response_to_the_next_produce_of_the_same_producer_at_the_same_broker() -> None:
