@@ -50,14 +50,15 @@ def _free_ports(n: int) -> list[int]:
 
 def _wait_for_worker(master_ui: int, processes: list[subprocess.Popen[bytes]], logs: list[Path],
                      timeout: float) -> None:
-    """Until the master's status page (its web UI's /json) lists one alive worker."""
+    """Until the master's status page (its web UI's /json) lists one alive worker. While the master starts, its
+    UI can answer /json/ with the HTML of its root page (the JSON handler not yet attached): not ready yet."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and all(p.poll() is None for p in processes):
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json/", timeout=2) as response:
                 if json.load(response).get("aliveworkers", 0) >= 1:
                     return
-        except OSError:
+        except (OSError, ValueError):  # not listening yet, or not JSON yet (json.JSONDecodeError)
             pass
         time.sleep(0.3)
     tails = "\n".join(f"{log}:\n{log.read_text(errors='replace')[-2000:]}" for log in logs)
@@ -200,3 +201,39 @@ def test_a_dependency_without_a_file_list_is_named_not_shipped_empty() -> None:
     unlisted = SimpleNamespace(files=None, metadata={"Name": "somedep"})
     with pytest.raises(RuntimeError, match="cannot ship somedep to the executors: its installation lists no files"):
         _archive_members([unlisted])  # type: ignore[list-item]
+
+
+def test_waiting_for_the_worker_takes_a_starting_masters_html_answer_for_not_ready(tmp_path: Path) -> None:
+    """CI once failed here: while the master started, its UI answered /json/ with its root page's HTML, and the
+    JSON decoder's error ended the wait."""
+    import http.server
+    import threading
+
+    answers = [b"<!DOCTYPE html><html></html>", b"<!DOCTYPE html><html></html>", b'{"aliveworkers": 0}',
+               b'{"aliveworkers": 1}']
+    asked: list[str] = []
+
+    class Master(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            asked.append(self.path)
+            body = answers[min(len(asked), len(answers)) - 1]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Master)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    alive = subprocess.Popen(["sleep", "60"], start_new_session=True)  # stands for the master's JVM
+    try:
+        _wait_for_worker(server.server_address[1], [alive], [], timeout=20)
+    finally:
+        alive.kill()
+        alive.wait()
+        server.shutdown()
+        server.server_close()
+    assert asked == ["/json/"] * 4
