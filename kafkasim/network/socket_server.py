@@ -19,7 +19,8 @@ no generator processes on the hot path).
   (``endTimeNanos``), and the connection is unmuted once the thread has done with the send
   (``network_complete``: ``Processor.processCompletedSends`` runs ``updateRequestMetrics``, which with
   ``kafka.request.logger`` at DEBUG writes the request log's line, before ``tryUnmuteChannel``). acks=0 produces
-  get a ``NoOpResponse``: dequeued, no send cost, connection unmuted, nothing travels back.
+  get a ``NoOpResponse``: dequeued, no send cost, the same ``network_complete`` (``processNewResponses`` runs
+  ``updateRequestMetrics`` for it), connection unmuted, nothing travels back.
 
 Simplification: the processors' read and send costs are their only CPU modelled. With the host's cores
 modelled (``cpu``, kafkasim.sim.host_cpu), a read or a send first waits for a core.
@@ -184,9 +185,19 @@ class Processor:
             envelope = self.responses.popleft()
             envelope.response_dequeue_ms = env.now
             if not envelope.expects_response:
-                # NoOpResponse (acks=0): nothing to write, just unmute.
+                # NoOpResponse (acks=0): nothing to write; Processor.processNewResponses runs updateRequestMetrics
+                # (network_complete) and unmutes.
                 envelope.end_ms = env.now
                 envelope.response_sent = True
+                complete = self._complete
+                if complete is not None:
+                    cost = complete()
+                    if cost > 0.0:
+                        channel = envelope.connection
+                        assert channel is not None
+                        self._work(cost, partial(self._send_completed, envelope, channel))
+                        self._go_on(envelope)  # as after a written response (_send_done)
+                        return
                 self._responded(envelope)
                 self.run()
                 return

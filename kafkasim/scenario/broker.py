@@ -92,7 +92,8 @@ class HandlerCosts(ScenarioModel):
     network_send_per_kib: DurationDistribution = Field(default_factory=lambda: constant_ms(0.001))
     """Processor-thread cost per KiB of response sent."""
     network_complete: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
-    """Processor-thread work once a response is written, before the thread unmutes the connection and goes on
+    """Processor-thread work once a response is written (or, for acks=0, none is: Processor.processNewResponses does
+    the same for a NoOpResponse), before the thread unmutes the connection and goes on
     (Kafka's Processor.processCompletedSends: RequestChannel's updateRequestMetrics, which with
     kafka.request.logger at DEBUG builds and writes the request log's line, then tryUnmuteChannel). The
     request's ResponseSendTimeMs and TotalTimeMs end before it; the next request of the same connection is read

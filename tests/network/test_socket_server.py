@@ -165,6 +165,20 @@ def test_a_handler_that_yielded_to_the_thread_goes_on_once_the_response_is_writt
     assert went_on == [3.0 + SEND_MS]
 
 
+def test_a_noop_response_is_completed_as_a_written_one_before_the_next_read() -> None:
+    """Processor.processNewResponses runs updateRequestMetrics for a NoOpResponse (acks=0) too, then unmutes."""
+    b = Broker(complete=COMPLETE_MS)
+    conn = b.connect("producer")
+    first, second = b.request(conn, 0.0, acks=0), b.request(conn, 0.0, acks=0)
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(first, 3.0)
+    b.respond(second, 20.0)
+    b.env.run()
+    assert first.end_ms == 3.0 and b.delivered == []
+    assert second.start_ms == 3.0 + COMPLETE_MS + READ_MS
+
+
 def test_a_response_queued_while_the_thread_completes_a_send_waits_for_it() -> None:
     b = Broker(complete=COMPLETE_MS)
     a, c = b.connect("a"), b.connect("c")
