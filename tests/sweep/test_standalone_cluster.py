@@ -222,9 +222,6 @@ def test_waiting_for_the_worker_takes_a_starting_masters_html_answer_for_not_rea
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
     server = http.server.HTTPServer(("127.0.0.1", 0), Master)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
