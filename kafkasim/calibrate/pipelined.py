@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 
 from kafkasim.calibrate.completion import whole_millisecond_times
+from kafkasim.calibrate.turnaround import NEEDED, between_requests
 
 CLOSEST_MS = 0.5
 """A produce that started later than this after the previous one's response was sent came on its own, not queued
 behind it: its gap is the producer's, not the broker's."""
-NEEDED = ("api", "client", "broker", "start_ms", "end_ms")
 
 
 def pipelined_reads(requests: pd.DataFrame) -> np.ndarray:
@@ -38,7 +38,6 @@ def pipelined_reads(requests: pd.DataFrame) -> np.ndarray:
     produces = requests[requests["api"] == "Produce"]
     gaps: list[np.ndarray] = []
     for _, one in produces.groupby(["client", "broker"]):
-        one = one.sort_values("start_ms")
-        gap = one["start_ms"].to_numpy(dtype=float)[1:] - one["end_ms"].to_numpy(dtype=float)[:-1]
-        gaps.append(gap[(gap >= 0.0) & (gap <= CLOSEST_MS)])  # NaN (never answered) is neither
+        answered, back = between_requests(one, CLOSEST_MS)
+        gaps.append(back - answered)
     return np.concatenate(gaps) if gaps else np.empty(0)

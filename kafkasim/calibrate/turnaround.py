@@ -41,20 +41,21 @@ def follower_turnarounds(requests: pd.DataFrame) -> np.ndarray:
     fetches = requests[requests["api"] == "FetchFollower"]
     gaps: list[np.ndarray] = []
     for _, one in fetches.groupby(["client", "broker"]):
-        answered, back = _turnarounds(one)
+        answered, back = between_requests(one, LONGEST_MS)
         gaps.append(back - answered)
     return np.concatenate(gaps) if gaps else np.empty(0)
 
 
-def _turnarounds(fetches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """One follower's fetches of one leader: when each turnaround began (a response sent) and ended (the next fetch's
-    arrival), a gap longer than `LONGEST_MS` or a fetch never answered (NaN) left out."""
-    fetches = fetches.sort_values("start_ms")
-    answered = fetches["end_ms"].to_numpy(dtype=float)[:-1]
-    back = fetches["start_ms"].to_numpy(dtype=float)[1:]
+def between_requests(requests: pd.DataFrame, longest_ms: float) -> tuple[np.ndarray, np.ndarray]:
+    """One client's requests of one broker (a follower's fetches of one leader: its turnarounds): when each gap
+    began (a response sent) and ended (the next request's arrival), a gap longer than `longest_ms` or a request
+    never answered (NaN) left out."""
+    requests = requests.sort_values("start_ms")
+    answered = requests["end_ms"].to_numpy(dtype=float)[:-1]
+    back = requests["start_ms"].to_numpy(dtype=float)[1:]
     gap = back - answered
-    turn = (gap >= 0.0) & (gap <= LONGEST_MS)
-    return answered[turn], back[turn]
+    kept = (gap >= 0.0) & (gap <= longest_ms)
+    return answered[kept], back[kept]
 
 
 def produce_queues_in_turnarounds(requests: pd.DataFrame) -> np.ndarray:
@@ -69,7 +70,7 @@ def produce_queues_in_turnarounds(requests: pd.DataFrame) -> np.ndarray:
         arrived = produces["start_ms"].to_numpy(dtype=float)
         inside = np.zeros(len(arrived), dtype=bool)
         for _, one in at[at["api"] == "FetchFollower"].groupby("client"):
-            answered, back = _turnarounds(one)
+            answered, back = between_requests(one, LONGEST_MS)
             # One fetch in flight at a time: the turnarounds follow one another, each ends before the next begins.
             last = np.searchsorted(answered, arrived, side="right") - 1
             began = last >= 0
