@@ -34,6 +34,8 @@ from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations,
 from kafkasim.calibrate.targets import Target, measured, residual, targets, with_request_log
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, shortened, with_overrides
+from kafkasim.scenario.broker import HandlerCosts
+from kafkasim.scenario.distributions import typical_value
 from kafkasim.sim.random_streams import stream_seed
 
 DIFF_STEP = 0.15
@@ -144,10 +146,11 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     if send:
         start["send_ms"] = send
     # A produce that waited in the socket for the previous one's answer is read once the network thread has done
-    # with that answer and read it (broker.costs.network_read's default, 0.01 ms): kafkasim.calibrate.pipelined.
+    # with that answer and read it (broker.costs.network_read, not fitted: its default): kafkasim.calibrate.pipelined.
     pipelined = stat("Produce read after a response p50")
-    if pipelined is not None and pipelined > 0.01:
-        start["complete_ms"] = pipelined - 0.01
+    read = typical_value(HandlerCosts().network_read)
+    if pipelined is not None and pipelined > read:
+        start["complete_ms"] = pipelined - read
     queue = stat("Produce RequestQueueTimeMs p50")
     if queue:
         start["wakeup_median_ms"] = queue

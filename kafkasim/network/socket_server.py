@@ -22,7 +22,7 @@ no generator processes on the hot path).
   get a ``NoOpResponse``: dequeued, no send cost, the same ``network_complete`` (``processNewResponses`` runs
   ``updateRequestMetrics`` for it), connection unmuted, nothing travels back.
 
-Simplification: the processors' read and send costs are their only CPU modelled. With the host's cores
+Simplification: the processors' read, send and complete costs are their only CPU modelled. With the host's cores
 modelled (``cpu``, kafkasim.sim.host_cpu), a read or a send first waits for a core.
 
 A stop-the-world pause of the broker (``stw``, a ``Pausable`` shared with its request handlers and
@@ -70,8 +70,8 @@ class ProcessorCosts:
     wakeup: Sampler | None = None
     # The machine's interruptions of a read's or a send's work (machine_preemption, kafkasim.sim.preemption).
     preemption: Preemption | None = None
-    # The thread's work once a response is written, before it unmutes the connection and goes on
-    # (Processor.processCompletedSends); None: none.
+    # The thread's work once a response is written (Processor.processCompletedSends) or a NoOpResponse dequeued
+    # (Processor.processNewResponses), before it unmutes the connection and goes on; None: none.
     network_complete: Sampler | None = None
 
     def fixed_read(self) -> tuple[float, float] | None:
@@ -189,17 +189,11 @@ class Processor:
                 # (network_complete) and unmutes.
                 envelope.end_ms = env.now
                 envelope.response_sent = True
-                complete = self._complete
-                if complete is not None:
-                    cost = complete()
-                    if cost > 0.0:
-                        channel = envelope.connection
-                        assert channel is not None
-                        self._work(cost, partial(self._send_completed, envelope, channel))
-                        self._go_on(envelope)  # as after a written response (_send_done)
-                        return
-                self._responded(envelope)
-                self.run()
+                channel = envelope.connection
+                assert channel is not None
+                if not self._completing(envelope, channel):
+                    self._responded(envelope, channel)
+                    self.run()
                 return
             response = envelope.response
             assert response is not None  # KafkaApis built it before RequestChannel.sendResponse
@@ -272,19 +266,26 @@ class Processor:
             channel.pending.clear()
         elif not channel.closed:
             channel.send_response(envelope)
+        if not self._completing(envelope, channel):
+            self._responded(envelope, channel)
+            self.run()
+
+    def _completing(self, envelope: RequestEnvelope, channel: KafkaChannel) -> bool:
+        """Whether the thread has work to do once ``envelope``'s response is out (``network_complete``, drawn
+        once per response): if so it starts it, and ``_send_completed`` unmutes ``channel`` and goes on."""
         complete = self._complete
-        if complete is not None:
-            cost = complete()
-            if cost > 0.0:
-                self._work(cost, partial(self._send_completed, envelope, channel))
-                # The handlers that yielded their cores to this thread go on now that the response is written
-                # (busy meanwhile: a response they queue waits): on the project's machine the first parked follower
-                # fetch an acks=1 produce completed was answered 0.22-0.33 ms after the produce's response (the
-                # medians of three runs), 0.41 ms in a fitted run whose handlers waited for this work too.
-                self._go_on(envelope)
-                return
-        self._responded(envelope, channel)
-        self.run()
+        if complete is None:
+            return False
+        cost = complete()
+        if cost <= 0.0:
+            return False
+        self._work(cost, partial(self._send_completed, envelope, channel))
+        # The handlers that yielded their cores to this thread go on now that the response is out (busy
+        # meanwhile: a response they queue waits): on the project's machine the first parked follower fetch an
+        # acks=1 produce completed was answered 0.22-0.33 ms after the produce's response (the medians of three
+        # runs), 0.41 ms in a fitted run whose handlers waited for this work too.
+        self._go_on(envelope)
+        return True
 
     def _send_completed(self, envelope: RequestEnvelope, channel: KafkaChannel, _event: object = None) -> None:
         """``Processor.processCompletedSends`` is done with ``envelope``'s response (``network_complete``):
@@ -298,11 +299,11 @@ class Processor:
         self._responded(envelope, channel)
         self.run()
 
-    def _responded(self, envelope: RequestEnvelope, channel: KafkaChannel | None = None) -> None:
-        """``envelope``'s response is out (written, or a NoOpResponse): its connection (``channel``, else the
-        envelope's) reads again, and if it is the response this thread was woken for, the handlers that yielded
-        their cores to it go on, in the order they yielded."""
-        self._unmute(envelope.connection if channel is None else channel)
+    def _responded(self, envelope: RequestEnvelope, channel: KafkaChannel) -> None:
+        """``envelope``'s response is out (written, or a NoOpResponse): its connection (``channel``) reads again,
+        and if it is the response this thread was woken for, the handlers that yielded their cores to it go on, in
+        the order they yielded."""
+        self._unmute(channel)
         self.observer.response_done(envelope)
         self._go_on(envelope)
 
@@ -326,8 +327,7 @@ class Processor:
         self.yielded.append(then)
         return True
 
-    def _unmute(self, channel: KafkaChannel | None) -> None:
-        assert channel is not None
+    def _unmute(self, channel: KafkaChannel) -> None:
         channel.muted = False
         if channel.pending and not channel.readable and not channel.closed:
             channel.readable = True
