@@ -33,8 +33,10 @@ ROW_GROUP_ROWS = 65_536
 memory at once to write one (Arrow's default, 1,048,576, was a whole long run's table)."""
 
 # Spool row groups read while sorting, kept for the next output row group (rows come in nearly sorted: a
-# request's row is written when it ends, its id given when it was sent).
-_CACHED_ROW_GROUPS = 4
+# request's row is written when it ends, its id given when it was sent). Each is ~10 MB in Arrow (50,000
+# requests); sorting 500,000 requests took the same CPU keeping 1, 2 or 4 of them, and its peak RSS was ~30 MB
+# lower with 2 than with 4 (benchmarks/README.md, "Third pass").
+_CACHED_ROW_GROUPS = 2
 
 
 class TableFile:
@@ -111,6 +113,13 @@ class _RowGroupWriter:
             writer = self._writer = pq.ParquetWriter(self.path, table.schema)
         writer.write_table(table)
 
+    def write_table(self, table: pa.Table) -> None:
+        """A row group already in Arrow, with the schema (and pandas metadata) `write` gives its DataFrame."""
+        writer = self._writer
+        if writer is None:
+            writer = self._writer = pq.ParquetWriter(self.path, table.schema)
+        writer.write_table(table)
+
     def close(self) -> None:
         assert self._writer is not None
         self._writer.close()
@@ -158,8 +167,10 @@ def sorted_table_file(spool: Path, key: str, name: str, parent: Path | None,
         base[needed] = np.concatenate(([0], np.cumsum([p.num_rows for p in pieces])))[:-1]
         joined = pa.concat_tables(pieces) if len(pieces) != 1 else pieces[0]
         selected = joined.take(pa.array(rows - starts[groups] + base[groups])) if total else joined.slice(0, 0)
-        # Through pandas, as write_frame converts the DataFrame: the same schema and pandas metadata.
-        out.write(selected.to_pandas(use_threads=False))
+        # The spool's chunks came from DataFrames (pa.Table.from_pandas), so their schema already carries the
+        # pandas metadata write_frame's conversion gives the sorted frame: written as they are, with no round
+        # trip through pandas (which made a Python object of every string, and left a run's memory fragmented).
+        out.write_table(selected)
         del selected, joined, pieces
     out.close()
     columns = list(source.schema_arrow.names)
