@@ -104,7 +104,7 @@ class _Columns:
     ones it picks rows by, and TotalTimeMs) are kept once read: ~40 bytes a row; the others are read for each
     use and let go."""
 
-    __slots__ = ("table", "columns", "_kept")
+    __slots__ = ("table", "columns", "_kept", "_kept_text")
 
     KEPT = frozenset(("api", "client", "broker", "error", "client_timeout", "client_send_ms", "TotalTimeMs"))
 
@@ -112,6 +112,7 @@ class _Columns:
         self.table = table
         self.columns = list(table.columns)
         self._kept: dict[tuple[str, str], np.ndarray] = {}
+        self._kept_text: dict[tuple[str, str], pd.Categorical] = {}
 
     def __len__(self) -> int:
         return len(self.table)
@@ -125,16 +126,9 @@ class _Columns:
         if isinstance(table, pd.DataFrame):
             if kind == "floats":
                 return _floats(table, name)
-            if kind == "strings":
-                return table[name].astype(str).to_numpy()
             return table[name].to_numpy(dtype=None if kind == "any" else kind)
         if kind == "floats":
             values = table.floats(name)
-        elif kind == "strings":
-            values = table.column(name)
-            missing = np.array([v is None for v in values.tolist()], dtype=bool) if None in values else None
-            if missing is not None:
-                values[missing] = "None"  # as astype(str) writes a missing value
         else:
             values = table.column(name, None if kind == "any" else kind)
         if name in self.KEPT:
@@ -147,9 +141,30 @@ class _Columns:
     def floats(self, name: str) -> np.ndarray:
         return self._read(name, "floats")
 
-    def strings(self, name: str) -> np.ndarray:
-        """The column as text, an object array (``frame[name].astype(str).to_numpy()``)."""
-        return self._read(name, "strings")
+    def strings(self, name: str) -> pd.Categorical:
+        """The column as text (``frame[name].astype(str)``), a Categorical: compared with a word it gives a mask,
+        as an object array does, at a byte a row rather than 8 (a million requests' api and client columns, kept
+        while the summary runs, were 16 MB as object arrays and more to build)."""
+        key = (name, "strings")
+        kept = self._kept_text.get(key)
+        if kept is not None:
+            return kept
+        table = self.table
+        values = (pd.Categorical(table[name].astype(str)) if isinstance(table, pd.DataFrame)
+                  else table.text(name))
+        if name in self.KEPT:
+            self._kept_text[key] = values
+        return values
+
+
+def _is(text: pd.Categorical, word: str) -> np.ndarray:
+    """Which rows of ``text`` (``_Columns.strings``) are ``word``: a mask."""
+    return np.asarray(text == word, dtype=bool)
+
+
+def _words(text: pd.Categorical, mask: np.ndarray) -> set[str]:
+    """The words ``text`` holds where ``mask`` does."""
+    return {str(word) for word in text[mask].unique()}
 
 
 class _Rows:
@@ -177,6 +192,10 @@ class _Rows:
 
     def floats(self, name: str) -> np.ndarray:
         values = self.frame.floats(name)
+        return values if self.mask is None else values[self.mask]
+
+    def strings(self, name: str) -> pd.Categorical:
+        values = self.frame.strings(name)
         return values if self.mask is None else values[self.mask]
 
 
@@ -225,7 +244,7 @@ def _produce_latency(records: pd.DataFrame) -> dict[str, Any]:
 
 def _error_counts(rows: _Rows) -> dict[str, int]:
     """The requests' errors by Kafka's error name, most frequent first (ties by name); {} when none."""
-    failed = pd.Series(rows.column("error_name")[rows.column("error") != 0], dtype=object).astype(str)
+    failed = pd.Series(np.asarray(rows.strings("error_name")[rows.column("error") != 0], dtype=object), dtype=object)
     counts = failed.value_counts()
     return {str(name): int(n) for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
 
@@ -371,21 +390,21 @@ def _per_client(
     api = requests.strings("api")
     client = requests.strings("client")
     if producers is None:
-        producers = sorted(set(records["producer"].astype(str)) | set(client[api == "Produce"].tolist()))
+        producers = sorted(set(records["producer"].astype(str)) | _words(client, _is(api, "Produce")))
     if consumers is None:
         columns = [c[len(CONSUMED_PREFIX):] for c in records.columns if c.startswith(CONSUMED_PREFIX)]
-        consumers = columns + sorted(set(client[api == "FetchConsumer"].tolist()) - set(columns))
+        consumers = columns + sorted(_words(client, _is(api, "FetchConsumer")) - set(columns))
     producer_column = batches["producer"].astype(str).to_numpy()
     # Only the columns a producer's summary reads are copied with its rows.
     producer_batches = batches[[c for c in PRODUCER_COLUMNS if c in batches.columns]]
     return {
         "producers": {
-            name: _producer_summary(kept.where((api == "Produce") & (client == name)),
+            name: _producer_summary(kept.where(_is(api, "Produce") & _is(client, name)),
                                     producer_batches[producer_column == name])
             for name in producers
         },
         "consumers": {
-            name: _consumer_summary(kept.where((api == "FetchConsumer") & (client == name)), batches, name)
+            name: _consumer_summary(kept.where(_is(api, "FetchConsumer") & _is(client, name)), batches, name)
             for name in consumers
         },
     }
@@ -424,7 +443,7 @@ def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) 
             "apis": {},
         }
         for api in APIS:
-            api_rows = kept.where(mine & (api_column == api))
+            api_rows = kept.where(mine & _is(api_column, api))
             if len(api_rows):
                 entry["apis"][api] = {
                     "count": int(len(api_rows)),
@@ -495,14 +514,14 @@ def summarize(
     if phases:
         # Every batch meant for a phase, sent or not (one still in the accumulator at the end is pending there).
         intended = _floats(records, "first_intended_ms")
-        produce_requests = kept.where(api_column == "Produce")
+        produce_requests = kept.where(_is(api_column, "Produce"))
         sent = columns.floats("client_send_ms")
         summary["phases"] = [_phase_summary(phase, records, intended, produce_requests, sent) for phase in phases]
     lost = _lost_after_ack(records)
     if lost is not None:
         summary["lost_after_ack"] = lost
     for api in APIS:
-        rows = kept.where(api_column == api)
+        rows = kept.where(_is(api_column, api))
         if len(rows):
             summary["apis"][api] = _api_summary(rows)
     return _json_value(summary)

@@ -79,6 +79,17 @@ def test_its_columns_are_the_frames(tmp_path):
     assert str(table.series("acks").dtype) == "Int8"
 
 
+@pytest.mark.parametrize("words", [["a", None, "b", "a", "c"], ["None", None, "b", "None", "a"], ["x"] * 5])
+def test_its_text_is_the_frames_as_str_a_byte_a_row(tmp_path, words):
+    frame = pd.DataFrame({"name": words})
+    # Row groups of two: each has its own dictionary in the file, and the words are unified across them.
+    write_frame(frame, tmp_path / "t.parquet", row_group_rows=2)
+    text = TableFile(tmp_path / "t.parquet", len(frame), ["name"]).text("name")
+    assert isinstance(text, pd.Categorical) and text.codes.dtype == np.int8
+    assert text.tolist() == frame["name"].astype(str).tolist()
+    np.testing.assert_array_equal(text == "b", frame["name"].astype(str).to_numpy() == "b")
+
+
 def test_its_directory_goes_with_the_last_holder(tmp_path):
     rec = Recorder(max_rows_in_memory=10, spool_dir=tmp_path)
     for row in _rows(55, np.random.default_rng(1)):
