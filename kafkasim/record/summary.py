@@ -395,12 +395,18 @@ def _per_client(
         columns = [c[len(CONSUMED_PREFIX):] for c in records.columns if c.startswith(CONSUMED_PREFIX)]
         consumers = columns + sorted(_words(client, _is(api, "FetchConsumer")) - set(columns))
     producer_column = batches["producer"].astype(str).to_numpy()
-    # Only the columns a producer's summary reads are copied with its rows.
-    producer_batches = batches[[c for c in PRODUCER_COLUMNS if c in batches.columns]]
+    producer_columns = [c for c in PRODUCER_COLUMNS if c in batches.columns]
+
+    def batches_of(name: str) -> pd.DataFrame:
+        # The table itself when they are all of its rows (one producer: a million requests' batches copied
+        # twice were 30 MB), else only the columns a producer's summary reads, copied with its rows.
+        mine = producer_column == name
+        return batches if mine.all() else batches.loc[mine, producer_columns]
+
     return {
         "producers": {
             name: _producer_summary(kept.where(_is(api, "Produce") & _is(client, name)),
-                                    producer_batches[producer_column == name])
+                                    batches_of(name))
             for name in producers
         },
         "consumers": {
@@ -428,10 +434,11 @@ def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) 
     brokers = {int(b) for b in np.unique(broker_column if kept.mask is None else broker_column[kept.mask]) if b >= 0}
     gauges: dict[str, pd.DataFrame] = {}
     if timeseries is not None and len(timeseries) and {"time_ms", "metric", "entity", "value"} <= set(timeseries):
-        ts = timeseries[_floats(timeseries, "time_ms") >= warmup_ms]
-        metric_column = ts["metric"].astype(str)
+        # Rows picked by one mask per gauge, not from a copy of the table after the warm-up.
+        after = _floats(timeseries, "time_ms") >= warmup_ms
+        metric_column = timeseries["metric"].astype(str).to_numpy()
         for name, _ in BROKER_GAUGES:
-            rows = ts[metric_column == name]
+            rows = timeseries[after & (metric_column == name)]
             gauges[name] = rows
             brokers |= {b for e in set(rows["entity"].astype(str)) if (b := _broker_id(e)) is not None}
     api_column = requests.strings("api")

@@ -94,7 +94,11 @@ class TableFile:
 
     def floats(self, name: str) -> np.ndarray:
         """Column `name` as float64, a missing value NaN (``frame[name].to_numpy(float, na_value=nan)``)."""
-        return self.series(name).to_numpy(dtype=np.float64, na_value=np.nan)
+        column = self._read(name).column(0)
+        if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
+            return self.series(name).to_numpy(dtype=np.float64, na_value=np.nan)
+        # Straight from Arrow: one float64 array made, where through pandas a million rows made three.
+        return pc.fill_null(column.cast(pa.float64()), np.nan).to_numpy()
 
     def frame(self) -> pd.DataFrame:
         from kafkasim.record.result import read_frame
