@@ -79,7 +79,9 @@ def audit_records(records: pd.DataFrame, logs: Mapping[tuple[str, int], FinalLog
         return records
     lost = records["lost_after_ack"].to_numpy(dtype=bool).copy()
     reasons = np.array([None if r != r else r for r in records["lost_reason"].astype(object)], dtype=object)
-    duplicated = (records["outcome"].astype(str) == "duplicated").to_numpy()
+    # Compared and grouped as they are (a categorical, str objects): astype(str) made a string a row, most of
+    # what auditing a million requests' batches took in memory.
+    duplicated = np.asarray(records["outcome"] == "duplicated", dtype=bool)
     error = records["error"].to_numpy()
     acks = records["acks"].to_numpy(dtype=np.float64, na_value=np.nan)
     ack_ms = records["ack_ms"].to_numpy(dtype=np.float64)
@@ -88,7 +90,7 @@ def audit_records(records: pd.DataFrame, logs: Mapping[tuple[str, int], FinalLog
     created = records["created_ms"].to_numpy(dtype=np.float64)
     written = (error == 0) & (offset >= 0)
     acked = written & np.isfinite(ack_ms) & (acks != 0)
-    groups = pd.DataFrame({"topic": records["topic"].astype(str).to_numpy(),
+    groups = pd.DataFrame({"topic": records["topic"].to_numpy(dtype=object),
                            "partition": records["partition"].to_numpy()})[written].groupby(
                                ["topic", "partition"], sort=True).indices
     positions = np.flatnonzero(written)
@@ -115,7 +117,7 @@ def audit_records(records: pd.DataFrame, logs: Mapping[tuple[str, int], FinalLog
     out = records.copy(deep=False)
     out["lost_after_ack"] = lost
     out["lost_reason"] = pd.Categorical(reasons, categories=LOSS_REASONS)
-    outcome = out["outcome"].astype(str).to_numpy(dtype=object)
+    outcome = records["outcome"].to_numpy(dtype=object)
     outcome[duplicated & (error == 0)] = "duplicated"
     outcome[lost] = "lost"  # acknowledged, then gone from the final log: what the application believed is false
     out["outcome"] = pd.Categorical(outcome, categories=records["outcome"].cat.categories)
