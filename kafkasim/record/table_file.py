@@ -81,6 +81,9 @@ class TableFile:
         # Read as the file stores it, a dictionary and indices per row group: no string is made for each row.
         column = pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=[name]).read(
             columns=[name], use_threads=False).unify_dictionaries().column(0)
+        words_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if not (pa.types.is_string(words_type) or pa.types.is_large_string(words_type)):
+            return pd.Categorical(self.series(name).astype(str))  # not text in the file: as astype(str) writes it
         if not pa.types.is_dictionary(column.type):
             column = pc.dictionary_encode(column)
         encoded = column.combine_chunks()

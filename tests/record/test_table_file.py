@@ -90,6 +90,14 @@ def test_its_text_is_the_frames_as_str_a_byte_a_row(tmp_path, words):
     np.testing.assert_array_equal(text == "b", frame["name"].astype(str).to_numpy() == "b")
 
 
+def test_the_text_of_a_column_that_is_not_text_is_its_values_as_str(tmp_path):
+    frame = pd.DataFrame({"acks": pd.array([1, None, -1, 1], dtype="Int8"), "n": np.array([3, 1, 3, 2])})
+    write_frame(frame, tmp_path / "t.parquet", row_group_rows=2)
+    table = TableFile(tmp_path / "t.parquet", len(frame), list(frame.columns))
+    for name in frame.columns:
+        assert table.text(name).tolist() == frame[name].astype(str).tolist()
+
+
 def test_its_directory_goes_with_the_last_holder(tmp_path):
     rec = Recorder(max_rows_in_memory=10, spool_dir=tmp_path)
     for row in _rows(55, np.random.default_rng(1)):
