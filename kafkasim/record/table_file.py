@@ -131,11 +131,8 @@ class _RowGroupWriter:
 
     def write(self, piece: pd.DataFrame) -> None:
         writer = self._writer
-        table = pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
-                                     schema=writer.schema if writer is not None else None)
-        if writer is None:
-            writer = self._writer = pq.ParquetWriter(self.path, table.schema)
-        writer.write_table(table)
+        self.write_table(pa.Table.from_pandas(piece, preserve_index=False, nthreads=1,
+                                              schema=writer.schema if writer is not None else None))
 
     def write_table(self, table: pa.Table) -> None:
         """A row group already in Arrow, with the schema (and pandas metadata) `write` gives its DataFrame."""
