@@ -245,3 +245,28 @@ def test_percentiles_equal_hdrhistograms_own_walk() -> None:
             histogram.record_value(value)
         expected = [histogram.get_value_at_percentile(q) for _, q in PERCENTILES]
         assert values_at_percentiles(buckets, counts) == expected, micros[:10]
+
+
+def test_buckets_taken_a_chunk_at_a_time_are_numpys_unique_of_the_whole() -> None:
+    """lowest_equivalent_us goes _CHUNK values at a time and _bucket_counts sorts in place (to keep a million
+    values' temporaries small): the same as the one-pass formula and np.unique."""
+    import numpy as np
+
+    from kafkasim.record.summary import (
+        _CHUNK,
+        _HIGHEST_US,
+        _SUB_BUCKET_BITS,
+        _bucket_counts,
+        lowest_equivalent_us,
+    )
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, _CHUNK - 1, _CHUNK, _CHUNK + 1, 3 * _CHUNK + 17):
+        micros = rng.integers(0, _HIGHEST_US, size=n)
+        _, bit_length = np.frexp(micros.astype(np.float64))
+        bits = np.maximum(bit_length.astype(np.int64) - _SUB_BUCKET_BITS, 0)
+        np.testing.assert_array_equal(lowest_equivalent_us(micros), (micros >> bits) << bits)
+        buckets, counts = _bucket_counts(micros)
+        expected_buckets, expected_counts = np.unique(lowest_equivalent_us(micros), return_counts=True)
+        np.testing.assert_array_equal(buckets, expected_buckets)
+        np.testing.assert_array_equal(counts, expected_counts)
