@@ -137,7 +137,7 @@ class _Columns:
         self.table = table
         self.columns = list(table.columns)
         self._kept: dict[tuple[str, str], np.ndarray] = {}
-        self._kept_text: dict[tuple[str, str], pd.Categorical] = {}
+        self._kept_text: dict[str, pd.Categorical] = {}
 
     def __len__(self) -> int:
         return len(self.table)
@@ -170,15 +170,14 @@ class _Columns:
         """The column as text (``frame[name].astype(str)``), a Categorical: compared with a word it gives a mask,
         as an object array does, at a byte a row rather than 8 (a million requests' api and client columns, kept
         while the summary runs, were 16 MB as object arrays and more to build)."""
-        key = (name, "strings")
-        kept = self._kept_text.get(key)
+        kept = self._kept_text.get(name)
         if kept is not None:
             return kept
         table = self.table
         values = (pd.Categorical(table[name].astype(str)) if isinstance(table, pd.DataFrame)
                   else table.text(name))
         if name in self.KEPT:
-            self._kept_text[key] = values
+            self._kept_text[name] = values
         return values
 
 

@@ -53,10 +53,12 @@ class TableFile:
     def __len__(self) -> int:
         return self.num_rows
 
-    def _read(self, name: str) -> pa.Table:
+    def _read(self, name: str, as_dictionary: bool = False) -> pa.Table:
         # One thread, no read-ahead: kafkasim.record.result.read_frame says why. A table, not just the column:
-        # its pandas metadata gives the column back its dtype (a nullable Int8 stays one).
-        return pq.ParquetFile(self.path, pre_buffer=False).read(columns=[name], use_threads=False)
+        # its pandas metadata gives the column back its dtype (a nullable Int8 stays one). `as_dictionary`: a
+        # text column as the file stores it, a dictionary and indices per row group.
+        return pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=[name] if as_dictionary else None).read(
+            columns=[name], use_threads=False)
 
     def series(self, name: str) -> pd.Series:
         """Column `name` as the DataFrame's column would be."""
@@ -79,8 +81,7 @@ class TableFile:
         """String column `name` as text (a missing value "None", as ``astype(str)`` writes it), a Categorical: a
         small integer code a row (one byte for a few words) where an object array takes 8 bytes a row."""
         # Read as the file stores it, a dictionary and indices per row group: no string is made for each row.
-        column = pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=[name]).read(
-            columns=[name], use_threads=False).unify_dictionaries().column(0)
+        column = self._read(name, as_dictionary=True).unify_dictionaries().column(0)
         words_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
         if not (pa.types.is_string(words_type) or pa.types.is_large_string(words_type)):
             return pd.Categorical(self.series(name).astype(str))  # not text in the file: as astype(str) writes it
