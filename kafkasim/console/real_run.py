@@ -113,6 +113,11 @@ def real_run_command(options: RunOptions, kafka_home: str | None, *, console: Co
 
     print_summary(console, result.summary, f"{scenario.name} on Kafka {result.run_info.get('kafka_version')}",
                   float(scenario.duration), result.run_info.get("wall_seconds"))
+    shares = result.run_info.get("machine_cpu")
+    if shares:
+        from kafkasim.real.machine_cpu import describe as describe_cpu
+
+        console.print(describe_cpu(shares, result.run_info.get("cpus")), highlight=False, soft_wrap=True)
     console.print(f"results: {saved}", highlight=False, soft_wrap=True)
     console.print(f"figures and report.html: {report_hint(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK

@@ -58,6 +58,7 @@ from kafkasim.real.failovers import real_failovers
 from kafkasim.real.jmx import read_samples
 from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
 from kafkasim.real.link_proxies import LinkProxies, proxied_targets
+from kafkasim.real.machine_cpu import cpu_sample, cpu_shares
 from kafkasim.real.netns import HostNetwork
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
@@ -129,6 +130,8 @@ class RealRun:
     faults: list[dict[str, Any]] = field(default_factory=list)
     load_average: float | None = None
     """The machine's 1-minute load average half way through the load (the latencies depend on it)."""
+    machine_cpu: dict[str, float] | None = None
+    """The machine's CPU over the load: this run's share, other work's, steal's, idle's (kafkasim.real.machine_cpu)."""
     pids: list[int] = field(default_factory=list)
     """Every process the run started (all stopped when it returns)."""
     network: dict[str, str] | None = None
@@ -392,7 +395,10 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
         try:
             schedule.start()
             say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
+            stop.wait(max(0.0, t0 / 1000.0 - time.time()))  # the machine's CPU from the load's start
+            cpu_before = cpu_sample(procs.pids)
             interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+            info.machine_cpu = cpu_shares(cpu_before, cpu_sample(procs.pids))
         finally:
             # A run that fails or is interrupted here restarts no broker later (a crash's restart_after).
             schedule.cancel()
@@ -558,6 +564,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "cluster_start_seconds": info.cluster_start_s,
         "rss_bytes": info.rss_bytes,
         "load_average": info.load_average,
+        "machine_cpu": info.machine_cpu,
         "cpus": os.cpu_count(),
         "faults": info.faults,
         "pids": info.pids,

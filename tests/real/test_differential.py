@@ -121,6 +121,8 @@ def pair(kafka_libs: KafkaLibs, tmp_path_factory: pytest.TempPathFactory) -> Cal
             real = run_on_kafka(scenario, libs=kafka_libs, say=lambda m: print(f"[{key}] {m}", flush=True))
             # Every JVM the run started is gone once it returns.
             assert real.run_info["pids"] and alive(real.run_info["pids"]) == []
+            # The machine's CPU over the load: the run's share is its JVMs' work (kafkasim.real.machine_cpu).
+            assert real.run_info["machine_cpu"]["run"] > 0, real.run_info["machine_cpu"]
             # And no network namespace of it (a run with a network partition makes one per host).
             assert netns.ours(os.getpid()) == []
             keep = os.environ.get(RESULTS_ENV)
@@ -498,6 +500,8 @@ def test_follower_fetches_per_acks_all_produce(pair: Callable[[str], Pair]) -> N
     ok = abs(ratios[1] - ratios[0]) <= 0.25 * ratios[0]
     agree(p, "FetchFollower requests per Produce request", ratios[0], ratios[1], "+-25%", ok)
     report(p, "load average during the real run", "-", p.real.run_info.get("load_average"))
+    report(p, "the machine's CPU during the real run", "-",
+           ", ".join(f"{name} {share:.0%}" for name, share in p.real.run_info["machine_cpu"].items()))
     report(p, "produce latency from intended p50-p99 (ms)", latency(p.sim), latency(p.real))
     sim_e2e = p.sim.summary["e2e_latency"]
     real_e2e = p.real.summary["e2e_latency"]

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kafkasim.real import netns
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.processes import alive
@@ -62,4 +64,8 @@ def test_ctrl_c_writes_the_results_so_far_exits_130_and_leaves_nothing_running(k
     info = json.loads((out / "run-info.json").read_text())
     assert info["engine"] == "kafka" and info["pids"] and alive(info["pids"]) == []
     assert info["network_hosts"] and netns.ours(proc.pid) == []
+    # The machine's CPU over the load, split: the JVMs of the run did work (kafkasim.real.machine_cpu).
+    cpu = info["machine_cpu"]
+    assert cpu["run"] > 0 and cpu["run"] + cpu["other"] + cpu["idle"] == pytest.approx(1.0, abs=1e-3)
+    assert "during the load: " in text
     assert len(result.requests) and len(result.records)
