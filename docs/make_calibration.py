@@ -267,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
             "draws": args.draws, "sim_seconds": args.sim_ms / 1000, "sim_runs": args.sim_runs,
             "predict_seconds": args.predict_ms / 1000,
             "fit": fit_rows, "predictions": rows,
-            "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap}}
+            "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap},
+            # How the machine's cores were shared over each real run's load (kafkasim.real.machine_cpu).
+            "machine_cpu": {"base": [b.run_info.get("machine_cpu") for b in bases],
+                            "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]}}
     write_pages(data)
     return 0
 

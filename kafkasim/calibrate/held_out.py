@@ -152,6 +152,30 @@ def _gap(gap: object) -> str:
             "its request woke once the network thread its response woke has sent it (`machine_wakeup_preempts`).")
 
 
+def _share_span(shares: list[float]) -> str:
+    """"2%" or "2-10%": the least and greatest share as printed."""
+    low, high = f"{min(shares):.0%}", f"{max(shares):.0%}"
+    return low if low == high else f"{low[:-1]}-{high}"
+
+
+def _machine(machine: object) -> str:
+    """The findings' sentence on how the machine's cores were shared over the real runs' loads (their
+    run-info.json's ``machine_cpu``, kafkasim.real.machine_cpu; kept since 2026-12-02, none before)."""
+    if not isinstance(machine, dict):
+        return ""
+    parts = []
+    for key, label in (("base", "the runs fitted on"), ("held_out", "the held-out runs")):
+        runs = [r for r in machine.get(key) or [] if isinstance(r, dict) and "other" in r and "steal" in r]
+        if runs:
+            other = [float(r["other"]) for r in runs]
+            steal = [float(r["steal"]) for r in runs]
+            parts.append(f"{label}: other work {_share_span(other)}, the hypervisor's steal {_share_span(steal)}")
+    if not parts:
+        return ""
+    return (" The machine's cores over the real runs' loads (kafkasim.real.machine_cpu), as shares of all of them: "
+            + "; ".join(parts) + ".")
+
+
 def _real_runs(row: dict[str, Any]) -> list[float]:
     """The real runs' values of a fitted statistic (docs/calibration.json keeps them since 2026-12-01; none before)."""
     return [v for v in row.get("real_runs") or [] if isinstance(v, int | float)]
@@ -220,6 +244,7 @@ def findings(data: dict[str, Any]) -> str:
         text += f"; of its {len(others)} p95s that are not 0, {within_others} within {TOLERANCE:.0%}"
     text += "."
     text += _gap(data.get("completion_gap"))
+    text += _machine(data.get("machine_cpu"))
     by_config: dict[str, list[dict[str, Any]]] = {}
     for r in data["predictions"]:
         by_config.setdefault(r["configuration"], []).append(r)

@@ -100,6 +100,13 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
         error(f"{', '.join(dirs)}: no statistic with at least {MIN_COUNT} values to fit (summary.json has no Produce "
               "or Fetch requests, produce or end-to-end latencies); a run of a few seconds under load has them")
         return EXIT_USAGE
+    # A real run made on a shared machine: its waits for a core are fitted as Kafka's (kafkasim.real.machine_cpu).
+    from kafkasim.real.machine_cpu import shared_machine
+
+    for shared_dir, shared in zip(dirs, results, strict=True):
+        said = shared_machine(shared.run_info.get("machine_cpu"))
+        if said is not None:
+            print(f"kafkasim: note: {shared_dir}: {said}; the fit takes those waits for Kafka's", file=sys.stderr)
     # Imported once the input is known good: scipy and the engine take seconds to load, a mistyped path should not.
     from kafkasim.calibrate.fit import fit
 

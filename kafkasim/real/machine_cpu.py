@@ -87,13 +87,25 @@ def cpu_shares(before: CpuSample | None, after: CpuSample | None) -> dict[str, f
     return {name: round(share, 4) for name, share in shares.items()}
 
 
+def shared_machine(shares: object) -> str | None:
+    """What a run's ``machine_cpu`` says when other work and steal took ``NOTABLE_SHARE`` of the cores or more,
+    e.g. "other work took 12% of the machine's cores during the load and the hypervisor 8% (steal)"; None for a
+    quieter run, or one without the figures (a simulated run, a real run made before they were kept)."""
+    if not isinstance(shares, dict) or not all(isinstance(shares.get(k), int | float) for k in ("other", "steal")):
+        return None
+    other, steal = float(shares["other"]), float(shares["steal"])
+    if round(100 * (other + steal)) < round(100 * NOTABLE_SHARE):
+        return None
+    return f"other work took {other:.0%} of the machine's cores during the load and the hypervisor {steal:.0%} (steal)"
+
+
 def describe(shares: dict[str, float], cpus: int | None) -> str:
     """One line for the person who made the run, e.g. "the machine's 2 cores during the load: 61% this run, 2%
     other work, 37% idle; the hypervisor took 5% of them (steal)"."""
     cores = f"{cpus} cores" if cpus else "cores"
     text = (f"the machine's {cores} during the load: {shares['run']:.0%} this run, {shares['other']:.0%} other "
             f"work, {shares['idle']:.0%} idle; the hypervisor took {shares['steal']:.0%} of them (steal)")
-    if round(100 * (shares["other"] + shares["steal"])) >= round(100 * NOTABLE_SHARE):
+    if shared_machine(shares) is not None:
         text += ("; the latencies carry the other work's and the hypervisor's share (a quieter machine measures "
                  "Kafka alone)")
     return text

@@ -174,3 +174,17 @@ def test_a_fitted_statistic_is_set_beside_the_real_runs_it_is_the_median_of() ->
     assert f"of the breakdown's p50s and p99s 0 of 2, {rule}):" in section(kept)
     assert fit_verdict(fit[0]) and not fit_verdict(fit[1])
     assert fit_verdict({"statistic": "Produce RemoteTimeMs p99", "measured": 0.0, "fitted": 0.0, "real_runs": [0.0] * 3})
+
+
+def test_the_findings_say_how_the_machines_cores_were_shared_over_the_real_runs_when_they_were_kept() -> None:
+    """A calibration repeated one afternoon met runs 2-7 times slower than the morning's (docs/calibration.md):
+    the findings say what the runs' machine_cpu says, and nothing for a calibration.json written before."""
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    data.pop("machine_cpu", None)
+    assert "machine_cpu" not in findings(data)
+    quiet = {"run": 0.6, "other": 0.01, "idle": 0.39, "steal": 0.02}
+    busy = {"run": 0.55, "other": 0.2, "idle": 0.25, "steal": 0.1}
+    data["machine_cpu"] = {"base": [quiet, busy, None], "held_out": [quiet]}
+    assert ("The machine's cores over the real runs' loads (kafkasim.real.machine_cpu), as shares of all of them: "
+            "the runs fitted on: other work 1-20%, the hypervisor's steal 2-10%; the held-out runs: other work "
+            "1%, the hypervisor's steal 2%.") in findings(data)

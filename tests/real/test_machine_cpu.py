@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.real.machine_cpu import NOTABLE_SHARE, CpuSample, cpu_sample, cpu_shares, describe
+from kafkasim.real.machine_cpu import (
+    NOTABLE_SHARE,
+    CpuSample,
+    cpu_sample,
+    cpu_shares,
+    describe,
+    shared_machine,
+)
 from kafkasim.real.processes import stop_process
 
 pytestmark = pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="reads Linux's /proc")
@@ -83,3 +90,11 @@ def test_a_busy_machine_is_said_to_weigh_on_the_latencies() -> None:
     busy = describe({"run": 0.6, "other": 0.0, "idle": 0.4, "steal": NOTABLE_SHARE - 0.0017}, 2)
     assert busy.startswith("the machine's 2 cores during the load: 60% this run, 0% other work, 40% idle; the "
                            "hypervisor took 10% of them (steal); the latencies carry")
+
+
+def test_a_run_that_shared_its_machine_is_named_and_a_quiet_one_or_one_without_figures_is_not() -> None:
+    assert shared_machine({"run": 0.5, "other": 0.06, "idle": 0.44, "steal": 0.04}) == (
+        "other work took 6% of the machine's cores during the load and the hypervisor 4% (steal)")
+    assert shared_machine({"run": 0.5, "other": 0.05, "idle": 0.45, "steal": 0.04}) is None
+    assert shared_machine(None) is None
+    assert shared_machine({"run": 0.5}) is None
