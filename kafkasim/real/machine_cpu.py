@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-# Above this share of the machine taken by other work and steal together, a run says its latencies carry it.
+# From this share of the machine taken by other work and steal together (as printed, whole percents), a run says
+# its latencies carry them.
 NOTABLE_SHARE = 0.1
 
 
