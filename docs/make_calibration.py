@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     machine = f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}"
     doc = document(fitted, source=f"the medians of {len(bases)} real runs of {BASE.relative_to(ROOT)} "
                    f"(docs/make_calibration.py){started}",
-                   scenario=scenario, run_info=base.run_info, when=when, machine=machine)
+                   scenario=scenario, run_info=base.run_info, when=when, machine=machine,
+                   machine_cpu=[b.run_info.get("machine_cpu") for b in bases])
     write_preset(PRESET, doc)
     preset = load_preset(PRESET)
     print(f"wrote {PRESET.relative_to(ROOT)}", flush=True)

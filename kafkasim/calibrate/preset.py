@@ -159,8 +159,9 @@ def applied(scenario: Scenario, values: dict[str, float]) -> tuple[Scenario, lis
 
 
 def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict[str, Any], when: str,
-             machine: str) -> dict[str, Any]:
-    """The preset file's content for a fit of the run in `source`."""
+             machine: str, machine_cpu: list[Any] | None = None) -> dict[str, Any]:
+    """The preset file's content for a fit of the run in `source`. `machine_cpu`: each measured run's
+    run-info.json `machine_cpu` (kafkasim.real.machine_cpu; None for a run without it), kept when one has it."""
     f = fit_result
     # run-info.json: a real run's says `engine: kafka` and its version; a simulated run's has neither.
     kafka = run_info.get("kafka_version") if isinstance(run_info.get("kafka_version"), str) else None
@@ -197,6 +198,8 @@ def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict
             "seconds": round(f.seconds, 1),
             "sum_of_squares": round(2 * f.cost, 4),
             "optimizer": f"scipy.optimize.least_squares (trf): {f.message}",
+            # How the machine's cores were shared over each measured run's load: its waits are in the fit.
+            **({"machine_cpu": machine_cpu} if machine_cpu and any(m is not None for m in machine_cpu) else {}),
         },
         "parameters": parameters,
         "fit": [{"statistic": t.key, "measured_ms": round(t.value, 4),

@@ -130,7 +130,8 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
     if len(dirs) > 1:
         source = f"the medians of {len(dirs)} runs: {source}"
     doc = document(fitted, source=source, scenario=scenario, run_info=result.run_info,
-                   when=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), machine=_machine())
+                   when=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), machine=_machine(),
+                   machine_cpu=[r.run_info.get("machine_cpu") for r in results])
     write_preset(target, doc)
     _print_parameters(console, doc)
     _print_fit(console, doc)

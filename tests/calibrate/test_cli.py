@@ -60,6 +60,8 @@ def test_the_preset_says_what_it_was_fitted_on_and_how_well(preset: Path, measur
     assert data["kind"] == KIND
     assert data["fitted"]["from"] == f"the medians of 2 runs: {measured.resolve()}, {(measured.parent / 'again').resolve()}"
     assert data["fitted"]["scenario"] == "quickstart"
+    # Each measured run's machine_cpu, where it has one (the simulated run has none; `again` was given one).
+    assert data["fitted"]["machine_cpu"] == [None, {"run": 0.5, "other": 0.12, "idle": 0.38, "steal": 0.08}]
     assert data["fitted"]["measured_on"].endswith("(a simulated run)")
     assert set(data["parameters"]) >= {"request_ms", "wakeup_median_ms", "link_median_ms"}
     assert all("fitted_from" in p and "uncertainty_factor" in p for p in data["parameters"].values())
