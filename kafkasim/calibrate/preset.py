@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,7 +160,7 @@ def applied(scenario: Scenario, values: dict[str, float]) -> tuple[Scenario, lis
 
 
 def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict[str, Any], when: str,
-             machine: str, machine_cpu: list[Any] | None = None) -> dict[str, Any]:
+             machine: str, machine_cpu: Sequence[Mapping[str, float] | None] | None = None) -> dict[str, Any]:
     """The preset file's content for a fit of the run in `source`. `machine_cpu`: each measured run's
     run-info.json `machine_cpu` (kafkasim.real.machine_cpu; None for a run without it), kept when one has it."""
     f = fit_result
@@ -199,7 +200,8 @@ def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict
             "sum_of_squares": round(2 * f.cost, 4),
             "optimizer": f"scipy.optimize.least_squares (trf): {f.message}",
             # How the machine's cores were shared over each measured run's load: its waits are in the fit.
-            **({"machine_cpu": machine_cpu} if machine_cpu and any(m is not None for m in machine_cpu) else {}),
+            **({"machine_cpu": [None if m is None else dict(m) for m in machine_cpu]}
+               if machine_cpu and any(m is not None for m in machine_cpu) else {}),
         },
         "parameters": parameters,
         "fit": [{"statistic": t.key, "measured_ms": round(t.value, 4),

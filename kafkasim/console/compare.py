@@ -61,6 +61,8 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
     for run in runs:
         if run.cannot_show is not None:
             console.print(Text(f"{run.letter} {run.cannot_show}.", style="dim"))
+        if (shared := run.shared_machine) is not None:
+            console.print(Text(f"{run.letter}: {shared}; its latencies carry those waits.", style="dim"))
     windows = {run.result.summary.get("window", {}).get("from_ms") for run in runs}
     if windows != {None}:
         window = runs[0].result.summary["window"]

@@ -75,6 +75,14 @@ class Run:
         """What this run's tables lack that a simulated run has (None for a simulated run)."""
         return cannot_show(self.result.run_info)
 
+    @property
+    def shared_machine(self) -> str | None:
+        """For a real run made while other work or the hypervisor took a notable share of the machine's cores,
+        how much (kafkasim.real.machine_cpu); None otherwise."""
+        from kafkasim.real.machine_cpu import shared_machine
+
+        return shared_machine(self.result.run_info.get("machine_cpu"))
+
 
 def cannot_show(run_info: dict[str, Any]) -> str | None:
     """What a result's tables lack that a simulated run's have, from its run-info (None for a simulated run)."""

@@ -75,6 +75,23 @@ def test_the_cli_prints_80_column_tables_and_writes_the_figure(two_runs: tuple[P
     assert (out / "notes.txt").read_text() == "mine"
 
 
+def test_a_real_run_made_on_a_shared_machine_is_said_to_carry_its_waits(two_runs: tuple[Path, Path],
+                                                                        tmp_path: Path) -> None:
+    """A real run's run-info.json says how the machine's cores were shared over its load
+    (kafkasim.real.machine_cpu): compare names a run that other work or the hypervisor took a share of."""
+    shared = tmp_path / "shared"
+    shutil.copytree(two_runs[1], shared)
+    info = json.loads((shared / "run-info.json").read_text())
+    info["machine_cpu"] = {"run": 0.5, "other": 0.03, "idle": 0.4, "steal": 0.07}
+    (shared / "run-info.json").write_text(json.dumps(info))
+    result = kafkasim("compare", two_runs[0], shared)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert ("B: other work took 3% of the machine's cores during the load and the hypervisor 7% (steal); its "
+            "latencies carry those waits.") in text
+    assert "A: other work" not in text
+
+
 def test_bad_input_is_a_message_and_exit_2(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     one = kafkasim("compare", two_runs[0], "--out", tmp_path / "x")
     assert one.returncode == 2 and "at least two" in one.stderr
