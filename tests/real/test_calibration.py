@@ -97,7 +97,9 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     # p99s' being nearer than kafkasim's defaults are held whatever the load (and the import below runs first).
     why = contended(quickstart)
     loaded = bool(outside) and why is not None and all(" p99:" in o for o in outside)
-    assert loaded or not outside, outside
+    # A miss names how the real run's machine was shared (kafkasim.real.machine_cpu): a CI run of 2026-12-02
+    # beside two more pytest processes measured the real p50s 2.3 times the prediction, with other work at 55%.
+    assert loaded or not outside, (outside, quickstart.real.run_info.get("machine_cpu"))
 
     # The run's brokers' request logs, imported as a production broker's would be, calibrate into a preset.
     logs = []
