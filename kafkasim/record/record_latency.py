@@ -11,7 +11,6 @@ from kafkasim.record.summary import (
     PERCENTILES,
     acks_label,
     highest_equivalent_us,
-    lowest_equivalent_us,
     values_at_percentiles,
 )
 
@@ -21,11 +20,13 @@ class RecordLatency:
     the send of the request that carried it, per acks setting. Records intended before the warm-up ends
     are left out.
 
-    Values are counted in HdrHistogram buckets (µs, 3 significant digits, like the summary's) kept in a
-    plain dict while the run goes -- a dict increment per record instead of a ``record_value`` call -- and
-    poured into an ``HdrHistogram`` at the end. The per-record latencies from the intended time wait in a
-    short list and are bucketed ``POUR_EVERY`` at a time, vectorised (the same buckets as ``_bucket``: no
-    Python call per record). Memory is bounded by the number of distinct buckets and that list.
+    Values are counted in HdrHistogram buckets (µs, 3 significant digits, like the summary's) while the run
+    goes -- a count per bucket instead of a ``record_value`` call -- and summarised from them at the end.
+    The per-record latencies (from the intended time, and end to end) wait in a short list and are bucketed
+    ``POUR_EVERY`` at a time, vectorised, into an array of one count per bucket (``bucket_index``; the same
+    buckets as ``_bucket``: no Python call per record, and no dict update per bucket, which was most of a
+    pour). A batch's latency from its send is one value per batch, counted in a dict. Memory is bounded:
+    ``BUCKETS`` counts per histogram and that list.
     """
 
     HIGHEST_US: Final = 3_600_000_000
@@ -34,13 +35,13 @@ class RecordLatency:
 
     def __init__(self, warmup_ms: float = 0.0) -> None:
         self.warmup_ms = warmup_ms
-        # acks -> (from-intended buckets, from-send buckets, [sum from intended, sum from send],
+        # acks -> (from-intended counts per bucket index, from-send buckets, [sum from intended, sum from send],
         #          from-intended latencies not bucketed yet)
-        self._by_acks: dict[int, tuple[dict[int, int], dict[int, int], list[float], list[float]]] = {}
+        self._by_acks: dict[int, tuple[np.ndarray, dict[int, int], list[float], list[float]]] = {}
         # acks -> (end-to-end buckets, [sum], end-to-end latencies not bucketed yet): each record from its
         # intended send to its batch's first consumption (OpenMessaging Benchmark's and Kafka's
         # EndToEndLatency count per message; the records table's e2e_latency_ms is the batch's oldest record's)
-        self._e2e_by_acks: dict[int, tuple[dict[int, int], list[float], list[float]]] = {}
+        self._e2e_by_acks: dict[int, tuple[np.ndarray, list[float], list[float]]] = {}
 
     @classmethod
     def _bucket(cls, latency_ms: float) -> int:
@@ -55,7 +56,7 @@ class RecordLatency:
     def add(self, acks: int, batch: ProducerBatch, ack_ms: float) -> None:
         entry = self._by_acks.get(acks)
         if entry is None:
-            entry = self._by_acks[acks] = ({}, {}, [0.0, 0.0], [])
+            entry = self._by_acks[acks] = (np.zeros(BUCKETS, dtype=np.int64), {}, [0.0, 0.0], [])
         from_intended, from_send, sums, pending = entry
         warmup = self.warmup_ms
         latencies = [ack_ms - intended for intended in batch.intended_ms if intended >= warmup]
@@ -71,7 +72,7 @@ class RecordLatency:
         """The records of a batch first consumed at ``consumed_ms``, each from its intended send time."""
         entry = self._e2e_by_acks.get(acks)
         if entry is None:
-            entry = self._e2e_by_acks[acks] = ({}, [0.0], [])
+            entry = self._e2e_by_acks[acks] = (np.zeros(BUCKETS, dtype=np.int64), [0.0], [])
         buckets, sums, pending = entry
         warmup = self.warmup_ms
         latencies = [consumed_ms - intended for intended in intended_ms if intended >= warmup]
@@ -79,7 +80,7 @@ class RecordLatency:
             self._collect(latencies, sums, pending, buckets)
 
     def _collect(self, latencies: list[float], sums: list[float], pending: list[float],
-                 buckets: dict[int, int]) -> None:
+                 buckets: np.ndarray) -> None:
         """Add ``latencies`` to ``sums[0]`` record by record, in order, and queue them for ``buckets``."""
         total = sums[0]
         for latency in latencies:
@@ -96,18 +97,18 @@ class RecordLatency:
             buckets, sums, pending = self._e2e_by_acks[acks]
             if pending:
                 self._pour(pending, buckets)
-            out[acks_label(acks)] = {"records": sum(buckets.values()),
-                                     "from_intended": _histogram_summary(buckets, sums[0])}
+            out[acks_label(acks)] = {"records": int(buckets.sum()),
+                                     "from_intended": _histogram_summary(*_bucket_arrays(buckets), sums[0])}
         return out
 
     @classmethod
-    def _pour(cls, pending: list[float], buckets: dict[int, int]) -> None:
-        """Count ``pending`` latencies (ms) into ``buckets`` -- ``_bucket`` of each, vectorised -- and empty it."""
+    def _pour(cls, pending: list[float], counts: np.ndarray) -> None:
+        """Count ``pending`` latencies (ms) into ``counts`` at their ``bucket_index`` -- ``_bucket`` of each,
+        vectorised -- and empty it."""
         scaled = np.asarray(pending, dtype=np.float64) * 1000.0 + 0.5
         micros = np.clip(np.trunc(scaled), 0, cls.HIGHEST_US).astype(np.int64)  # int(): truncation
-        keys, counts = np.unique(lowest_equivalent_us(micros), return_counts=True)
-        for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
-            buckets[key] = buckets.get(key, 0) + count
+        poured = np.bincount(bucket_index(micros))
+        counts[:poured.size] += poured
         pending.clear()
 
     def summary(self) -> dict[str, Any]:
@@ -117,25 +118,51 @@ class RecordLatency:
             if pending:
                 self._pour(pending, from_intended)
             out[acks_label(acks)] = {
-                "records": sum(from_intended.values()),
-                "from_intended": _histogram_summary(from_intended, sums[0]),
-                "from_send": _histogram_summary(from_send, sums[1]),
+                "records": int(from_intended.sum()),
+                "from_intended": _histogram_summary(*_bucket_arrays(from_intended), sums[0]),
+                "from_send": _histogram_summary(*_dict_arrays(from_send), sums[1]),
             }
         return out
 
 
-def _histogram_summary(buckets: dict[int, int], total_ms: float) -> dict[str, Any]:
-    count = sum(buckets.values())
+def bucket_index(micros: np.ndarray) -> np.ndarray:
+    """Each value's bucket as an index from 0 to ``BUCKETS - 1``, in the order of the buckets' lowest
+    equivalent values (``lowest_equivalent_us``): a value below 2048 µs is its own index; above, a bucket
+    per 2^shift values, 1024 buckets per shift (HdrHistogram's sub-bucket counts with 3 significant digits)."""
+    _, bit_length = np.frexp(micros.astype(np.float64))  # exact for integers below 2^53
+    shift = np.maximum(bit_length.astype(np.int64) - RecordLatency.SUB_BUCKET_BITS, 0)
+    return (micros >> shift) + (shift << (RecordLatency.SUB_BUCKET_BITS - 1))
+
+
+BUCKETS: Final = int(bucket_index(np.array([RecordLatency.HIGHEST_US], dtype=np.int64))[0]) + 1
+
+
+def _bucket_arrays(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The buckets holding values, as (ascending lowest equivalent values in µs, their counts)."""
+    index = np.flatnonzero(counts)
+    half = 1 << (RecordLatency.SUB_BUCKET_BITS - 1)
+    shift = np.maximum(index // half - 1, 0)
+    return (index - shift * half) << shift, counts[index]
+
+
+def _dict_arrays(buckets: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    keys = sorted(buckets)
+    return np.array(keys, dtype=np.int64), np.array([buckets[key] for key in keys], dtype=np.int64)
+
+
+def _histogram_summary(keys: np.ndarray, counts: np.ndarray, total_ms: float) -> dict[str, Any]:
+    """Count, mean, PERCENTILES and max of the histogram of ``counts[i]`` values in the bucket whose lowest
+    equivalent value is ``keys[i]`` (ascending, µs)."""
+    count = int(counts.sum())
     if count == 0:
         return {"count": 0}
     # The buckets' keys are HdrHistogram's lowest equivalent values: the histogram they make answers its
     # percentiles from one cumulative sum (summary.values_at_percentiles), and its max
     # (HdrHistogram.get_max_value) is the highest value equivalent to the largest key.
-    keys = sorted(buckets)
-    values = values_at_percentiles(np.array(keys, dtype=np.int64),
-                                   np.array([buckets[key] for key in keys], dtype=np.int64))
+    values = values_at_percentiles(keys, counts)
     out: dict[str, Any] = {"count": count, "mean": total_ms / count}
     for (name, _), value_us in zip(PERCENTILES, values, strict=True):
         out[name] = value_us / 1000.0
-    out["max"] = (highest_equivalent_us(keys[-1]) if keys[-1] else 0) / 1000.0
+    last = int(keys[-1])
+    out["max"] = (highest_equivalent_us(last) if last else 0) / 1000.0
     return out

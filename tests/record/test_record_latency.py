@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import random
 
-from kafkasim.record.record_latency import RecordLatency
+import numpy as np
+
+from kafkasim.record.record_latency import BUCKETS, RecordLatency, _bucket_arrays, bucket_index
+from kafkasim.record.summary import lowest_equivalent_us
+
+
+def _as_dict(counts: np.ndarray) -> dict[int, int]:
+    keys, values = _bucket_arrays(counts)
+    return dict(zip(keys.tolist(), values.tolist(), strict=True))
 
 
 def test_poured_buckets_are_those_of_bucket_per_value() -> None:
@@ -15,11 +23,29 @@ def test_poured_buckets_are_those_of_bucket_per_value() -> None:
     for value in values:
         key = RecordLatency._bucket(value)
         expected[key] = expected.get(key, 0) + 1
-    poured: dict[int, int] = {}
+    poured = np.zeros(BUCKETS, dtype=np.int64)
     pending = list(values)
     RecordLatency._pour(pending, poured)
-    assert poured == expected
+    assert _as_dict(poured) == expected
     assert pending == []
+    RecordLatency._pour(list(values), poured)  # a second pour adds to the counts
+    assert _as_dict(poured) == {key: 2 * count for key, count in expected.items()}
+
+
+def test_bucket_indexes_follow_the_lowest_equivalent_values() -> None:
+    # Every bucket edge up to the highest value: a bucket's index maps back to its lowest equivalent value,
+    # and the indexes ascend with the values, so the counts array is the histogram in order.
+    edges = [0, 1, 2047, 2048, 2049, 2050, 4095, 4096, 4100, RecordLatency.HIGHEST_US]
+    edges += [(1 << bits) + delta for bits in range(11, 32) for delta in (-1, 0, 1)]
+    rng = np.random.default_rng(5)
+    micros = np.unique(np.concatenate([np.array(edges, dtype=np.int64),
+                                       rng.integers(0, RecordLatency.HIGHEST_US, 20_000)]))
+    index = bucket_index(micros)
+    assert index.min() == 0 and index.max() == BUCKETS - 1 == 23_220  # HIGHEST_US: (3.6e9 >> 21) + 21 * 1024
+    assert np.all(np.diff(index) >= 0)
+    counts = np.bincount(index, minlength=BUCKETS)
+    keys, _ = _bucket_arrays(counts)
+    assert keys.tolist() == np.unique(lowest_equivalent_us(micros)).tolist()
 
 
 def test_histogram_summary_answers_as_hdrhistogram() -> None:
@@ -28,7 +54,7 @@ def test_histogram_summary_answers_as_hdrhistogram() -> None:
 
     from hdrh.histogram import HdrHistogram
 
-    from kafkasim.record.record_latency import RecordLatency, _histogram_summary
+    from kafkasim.record.record_latency import RecordLatency, _dict_arrays, _histogram_summary
     from kafkasim.record.summary import PERCENTILES
 
     rng = random.Random(5)
@@ -42,7 +68,7 @@ def test_histogram_summary_answers_as_hdrhistogram() -> None:
         histogram = HdrHistogram(1, RecordLatency.HIGHEST_US, 3)
         for value in sorted(buckets):
             histogram.record_value(value, buckets[value])
-        out = _histogram_summary(buckets, sum(latencies))
+        out = _histogram_summary(*_dict_arrays(buckets), sum(latencies))
         for name, q in PERCENTILES:
             assert out[name] == histogram.get_value_at_percentile(q) / 1000.0, (name, latencies[:5])
         assert out["max"] == histogram.get_max_value() / 1000.0
