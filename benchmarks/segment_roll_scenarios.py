@@ -4,9 +4,10 @@ Kafka's ``DelayedFetch.tryComplete`` completes a parked fetch early when the end
 beyond its fetch offset on a newer segment (case F): for a follower (it reads up to the log end offset) that
 is the moment the leader rolls and appends; for a consumer (up to the high watermark) the moment the leader's
 high watermark first lies in the new segment -- or, for a consumer parked exactly at the new segment's base
-offset (it had everything when the log rolled), first lies above it. And a fetch completes before its max
-wait only for a reason Kafka gives: such a roll, or min bytes reached (case G); the scenarios here have no
-faults, so no other reason (leadership, truncation, errors) exists.
+offset (it had everything when the log rolled), first lies above it. Where a consumer was is read off the
+records table: the end of the last batch of the partition it had received when it sent the fetch. And a
+fetch completes before its max wait only for a reason Kafka gives: such a roll, or min bytes reached (case
+G); the scenarios here have no faults, so no other reason (leadership, truncation, errors) exists.
 
 ``check(scenario, result)`` holds a run to that, counted from the run's own tables -- ``segments.parquet``
 (every roll, and when each rolled segment's data became visible below the high watermark) and
@@ -43,9 +44,10 @@ from kafkasim.server.replica_fetcher_manager import get_fetcher_id  # noqa: E402
 
 TOPIC = "t"
 # A completion "at" an event: the event happens inside a request handler (an append, a follower's fetch moving
-# the HW) and the parked fetch is answered when that handler is done with it and with the fetches it answers
-# before (ReplicaManager's action queue, each a read: ~0.5 ms for 256 KiB with the default costs); never near
-# a max wait.
+# the HW) and the parked fetch is answered when that handler is done with the fetches it answers before it
+# (ReplicaManager's action queue, one after another) and with its own: their reads are added per fetch
+# (`_Reads`: 2 us a KiB with the default costs, 2 ms for 1 MiB), this for the rest of the handler's work;
+# never near a max wait.
 AT_EVENT_MS = 2.0
 KIB = 1024
 
@@ -175,6 +177,51 @@ def _event_times(events: pd.DataFrame, event: str) -> dict[int, float]:
     return dict(zip(rows["base_offset"].astype(int), rows["time_ms"].astype(float), strict=True))
 
 
+def _read_per_kib_ms(scenario: Scenario) -> float:
+    cost = scenario.broker.costs.read_per_kib
+    if cost.type != "constant":
+        raise ValueError(f"segment roll scenarios read at a constant cost per KiB, not {cost.type}")
+    return float(cost.value)
+
+
+def _positions(result: RunResult, consumer: str, topic: str, partition: int) -> tuple[np.ndarray, np.ndarray]:
+    """When ``consumer`` first received each batch of the partition, ascending, and the offset after the last
+    batch it had by then: where its next fetch of the partition reads from (no faults: batches arrive in order)."""
+    column = f"consumed_ms:{consumer}"
+    records = result.records
+    if column not in records.columns:
+        return np.array([]), np.array([])
+    mine = records[(records["topic"] == topic) & (records["partition"] == partition) & (records["offset"] >= 0)
+                   & records[column].notna()]
+    received = mine[column].to_numpy(dtype=float)
+    ends = (mine["offset"] + mine["record_count"]).to_numpy(dtype=np.int64)
+    order = np.argsort(received, kind="stable")
+    return received[order], np.maximum.accumulate(ends[order]) if len(order) else ends
+
+
+class _Reads:
+    """The record bytes of the fetches a broker answered, by when each was answered: what its handlers read
+    between an event and a fetch it woke (the fetches answered before it, and its own)."""
+
+    def __init__(self, fetches: pd.DataFrame, read_ms_per_byte: float) -> None:
+        self._read_ms = read_ms_per_byte
+        self._done: dict[int, np.ndarray] = {}
+        self._cumulative: dict[int, np.ndarray] = {}
+        for broker, group in fetches.groupby("broker"):
+            order = np.argsort(group["response_complete_ms"].to_numpy(dtype=float), kind="stable")
+            self._done[int(broker)] = group["response_complete_ms"].to_numpy(dtype=float)[order]
+            read = group["record_bytes"].to_numpy(dtype=float).clip(0)[order]
+            self._cumulative[int(broker)] = np.concatenate(([0.0], np.cumsum(read)))
+
+    def slack_ms(self, broker: int, event_ms: float, done_ms: float) -> float:
+        """How long after ``event_ms`` a fetch it woke may be answered at ``done_ms``."""
+        done = self._done[broker]
+        cumulative = self._cumulative[broker]
+        read = cumulative[np.searchsorted(done, done_ms, side="right")] - cumulative[
+            np.searchsorted(done, event_ms, side="left")]
+        return AT_EVENT_MS + read * self._read_ms
+
+
 def _fetches(result: RunResult) -> pd.DataFrame:
     r = result.requests
     f = r[r["api"].isin(["FetchFollower", "FetchConsumer"])].copy()
@@ -207,6 +254,7 @@ def examine(scenario: Scenario, result: RunResult) -> RollCheck:
     fetches = _fetches(result)
     segments = result.segments
     leader_events = segments[segments["leader"]]
+    reads = _Reads(fetches, _read_per_kib_ms(scenario) / KIB)
     problems: list[str] = []
     # Instants at which each (api, client, broker) may complete early by case F.
     wake_times: dict[tuple[str, str, int], list[float]] = {}
@@ -222,31 +270,39 @@ def examine(scenario: Scenario, result: RunResult) -> RollCheck:
             parked = mine["local_complete_ms"].to_numpy(dtype=float)
             done = mine["response_complete_ms"].to_numpy(dtype=float)
             ids = mine["request_id"].to_numpy()
+            if reader.api == "FetchConsumer":
+                received, ends = _positions(result, reader.client, topic, partition)
+                had = np.searchsorted(received, mine["client_send_ms"].to_numpy(dtype=float), side="right")
+                position = np.where(had > 0, ends[np.maximum(had - 1, 0)] if len(ends) else 0, 0)
             times = wake_times.setdefault((reader.api, reader.client, leader), [])
             for _, roll in rolls.iterrows():
                 roll_ms = float(roll["time_ms"])
                 base = int(roll["base_offset"])
                 if reader.api == "FetchFollower":
-                    wakes = [roll_ms]  # the LEO moved to the new segment with the rolling append
+                    wake = np.full(len(mine), roll_ms)  # the LEO moved to the new segment with the rolling append
+                    times.append(roll_ms)
                 else:
                     # The HW in the new segment (parked below its base), above its base (parked at it).
-                    wakes = [t for t in (reached_at.get(base, np.nan), passed_at.get(base, np.nan)) if t == t]
-                    if not wakes:
+                    reached, passed = reached_at.get(base, np.nan), passed_at.get(base, np.nan)
+                    if reached != reached and passed != passed:
                         continue  # the HW never got there during the run
-                times.extend(wakes)
+                    times.extend(t for t in (reached, passed) if t == t)
+                    wake = np.where(position < base, reached, passed)
                 key = (reader.api, reader.client)
                 rolls_of[key] = rolls_of.get(key, 0) + 1
-                # Parked before the roll (its offset on an older segment) and still parked when the end moved.
-                waiting = (parked < roll_ms) & ~(done < wakes[0])
-                for request_id, done_ms in zip(ids[waiting], done[waiting], strict=True):
-                    if any(wake <= done_ms <= wake + AT_EVENT_MS for wake in wakes):
+                # Parked before the roll (its offset on an older segment) and still parked when the end moved
+                # (a wake the run did not reach is NaN: nothing to hold the fetch to).
+                waiting = (parked < roll_ms) & (done >= wake)
+                for request_id, done_ms, wake_ms in zip(ids[waiting], done[waiting], wake[waiting], strict=True):
+                    slack_ms = reads.slack_ms(leader, wake_ms, done_ms)
+                    if done_ms <= wake_ms + slack_ms:
                         woken[key] = woken.get(key, 0) + 1
                     else:
                         problems.append(
                             f"{reader.api} {request_id} of {reader.client} parked at broker {leader} before "
                             f"{topic}-{partition} rolled to segment {base} at {roll_ms:.3f} ms; it should complete "
-                            f"at {' or '.join(f'{w:.3f}' for w in wakes)} ms (DelayedFetch case F) but completed "
-                            f"at {done_ms:.3f} ms")
+                            f"at {wake_ms:.3f} ms (+{slack_ms:.3f} ms of reads; DelayedFetch case F) but "
+                            f"completed at {done_ms:.3f} ms")
     # The other way round: a fetch that completed before its max wait, after being parked, had a reason.
     for (api, client, broker), group in fetches.groupby(["api", "client", "broker"]):
         reader = next((r for _, rs in readers.values() for r in rs if r.api == api and r.client == client), None)
@@ -265,8 +321,8 @@ def examine(scenario: Scenario, result: RunResult) -> RollCheck:
             if row["record_bytes"] >= reader.min_bytes:
                 continue  # case G
             done_ms = done[row_index]
-            i = np.searchsorted(times_sorted, done_ms - AT_EVENT_MS)
-            if i < len(times_sorted) and times_sorted[i] <= done_ms:
+            i = int(np.searchsorted(times_sorted, done_ms, side="right")) - 1  # the last wake up to then
+            if i >= 0 and done_ms - times_sorted[i] <= reads.slack_ms(int(broker), times_sorted[i], done_ms):
                 continue  # case F at a roll
             problems.append(
                 f"{api} {row['request_id']} of {client} at broker {broker} completed early at {done_ms:.3f} ms "
