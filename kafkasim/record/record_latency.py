@@ -10,6 +10,7 @@ from kafkasim.clients.accumulator import ProducerBatch
 from kafkasim.record.summary import (
     PERCENTILES,
     acks_label,
+    bucket_shift,
     highest_equivalent_us,
     values_at_percentiles,
 )
@@ -129,8 +130,7 @@ def bucket_index(micros: np.ndarray) -> np.ndarray:
     """Each value's bucket as an index from 0 to ``BUCKETS - 1``, in the order of the buckets' lowest
     equivalent values (``lowest_equivalent_us``): a value below 2048 µs is its own index; above, a bucket
     per 2^shift values, 1024 buckets per shift (HdrHistogram's sub-bucket counts with 3 significant digits)."""
-    _, bit_length = np.frexp(micros.astype(np.float64))  # exact for integers below 2^53
-    shift = np.maximum(bit_length.astype(np.int64) - RecordLatency.SUB_BUCKET_BITS, 0)
+    shift = bucket_shift(micros)
     return (micros >> shift) + (shift << (RecordLatency.SUB_BUCKET_BITS - 1))
 
 

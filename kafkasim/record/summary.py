@@ -42,6 +42,13 @@ ACKS_LABELS = {-1: "all", 0: "0", 1: "1"}
 _CHUNK = 65_536
 
 
+def bucket_shift(values: np.ndarray) -> np.ndarray:
+    """How many low bits HdrHistogram's bucket of each value (µs, 3 significant digits) leaves out: 0 below
+    2048 µs, then one more for each doubling."""
+    _, bit_length = np.frexp(values.astype(np.float64))  # exact for integers below 2^53
+    return np.maximum(bit_length.astype(np.int64) - _SUB_BUCKET_BITS, 0)
+
+
 def lowest_equivalent_us(values: np.ndarray) -> np.ndarray:
     """HdrHistogram's lowest equivalent value, vectorised: recording one value per bucket with a count is
     the same histogram as recording every value, and turns a million calls into a few thousand. ``_CHUNK``
@@ -50,8 +57,7 @@ def lowest_equivalent_us(values: np.ndarray) -> np.ndarray:
     out = np.empty_like(flat)
     for start in range(0, flat.size, _CHUNK):
         part = flat[start:start + _CHUNK]
-        _, bit_length = np.frexp(part.astype(np.float64))  # exact for integers below 2^53
-        bits = np.maximum(bit_length.astype(np.int64) - _SUB_BUCKET_BITS, 0)
+        bits = bucket_shift(part)
         out[start:start + _CHUNK] = (part >> bits) << bits
     return out.reshape(values.shape)
 
