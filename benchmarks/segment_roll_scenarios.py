@@ -184,19 +184,22 @@ def _read_per_kib_ms(scenario: Scenario) -> float:
     return float(cost.value)
 
 
-def _positions(result: RunResult, consumer: str, topic: str, partition: int) -> tuple[np.ndarray, np.ndarray]:
-    """When ``consumer`` first received each batch of the partition, ascending, and the offset after the last
-    batch it had by then: where its next fetch of the partition reads from (no faults: batches arrive in order)."""
+def _positions(result: RunResult, consumer: str, topic: str, partition: int,
+               sent_ms: np.ndarray) -> np.ndarray:
+    """Where ``consumer``'s fetches of the partition sent at ``sent_ms`` read from: the offset after the last
+    batch of it the consumer had received by then, 0 before any (no faults: batches arrive in order)."""
     column = f"consumed_ms:{consumer}"
     records = result.records
     if column not in records.columns:
-        return np.array([]), np.array([])
+        return np.zeros(len(sent_ms), dtype=np.int64)
     mine = records[(records["topic"] == topic) & (records["partition"] == partition) & (records["offset"] >= 0)
                    & records[column].notna()]
     received = mine[column].to_numpy(dtype=float)
     ends = (mine["offset"] + mine["record_count"]).to_numpy(dtype=np.int64)
     order = np.argsort(received, kind="stable")
-    return received[order], np.maximum.accumulate(ends[order]) if len(order) else ends
+    # The position after k batches, for k from 0: indexed by how many had arrived when each fetch was sent.
+    after = np.concatenate(([0], np.maximum.accumulate(ends[order])))
+    return after[np.searchsorted(received[order], sent_ms, side="right")]
 
 
 class _Reads:
@@ -271,9 +274,8 @@ def examine(scenario: Scenario, result: RunResult) -> RollCheck:
             done = mine["response_complete_ms"].to_numpy(dtype=float)
             ids = mine["request_id"].to_numpy()
             if reader.api == "FetchConsumer":
-                received, ends = _positions(result, reader.client, topic, partition)
-                had = np.searchsorted(received, mine["client_send_ms"].to_numpy(dtype=float), side="right")
-                position = np.where(had > 0, ends[np.maximum(had - 1, 0)] if len(ends) else 0, 0)
+                position = _positions(result, reader.client, topic, partition,
+                                      mine["client_send_ms"].to_numpy(dtype=float))
             times = wake_times.setdefault((reader.api, reader.client, leader), [])
             for _, roll in rolls.iterrows():
                 roll_ms = float(roll["time_ms"])
