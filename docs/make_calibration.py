@@ -246,10 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     print(flush=True)
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     machine = f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+    # How the machine's cores were shared over each real run's load (kafkasim.real.machine_cpu).
+    base_cpu = [b.run_info.get("machine_cpu") for b in bases]
     doc = document(fitted, source=f"the medians of {len(bases)} real runs of {BASE.relative_to(ROOT)} "
                    f"(docs/make_calibration.py){started}",
                    scenario=scenario, run_info=base.run_info, when=when, machine=machine,
-                   machine_cpu=[b.run_info.get("machine_cpu") for b in bases])
+                   machine_cpu=base_cpu)
     write_preset(PRESET, doc)
     preset = load_preset(PRESET)
     print(f"wrote {PRESET.relative_to(ROOT)}", flush=True)
@@ -269,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             "predict_seconds": args.predict_ms / 1000,
             "fit": fit_rows, "predictions": rows,
             "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap},
-            # How the machine's cores were shared over each real run's load (kafkasim.real.machine_cpu).
-            "machine_cpu": {"base": [b.run_info.get("machine_cpu") for b in bases],
+            "machine_cpu": {"base": base_cpu,
                             "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]}}
     write_pages(data)
     return 0
