@@ -236,8 +236,8 @@ def findings(data: dict[str, Any]) -> str:
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}{_either(broker)}")
     if off:
         text += (f"; outside {TOLERANCE:.0%}: {', '.join(off)}, as a woken thread waits a fixed time per thread "
-                 "running on the machine, not for a core one of them holds, and its waker yields to it only before "
-                 "completing parked fetches, and a thread's waits for a core are drawn when its work starts, from the "
+                 "running on the machine, not for a core one of them holds, and its waker yields to it only when a "
+                 "produce's response woke it, before completing parked fetches, and a thread's waits for a core are drawn when its work starts, from the "
                  "threads then at work, not from a pool of cores they share (docs/calibration.md, \"What is left "
                  "out\")")
     if others:
