@@ -227,7 +227,6 @@ def test_a_replica_fetcher_appending_is_one_of_the_machines_running_threads() ->
     assert after_crash and max(after_crash) == 0
 
 
-
 def test_a_handler_yields_to_a_produces_response_not_to_a_completed_fetchs() -> None:
     # With machine_wakeup_preempts, an acks=1 produce's handler yields once, to the network thread its response
     # woke; the follower fetches it then completes follow one another one completion's work apart (0.02 ms here),
@@ -241,6 +240,7 @@ def test_a_handler_yields_to_a_produces_response_not_to_a_completed_fetchs() -> 
     assert len(gaps) > 50
     assert np.median(gaps) == pytest.approx(0.02, abs=0.002)  # and the read of 1 KiB (read_per_kib)
     assert gaps.max() < 0.3
+
 
 # A draw of a fitted preset's values (kafkasim.calibrate.predict) for the six-partition held-out configuration: with it
 # a produce's handler and a follower fetch's both yielded to the network thread woken for that fetch's response.
