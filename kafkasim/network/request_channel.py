@@ -3,7 +3,11 @@
 * The request queue (``ArrayBlockingQueue(queued.max.requests)``): ``send_request`` is
   ``RequestChannel.sendRequest``, a ``put`` from a processor. A handler waiting in ``receiveRequest`` takes
   the request at once; otherwise it queues; when the queue is full the processor blocks in ``put`` (its
-  connections are all stalled: back-pressure) until a handler takes a request.
+  connections are all stalled: back-pressure) until a handler takes a request. When the handlers' wake-ups
+  take time (``signal_waiters``) the put queues the request and signals one waiting handler
+  (``notEmpty.signal()``), which takes the oldest request once it runs, if a handler that asked before it
+  (one done with its previous request, or one signalled later whose wake-up was shorter) has not: the
+  handlers take the requests in the order they were put, as from Kafka's one queue.
 * The handlers' side: ``receive_request`` is ``RequestChannel.receiveRequest``. It returns the oldest
   request, or ``None`` after noting the handler as waiting (Kafka's handler thread blocked in ``poll``); a
   waiting handler gets the next request ``send_request`` brings.
@@ -32,13 +36,16 @@ RequestReceiver = Callable[[RequestEnvelope], None]
 class RequestChannel:
     """The request queue, bounded by ``queued.max.requests``, and the way back to the processors."""
 
-    __slots__ = ("env", "queue_size", "request_queue", "processors", "_waiting", "_blocked")
+    __slots__ = ("env", "queue_size", "request_queue", "processors", "signal_waiters", "_waiting", "_blocked")
 
     def __init__(self, env: Environment, queue_size: int = 500) -> None:
         self.env = env
         self.queue_size = queue_size
         self.request_queue: deque[RequestEnvelope] = deque()
         self.processors: list[Processor] = []
+        # Whether a put signals a waiting handler, which takes the oldest request once it runs (its wake-up takes
+        # time: KafkaRequestHandlerPool), rather than handing the request to it (it runs at once).
+        self.signal_waiters = False
         # Handlers waiting in receiveRequest, in the order they started waiting.
         self._waiting: deque[RequestReceiver] = deque()
         # Processors blocked in put(), in the order they blocked (each holds its request in ``blocked``).
@@ -54,11 +61,16 @@ class RequestChannel:
 
     def send_request(self, processor: Processor, envelope: RequestEnvelope) -> bool:
         """``processor`` puts ``envelope``; False if the queue is full and the processor now blocks."""
-        if self._waiting:
-            self._waiting.popleft()(envelope)
+        waiting = self._waiting
+        if waiting and not self.signal_waiters:
+            waiting.popleft()(envelope)
             return True
         if len(self.request_queue) < self.queue_size:
             self.request_queue.append(envelope)
+            if waiting:
+                # ArrayBlockingQueue.put -> notEmpty.signal(): one waiting handler wakes, and takes the oldest
+                # request when it runs (receive_request), unless other handlers have taken them all by then.
+                waiting.popleft()(envelope)
             return True
         processor.blocked = envelope
         self._blocked.append(processor)

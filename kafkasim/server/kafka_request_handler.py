@@ -172,12 +172,14 @@ class KafkaRequestHandlerPool:
         self.handler_busy_ms = 0.0
         self.requests_handled = 0
         # Bound once: the handlers wait in RequestChannel.receive_request with it. A handler that waited runs
-        # after the host's scheduling latency when the scenario sets one (costs.wakeup): its request's
-        # RequestQueueTimeMs is then that latency, as a real handler thread signalled in ArrayBlockingQueue.poll
-        # waits for a core before it stamps requestDequeueTimeNanos.
+        # after the host's scheduling latency when the scenario sets one (costs.wakeup), as a real handler thread
+        # signalled in ArrayBlockingQueue.poll waits for a core; it then takes the oldest request, which a handler
+        # that asked first may have taken (RequestChannel.signal_waiters): a request's RequestQueueTimeMs ends
+        # when the first handler free to take it runs, not when the one its put signalled does.
         # With the machine's load it also waits for each thread running then on any broker (MachineLoad).
-        self._receiver: Callable[[RequestEnvelope], None] = (
-            self._handle if costs.wakeup is None and load is None else self._wake)
+        woken = costs.wakeup is not None or load is not None
+        request_channel.signal_waiters = woken
+        self._receiver: Callable[[RequestEnvelope], None] = self._wake if woken else self._handle
         for _ in range(num_io_threads):  # every handler thread starts waiting for a request
             request_channel.receive_request(self._receiver)
 
@@ -242,16 +244,25 @@ class KafkaRequestHandlerPool:
             done = partial(self._answer, envelope, responses, _FINISH, 0.0)
         self._work(cost, done, cold)
 
-    def _wake(self, envelope: RequestEnvelope) -> None:
+    def _wake(self, _put: RequestEnvelope) -> None:
+        """A waiting handler is signalled by a put (``_put``): it runs after its wake-up, and takes the oldest
+        request then (``_woken``)."""
         wakeup = self.costs.wakeup
         delay = 0.0 if wakeup is None else max(wakeup(), 0.0)
         load = self.load
         if load is not None:
             delay = load.wait(delay)
-        Call(self.env, delay, partial(self._woken, envelope))
+        Call(self.env, delay, self._woken)
 
-    def _woken(self, envelope: RequestEnvelope, _event: object = None) -> None:
-        self._handle(envelope)
+    def _woken(self, _event: object = None) -> None:
+        """ArrayBlockingQueue.poll once the signalled thread runs: the oldest request, or back to waiting when
+        handlers that asked before it have taken every one."""
+        if self.stw.paused:
+            self.stw.defer(self._woken)
+            return
+        nxt = self.request_channel.receive_request(self._receiver)
+        if nxt is not None:
+            self._handle(nxt)
 
     def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:
         """The handler's CPU work is done: the time it waited for a core counts as busy too (a runnable

@@ -2,7 +2,7 @@
 test cluster is), as seen by a thread that is woken: the more of them run, the longer it waits for a core.
 
 A broker thread that waited (a request handler in ``RequestChannel.receiveRequest``, a network thread in
-``Selector.poll``) and is handed work waits, before it runs, the host's scheduling latency (``costs.wakeup``)
+``Selector.poll``) and is signalled for work waits, before it runs, the host's scheduling latency (``costs.wakeup``)
 plus ``per_thread_ms`` for each broker thread running at that moment on any broker of the machine: a request
 handler between taking a request and going back for the next, a network thread reading a request or sending
 a response, a replica fetcher thread appending what a fetch brought (its ``followers.costs.append``). On the

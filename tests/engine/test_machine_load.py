@@ -162,17 +162,22 @@ def test_a_scale_of_zero_is_todays_timing_exactly() -> None:
 def test_a_woken_request_handler_waits_longer_on_a_busy_machine_with_a_scale() -> None:
     """With `machine_wakeup_scale_per_thread` a request handler woken while n broker threads run waits its wake-up
     draw times 1 + the scale times n (and the per-thread wait n times); a network thread woken for a response
-    waits its draw alone (and the per-thread wait)."""
-    lines = ["broker.costs.wakeup=0.2ms", "machine_wakeup_per_thread=0.001ms", "machine_wakeup_scale_per_thread=2"]
+    waits its draw alone (and the per-thread wait). One handler (num.io.threads=1): with eight, a handler that
+    finishes its request while another is being woken takes the oldest request first (Kafka's one request queue,
+    kafkasim.network.request_channel), and the waits on a busy machine are the ones it cuts short."""
+    lines = ["broker.costs.wakeup=0.2ms", "machine_wakeup_per_thread=0.001ms", "machine_wakeup_scale_per_thread=2",
+             "broker.num.io.threads=1"]
     result = run_scenario(with_overrides(
         scenario(duration="2s", producers=[producer("p1", acks=-1, rate="1000/s")], consumers=[consumer("c1")]),
         lines))
     rows = result.requests[result.requests["api"].isin(["Produce", "FetchFollower", "FetchConsumer"])]
     queued = rows["RequestQueueTimeMs"].dropna().to_numpy()
-    # 0.2 * (1 + 2n) + 0.001n = 0.2 + 0.401n: n threads running when the handler was woken.
+    # 0.2 * (1 + 2n) + 0.001n = 0.2 + 0.401n: n threads running when the handler was woken. The rest (a quarter)
+    # found the one handler at work, or being woken for an earlier request, and waited for it to be done.
     running = (queued - 0.2) / 0.401
-    assert np.allclose(running, np.round(running), atol=1e-6) and (np.round(running) >= 0).all()
-    assert (np.round(running) >= 1).mean() > 0.05  # handlers woken on a busy machine
+    woken = np.isclose(running, np.round(running), atol=1e-6) & (np.round(running) >= 0)
+    assert woken.mean() > 0.6
+    assert (np.round(running[woken]) >= 1).mean() > 0.05  # handlers woken on a busy machine
     responses = rows["ResponseQueueTimeMs"].dropna().to_numpy()
     running = (responses - 0.2) / 0.001
     assert np.allclose(running, np.round(running), atol=1e-3) and (np.round(running) >= 1).mean() > 0.5

@@ -32,8 +32,10 @@ def test_no_wakeup_latency_is_todays_timing_exactly() -> None:
 def test_an_idle_handler_and_an_idle_network_thread_each_wait_the_wakeup_latency() -> None:
     base, woken = _run(None), _run("0.3ms")
     rows = woken.requests[woken.requests["api"] == "Produce"]
-    # At 200 records/s one broker's 8 handlers are idle: every produce waits exactly one handler's wake-up...
-    assert np.allclose(rows["RequestQueueTimeMs"], 0.3)
+    # At 200 records/s one broker's 8 handlers are idle: a produce waits one handler's wake-up, or less when a
+    # handler done with a fetch meanwhile takes it first (Kafka's one request queue; one produce in 399)...
+    queued = rows["RequestQueueTimeMs"].to_numpy()
+    assert (queued <= 0.3 + 1e-9).all() and np.isclose(queued, 0.3).mean() > 0.98
     assert np.allclose(base.requests[base.requests["api"] == "Produce"]["RequestQueueTimeMs"], 0.0)
     # ... and its response one network thread's, unless the thread was already awake (busy, or being woken).
     assert (rows["ResponseQueueTimeMs"] <= 0.3 + 1e-9).all()
