@@ -103,13 +103,14 @@ class HandlerCosts(ScenarioModel):
     takes `network_read`; `kafkasim calibrate` fits it (docs/calibration.md)."""
     wakeup: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
     """How long a thread that was waiting takes to run once there is work for it: the host's scheduling
-    latency. A request handler waiting in RequestChannel.receiveRequest that a put signals, and a network
-    thread waiting in Selector.poll that is woken for a response or a request, each wait for it before they
-    run: the first then takes the oldest request, unless a handler that asked before it has (Kafka's request
-    queue is one ArrayBlockingQueue), and its wait is the request's RequestQueueTimeMs when handlers are idle;
-    the second's is the response's ResponseQueueTimeMs when the network thread is. 0 by default (a host with idle cores: at once); on a
-    host whose cores are shared by busy processes (several JVMs on a few cores) it is tenths of a ms and
-    more (`kafkasim calibrate` fits it). Each thread's wait is a fresh draw; a negative draw is 0."""
+    latency. A request handler waiting in RequestChannel.receiveRequest that a put signals, and a network thread
+    waiting in Selector.poll that is woken for a response or a request, each wait for it before they run: the
+    first then takes the oldest request, unless a handler that asked before it has (Kafka's request queue is
+    one ArrayBlockingQueue), and its wait is the request's RequestQueueTimeMs when handlers are idle; the
+    second's is the response's ResponseQueueTimeMs when the network thread is. 0 by default (a host with idle
+    cores: at once); on a host whose cores are shared by busy processes (several JVMs on a few cores) it is
+    tenths of a ms and more (`kafkasim calibrate` fits it). Each thread's wait is a fresh draw; a negative
+    draw is 0."""
 
 
 class BrokerStartup(ScenarioModel):

@@ -2,16 +2,16 @@
 test cluster is), as seen by a thread that is woken: the more of them run, the longer it waits for a core.
 
 A broker thread that waited (a request handler in ``RequestChannel.receiveRequest``, a network thread in
-``Selector.poll``) and is signalled for work waits, before it runs, the host's scheduling latency (``costs.wakeup``)
-plus ``per_thread_ms`` for each broker thread running at that moment on any broker of the machine: a request
-handler between taking a request and going back for the next, a network thread reading a request or sending
-a response, a replica fetcher thread appending what a fetch brought (its ``followers.costs.append``). On the
-project's machine (2 cores shared by a controller, three brokers and the clients; Apache Kafka 4.3.1) a
-produce's RequestQueueTimeMs p50 was 0.03-0.05 ms with no broker thread running when it arrived, 0.05-0.07 with
-one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out"). The request logs that count does
-not see the fetchers, whose work shows in the runs all the same: a produce that arrived less than 0.1 ms after
-the last logged broker thread stopped waited 0.056-0.064 ms at its p50, one that arrived 0.8-1.6 ms after it
-0.031-0.045 ms (the followers append just after the leader answers them).
+``Selector.poll``) and is signalled for work waits, before it runs, the host's scheduling latency
+(``costs.wakeup``) plus ``per_thread_ms`` for each broker thread running at that moment on any broker of the
+machine: a request handler between taking a request and going back for the next, a network thread reading a
+request or sending a response, a replica fetcher thread appending what a fetch brought (its
+``followers.costs.append``). On the project's machine (2 cores shared by a controller, three brokers and the
+clients; Apache Kafka 4.3.1) a produce's RequestQueueTimeMs p50 was 0.03-0.05 ms with no broker thread running
+when it arrived, 0.05-0.07 with one, 0.08-0.09 with two or more (docs/calibration.md, "What is left out"). The
+request logs that count does not see the fetchers, whose work shows in the runs all the same: a produce that
+arrived less than 0.1 ms after the last logged broker thread stopped waited 0.056-0.064 ms at its p50, one
+that arrived 0.8-1.6 ms after it 0.031-0.045 ms (the followers append just after the leader answers them).
 With ``scale_per_thread`` (``machine_wakeup_scale_per_thread``) a woken request handler's own wait grows too:
 its draw of ``costs.wakeup`` is ``1 + scale_per_thread`` times longer for each thread running then, so its long
 waits come more often on a busy machine. On the project's machine a consumer fetch's RequestQueueTimeMs was

@@ -5,6 +5,7 @@ and whichever handler asks first takes the oldest request (kafkasim.network.requ
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from kafkasim.run import run_scenario
 from kafkasim.scenario import with_overrides
@@ -12,18 +13,19 @@ from kafkasim.scenario import with_overrides
 from .support import producer, scenario
 
 
-def _requests(producers: int, wakeup: str, request: str) -> object:
-    s = scenario(duration="2s", producers=[producer(f"p{i}", acks=1, rate=f"{4000 // producers}/s", arrival="poisson")
+def _requests(producers: int, wakeup: str, request: str) -> pd.DataFrame:
+    rate = f"{4000 // producers}/s"
+    s = scenario(duration="2s", producers=[producer(f"p{i}", acks=1, rate=rate, arrival="poisson")
                                            for i in range(producers)])
-    return run_scenario(with_overrides(s, [f"broker.costs.wakeup={wakeup}", f"broker.costs.request={request}"])).requests
+    lines = [f"broker.costs.wakeup={wakeup}", f"broker.costs.request={request}"]
+    return run_scenario(with_overrides(s, lines)).requests
 
 
 def test_the_handlers_take_the_requests_in_the_order_they_were_put() -> None:
     # A signalled handler with a long wake-up does not hold the request its put signalled it for: a handler that
-    # runs before it takes that request, the oldest. Bound to the signalled handler, 40-60% of the requests that
-    # arrived while an earlier one still waited were taken before it (1405 of 8454 requests taken before one that
-    # arrived earlier; the real brokers' request logs: 27-29% of the overlapping ones, their timestamps taken
-    # around the queue, not at the put and the take).
+    # runs before it takes that request, the oldest. Bound to the signalled handler, 1405 of the 8454 requests were
+    # taken before one that arrived earlier (the real brokers' request logs: 27-29% of the requests that overlapped
+    # in a queue, their timestamps taken around the queue, not at the put and the take).
     rows = _requests(2, "{type: lognormal, median: 0.05ms, p99: 2ms}", "0.05ms")
     for _, at in rows.groupby("broker"):
         at = at.dropna(subset=["dequeue_ms"]).sort_values("start_ms")  # not the requests still queued at the end
