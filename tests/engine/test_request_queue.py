@@ -24,7 +24,7 @@ def _requests(producers: int, wakeup: str, request: str) -> pd.DataFrame:
 def test_the_handlers_take_the_requests_in_the_order_they_were_put() -> None:
     # A signalled handler with a long wake-up does not hold the request its put signalled it for: a handler that
     # runs before it takes that request, the oldest. Bound to the signalled handler, 1405 of the 8454 requests were
-    # taken before one that arrived earlier (the real brokers' request logs: 27-29% of the requests that overlapped
+    # taken before one that arrived earlier (the real brokers' request logs: 25-29% of the requests that overlapped
     # in a queue, their timestamps taken around the queue, not at the put and the take).
     rows = _requests(2, "{type: lognormal, median: 0.05ms, p99: 2ms}", "0.05ms")
     for _, at in rows.groupby("broker"):
