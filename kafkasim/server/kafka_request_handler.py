@@ -260,6 +260,11 @@ class KafkaRequestHandlerPool:
         if self.stw.paused:
             self.stw.defer(self._woken)
             return
+        self._poll()
+
+    def _poll(self) -> None:
+        """``RequestChannel.receiveRequest``: handle the oldest request, if any, else wait for a put (taking one
+        lets a processor blocked in put() go on)."""
         nxt = self.request_channel.receive_request(self._receiver)
         if nxt is not None:
             self._handle(nxt)
@@ -413,7 +418,4 @@ class KafkaRequestHandlerPool:
             self._observer.request_handled(envelope)
         for reaper in self._reapers:
             reaper.poke()
-        # The next request, if any (taking it lets a processor blocked in put() go on).
-        nxt = self.request_channel.receive_request(self._receiver)
-        if nxt is not None:
-            self._handle(nxt)
+        self._poll()  # the next request
