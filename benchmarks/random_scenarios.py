@@ -372,7 +372,8 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     """The brokers on one machine, as presets/this-machine.yaml has them: a woken thread waits for the threads at
     work (`machine_wakeup_per_thread`), a woken handler's own wait longer the more there are
     (`machine_wakeup_scale_per_thread`), a replica fetcher that appends counting for several
-    (`machine_fetcher_weight`), a network thread's work after each response (`broker.costs.network_complete`), a
+    (`machine_fetcher_weight`), a network thread's work after each response (`broker.costs.network_complete`), the
+    handlers' own wake-up (`broker.costs.handler_wakeup`), a
     handler yields to the network thread its response woke (`machine_wakeup_preempts`), a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`);
     completions, follower updates and the followers' appends cost time. A parameter draw of a fitted preset once
     left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
@@ -395,6 +396,9 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
         # A network thread's work once a response is written (as the presets' brokers log every request): the
         # connection's next request waits for it; a client can have its response, and its row be written, first.
         costs["network_complete"] = _latency(rng, 0.01, 2.0)
+    if rng.random() < 0.5:
+        # The request handlers' own wake-up, as the presets have it (the network threads keep `wakeup`).
+        costs["handler_wakeup"] = _latency(rng, 0.01, 2.0)
 
 
 def _stalls(rng: random.Random) -> dict[str, Any]:

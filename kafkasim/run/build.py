@@ -227,7 +227,9 @@ def broker_costs(scenario: Scenario, broker_id: int, streams: RandomStreams,
             follower_fetch=cost("follower_fetch", costs_cfg.follower_fetch),
             complete_fetch=cost("complete_fetch", costs_cfg.complete_fetch),
             segment_read=cost("segment_read", costs_cfg.segment_read),
-            wakeup=wakeup("handler", costs_cfg.wakeup),
+            # The same stream either way: a scenario that names no handler_wakeup draws as before.
+            wakeup=wakeup("handler", costs_cfg.wakeup if costs_cfg.handler_wakeup is None
+                          else costs_cfg.handler_wakeup),
             preemption=preemption,
         ),
     )

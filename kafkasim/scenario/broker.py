@@ -104,13 +104,23 @@ class HandlerCosts(ScenarioModel):
     wakeup: DurationDistribution = Field(default_factory=lambda: constant_ms(0.0))
     """How long a thread that was waiting takes to run once there is work for it: the host's scheduling
     latency. A request handler waiting in RequestChannel.receiveRequest that a put signals, and a network thread
-    waiting in Selector.poll that is woken for a response or a request, each wait for it before they run: the
-    first then takes the oldest request, unless a handler that asked before it has (Kafka's request queue is
-    one ArrayBlockingQueue), and its wait is the request's RequestQueueTimeMs when handlers are idle; the
-    second's is the response's ResponseQueueTimeMs when the network thread is. 0 by default (a host with idle
+    waiting in Selector.poll that is woken for a response or a request, each wait for it (the handler its
+    `handler_wakeup` when set) before they run: the first then takes the oldest request, unless a handler that
+    asked before it has (Kafka's request queue is one ArrayBlockingQueue), and its wait is the request's
+    RequestQueueTimeMs when handlers are idle; the second's is the response's ResponseQueueTimeMs when the
+    network thread is. 0 by default (a host with idle
     cores: at once); on a host whose cores are shared by busy processes (several JVMs on a few cores) it is
     tenths of a ms and more (`kafkasim calibrate` fits it). Each thread's wait is a fresh draw; a negative
     draw is 0."""
+    handler_wakeup: DurationDistribution | None = None
+    """A request handler's own wait once a put signals it, in place of `wakeup` (which the network threads keep);
+    unset: `wakeup`. Kafka's RequestQueueTimeMs runs from `startTimeNanos`, stamped by the network thread before
+    it builds the request (Processor.processCompletedReceives: the body parsed and, with kafka.request.logger at
+    DEBUG, its JSON built in RequestChannel.Request's constructor), to the handler's return from
+    ArrayBlockingQueue.poll: kafkasim draws all of it as the handler's wait. On the project's machine a request's
+    RequestQueueTimeMs p99 was 0.83-0.97 times its ResponseQueueTimeMs p99 (Produce, FetchFollower,
+    FetchConsumer; medians of five runs), although a response also waits for the network thread's work on other
+    connections; with one `wakeup` for both, a fitted run's was 0.42-0.68 times (docs/calibration.md)."""
 
 
 class BrokerStartup(ScenarioModel):

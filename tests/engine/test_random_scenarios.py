@@ -109,6 +109,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         seen["machine-wakeup-scale"] += data.get("machine_wakeup_scale_per_thread", 0) > 0
         seen["machine-fetcher-weight"] += data.get("machine_fetcher_weight", 1) != 1
         seen["network-complete"] += "network_complete" in broker.get("costs", {})
+        seen["handler-wakeup"] += "handler_wakeup" in broker.get("costs", {})
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
@@ -119,7 +120,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "network_partition", "cluster-nic", "broker-stalls", "machine_stalls", "cores", "disk-and-flushes", "tcp",
         "client-costs", "client-stalls", "idempotence", "unclean-election", "hardware-preset",
         "machine-waker-yields", "machine-preemption-per-thread", "machine-wakeup-scale", "network-complete",
-        "machine-fetcher-weight",
+        "machine-fetcher-weight", "handler-wakeup",
     ]
     assert [w for w in wanted if not seen[w]] == []
 

@@ -15,10 +15,12 @@ from .support import consumer, producer, scenario
 from .test_determinism import table_hash
 
 
-def _run(wakeup: str | dict[str, Any] | None) -> Any:
+def _run(wakeup: str | dict[str, Any] | None, handler: str | None = None) -> Any:
     broker: dict[str, Any] = {}
     if wakeup is not None:
         broker["costs"] = {"wakeup": wakeup}
+    if handler is not None:
+        broker.setdefault("costs", {})["handler_wakeup"] = handler
     return run_scenario(scenario(duration="2s", consumers=[consumer("c1")], broker=broker,
                                  producers=[producer("p1", acks=1, rate="200/s")]))
 
@@ -42,6 +44,20 @@ def test_an_idle_handler_and_an_idle_network_thread_each_wait_the_wakeup_latency
     assert np.isclose(rows["ResponseQueueTimeMs"].median(), 0.3)
     assert (woken.summary["produce_latency"]["acks=1"]["from_intended"]["p50"]
             > base.summary["produce_latency"]["acks=1"]["from_intended"]["p50"] + 0.5)
+
+
+def test_a_handler_wakeup_is_the_handlers_own_and_the_network_threads_keep_wakeup() -> None:
+    """``broker.costs.handler_wakeup`` replaces ``wakeup`` for the request handlers only: a produce's
+    RequestQueueTimeMs is the handler's (0.8 ms), its ResponseQueueTimeMs the network thread's (0.1 ms); unset,
+    both are ``wakeup``'s, drawn as before."""
+    woken = _run("0.1ms", handler="0.8ms")
+    rows = woken.requests[woken.requests["api"] == "Produce"]
+    queued = rows["RequestQueueTimeMs"].to_numpy()
+    assert (queued <= 0.8 + 1e-9).all() and np.isclose(queued, 0.8).mean() > 0.95
+    assert (rows["ResponseQueueTimeMs"] <= 0.1 + 1e-9).all()
+    assert np.isclose(rows["ResponseQueueTimeMs"].median(), 0.1)
+    same, unset = _run("0.1ms", handler="0.1ms"), _run("0.1ms")
+    assert table_hash(same.requests) == table_hash(unset.requests)
 
 
 def test_drawn_wakeups_are_deterministic_and_vary() -> None:
