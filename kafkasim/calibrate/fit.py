@@ -164,7 +164,7 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     # above) spreads as it does.
     idle_p99 = stat("FetchConsumer RequestQueueTimeMs p99")
     if idle and idle_p99 and idle_p99 > idle:
-        start["wakeup_spread"] = idle_p99 / idle
+        start["wakeup_spread"] = start["handler_wakeup_spread"] = idle_p99 / idle
     produce = [v for k, (_, v, _) in measured.items() if k.startswith("produce ") and k.endswith(" p50")]
     total = stat("Produce LocalTimeMs p50")
     if produce and total is not None:
@@ -339,7 +339,8 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         covariance=[[float(x) for x in row] for row in cov], sim_runs=sim_runs)
 
 
-TAILS: tuple[str, ...] = ("service_spread", "append_spread", "wakeup_spread", "wakeup_scale_per_thread",
+TAILS: tuple[str, ...] = ("service_spread", "append_spread", "wakeup_spread", "handler_wakeup_spread",
+                          "wakeup_scale_per_thread",
                           "preempt_every_ms", "preempt_wait_ms",
                           "preempt_wait_spread", "preempt_per_thread", "link_spread",
                           "stall_interval_ms", "stall_median_ms", "stall_spread", "client_stall_interval_ms",

@@ -11,7 +11,8 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | complete_fetch_ms | broker.costs.complete_fetch (a lognormal with the request's spread) | what completing a consumer's fetch adds to a follower fetch's LocalTimeMs (kafkasim.calibrate.completion; also the first guess), end-to-end latency (a parked fetch answered by the request that woke it, after that work) |
 | send_ms | broker.costs.network_send (a lognormal with the request's spread) | ResponseSendTimeMs (a network thread writing a response) |
 | complete_ms | broker.costs.network_complete (a lognormal with the request's spread) | the request logs' produce read after a response (kafkasim.calibrate.pipelined: a network thread's work once a response is written, updateRequestMetrics and the request log's line, before it reads the connection's next request), ResponseQueueTimeMs (a response queued meanwhile waits) |
-| wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a lognormal: its median, p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core); first guesses from a consumer fetch's RequestQueueTimeMs p50 and p99 |
+| wakeup_median_ms, wakeup_spread | broker.costs.wakeup (a lognormal: its median, p99/median) | RequestQueueTimeMs and ResponseQueueTimeMs (a woken thread waiting for a core; the spread is the network threads', handler_wakeup_spread the handlers'); first guesses from a consumer fetch's RequestQueueTimeMs p50 and p99 |
+| handler_wakeup_spread | broker.costs.handler_wakeup (a lognormal: wakeup_median_ms, p99/median) | RequestQueueTimeMs p95 and p99 beside ResponseQueueTimeMs's: a request's wait runs from the network thread's stamp, before it parses the request (and builds the request log's JSON), to a handler's take, where a response's is a woken network thread's |
 | wakeup_per_thread_ms | machine_wakeup_per_thread | RequestQueueTimeMs and ResponseQueueTimeMs p50 of each API: a consumer's fetch mostly arrives when no broker thread runs, an acks=1 produce's response is queued while its handler goes on (kafkasim.sim.machine_load) |
 | wakeup_scale_per_thread | machine_wakeup_scale_per_thread | RequestQueueTimeMs p95 and p99 of each API: how much longer a woken request handler's own wait is for each thread of the machine running then (its long waits come more often on a busy machine: a consumer's fetch mostly arrives when none runs; a network thread's wait does not scale) |
 | fetcher_weight | machine_fetcher_weight | the request logs' produce queue in a turnaround (a produce's RequestQueueTimeMs p50 when it arrived while a follower was between the leader's answer and its next fetch; kafkasim.calibrate.turnaround): how many of the machine's running threads a replica fetcher counts for while it appends |
@@ -90,7 +91,10 @@ PARAMETERS: tuple[Parameter, ...] = (
               "the request logs' produce read after a response (a network thread's work once a response is written, "
               "before it reads the connection's next request), ResponseQueueTimeMs"),
     Parameter("wakeup_median_ms", 0.0005, 20.0, 0.01, "ms", "RequestQueueTimeMs, ResponseQueueTimeMs p50"),
-    Parameter("wakeup_spread", 1.05, 500.0, 3.0, "x", "RequestQueueTimeMs, ResponseQueueTimeMs"),
+    Parameter("wakeup_spread", 1.05, 500.0, 3.0, "x", "ResponseQueueTimeMs (a woken network thread's wait)"),
+    Parameter("handler_wakeup_spread", 1.05, 500.0, 3.0, "x",
+              "RequestQueueTimeMs p95 and p99 beside ResponseQueueTimeMs's (a request's wait from the network "
+              "thread's stamp to a handler's take, beyond a woken network thread's)"),
     Parameter("wakeup_per_thread_ms", 0.0001, 5.0, 0.02, "ms",
               "RequestQueueTimeMs, ResponseQueueTimeMs p50 of each API (a woken thread waits longer the more "
               "threads of the machine run)"),
@@ -128,6 +132,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("consumer_record_ms", 0.0001, 20.0, 0.005, "ms", "end-to-end latency beyond produce latency"),
 )
 BY_NAME = {p.name: p for p in PARAMETERS}
+WAS = {"handler_wakeup_spread": "wakeup_spread"}
+"""A parameter that a preset written before it existed held as another's value: the request handlers drew their
+wake-up from `broker.costs.wakeup` until `broker.costs.handler_wakeup` (2026-12-03), so such a preset's
+handler spread is its `wakeup_spread`, and a refit from it starts where it left off."""
 
 
 def to_log(values: dict[str, float]) -> list[float]:
@@ -173,6 +181,9 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         # presets are fitted from, is written then (Processor.processCompletedSends).
         f"broker.costs.network_complete={_lognormal(v['complete_ms'], v['service_spread'])}",
         f"broker.costs.wakeup={_lognormal(v['wakeup_median_ms'], v['wakeup_spread'])}",
+        # A request handler's own wait, from the network thread's stamp (before it parses the request and, with
+        # the request log on, builds its JSON) to the handler's take: the same median, its own spread.
+        f"broker.costs.handler_wakeup={_lognormal(v['wakeup_median_ms'], v['handler_wakeup_spread'])}",
         f"machine_wakeup_per_thread={_ms(v['wakeup_per_thread_ms'])}",
         f"machine_wakeup_scale_per_thread={v['wakeup_scale_per_thread']!r}",
         f"machine_fetcher_weight={v['fetcher_weight']!r}",

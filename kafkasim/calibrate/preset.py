@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, overrides
+from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, WAS, overrides
 from kafkasim.scenario import Scenario, with_overrides
 
 if TYPE_CHECKING:  # the fit (scipy, the engine) takes seconds to import; reading a preset needs none of it
@@ -113,7 +113,8 @@ def load_preset(path: str | Path) -> Preset:
 def earlier_fit(path: str | Path) -> tuple[dict[str, float], str]:
     """The values a preset kafkasim wrote holds for today's parameters, for a refit to start from, and when it
     was fitted: one written before a parameter existed lacks it (the fit then starts that one from its first
-    guess), so unlike `load_preset` a missing parameter is no error. PresetError if the file is no preset."""
+    guess, or from the one it was before, `WAS`), so unlike `load_preset` a missing parameter is no error.
+    PresetError if the file is no preset."""
     p = Path(path)
     data = _preset_data(p)
     params = data.get("parameters")
@@ -123,6 +124,9 @@ def earlier_fit(path: str | Path) -> tuple[dict[str, float], str]:
         value = entry.get("value") if isinstance(entry, dict) else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             values[name] = parameter.clipped(float(value))
+    for name, was in WAS.items():
+        if name not in values and was in values:
+            values[name] = BY_NAME[name].clipped(values[was])
     fitted = data.get("fitted")
     when = fitted.get("when") if isinstance(fitted, dict) else None
     return values, str(when) if when is not None else "at an unknown time"

@@ -126,6 +126,10 @@ def test_a_refit_starts_from_an_earlier_presets_values_and_first_guesses_what_it
     assert earlier_fit(older) == ({"request_ms": 0.08, "send_ms": BY_NAME["send_ms"].high}, "at an unknown time")
     older.write_text(older.read_text(encoding="utf-8") + "fitted: {when: '2026-11-29T23:03:21Z'}\n", encoding="utf-8")
     assert earlier_fit(older)[1] == "2026-11-29T23:03:21Z"
+    # One written before broker.costs.handler_wakeup drew the handlers' wake-up from wakeup's spread.
+    older.write_text("kind: kafkasim fitted preset\nparameters:\n  wakeup_spread: {value: 37.5}\n", encoding="utf-8")
+    values, _ = earlier_fit(older)
+    assert values["handler_wakeup_spread"] == values["wakeup_spread"] == 37.5
     notes = tmp_path / "notes.yaml"
     notes.write_text("parameters: {}\n", encoding="utf-8")
     with pytest.raises(PresetError, match="not a fitted preset"):
