@@ -77,11 +77,13 @@ def load_preset(path: str | Path) -> Preset:
     if not isinstance(params, dict):
         raise PresetError(f"{p}: parameters: missing (a mapping of {', '.join(BY_NAME)})")
     values: dict[str, float] = {}
+    # Written before a parameter that stands for what another one was (WAS): the old model's exactly.
+    inherited = [name for name, was in WAS.items() if name not in params and was in params]
     for name, parameter in BY_NAME.items():
-        entry = params.get(name)
+        entry = params.get(WAS[name] if name in inherited else name)
         if entry is None:
-            # A preset kafkasim wrote before the parameter existed: its fit never saw that cost, so no value
-            # stands in for it (0 would be a silently changed model).
+            # A preset kafkasim wrote before the parameter existed, one that is no other's old value (WAS): its
+            # fit never saw that cost, so no value stands in for it (0 would be a silently changed model).
             raise PresetError(f"{p}: parameters.{name}: missing: the preset was fitted before kafkasim had "
                               f"this parameter ({parameter.unit}, {parameter.low:g}..{parameter.high:g}); fit "
                               "it again with `kafkasim calibrate RESULT --out FILE` (docs/make_calibration.py "
@@ -97,7 +99,7 @@ def load_preset(path: str | Path) -> Preset:
     unknown = sorted(set(params) - set(BY_NAME))
     if unknown:
         raise PresetError(f"{p}: parameters: unknown {', '.join(unknown)} (allowed: {', '.join(BY_NAME)})")
-    n = len(PARAMETERS)
+    n = len(PARAMETERS) - len(inherited)
     cov = data.get("covariance")
     if cov is None:
         covariance = [[0.0] * n for _ in range(n)]
@@ -106,8 +108,19 @@ def load_preset(path: str | Path) -> Preset:
         covariance = [[float(x) for x in r] for r in cov]
     else:
         raise PresetError(f"{p}: covariance: must be {n} rows of {n} numbers (the parameters' order)")
+    if inherited:
+        covariance = _with_inherited(covariance, inherited)
     fitted = data.get("fitted")
     return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {})
+
+
+def _with_inherited(covariance: list[list[float]], inherited: list[str]) -> list[list[float]]:
+    """A covariance over the parameters but `inherited` (the order of the kafkasim that wrote it) over all of them,
+    each inherited one as its `WAS` is: the same variance and the same covariances, and wholly correlated with it,
+    so a draw of the fitted values gives both the same value (to rounding), as the old model drew one for both."""
+    stored = [p.name for p in PARAMETERS if p.name not in inherited]
+    source = {name: stored.index(WAS[name] if name in inherited else name) for name in BY_NAME}
+    return [[covariance[source[a]][source[b]] for b in BY_NAME] for a in BY_NAME]
 
 
 def earlier_fit(path: str | Path) -> tuple[dict[str, float], str]:
