@@ -77,10 +77,9 @@ def load_preset(path: str | Path) -> Preset:
     if not isinstance(params, dict):
         raise PresetError(f"{p}: parameters: missing (a mapping of {', '.join(BY_NAME)})")
     values: dict[str, float] = {}
-    # Written before a parameter that stands for what another one was (WAS): the old model's exactly.
-    inherited = [name for name, was in WAS.items() if name not in params and was in params]
+    inherited = [name for name in BY_NAME if _stored_as(params, name) != name]
     for name, parameter in BY_NAME.items():
-        entry = params.get(WAS[name] if name in inherited else name)
+        entry = params.get(_stored_as(params, name))
         if entry is None:
             # A preset kafkasim wrote before the parameter existed, one that is no other's old value (WAS): its
             # fit never saw that cost, so no value stands in for it (0 would be a silently changed model).
@@ -114,6 +113,13 @@ def load_preset(path: str | Path) -> Preset:
     return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {})
 
 
+def _stored_as(params: dict[str, Any], name: str) -> str:
+    """The entry of a preset's `parameters` that holds `name`'s value: its own, or in a preset written before it
+    stood for what another parameter was (`WAS`), that one's (the old model's exactly)."""
+    was = WAS.get(name)
+    return was if was is not None and name not in params and was in params else name
+
+
 def _with_inherited(covariance: list[list[float]], inherited: list[str]) -> list[list[float]]:
     """A covariance over the parameters but `inherited` (the order of the kafkasim that wrote it) over all of them,
     each inherited one as its `WAS` is: the same variance and the same covariances, and wholly correlated with it,
@@ -133,13 +139,10 @@ def earlier_fit(path: str | Path) -> tuple[dict[str, float], str]:
     params = data.get("parameters")
     values: dict[str, float] = {}
     for name, parameter in BY_NAME.items():
-        entry = params.get(name) if isinstance(params, dict) else None
+        entry = params.get(_stored_as(params, name)) if isinstance(params, dict) else None
         value = entry.get("value") if isinstance(entry, dict) else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             values[name] = parameter.clipped(float(value))
-    for name, was in WAS.items():
-        if name not in values and was in values:
-            values[name] = BY_NAME[name].clipped(values[was])
     fitted = data.get("fitted")
     when = fitted.get("when") if isinstance(fitted, dict) else None
     return values, str(when) if when is not None else "at an unknown time"
