@@ -108,10 +108,9 @@ class HandlerCosts(ScenarioModel):
     `handler_wakeup` when set) before they run: the first then takes the oldest request, unless a handler that
     asked before it has (Kafka's request queue is one ArrayBlockingQueue), and its wait is the request's
     RequestQueueTimeMs when handlers are idle; the second's is the response's ResponseQueueTimeMs when the
-    network thread is. 0 by default (a host with idle
-    cores: at once); on a host whose cores are shared by busy processes (several JVMs on a few cores) it is
-    tenths of a ms and more (`kafkasim calibrate` fits it). Each thread's wait is a fresh draw; a negative
-    draw is 0."""
+    network thread is. 0 by default (a host with idle cores: at once); on a host whose cores are shared by busy
+    processes (several JVMs on a few cores) it is tenths of a ms and more (`kafkasim calibrate` fits it). Each
+    thread's wait is a fresh draw; a negative draw is 0."""
     handler_wakeup: DurationDistribution | None = None
     """A request handler's own wait once a put signals it, in place of `wakeup` (which the network threads keep);
     unset: `wakeup`. Kafka's RequestQueueTimeMs runs from `startTimeNanos`, stamped by the network thread before

@@ -113,21 +113,20 @@ class Scenario(ScenarioModel):
     none."""
     machine_wakeup_per_thread: Duration = Field(default=0.0, ge=0.0, le=1000.0)
     """Simulator-only: for a cluster on one machine, how much longer a woken broker thread waits before it runs
-    for each broker thread running then on any broker -- a request handler between taking a request and going
-    back for the next, a network thread reading or sending -- beyond its own `broker.costs.wakeup` (a handler's
-    `handler_wakeup` when set). A woken
-    thread on a machine of few cores waits longer the more threads hold them: on the project's machine (2
-    cores, a controller, three brokers and the clients; Kafka 4.3.1) a produce's RequestQueueTimeMs p50 was
-    0.03-0.05 ms with none running when it arrived, 0.05-0.07 with one, 0.08-0.09 with two or more. 0 (the
-    default): no such wait (kafkasim.sim.machine_load; `kafkasim calibrate` fits it)."""
+    for each broker thread running then on any broker -- a request handler between taking a request and going back
+    for the next, a network thread reading or sending -- beyond its own `broker.costs.wakeup` (a handler's
+    `handler_wakeup` when set). A woken thread on a machine of few cores waits longer the more threads hold them:
+    on the project's machine (2 cores, a controller, three brokers and the clients; Kafka 4.3.1) a produce's
+    RequestQueueTimeMs p50 was 0.03-0.05 ms with none running when it arrived, 0.05-0.07 with one, 0.08-0.09 with
+    two or more. 0 (the default): no such wait (kafkasim.sim.machine_load; `kafkasim calibrate` fits it)."""
     machine_wakeup_scale_per_thread: float = Field(default=0.0, ge=0.0, le=1000.0)
-    """Simulator-only: for a cluster on one machine, how much longer a woken request handler's own wait
-    (its draw of `broker.costs.handler_wakeup`, or of `wakeup`) is for each broker thread running then, as a
-    fraction of it: the draw is 1 + this times the running threads longer, so a long wait comes more often on a busy machine. On the project's
-    machine (Kafka 4.3.1) a consumer fetch's RequestQueueTimeMs was above 0.4 ms 1.4-4.9% of the time with no
-    broker thread running when it arrived, 3.6-11% with one, 7.7-18% with two or more. A network thread woken for a
-    response waits its draw alone (kafkasim.sim.machine_load says why). 0 (the default): the draw alone
-    (`kafkasim calibrate` fits it)."""
+    """Simulator-only: for a cluster on one machine, how much longer a woken request handler's own wait (its draw
+    of `broker.costs.handler_wakeup`, or of `wakeup`) is for each broker thread running then, as a fraction of it:
+    the draw is 1 + this times the running threads longer, so a long wait comes more often on a busy machine. On
+    the project's machine (Kafka 4.3.1) a consumer fetch's RequestQueueTimeMs was above 0.4 ms 1.4-4.9% of the
+    time with no broker thread running when it arrived, 3.6-11% with one, 7.7-18% with two or more. A network
+    thread woken for a response waits its draw alone (kafkasim.sim.machine_load says why). 0 (the default): the
+    draw alone (`kafkasim calibrate` fits it)."""
     machine_fetcher_weight: float = Field(default=1.0, ge=0.0, le=1000.0)
     """Simulator-only: for a cluster on one machine, how many of the machine's running threads a follower's replica
     fetcher counts for while it appends (`followers.costs.append`), where `machine_wakeup_per_thread`,
