@@ -113,7 +113,7 @@ def load_preset(path: str | Path) -> Preset:
     return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {})
 
 
-def _stored_as(params: dict[str, Any], name: str) -> str:
+def _stored_as(params: Mapping[str, object], name: str) -> str:
     """The entry of a preset's `parameters` that holds `name`'s value: its own, or in a preset written before it
     stood for what another parameter was (`WAS`), that one's (the old model's exactly)."""
     was = WAS.get(name)
