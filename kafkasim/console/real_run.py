@@ -118,6 +118,10 @@ def real_run_command(options: RunOptions, kafka_home: str | None, *, console: Co
         from kafkasim.real.machine_cpu import describe as describe_cpu
 
         console.print(describe_cpu(shares, result.run_info.get("cpus")), highlight=False, soft_wrap=True)
+    from kafkasim.real.gc_log import describe as describe_gc
+
+    if (collections := describe_gc(result.run_info.get("gc_pauses"))) is not None:
+        console.print(collections, highlight=False, soft_wrap=True)
     console.print(f"results: {saved}", highlight=False, soft_wrap=True)
     console.print(f"figures and report.html: {report_hint(saved)}", highlight=False, soft_wrap=True)
     return EXIT_INTERRUPTED if interrupted else EXIT_OK

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from kafkasim.real import ports as listen_ports
 from kafkasim.real.class_archive import ClassArchive, archive_path
+from kafkasim.real.gc_log import gc_flag
 from kafkasim.real.kafka_libs import KafkaLibs
 from kafkasim.real.netns import HostNetwork
 from kafkasim.real.processes import Proc, Processes
@@ -229,7 +230,7 @@ class RealCluster:
         # (quickstart p50 152 ms with G1 and C2, 19 ms without, same machine). Kafka's rules are the same.
         argv = [
             self.libs.java, "-Xms64m", heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *archive_flags,
-            "-Djava.awt.headless=true",
+            gc_flag(node.directory), "-Djava.awt.headless=true",
             f"-Dkafka.logs.dir={node.directory}", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             "-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
             "-Dcom.sun.management.jmxremote.ssl=false", f"-Dcom.sun.management.jmxremote.port={node.jmx_port}",

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from kafkasim.real import assemble
+from kafkasim.real import assemble, gc_log
 from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.cluster import RealCluster
 from kafkasim.real.config_map import (
@@ -385,7 +385,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
             return proc
 
         driver = tool("driver", CLIENTS_HOST, "-Xmx768m", ["LoadDriver", "run", str(spec_path)],
-                      driver_dir / "stdout.log")
+                      driver_dir / "stdout.log", gc_log.gc_flag(driver_dir))
         _wait_for_file(workdir / "ready", driver, 180.0, stop)
         t0 = int(time.time() * 1000) + GO_DELAY_MS
         go_next = go_file.with_name("go.next")
@@ -432,7 +432,7 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
         result.summary["interrupted_at_ms"] = interrupted_at
     if schedule.errors:
         result.run_info["fault_errors"] = schedule.errors
-    _attach_logs(result, cluster)
+    _attach_logs(result, cluster, workdir / "driver")
     return result
 
 
@@ -580,16 +580,32 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "heartbeats_ms": {f"broker-{b}": times for b, times in sorted(heartbeats.items())},
         "request_log_bad_lines": [str(b) for b in log.bad_lines[:20]],
         "audit_incomplete": sorted(f"{t}-{p}" for t, p in audit.incomplete),
+        "gc_pauses": _gc_pauses(cluster, driver_dir, float(t0), float(scenario.warmup), end),
     }
     del names
     return RunResult(requests, records, timeseries, summary, dump_scenario(scenario.model_copy(update={"seed": seed})),
                      run_info)
 
 
-def _attach_logs(result: RunResult, cluster: RealCluster) -> None:
-    """Keep the Kafka nodes' logs with the result (``kafka/<node>/``): the lines a reader checks a figure by."""
+def _gc_pauses(cluster: RealCluster, driver_dir: Path, t0: float, start: float, end: float) -> dict[str, object]:
+    """Each JVM's garbage-collection pauses after the warm-up (kafkasim.real.gc_log), by node and the driver."""
+    where = {node.name: node.directory for node in cluster.nodes} | {"driver": driver_dir}
+    found: dict[str, object] = {}
+    for name, directory in where.items():
+        logs = gc_log.gc_logs(directory)
+        if logs:
+            found[name] = gc_log.summary([p for log in logs for p in gc_log.pauses(log.read_text().splitlines(), t0)],
+                                      start, end)
+    return {"from_ms": start, "to_ms": end, "jvms": found}
+
+
+def _attach_logs(result: RunResult, cluster: RealCluster, driver_dir: Path) -> None:
+    """Keep the Kafka nodes' logs with the result (``kafka/<node>/``), and every JVM's GC log (the driver's in
+    ``kafka/driver/``): the lines a reader checks a figure by."""
     for node in cluster.nodes:
-        for path in (node.server_log, node.request_log):
+        for path in (node.server_log, node.request_log, *gc_log.gc_logs(node.directory)):
             if path.is_file():
                 result.extra_files[f"{KAFKA_LOGS_DIR}/{node.name}/{path.name}"] = path.read_bytes()
+    for path in gc_log.gc_logs(driver_dir):
+        result.extra_files[f"{KAFKA_LOGS_DIR}/driver/{path.name}"] = path.read_bytes()
     result.run_info["kafka_logs"] = sorted(result.extra_files)

@@ -123,6 +123,10 @@ def pair(kafka_libs: KafkaLibs, tmp_path_factory: pytest.TempPathFactory) -> Cal
             assert real.run_info["pids"] and alive(real.run_info["pids"]) == []
             # The machine's CPU over the load: the run's share is its JVMs' work (kafkasim.real.machine_cpu).
             assert real.run_info["machine_cpu"]["run"] > 0, real.run_info["machine_cpu"]
+            # Every JVM's collector pauses, read from its own GC log, which is kept (kafkasim.real.gc_log).
+            jvms = {"controller", "driver", *real.run_info["brokers"]}
+            assert set(real.run_info["gc_pauses"]["jvms"]) == jvms, real.run_info["gc_pauses"]
+            assert {f.split("/")[1] for f in real.extra_files if "/gc-" in f} == jvms
             # And no network namespace of it (a run with a network partition makes one per host).
             assert netns.ours(os.getpid()) == []
             keep = os.environ.get(RESULTS_ENV)

@@ -68,4 +68,7 @@ def test_ctrl_c_writes_the_results_so_far_exits_130_and_leaves_nothing_running(k
     cpu = info["machine_cpu"]
     assert cpu["run"] > 0 and cpu["run"] + cpu["other"] + cpu["idle"] == pytest.approx(1.0, abs=1e-3)
     assert "during the load: " in text
+    # Every JVM's collector pauses, from its GC log (kafkasim.real.gc_log), in run-info.json and on the screen.
+    assert set(info["gc_pauses"]["jvms"]) == {"controller", "driver", *info["brokers"]}, info["gc_pauses"]
+    assert "the JVMs' garbage collection after the warm-up" in text
     assert len(result.requests) and len(result.records)
