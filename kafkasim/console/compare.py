@@ -76,7 +76,41 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
             console.print()
             console.print(Text(_KIND_TITLES[kind], style="bold underline"))
         console.print(group_table(runs, group))
+    _print_pauses(console, runs)
     _print_bands(console, runs)
+
+
+def pauses_table(runs: Sequence[Run]) -> Table | None:
+    """Each run's stop-the-world pauses per host (kafkasim.report.pauses): a simulated run's stalls beside a real
+    run's garbage collections. None when no run kept any."""
+    from kafkasim.report.pauses import run_pauses
+
+    found = [(run, run_pauses(run.result, run.path)) for run in runs]
+    if all(hosts is None for _run, hosts in found):
+        return None
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("run", "host", "n", "per s", "of time", "p50", "max"):
+        table.add_column(column, justify="left" if column in ("run", "host") else "right", no_wrap=True)
+    for run, hosts in found:
+        if hosts is None:
+            table.add_row(run.letter, "none kept", *(["-"] * 5), style="dim")
+            continue
+        for host in hosts:
+            table.add_row(run.letter, host.host, count(host.count), f"{host.per_second:.2f}", f"{host.share:.1%}",
+                          ms(host.p50_ms) if host.count else "-", ms(host.max_ms) if host.count else "-")
+    return table
+
+
+def _print_pauses(console: Console, runs: Sequence[Run]) -> None:
+    table = pauses_table(runs)
+    if table is None:
+        return
+    console.print()
+    console.print(Text("Stop-the-world pauses per host, begun in the window (ms)", style="bold underline"))
+    console.print(Text("A simulated run's stalls (stalls.parquet; `machine` stops every broker at once); a real "
+                       "run's garbage collections from each JVM's GC log (kafka/<jvm>/gc-*.log; `driver` is "
+                       "every client's JVM).", style="dim"))
+    console.print(table)
 
 
 def _print_bands(console: Console, runs: Sequence[Run]) -> None:

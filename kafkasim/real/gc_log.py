@@ -48,6 +48,10 @@ class Pause:
     kind: str
     """The collection's kind as the JVM names it: "Pause Young", "Pause Full", ..."""
 
+    @property
+    def start_ms(self) -> float:
+        return self.at_ms - self.ms
+
 
 def pauses(lines: Iterable[str], t0_ms: float) -> list[Pause]:
     """The pauses in a GC log's ``lines``, in the run's time; lines that are not a pause are skipped."""
@@ -60,8 +64,9 @@ def pauses(lines: Iterable[str], t0_ms: float) -> list[Pause]:
 
 
 def summary(found: Iterable[Pause], start_ms: float, end_ms: float) -> dict[str, float | int | None]:
-    """The pauses that ended in [start_ms, end_ms]: how many, how often, their total, median and longest."""
-    ms = np.array([p.ms for p in found if start_ms <= p.at_ms <= end_ms], dtype=float)
+    """The pauses that began in [start_ms, end_ms) (as a window counts a simulated run's stalls,
+    kafkasim.record.window): how many, how often, their total, median and longest."""
+    ms = np.array([p.ms for p in found if start_ms <= p.start_ms < end_ms], dtype=float)
     span_s = max(end_ms - start_ms, 0.0) / 1000.0
     return {
         "count": int(len(ms)),

@@ -34,6 +34,7 @@ from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import after_warmup, finite, natural_key, warmup_ms
 from kafkasim.report.latency_scale import apply_latency_scale
 from kafkasim.report.palette import API_ORDER
+from kafkasim.report.pauses import run_pauses
 from kafkasim.report.percentile_axis import format_percentile_axis, percentile_curve
 
 STATS = ("count", "p50", "p95", "p99", "p99.9", "max")
@@ -242,6 +243,9 @@ def comparison_json(runs: Sequence[Run], groups: Sequence[Group]) -> dict[str, A
             }
             for g in groups
         ],
+        # Each run's stop-the-world pauses per host (kafkasim.report.pauses); None for a run that kept none.
+        "pauses": {r.letter: None if (hosts := run_pauses(r.result, r.path)) is None else [h.as_json() for h in hosts]
+                   for r in runs},
     }
 
 
