@@ -463,6 +463,12 @@ def _add_hardware(rng: random.Random, data: dict[str, Any]) -> None:
             topic["unclean.leader.election.enable"] = True
     if rng.random() < 0.1:
         data["hardware"] = {"preset": rng.choice(["kreps-2014", "aws-i3en-6xlarge"])}
+    # A broker's stalls by its load (every so many requests it reads) in place of the clock; last, so that the
+    # draws above are the ones they were before it.
+    stalls = broker.get("stalls")
+    if stalls is not None and rng.random() < 0.5:
+        stalls.pop("interval", None)
+        stalls["every_requests"] = rng.choice([1, 10, 100, 600])
 
 
 def _add_more_faults(rng: random.Random, data: dict[str, Any]) -> None:

@@ -36,7 +36,8 @@ RequestReceiver = Callable[[RequestEnvelope], None]
 class RequestChannel:
     """The request queue, bounded by ``queued.max.requests``, and the way back to the processors."""
 
-    __slots__ = ("env", "queue_size", "request_queue", "processors", "signal_waiters", "_waiting", "_blocked")
+    __slots__ = ("env", "queue_size", "request_queue", "processors", "signal_waiters", "on_request", "_waiting",
+                 "_blocked")
 
     def __init__(self, env: Environment, queue_size: int = 500) -> None:
         self.env = env
@@ -46,6 +47,8 @@ class RequestChannel:
         # Whether a put signals a waiting handler, which takes the oldest request once it runs (its wake-up takes
         # time: KafkaRequestHandlerPool), rather than handing the request to it (it runs at once).
         self.signal_waiters = False
+        # Told of every request a processor puts (kafkasim.run.stalls: a broker's stalls every so many requests).
+        self.on_request: Callable[[], None] | None = None
         # Handlers waiting in receiveRequest, in the order they started waiting.
         self._waiting: deque[RequestReceiver] = deque()
         # Processors blocked in put(), in the order they blocked (each holds its request in ``blocked``).
@@ -61,6 +64,8 @@ class RequestChannel:
 
     def send_request(self, processor: Processor, envelope: RequestEnvelope) -> bool:
         """``processor`` puts ``envelope``; False if the queue is full and the processor now blocks."""
+        if self.on_request is not None:
+            self.on_request()
         waiting = self._waiting
         if waiting and not self.signal_waiters:
             waiting.popleft()(envelope)

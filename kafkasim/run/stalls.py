@@ -1,6 +1,8 @@
 """The hosts' stalls (the scenario's `broker.stalls` and each client's `stalls`): a renewal process per host that
 stops the whole host for a drawn time, by the same pause as a `pause` fault. The machine's (`machine_stalls`): one
-more such process, host ``machine``, whose every stall stops every broker at once.
+more such process, host ``machine``, whose every stall stops every broker at once. A broker's stalls with
+`every_requests` come by count instead of time: each time that many more requests have reached its request
+channel (``BrokerServer.count_requests``), a stall starts at once, or when the one in force ends.
 
 Per host: the first stall starts one `interval` draw after the run's start; each stall lasts a `pause` draw;
 the next one starts an `interval` draw after this one started, or when it ends if that is later (a JVM runs one
@@ -26,6 +28,7 @@ draws, and a scenario without stalls schedules nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkasim.run.faults import FaultTarget, LifecyclePause, PauseCount
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from kafkasim.clients.consumer import Consumer
     from kafkasim.clients.producer import Producer
     from kafkasim.network.messages import RequestEnvelope
+    from kafkasim.network.request_channel import RequestChannel
     from kafkasim.run.cluster import Cluster
     from kafkasim.scenario import Scenario
     from kafkasim.scenario.stalls import Stalls
@@ -54,11 +58,12 @@ class HostStalls:
     """One host's stall process (or the machine's): for every stall it pauses the components of each member
     that is up (through the shared ``PauseCount``) and appends a row to ``rows``."""
 
-    __slots__ = ("c", "host", "members", "pauses", "rows", "_paused", "_interval", "_pause")
+    __slots__ = ("c", "host", "members", "pauses", "rows", "_paused", "_interval", "_pause", "_every", "_count",
+                 "_stalled_until", "_channel")
 
     def __init__(self, c: Cluster, host: str, stalls: Stalls, members: Sequence[Member], pauses: PauseCount,
                  rows: list[StallRow]) -> None:
-        assert stalls.interval is not None and stalls.pause is not None  # only enabled stalls are scheduled
+        assert stalls.enabled and stalls.pause is not None  # only enabled stalls are scheduled
         self.c = c
         self.host = host
         self.members = members
@@ -66,23 +71,60 @@ class HostStalls:
         self.rows = rows
         # The components the stall in force paused (stalls of one process never overlap).
         self._paused: list[FaultTarget] = []
-        self._interval: Callable[[], float] = zero_arg_sampler(stalls.interval, c.streams.stream(f"{host}/stalls/interval"))
+        # A stall every `interval` of time, or (`every_requests`, a broker's) every so many requests it read.
+        self._every: int = stalls.every_requests or 0
+        self._interval: Callable[[], float] | None = None
+        if stalls.interval is not None:
+            self._interval = zero_arg_sampler(stalls.interval, c.streams.stream(f"{host}/stalls/interval"))
         self._pause: Callable[[], float] = zero_arg_sampler(stalls.pause, c.streams.stream(f"{host}/stalls/pause"))
+        self._count = 0
+        self._stalled_until = 0.0
+        # The request channel of the broker process counted (a restart's new process counts from 0).
+        self._channel: RequestChannel | None = None
 
     def start(self) -> None:
-        Call(self.c.env, max(0.0, self._interval()), self._begin)
+        if self._interval is not None:
+            Call(self.c.env, max(0.0, self._interval()), self._begin)
+            return
+        (broker, _components), = self.members  # the scenario allows every_requests on a broker's stalls only
+        assert broker is not None
+        broker.count_requests(partial(self._requested, broker))
 
     def _begin(self, _event: object) -> None:
-        now = float(self.c.env.now)
+        assert self._interval is not None
         duration = max(0.0, self._pause())
         gap = max(0.0, self._interval())
         # The next stall: an interval after this one's start, never before this one ends.
         Call(self.c.env, max(gap, duration), self._begin)
+        self._stall(duration)
+
+    def _requested(self, broker: BrokerServer) -> None:
+        """One more request reached the broker's request channel: the `every_requests`-th since the last stall
+        starts one, as the allocation that fills a young generation starts a collection. A restarted process
+        starts with an empty heap, so its count starts again."""
+        if broker.request_channel is not self._channel:
+            self._channel = broker.request_channel
+            self._count = 0
+        self._count += 1
+        if self._count >= self._every:
+            self._count = 0
+            Call(self.c.env, 0.0, self._begin_counted)
+
+    def _begin_counted(self, _event: object) -> None:
+        now = float(self.c.env.now)
+        if now < self._stalled_until:  # one collection at a time: the next starts when this one ends
+            Call(self.c.env, self._stalled_until - now, self._begin_counted)
+            return
+        self._stall(max(0.0, self._pause()))
+
+    def _stall(self, duration: float) -> None:
         # A crashed broker has no process to stall (the draws are made all the same: the next stalls do not shift).
         paused = [c for broker, components in self.members if broker is None or not broker.crashed for c in components]
         if not paused:
             return
+        now = float(self.c.env.now)
         self._paused = paused
+        self._stalled_until = now + duration
         self.rows.append((self.host, now, duration))
         for component in paused:
             self.pauses.pause(component)

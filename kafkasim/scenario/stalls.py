@@ -14,13 +14,18 @@ swapped-out page. A `pause` fault places one such pause by hand; `stalls:` draws
 
 A preset's fields can be overridden one by one (`{preset: jvm-g1-young, interval: 5s}`). `stalls: {}` is no
 stalls (how a `cluster.overrides` entry spares one broker of `broker.stalls`). Off unless a scenario asks.
+
+A broker's stalls can follow its load instead of the clock: a young collection comes when the young generation
+fills, and what fills it is the requests the broker reads and handles. `every_requests: 600` in place of
+`interval` stalls the broker each time 600 more requests have reached its request channel (measured on a real
+local cluster: a leader collected once per 430-650 requests at every configuration tried, docs/calibration.md).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from kafkasim.scenario.base import ScenarioModel
 from kafkasim.scenario.distributions import (
@@ -67,6 +72,11 @@ class Stalls(ScenarioModel):
     interval: DurationDistribution | None = None
     """Time from one stall's start to the next one's (e.g. {type: exponential, mean: 10s}); a stall never
     starts before the previous one has ended. Its typical value (mean; a lognormal's median) must be >= 1 ms."""
+    every_requests: int | None = Field(default=None, ge=1)
+    """In place of `interval`, a broker's only: a stall each time this many more requests have reached the
+    broker's request channel (`RequestChannel.sendRequest`, every API's alike), counted from the last stall's
+    start, as a JVM collects each time the requests' allocations have filled its young generation. Not for a
+    client or `machine_stalls`, which handle no requests."""
     pause: DurationDistribution | None = None
     """How long each stall lasts (e.g. {type: lognormal, median: 8ms, p99: 30ms}); a negative draw is 0."""
 
@@ -79,6 +89,16 @@ class Stalls(ScenarioModel):
                 object.__setattr__(self, "interval", interval)
             if self.pause is None:
                 object.__setattr__(self, "pause", pause)
+        if self.every_requests is not None:
+            if self.interval is not None and "interval" in self.model_fields_set:
+                fail_at([(("every_requests",), "is given beside interval (allowed: one of them: a stall every "
+                                               "interval of time, or every so many requests)")])
+            # A preset's interval gives way to the count: `{preset: jvm-g1-young, every_requests: 600}`.
+            object.__setattr__(self, "interval", None)
+            if self.pause is None:
+                fail_at([(("pause",), "is required beside every_requests (a duration distribution, e.g. {type: "
+                                      "lognormal, median: 12ms, p99: 25ms})")])
+            return self
         if (self.interval is None) != (self.pause is None):
             missing = "interval" if self.interval is None else "pause"
             fail_at([((missing,), "is required beside " + ("pause" if missing == "interval" else "interval")
@@ -91,4 +111,4 @@ class Stalls(ScenarioModel):
 
     @property
     def enabled(self) -> bool:
-        return self.interval is not None and self.pause is not None
+        return (self.interval is not None or self.every_requests is not None) and self.pause is not None

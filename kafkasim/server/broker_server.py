@@ -171,6 +171,8 @@ class BrokerServer:
         self._started_ms = 0.0
         self._down = False
         self._fault_paused = 0  # pause faults in force (a crash does not end them)
+        # Told of every request a processor of this broker puts, in every process it runs (count_requests).
+        self._on_request: Callable[[], None] | None = None
         self._build_request_plane()
         if load is not None:
             load.add(self.running_threads, self.appending_fetchers)
@@ -211,6 +213,7 @@ class BrokerServer:
             ExpirationReaper(env, rm.fetch_purgatory, stw=self.stw),
         )
         self.request_channel = RequestChannel(env, config.queued_max_requests)
+        self.request_channel.on_request = self._on_request
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
             observer=observer, broker_id=self.broker_id, stw=self.stw, cpu=cpu, load=self.load,
@@ -468,6 +471,12 @@ class BrokerServer:
         self.socket_server.crash()
         for fetcher in self.fetchers:
             fetcher.crash()
+
+    def count_requests(self, callback: Callable[[], None]) -> None:
+        """``callback`` is told of every request this broker's processors put on its request channel, in this
+        process and every restarted one (kafkasim.run.stalls: a broker's stalls every so many requests)."""
+        self._on_request = callback
+        self.request_channel.on_request = callback
 
     def restart(self) -> None:
         """A new process over the same logs (``BrokerServer.startup``): new request plane and fetch sessions,

@@ -93,6 +93,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         broker = data["broker"]
         clients = [*data["producers"], *data["consumers"]]
         seen["broker-stalls"] += "stalls" in broker
+        seen["broker-stalls-every-requests"] += "every_requests" in broker.get("stalls", {})
         seen["machine_stalls"] += "machine_stalls" in data
         seen["cores"] += "cores" in broker
         seen["disk-and-flushes"] += "disk" in broker and any("flush.messages" in t or "flush.ms" in t
@@ -120,7 +121,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "network_partition", "cluster-nic", "broker-stalls", "machine_stalls", "cores", "disk-and-flushes", "tcp",
         "client-costs", "client-stalls", "idempotence", "unclean-election", "hardware-preset",
         "machine-waker-yields", "machine-preemption-per-thread", "machine-wakeup-scale", "network-complete",
-        "machine-fetcher-weight", "handler-wakeup",
+        "machine-fetcher-weight", "handler-wakeup", "broker-stalls-every-requests",
     ]
     assert [w for w in wanted if not seen[w]] == []
 

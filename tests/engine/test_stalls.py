@@ -255,3 +255,39 @@ def test_a_requests_deadline_moves_by_the_stalls_its_client_stood_in_since_it_wa
                 NS(request_id=3, client="p1", client_send_ms=0.0)]
     # fetcher-1: its broker's stall from 15 to 30, then the machine's to 35 (25-30 once); c1: 50 to the end, 80.
     assert stalled_since_sent(rows, cluster, requests, 80.0) == {1: 20.0, 2: 30.0}  # type: ignore[arg-type]
+
+
+EVERY_100 = {"brokers": 3, "overrides": [{"broker": 0, "stalls": {"every_requests": 100, "pause": "50ms"}}]}
+
+
+def _every_100th(result: RunResult, since: float = 0.0, until: float = float("inf")) -> list[float]:
+    """When every 100th request of broker 0's in [since, until) reached its request channel (the processor's stamp,
+    `start_ms`)."""
+    started = result.requests.loc[result.requests["broker"] == 0, "start_ms"].astype(float)
+    started = sorted(started[(started >= since) & (started < until)])
+    return [started[k - 1] for k in range(100, len(started) + 1, 100)]
+
+
+def test_a_broker_stalls_each_time_so_many_more_requests_reached_its_request_channel() -> None:
+    _, result = _run(cluster=EVERY_100)
+    assert result.stalls is not None and set(result.stalls["host"]) == {"broker-0"}
+    # Each stall starts as the 100th request since the last one is put on the channel, every API's alike.
+    assert list(result.stalls["start_ms"]) == _every_100th(result)
+    assert len(result.stalls) >= 4 and (result.stalls["duration_ms"] == 50.0).all()
+    assert set(result.requests.loc[result.requests["broker"] == 0, "api"]) >= {"Produce", "FetchFollower"}
+    # Nothing is read during a stall: the stall's own request was the last before it.
+    for start in result.stalls["start_ms"]:
+        read = result.requests["start_ms"]
+        assert not ((read > start) & (read < start + 50.0) & (result.requests["broker"] == 0)).any()
+
+
+def test_a_broker_that_restarts_counts_its_new_process_requests_and_invariants_hold() -> None:
+    engine, result = _run([{"type": "crash", "target": "broker-0", "at": "800ms", "restart_after": "300ms"}],
+                          cluster=EVERY_100, broker={"startup": {"process_start": "10ms", "log_load": "10ms"}})
+    assert result.stalls is not None
+    starts = list(result.stalls["start_ms"])
+    # The restarted process starts with an empty heap: its count starts again from its first request.
+    assert any(s < 800.0 for s in starts) and any(s > 1100.0 for s in starts)
+    assert starts == _every_100th(result, until=800.0) + _every_100th(result, since=800.0)
+    assert starts != _every_100th(result)  # counting on over the crash would have stalled elsewhere
+    assert not engine.components.broker(0).stw.paused

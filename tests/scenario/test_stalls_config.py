@@ -112,3 +112,34 @@ def test_the_machines_stalls_take_the_same_block_and_reserve_its_name(tmp_path: 
     path.write_text(named + "machine_stalls: {interval: 1s, pause: 1ms}\n")
     assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
     assert f"{path}:9: producers[0].name: name 'machine' is the machine's beside machine_stalls" in capsys.readouterr().err
+
+
+def test_a_brokers_stalls_can_come_every_so_many_requests_and_dump_and_load_back() -> None:
+    s = load_scenario(BASE + "broker:\n  stalls: {every_requests: 600, pause: {type: lognormal, median: 12ms, "
+                             "p99: 25ms}}\n")
+    stalls = s.broker.stalls
+    assert stalls is not None and stalls.enabled and stalls.every_requests == 600 and stalls.interval is None
+    assert load_scenario(dump_scenario(s)) == s
+    # A preset's interval gives way to the count; its pause stays.
+    preset = load_scenario(BASE + "broker:\n  stalls: {preset: jvm-g1-young, every_requests: 600}\n").broker.stalls
+    assert preset is not None and preset.interval is None and preset.pause == DurationLogNormal(median=12.0, p99=35.0)
+    assert load_scenario(dump_scenario(load_scenario(
+        BASE + "broker:\n  stalls: {preset: jvm-g1-young, every_requests: 600}\n"))).broker.stalls == preset
+
+
+@pytest.mark.parametrize(("text", "path", "words"), [
+    (BASE + "broker:\n  stalls: {every_requests: 600, interval: 1s, pause: 1ms}\n", "broker.stalls.every_requests",
+     "is given beside interval"),
+    (BASE + "broker:\n  stalls: {every_requests: 600}\n", "broker.stalls.pause", "is required beside every_requests"),
+    (BASE + "broker:\n  stalls: {every_requests: 0, pause: 1ms}\n", "broker.stalls.every_requests", ""),
+    (BASE + "machine_stalls: {every_requests: 600, pause: 1ms}\n", "machine_stalls.every_requests",
+     "is a broker's only"),
+    (BASE.replace("rate: 10/s}", "rate: 10/s, stalls: {every_requests: 10, pause: 1ms}}"),
+     "producers[0].stalls.every_requests", "a client handles no requests"),
+])
+def test_every_requests_is_a_brokers_and_replaces_interval(text: str, path: str, words: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(text)
+    problems = info.value.problems
+    assert len(problems) == 1, problems
+    assert problems[0].path == path and words in problems[0].message
