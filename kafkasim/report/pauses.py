@@ -17,7 +17,7 @@ import numpy as np
 
 from kafkasim.real import gc_log
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
-from kafkasim.report.frames import warmup_ms
+from kafkasim.report.frames import natural_key, warmup_ms
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ def run_pauses(result: RunResult, directory: Path) -> list[HostPauses] | None:
     if result.run_info.get("engine") == "kafka":
         logs = directory / KAFKA_LOGS_DIR
         t0 = result.run_info.get("epoch_ms_at_0")
-        jvms = sorted(p for p in logs.iterdir() if p.is_dir() and gc_log.gc_logs(p)) if logs.is_dir() else []
+        jvms = [p for p in logs.iterdir() if p.is_dir() and gc_log.gc_logs(p)] if logs.is_dir() else []
+        jvms.sort(key=lambda p: natural_key(p.name))  # broker-2 before broker-10
         if t0 is None or not jvms:
             return None
         out = []
@@ -93,4 +94,4 @@ def run_pauses(result: RunResult, directory: Path) -> list[HostPauses] | None:
     inside = (began >= start) & (began < end)
     hosts = stalls["host"].astype(str).to_numpy()
     durations = stalls["duration_ms"].to_numpy(dtype=float)
-    return [HostPauses(host, durations[inside & (hosts == host)], span) for host in sorted(set(hosts))]
+    return [HostPauses(host, durations[inside & (hosts == host)], span) for host in sorted(set(hosts), key=natural_key)]

@@ -74,9 +74,10 @@ class Stalls(ScenarioModel):
     starts before the previous one has ended. Its typical value (mean; a lognormal's median) must be >= 1 ms."""
     every_requests: int | None = Field(default=None, ge=1)
     """In place of `interval`, a broker's only: a stall each time this many more requests have reached the
-    broker's request channel (`RequestChannel.sendRequest`, every API's alike), counted from the last stall's
-    start, as a JVM collects each time the requests' allocations have filled its young generation. Not for a
-    client or `machine_stalls`, which handle no requests."""
+    broker's request channel (`RequestChannel.sendRequest`, every API's alike), counted from the request that
+    started the last one (a restarted broker's from its first), as a JVM collects each time the requests'
+    allocations have filled its young generation. Not for a client or `machine_stalls`, which handle no
+    requests."""
     pause: DurationDistribution | None = None
     """How long each stall lasts (e.g. {type: lognormal, median: 8ms, p99: 30ms}); a negative draw is 0."""
 

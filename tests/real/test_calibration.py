@@ -104,7 +104,7 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     # The run's brokers' request logs, imported as a production broker's would be, calibrate into a preset.
     logs = []
     for name, data in sorted(measured.extra_files.items()):
-        if "/broker-" in name and not name.endswith("server.log"):
+        if "/broker-" in name and name.endswith("/kafka-request.log"):  # not its server.log nor its GC log
             path = tmp_path / name.replace("/", "_")
             path.write_bytes(data)
             logs.append(path)

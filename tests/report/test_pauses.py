@@ -91,3 +91,12 @@ def test_compare_prints_the_stalls_beside_the_collections_and_nothing_when_neith
     quiet = kafkasim("compare", plain, plain, "--out", tmp_path / "cmp2")
     assert quiet.returncode == 0 and "Stop-the-world" not in quiet.stdout
     assert json.loads((tmp_path / "cmp2" / "compare.json").read_text())["pauses"] == {"A": None, "B": None}
+
+
+def test_hosts_come_in_natural_order(stalled: Path, tmp_path: Path) -> None:
+    real = _as_real(stalled, tmp_path / "real")
+    for name in ("broker-10", "broker-2", "driver"):
+        (real / "kafka" / name).mkdir()
+        (real / "kafka" / name / "gc-1.log").write_text(GC_LOG)
+    hosts = run_pauses(RunResult.load(real), real)
+    assert hosts is not None and [h.host for h in hosts] == ["broker-0", "broker-2", "broker-10", "driver"]
