@@ -63,6 +63,11 @@ def pauses(lines: Iterable[str], t0_ms: float) -> list[Pause]:
     return out
 
 
+def read_pauses(directory: Path, t0_ms: float) -> list[Pause]:
+    """Every pause in the GC logs of ``directory`` (``gc_logs``), in the run's time."""
+    return [p for log in gc_logs(directory) for p in pauses(log.read_text().splitlines(), t0_ms)]
+
+
 def summary(found: Iterable[Pause], start_ms: float, end_ms: float) -> dict[str, float | int | None]:
     """The pauses that began in [start_ms, end_ms) (as a window counts a simulated run's stalls,
     kafkasim.record.window): how many, how often, their total, median and longest."""

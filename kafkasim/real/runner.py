@@ -592,10 +592,8 @@ def _gc_pauses(cluster: RealCluster, driver_dir: Path, t0: float, start: float, 
     where = {node.name: node.directory for node in cluster.nodes} | {"driver": driver_dir}
     found: dict[str, object] = {}
     for name, directory in where.items():
-        logs = gc_log.gc_logs(directory)
-        if logs:
-            found[name] = gc_log.summary([p for log in logs for p in gc_log.pauses(log.read_text().splitlines(), t0)],
-                                      start, end)
+        if gc_log.gc_logs(directory):
+            found[name] = gc_log.summary(gc_log.read_pauses(directory, t0), start, end)
     return {"from_ms": start, "to_ms": end, "jvms": found}
 
 

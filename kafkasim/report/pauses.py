@@ -83,7 +83,7 @@ def run_pauses(result: RunResult, directory: Path) -> list[HostPauses] | None:
             return None
         out = []
         for jvm in jvms:
-            found = [p for log in gc_log.gc_logs(jvm) for p in gc_log.pauses(log.read_text().splitlines(), t0)]
+            found = gc_log.read_pauses(jvm, t0)
             out.append(HostPauses(jvm.name, np.array([p.ms for p in found if start <= p.start_ms < end], dtype=float),
                                   span))
         return out
