@@ -83,9 +83,7 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
 def pauses_table(runs: Sequence[Run]) -> Table | None:
     """Each run's stop-the-world pauses per host (kafkasim.report.pauses): a simulated run's stalls beside a real
     run's garbage collections. None when no run kept any."""
-    from kafkasim.report.pauses import run_pauses
-
-    found = [(run, run_pauses(run.result, run.path)) for run in runs]
+    found = [(run, run.pauses) for run in runs]
     if all(hosts is None for _run, hosts in found):
         return None
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)

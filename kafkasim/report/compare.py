@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import after_warmup, finite, natural_key, warmup_ms
 from kafkasim.report.latency_scale import apply_latency_scale
 from kafkasim.report.palette import API_ORDER
-from kafkasim.report.pauses import run_pauses
+from kafkasim.report.pauses import HostPauses, run_pauses
 from kafkasim.report.percentile_axis import format_percentile_axis, percentile_curve
 
 STATS = ("count", "p50", "p95", "p99", "p99.9", "max")
@@ -70,6 +71,12 @@ class Run:
         if engine == "kafka-request-log":
             return f"{name}, a broker's request log"
         return name
+
+    @cached_property
+    def pauses(self) -> list[HostPauses] | None:
+        """Its hosts' stop-the-world pauses in its window (kafkasim.report.pauses), read once for the table and
+        compare.json."""
+        return run_pauses(self.result, self.path)
 
     @property
     def cannot_show(self) -> str | None:
@@ -244,8 +251,7 @@ def comparison_json(runs: Sequence[Run], groups: Sequence[Group]) -> dict[str, A
             for g in groups
         ],
         # Each run's stop-the-world pauses per host (kafkasim.report.pauses); None for a run that kept none.
-        "pauses": {r.letter: None if (hosts := run_pauses(r.result, r.path)) is None else [h.as_json() for h in hosts]
-                   for r in runs},
+        "pauses": {r.letter: None if r.pauses is None else [h.as_json() for h in r.pauses] for r in runs},
     }
 
 
