@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafkasim import KAFKA_VERSION, load_scenario  # noqa: E402
+from kafkasim.calibrate.collector import Collector, measure  # noqa: E402
 from kafkasim.calibrate.completion import completion_gaps, median_of_medians  # noqa: E402
 from kafkasim.calibrate.fit import TAILS, fit, run_seeds, starting_point, with_tails  # noqa: E402
 from kafkasim.calibrate.held_out import (  # noqa: E402
@@ -58,6 +59,7 @@ from kafkasim.calibrate.preset import (  # noqa: E402
     document,
     earlier_fit,
     load_preset,
+    with_collector,
     write_preset,
 )
 from kafkasim.calibrate.targets import measured as medians_of  # noqa: E402
@@ -92,13 +94,14 @@ def gap_ms(requests: pd.DataFrame) -> float | None:
     return None if gap is None else round(gap, 4)
 
 
-def fitted_run(values: dict[str, float], sim_ms: float, sim_runs: int) -> tuple[dict[str, float], float | None]:
-    """The fitted run of the base scenario (`sim_runs` runs `sim_ms` long at the fit's seeds): its statistics (each
-    one's median over the runs) and its completion gap (the median of the runs'), which the fit leaves out
-    (docs/calibration.md) and the pages show beside the real runs'."""
+def fitted_run(values: dict[str, float], sim_ms: float, sim_runs: int,
+               collector: Collector | None) -> tuple[dict[str, float], float | None]:
+    """The fitted run of the base scenario (`sim_runs` runs `sim_ms` long at the fit's seeds, the brokers stalling
+    as the measured `collector` says): its statistics (each one's median over the runs) and its completion gap (the
+    median of the runs'), which the fit leaves out (docs/calibration.md) and the pages show beside the real runs'."""
     scenario = load_scenario(BASE)
     run = shortened(scenario, sim_ms)
-    run = with_overrides(run, parameter_overrides(values, run))
+    run = with_overrides(run, parameter_overrides(values, run, collector))
     results = [Engine(run, seed=seed).run() for seed in run_seeds(run.seed, sim_runs)]
     got = medians_of([with_request_log(r.summary, r.requests) for r in results])
     gaps = [g for g in (gap_ms(r.requests) for r in results) if g is not None]
@@ -147,7 +150,7 @@ def predict_again() -> int:
     sim_ms = float(data["sim_seconds"]) * 1000.0
     sim_runs = int(data.get("sim_runs", 1))
     print(f"the fitted run ({sim_runs} x {sim_ms / 1000:g} s) ...", flush=True)
-    got, gap = fitted_run(preset.values, sim_ms, sim_runs)
+    got, gap = fitted_run(preset.values, sim_ms, sim_runs, preset.collector)
     for row in data["fit"]:
         row["fitted"] = round(got[row["statistic"]], 4) if row["statistic"] in got else None
     if isinstance(data.get("completion_gap"), dict):
@@ -223,7 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     base = bases[0]
     real: dict[str, list[RunResult]] = made
 
-    scenario = load_scenario(base.scenario_yaml or "")
+    # The leader's collector, measured from the base runs' GC logs: the fit's brokers stall as it did
+    # (kafkasim.calibrate.collector), and the machine's stalls are fitted for the rest.
+    gc = measure([(work / f"base-{i + 1}", b) for i, b in enumerate(bases)])
+    print(gc.said, flush=True)
+    scenario = with_collector(load_scenario(base.scenario_yaml or ""), gc.collector)
     measured = [b.summary for b in bases]
     jobs = max(1, os.cpu_count() or 1)
 
@@ -251,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = document(fitted, source=f"the medians of {len(bases)} real runs of {BASE.relative_to(ROOT)} "
                    f"(docs/make_calibration.py){started}",
                    scenario=scenario, run_info=base.run_info, when=when, machine=machine,
-                   machine_cpu=base_cpu)
+                   machine_cpu=base_cpu, collector=gc.collector)
     write_preset(PRESET, doc)
     preset = load_preset(PRESET)
     print(f"wrote {PRESET.relative_to(ROOT)}", flush=True)
@@ -263,13 +270,14 @@ def main(argv: list[str] | None = None) -> int:
     fit_rows = [{"statistic": r["statistic"], "measured": r["measured_ms"], "fitted": r["fitted_ms"],
                  "real_runs": [round(s[r["statistic"]][1], 4) for s in each if r["statistic"] in s]}
                 for r in doc["fit"]]
-    _stats, fitted_gap = fitted_run(preset.values, args.sim_ms, args.sim_runs)
+    _stats, fitted_gap = fitted_run(preset.values, args.sim_ms, args.sim_runs, preset.collector)
     data = {"when": when, "machine": machine, "kafka": KAFKA_VERSION, "preset": str(PRESET.relative_to(ROOT)),
             "fit_seconds": round(fitted.seconds, 1), "evaluations": fitted.evaluations, "runs": args.runs,
             "base_runs": len(bases),
             "draws": args.draws, "sim_seconds": args.sim_ms / 1000, "sim_runs": args.sim_runs,
             "predict_seconds": args.predict_ms / 1000,
             "fit": fit_rows, "predictions": rows,
+            "collector": None if gc.collector is None else gc.collector.as_json(),
             "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap},
             "machine_cpu": {"base": base_cpu,
                             "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]}}

@@ -101,6 +101,7 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'counted->',
         '_of(data)',
         '_medians(data)',
+        '_collector(data)',
         'section(data)',
         'write_section(data)',
         'findings(data)',

@@ -89,6 +89,16 @@ def _again(data: dict[str, object]) -> str:
             "change of the model).")
 
 
+def _collector(data: dict[str, Any]) -> str:
+    """What the pages say of the leader's collector the fit and the predictions ran with, when it was measured."""
+    gc = data.get("collector")
+    if not isinstance(gc, dict):
+        return ""
+    return (f" Every simulated broker collected as the fitted runs' leaders did by their GC logs, measured, not fitted: "
+            f"a pause every {gc['every_requests']} requests it read, median {gc['pause_median_ms']:g} ms, p99 "
+            f"{gc['pause_p99_ms']:g} ms ({gc['pauses']} pauses in {gc['runs']} runs; kafkasim.calibrate.collector).")
+
+
 def section(data: dict[str, Any]) -> str:
     """The "Calibration" section of docs/validation.md."""
     rows = data["predictions"]
@@ -105,7 +115,7 @@ def section(data: dict[str, Any]) -> str:
            f"{data['runs']} real runs. A prediction is within when "
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
-           f"predictions are within.{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
+           f"predictions are within.{_collector(data)}{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
            "| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
            "verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows:

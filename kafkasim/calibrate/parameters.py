@@ -48,15 +48,21 @@ the time against 4-5% by chance, and with a stall process per broker the fitted 
 times Kafka's, as a record's way to its consumer crosses three brokers' stalls. One more process is fitted
 for the clients (each client draws its own stalls from its own stream). A client's link latency stands for
 everything between its application and the broker's socket that kafkasim does not model apart: its network
-thread's wake-ups as much as the wire.
+thread's wake-ups as much as the wire. Where the real runs kept their GC logs, each broker's own collector comes
+on top, measured rather than fitted (kafkasim.calibrate.collector): a pause after so many of its requests, which
+the machine's stalls then need not stand for.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafkasim.scenario import Scenario
+
+if TYPE_CHECKING:
+    from kafkasim.calibrate.collector import Collector
 
 
 @dataclass(frozen=True)
@@ -155,9 +161,10 @@ def _lognormal(median: float, spread: float) -> str:
     return f"{{type: lognormal, median: {_ms(median)}, p99: {_ms(median * spread)}}}"
 
 
-def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
+def overrides(values: dict[str, float], scenario: Scenario, collector: Collector | None = None) -> list[str]:
     """The `--set` lines that give `scenario` these parameter values (one per scenario key, every producer
-    and consumer of the scenario included)."""
+    and consumer of the scenario included), and every broker the measured `collector`'s stalls (not a parameter:
+    kafkasim.calibrate.collector)."""
     v = values
     latency = _lognormal(v["link_median_ms"], v["link_spread"])
     stalls = (f"{{interval: {{type: exponential, mean: {_ms(v['stall_interval_ms'])}}}, "
@@ -194,6 +201,8 @@ def overrides(values: dict[str, float], scenario: Scenario) -> list[str]:
         # completed only after the response it queued is sent (the request logs' completion gap, 0.19-0.24 ms).
         "machine_wakeup_preempts=true",
         f"machine_stalls={stalls}",
+        # Each broker's own collector, measured from the leader's GC log: a pause after so many of its requests.
+        *([f"broker.stalls={collector.stalls()}"] if collector is not None else []),
         f"network.default_link.latency={latency}",
         # Every client's own link too: a result's scenario.yaml writes each one out (kafkasim dumps the
         # resolved scenario), so the default alone would reach none of them.

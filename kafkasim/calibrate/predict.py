@@ -69,7 +69,7 @@ def predict(scenario: Scenario, preset: Preset, *, draws: int = 4, seed: int | N
     for i, values in enumerate(sets):
         if i > 0 and should_stop is not None and should_stop():
             break
-        run, _kept = applied(scenario, values)
+        run, _kept = applied(scenario, values, preset.collector)
         summaries = [fitted_summary if i == 0 and j == 0 and fitted_summary is not None
                      else Engine(run, seed=s).run().summary for j, s in enumerate(seeds)]
         results.append({k: v for k, (_g, v, _n) in measured(summaries).items()})

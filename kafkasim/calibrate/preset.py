@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from kafkasim.calibrate.collector import Collector, CollectorError, from_json
 from kafkasim.calibrate.parameters import BY_NAME, PARAMETERS, WAS, overrides
 from kafkasim.scenario import Scenario, with_overrides
 
@@ -39,6 +40,9 @@ class Preset:
     covariance: list[list[float]]
     """Of the parameters' natural logs, in PARAMETERS' order; all zeros when the file gives none."""
     fitted: dict[str, Any]
+    collector: Collector | None = None
+    """The leader's collector measured from the runs' GC logs (kafkasim.calibrate.collector); None in a preset
+    fitted without them: its brokers stall by the machine's stalls alone."""
 
 
 def write_preset(path: Path, document: dict[str, Any]) -> None:
@@ -110,7 +114,17 @@ def load_preset(path: str | Path) -> Preset:
     if inherited:
         covariance = _with_inherited(covariance, inherited)
     fitted = data.get("fitted")
-    return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {})
+    block = data.get("collector")
+    collector = None
+    if block is not None:
+        if not isinstance(block, dict):
+            raise PresetError(f"{p}: collector: not a mapping (every_requests, pause_median_ms, pause_p99_ms, "
+                              "pauses, requests, runs)")
+        try:
+            collector = from_json(block)
+        except CollectorError as exc:
+            raise PresetError(f"{p}: collector.{exc}") from None
+    return Preset(str(p), values, covariance, fitted if isinstance(fitted, dict) else {}, collector)
 
 
 def _stored_as(params: Mapping[str, object], name: str) -> str:
@@ -165,11 +179,12 @@ def _is_set(data: Any, key_path: str) -> bool:
     return True
 
 
-def applied(scenario: Scenario, values: dict[str, float]) -> tuple[Scenario, list[str]]:
-    """`scenario` with the parameter values where it leaves them out; and the scenario keys it writes itself,
-    which keep the scenario's value."""
+def applied(scenario: Scenario, values: dict[str, float],
+            collector: Collector | None = None) -> tuple[Scenario, list[str]]:
+    """`scenario` with the parameter values (and a preset's measured `collector`) where it leaves them out; and the
+    scenario keys it writes itself, which keep the scenario's value."""
     written = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    lines = overrides(values, scenario)
+    lines = overrides(values, scenario, collector)
     # A default link latency the scenario writes is every link's that does not write its own: the preset's
     # per-link latencies would override it, so they are kept out too.
     default_written = _is_set(written, "network.default_link.latency")
@@ -179,10 +194,21 @@ def applied(scenario: Scenario, values: dict[str, float]) -> tuple[Scenario, lis
     return (with_overrides(scenario, wanted) if wanted else scenario), kept
 
 
+def with_collector(scenario: Scenario, collector: Collector | None) -> Scenario:
+    """`scenario` with the measured `collector`'s broker stalls, as a fit runs it, unless it writes `broker.stalls`
+    itself (which wins, as in `applied`)."""
+    written = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if collector is None or _is_set(written, "broker.stalls"):
+        return scenario
+    return with_overrides(scenario, [f"broker.stalls={collector.stalls()}"])
+
+
 def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict[str, Any], when: str,
-             machine: str, machine_cpu: Sequence[Mapping[str, float] | None] | None = None) -> dict[str, Any]:
+             machine: str, machine_cpu: Sequence[Mapping[str, float] | None] | None = None,
+             collector: Collector | None = None) -> dict[str, Any]:
     """The preset file's content for a fit of the run in `source`. `machine_cpu`: each measured run's
-    run-info.json `machine_cpu` (kafkasim.real.machine_cpu; None for a run without it), kept when one has it."""
+    run-info.json `machine_cpu` (kafkasim.real.machine_cpu; None for a run without it), kept when one has it.
+    `collector`: the leader's collector measured from the runs' GC logs, which the fit ran with."""
     f = fit_result
     # run-info.json: a real run's says `engine: kafka` and its version; a simulated run's has neither.
     kafka = run_info.get("kafka_version") if isinstance(run_info.get("kafka_version"), str) else None
@@ -224,9 +250,11 @@ def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict
                if machine_cpu and any(m is not None for m in machine_cpu) else {}),
         },
         "parameters": parameters,
+        # Measured, not fitted (kafkasim.calibrate.collector): every broker stalls after so many of its requests.
+        **({"collector": collector.as_json()} if collector is not None else {}),
         "fit": [{"statistic": t.key, "measured_ms": round(t.value, 4),
                  "fitted_ms": None if t.key not in f.fitted else round(f.fitted[t.key], 4),
                  "before_ms": None if t.key not in f.before else round(f.before[t.key], 4)} for t in f.targets],
         "covariance": [[float(f"{x:.6g}") for x in row] for row in f.covariance],
-        "set": overrides(f.values, scenario),
+        "set": overrides(f.values, scenario, collector),
     }

@@ -26,8 +26,9 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
                       sim_runs: int = 1, console: Console | None = None) -> int:
     """Everything `kafkasim calibrate` does; returns the exit code. Several results are runs of one scenario:
     the fit reproduces each statistic's median over them."""
+    from kafkasim.calibrate.collector import measure
     from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
-    from kafkasim.calibrate.preset import document, is_preset_file, write_preset
+    from kafkasim.calibrate.preset import document, is_preset_file, with_collector, write_preset
     from kafkasim.calibrate.targets import MIN_COUNT, targets
     from kafkasim.record.result import ResultDirectoryError, RunResult
     from kafkasim.scenario import ScenarioError, load_scenario
@@ -107,6 +108,11 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
         said = shared_machine(shared.run_info.get("machine_cpu"))
         if said is not None:
             print(f"kafkasim: note: {shared_dir}: {said}; the fit takes those waits for Kafka's", file=sys.stderr)
+    # The leader's collector, measured from the runs' GC logs where they kept them: every broker of the fit
+    # stalls after as many of its requests (kafkasim.calibrate.collector).
+    gc = measure([(Path(d), r) for d, r in zip(dirs, results, strict=True)])
+    print(f"kafkasim: note: {gc.said}", file=sys.stderr)
+    scenario = with_collector(scenario, gc.collector)
     # Imported once the input is known good: scipy and the engine take seconds to load, a mistyped path should not.
     from kafkasim.calibrate.fit import fit
 
@@ -131,7 +137,7 @@ def calibrate_command(result_dirs: str | list[str], out: str, *, scenario_file: 
         source = f"the medians of {len(dirs)} runs: {source}"
     doc = document(fitted, source=source, scenario=scenario, run_info=result.run_info,
                    when=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), machine=_machine(),
-                   machine_cpu=[r.run_info.get("machine_cpu") for r in results])
+                   machine_cpu=[r.run_info.get("machine_cpu") for r in results], collector=gc.collector)
     write_preset(target, doc)
     _print_parameters(console, doc)
     _print_fit(console, doc)

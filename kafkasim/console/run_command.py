@@ -87,10 +87,13 @@ def with_preset(scenario: Scenario, path: str) -> tuple[Scenario, Preset]:
         preset = load_preset(path)
     except PresetError as exc:
         raise UsageProblem(f"--preset {exc}") from None
-    result, kept = applied(scenario, preset.values)
+    result, kept = applied(scenario, preset.values, preset.collector)
     fitted = preset.fitted
     origin = f"fitted {fitted.get('when', '?')} on {fitted.get('measured_on', '?')}"
+    collector = (f"; its brokers' collector (a pause every {preset.collector.every_requests} requests, measured)"
+                 if preset.collector is not None else "")
     print(f"kafkasim: preset {path} ({origin}): its costs, link latency and stalls where the scenario sets none"
+          + collector
           + (f"; the scenario's own {', '.join(kept)} kept" if kept else ""), file=sys.stderr, flush=True)
     return result, preset
 

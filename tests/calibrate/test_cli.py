@@ -35,7 +35,15 @@ def again(measured: Path) -> Path:
     # As a real run on a shared machine records it (kafkasim.real.machine_cpu): the fit says so.
     info = json.loads((out / "run-info.json").read_text())
     info["machine_cpu"] = {"run": 0.5, "other": 0.12, "idle": 0.38, "steal": 0.08}
+    # And its brokers' GC logs, as a real run keeps them (kafkasim.real.gc_log): six pauses of the leader after the
+    # warm-up, from which the fit's brokers collect (kafkasim.calibrate.collector).
+    info |= {"engine": "kafka", "epoch_ms_at_0": 1_700_000_000_000}
     (out / "run-info.json").write_text(json.dumps(info))
+    for broker in RunResult.load(out).requests["broker"].unique():
+        (out / "kafka" / f"broker-{broker}").mkdir(parents=True)
+        (out / "kafka" / f"broker-{broker}" / "gc-7.log").write_text("".join(
+            f"[{1_700_000_000_000 + 600 + 200 * i + 3}ms] GC({i}) Pause Young (Allocation Failure) 9M->2M(30M) "
+            f"{3 + i / 10:.3f}ms\n" for i in range(6)))
     return out
 
 
@@ -50,6 +58,7 @@ def preset(measured: Path, again: Path) -> Path:
     assert (f"kafkasim: note: {measured.parent / 'again'}: other work took 12% of the machine's cores during the load "
             "and the hypervisor 8% (steal); the fit takes those waits for Kafka's") in done.stderr
     assert f"note: {measured}:" not in done.stderr
+    assert "kafkasim: note: the leader's collector, from 1 runs' GC logs: a pause every " in done.stderr
     return path
 
 
@@ -71,7 +80,11 @@ def test_the_preset_says_what_it_was_fitted_on_and_how_well(preset: Path, measur
     # give. With six digits a run of the preset was not the fitted run: a change in the sixth digit moves an event
     # past another, and from there the run draws differently (the committed preset's Produce RequestQueueTimeMs
     # p99 was 1.90 ms in the fit and 1.77 from the file).
-    assert overrides(load_preset(preset).values, load_scenario(QUICKSTART)) == data["set"]
+    collector = load_preset(preset).collector
+    assert collector is not None and data["collector"] == collector.as_json()
+    assert (collector.pauses, collector.runs, collector.pause_median_ms) == (6, 1, 3.25)
+    assert overrides(load_preset(preset).values, load_scenario(QUICKSTART), collector) == data["set"]
+    assert f"broker.stalls={collector.stalls()}" in data["set"]
 
 
 def test_run_with_the_preset_uses_its_values_and_keeps_the_scenarios_own(preset: Path, tmp_path: Path) -> None:
@@ -96,6 +109,10 @@ def test_run_with_the_preset_uses_its_values_and_keeps_the_scenarios_own(preset:
     assert resolved.machine_preemption is not None
     assert resolved.machine_preemption.every == pytest.approx(load_preset(preset).values["preempt_every_ms"])
     assert resolved.broker.costs.network_send.value == 0.5  # type: ignore[union-attr]
+    # Every broker collects as the measured leader did, and the run says so.
+    every = load_preset(preset).collector.every_requests  # type: ignore[union-attr]
+    assert resolved.broker.stalls.every_requests == every
+    assert f"its brokers' collector (a pause every {every} requests, measured)" in done.stderr
     assert resolved.producers[0].link is not None and resolved.producers[0].link.latency.median == pytest.approx(  # type: ignore[union-attr]
         load_preset(preset).values["link_median_ms"])
 

@@ -62,6 +62,15 @@ def test_the_section_replaces_its_old_self_and_keeps_the_rest(tmp_path: Path) ->
     assert f"{sum(r['verdict'] == 'within' for r in data['predictions'])} of {len(data['predictions'])}" in text
 
 
+def test_the_section_says_how_the_brokers_collected_when_it_was_measured() -> None:
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    gc = {"every_requests": 640, "pause_median_ms": 11.2, "pause_p99_ms": 19.5, "pauses": 120, "requests": 76800,
+          "runs": 5}
+    assert ("a pause every 640 requests it read, median 11.2 ms, p99 19.5 ms (120 pauses in 5 runs"
+            in section(data | {"collector": gc}))
+    assert "a pause every" not in section(data | {"collector": None})
+
+
 def test_the_table_holds_each_predicted_statistic_of_each_configuration() -> None:
     """docs/calibration.json as docs/make_calibration.py writes it: every configuration, each statistic it has
     of PREDICTED (produce latency of its acks, end to end), each with three real runs and its verdict."""
@@ -118,7 +127,8 @@ def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kep
     monkeypatch.setattr(script, "real_run", None)  # a real run would fail here
     asked: list[tuple[float, int]] = []
 
-    def fitted_run(values: dict[str, float], sim_ms: float, sim_runs: int) -> tuple[dict[str, float], float | None]:
+    def fitted_run(values: dict[str, float], sim_ms: float, sim_runs: int,
+                   collector: object) -> tuple[dict[str, float], float | None]:
         asked.append((sim_ms, sim_runs))
         return {row["statistic"]: 2 * row["measured"] for row in kept["fit"]}, 0.123
 

@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from kafkasim import load_scenario
+from kafkasim.calibrate.collector import measure
 from kafkasim.calibrate.fit import fit
 from kafkasim.calibrate.parameters import PARAMETERS, min_evaluations
 from kafkasim.calibrate.predict import predict
@@ -66,6 +67,11 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     base = shortened(with_overrides(load_scenario(BASE), ["warmup=2s"]), 10_000.0)
     measured = run_on_kafka(base, libs=kafka_libs, say=lambda m: print(f"[calibration_base] {m}", flush=True))
     assert measured.run_info["pids"] and alive(measured.run_info["pids"]) == []
+    # The leader's collector, measured from the run's own GC log beside its request log: a JVM pausing once per
+    # some hundreds of requests (430-650 in the runs of docs/calibration.md), each pause some milliseconds.
+    measured.save(tmp_path / "base")
+    gc = measure([(tmp_path / "base", RunResult.load(tmp_path / "base"))]).collector
+    assert gc is not None and 50 <= gc.every_requests <= 5000 and 0.1 <= gc.pause_median_ms <= 200, gc
     project = load_preset(ROOT / "presets" / "this-machine.yaml")
     # The body's four (each phase's p50), from the project's preset: one Jacobian and one step.
     free = ("request_ms", "send_ms", "wakeup_median_ms", "link_median_ms")
@@ -120,6 +126,8 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     # A request log has the broker's breakdown only: no client latency was fitted.
     assert written["fit"] and all(not row["statistic"].startswith(("produce", "end to end"))
                                   for row in written["fit"])
+    # An imported request log keeps no GC log: the preset's brokers stall by the fitted machine stalls alone.
+    assert "collector" not in written and "no run kept its brokers' GC logs" in done.stderr
     load_preset(preset)
     if loaded:
         pytest.xfail(f"{why}: {outside}")
