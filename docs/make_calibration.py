@@ -12,7 +12,9 @@ docs/validation.md.
    statistics (one run on this machine can be half again slower than the next), coarse to fine: every
    parameter on 10 s simulated runs, then the tails' parameters on five runs of the real runs' length (each
    statistic their median, as the real runs'). The preset is written to
-   presets/this-machine.yaml (with the date, the Kafka version and the runs it came from).
+   presets/this-machine.yaml (with the date, the Kafka version and the runs it came from). The leader's garbage
+   collector is measured from the base runs' GC logs, not fitted: every simulated broker of the fit and of the
+   predictions pauses after as many of its requests (kafkasim.calibrate.collector).
 2. Three real runs of each held-out configuration: acks=all with linger.ms=5 at 200 records/s; 6 partitions;
    4 KiB records. The runs of step 1 and 2 are made in rounds (base, acks=all, 6 partitions, 4 KiB, then again),
    so the machine's drift over the runs falls on every configuration alike.
