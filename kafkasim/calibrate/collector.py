@@ -95,16 +95,13 @@ def measure(runs: Sequence[tuple[Path, RunResult]]) -> Measured:
     real run made before kafkasim kept them) or the leaders paused fewer than MIN_PAUSES times."""
     import numpy as np
 
-    from kafkasim.real import gc_log
-    from kafkasim.record.result import KAFKA_LOGS_DIR
-    from kafkasim.report.pauses import window_of
+    from kafkasim.report.pauses import run_pauses, window_of
 
     durations: list[float] = []
     requests = 0
     measured_runs = 0
     for directory, result in runs:
-        t0 = result.run_info.get("epoch_ms_at_0")
-        if result.run_info.get("engine") != "kafka" or t0 is None:
+        if result.run_info.get("engine") != "kafka":
             continue
         start, end = window_of(result)
         frame = result.requests
@@ -112,11 +109,11 @@ def measure(runs: Sequence[tuple[Path, RunResult]]) -> Measured:
         if inside.empty:
             continue
         counts = inside["broker"].value_counts()
-        leader = int(counts.index[0])
-        logs = directory / KAFKA_LOGS_DIR / f"broker-{leader}"
-        if not gc_log.gc_logs(logs):
+        # Each JVM's pauses begun in the same window, as `kafkasim compare` counts them.
+        leader = [h for h in run_pauses(result, directory) or () if h.host == f"broker-{int(counts.index[0])}"]
+        if not leader:
             continue
-        durations += [p.ms for p in gc_log.read_pauses(logs, float(t0)) if start <= p.start_ms < end]
+        durations += [float(ms) for ms in leader[0].durations_ms]
         requests += int(counts.iloc[0])
         measured_runs += 1
     if measured_runs == 0:
