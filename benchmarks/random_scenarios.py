@@ -358,6 +358,15 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
     machine_rng = random.Random(f"{seed}/machine")
     if machine_rng.random() < MACHINE_SHARE:
         _add_machine(machine_rng, data)
+    # A broker's collector filled by its replica fetchers' responses too (every_fetches, a follower's
+    # fetch_pause): its own stream, drawn last, so a seed that draws none of it generates the scenario it did.
+    fetch_rng = random.Random(f"{seed}/fetch-stalls")
+    stalls = data["broker"].get("stalls")
+    if stalls is not None and fetch_rng.random() < 0.5:
+        stalls.pop("interval", None)
+        stalls["every_fetches"] = fetch_rng.choice([1, 10, 100, 1000])
+        if fetch_rng.random() < 0.5:
+            stalls["fetch_pause"] = {"type": "lognormal", "median": _ms(fetch_rng.choice([0.5, 4.0])), "p99": _ms(15.0)}
     data["faults"] = _without_crashes_of_crashed_brokers(data["faults"])
     return data
 

@@ -14,7 +14,8 @@ docs/validation.md.
    statistic their median, as the real runs'). The preset is written to
    presets/this-machine.yaml (with the date, the Kafka version and the runs it came from). The leader's garbage
    collector is measured from the base runs' GC logs, not fitted: every simulated broker of the fit and of the
-   predictions pauses after as many of its requests (kafkasim.calibrate.collector).
+   predictions pauses after as many of its requests, and after as many fetch responses as the followers did
+   (kafkasim.calibrate.collector).
 2. Three real runs of each held-out configuration: acks=all with linger.ms=5 at 200 records/s; 6 partitions;
    4 KiB records. The runs of step 1 and 2 are made in rounds (base, acks=all, 6 partitions, 4 KiB, then again),
    so the machine's drift over the runs falls on every configuration alike.

@@ -10,20 +10,27 @@ requests it read in each of four configurations, its pauses per second from 0.65
 own requests, so a configuration with more requests collects more often, as Kafka's does, where a fitted stall
 rate would be the fitted configuration's.
 
+A follower reads no requests but allocates for every fetch response its replica fetchers receive: its collector is
+measured too, as fetch responses per pause (the followers' FetchFollower requests in the leader's request log, the
+pauses their own GC logs began) and its pauses' median and p99 (shorter than the leader's: fewer live objects to
+copy), and the preset gives every broker `every_fetches` and `fetch_pause` beside `every_requests`.
+
 Simplified: the count is of the Produce and Fetch requests the run's request log keeps (kafkasim.real.assemble),
 where a simulated broker counts every request its channel takes (a few Metadata requests at a client's start
-besides); a follower, which reads no requests in kafkasim (its replica fetcher sends them), never collects, where
-Kafka's followers paused about a seventh as often as the leader.
+besides).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a preset is read (kafkasim.calibrate.preset) without pandas or the result's modules
+    import pandas as pd
+
     from kafkasim.record.result import RunResult
 
 MIN_PAUSES = 5
@@ -40,16 +47,44 @@ class Collector:
     """The leader's pauses it was measured from (every run's, after the warm-up)."""
     requests: int
     runs: int
+    follower: FollowerCollector | None = None
+    """The followers' collector, when their pauses were enough to measure it (a preset written before kafkasim
+    measured it has none: its followers never collect)."""
 
     def stalls(self) -> str:
         """The `broker.stalls` value (a `--set` line's right-hand side) that has a broker collect as measured."""
-        return (f"{{every_requests: {self.every_requests}, pause: {{type: lognormal, "
-                f"median: {self.pause_median_ms!r}ms, p99: {self.pause_p99_ms!r}ms}}}}")
+        follower = self.follower
+        fetches = "" if follower is None else (
+            f", every_fetches: {follower.every_fetches}, "
+            f"fetch_pause: {_lognormal(follower.pause_median_ms, follower.pause_p99_ms)}")
+        pause = _lognormal(self.pause_median_ms, self.pause_p99_ms)
+        return f"{{every_requests: {self.every_requests}, pause: {pause}{fetches}}}"
+
+    def as_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "every_requests": self.every_requests, "pause_median_ms": self.pause_median_ms,
+            "pause_p99_ms": self.pause_p99_ms, "pauses": self.pauses, "requests": self.requests, "runs": self.runs}
+        if self.follower is not None:
+            data["follower"] = self.follower.as_json()
+        return data
+
+
+@dataclass(frozen=True)
+class FollowerCollector:
+    every_fetches: int
+    """Fetch responses a follower's fetchers received per pause: all the followers' over all their pauses."""
+    pause_median_ms: float
+    pause_p99_ms: float
+    pauses: int
+    fetches: int
 
     def as_json(self) -> dict[str, int | float]:
-        return {"every_requests": self.every_requests, "pause_median_ms": self.pause_median_ms,
-                "pause_p99_ms": self.pause_p99_ms, "pauses": self.pauses, "requests": self.requests,
-                "runs": self.runs}
+        return {"every_fetches": self.every_fetches, "pause_median_ms": self.pause_median_ms,
+                "pause_p99_ms": self.pause_p99_ms, "pauses": self.pauses, "fetches": self.fetches}
+
+
+def _lognormal(median_ms: float, p99_ms: float) -> str:
+    return f"{{type: lognormal, median: {median_ms!r}ms, p99: {p99_ms!r}ms}}"
 
 
 class CollectorError(ValueError):
@@ -70,14 +105,31 @@ def _ms(data: Mapping[str, object], key: str) -> float:
     return float(value)
 
 
+def _spread(median: float, p99: float, key: str = "") -> None:
+    if not p99 > median:
+        raise CollectorError(f"{key}pause_p99_ms: {p99:g} (allowed: above pause_median_ms, {median:g})")
+
+
+def _follower(data: object) -> FollowerCollector:
+    if not isinstance(data, Mapping):
+        raise CollectorError("follower: not a mapping (every_fetches, pause_median_ms, pause_p99_ms, pauses, fetches)")
+    try:
+        follower = FollowerCollector(every_fetches=_count(data, "every_fetches"),
+                                     pause_median_ms=_ms(data, "pause_median_ms"), pause_p99_ms=_ms(data, "pause_p99_ms"),
+                                     pauses=_count(data, "pauses"), fetches=_count(data, "fetches"))
+        _spread(follower.pause_median_ms, follower.pause_p99_ms)
+    except CollectorError as e:
+        raise CollectorError(f"follower.{e}") from None
+    return follower
+
+
 def from_json(data: Mapping[str, object]) -> Collector:
     """The collector a preset's `collector` block holds, or CollectorError naming the key."""
     collector = Collector(every_requests=_count(data, "every_requests"), pause_median_ms=_ms(data, "pause_median_ms"),
                           pause_p99_ms=_ms(data, "pause_p99_ms"), pauses=_count(data, "pauses"),
-                          requests=_count(data, "requests"), runs=_count(data, "runs"))
-    if not collector.pause_p99_ms > collector.pause_median_ms:
-        raise CollectorError(f"pause_p99_ms: {collector.pause_p99_ms:g} (allowed: above pause_median_ms, "
-                             f"{collector.pause_median_ms:g})")
+                          requests=_count(data, "requests"), runs=_count(data, "runs"),
+                          follower=_follower(data["follower"]) if "follower" in data else None)
+    _spread(collector.pause_median_ms, collector.pause_p99_ms)
     return collector
 
 
@@ -93,13 +145,13 @@ def measure(runs: Sequence[tuple[Path, RunResult]]) -> Measured:
     that read the most requests in the run's window (from the warm-up's end), its requests there and the pauses its
     GC log has begun there. None, and why, when no run kept GC logs (a simulated run, an imported request log, a
     real run made before kafkasim kept them) or the leaders paused fewer than MIN_PAUSES times."""
-    import numpy as np
-
     from kafkasim.report.pauses import run_pauses, window_of
 
     durations: list[float] = []
     requests = 0
     measured_runs = 0
+    follower_durations: list[float] = []
+    fetches = 0
     for directory, result in runs:
         if result.run_info.get("engine") != "kafka":
             continue
@@ -110,24 +162,67 @@ def measure(runs: Sequence[tuple[Path, RunResult]]) -> Measured:
             continue
         counts = inside["broker"].value_counts()
         # Each JVM's pauses begun in the same window, as `kafkasim compare` counts them.
-        leader = [h for h in run_pauses(result, directory) or () if h.host == f"broker-{int(counts.index[0])}"]
-        if not leader:
+        pauses = {h.host: h for h in run_pauses(result, directory) or ()}
+        leader = pauses.get(f"broker-{int(counts.index[0])}")
+        if leader is None:
             continue
-        durations += [float(ms) for ms in leader[0].durations_ms]
+        durations += [float(ms) for ms in leader.durations_ms]
         requests += int(counts.iloc[0])
         measured_runs += 1
+        # The followers that read no requests (a broker that leads too collects for both): the fetch responses
+        # their fetchers received, as the leaders' request logs answered them, and their own pauses.
+        for broker, received in _fetches_by_broker(inside).items():
+            own = pauses.get(f"broker-{broker}")
+            if broker not in counts.index and own is not None:
+                follower_durations += [float(ms) for ms in own.durations_ms]
+                fetches += received
     if measured_runs == 0:
         return Measured(None, "no run kept its brokers' GC logs (a real run of kafkasim's does): the preset's brokers "
                               "stall by the fitted machine stalls alone")
     if len(durations) < MIN_PAUSES:
         return Measured(None, f"the leaders paused {len(durations)} times in {measured_runs} runs, too few to measure "
                               f"(at least {MIN_PAUSES}): the preset's brokers stall by the fitted machine stalls alone")
+    median, p99 = _median_p99(durations)
+    follower: FollowerCollector | None = None
+    if len(follower_durations) >= MIN_PAUSES:
+        f_median, f_p99 = _median_p99(follower_durations)
+        follower = FollowerCollector(every_fetches=max(1, round(fetches / len(follower_durations))),
+                                     pause_median_ms=f_median, pause_p99_ms=f_p99, pauses=len(follower_durations),
+                                     fetches=fetches)
+        followers = (f"; the followers': a pause every {follower.every_fetches} fetch responses "
+                     f"({follower.pauses} pauses, {fetches} responses), median {f_median:g} ms, p99 {f_p99:g} ms")
+    else:
+        followers = (f"; the followers paused {len(follower_durations)} times, too few to measure (at least "
+                     f"{MIN_PAUSES}): they never collect")
+    collector = Collector(every_requests=max(1, round(requests / len(durations))), pause_median_ms=median,
+                          pause_p99_ms=p99, pauses=len(durations), requests=requests, runs=measured_runs,
+                          follower=follower)
+    return Measured(collector, f"the leader's collector, from {measured_runs} runs' GC logs: a pause every "
+                               f"{collector.every_requests} requests ({len(durations)} pauses, {requests} requests), "
+                               f"median {median:g} ms, p99 {p99:g} ms{followers}")
+
+
+def _median_p99(durations: Sequence[float]) -> tuple[float, float]:
+    """The pauses' median and p99 (ms, rounded to the µs)."""
+    import numpy as np
+
     ms = np.array(durations, dtype=float)
     median = float(np.median(ms))
     # A lognormal needs its p99 above its median; pauses all of one length (not seen) get the narrowest spread.
     p99 = max(float(np.percentile(ms, 99)), median * 1.01)
-    collector = Collector(every_requests=max(1, round(requests / len(ms))), pause_median_ms=round(median, 3),
-                          pause_p99_ms=round(p99, 3), pauses=len(ms), requests=requests, runs=measured_runs)
-    return Measured(collector, f"the leader's collector, from {measured_runs} runs' GC logs: a pause every "
-                               f"{collector.every_requests} requests ({len(ms)} pauses, {requests} requests), "
-                               f"median {collector.pause_median_ms:g} ms, p99 {collector.pause_p99_ms:g} ms")
+    return round(median, 3), round(p99, 3)
+
+
+FETCHER = re.compile(r"(?:follower|broker)-(\d+)")
+"""A replica fetcher's client name in a result (``follower-<id>``, or ``broker-<id>/ReplicaFetcherThread-...``,
+kafkasim.run.cluster.fetcher_name): the broker it fetches for."""
+
+
+def _fetches_by_broker(requests: pd.DataFrame) -> dict[int, int]:
+    """The FetchFollower requests of `requests` by the broker whose fetcher sent them."""
+    fetched: dict[int, int] = {}
+    for client, n in requests.loc[requests["api"] == "FetchFollower", "client"].value_counts().items():
+        match = FETCHER.match(str(client))
+        if match is not None:
+            fetched[int(match.group(1))] = fetched.get(int(match.group(1)), 0) + int(n)
+    return fetched

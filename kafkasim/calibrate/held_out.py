@@ -94,9 +94,15 @@ def _collector(data: dict[str, Any]) -> str:
     gc = data.get("collector")
     if not isinstance(gc, dict):
         return ""
+    follower = gc.get("follower")
+    followers = "" if not isinstance(follower, dict) else (
+        f"; and as their followers did, a pause every {follower['every_fetches']} fetch responses its fetchers "
+        f"received, median {follower['pause_median_ms']:g} ms, p99 {follower['pause_p99_ms']:g} ms "
+        f"({follower['pauses']} pauses)")
     return (f" Every simulated broker collected as the fitted runs' leaders did by their GC logs, measured, not fitted: "
             f"a pause every {gc['every_requests']} requests it read, median {gc['pause_median_ms']:g} ms, p99 "
-            f"{gc['pause_p99_ms']:g} ms ({gc['pauses']} pauses in {gc['runs']} runs; kafkasim.calibrate.collector).")
+            f"{gc['pause_p99_ms']:g} ms ({gc['pauses']} pauses in {gc['runs']} runs){followers} "
+            "(kafkasim.calibrate.collector).")
 
 
 def section(data: dict[str, Any]) -> str:

@@ -41,8 +41,9 @@ class Preset:
     """Of the parameters' natural logs, in PARAMETERS' order; all zeros when the file gives none."""
     fitted: dict[str, Any]
     collector: Collector | None = None
-    """The leader's collector measured from the runs' GC logs (kafkasim.calibrate.collector); None in a preset
-    fitted without them: its brokers stall by the machine's stalls alone."""
+    """The leader's collector (and the followers', when they paused enough) measured from the runs' GC logs
+    (kafkasim.calibrate.collector); None in a preset fitted without them: its brokers stall by the machine's
+    stalls alone."""
 
 
 def write_preset(path: Path, document: dict[str, Any]) -> None:
@@ -119,7 +120,7 @@ def load_preset(path: str | Path) -> Preset:
     if block is not None:
         if not isinstance(block, dict):
             raise PresetError(f"{p}: collector: not a mapping (every_requests, pause_median_ms, pause_p99_ms, "
-                              "pauses, requests, runs)")
+                              "pauses, requests, runs, and optionally follower)")
         try:
             collector = from_json(block)
         except CollectorError as exc:
@@ -250,7 +251,8 @@ def document(fit_result: Fit, *, source: str, scenario: Scenario, run_info: dict
                if machine_cpu and any(m is not None for m in machine_cpu) else {}),
         },
         "parameters": parameters,
-        # Measured, not fitted (kafkasim.calibrate.collector): every broker stalls after so many of its requests.
+        # Measured, not fitted (kafkasim.calibrate.collector): every broker stalls after so many of its requests
+        # (and of its fetchers' responses).
         **({"collector": collector.as_json()} if collector is not None else {}),
         "fit": [{"statistic": t.key, "measured_ms": round(t.value, 4),
                  "fitted_ms": None if t.key not in f.fitted else round(f.fitted[t.key], 4),

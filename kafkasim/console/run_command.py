@@ -90,8 +90,10 @@ def with_preset(scenario: Scenario, path: str) -> tuple[Scenario, Preset]:
     result, kept = applied(scenario, preset.values, preset.collector)
     fitted = preset.fitted
     origin = f"fitted {fitted.get('when', '?')} on {fitted.get('measured_on', '?')}"
-    collector = (f"; its brokers' collector (a pause every {preset.collector.every_requests} requests, measured)"
-                 if preset.collector is not None else "")
+    gc = preset.collector
+    fetches = "" if gc is None or gc.follower is None else f" or {gc.follower.every_fetches} fetch responses"
+    collector = (f"; its brokers' collector (a pause every {gc.every_requests} requests{fetches}, measured)"
+                 if gc is not None else "")
     print(f"kafkasim: preset {path} ({origin}): its costs, link latency and stalls where the scenario sets none"
           + collector
           + (f"; the scenario's own {', '.join(kept)} kept" if kept else ""), file=sys.stderr, flush=True)

@@ -2,7 +2,10 @@
 stops the whole host for a drawn time, by the same pause as a `pause` fault. The machine's (`machine_stalls`): one
 more such process, host ``machine``, whose every stall stops every broker at once. A broker's stalls with
 `every_requests` come by count instead of time: each time that many more requests have reached its request
-channel (``BrokerServer.count_requests``), a stall starts at once, or when the one in force ends.
+channel (``BrokerServer.count_requests``), a stall starts at once, or when the one in force ends. With
+`every_fetches`, each time that many more fetch responses have reached its replica fetchers
+(``BrokerServer.count_fetches``); with both, when the requests' and the responses' shares of the young
+generation (1/every_requests and 1/every_fetches each) have filled it.
 
 Per host: the first stall starts one `interval` draw after the run's start; each stall lasts a `pause` draw;
 the next one starts an `interval` draw after this one started, or when it ends if that is later (a JVM runs one
@@ -20,9 +23,10 @@ then comes up paused until it ends, ``BrokerServer.restart``).
 A machine stall pauses each broker that is up when it starts (a crashed one is left alone, as its own stall
 would leave it) and writes one row, host ``machine``; none when every broker is down.
 
-Draws: each host's two distributions have streams of their own, ``<host>/stalls/interval`` and
-``<host>/stalls/pause`` (``broker-<id>``, the client's name or ``machine``), so stalls change no other stream's
-draws, and a scenario without stalls schedules nothing.
+Draws: each host's distributions have streams of their own, ``<host>/stalls/interval``, ``<host>/stalls/pause``,
+(a broker's `fetch_pause`) ``<host>/stalls/fetch_pause`` and (counted stalls) ``<host>/stalls/fill``, the young
+generation's fill at the run's start (``broker-<id>``, the client's name or ``machine``), so stalls change no
+other stream's draws, and a scenario without stalls schedules nothing.
 """
 
 from __future__ import annotations
@@ -58,8 +62,8 @@ class HostStalls:
     """One host's stall process (or the machine's): for every stall it pauses the components of each member
     that is up (through the shared ``PauseCount``) and appends a row to ``rows``."""
 
-    __slots__ = ("c", "host", "members", "pauses", "rows", "_paused", "_interval", "_pause", "_every", "_count",
-                 "_stalled_until", "_channel")
+    __slots__ = ("c", "host", "members", "pauses", "rows", "_paused", "_interval", "_pause", "_fetch_pause",
+                 "_per_request", "_per_fetch", "_full", "_count", "_stalled_until", "_channel")
 
     def __init__(self, c: Cluster, host: str, stalls: Stalls, members: Sequence[Member], pauses: PauseCount,
                  rows: list[StallRow]) -> None:
@@ -71,13 +75,27 @@ class HostStalls:
         self.rows = rows
         # The components the stall in force paused (stalls of one process never overlap).
         self._paused: list[FaultTarget] = []
-        # A stall every `interval` of time, or (`every_requests`, a broker's) every so many requests it read.
-        self._every: int = stalls.every_requests or 0
+        # A stall every `interval` of time, or (a broker's) when its requests read and the fetch responses its
+        # fetchers received have filled the young generation: in whole units, R = every_requests and
+        # F = every_fetches, it holds R * F, a request fills F of them and a response R (a count not set fills
+        # none, and the generation is the other count).
+        every_requests, every_fetches = stalls.every_requests, stalls.every_fetches
+        self._full: int = (every_requests or 1) * (every_fetches or 1)
+        self._per_request: int = self._full // every_requests if every_requests is not None else 0
+        self._per_fetch: int = self._full // every_fetches if every_fetches is not None else 0
         self._interval: Callable[[], float] | None = None
         if stalls.interval is not None:
             self._interval = zero_arg_sampler(stalls.interval, c.streams.stream(f"{host}/stalls/interval"))
         self._pause: Callable[[], float] = zero_arg_sampler(stalls.pause, c.streams.stream(f"{host}/stalls/pause"))
-        self._count = 0
+        # A collection a fetch response started (a follower's): its own pause when the scenario gives one.
+        self._fetch_pause: Callable[[], float] = self._pause
+        if stalls.fetch_pause is not None:
+            self._fetch_pause = zero_arg_sampler(stalls.fetch_pause, c.streams.stream(f"{host}/stalls/fetch_pause"))
+        # How full the young generation is when the run starts: the JVM has run before it (a broker's start, the
+        # scenario's earlier traffic), at a point of its cycle nobody knows, so it is drawn (uniform; its own
+        # stream). Counted from 0, brokers that read or fetch in step (two followers of one leader) would collect
+        # in step for the whole run, where Kafka's JVMs collect each on its own cycle.
+        self._count = c.streams.stream(f"{host}/stalls/fill").randrange(self._full) if self._full > 1 else 0
         self._stalled_until = 0.0
         # The request channel of the broker process counted (a restart's new process counts from 0).
         self._channel: RequestChannel | None = None
@@ -86,9 +104,12 @@ class HostStalls:
         if self._interval is not None:
             Call(self.c.env, max(0.0, self._interval()), self._begin)
             return
-        (broker, _components), = self.members  # the scenario allows every_requests on a broker's stalls only
+        (broker, _components), = self.members  # the scenario allows counted stalls on a broker's stalls only
         assert broker is not None
-        broker.count_requests(partial(self._requested, broker))
+        if self._per_request:
+            broker.count_requests(partial(self._counted, broker, self._per_request, self._pause))
+        if self._per_fetch:
+            broker.count_fetches(partial(self._counted, broker, self._per_fetch, self._fetch_pause))
 
     def _begin(self, _event: object) -> None:
         assert self._interval is not None
@@ -98,24 +119,26 @@ class HostStalls:
         Call(self.c.env, max(gap, duration), self._begin)
         self._stall(duration)
 
-    def _requested(self, broker: BrokerServer) -> None:
-        """One more request reached the broker's request channel: the `every_requests`-th since the last stall
-        starts one, as the allocation that fills a young generation starts a collection. A restarted process
-        starts with an empty heap, so its count starts again."""
+    def _counted(self, broker: BrokerServer, units: int, pause: Callable[[], float]) -> None:
+        """One more request reached the broker's request channel, or one more fetch response its fetchers: the
+        one that fills the young generation since the last stall starts one, as the allocation that fills it
+        starts a collection, whose length is `pause`'s (the request's, or the fetch response's). A restarted
+        process starts with an empty heap, so its count starts again."""
         if broker.request_channel is not self._channel:
+            if self._channel is not None:  # a restarted process: an empty heap
+                self._count = 0
             self._channel = broker.request_channel
+        self._count += units
+        if self._count >= self._full:
             self._count = 0
-        self._count += 1
-        if self._count >= self._every:
-            self._count = 0
-            Call(self.c.env, 0.0, self._begin_counted)
+            Call(self.c.env, 0.0, partial(self._begin_counted, pause))
 
-    def _begin_counted(self, _event: object) -> None:
+    def _begin_counted(self, pause: Callable[[], float], _event: object) -> None:
         now = float(self.c.env.now)
         if now < self._stalled_until:  # one collection at a time: the next starts when this one ends
-            Call(self.c.env, self._stalled_until - now, self._begin_counted)
+            Call(self.c.env, self._stalled_until - now, partial(self._begin_counted, pause))
             return
-        self._stall(max(0.0, self._pause()))
+        self._stall(max(0.0, pause()))
 
     def _stall(self, duration: float) -> None:
         # A crashed broker has no process to stall (the draws are made all the same: the next stalls do not shift).

@@ -311,9 +311,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
                 f"must be <= replica.lag.time.max.ms ({b.replica_lag_time_max_ms}), as Kafka requires",
             )
 
-    if s.machine_stalls is not None and s.machine_stalls.every_requests is not None:
-        add(("machine_stalls", "every_requests"), "is a broker's only: the machine handles no requests of its own "
-                                                  "(allowed: interval here, or broker.stalls.every_requests)")
+    for key in s.machine_stalls.counts if s.machine_stalls is not None else {}:
+        add(("machine_stalls", key), "is a broker's only: the machine handles no requests and fetches nothing of "
+                                         f"its own (allowed: interval here, or broker.stalls.{key})")
     _cluster_checks(s, add)
 
     _busy_fetch_checks(s, add)
@@ -335,9 +335,9 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
         elif c.name == MACHINE_HOST and s.machine_stalls is not None and s.machine_stalls.enabled:
             add((section, i, "name"), f"name {MACHINE_HOST!r} is the machine's beside machine_stalls (its stalls' "
                                       "host and random streams); name the client otherwise")
-        if c.stalls is not None and c.stalls.every_requests is not None:
-            add((section, i, "stalls", "every_requests"), "is a broker's only: a client handles no requests "
-                                                           "(allowed: interval, a stall every interval of time)")
+        for key in c.stalls.counts if c.stalls is not None else {}:
+            add((section, i, "stalls", key), "is a broker's only: a client handles no requests and has no replica "
+                                             "fetchers (allowed: interval, a stall every interval of time)")
         client_names.add(c.name)
         if c.topic not in topic_names:
             add((section, i, "topic"), unknown_message("topic", c.topic, topic_names))

@@ -173,6 +173,8 @@ class BrokerServer:
         self._fault_paused = 0  # pause faults in force (a crash does not end them)
         # Told of every request a processor of this broker puts, in every process it runs (count_requests).
         self._on_request: Callable[[], None] | None = None
+        # Told of every fetch response this broker's replica fetchers receive (count_fetches).
+        self._on_fetch: Callable[[], None] | None = None
         self._build_request_plane()
         if load is not None:
             load.add(self.running_threads, self.appending_fetchers)
@@ -186,6 +188,7 @@ class BrokerServer:
             thread.disk_factor = self.handlers.disk_factor
             thread.disk = self.disk
             thread.cpu = self.cpu
+            thread.on_response = self._on_fetch
             return thread
 
         self.replica_fetcher_manager: ReplicaFetcherManager[ReplicaFetcherThread] = ReplicaFetcherManager(
@@ -477,6 +480,13 @@ class BrokerServer:
         process and every restarted one (kafkasim.run.stalls: a broker's stalls every so many requests)."""
         self._on_request = callback
         self.request_channel.on_request = callback
+
+    def count_fetches(self, callback: Callable[[], None]) -> None:
+        """``callback`` is told of every fetch response this broker's replica fetchers receive (its threads now
+        and any a metadata delta creates later; kafkasim.run.stalls: a follower's stalls every so many)."""
+        self._on_fetch = callback
+        for fetcher in self.fetchers:
+            fetcher.on_response = callback
 
     def restart(self) -> None:
         """A new process over the same logs (``BrokerServer.startup``): new request plane and fetch sessions,

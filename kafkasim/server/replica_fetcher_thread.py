@@ -254,6 +254,8 @@ class ReplicaFetcherThread(Pausable):
         self._generation = 0
         # Truncations made on diverging epochs (truncateOnFetchResponse).
         self.truncations = 0
+        # Told of every fetch response received (BrokerServer.count_fetches: the broker's counted stalls).
+        self.on_response: Callable[[], None] | None = None
 
     # --- partitions (AbstractFetcherThread.addPartitions / removePartitions) -------------------------
 
@@ -439,6 +441,8 @@ class ReplicaFetcherThread(Pausable):
         assert received is not None
         fetch_response = received.fetch_response()
         self._observer.request_finished(envelope)  # may drop envelope.response: keep our reference
+        if self.on_response is not None:  # read into the heap, whatever the session makes of it
+            self.on_response()
         if not self.fetch_session.handle_response(fetch_response):
             # RemoteLeaderEndPoint.fetch: a session error (or partitions the session does not hold) yields no
             # partition data; the fetcher loop fetches again at once, a full request this time.

@@ -1,5 +1,6 @@
 """The leader's collector measured from a real run's GC log and request log (kafkasim.calibrate.collector), held by
-a preset and given to every broker of a run with it: a pause after so many of the broker's requests."""
+a preset and given to every broker of a run with it: a pause after so many of the broker's requests; and the
+followers', a pause after so many fetch responses."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from kafkasim.calibrate.collector import Collector, measure
+from kafkasim.calibrate.collector import Collector, FollowerCollector, measure
 from kafkasim.calibrate.parameters import PARAMETERS
 from kafkasim.calibrate.predict import predict
 from kafkasim.calibrate.preset import Preset, PresetError, applied, load_preset, with_collector
@@ -21,10 +22,15 @@ T0 = 1_700_000_000_000.0
 
 
 def _real_run(directory: Path, pauses: dict[int, list[tuple[float, float]]], requests: dict[int, list[float]],
-              *, warmup: float = 1000.0, engine: str = "kafka") -> tuple[Path, RunResult]:
+              *, warmup: float = 1000.0, engine: str = "kafka",
+              fetches: dict[str, list[float]] | None = None) -> tuple[Path, RunResult]:
     """A real run's result directory as kafkasim keeps it: the request log's Produce and Fetch requests (`requests`:
-    each broker's start times), and each broker's GC log (`pauses`: (start ms, length ms) in the run's time)."""
-    rows = [{"broker": b, "api": "Produce", "start_ms": t} for b, times in requests.items() for t in times]
+    each broker's start times; `fetches`: each replica fetcher's fetches from broker 0, by client name), and each
+    broker's GC log (`pauses`: (start ms, length ms) in the run's time)."""
+    rows = [{"broker": b, "api": "Produce", "client": "p1", "start_ms": t} for b, times in requests.items()
+            for t in times]
+    rows += [{"broker": 0, "api": "FetchFollower", "client": client, "start_ms": t}
+             for client, times in (fetches or {}).items() for t in times]
     for broker, found in pauses.items():
         logs = directory / "kafka" / f"broker-{broker}"
         logs.mkdir(parents=True)
@@ -60,7 +66,35 @@ def test_nothing_is_measured_without_gc_logs_or_with_too_few_pauses(tmp_path: Pa
     assert few.collector is None and "paused 4 times" in few.said
 
 
+def test_the_followers_pauses_per_fetch_response_their_fetchers_received(tmp_path: Path) -> None:
+    # Broker 0 leads; brokers 1 and 2 follow it (the names a run without and with a cluster gives their fetchers);
+    # broker 3 follows but leads too (it reads requests of its own): its pauses are not a follower's alone.
+    pauses = {0: [(2000.0 + 100.0 * i, 10.0) for i in range(6)], 1: [(1500.0, 3.0), (5000.0, 4.0), (6000.0, 4.0)],
+              2: [(3000.0, 5.0), (4000.0, 6.0), (500.0, 80.0)], 3: [(2000.0, 50.0)] * 9}
+    fetches = {"follower-1": [1000.0 + i for i in range(2000)],
+               "broker-2/ReplicaFetcherThread-0-0": [1000.0 + i for i in range(2000)],
+               "broker-3/ReplicaFetcherThread-0-0": [1000.0] * 500}
+    run = _real_run(tmp_path / "a", pauses, {0: [2000.0] * 1000, 3: [2000.0] * 10}, fetches=fetches)
+    got = measure([run])
+    assert got.collector is not None and got.collector.every_requests == round(5500 / 6)
+    # The warm-up's pause (broker 2's at 500 ms) is left out: 5 pauses over 4,000 responses.
+    assert got.collector.follower == FollowerCollector(every_fetches=800, pause_median_ms=4.0, pause_p99_ms=5.96,
+                                                       pauses=5, fetches=4000)
+    assert "a pause every 800 fetch responses" in got.said
+    stalls = load_scenario(SCENARIO + f"broker: {{stalls: {got.collector.stalls()}}}\n").broker.stalls
+    assert stalls is not None and stalls.counts == {"every_requests": 917, "every_fetches": 800}
+    assert stalls.fetch_pause is not None and stalls.fetch_pause.median == 4.0  # type: ignore[union-attr]
+    # Too few of the followers' pauses: the leader's collector alone.
+    pauses[1] = pauses[1][:1]
+    alone = measure([_real_run(tmp_path / "b", pauses, {0: [2000.0] * 1000, 3: [2000.0] * 10}, fetches=fetches)])
+    assert alone.collector is not None and alone.collector.follower is None
+    assert "the followers paused 3 times, too few to measure" in alone.said
+
+
 COLLECTOR = Collector(every_requests=40, pause_median_ms=12.0, pause_p99_ms=25.0, pauses=30, requests=1200, runs=2)
+FOLLOWING = Collector(every_requests=40, pause_median_ms=12.0, pause_p99_ms=25.0, pauses=30, requests=1200, runs=2,
+                      follower=FollowerCollector(every_fetches=70, pause_median_ms=4.0, pause_p99_ms=9.0, pauses=8,
+                                                 fetches=560))
 
 
 def test_a_preset_s_collector_stalls_every_broker_unless_the_scenario_sets_its_own() -> None:
@@ -73,6 +107,8 @@ def test_a_preset_s_collector_stalls_every_broker_unless_the_scenario_sets_its_o
     assert kept == ["broker.stalls"] and run.broker.stalls.every_requests is None
     assert with_collector(own, COLLECTOR) is own and with_collector(scenario, None) is scenario
     assert with_collector(scenario, COLLECTOR).broker.stalls.every_requests == 40
+    following = with_collector(scenario, FOLLOWING).broker.stalls
+    assert following is not None and following.counts == {"every_requests": 40, "every_fetches": 70}
     # A prediction's runs, the draws' too, stall the brokers as the collector says.
     plain = predict(scenario, PRESET, draws=1)
     collecting = predict(scenario, Preset("test", PRESET.values, PRESET.covariance, {}, COLLECTOR), draws=1)
@@ -90,6 +126,12 @@ def _preset_file(tmp_path: Path, collector: object) -> Path:
 
 def test_a_preset_file_keeps_its_collector_and_a_bad_block_is_named(tmp_path: Path) -> None:
     assert load_preset(_preset_file(tmp_path, COLLECTOR.as_json())).collector == COLLECTOR
+    assert load_preset(_preset_file(tmp_path, FOLLOWING.as_json())).collector == FOLLOWING
+    bad_follower = FOLLOWING.as_json() | {"follower": FOLLOWING.follower.as_json() | {"every_fetches": 0}}  # type: ignore[union-attr]
+    with pytest.raises(PresetError, match=r"collector\.follower\.every_fetches: 0 \(allowed: a positive integer\)"):
+        load_preset(_preset_file(tmp_path, bad_follower))
+    with pytest.raises(PresetError, match=r"collector\.follower: not a mapping"):
+        load_preset(_preset_file(tmp_path, FOLLOWING.as_json() | {"follower": 3}))
     with pytest.raises(PresetError, match=r"collector\.every_requests: 0 \(allowed: a positive integer\)"):
         load_preset(_preset_file(tmp_path, COLLECTOR.as_json() | {"every_requests": 0}))
     with pytest.raises(PresetError, match=r"collector\.pause_p99_ms: 5 \(allowed: above pause_median_ms, 12\)"):

@@ -69,6 +69,9 @@ def test_the_section_says_how_the_brokers_collected_when_it_was_measured() -> No
     assert ("a pause every 640 requests it read, median 11.2 ms, p99 19.5 ms (120 pauses in 5 runs"
             in section(data | {"collector": gc}))
     assert "a pause every" not in section(data | {"collector": None})
+    follower = {"every_fetches": 1137, "pause_median_ms": 3.9, "pause_p99_ms": 15.5, "pauses": 34, "fetches": 38645}
+    assert ("(120 pauses in 5 runs); and as their followers did, a pause every 1137 fetch responses its fetchers "
+            "received, median 3.9 ms, p99 15.5 ms (34 pauses)" in section(data | {"collector": gc | {"follower": follower}}))
 
 
 def test_the_table_holds_each_predicted_statistic_of_each_configuration() -> None:

@@ -94,6 +94,8 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         clients = [*data["producers"], *data["consumers"]]
         seen["broker-stalls"] += "stalls" in broker
         seen["broker-stalls-every-requests"] += "every_requests" in broker.get("stalls", {})
+        seen["broker-stalls-every-fetches"] += "every_fetches" in broker.get("stalls", {})
+        seen["broker-stalls-fetch-pause"] += "fetch_pause" in broker.get("stalls", {})
         seen["machine_stalls"] += "machine_stalls" in data
         seen["cores"] += "cores" in broker
         seen["disk-and-flushes"] += "disk" in broker and any("flush.messages" in t or "flush.ms" in t
@@ -122,6 +124,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "client-costs", "client-stalls", "idempotence", "unclean-election", "hardware-preset",
         "machine-waker-yields", "machine-preemption-per-thread", "machine-wakeup-scale", "network-complete",
         "machine-fetcher-weight", "handler-wakeup", "broker-stalls-every-requests",
+        "broker-stalls-every-fetches", "broker-stalls-fetch-pause",
     ]
     assert [w for w in wanted if not seen[w]] == []
 

@@ -25,7 +25,7 @@ def _run(faults: list[dict[str, Any]] | None = None, **extra: Any) -> tuple[Engi
     s = scenario(
         duration="2500ms",
         cluster=extra.pop("cluster", BROKER_0_STALLS),
-        topics=[{"name": "t", "replica_assignment": [[0, 1], [1, 2]], "min.insync.replicas": 1}],
+        topics=extra.pop("topics", [{"name": "t", "replica_assignment": [[0, 1], [1, 2]], "min.insync.replicas": 1}]),
         producers=[producer("p1", **{"rate": "200/s", "partitioner": "round_robin", **extra.pop("producer", {})})],
         faults=faults or [],
         **extra,
@@ -260,19 +260,30 @@ def test_a_requests_deadline_moves_by_the_stalls_its_client_stood_in_since_it_wa
 EVERY_100 = {"brokers": 3, "overrides": [{"broker": 0, "stalls": {"every_requests": 100, "pause": "50ms"}}]}
 
 
-def _every_100th(result: RunResult, since: float = 0.0, until: float = float("inf")) -> list[float]:
+def _every_nth(times: list[float], n: int, first: float | None) -> list[float]:
+    """Every `n`th of `times` from `first` on (one of them), or from the `n`th when None (an empty young
+    generation's count)."""
+    start = n - 1 if first is None else times.index(first)
+    assert start < n, "the first collection came after more than a whole young generation's allocations"
+    return times[start::n]
+
+
+def _every_100th(result: RunResult, since: float = 0.0, until: float = float("inf"),
+                 first: float | None = None) -> list[float]:
     """When every 100th request of broker 0's in [since, until) reached its request channel (the processor's stamp,
-    `start_ms`)."""
+    `start_ms`), from `first` on (the run's first stall: the young generation's fill at the start is drawn), or
+    from the 100th (a restarted process's empty heap)."""
     started = result.requests.loc[result.requests["broker"] == 0, "start_ms"].astype(float)
-    started = sorted(started[(started >= since) & (started < until)])
-    return [started[k - 1] for k in range(100, len(started) + 1, 100)]
+    return _every_nth(sorted(started[(started >= since) & (started < until)]), 100, first)
 
 
 def test_a_broker_stalls_each_time_so_many_more_requests_reached_its_request_channel() -> None:
     _, result = _run(cluster=EVERY_100)
     assert result.stalls is not None and set(result.stalls["host"]) == {"broker-0"}
-    # Each stall starts as the 100th request since the last one is put on the channel, every API's alike.
-    assert list(result.stalls["start_ms"]) == _every_100th(result)
+    # Each stall starts as the 100th request since the last one is put on the channel, every API's alike; the
+    # first as the young generation drawn part-full at the start fills.
+    starts = list(result.stalls["start_ms"])
+    assert starts == _every_100th(result, first=starts[0])
     assert len(result.stalls) >= 4 and (result.stalls["duration_ms"] == 50.0).all()
     assert set(result.requests.loc[result.requests["broker"] == 0, "api"]) >= {"Produce", "FetchFollower"}
     # Nothing is read during a stall: the stall's own request was the last before it.
@@ -288,6 +299,67 @@ def test_a_broker_that_restarts_counts_its_new_process_requests_and_invariants_h
     starts = list(result.stalls["start_ms"])
     # The restarted process starts with an empty heap: its count starts again from its first request.
     assert any(s < 800.0 for s in starts) and any(s > 1100.0 for s in starts)
-    assert starts == _every_100th(result, until=800.0) + _every_100th(result, since=800.0)
-    assert starts != _every_100th(result)  # counting on over the crash would have stalled elsewhere
+    assert starts == _every_100th(result, until=800.0, first=starts[0]) + _every_100th(result, since=800.0)
+    assert starts != _every_100th(result, first=starts[0])  # counting on over the crash would have stalled elsewhere
     assert not engine.components.broker(0).stw.paused
+
+
+def _fetch_responses(result: RunResult, broker: int) -> list[float]:
+    """When broker `broker`'s replica fetchers received each response (its FetchFollower requests' ends at the
+    client), in order."""
+    rows = result.requests
+    mine = rows[(rows["api"] == "FetchFollower") & rows["client"].str.startswith(f"broker-{broker}/")]
+    return sorted(mine["client_receive_ms"].dropna().astype(float))
+
+
+def test_a_follower_stalls_each_time_its_fetchers_received_so_many_more_responses() -> None:
+    # Broker 2 leads nothing: it follows partition 1, whose leader is broker 1.
+    cluster = {"brokers": 3, "overrides": [{"broker": 2, "stalls": {"every_fetches": 50, "pause": "30ms"}}]}
+    engine, result = _run(cluster=cluster)
+    assert result.stalls is not None and set(result.stalls["host"]) == {"broker-2"}
+    received = _fetch_responses(result, 2)
+    assert len(received) >= 200
+    starts = list(result.stalls["start_ms"])
+    assert starts == _every_nth(received, 50, starts[0])
+    assert (result.stalls["duration_ms"] == 30.0).all()
+    assert not engine.components.broker(2).stw.paused
+
+
+def test_a_broker_that_leads_and_follows_collects_when_requests_and_fetch_responses_together_filled_it() -> None:
+    # Broker 1 leads partition 1 and follows partition 0: a request fills 1/90 of its young generation, a fetch
+    # response 1/45; a collection a fetch response started lasts its fetch_pause.
+    stalls = {"every_requests": 90, "every_fetches": 45, "pause": "30ms", "fetch_pause": "5ms"}
+    _, result = _run(cluster={"brokers": 3, "overrides": [{"broker": 1, "stalls": stalls}]})
+    assert result.stalls is not None and set(result.stalls["host"]) == {"broker-1"}
+    rows = result.requests
+    # In whole units (kafkasim.run.stalls): the generation holds 90 * 45, a request fills 45, a response 90.
+    events = sorted([(t, 45, 30.0) for t in rows.loc[rows["broker"] == 1, "start_ms"].dropna().astype(float)]
+                    + [(t, 90, 5.0) for t in _fetch_responses(result, 1)])
+
+    def collections(filled: int) -> list[tuple[float, float]]:
+        """The collections from a young generation `filled` units full at the start."""
+        expected = []
+        for t, units, pause in events:
+            filled += units
+            if filled >= 90 * 45:
+                filled = 0
+                expected.append((t, pause))
+        return expected
+
+    stalled = list(zip(result.stalls["start_ms"], result.stalls["duration_ms"], strict=True))
+    # One fill at the start (drawn) gives exactly the run's collections: none due during another here.
+    assert any(collections(f) == stalled for f in range(0, 90 * 45, 15))
+    assert {p for _, p in stalled} == {30.0, 5.0}
+
+
+def test_followers_that_fetch_in_step_collect_each_on_its_own_cycle() -> None:
+    # Brokers 1 and 2 follow broker 0's partition alone and fetch in step; each JVM's young generation is drawn
+    # part-full at the start (its own stream), so they do not collect together for the whole run.
+    every = {"every_fetches": 100, "pause": "1ms"}
+    _, result = _run(cluster={"brokers": 3, "overrides": [{"broker": 1, "stalls": every},
+                                                          {"broker": 2, "stalls": every}]},
+                     topics=[{"name": "t", "replica_assignment": [[0, 1, 2]], "min.insync.replicas": 1}])
+    assert result.stalls is not None
+    one, two = (list(result.stalls.loc[result.stalls["host"] == h, "start_ms"]) for h in ("broker-1", "broker-2"))
+    assert len(one) >= 3 and len(two) >= 3
+    assert len(set(one) & set(two)) == 0 and abs(len(_fetch_responses(result, 1)) - len(_fetch_responses(result, 2))) <= 1

@@ -126,6 +126,16 @@ def test_a_brokers_stalls_can_come_every_so_many_requests_and_dump_and_load_back
     assert load_scenario(dump_scenario(load_scenario(
         BASE + "broker:\n  stalls: {preset: jvm-g1-young, every_requests: 600}\n"))).broker.stalls == preset
 
+    # A follower's count, beside the leader's or alone, with a pause of its own.
+    both = load_scenario(BASE + "broker:\n  stalls: {every_requests: 600, every_fetches: 1100, pause: 11ms, "
+                                "fetch_pause: {type: lognormal, median: 4ms, p99: 15ms}}\n")
+    assert both.broker.stalls is not None and both.broker.stalls.counts == {"every_requests": 600,
+                                                                            "every_fetches": 1100}
+    assert both.broker.stalls.fetch_pause == DurationLogNormal(median=4.0, p99=15.0)
+    assert load_scenario(dump_scenario(both)) == both
+    alone = load_scenario(BASE + "broker:\n  stalls: {preset: jvm-g1-young, every_fetches: 900}\n").broker.stalls
+    assert alone is not None and alone.enabled and alone.interval is None and alone.counts == {"every_fetches": 900}
+
 
 @pytest.mark.parametrize(("text", "path", "words"), [
     (BASE + "broker:\n  stalls: {every_requests: 600, interval: 1s, pause: 1ms}\n", "broker.stalls.every_requests",
@@ -136,8 +146,20 @@ def test_a_brokers_stalls_can_come_every_so_many_requests_and_dump_and_load_back
      "is a broker's only"),
     (BASE.replace("rate: 10/s}", "rate: 10/s, stalls: {every_requests: 10, pause: 1ms}}"),
      "producers[0].stalls.every_requests", "a client handles no requests"),
+    (BASE + "broker:\n  stalls: {every_fetches: 600, interval: 1s, pause: 1ms}\n", "broker.stalls.every_fetches",
+     "is given beside interval"),
+    (BASE + "broker:\n  stalls: {every_fetches: 600}\n", "broker.stalls.pause", "is required beside every_fetches"),
+    (BASE + "broker:\n  stalls: {every_fetches: 0, pause: 1ms}\n", "broker.stalls.every_fetches", ""),
+    (BASE + "broker:\n  stalls: {every_requests: 600, pause: 1ms, fetch_pause: 1ms}\n", "broker.stalls.fetch_pause",
+     "is given without every_fetches"),
+    (BASE + "broker:\n  stalls: {interval: 1s, pause: 1ms, fetch_pause: 1ms}\n", "broker.stalls.fetch_pause",
+     "is given without every_fetches"),
+    (BASE + "machine_stalls: {every_fetches: 600, pause: 1ms}\n", "machine_stalls.every_fetches",
+     "is a broker's only"),
+    (BASE.replace("rate: 10/s}", "rate: 10/s, stalls: {every_fetches: 10, pause: 1ms}}"),
+     "producers[0].stalls.every_fetches", "has no replica fetchers"),
 ])
-def test_every_requests_is_a_brokers_and_replaces_interval(text: str, path: str, words: str) -> None:
+def test_every_requests_and_every_fetches_are_a_brokers_and_replace_interval(text: str, path: str, words: str) -> None:
     with pytest.raises(ScenarioError) as info:
         load_scenario(text)
     problems = info.value.problems
