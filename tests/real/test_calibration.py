@@ -72,6 +72,10 @@ def test_a_fit_on_acks_1_predicts_acks_all_with_linger_it_never_saw(
     measured.save(tmp_path / "base")
     gc = measure([(tmp_path / "base", RunResult.load(tmp_path / "base"))]).collector
     assert gc is not None and 50 <= gc.every_requests <= 5000 and 0.1 <= gc.pause_median_ms <= 200, gc
+    # The followers', when they paused 5 times or more in the run (each about once per 1,000-1,200 fetch responses,
+    # 3-4 times in a run of this length): fetch responses per pause, and shorter pauses than the leader's.
+    if gc.follower is not None:
+        assert 100 <= gc.follower.every_fetches <= 10_000 and 0.1 <= gc.follower.pause_median_ms <= 200, gc
     project = load_preset(ROOT / "presets" / "this-machine.yaml")
     # The body's four (each phase's p50), from the project's preset: one Jacobian and one step.
     free = ("request_ms", "send_ms", "wakeup_median_ms", "link_median_ms")
