@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kafkasim.record.host_pauses import HostPauses
+
 GC_LOG_PATTERN = "gc-%p.log"
 """A JVM's GC log in its directory: one file per process (``%p`` is its pid), so a restarted broker's second
 log does not replace its first."""
@@ -70,17 +72,9 @@ def read_pauses(directory: Path, t0_ms: float) -> list[Pause]:
 
 def summary(found: Iterable[Pause], start_ms: float, end_ms: float) -> dict[str, float | int | None]:
     """The pauses that began in [start_ms, end_ms) (as a window counts a simulated run's stalls,
-    kafkasim.record.window): how many, how often, their total, median and longest."""
-    ms = np.array([p.ms for p in found if start_ms <= p.start_ms < end_ms], dtype=float)
-    span_s = max(end_ms - start_ms, 0.0) / 1000.0
-    return {
-        "count": int(len(ms)),
-        "per_second": round(len(ms) / span_s, 4) if span_s > 0 else None,
-        "total_ms": round(float(ms.sum()), 3),
-        "share_of_time": round(float(ms.sum()) / (span_s * 1000.0), 5) if span_s > 0 else None,
-        "p50_ms": round(float(np.median(ms)), 3) if len(ms) else None,
-        "max_ms": round(float(ms.max()), 3) if len(ms) else None,
-    }
+    kafkasim.record.window): how many, how often, their total, median and longest (kafkasim.record.host_pauses)."""
+    began = np.array([p.ms for p in found if start_ms <= p.start_ms < end_ms], dtype=float)
+    return HostPauses("", began, max(end_ms - start_ms, 0.0)).statistics()
 
 
 def describe(gc: object) -> str | None:

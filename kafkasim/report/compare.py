@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from kafkasim.record.host_pauses import HostPauses
 from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 from kafkasim.record.result import ResultDirectoryError, RunResult
 from kafkasim.record.summary import percentiles
@@ -35,7 +36,7 @@ from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import after_warmup, finite, natural_key, warmup_ms
 from kafkasim.report.latency_scale import apply_latency_scale
 from kafkasim.report.palette import API_ORDER
-from kafkasim.report.pauses import HostPauses, run_pauses
+from kafkasim.report.pauses import run_pauses
 from kafkasim.report.percentile_axis import format_percentile_axis, percentile_curve
 
 STATS = ("count", "p50", "p95", "p99", "p99.9", "max")

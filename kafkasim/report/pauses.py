@@ -10,52 +10,14 @@ once); a real one is a JVM: ``controller``, ``broker-<id>``, or ``driver`` (ever
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kafkasim.real import gc_log
+from kafkasim.record.host_pauses import HostPauses
 from kafkasim.record.result import KAFKA_LOGS_DIR, RunResult
 from kafkasim.report.frames import natural_key, warmup_ms
-
-
-@dataclass(frozen=True)
-class HostPauses:
-    """One host's pauses in a window of ``span_ms``."""
-
-    host: str
-    durations_ms: np.ndarray
-    span_ms: float
-
-    @property
-    def count(self) -> int:
-        return len(self.durations_ms)
-
-    @property
-    def per_second(self) -> float:
-        return self.count / (self.span_ms / 1000.0) if self.span_ms > 0 else float("nan")
-
-    @property
-    def share(self) -> float:
-        return float(self.durations_ms.sum()) / self.span_ms if self.span_ms > 0 else float("nan")
-
-    @property
-    def p50_ms(self) -> float:
-        return float(np.median(self.durations_ms)) if self.count else float("nan")
-
-    @property
-    def max_ms(self) -> float:
-        return float(self.durations_ms.max()) if self.count else float("nan")
-
-    def as_json(self) -> dict[str, str | int | float | None]:
-        """compare.json's row: None where there is nothing to say (no pause, an empty window)."""
-        def finite(value: float, digits: int) -> float | None:
-            return round(value, digits) if np.isfinite(value) else None
-
-        return {"host": self.host, "count": self.count, "per_second": finite(self.per_second, 4),
-                "share_of_time": finite(self.share, 5), "p50_ms": finite(self.p50_ms, 3),
-                "max_ms": finite(self.max_ms, 3)}
 
 
 def window_of(result: RunResult) -> tuple[float, float]:
