@@ -1,8 +1,8 @@
 """Every `uv run ...` command in README.md works as written on a fresh machine.
 
-Each command runs in a scratch copy of the repository, in a fresh environment of its own
-(`UV_PROJECT_ENVIRONMENT`), so it gets exactly the packages its own `--extra` options install and nothing
-the test suite's environment happens to have: `uv run kafkasim sweep ...` without `--extra spark` fails here
+Each command runs in a scratch copy of the repository, in a fresh environment (`UV_PROJECT_ENVIRONMENT`) made
+for its `--extra` options alone, and shared by the commands that give the same ones, so it gets exactly the
+packages its own `--extra` options install and nothing the test suite's environment happens to have: `uv run kafkasim sweep ...` without `--extra spark` fails here
 as it fails for a newcomer. A command passes when it exits 0, or when it is still going after
 `START_BUDGET_S` (or has printed the line that shows its real work began) without an error: a long job (a
 sweep, a 30 s simulation, JupyterLab) has then started, and is stopped. Placeholders in a command
@@ -119,12 +119,33 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def uv_options(argv: list[str]) -> list[str]:
+    """The options of `uv run` before the command (`--extra dev`, `--all-extras`): what decides its environment."""
+    options: list[str] = []
+    rest = iter(argv[2:])
+    for word in rest:
+        if not word.startswith("-"):
+            break
+        options.append(word)
+        if word in ("--extra", "--group", "--with") and (value := next(rest, None)) is not None:
+            options.append(value)
+    return options
+
+
 def ci_uv_commands() -> set[str]:
     """The `uv run` commands .ci/run runs itself, verbatim, on its fresh checkout and environment (none in a copy
     of the package without .ci/, such as tests/test_builds.py's pure copy)."""
     script = ROOT / ".ci" / "run"
     lines = script.read_text().splitlines() if script.is_file() else []
     return {" ".join(line.split()) for line in lines if line.startswith("uv run ")}
+
+
+def test_commands_that_give_the_same_uv_options_share_one_environment() -> None:
+    assert uv_options(shlex.split("uv run kafkasim report runs/quickstart-42")) == []
+    assert uv_options(shlex.split("uv run --extra dev python notebooks/make_quickstart.py")) == ["--extra", "dev"]
+    assert uv_options(shlex.split("uv run --all-extras pytest")) == ["--all-extras"]
+    # The command's own options are its, not uv's.
+    assert uv_options(shlex.split("uv run kafkasim run x.yaml --set a=1 --extra b")) == []
 
 
 def test_the_commands_ci_runs_itself_are_readme_commands() -> None:
@@ -146,7 +167,13 @@ def test_a_readme_command_starts_on_a_fresh_environment(command: str, scratch: P
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     slug = re.sub(r"[^A-Za-z0-9]+", "-", command)[:80]
     env.update(
-        UV_PROJECT_ENVIRONMENT=str(scratch.parent / "envs" / slug),
+        # One fresh environment per set of extras the command asks for (`uv run`, `uv run --extra dev`, ...): it
+        # holds exactly what those install, as a newcomer's does. One per command had each spend most of
+        # START_BUDGET_S compiling the bytecode of its ~5,000 installed files (pyproject's `compile-bytecode`:
+        # 11 s on a quiet machine, 20 s and more beside the suite), so a command was often stopped before it ran
+        # at all, and passed untried.
+        UV_PROJECT_ENVIRONMENT=str(scratch.parent / "envs" / ("uv-run" + "".join(
+            f"-{re.sub(r'[^A-Za-z0-9]+', '-', option)}" for option in uv_options(argv)))),
         UV_FROZEN="1",  # uv.lock as committed: a stale lock fails here rather than being rewritten
         PYTHONUNBUFFERED="1",  # the line that shows a long job started arrives when printed
         BROWSER="true",  # JupyterLab opens no browser
