@@ -2,8 +2,8 @@
 
 Each command runs in a scratch copy of the repository, in a fresh environment (`UV_PROJECT_ENVIRONMENT`) made
 for its `--extra` options alone, and shared by the commands that give the same ones, so it gets exactly the
-packages its own `--extra` options install and nothing the test suite's environment happens to have: `uv run kafkasim sweep ...` without `--extra spark` fails here
-as it fails for a newcomer. A command passes when it exits 0, or when it is still going after
+packages its own `--extra` options install and nothing the test suite's environment happens to have:
+`uv run kafkasim sweep ...` without `--extra spark` fails here as it fails for a newcomer. A command passes when it exits 0, or when it is still going after
 `START_BUDGET_S` (or has printed the line that shows its real work began) without an error: a long job (a
 sweep, a 30 s simulation, JupyterLab) has then started, and is stopped. Placeholders in a command
 (`scenarios/<name>.yaml`, `FILE...`, `SWEEP.yaml`, `DIR`) are filled with real files first; the test
@@ -170,8 +170,8 @@ def test_a_readme_command_starts_on_a_fresh_environment(command: str, scratch: P
         # One fresh environment per set of extras the command asks for (`uv run`, `uv run --extra dev`, ...): it
         # holds exactly what those install, as a newcomer's does. One per command had each spend most of
         # START_BUDGET_S compiling the bytecode of its ~5,000 installed files (pyproject's `compile-bytecode`:
-        # 11 s on a quiet machine, 20 s and more beside the suite), so a command was often stopped before it ran
-        # at all, and passed untried.
+        # 11 s on a quiet machine, 20 s and more beside the suite): in CI nine commands were stopped still going,
+        # some perhaps before they had begun, and passed.
         UV_PROJECT_ENVIRONMENT=str(scratch.parent / "envs" / ("uv-run" + "".join(
             f"-{re.sub(r'[^A-Za-z0-9]+', '-', option)}" for option in uv_options(argv)))),
         UV_FROZEN="1",  # uv.lock as committed: a stale lock fails here rather than being rewritten
