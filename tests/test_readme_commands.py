@@ -3,9 +3,10 @@
 Each command runs in a scratch copy of the repository, in a fresh environment (`UV_PROJECT_ENVIRONMENT`) made
 for its `--extra` options alone, and shared by the commands that give the same ones, so it gets exactly the
 packages its own `--extra` options install and nothing the test suite's environment happens to have:
-`uv run kafkasim sweep ...` without `--extra spark` fails here as it fails for a newcomer. A command passes when it exits 0, or when it is still going after
-`START_BUDGET_S` (or has printed the line that shows its real work began) without an error: a long job (a
-sweep, a 30 s simulation, JupyterLab) has then started, and is stopped. Placeholders in a command
+`uv run kafkasim sweep ...` without `--extra spark` fails here as it fails for a newcomer. A command passes
+when it exits 0, or when it is still going after `START_BUDGET_S` (or has printed the line that shows its real
+work began) without an error: a long job (a sweep, a 30 s simulation, JupyterLab) has then started, and is
+stopped. Placeholders in a command
 (`scenarios/<name>.yaml`, `FILE...`, `SWEEP.yaml`, `DIR`) are filled with real files first; the test
 command (`pytest`) is only collected, so that it does not run the suite inside the suite.
 """
