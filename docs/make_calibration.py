@@ -18,7 +18,10 @@ docs/validation.md.
    (kafkasim.calibrate.collector).
 2. Three real runs of each held-out configuration: acks=all with linger.ms=5 at 200 records/s; 6 partitions;
    4 KiB records. The runs of step 1 and 2 are made in rounds (base, acks=all, 6 partitions, 4 KiB, then again),
-   so the machine's drift over the runs falls on every configuration alike.
+   so the machine's drift over the runs falls on every configuration alike. A run in which other work and the
+   hypervisor's steal took more than 5% of the machine's cores (--max-foreign) is set aside and made again, up
+   to three runs in all (--attempts), the quietest kept: kafkasim models the cluster's own JVMs sharing the
+   cores, not a neighbour's (kafkasim.calibrate.quiet_runs).
 3. kafkasim predicts each held-out configuration with the preset (each statistic the median of five simulated
    runs of the real runs' length), with a band from draws of the fit's uncertainty (kafkasim.calibrate.predict),
    and the prediction is set beside the median of the three real runs: it counts as within when it is within
@@ -65,6 +68,7 @@ from kafkasim.calibrate.preset import (  # noqa: E402
     with_collector,
     write_preset,
 )
+from kafkasim.calibrate.quiet_runs import ATTEMPTS, MAX_FOREIGN, SetAside, quiet_run, set_aside_in  # noqa: E402
 from kafkasim.calibrate.targets import measured as medians_of  # noqa: E402
 from kafkasim.calibrate.targets import statistics as stats_of  # noqa: E402
 from kafkasim.calibrate.targets import with_request_log  # noqa: E402
@@ -76,19 +80,29 @@ BASE = ROOT / "scenarios" / "calibration_base.yaml"
 PRESET = ROOT / "presets" / "this-machine.yaml"
 
 
-def real_run(key: str, overrides: list[str], out: Path) -> RunResult:
+def real_run(key: str, overrides: list[str], out: Path, most: float,
+             attempts: int) -> tuple[RunResult, list[SetAside]]:
+    """A quiet real run of the base scenario with `overrides` kept in `out` (kafkasim.calibrate.quiet_runs), and the
+    runs set aside for other work on the machine; an earlier call's, when `out` holds one."""
     from kafkasim.real.kafka_libs import locate
     from kafkasim.real.runner import run_on_kafka
 
     if is_result_dir(out) and (out / "run-info.json").is_file():
         print(f"[{out.name}] reusing {out}", flush=True)
-        return RunResult.load(out)
+        return RunResult.load(out), set_aside_in(out, RunResult.load)
     scenario = load_scenario(BASE)
     if overrides:
         scenario = with_overrides(scenario, overrides)
-    result = run_on_kafka(scenario, libs=locate(progress=print), say=lambda m: print(f"[{out.name}] {m}", flush=True))
-    result.save(out)
-    return result
+
+    def say(message: str) -> None:
+        print(f"[{out.name}] {message}", flush=True)
+
+    def make() -> RunResult:
+        return run_on_kafka(scenario, libs=locate(progress=print), say=say)
+
+    kept, aside = quiet_run(make, out, say=say, most=most, attempts=attempts)
+    assert isinstance(kept, RunResult)
+    return kept, aside
 
 
 def gap_ms(requests: pd.DataFrame) -> float | None:
@@ -180,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=Path, help="start the fit from an earlier preset's values (a parameter it "
                         "lacks from its first guess); default: every parameter from its first guess")
     parser.add_argument("--base-runs", type=int, default=3, help="real runs of the configuration fitted on")
+    parser.add_argument("--max-foreign", type=float, default=MAX_FOREIGN,
+                        help="the most of the machine's cores other work and the hypervisor's steal may take over a "
+                        "kept real run (a run above it is set aside and made again; 1 keeps every run)")
+    parser.add_argument("--attempts", type=int, default=ATTEMPTS,
+                        help="real runs made of one at most before the quietest is kept")
     parser.add_argument("--max-evaluations", type=int, default=1000, help="simulated runs of the tails' fit")
     parser.add_argument("--coarse-ms", type=float, default=10_000.0, help="simulated time of the coarse fit's runs")
     parser.add_argument("--coarse-evaluations", type=int, default=200, help="simulated runs of the coarse fit")
@@ -201,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
                         "with today's kafkasim, against the real figures docs/calibration.json keeps (after a change "
                         "of the model)")
     args = parser.parse_args(argv)
+    if not 0 <= args.max_foreign <= 1:
+        parser.error(f"--max-foreign {args.max_foreign:g}: allowed: a share of the cores from 0 to 1")
+    if args.attempts < 1:
+        parser.error(f"--attempts {args.attempts}: allowed: 1 or more")
     if args.predict_again:
         return predict_again()
     # The earlier preset is read before the real runs (twenty minutes): a wrong path fails at once.
@@ -221,10 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     configurations = [("base", [], args.base_runs),
                       *((key, overrides, args.runs) for key, (_label, overrides) in HELD_OUT.items())]
     made: dict[str, list[RunResult]] = {key: [] for key, _overrides, _n in configurations}
+    set_aside: list[SetAside] = []
     for i in range(max(n for _key, _overrides, n in configurations)):
         for key, overrides, n in configurations:
             if i < n:
-                made[key].append(real_run(key, overrides, work / f"{key}-{i + 1}"))
+                kept, aside = real_run(key, overrides, work / f"{key}-{i + 1}", args.max_foreign, args.attempts)
+                made[key].append(kept)
+                set_aside += aside
     bases = made.pop("base")
     base = bases[0]
     real: dict[str, list[RunResult]] = made
@@ -283,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             "collector": None if gc.collector is None else gc.collector.as_json(),
             "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap},
             "machine_cpu": {"base": base_cpu,
-                            "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]}}
+                            "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]},
+            "quiet": {"max_foreign": args.max_foreign, "attempts": args.attempts,
+                      "set_aside": [a.as_json() for a in set_aside]}}
     write_pages(data)
     return 0
 

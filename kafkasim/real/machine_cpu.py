@@ -88,15 +88,24 @@ def cpu_shares(before: CpuSample | None, after: CpuSample | None) -> dict[str, f
     return {name: round(share, 4) for name, share in shares.items()}
 
 
+def foreign_share(shares: object) -> float | None:
+    """The share of the machine's cores that a run's ``machine_cpu`` says went to other work and the hypervisor's
+    steal together (what `shared_machine` and the calibration's quiet runs, kafkasim.calibrate.quiet_runs, judge
+    a run by); None without the figures (a simulated run, a real run made before they were kept)."""
+    if not isinstance(shares, dict) or not all(isinstance(shares.get(k), int | float) for k in ("other", "steal")):
+        return None
+    return float(shares["other"]) + float(shares["steal"])
+
+
 def shared_machine(shares: object) -> str | None:
     """What a run's ``machine_cpu`` says when other work and steal took ``NOTABLE_SHARE`` of the cores or more,
     e.g. "other work took 12% of the machine's cores during the load and the hypervisor 8% (steal)"; None for a
     quieter run, or one without the figures (a simulated run, a real run made before they were kept)."""
-    if not isinstance(shares, dict) or not all(isinstance(shares.get(k), int | float) for k in ("other", "steal")):
+    foreign = foreign_share(shares)
+    if foreign is None or round(100 * foreign) < round(100 * NOTABLE_SHARE):
         return None
+    assert isinstance(shares, dict)
     other, steal = float(shares["other"]), float(shares["steal"])
-    if round(100 * (other + steal)) < round(100 * NOTABLE_SHARE):
-        return None
     return f"other work took {other:.0%} of the machine's cores during the load and the hypervisor {steal:.0%} (steal)"
 
 
