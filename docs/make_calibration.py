@@ -68,7 +68,7 @@ from kafkasim.calibrate.preset import (  # noqa: E402
     with_collector,
     write_preset,
 )
-from kafkasim.calibrate.quiet_runs import ATTEMPTS, MAX_FOREIGN, SetAside, quiet_run, set_aside_in  # noqa: E402
+from kafkasim.calibrate.quiet_runs import ATTEMPTS, MAX_FOREIGN, SetAside, quiet_run, set_aside_in, share_of  # noqa: E402
 from kafkasim.calibrate.targets import measured as medians_of  # noqa: E402
 from kafkasim.calibrate.targets import statistics as stats_of  # noqa: E402
 from kafkasim.calibrate.targets import with_request_log  # noqa: E402
@@ -245,12 +245,15 @@ def main(argv: list[str] | None = None) -> int:
                       *((key, overrides, args.runs) for key, (_label, overrides) in HELD_OUT.items())]
     made: dict[str, list[RunResult]] = {key: [] for key, _overrides, _n in configurations}
     set_aside: list[SetAside] = []
+    loaded: list[dict[str, str | float]] = []  # runs kept above --max-foreign: the quietest of their attempts
     for i in range(max(n for _key, _overrides, n in configurations)):
         for key, overrides, n in configurations:
             if i < n:
                 kept, aside = real_run(key, overrides, work / f"{key}-{i + 1}", args.max_foreign, args.attempts)
                 made[key].append(kept)
                 set_aside += aside
+                if (share := share_of(kept)) is not None and share > args.max_foreign:
+                    loaded.append({"run": f"{key}-{i + 1}", "foreign": round(share, 4)})
     bases = made.pop("base")
     base = bases[0]
     real: dict[str, list[RunResult]] = made
@@ -311,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine_cpu": {"base": base_cpu,
                             "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]},
             "quiet": {"max_foreign": args.max_foreign, "attempts": args.attempts,
-                      "set_aside": [a.as_json() for a in set_aside]}}
+                      "set_aside": [a.as_json() for a in set_aside], "kept_loaded": loaded}}
     write_pages(data)
     return 0
 

@@ -192,6 +192,31 @@ def _machine(machine: object) -> str:
             + "; ".join(parts) + ".")
 
 
+def _quiet(quiet: object) -> str:
+    """The findings' sentence on the runs made again because other work and steal took too much of the machine
+    (kafkasim.calibrate.quiet_runs; a calibration before 2026-12-03 evening made none again and kept no such
+    figures)."""
+    if not isinstance(quiet, dict) or not isinstance(quiet.get("max_foreign"), int | float):
+        return ""
+    aside = [float(a["foreign"]) for a in quiet.get("set_aside") or [] if isinstance(a, dict)
+             and isinstance(a.get("foreign"), int | float)]
+    most = f"{float(quiet['max_foreign']):.0%}"
+    kept = [a for a in quiet.get("kept_loaded") or [] if isinstance(a, dict)
+            and isinstance(a.get("foreign"), int | float)]
+    if not aside and not kept:
+        return f" No real run was made again (other work and steal took at most {most} of the cores in each)."
+    parts = []
+    if aside:
+        runs = "run was" if len(aside) == 1 else "runs were"
+        parts.append(f"{len(aside)} real {runs} set aside and made again, other work and steal having taken "
+                     f"{_share_span(aside)} of the cores (more than {most}; kafkasim.calibrate.quiet_runs)")
+    if kept:
+        parts.append(f"kept with more than {most}, the quietest of their attempts: "
+                     + ", ".join(f"{a['run']} ({float(a['foreign']):.0%})" for a in kept))
+    text = "; ".join(parts)
+    return f" {text[0].upper()}{text[1:]}."
+
+
 def _real_runs(row: dict[str, Any]) -> list[float]:
     """The real runs' values of a fitted statistic (docs/calibration.json keeps them since 2026-12-01; none before)."""
     return [v for v in row.get("real_runs") or [] if isinstance(v, int | float)]
@@ -261,6 +286,7 @@ def findings(data: dict[str, Any]) -> str:
     text += "."
     text += _gap(data.get("completion_gap"))
     text += _machine(data.get("machine_cpu"))
+    text += _quiet(data.get("quiet"))
     by_config: dict[str, list[dict[str, Any]]] = {}
     for r in data["predictions"]:
         by_config.setdefault(r["configuration"], []).append(r)

@@ -201,3 +201,25 @@ def test_the_findings_say_how_the_machines_cores_were_shared_over_the_real_runs_
     assert ("The machine's cores over the real runs' loads (kafkasim.real.machine_cpu), as shares of all of them: "
             "the runs fitted on: other work 1-20%, the hypervisor's steal 2-10%; the held-out runs: other work "
             "1%, the hypervisor's steal 2%.") in findings(data)
+
+
+def test_the_findings_say_which_real_runs_were_made_again_for_the_machines_other_work() -> None:
+    """The calibration sets aside a run whose machine gave more than 5% of its cores to other work and steal
+    (kafkasim.calibrate.quiet_runs): the findings say how many and how loaded, which runs were kept loaded when
+    none of their attempts was quiet, and nothing for a calibration.json written before."""
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    data.pop("quiet", None)
+    assert "made again" not in findings(data)
+    data["quiet"] = {"max_foreign": 0.05, "attempts": 3, "set_aside": [], "kept_loaded": []}
+    assert (" No real run was made again (other work and steal took at most 5% of the cores in each)."
+            in findings(data))
+    data["quiet"]["set_aside"] = [{"run": "base-1.loaded-1", "foreign": 0.26},
+                                  {"run": "records4k-2.loaded-1", "foreign": 0.071}]
+    assert (" 2 real runs were set aside and made again, other work and steal having taken 7-26% of the cores "
+            "(more than 5%; kafkasim.calibrate.quiet_runs)." in findings(data))
+    data["quiet"]["kept_loaded"] = [{"run": "records4k-2", "foreign": 0.09}]
+    assert ("(more than 5%; kafkasim.calibrate.quiet_runs); kept with more than 5%, the quietest of their "
+            "attempts: records4k-2 (9%)." in findings(data))
+    data["quiet"] = {"max_foreign": 0.05, "attempts": 1, "set_aside": [],
+                     "kept_loaded": [{"run": "base-2", "foreign": 0.3}]}
+    assert " Kept with more than 5%, the quietest of their attempts: base-2 (30%)." in findings(data)
