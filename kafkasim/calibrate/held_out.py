@@ -121,7 +121,7 @@ def section(data: dict[str, Any]) -> str:
            f"{data['runs']} real runs. A prediction is within when "
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
-           f"predictions are within.{_collector(data)}{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
+           f"predictions are within.{_quiet(data.get('quiet'))}{_collector(data)}{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
            "| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
            "verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -144,7 +144,9 @@ def section(data: dict[str, Any]) -> str:
         out.append(f"| {r['statistic']} | {_ms(r['measured'])} | {runs} | {'-' if fitted is None else _ms(fitted)} | "
                    f"{ratio} |")
     total = data["runs"] * len(HELD_OUT) + base_runs
-    out += ["", f"Regenerate: `uv run python docs/make_calibration.py` (~20 minutes: {total} real runs and the fit).",
+    again = " (and any made again for other work on the machine)" if isinstance(data.get("quiet"), dict) else ""
+    out += ["", f"Regenerate: `uv run python docs/make_calibration.py` (~20 minutes: {total} real runs{again} and the "
+            "fit).",
             END]
     return "\n".join(out)
 

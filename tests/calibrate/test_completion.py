@@ -169,17 +169,38 @@ def test_make_calibration_makes_the_real_runs_in_rounds(tmp_path: Path) -> None:
     spec.loader.exec_module(script)
     made: list[str] = []
 
-    def real_run(key: str, overrides: list[str], out: Path) -> object:
+    def real_run(key: str, overrides: list[str], out: Path, most: float, attempts: int) -> tuple[object, list]:
         made.append(out.name)
+        # Each run is a quiet one (kafkasim.calibrate.quiet_runs), by the options' limits.
+        assert (most, attempts) == (0.05, 3)
         if len(made) == 2 * (len(HELD_OUT) + 1):
             raise _Made
-        return object()
+        return _Quiet(), []
 
     script.real_run = real_run
     with pytest.raises(_Made):
         script.main(["--work", str(tmp_path), "--runs", "2", "--base-runs", "2"])
     keys = ["base", *HELD_OUT]
     assert made == [f"{key}-{i}" for i in (1, 2) for key in keys]
+
+
+class _Quiet:
+    run_info: dict[str, object] = {"machine_cpu": {"run": 0.5, "other": 0.01, "idle": 0.49, "steal": 0.0}}
+
+
+@pytest.mark.parametrize(("argv", "said"), [(["--max-foreign", "1.5"], "--max-foreign 1.5: allowed: a share"),
+                                            (["--attempts", "0"], "--attempts 0: allowed: 1 or more")])
+def test_make_calibration_refuses_a_limit_of_its_quiet_runs_that_cannot_be(
+        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with pytest.raises(SystemExit) as exited:
+        script.main(argv)
+    assert exited.value.code == 2 and said in capsys.readouterr().err
 
 
 def _follower_log(completing: int, idle: int) -> pd.DataFrame:

@@ -223,3 +223,6 @@ def test_the_findings_say_which_real_runs_were_made_again_for_the_machines_other
     data["quiet"] = {"max_foreign": 0.05, "attempts": 1, "set_aside": [],
                      "kept_loaded": [{"run": "base-2", "foreign": 0.3}]}
     assert " Kept with more than 5%, the quietest of their attempts: base-2 (30%)." in findings(data)
+    # The validation page says it beside the table, and that its runs are the kept ones.
+    assert " Kept with more than 5%, the quietest of their attempts: base-2 (30%)." in section(data)
+    assert "real runs (and any made again for other work on the machine) and the fit" in section(data)
