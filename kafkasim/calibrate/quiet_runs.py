@@ -3,10 +3,10 @@ hypervisor's steal took more than a few per cent of its cores.
 
 kafkasim models the cluster's own JVMs sharing the machine's cores (a woken thread's wait, preemption, the
 collectors), not another tenant's work. A real run measures both, and the other tenants' share moves its tails
-more than anything a calibration fits: in 42 real runs of the calibration's four configurations on the
-project's machine (2026-12-03, Apache Kafka 4.3.1), the base configuration's end-to-end p99 was 15.6-20.3 ms
-in its 7 runs where other work and steal took at most 5% of the cores, 21.9-30.2 ms in its 4 runs at 7-17%,
-and 41.8-97.8 ms in its 4 runs at 31-67% (kafkasim.real.machine_cpu; docs/calibration.md, "Quiet runs"). A fit
+more than anything a calibration fits: in 62 real runs of the calibration's four configurations on the
+project's machine (2026-12-03, Apache Kafka 4.3.1), the base configuration's end-to-end p99 was 15.6-20.6 ms
+in its 11 runs where other work and steal took at most 5% of the cores, 18.1-30.2 ms in its 6 runs at 5-17%,
+and 41.8-97.8 ms in its 5 runs at 26-67% (kafkasim.real.machine_cpu; docs/calibration.md, "Quiet runs"). A fit
 to the median of such runs learns the neighbours of the afternoon it ran in, and a held-out verdict on three
 runs compares the prediction with them.
 
