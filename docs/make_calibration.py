@@ -6,6 +6,8 @@ docs/validation.md.
     uv run python docs/make_calibration.py --work DIR       # keep the real runs in DIR (a later call reuses them)
     uv run python docs/make_calibration.py --start presets/this-machine.yaml   # refit from the last fit's values
     uv run python docs/make_calibration.py --predict-again  # ~1 minute: the preset's predictions by today's model
+    uv run python docs/make_calibration.py --check          # ~10 minutes: new real runs of the held-out
+                                                            # configurations beside the preset's predictions
 
 1. Three real runs of scenarios/calibration_base.yaml (acks=1, linger.ms=0, 300 records/s of 1 KiB, RF 3) on
    Apache Kafka (`kafkasim run --on-kafka`); `kafkasim calibrate` fits kafkasim's costs to the medians of their
@@ -57,6 +59,7 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     write_findings,
     write_section,
 )
+from kafkasim.calibrate.later_check import write_check_section  # noqa: E402
 from kafkasim.calibrate.parameters import overrides as parameter_overrides  # noqa: E402
 from kafkasim.calibrate.predict import predict  # noqa: E402
 from kafkasim.calibrate.preset import (  # noqa: E402
@@ -150,12 +153,74 @@ def write_pages(data: dict[str, object]) -> None:
     """docs/calibration.json, the Calibration section of docs/validation.md and docs/calibration.md's findings."""
     (ROOT / JSON_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     write_section(ROOT / "docs" / "validation.md", data)
+    write_check_section(ROOT / "docs" / "validation.md", data)
     write_findings(ROOT / "docs" / "calibration.md", data)
     rows = data["predictions"]
     assert isinstance(rows, list)
     within = sum(r["verdict"] == "within" for r in rows)
     print(f"wrote {JSON_FILE}, the Calibration section of docs/validation.md and docs/calibration.md's findings: "
           f"{within} of {len(rows)} predictions within", flush=True)
+
+
+def real_of(rows: list[dict[str, object]]) -> dict[str, list[dict[str, float]]]:
+    """The real runs' statistics, by held-out configuration, that a table of predictions sets them beside."""
+    real: dict[str, list[dict[str, float]]] = {key: [] for key in HELD_OUT}
+    keys = {label: key for key, (label, _overrides) in HELD_OUT.items()}
+    for row in rows:
+        runs = real[keys[str(row["configuration"])]]
+        values = row["real_runs"]
+        assert isinstance(values, list)
+        while len(runs) < len(values):
+            runs.append({})
+        for run, value in zip(runs, values, strict=False):
+            run[str(row["statistic"])] = float(value)
+    return real
+
+
+def quiet_runs(configurations: list[tuple[str, list[str], int]], work: Path, most: float,
+               attempts: int) -> tuple[dict[str, list[RunResult]], dict[str, object]]:
+    """Quiet real runs of each configuration (key, its overrides, how many), in rounds, one run of each
+    configuration per round: the machine drifts over the ten minutes of runs (here a handler's wake-up p50 went
+    from 0.03 to 0.06 ms in one sequence of runs made configuration after configuration), and runs made in blocks
+    would give each configuration its block's share of the drift. Also what calibration.json keeps of them
+    (`quiet`: the limit, the runs set aside, any kept above it)."""
+    made: dict[str, list[RunResult]] = {key: [] for key, _overrides, _n in configurations}
+    set_aside: list[SetAside] = []
+    loaded: list[dict[str, str | float]] = []  # runs kept above `most`: the quietest of their attempts
+    for i in range(max(n for _key, _overrides, n in configurations)):
+        for key, overrides, n in configurations:
+            if i < n:
+                kept, aside = real_run(key, overrides, work / f"{key}-{i + 1}", most, attempts)
+                made[key].append(kept)
+                set_aside += aside
+                if (share := share_of(kept)) is not None and share > most:
+                    loaded.append({"run": f"{key}-{i + 1}", "foreign": round(share, 4)})
+    return made, {"max_foreign": most, "attempts": attempts, "set_aside": [a.as_json() for a in set_aside],
+                  "kept_loaded": loaded}
+
+
+def statistics_of(runs: list[RunResult]) -> list[dict[str, float]]:
+    return [{k: v for k, (_g, v, _n) in stats_of(r.summary).items()} for r in runs]
+
+
+def check(work: Path, runs: int, most: float, attempts: int) -> int:
+    """The committed preset on a later day: quiet real runs of each held-out configuration, and the preset's
+    predictions beside them, no fit (kafkasim.calibrate.later_check)."""
+    data = json.loads((ROOT / JSON_FILE).read_text(encoding="utf-8"))
+    preset = load_preset(PRESET)
+    made, quiet = quiet_runs([(key, overrides, runs) for key, (_label, overrides) in HELD_OUT.items()], work, most,
+                             attempts)
+    when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = held_out_rows(preset, {key: statistics_of(kept) for key, kept in made.items()},
+                         float(data["predict_seconds"]) * 1000.0, int(data["draws"]), int(data.get("sim_runs", 1)))
+    data["check"] = {"when": when, "runs": runs, "predictions": rows,
+                     "machine_cpu": [r.run_info.get("machine_cpu") for kept in made.values() for r in kept],
+                     "quiet": quiet}
+    write_pages(data)
+    within = sum(r["verdict"] == "within" for r in rows)
+    print(f"the preset fitted {data['when']} on runs made {when}: {within} of {len(rows)} predictions within",
+          flush=True)
+    return 0
 
 
 def predict_again() -> int:
@@ -172,17 +237,14 @@ def predict_again() -> int:
         row["fitted"] = round(got[row["statistic"]], 4) if row["statistic"] in got else None
     if isinstance(data.get("completion_gap"), dict):
         data["completion_gap"]["fitted"] = gap
-    real: dict[str, list[dict[str, float]]] = {key: [] for key in HELD_OUT}
-    keys = {label: key for key, (label, _overrides) in HELD_OUT.items()}
-    for row in data["predictions"]:
-        runs = real[keys[row["configuration"]]]
-        while len(runs) < len(row["real_runs"]):
-            runs.append({})
-        for run, value in zip(runs, row["real_runs"], strict=False):
-            run[row["statistic"]] = value
-    data["predictions"] = held_out_rows(preset, real, float(data["predict_seconds"]) * 1000.0, int(data["draws"]),
-                                        sim_runs)
-    data["predicted_again"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    data["predictions"] = held_out_rows(preset, real_of(data["predictions"]), float(data["predict_seconds"]) * 1000.0,
+                                        int(data["draws"]), sim_runs)
+    data["predicted_again"] = now
+    if isinstance(check := data.get("check"), dict):
+        check["predictions"] = held_out_rows(preset, real_of(check["predictions"]),
+                                             float(data["predict_seconds"]) * 1000.0, int(data["draws"]), sim_runs)
+        check["predicted_again"] = now
     write_pages(data)
     return 0
 
@@ -219,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="no real runs and no fit: run the committed preset's fitted run and predictions again "
                         "with today's kafkasim, against the real figures docs/calibration.json keeps (after a change "
                         "of the model)")
+    parser.add_argument("--check", action="store_true",
+                        help="no fit: new quiet real runs of each held-out configuration (--runs of each), the "
+                        "committed preset's predictions beside them (docs/validation.md, \"Calibration: the preset "
+                        "on a later day\")")
     args = parser.parse_args(argv)
     if not 0 <= args.max_foreign <= 1:
         parser.error(f"--max-foreign {args.max_foreign:g}: allowed: a share of the cores from 0 to 1")
@@ -226,6 +292,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--attempts {args.attempts}: allowed: 1 or more")
     if args.predict_again:
         return predict_again()
+    if args.check and args.start is not None:
+        parser.error("--check makes no fit: --start does not apply")
+    if args.check:
+        check_work = args.work or Path(tempfile.mkdtemp(prefix="kafkasim-calibration-check-"))
+        check_work.mkdir(parents=True, exist_ok=True)
+        return check(check_work, args.runs, args.max_foreign, args.attempts)
     # The earlier preset is read before the real runs (twenty minutes): a wrong path fails at once.
     earlier: dict[str, float] = {}
     started = ""
@@ -238,22 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         started = f"; the fit started from the values of the preset fitted {fitted_when}"
     work = args.work or Path(tempfile.mkdtemp(prefix="kafkasim-calibration-"))
     work.mkdir(parents=True, exist_ok=True)
-    # In rounds, one run of each configuration per round: the machine drifts over the ten minutes of runs (here
-    # a handler's wake-up p50 went from 0.03 to 0.06 ms in one sequence of runs made configuration after
-    # configuration), and runs made in blocks would give each configuration its block's share of the drift.
     configurations = [("base", [], args.base_runs),
                       *((key, overrides, args.runs) for key, (_label, overrides) in HELD_OUT.items())]
-    made: dict[str, list[RunResult]] = {key: [] for key, _overrides, _n in configurations}
-    set_aside: list[SetAside] = []
-    loaded: list[dict[str, str | float]] = []  # runs kept above --max-foreign: the quietest of their attempts
-    for i in range(max(n for _key, _overrides, n in configurations)):
-        for key, overrides, n in configurations:
-            if i < n:
-                kept, aside = real_run(key, overrides, work / f"{key}-{i + 1}", args.max_foreign, args.attempts)
-                made[key].append(kept)
-                set_aside += aside
-                if (share := share_of(kept)) is not None and share > args.max_foreign:
-                    loaded.append({"run": f"{key}-{i + 1}", "foreign": round(share, 4)})
+    made, quiet = quiet_runs(configurations, work, args.max_foreign, args.attempts)
     bases = made.pop("base")
     base = bases[0]
     real: dict[str, list[RunResult]] = made
@@ -295,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     preset = load_preset(PRESET)
     print(f"wrote {PRESET.relative_to(ROOT)}", flush=True)
 
-    rows = held_out_rows(preset, {key: [{k: v for k, (_g, v, _n) in stats_of(r.summary).items()} for r in runs]
-                                   for key, runs in real.items()}, args.predict_ms, args.draws, args.sim_runs)
+    rows = held_out_rows(preset, {key: statistics_of(runs) for key, runs in real.items()}, args.predict_ms, args.draws,
+                         args.sim_runs)
     # Each statistic of each real run too: the pages set a fitted statistic beside the runs' own range.
     each = [stats_of(with_request_log(b.summary, b.requests)) for b in bases]
     fit_rows = [{"statistic": r["statistic"], "measured": r["measured_ms"], "fitted": r["fitted_ms"],
@@ -313,8 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             "completion_gap": {"real_runs": [gap_ms(b.requests) for b in bases], "fitted": fitted_gap},
             "machine_cpu": {"base": base_cpu,
                             "held_out": [r.run_info.get("machine_cpu") for runs in real.values() for r in runs]},
-            "quiet": {"max_foreign": args.max_foreign, "attempts": args.attempts,
-                      "set_aside": [a.as_json() for a in set_aside], "kept_loaded": loaded}}
+            "quiet": quiet}
     write_pages(data)
     return 0
 

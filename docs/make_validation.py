@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from kafkasim import KAFKA_VERSION  # noqa: E402
 from kafkasim.calibrate import published  # noqa: E402
 from kafkasim.calibrate.held_out import JSON_FILE, section  # noqa: E402
+from kafkasim.calibrate.later_check import check_section  # noqa: E402
 from tests.real.agreement import SPOOL_ENV, Agreement  # noqa: E402
 
 # scenario key (tests/real/test_differential.py's SCENARIOS) -> (what it shows, what differs and why)
@@ -236,7 +237,8 @@ def render(rows: list[Agreement], scenarios: dict[str, tuple[Path, list[str]]], 
         out.append("")
     calibration = ROOT / JSON_FILE
     if calibration.is_file():  # docs/make_calibration.py's section, kept as it last wrote it
-        out += [section(json.loads(calibration.read_text(encoding="utf-8"))), ""]
+        kept = json.loads(calibration.read_text(encoding="utf-8"))
+        out += [section(kept), "", check_section(kept), ""]
     figures = ROOT / published.JSON_FILE
     if figures.is_file():  # docs/make_published.py's section, kept as it last wrote it
         out += [published.section(json.loads(figures.read_text(encoding="utf-8"))), ""]

@@ -105,6 +105,17 @@ def _collector(data: dict[str, Any]) -> str:
             "(kafkasim.calibrate.collector).")
 
 
+def prediction_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The lines of a table of held-out predictions beside their real runs."""
+    out = ["| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
+           "verdict |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        runs = ", ".join(_ms(v) for v in r["real_runs"])
+        out.append(f"| {r['configuration']} | {r['statistic']} | {_ms(r['predicted'])} | "
+                   f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
+    return out
+
+
 def section(data: dict[str, Any]) -> str:
     """The "Calibration" section of docs/validation.md."""
     rows = data["predictions"]
@@ -121,13 +132,8 @@ def section(data: dict[str, Any]) -> str:
            f"{data['runs']} real runs. A prediction is within when "
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
-           f"predictions are within.{_quiet(data.get('quiet'))}{_collector(data)}{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
-           "| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
-           "verdict |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        runs = ", ".join(_ms(v) for v in r["real_runs"])
-        out.append(f"| {r['configuration']} | {r['statistic']} | {_ms(r['predicted'])} | "
-                   f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
+           f"predictions are within.{quiet_sentence(data.get('quiet'))}{_collector(data)}{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
+           *prediction_table(rows)]
     fitted_on = "the run it was fitted to" if base_runs == 1 else f"the medians of the {base_runs} runs it was fitted to"
     within_fit = sum(fit_within(r["measured"], r["fitted"]) for r in data["fit"])
     criterion = counted(breakdown_rows(data["fit"]))
@@ -194,7 +200,7 @@ def _machine(machine: object) -> str:
             + "; ".join(parts) + ".")
 
 
-def _quiet(quiet: object) -> str:
+def quiet_sentence(quiet: object) -> str:
     """The findings' sentence on the runs made again because other work and steal took too much of the machine
     (kafkasim.calibrate.quiet_runs; a calibration before 2026-12-03 evening made none again and kept no such
     figures)."""
@@ -288,7 +294,7 @@ def findings(data: dict[str, Any]) -> str:
     text += "."
     text += _gap(data.get("completion_gap"))
     text += _machine(data.get("machine_cpu"))
-    text += _quiet(data.get("quiet"))
+    text += quiet_sentence(data.get("quiet"))
     by_config: dict[str, list[dict[str, Any]]] = {}
     for r in data["predictions"]:
         by_config.setdefault(r["configuration"], []).append(r)

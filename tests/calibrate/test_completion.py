@@ -4,8 +4,10 @@ longer a follower fetch takes when its high-watermark advance completes a parked
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -138,12 +140,7 @@ def test_a_refit_starts_from_an_earlier_presets_values_and_first_guesses_what_it
 
 def test_make_calibration_refuses_a_start_that_is_no_preset_before_any_real_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _make_calibration()
     notes = tmp_path / "notes.yaml"
     notes.write_text("my notes\n", encoding="utf-8")
     work = tmp_path / "work"
@@ -161,12 +158,7 @@ def test_make_calibration_makes_the_real_runs_in_rounds(tmp_path: Path) -> None:
     """One run of each configuration per round, not each configuration's runs in a block: over one sequence of
     twelve real runs made in blocks, a handler's wake-up p50 went from 0.03 to 0.06 ms, and the blocks gave each
     configuration its own share of the machine's drift."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _make_calibration()
     made: list[str] = []
 
     def real_run(key: str, overrides: list[str], out: Path, most: float, attempts: int) -> tuple[object, list]:
@@ -192,12 +184,7 @@ class _Quiet:
                                             (["--attempts", "0"], "--attempts 0: allowed: 1 or more")])
 def test_make_calibration_refuses_a_limit_of_its_quiet_runs_that_cannot_be(
         argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _make_calibration()
     with pytest.raises(SystemExit) as exited:
         script.main(argv)
     assert exited.value.code == 2 and said in capsys.readouterr().err
@@ -239,3 +226,53 @@ def test_a_simulated_consumer_completion_is_the_completion_cost() -> None:
     got = consumer_completions(result.requests)
     assert len(got) >= MIN_GAPS
     assert float(np.median(got)) == pytest.approx(0.4 + 0.002 * (1024 + 70) / 1024, abs=0.01)
+
+
+def test_make_calibration_check_predicts_new_runs_of_the_held_out_configurations_with_the_committed_preset(
+        tmp_path: Path) -> None:
+    """`--check`: quiet real runs of the held-out configurations only (none of the base, no fit), in rounds, and
+    the committed preset's predictions beside them, kept in calibration.json's `check` beside the fit's own."""
+    script = _make_calibration()
+    made: list[str] = []
+    written: list[dict] = []
+
+    def real_run(key: str, overrides: list[str], out: Path, most: float, attempts: int) -> tuple[object, list]:
+        made.append(out.name)
+        return _Quiet(), []
+
+    def held_out_rows(preset: object, real: dict[str, list[dict[str, float]]], predict_ms: float, draws: int,
+                      sim_runs: int) -> list[dict[str, object]]:
+        assert sorted(real) == sorted(HELD_OUT) and all(len(runs) == 2 for runs in real.values())
+        return [{"configuration": HELD_OUT[key][0], "statistic": "end to end p99", "predicted": 20.0,
+                 "band": [18.0, 30.0], "real_median": 19.0, "real_runs": [19.0, 21.0], "verdict": "within"}
+                for key in real]
+
+    script.real_run = real_run
+    script.held_out_rows = held_out_rows
+    script.statistics_of = lambda runs: [{"end to end p99": 19.0} for _r in runs]
+    script.write_pages = written.append
+    assert script.main(["--check", "--work", str(tmp_path), "--runs", "2"]) == 0
+    assert made == [f"{key}-{i}" for i in (1, 2) for key in HELD_OUT]
+    committed = json.loads((ROOT / "docs" / "calibration.json").read_text())
+    (data,) = written
+    assert data["fit"] == committed["fit"] and data["predictions"] == committed["predictions"]
+    assert data["check"]["runs"] == 2 and len(data["check"]["predictions"]) == len(HELD_OUT)
+    assert data["check"]["quiet"] == {"max_foreign": 0.05, "attempts": 3, "set_aside": [], "kept_loaded": []}
+
+
+def test_make_calibration_check_refuses_a_start(capsys: pytest.CaptureFixture[str]) -> None:
+    script = _make_calibration()
+    with pytest.raises(SystemExit) as exited:
+        script.main(["--check", "--start", "presets/this-machine.yaml"])
+    assert exited.value.code == 2 and "--check makes no fit: --start does not apply" in capsys.readouterr().err
+
+
+def _make_calibration() -> Any:
+    """docs/make_calibration.py as a module (a script, not a package's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script

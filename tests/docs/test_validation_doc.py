@@ -52,6 +52,9 @@ def test_a_page_rendered_from_a_spool_carries_its_rows_and_counts(tmp_path: Path
     assert "| broker-0 crash -> fence (ms) | 7691 | 8214 | 7000..10525 | agree |" in page
     assert "Of 2 comparisons, 1 agree, 0 disagree and 1 are reported only." in page
     assert "No rows from this run" in page  # scenarios without rows say so rather than vanish
+    # docs/make_calibration.py's sections are kept, its later check of the preset right after its Calibration one.
+    calibration, check = page.index("## Calibration: predicting"), page.index("## Calibration: the preset on a later")
+    assert calibration < check < page.index("## Published measurements")
 
 
 def test_a_bad_spool_line_is_named_by_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
