@@ -229,7 +229,7 @@ def test_a_simulated_consumer_completion_is_the_completion_cost() -> None:
 
 
 def test_make_calibration_check_predicts_new_runs_of_the_held_out_configurations_with_the_committed_preset(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--check`: quiet real runs of the held-out configurations only (none of the base, no fit), in rounds, and
     the committed preset's predictions beside them, kept in calibration.json's `check` beside the fit's own."""
     script = _make_calibration()
@@ -240,17 +240,17 @@ def test_make_calibration_check_predicts_new_runs_of_the_held_out_configurations
         made.append(out.name)
         return _Quiet(), []
 
-    def held_out_rows(preset: object, real: dict[str, list[dict[str, float]]], predict_ms: float, draws: int,
-                      sim_runs: int) -> list[dict[str, object]]:
+    def held_out_rows(_preset: object, real: dict[str, list[dict[str, float]]], *_simulated: float,
+                      ) -> list[dict[str, object]]:
         assert sorted(real) == sorted(HELD_OUT) and all(len(runs) == 2 for runs in real.values())
         return [{"configuration": HELD_OUT[key][0], "statistic": "end to end p99", "predicted": 20.0,
                  "band": [18.0, 30.0], "real_median": 19.0, "real_runs": [19.0, 21.0], "verdict": "within"}
                 for key in real]
 
-    script.real_run = real_run
-    script.held_out_rows = held_out_rows
-    script.statistics_of = lambda runs: [{"end to end p99": 19.0} for _r in runs]
-    script.write_pages = written.append
+    monkeypatch.setattr(script, "real_run", real_run)
+    monkeypatch.setattr(script, "held_out_rows", held_out_rows)
+    monkeypatch.setattr(script, "statistics_of", lambda runs: [{"end to end p99": 19.0} for _r in runs])
+    monkeypatch.setattr(script, "write_pages", written.append)
     assert script.main(["--check", "--work", str(tmp_path), "--runs", "2"]) == 0
     assert made == [f"{key}-{i}" for i in (1, 2) for key in HELD_OUT]
     committed = json.loads((ROOT / "docs" / "calibration.json").read_text())
