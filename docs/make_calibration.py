@@ -295,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check and args.start is not None:
         parser.error("--check makes no fit: --start does not apply")
     if args.check:
+        # A calibration's directory holds held-out runs of the same names, which a check would reuse as its new ones.
+        if args.work is not None and (args.work / "base-1").exists():
+            parser.error(f"--work {args.work} holds a calibration's runs (base-1): a check makes new runs of the "
+                         "held-out configurations; give it a directory of its own")
         check_work = args.work or Path(tempfile.mkdtemp(prefix="kafkasim-calibration-check-"))
         check_work.mkdir(parents=True, exist_ok=True)
         return check(check_work, args.runs, args.max_foreign, args.attempts)

@@ -267,6 +267,15 @@ def test_make_calibration_check_refuses_a_start(capsys: pytest.CaptureFixture[st
     assert exited.value.code == 2 and "--check makes no fit: --start does not apply" in capsys.readouterr().err
 
 
+def test_make_calibration_check_refuses_a_calibrations_directory(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Its held-out runs have the names a check gives its own: the check would reuse them as new."""
+    (tmp_path / "base-1").mkdir()
+    with pytest.raises(SystemExit) as exited:
+        _make_calibration().main(["--check", "--work", str(tmp_path)])
+    assert exited.value.code == 2 and "holds a calibration's runs (base-1)" in capsys.readouterr().err
+
+
 def _make_calibration() -> Any:
     """docs/make_calibration.py as a module (a script, not a package's)."""
     import importlib.util
