@@ -147,7 +147,15 @@ def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kep
     again = json.loads((tmp_path / JSON_FILE).read_text(encoding="utf-8"))
     # Measured as the fit measured them: each statistic the median of as many runs (one for a fit before --sim-runs).
     runs = kept.get("sim_runs", 1)
-    assert asked == [(kept["sim_seconds"] * 1000.0, runs)] + [(kept["predict_seconds"] * 1000.0, runs)] * len(HELD_OUT)
+    # The later check's predictions too, when the kept figures hold one (kafkasim.calibrate.later_check).
+    checks = len(HELD_OUT) if isinstance(kept.get("check"), dict) else 0
+    assert asked == [(kept["sim_seconds"] * 1000.0, runs)] + [(kept["predict_seconds"] * 1000.0, runs)] * (
+        len(HELD_OUT) + checks)
+    if checks:
+        assert again["check"]["predicted_again"] == again["predicted_again"]
+        assert [(r["configuration"], r["statistic"], r["real_runs"]) for r in again["check"]["predictions"]] == [
+            (r["configuration"], r["statistic"], r["real_runs"]) for r in kept["check"]["predictions"]]
+        assert "(predicted again on " in (tmp_path / "docs" / "validation.md").read_text(encoding="utf-8")
     assert [r["fitted"] for r in again["fit"]] == [round(2 * r["measured"], 4) for r in kept["fit"]]
     assert again["completion_gap"] == {"real_runs": [0.28, 0.3, 0.29], "fitted": 0.123}
     assert ("the completion gap (the first parked follower answered after an acks=1 produce's response; "
