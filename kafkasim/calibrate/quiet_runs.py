@@ -90,5 +90,7 @@ def quiet_run(make: Callable[[], RealRun], out: Path, *, say: Callable[[str], No
         say(f"other work and the hypervisor's steal took {share:.0%} of the machine's cores (a kept run: at most "
             f"{most:.0%}): set aside as {path.name}, {again}")
     share, path, result = min(aside, key=lambda a: a[0])
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()  # as RunResult.save replaces an empty directory; a move would go inside it
     shutil.move(path, out)
     return result, [SetAside(p.name, s) for s, p, _r in aside if p != path]

@@ -72,6 +72,13 @@ def test_when_none_is_quiet_the_quietest_is_kept(tmp_path: Path) -> None:
     assert set_aside_in(tmp_path / "base-1", FakeRun.load) == aside
 
 
+def test_the_quietest_takes_the_place_of_an_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "base-1").mkdir()
+    quiet_run(runs((0.2, 0.0), (0.3, 0.0)), tmp_path / "base-1", say=print, attempts=2)
+    assert (tmp_path / "base-1" / "run-info.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base-1", "base-1.loaded-2"]
+
+
 def test_the_most_allowed_is_the_callers(tmp_path: Path) -> None:
     kept, aside = quiet_run(runs((0.3, 0.3)), tmp_path / "base-1", say=print, most=1.0)
     assert aside == []
