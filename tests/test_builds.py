@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from kafkasim.compiled import PACKAGE_DIR, compiled_modules, stale_sources
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_REQUESTED = os.environ.get("KAFKASIM_PURE", "") not in ("", "0")
@@ -205,17 +206,12 @@ def test_a_hook_left_unimplemented_is_never_silently_skipped() -> None:
 
 def _hatch_build(monkeypatch: pytest.MonkeyPatch) -> Any:
     """hatch_build.py as a module, without hatchling (which only the build environment has)."""
-    import importlib.util
     import types
 
     interface = types.ModuleType("hatchling.builders.hooks.plugin.interface")
     interface.BuildHookInterface = object  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, interface.__name__, interface)
-    spec = importlib.util.spec_from_file_location("kafkasim_hatch_build", ROOT / "hatch_build.py")
-    assert spec is not None and spec.loader is not None
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    return hook
+    return load_script(ROOT / "hatch_build.py", "kafkasim_hatch_build")
 
 
 def test_the_install_writes_bytecode_even_where_the_interpreter_may_not(

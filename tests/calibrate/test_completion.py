@@ -28,6 +28,7 @@ from kafkasim.calibrate.preset import PresetError, earlier_fit
 from kafkasim.calibrate.targets import measured, targets, with_request_log
 from kafkasim.run import run_scenario
 from kafkasim.scenario import load_scenario, with_overrides
+from tests.scripts import load_script
 
 from .test_fit import SCENARIO
 
@@ -277,11 +278,4 @@ def test_make_calibration_check_refuses_a_calibrations_directory(tmp_path: Path,
 
 
 def _make_calibration() -> Any:
-    """docs/make_calibration.py as a module (a script, not a package's)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    return load_script(ROOT / "docs" / "make_calibration.py")

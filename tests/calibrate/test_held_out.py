@@ -25,6 +25,7 @@ from kafkasim.calibrate.held_out import (
 )
 from kafkasim.calibrate.targets import REQUEST_LOG_STATISTICS
 from kafkasim.scenario import load_scenario, with_overrides
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,14 +112,10 @@ def test_predict_again_remakes_the_fitted_run_and_the_predictions_beside_the_kep
     and predictions made again (here by stand-ins that say what they were asked), beside the real runs' figures
     docs/calibration.json keeps, each verdict recomputed; no real run, no fit, the repository's pages untouched
     (the script writes under its ROOT, a copy here)."""
-    import importlib.util
 
     from kafkasim.calibrate.predict import Prediction
 
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(ROOT / "docs" / "make_calibration.py")
     (tmp_path / "docs").mkdir()
     for name in ("calibration.json", "validation.md", "calibration.md"):
         (tmp_path / "docs" / name).write_bytes((ROOT / "docs" / name).read_bytes())

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +14,7 @@ from kafkasim.calibrate.published import FIGURES, RUNS, Figure, evaluate
 from kafkasim.run import run_scenario
 from kafkasim.scenario import load_scenario, with_overrides
 from kafkasim.scenario.hardware import KREPS_FITTED
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,11 +24,7 @@ def _data() -> dict:
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_published", ROOT / "docs" / "make_published.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "docs" / "make_published.py")
 
 
 def test_the_preset_holds_the_values_the_committed_fit_found() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -12,16 +11,13 @@ import pytest
 
 from tests.real.agreement import Agreement
 from tests.real.test_differential import SCENARIOS
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_validation", ROOT / "docs" / "make_validation.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "docs" / "make_validation.py")
 
 
 def test_every_scenario_of_the_suite_has_words_and_no_words_are_left_over() -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docs" / "make_scenario_reference.py"
@@ -13,11 +14,7 @@ REFERENCE = ROOT / "docs" / "scenario-reference.md"
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_scenario_reference", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_the_scenario_reference_is_up_to_date() -> None:
