@@ -206,6 +206,51 @@ def test_queued_responses_go_before_new_reads() -> None:
     assert rc.start_ms == 2.0
     assert ra.response_dequeue_ms == 2.0  # the response first (Processor: processNewResponses, then poll)
     assert rd.start_ms == 2.0 + SEND_MS + READ_MS
+    # The poll that wrote the response read d's request too: processCompletedReceives comes before
+    # processCompletedSends, which takes the response's endTimeNanos.
+    assert b.delivered == [("a", 1, 2.0 + SEND_MS)]
+    assert ra.end_ms == 2.0 + SEND_MS + READ_MS
+
+
+def test_responses_queued_together_are_written_in_one_iteration_and_completed_in_turn() -> None:
+    """Processor.run: processNewResponses takes every queued response (responseDequeueTimeNanos), poll writes them
+    all, then processCompletedSends completes each in turn (updateRequestMetrics: endTimeNanos, then the request
+    log's line). The second response's ResponseSendTimeMs runs through both writes and the first's completion, as
+    a follower's did on the real brokers when its connection shared a network thread with the producer's."""
+    b = Broker(complete=COMPLETE_MS)
+    a, c, d = b.connect("a"), b.connect("c"), b.connect("d")
+    ra, rc = b.request(a, 0.0), b.request(c, 0.0)  # read 0 -> 1, 1 -> 2
+    b.request(d, 2.5)  # read 2.5 -> 3.5
+    for _ in range(3):
+        b.wait_for_request()
+
+    def answer_both(_event: object) -> None:  # one handler's work: a produce's response, then a fetch it completed
+        for envelope in (ra, rc):
+            envelope.set_response(Response({}, 0, 0))
+            b.channel.send_response(envelope)
+
+    Call(b.env, 3.0, answer_both)  # while the thread reads d's request
+    b.env.run()
+    assert (ra.response_dequeue_ms, rc.response_dequeue_ms) == (3.5, 3.5)
+    assert b.delivered == [("a", 1, 3.5 + SEND_MS), ("c", 2, 3.5 + 2 * SEND_MS)]
+    assert ra.end_ms == 3.5 + 2 * SEND_MS
+    assert rc.end_ms == 3.5 + 2 * SEND_MS + COMPLETE_MS
+    assert [e.request_id for e in b.observer.done] == [1, 2]
+
+
+def test_a_request_arriving_during_a_poll_is_read_in_the_next_iteration() -> None:
+    """Selector.poll reads the connections ready when it selects: one whose request arrives while the thread writes
+    waits for the next iteration, which takes the responses queued meanwhile first."""
+    b = Broker(threads=1)
+    a, c = b.connect("a"), b.connect("c")
+    ra = b.request(a, 0.0)  # read 0 -> 1
+    b.wait_for_request()
+    b.wait_for_request()
+    b.respond(ra, 2.0)  # written 2 -> 4
+    rc = b.request(c, 3.0)  # arrives during the write
+    b.env.run()
+    assert ra.end_ms == 2.0 + SEND_MS
+    assert rc.start_ms == 2.0 + SEND_MS + READ_MS
 
 
 def test_a_full_request_queue_blocks_the_processor_until_a_handler_takes_a_request() -> None:

@@ -264,20 +264,26 @@ def test_the_number_of_io_threads_caps_concurrency() -> None:
     assert p.handlers.handler_busy_ms == 3 * REQUEST
 
 
-def test_a_handler_taking_a_request_unblocks_the_processor_which_sends_responses_first() -> None:
+def test_a_handler_taking_a_request_unblocks_the_processor_which_goes_on_with_its_poll() -> None:
     p = Plane(io_threads=1, network_threads=1, queue_size=1, request_cost=10.0)
     reqs = [p.produce(p.connect(f"producer-{i}"), size=0) for i in range(4)]
     p.env.run(until=7.0)
-    # 1: handled at once; 2: queued; 3: the queue is full, the processor blocks in put(); 4: not read.
+    # 1: handled at once; 2: queued; 3: the queue is full, the processor blocks in put(); 4: not read yet.
     assert [r.start_ms for r in reqs[:3]] == [1.0, 2.0, 3.0]
     assert reqs[3].start_ms != reqs[3].start_ms
     assert p.channel.request_queue_size == 2
     p.env.run()
     first_done = READ + 10.0
-    # At 11 the handler answers request 1 and takes request 2; request 3 enters the queue; the processor
-    # resumes and writes request 1's response before it reads request 4.
-    assert reqs[1].dequeue_ms == first_done and reqs[0].response_dequeue_ms == first_done
-    assert reqs[3].start_ms == first_done + send_cost(produce_response_bytes(1)) + READ
+    # At 11 the handler answers request 1 and takes request 2; request 3 enters the queue. The processor goes on
+    # where it blocked, in processCompletedReceives: request 4 was ready when its poll began (read with requests
+    # 2 and 3), its put() blocks the thread again, and request 1's response waits for the next iteration of
+    # Processor.run, taken at 21 with request 2's (processNewResponses takes every queued response).
+    assert reqs[1].dequeue_ms == first_done
+    assert reqs[3].start_ms == first_done + READ
+    second_done = first_done + 10.0
+    assert reqs[0].response_dequeue_ms == reqs[1].response_dequeue_ms == second_done
+    both_written = second_done + 2 * send_cost(produce_response_bytes(1))
+    assert reqs[0].end_ms == reqs[1].end_ms == both_written
     assert [r.dequeue_ms for r in reqs] == [READ, first_done, first_done + 10.0, first_done + 20.0]
 
 
