@@ -160,7 +160,7 @@ class Processor:
         self.responses.append(envelope)
         if not self.busy and self.blocked is None and self.phase == IDLE:
             load = self.load
-            if load is not None and load.waker_yields:
+            if load is not None and load.yields_now():
                 self.woken_for = envelope
             self.wake()
 

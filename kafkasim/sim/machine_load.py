@@ -32,7 +32,8 @@ is set (kafkasim.sim.preemption).
 
 With ``waker_yields`` (``machine_wakeup_preempts``), a request handler that queued a response for an idle
 network thread, and so woke it, gives its core to that thread (Linux's wake-up preemption, on a machine whose
-cores are all busy): it goes on to the parked fetches its request completed (ReplicaManager.tryCompleteActions)
+cores are all busy; with ``yields_from``, ``machine_wakeup_preempts_from``, only when at least that many of the
+machine's threads run, the handler among them: with fewer a core is free and the handler goes on): it goes on to the parked fetches its request completed (ReplicaManager.tryCompleteActions)
 only once that thread has sent the response. On the project's machine the first parked follower fetch an acks=1
 produce completed was answered 0.19-0.24 ms after the produce's response (the medians of three runs), about the
 woken thread's wait and send; a handler that goes on at once answers it 0.08 ms after. It yields to the thread a
@@ -56,16 +57,19 @@ class MachineLoad:
     """``per_thread_ms`` of wait per running thread, and a woken request handler's own wait ``1 + scale_per_thread``
     times longer for each; each process of the machine adds its count (``add``)."""
 
-    __slots__ = ("per_thread_ms", "scale_per_thread", "fetcher_weight", "waker_yields", "_processes", "_appending")
+    __slots__ = ("per_thread_ms", "scale_per_thread", "fetcher_weight", "waker_yields", "yields_from", "_processes",
+                 "_appending")
 
     def __init__(self, per_thread_ms: float, waker_yields: bool = False, scale_per_thread: float = 0.0,
-                 fetcher_weight: float = 1.0) -> None:
+                 fetcher_weight: float = 1.0, yields_from: float = 0.0) -> None:
         if not per_thread_ms >= 0.0:
             raise ValueError(f"per_thread_ms must be >= 0, got {per_thread_ms}")
         if not scale_per_thread >= 0.0:
             raise ValueError(f"scale_per_thread must be >= 0, got {scale_per_thread}")
         if not fetcher_weight >= 0.0:
             raise ValueError(f"fetcher_weight must be >= 0, got {fetcher_weight}")
+        if not yields_from >= 0.0:
+            raise ValueError(f"yields_from must be >= 0, got {yields_from}")
         self.per_thread_ms = per_thread_ms
         self.scale_per_thread = scale_per_thread
         # How many running threads a replica fetcher that appends counts for (1: one like any other).
@@ -73,6 +77,9 @@ class MachineLoad:
         # Whether a request handler whose response woke an idle network thread yields its core to it
         # (machine_wakeup_preempts): it completes the parked fetches its request woke once that thread has sent.
         self.waker_yields = waker_yields
+        # How many of the machine's threads must run for the waker to yield (machine_wakeup_preempts_from): with
+        # fewer, a core is free for the woken thread and the handler goes on. 0: it always yields.
+        self.yields_from = yields_from
         self._processes: list[Callable[[], int]] = []
         self._appending: list[Callable[[], int]] = []
 
@@ -82,6 +89,11 @@ class MachineLoad:
         self._processes.append(running_threads)
         if appending is not None:
             self._appending.append(appending)
+
+    def yields_now(self) -> bool:
+        """Whether a request handler that wakes an idle network thread now gives it its core (``waker_yields``):
+        only when at least ``yields_from`` of the machine's threads run, the handler itself among them."""
+        return self.waker_yields and self.running() >= self.yields_from
 
     def running(self) -> float:
         """Threads of the machine's processes running now, each appending replica fetcher ``fetcher_weight``."""

@@ -104,6 +104,38 @@ def test_a_handler_whose_response_woke_a_network_thread_completes_fetches_once_t
     assert (fetches["response_complete_ms"].to_numpy() < produces["end_ms"].to_numpy()).all()
 
 
+def test_a_handler_yields_only_when_as_many_threads_as_it_asks_run() -> None:
+    """`machine_wakeup_preempts_from`: the handler yields only when that many of the machine's threads run as it
+    wakes the network thread, itself among them (a core is free otherwise). 0, the default, is today's timing; a
+    count no run reaches is no yield at all; in between, some of the completions come after the produce's response
+    and some before."""
+    always = run_scenario(with_overrides(
+        scenario(duration="2s", producers=[producer("p1", acks=1, rate="50/s")]),
+        ["broker.costs.wakeup=0.3ms", "broker.costs.complete_fetch=0.02ms", "machine_wakeup_preempts=true"]))
+    for extra, same_as in ((["machine_wakeup_preempts_from=0"], always), (["machine_wakeup_preempts_from=1000"], None)):
+        run = run_scenario(with_overrides(
+            scenario(duration="2s", producers=[producer("p1", acks=1, rate="50/s")]),
+            ["broker.costs.wakeup=0.3ms", "broker.costs.complete_fetch=0.02ms", "machine_wakeup_preempts=true",
+             *extra]))
+        if same_as is not None:
+            assert table_hash(run.requests) == table_hash(same_as.requests)
+    never = run
+    fetches, produces = _completions_after_the_produce_was_sent(["machine_wakeup_preempts=true",
+                                                                 "machine_wakeup_preempts_from=1000"])
+    assert len(fetches) > 50
+    assert (fetches["response_complete_ms"].to_numpy() < produces["end_ms"].to_numpy()).all()
+    assert table_hash(never.requests) != table_hash(always.requests)
+    # Two threads: the handler, and a second one only when another runs (here a network thread, or a handler):
+    # the acks=1 produce's handler wakes the network thread mostly on an otherwise idle machine, not always.
+    fetches, produces = _completions_after_the_produce_was_sent(
+        ["machine_wakeup_preempts=true", "machine_wakeup_preempts_from=2", "machine_wakeup_per_thread=0.001ms",
+         "producers[0].rate=400/s"])
+    after = fetches["response_complete_ms"].to_numpy() >= produces["end_ms"].to_numpy() - 1e-9
+    assert len(fetches) > 50 and 0.0 < after.mean() < 1.0, after.mean()
+    with pytest.raises(ValueError, match="yields_from must be >= 0"):
+        MachineLoad(0.0, True, yields_from=-1.0)
+
+
 def test_machine_load_sums_its_processes_and_refuses_a_negative_wait() -> None:
     load = MachineLoad(0.25)
     assert load.wait(0.1) == 0.1

@@ -108,6 +108,8 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         seen["hardware-preset"] += "hardware" in data
         # One machine under the brokers (the generator's "machine" stream).
         seen["machine-waker-yields"] += bool(data.get("machine_wakeup_preempts"))
+        seen["machine-waker-yields-from"] += bool(data.get("machine_wakeup_preempts")) and bool(
+            data.get("machine_wakeup_preempts_from"))
         seen["machine-preemption-per-thread"] += data.get("machine_preemption", {}).get("per_running_thread", 0) > 0
         seen["machine-wakeup-scale"] += data.get("machine_wakeup_scale_per_thread", 0) > 0
         seen["machine-fetcher-weight"] += data.get("machine_fetcher_weight", 1) != 1
@@ -122,7 +124,8 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "broker-link_drop", "cluster-crash-in-30s-run", "connection_reset", "half_open", "shutdown",
         "network_partition", "cluster-nic", "broker-stalls", "machine_stalls", "cores", "disk-and-flushes", "tcp",
         "client-costs", "client-stalls", "idempotence", "unclean-election", "hardware-preset",
-        "machine-waker-yields", "machine-preemption-per-thread", "machine-wakeup-scale", "network-complete",
+        "machine-waker-yields", "machine-waker-yields-from", "machine-preemption-per-thread", "machine-wakeup-scale",
+        "network-complete",
         "machine-fetcher-weight", "handler-wakeup", "broker-stalls-every-requests",
         "broker-stalls-every-fetches", "broker-stalls-fetch-pause",
     ]
