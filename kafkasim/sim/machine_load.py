@@ -93,7 +93,8 @@ class MachineLoad:
     def yields_now(self) -> bool:
         """Whether a request handler that wakes an idle network thread now gives it its core (``waker_yields``):
         only when at least ``yields_from`` of the machine's threads run, the handler itself among them."""
-        return self.waker_yields and self.running() >= self.yields_from
+        # With no count asked (0, the presets'), no need to count: every waker yields, as before the count existed.
+        return self.waker_yields and (self.yields_from <= 0.0 or self.running() >= self.yields_from)
 
     def running(self) -> float:
         """Threads of the machine's processes running now, each appending replica fetcher ``fetcher_weight``."""
