@@ -209,7 +209,7 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'RunResult.__init__(run_info)',
         'RunResult.__init__(summary)',
         'RunResult.__init__:self.run_info',
-        '_read_run_info->',
+        'read_run_info->',
     ),
     *_each('record/summary.py', SUMMARY,
         '_Rows.column(dtype)',

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kafkasim.real.machine_cpu import foreign_share
+from kafkasim.record.result import RUN_INFO_FILE, read_run_info
 
 MAX_FOREIGN = 0.05
 """The most of the machine's cores that other work and the hypervisor's steal may take over a kept run's load."""
@@ -58,14 +59,15 @@ def set_aside_name(out: Path, attempt: int) -> Path:
     return out.with_name(f"{out.name}.loaded-{attempt}")
 
 
-def set_aside_in(out: Path, load: Callable[[Path], RealRun]) -> list[SetAside]:
+def set_aside_in(out: Path) -> list[SetAside]:
     """The runs of `out` set aside by an earlier call of `quiet_run` (a calibration reusing its runs), in the order
-    they were made."""
+    they were made: each one's share from its run-info.json alone (its tables are not needed)."""
     found = []
     for aside in out.parent.glob(f"{out.name}.loaded-*"):
         attempt = aside.name.rsplit("-", 1)[1]
         if aside.is_dir() and attempt.isdigit():
-            found.append((int(attempt), SetAside(aside.name, share_of(load(aside)) or 0.0)))
+            share = foreign_share(read_run_info(aside / RUN_INFO_FILE).get("machine_cpu"))
+            found.append((int(attempt), SetAside(aside.name, share or 0.0)))
     return [a for _n, a in sorted(found, key=lambda f: f[0])]
 
 

@@ -272,7 +272,7 @@ class RunResult:
         retransmissions = read_frame(retransmissions_path) if retransmissions_path.is_file() else None
         scenario_path = path / SCENARIO_FILE
         scenario_yaml = scenario_path.read_text(encoding="utf-8") if scenario_path.is_file() else None
-        run_info = _read_run_info(path / RUN_INFO_FILE)
+        run_info = read_run_info(path / RUN_INFO_FILE)
         return cls(tables["requests"], tables["records"], tables["timeseries"], summary, scenario_yaml, run_info,
                    segments=segments, stalls=stalls, retransmissions=retransmissions)
 
@@ -291,7 +291,7 @@ def read_frame(path: Path) -> pd.DataFrame:
     return table.to_pandas(use_threads=False)
 
 
-def _read_run_info(path: Path) -> dict[str, Any]:
+def read_run_info(path: Path) -> dict[str, Any]:
     """run-info.json's facts; {} for a result written before kafkasim wrote one (or an unreadable one)."""
     try:
         info = json.loads(path.read_text(encoding="utf-8"))

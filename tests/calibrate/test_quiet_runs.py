@@ -24,12 +24,6 @@ class FakeRun:
         (path / "run-info.json").write_text(json.dumps(self.run_info))
         return path
 
-    @classmethod
-    def load(cls, directory: Path) -> FakeRun:
-        run = cls(None)
-        run.run_info = json.loads((directory / "run-info.json").read_text())
-        return run
-
 
 def runs(*shares: tuple[float | None, float]):
     made = iter([FakeRun(other, steal) for other, steal in shares])
@@ -57,7 +51,7 @@ def test_a_loaded_run_is_set_aside_and_made_again(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base-1", "base-1.loaded-1", "base-1.loaded-2"]
     assert "took 7% of the machine's cores" in said[0] and "set aside as base-1.loaded-1, making it again" in said[0]
     # A calibration that reuses its runs finds them again.
-    assert set_aside_in(tmp_path / "base-1", FakeRun.load) == aside
+    assert set_aside_in(tmp_path / "base-1") == aside
 
 
 def test_when_none_is_quiet_the_quietest_is_kept(tmp_path: Path) -> None:
@@ -69,7 +63,7 @@ def test_when_none_is_quiet_the_quietest_is_kept(tmp_path: Path) -> None:
     assert [a.name for a in aside] == ["base-1.loaded-1", "base-1.loaded-3"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base-1", "base-1.loaded-1", "base-1.loaded-3"]
     assert "the quietest of the 3 kept" in said[-1]
-    assert set_aside_in(tmp_path / "base-1", FakeRun.load) == aside
+    assert set_aside_in(tmp_path / "base-1") == aside
 
 
 def test_the_quietest_takes_the_place_of_an_empty_directory(tmp_path: Path) -> None:
