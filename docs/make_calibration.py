@@ -41,6 +41,7 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -92,7 +93,7 @@ def real_run(key: str, overrides: list[str], out: Path, most: float,
 
     if is_result_dir(out) and (out / "run-info.json").is_file():
         print(f"[{out.name}] reusing {out}", flush=True)
-        return RunResult.load(out), set_aside_in(out, RunResult.load)
+        return RunResult.load(out), set_aside_in(out)
     scenario = load_scenario(BASE)
     if overrides:
         scenario = with_overrides(scenario, overrides)
@@ -199,6 +200,14 @@ def quiet_runs(configurations: list[tuple[str, list[str], int]], work: Path, mos
                   "kept_loaded": loaded}
 
 
+def predicted_as_kept(preset: Preset, data: dict[str, Any], real: dict[str, list[dict[str, float]]]
+                      ) -> list[dict[str, object]]:
+    """`held_out_rows` with the prediction settings docs/calibration.json keeps (`data`): its runs' length, draws
+    and simulated runs per statistic, as the calibration made them."""
+    return held_out_rows(preset, real, float(data["predict_seconds"]) * 1000.0, int(data["draws"]),
+                         int(data.get("sim_runs", 1)))
+
+
 def statistics_of(runs: list[RunResult]) -> list[dict[str, float]]:
     return [{k: v for k, (_g, v, _n) in stats_of(r.summary).items()} for r in runs]
 
@@ -211,8 +220,7 @@ def check(work: Path, runs: int, most: float, attempts: int) -> int:
     made, quiet = quiet_runs([(key, overrides, runs) for key, (_label, overrides) in HELD_OUT.items()], work, most,
                              attempts)
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    rows = held_out_rows(preset, {key: statistics_of(kept) for key, kept in made.items()},
-                         float(data["predict_seconds"]) * 1000.0, int(data["draws"]), int(data.get("sim_runs", 1)))
+    rows = predicted_as_kept(preset, data, {key: statistics_of(kept) for key, kept in made.items()})
     data["check"] = {"when": when, "runs": runs, "predictions": rows,
                      "machine_cpu": [r.run_info.get("machine_cpu") for kept in made.values() for r in kept],
                      "quiet": quiet}
@@ -238,12 +246,10 @@ def predict_again() -> int:
     if isinstance(data.get("completion_gap"), dict):
         data["completion_gap"]["fitted"] = gap
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    data["predictions"] = held_out_rows(preset, real_of(data["predictions"]), float(data["predict_seconds"]) * 1000.0,
-                                        int(data["draws"]), sim_runs)
+    data["predictions"] = predicted_as_kept(preset, data, real_of(data["predictions"]))
     data["predicted_again"] = now
     if isinstance(check := data.get("check"), dict):
-        check["predictions"] = held_out_rows(preset, real_of(check["predictions"]),
-                                             float(data["predict_seconds"]) * 1000.0, int(data["draws"]), sim_runs)
+        check["predictions"] = predicted_as_kept(preset, data, real_of(check["predictions"]))
         check["predicted_again"] = now
     write_pages(data)
     return 0
