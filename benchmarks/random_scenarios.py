@@ -384,7 +384,8 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     (`machine_fetcher_weight`), a network thread's work after each response (`broker.costs.network_complete`), the
     handlers' own wake-up (`broker.costs.handler_wakeup`), a
     handler yields to the network thread its response woke (`machine_wakeup_preempts`, from so many threads running:
-    `machine_wakeup_preempts_from`), a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`);
+    `machine_wakeup_preempts_from`), a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`),
+    each connection's network thread drawn (`broker.connection_layout: random`);
     completions, follower updates and the followers' appends cost time. A parameter draw of a fitted preset once
     left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
     costs = data["broker"].setdefault("costs", {})
@@ -412,6 +413,9 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     if rng.random() < 0.5:
         # The handler yields only when that many of the machine's threads run (its cores all busy).
         data["machine_wakeup_preempts_from"] = rng.choice([1.0, 2.0, 3.5])
+    if rng.random() < 0.5:
+        # Each connection's network thread drawn, as the presets' brokers have it (`broker.connection_layout`).
+        data["broker"]["connection_layout"] = "random"
 
 
 def _stalls(rng: random.Random) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 no generator processes on the hot path).
 
 * Every connection belongs to one of ``num.network.threads`` processors, assigned round robin
-  (``Acceptor.assignNewConnection``).
+  (``Acceptor.assignNewConnection``). Kafka's round robin runs over every connection the broker accepts (admin
+  clients', the clients' bootstrap and metadata connections, in whatever order they and the followers' fetchers
+  came), which a scenario does not model: with an ``acceptor_rng`` (the scenario's `connection_layout:
+  random`) each connection's processor is drawn from it instead, as if any number of those came before it.
 * A processor is a serial server running Kafka's loop (``Processor.run``), one iteration at a time: it takes
   every queued response (``processNewResponses``), writes them and reads the connections with a request ready
   (``poll``: cost ``network_read`` + per KiB each), stamps each request's ``startTimeNanos`` and puts it into
@@ -35,6 +38,7 @@ queue, and a read or send in progress completes only when the pause ends.
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -427,11 +431,13 @@ class SocketServer:
         stw: Pausable | None = None,
         cpu: HostCpu | None = None,
         load: MachineLoad | None = None,
+        acceptor_rng: random.Random | None = None,
     ) -> None:
         self.env = env
         self.broker_id = broker_id
         self.stw = stw if stw is not None else Pausable()
         self.request_channel = request_channel
+        self._acceptor_rng = acceptor_rng
         self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu, load)
                            for i in range(num_network_threads)]
         for processor in self.processors:
@@ -452,8 +458,12 @@ class SocketServer:
 
     def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> KafkaChannel:
         """Accept a connection; ``send_response(envelope)`` puts a sent response on the link back."""
-        index = self._next_processor
-        self._next_processor = (index + 1) % len(self.processors)
+        rng = self._acceptor_rng
+        if rng is None:
+            index = self._next_processor
+            self._next_processor = (index + 1) % len(self.processors)
+        else:
+            index = rng.randrange(len(self.processors))
         channel = KafkaChannel(name, index, send_response)
         if self.down:
             channel.closed = True  # nothing listens: the client's connection attempt is refused

@@ -252,6 +252,13 @@ def not_applied(scenario: Scenario) -> list[str]:
     ) if value is not None]
     if cores:
         notes.append(f"{', '.join(cores)} (the real brokers share this machine's cores)")
+    layouts = [where for where, value in (
+        ("broker.connection_layout", scenario.broker.connection_layout),
+        *((f"cluster.overrides[{o.broker}].connection_layout", o.connection_layout)
+          for o in (scenario.cluster.overrides if scenario.cluster else []) if "connection_layout" in o.model_fields_set),
+    ) if value != "round_robin"]
+    if layouts:
+        notes.append(f"{', '.join(layouts)} (a real broker's Acceptor assigns every connection it accepts round robin)")
     notes.append("clock (a real cluster runs in real time)")
     return notes
 

@@ -342,6 +342,8 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         fetcher_factory=fetchers,
         disk=broker_disk(scenario, clock, broker_id, streams),
         load=load,
+        acceptor_rng=(streams.stream(f"broker-{broker_id}/acceptor")
+                      if scenario.broker_for(broker_id).connection_layout == "random" else None),
     )
 
 

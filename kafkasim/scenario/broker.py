@@ -214,6 +214,16 @@ class PerBrokerConfig(ScenarioModel):
     service times (`costs`, a follower's append cost) waits for a free core, first come first served, so
     the threads contend for the CPU when more of them are busy than there are cores. Unset (the default):
     no contention, every thread runs at once. Timeseries `CpuUtilisation` and `CpuRunQueue`."""
+    connection_layout: Literal["round_robin", "random"] = "round_robin"
+    """Simulator-only: which network thread each connection to this broker gets. `round_robin` (the default):
+    Kafka's `Acceptor.assignNewConnection` over the scenario's connections alone, in the order its clients and
+    the followers' fetchers first connect. A real broker's round robin also
+    counts the connections a scenario does not model (admin clients', the clients' bootstrap and metadata
+    connections), in whatever order they and the fetchers came: three real runs of
+    scenarios/calibration_base.yaml on 2026-12-04 had three layouts (the producer sharing a network thread with
+    a follower in two, alone in one). `random`: each connection's thread is drawn from the stream
+    `broker-<id>/acceptor`, as if any number of other connections came before it, so runs of different seeds
+    see different layouts (docs/calibration.md)."""
 
 
 OVERRIDABLE_KEYS: tuple[str, ...] = tuple(f.alias or n for n, f in PerBrokerConfig.model_fields.items())

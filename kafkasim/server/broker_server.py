@@ -141,6 +141,7 @@ class BrokerServer:
         fetcher_factory: FetcherFactory | None = None,
         disk: Disk | None = None,
         load: MachineLoad | None = None,
+        acceptor_rng: random.Random | None = None,
     ) -> None:
         self.env = env
         self.disk = disk
@@ -165,6 +166,8 @@ class BrokerServer:
         self._costs = costs
         self._observer = observer
         self._fetch_session_rng = fetch_session_rng
+        # Each connection's network thread, drawn (the scenario's `connection_layout: random`); None: round robin.
+        self._acceptor_rng = acceptor_rng
         self._incarnation = 0  # bumped by each restart: tasks scheduled by an earlier process do not run
         # When this process started (KafkaScheduler's periodic tasks count from there): the run's start
         # unless the cluster says the broker was started earlier (set_started_ms), a restart's instant after.
@@ -220,6 +223,7 @@ class BrokerServer:
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
             observer=observer, broker_id=self.broker_id, stw=self.stw, cpu=cpu, load=self.load,
+            acceptor_rng=self._acceptor_rng,
         )
         # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
         # come from the broker's own stream.

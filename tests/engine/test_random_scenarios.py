@@ -115,6 +115,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         seen["machine-fetcher-weight"] += data.get("machine_fetcher_weight", 1) != 1
         seen["network-complete"] += "network_complete" in broker.get("costs", {})
         seen["handler-wakeup"] += "handler_wakeup" in broker.get("costs", {})
+        seen["connection-layout-random"] += broker.get("connection_layout") == "random"
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
@@ -127,7 +128,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "machine-waker-yields", "machine-waker-yields-from", "machine-preemption-per-thread", "machine-wakeup-scale",
         "network-complete",
         "machine-fetcher-weight", "handler-wakeup", "broker-stalls-every-requests",
-        "broker-stalls-every-fetches", "broker-stalls-fetch-pause",
+        "broker-stalls-every-fetches", "broker-stalls-fetch-pause", "connection-layout-random",
     ]
     assert [w for w in wanted if not seen[w]] == []
 

@@ -9,6 +9,8 @@ Costs are constants, so every timestamp is exact.
 
 from __future__ import annotations
 
+import random
+
 import simpy
 
 from kafkasim.network.connection import Connection
@@ -47,7 +49,8 @@ class Broker:
     """A SocketServer, its RequestChannel, and the test as the handler side."""
 
     def __init__(self, *, threads: int = 1, queue_size: int = 500, read_per_kib: float = 0.0,
-                 complete: float | None = None, load: MachineLoad | None = None) -> None:
+                 complete: float | None = None, load: MachineLoad | None = None,
+                 acceptor_rng: random.Random | None = None) -> None:
         self.env = simpy.Environment()
         self.channel = RequestChannel(self.env, queue_size)
         self.observer = Done()
@@ -59,7 +62,7 @@ class Broker:
             network_complete=None if complete is None else (lambda: complete),
         )
         self.server = SocketServer(self.env, self.channel, costs, num_network_threads=threads, observer=self.observer,
-                                   load=load)
+                                   load=load, acceptor_rng=acceptor_rng)
         self.taken: list[RequestEnvelope] = []  # requests a waiting handler received
         self.delivered: list[tuple[str, int, float]] = []  # (connection, request id, time) handed to links
         self._ids = 0
@@ -284,6 +287,17 @@ def test_connections_are_assigned_to_processors_round_robin() -> None:
     channels = [b.connect(f"c{i}") for i in range(7)]
     assert [ch.processor for ch in channels] == [0, 1, 2, 0, 1, 2, 0]
     assert b.channel.processors == b.server.processors
+
+
+def test_with_an_acceptor_stream_each_connection_gets_a_thread_drawn_from_it() -> None:
+    # A real broker's Acceptor goes round robin over every connection it accepts, admin clients' and bootstrap
+    # connections among them, in whatever order they came: a scenario's own connections land as if at random.
+    b = Broker(threads=3, acceptor_rng=random.Random(5))
+    picks = [b.connect(f"c{i}").processor for i in range(30)]
+    same = random.Random(5)
+    assert picks == [same.randrange(3) for _ in range(30)]
+    assert sorted(set(picks)) == [0, 1, 2]
+    assert picks[:4] != [0, 1, 2, 0]
 
 
 def test_a_closed_channel_drops_unread_requests_and_its_responses_but_queued_requests_are_handled() -> None:

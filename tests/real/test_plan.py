@@ -60,6 +60,9 @@ def test_simulator_only_knobs_are_listed_and_kafka_keys_pass_through() -> None:
     assert "controller.metadata_apply" not in notes
     applied = not_applied(with_overrides(scenario, ["controller.metadata_apply=5ms"]))
     assert "controller.metadata_apply" in applied
+    assert not any("connection_layout" in n for n in notes)
+    drawn = not_applied(with_overrides(scenario, ["broker.connection_layout=random"]))
+    assert any(n.startswith("broker.connection_layout (a real broker's Acceptor") for n in drawn)
     configs = kafka_configs(scenario, cluster_layout(scenario, seed=scenario.seed))
     assert sorted(configs.brokers) == [0, 1, 2]
     assert configs.brokers[1]["replica.fetch.wait.max.ms"] == "500"
