@@ -200,6 +200,11 @@ def overrides(values: dict[str, float], scenario: Scenario, collector: Collector
         # Not a parameter: on the machine these presets are fitted on, a handler goes on to the fetches its request
         # completed only after the response it queued is sent (the request logs' completion gap, 0.19-0.24 ms).
         "machine_wakeup_preempts=true",
+        # Not a parameter: a real broker's Acceptor goes round robin over every connection it accepts (admin
+        # clients', bootstrap and metadata connections among them), so the real runs' layouts of the clients'
+        # and followers' connections over the network threads vary from run to run (three in three runs of
+        # 2026-12-04): each connection's thread is drawn, and the fit's runs of several seeds see several.
+        "broker.connection_layout=random",
         f"machine_stalls={stalls}",
         # Each broker's own collector, measured from the leader's GC log: a pause after so many of its requests.
         *([f"broker.stalls={collector.stalls()}"] if collector is not None else []),
