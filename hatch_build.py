@@ -168,8 +168,14 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 shutil.rmtree(out, ignore_errors=True)
                 built = self._compile(root, sources, out)
         except (Exception, SystemExit) as exc:  # mypyc exits on a type error; any failure: the pure package
-            _say(f"could not compile with mypyc ({type(exc).__name__}: {exc}); building the pure-Python package, "
+            why = f"{type(exc).__name__}: {exc}"
+            _say(f"could not compile with mypyc ({why}); building the pure-Python package, "
                  "which behaves identically but runs slower")
+            if editable:
+                # uv shows a build's stderr only when the build fails, and this one does not: the manifest keeps
+                # why, and every `kafkasim` command and the test suite's header say it (kafkasim.compiled).
+                _write_manifest(root, {"extensions": [], "fallback": why,
+                                       "sources": {src: _digest(root / src) for src in sources}})
             return
         _say(f"compiled {len(sources)} modules with mypyc in {time.monotonic() - started:.0f} s")
         if editable:
@@ -238,13 +244,14 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             shutil.copy2(out / "lib" / rel, tmp)
             os.replace(tmp, target)
             extensions.append(rel)
-        manifest = {
-            "extensions": extensions,
-            "sources": {src: _digest(root / src) for src in sources},
-        }
-        tmp_manifest = root / (MANIFEST + ".tmp")
-        tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp_manifest, root / MANIFEST)
+        _write_manifest(root, {"extensions": extensions, "sources": {src: _digest(root / src) for src in sources}})
+
+
+def _write_manifest(root: Path, manifest: dict[str, Any]) -> None:
+    """What an editable build compiled (and from which sources), or why it compiled nothing; atomically."""
+    tmp_manifest = root / (MANIFEST + ".tmp")
+    tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp_manifest, root / MANIFEST)
 
 
 def _compile_bytecode(package: Path) -> None:

@@ -43,10 +43,23 @@ def stale_sources(manifest: Path = MANIFEST, root: Path = PACKAGE_DIR.parent) ->
     return sorted(stale)
 
 
+def build_fallback(manifest: Path | None = None) -> str | None:
+    """Why the last editable build compiled nothing and left the pure package (hatch_build.py records it: uv
+    shows a build's messages only when the build fails, and this one did not), or None."""
+    manifest = MANIFEST if manifest is None else manifest
+    if not manifest.exists():
+        return None
+    why = json.loads(manifest.read_text()).get("fallback")
+    return str(why) if why is not None else None
+
+
 def describe() -> str:
-    """One line for ``kafkasim --version``."""
+    """One line for ``kafkasim --version`` and the test suite's header."""
     modules = compiled_modules()
     if not modules:
+        why = build_fallback()
+        if why is not None:
+            return f"pure Python: the last build could not compile with mypyc ({why})"
         return "pure Python"
     stale = stale_sources()
     line = f"{len(modules)} modules compiled with mypyc"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.compiled import compiled_modules
+from kafkasim.compiled import compiled_modules, describe
 from tests.real.agreement import SPOOL_ENV, recorded, table
 
 TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
@@ -42,6 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
         os.close(fd)
         os.environ[SPOOL_ENV] = path
         config.add_cleanup(lambda: (Path(path).unlink(missing_ok=True), os.environ.pop(SPOOL_ENV, None)))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which build the suite tests, at the top of every run: an editable build that could not compile (a type
+    error mypyc refused) falls back to the pure package silently under uv, and the suite would pass against it."""
+    return f"kafkasim: {describe()}"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

@@ -258,3 +258,47 @@ def test_the_build_compiles_through_ccache_with_paths_that_do_not_depend_on_the_
     assert (tmp_path / "out" / "lib-rt" / "CPy.h").read_bytes() == (Path(include_dir()) / "CPy.h").read_bytes()
     monkeypatch.setenv("KAFKASIM_NO_CCACHE", "1")
     assert hook._ccache(tmp_path / "checkout", tmp_path / "out", [ext]) == {}
+
+
+def test_an_editable_build_that_could_not_compile_says_so_at_every_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """uv shows a build's stderr only when the build fails, and a build that fell back to the pure package (a
+    type error mypyc refused) does not: the fallback is recorded in the manifest, and `kafkasim --version`, every
+    `kafkasim` command's stderr and the test suite's header say it (on 2026-12-04 a session's tests passed
+    against a pure package for an hour without anyone noticing)."""
+    import kafkasim.compiled as compiled
+    from kafkasim.console import app
+
+    module = _hatch_build(monkeypatch)
+    (tmp_path / "kafkasim" / "timer").mkdir(parents=True)
+    (tmp_path / "kafkasim" / "timer" / "wheel.py").write_text("VALUE = 1\n")
+
+    def refuse(*_: object) -> list[str]:
+        raise SystemExit(1)  # what mypyc does on a type error
+
+    monkeypatch.setattr(module.CustomBuildHook, "_compile", refuse)
+    hook = module.CustomBuildHook()
+    hook.root, hook.config, hook.target_name = str(tmp_path), {"compile": ["kafkasim/timer"]}, "wheel"
+    monkeypatch.delenv("KAFKASIM_PURE", raising=False)
+    hook.initialize("editable", {})
+    manifest = tmp_path / "kafkasim" / "_compiled.json"
+    assert compiled.build_fallback(manifest) == "SystemExit: 1"
+    assert "kafkasim build: could not compile with mypyc (SystemExit: 1)" in capsys.readouterr().err
+
+    monkeypatch.setattr(compiled, "MANIFEST", manifest)
+    monkeypatch.setattr(compiled, "compiled_modules", lambda: [])
+    assert compiled.describe() == "pure Python: the last build could not compile with mypyc (SystemExit: 1)"
+    app._warn_if_stale()
+    warning = capsys.readouterr().err
+    assert "could not compile kafkasim's core with mypyc (SystemExit: 1)" in warning
+    assert "`uv sync --reinstall-package kafkasim`" in warning
+
+    # A build that compiles replaces the record: the warning goes with it.
+    monkeypatch.setattr(module.CustomBuildHook, "_compile", lambda *_: [])
+    monkeypatch.setattr(module.CustomBuildHook, "_install_in_place",
+                        lambda self, root, out, built, sources: module._write_manifest(root, {"extensions": []}))
+    hook.initialize("editable", {})
+    assert compiled.build_fallback(manifest) is None
+    capsys.readouterr()
+    app._warn_if_stale()
+    assert capsys.readouterr().err == ""

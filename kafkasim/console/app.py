@@ -483,9 +483,16 @@ def sweep(
 
 
 def _warn_if_stale() -> None:
-    """A checkout edited and then run without uv would run its compiled modules' old code: say so."""
-    from kafkasim.compiled import stale_sources
+    """A checkout edited and then run without uv would run its compiled modules' old code: say so. And a build
+    that could not compile (a type error mypyc refused) left the pure package, which uv does not say: say it."""
+    from kafkasim.compiled import build_fallback, stale_sources
 
+    why = build_fallback()
+    if why is not None:
+        print(f"kafkasim: warning: the last build could not compile kafkasim's core with mypyc ({why}): this is "
+              "the pure-Python package, which behaves identically but runs slower; `uv run --extra dev mypy` "
+              "shows any type error, and `uv sync --reinstall-package kafkasim` builds again", file=sys.stderr)
+        return
     stale = stale_sources()
     if stale:
         shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
