@@ -384,7 +384,7 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     (`machine_fetcher_weight`), a network thread's work after each response (`broker.costs.network_complete`), the
     handlers' own wake-up (`broker.costs.handler_wakeup`), a
     handler yields to the network thread its response woke (`machine_wakeup_preempts`, from so many threads running:
-    `machine_wakeup_preempts_from`), a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`),
+    `machine_wakeup_preempts_from`; or the woken thread waits for the handler: `machine_wakeup_waits`), a thread's work waits for a core, the more often the more threads are at work (`machine_preemption`),
     each connection's network thread drawn (`broker.connection_layout: random`);
     completions, follower updates and the followers' appends cost time. A parameter draw of a fitted preset once
     left a handler that had yielded never going on (tests/engine/test_machine_load.py)."""
@@ -416,6 +416,9 @@ def _add_machine(rng: random.Random, data: dict[str, Any]) -> None:
     if rng.random() < 0.5:
         # Each connection's network thread drawn, as the presets' brokers have it (`broker.connection_layout`).
         data["broker"]["connection_layout"] = "random"
+    if rng.random() < 0.5:
+        # A share of the network threads a produce's response woke wait for its handler (`machine_wakeup_waits`).
+        data["machine_wakeup_waits"] = rng.choice([0.3, 1.0])
 
 
 def _stalls(rng: random.Random) -> dict[str, Any]:

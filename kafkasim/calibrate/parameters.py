@@ -200,6 +200,9 @@ def overrides(values: dict[str, float], scenario: Scenario, collector: Collector
         # Not a parameter: on the machine these presets are fitted on, a handler goes on to the fetches its request
         # completed only after the response it queued is sent (the request logs' completion gap, 0.19-0.24 ms).
         "machine_wakeup_preempts=true",
+        # Not set (machine_wakeup_waits, 0): in 27-31% of them the real network thread waited for the handler to
+        # finish them instead (kafkasim.sim.machine_load), but fitted with that share the fit came out worse on
+        # every count (docs/calibration.md, "Quiet runs": D).
         # Not a parameter: a real broker's Acceptor goes round robin over every connection it accepts (admin
         # clients', bootstrap and metadata connections among them), so the real runs' layouts of the clients'
         # and followers' connections over the network threads vary from run to run (three in three runs of

@@ -108,7 +108,7 @@ class Processor:
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
         "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
-        "woken_for", "yielded", "_preemption", "_complete", "phase", "writes", "written", "to_read",
+        "woken_for", "woken_yields", "yielded", "held", "ready", "_preemption", "_complete", "phase", "writes", "written", "to_read",
     )
 
     def __init__(
@@ -140,9 +140,15 @@ class Processor:
         # With the machine's waker yielding (MachineLoad.waker_yields): the response whose queueing woke this
         # thread, and what the handler that queued it does once it is sent (it yielded its core meanwhile).
         self.woken_for: RequestEnvelope | None = None
+        # Whether its waker yields (else it may only hold this thread: MachineLoad.waits_share).
+        self.woken_yields = False
         # Every handler that yielded to it goes on: a produce's handler that queued a parked fetch's response, and
         # that fetch's own handler still at work, can both wait for the same send.
         self.yielded: list[Callable[[], None]] = []
+        # With MachineLoad.waits_share: woken on the core of the handler that queued the response, which keeps it
+        # until it goes back to its queue (release); `ready` once its wake-up is over meanwhile.
+        self.held = False
+        self.ready = False
         # A request that could not be put into the full request queue (the processor waits in put()).
         self.blocked: RequestEnvelope | None = None
         self.responses: deque[RequestEnvelope] = deque()
@@ -164,8 +170,11 @@ class Processor:
         self.responses.append(envelope)
         if not self.busy and self.blocked is None and self.phase == IDLE:
             load = self.load
-            if load is not None and load.yields_now():
-                self.woken_for = envelope
+            if load is not None:
+                yields = load.yields_now()
+                if yields or load.waits_share > 0.0:
+                    self.woken_for = envelope
+                    self.woken_yields = yields
             self.wake()
 
     def wake(self) -> None:
@@ -188,10 +197,23 @@ class Processor:
         if self.stw.paused:
             self.stw.defer(self._woken)
             return
+        if self.held:
+            self.ready = True  # still waiting for its core: the handler that woke it holds it (release)
+            return
         self.busy = False
         self.waking = False
         if self.blocked is None:
             self.run()
+
+    def release(self) -> None:
+        """The handler that held this thread's core went back to its queue (MachineLoad.waits_share): the thread
+        runs after a wake-up counted from now, or, its first wake-up still under way, when that is over."""
+        self.held = False
+        if self.ready:
+            self.ready = False
+            self.busy = False
+            self.waking = False
+            self.wake()
 
     def resume(self) -> None:
         """The put() this processor was blocked in completed (a handler took a request)."""
@@ -392,11 +414,24 @@ class Processor:
                 for then in waiting:
                     then()
 
+    def holds_waker(self, envelope: RequestEnvelope) -> bool:
+        """Whether this thread, woken for ``envelope``'s response and not yet run, waits for the handler that
+        queued it to go back to its queue instead of taking its core (MachineLoad.waits_share: drawn here): the
+        handler then goes on, and ``release``s it at its end. Not when the thread was already awake."""
+        load = self.load
+        if load is None or self.woken_for is not envelope or envelope.response_sent or not self.waking:
+            return False
+        if not load.waits_for_waker():
+            return False
+        self.woken_for = None
+        self.held = True
+        return True
+
     def after_sent(self, envelope: RequestEnvelope, then: Callable[[], None]) -> bool:
         """Whether this thread was woken for ``envelope``'s response and has not sent it yet; if so, ``then`` runs
         once it has (MachineLoad.waker_yields: the handler that queued it yields its core meanwhile). Not when
         the thread was already awake: the response was queued behind others."""
-        if self.woken_for is not envelope or envelope.response_sent:
+        if self.woken_for is not envelope or envelope.response_sent or not self.woken_yields:
             return False
         self.yielded.append(then)
         return True

@@ -459,8 +459,10 @@ def build(
     per_thread, preempts = float(scenario.machine_wakeup_per_thread), scenario.machine_wakeup_preempts
     scale, weight = scenario.machine_wakeup_scale_per_thread, scenario.machine_fetcher_weight
     crowded = scenario.machine_preemption is not None and scenario.machine_preemption.per_running_thread > 0.0
-    load = (MachineLoad(per_thread, preempts, scale, weight, scenario.machine_wakeup_preempts_from)
-            if per_thread > 0.0 or preempts or crowded or scale > 0.0 else None)
+    waits = float(scenario.machine_wakeup_waits)
+    load = (MachineLoad(per_thread, preempts, scale, weight, scenario.machine_wakeup_preempts_from, waits,
+                        streams.stream("machine/wakeup_waits") if waits > 0.0 else None)
+            if per_thread > 0.0 or preempts or crowded or scale > 0.0 or waits > 0.0 else None)
     for broker_id in layout.broker_ids:
         cluster.add_broker(broker_server_of(scenario, clock, broker_id, streams, controller_link, observer, fetchers,
                                             load))

@@ -151,6 +151,15 @@ class Scenario(ScenarioModel):
     0.29-0.32 ms after the produce's response, a quarter of the time within 0.12 ms and a quarter after 0.48 ms
     (five runs): the handler sometimes went on at once, sometimes not. 0 (the default): it always yields, as the
     fitted presets have it (fitted, it went to never and lost the completion gap: docs/calibration.md)."""
+    machine_wakeup_waits: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Simulator-only: for a cluster on one machine of busy cores, the share of the wake-ups of an idle network
+    thread by a request handler's produce response in which the woken thread, put on the handler's core, waits for
+    the handler: the handler goes on at once to the parked fetches its request completed, and the network thread
+    runs only once the handler goes back to the request queue, its wake-up counted from then (Linux's wake-affine
+    placement). The other wake-ups go as `machine_wakeup_preempts` says. On the project's machine (Kafka 4.3.1), of
+    the acks=1 produces that completed both followers' parked fetches, 27-31% had their response dequeued after
+    the handler had answered both (0.16-0.21 ms after it was queued, 0.03 ms after the second), 56-59% before the
+    first (five runs). 0 (the default): none waits (kafkasim.sim.machine_load; the fitted presets leave it at 0)."""
     machine_preemption: Preemption | None = None
     """Simulator-only: for a cluster on one machine of few cores, the brokers' threads wait for a core now and then
     in the middle of their work -- a request handler's service time, a network thread's read or send -- the longer

@@ -74,6 +74,8 @@ from kafkasim.sim.preemption import Preemption
 if TYPE_CHECKING:
     from simpy import Environment
 
+    from kafkasim.network.socket_server import Processor
+
 Sampler = Callable[[], float]
 KIB: Final = 1024.0
 
@@ -149,7 +151,11 @@ class KafkaRequestHandlerPool:
         # the machine's running threads.
         self.running = 0
         # A handler whose response woke an idle network thread lets it send first (MachineLoad.waker_yields).
-        self._yields = load is not None and load.waker_yields
+        # Or lets it wait for the handler to go back to its queue (MachineLoad.waits_share): both are asked then.
+        self._yields = load is not None and (load.waker_yields or load.waits_share > 0.0)
+        # The network threads that wait for a handler to go back to its queue, with the request it handles
+        # (MachineLoad.waits_share): released at that request's end (_end).
+        self._holding: list[tuple[RequestEnvelope, Processor]] = []
         self.disk_factor = 1.0
         # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
         self.disk: Disk | None = None
@@ -340,7 +346,7 @@ class KafkaRequestHandlerPool:
                         # (kafkasim.sim.machine_load has the request logs' figures).
                         sent = responses[i - 1] if i > 0 else envelope
                         if sent.api == API_PRODUCE and self._yielded(
-                                sent, partial(self._send_all, envelope, responses, i, then, request)):
+                                envelope, sent, partial(self._send_all, envelope, responses, i, then, request)):
                             return
                     self._work(cost, partial(self._completed, envelope, responses, i, then, request))
                     return
@@ -383,12 +389,33 @@ class KafkaRequestHandlerPool:
         segment = self._fixed_segment
         return (segment if segment is not None else self.costs.segment_read()) * segments
 
-    def _yielded(self, sent: RequestEnvelope, then: Callable[[], None]) -> bool:
-        """Whether the handler gives its core to the network thread that ``sent``'s response woke, until it has
-        sent it (MachineLoad.waker_yields: Linux's wake-up preemption on a machine of busy cores); ``then`` runs
-        then (Processor.after_sent)."""
+    def _yielded(self, envelope: RequestEnvelope, sent: RequestEnvelope, then: Callable[[], None]) -> bool:
+        """Whether the handler of ``envelope`` gives its core to the network thread that ``sent``'s response woke,
+        until it has sent it (MachineLoad.waker_yields: Linux's wake-up preemption on a machine of busy cores);
+        ``then`` runs then (Processor.after_sent). Or, for a share of them (MachineLoad.waits_share), that thread
+        waits for this handler instead: the handler goes on, and releases it when it goes back to its queue."""
         channel = sent.connection
-        return channel is not None and self.request_channel.processors[channel.processor].after_sent(sent, then)
+        if channel is None:
+            return False
+        processor = self.request_channel.processors[channel.processor]
+        if processor.holds_waker(sent):
+            self._holding.append((envelope, processor))
+            return False
+        return processor.after_sent(sent, then)
+
+    def _release(self, envelope: RequestEnvelope) -> None:
+        """The network threads that waited for the handler of ``envelope`` to go back to its queue run now."""
+        holding = self._holding
+        kept: list[tuple[RequestEnvelope, Processor]] = []
+        released: list[Processor] = []
+        for held in holding:
+            if held[0] is envelope:
+                released.append(held[1])
+            else:
+                kept.append(held)
+        self._holding = kept
+        for processor in released:
+            processor.release()
 
     def _work(self, cost: float, then: Callable[[object], None], off_cpu: float = 0.0) -> None:
         """The handler works ``cost`` ms (on a core of the host's, if it models them), waits ``off_cpu`` ms off
@@ -414,6 +441,8 @@ class KafkaRequestHandlerPool:
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
         self.running -= 1
+        if self._holding:
+            self._release(envelope)
         if self._checks:
             self._observer.request_handled(envelope)
         for reaper in self._reapers:

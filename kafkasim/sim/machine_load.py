@@ -41,6 +41,20 @@ produce's response woke, not to one that a parked fetch's response woke: the sec
 produce completed was queued 0.04-0.06 ms after the first (the medians of four runs of 2026-12-02), about one
 completion's work, where yielding again put 0.22 ms between them.
 
+With ``waits_share`` (``machine_wakeup_waits``), a share of a handler's wake-ups of an idle network thread by a
+produce's response go another way (the rest as ``waker_yields`` says): the woken network thread, put on the
+handler's core, does not preempt it. The handler goes on at once to the parked fetches its
+request completed, and the network thread runs only once the handler goes back to the request queue, its wake-up
+counted from then (Linux's wake-affine placement of a woken thread on its waker's core, which the waker keeps
+until it blocks). On the project's machine (Kafka 4.3.1), of the acks=1 produces that completed both followers'
+parked fetches, 56-59% had their response dequeued before the first follower fetch was answered (the handler
+yielded: the first answered 0.27-0.35 ms after the produce's response), 27-31% after the second was (both answered
+within 0.12-0.16 ms, the produce's response dequeued 0.03 ms after the second: 0.16-0.21 ms after it was queued,
+where a produce that completed no parked fetch waited 0.06) and 12-14% between (five runs of 2026-12-04; the
+requests' ``response_complete_ms`` and ``response_dequeue_ms``). With every waker yielding, kafkasim's produce
+ResponseQueueTimeMs p50 was 0.73-0.76 times Kafka's. Which way each wake-up goes is drawn from the machine's stream
+``machine/wakeup_waits``.
+
 Simplification (README, "Simplifications"): a count, not a pool of cores. The woken thread does not queue for
 a core that a running thread holds (``HostCpu`` does that for one broker's threads); its wait grows by the
 same amount for each running thread, whatever that thread is doing and for how long yet, and the clients'
@@ -50,6 +64,7 @@ its wait for a core of ``broker.cores`` included.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 
@@ -57,11 +72,12 @@ class MachineLoad:
     """``per_thread_ms`` of wait per running thread, and a woken request handler's own wait ``1 + scale_per_thread``
     times longer for each; each process of the machine adds its count (``add``)."""
 
-    __slots__ = ("per_thread_ms", "scale_per_thread", "fetcher_weight", "waker_yields", "yields_from", "_processes",
-                 "_appending")
+    __slots__ = ("per_thread_ms", "scale_per_thread", "fetcher_weight", "waker_yields", "yields_from", "waits_share",
+                 "_waits_rng", "_processes", "_appending")
 
     def __init__(self, per_thread_ms: float, waker_yields: bool = False, scale_per_thread: float = 0.0,
-                 fetcher_weight: float = 1.0, yields_from: float = 0.0) -> None:
+                 fetcher_weight: float = 1.0, yields_from: float = 0.0, waits_share: float = 0.0,
+                 waits_rng: random.Random | None = None) -> None:
         if not per_thread_ms >= 0.0:
             raise ValueError(f"per_thread_ms must be >= 0, got {per_thread_ms}")
         if not scale_per_thread >= 0.0:
@@ -80,6 +96,14 @@ class MachineLoad:
         # How many of the machine's threads must run for the waker to yield (machine_wakeup_preempts_from): with
         # fewer, a core is free for the woken thread and the handler goes on. 0: it always yields.
         self.yields_from = yields_from
+        if not 0.0 <= waits_share <= 1.0:
+            raise ValueError(f"waits_share must be within [0, 1], got {waits_share}")
+        if waits_share > 0.0 and waits_rng is None:
+            raise ValueError("waits_share needs waits_rng, the stream its draws come from")
+        # The share of the waker's wake-ups in which the woken thread waits for the waker to go back to its queue
+        # instead (machine_wakeup_waits), drawn from `waits_rng`.
+        self.waits_share = waits_share
+        self._waits_rng = waits_rng
         self._processes: list[Callable[[], int]] = []
         self._appending: list[Callable[[], int]] = []
 
@@ -95,6 +119,15 @@ class MachineLoad:
         only when at least ``yields_from`` of the machine's threads run, the handler itself among them."""
         # With no count asked (0, the presets'), no need to count: every waker yields, as before the count existed.
         return self.waker_yields and (self.yields_from <= 0.0 or self.running() >= self.yields_from)
+
+    def waits_for_waker(self) -> bool:
+        """Whether the network thread a yielding handler woke, and which has not run yet, waits instead for the
+        handler to go back to its queue (``waits_share`` of the draws). No draw without a share: a run without it
+        draws nothing from the stream."""
+        rng = self._waits_rng
+        if rng is None or self.waits_share <= 0.0:
+            return False
+        return rng.random() < self.waits_share
 
     def running(self) -> float:
         """Threads of the machine's processes running now, each appending replica fetcher ``fetcher_weight``."""

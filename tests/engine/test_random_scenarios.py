@@ -116,6 +116,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         seen["network-complete"] += "network_complete" in broker.get("costs", {})
         seen["handler-wakeup"] += "handler_wakeup" in broker.get("costs", {})
         seen["connection-layout-random"] += broker.get("connection_layout") == "random"
+        seen["machine-wakeup-waits"] += data.get("machine_wakeup_waits", 0) > 0
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
         "faults-on-one-target", "acks=all", "acks=1", "acks=0", "producers>1", "consumers>1",
@@ -129,6 +130,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "network-complete",
         "machine-fetcher-weight", "handler-wakeup", "broker-stalls-every-requests",
         "broker-stalls-every-fetches", "broker-stalls-fetch-pause", "connection-layout-random",
+        "machine-wakeup-waits",
     ]
     assert [w for w in wanted if not seen[w]] == []
 
