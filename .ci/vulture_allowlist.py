@@ -43,4 +43,5 @@ _._jvm  # sweep/session.py: PySpark's SparkContext._jvm, reset with _gateway so 
 _.no_rendering  # tests/report/test_write_figures.py: a fixture requested by parameter name
 _.execution_count  # tests/notebooks/support.py: nbformat cell field, written into the saved notebook
 _.BuildHookInterface  # tests/test_builds.py: the stand-in hatchling class hatch_build.py subclasses when the test loads it
+_.target_name  # tests/test_builds.py: hatchling's attribute of a build hook, which hatch_build.py reads (outside vulture's paths)
 _.do_GET  # tests/sweep/test_standalone_cluster.py: http.server.BaseHTTPRequestHandler's handler of a GET, called by name
