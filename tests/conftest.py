@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkasim.compiled import compiled_modules, describe
+from kafkasim.compiled import build_fallback, compiled_modules, describe
 from tests.real.agreement import SPOOL_ENV, recorded, table
 
 TABLE_ENV = "KAFKASIM_AGREEMENT_FILE"
@@ -53,6 +53,10 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
+    why = build_fallback()
+    if why is not None:  # the header above is not shown under -q (the suite's addopts): say it here too
+        terminalreporter.write_line(f"kafkasim: the suite ran against the pure-Python package: the last build could "
+                                    f"not compile with mypyc ({why})", red=True, bold=True)
     rows = recorded()
     if not rows:
         return
