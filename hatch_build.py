@@ -173,9 +173,9 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                  "which behaves identically but runs slower")
             if editable:
                 # uv shows a build's stderr only when the build fails, and this one does not: the manifest keeps
-                # why, and every `kafkasim` command and the test suite's header say it (kafkasim.compiled).
-                _write_manifest(root, {"extensions": [], "fallback": why,
-                                       "sources": {src: _digest(root / src) for src in sources}})
+                # why, and every `kafkasim` command and the test suite's summary say it (kafkasim.compiled). No
+                # sources' digests: nothing compiled can be stale.
+                _write_manifest(root, {"extensions": [], "fallback": why})
             return
         _say(f"compiled {len(sources)} modules with mypyc in {time.monotonic() - started:.0f} s")
         if editable:
