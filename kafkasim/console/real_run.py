@@ -118,6 +118,10 @@ def real_run_command(options: RunOptions, kafka_home: str | None, *, console: Co
         from kafkasim.real.machine_cpu import describe as describe_cpu
 
         console.print(describe_cpu(shares, result.run_info.get("cpus")), highlight=False, soft_wrap=True)
+    if used := result.run_info.get("process_cpu"):
+        from kafkasim.real.process_cpu import describe as describe_processes
+
+        console.print(describe_processes(used), highlight=False, soft_wrap=True)
     from kafkasim.real.gc_log import describe as describe_gc
 
     if (collections := describe_gc(result.run_info.get("gc_pauses"))) is not None:

@@ -108,6 +108,11 @@ class Processes:
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
 
+    @property
+    def running_by_name(self) -> dict[str, int]:
+        """Each running process's name -> pid (a name started again: its newest process)."""
+        return {p.name: p.pid for p in self._procs if p.running()}
+
     def stop(self, proc: Proc, timeout_s: float = STOP_TIMEOUT_S, *, kill_first: bool = False) -> None:
         stop_process(proc.pid, proc.popen, timeout_s, kill_first=kill_first)
 

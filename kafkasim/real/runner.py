@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from kafkasim.real import assemble, gc_log
+from kafkasim.real import assemble, gc_log, process_cpu
 from kafkasim.real.class_archive import ClassArchive, archive_path
 from kafkasim.real.cluster import RealCluster
 from kafkasim.real.config_map import (
@@ -132,6 +132,8 @@ class RealRun:
     """The machine's 1-minute load average half way through the load (the latencies depend on it)."""
     machine_cpu: dict[str, float] | None = None
     """The machine's CPU over the load: this run's share, other work's, steal's, idle's (kafkasim.real.machine_cpu)."""
+    process_cpu: dict[str, dict[str, float]] | None = None
+    """Cores each process used over the load, in all and by kind of thread (kafkasim.real.process_cpu)."""
     pids: list[int] = field(default_factory=list)
     """Every process the run started (all stopped when it returns)."""
     network: dict[str, str] | None = None
@@ -397,7 +399,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
             say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
             stop.wait(max(0.0, t0 / 1000.0 - time.time()))  # the machine's CPU from the load's start
             cpu_before = cpu_sample(procs.pids)
-            interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs)
+            threads = (process_cpu.sample(procs.running_by_name), time.monotonic())
+            interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs, threads)
             info.machine_cpu = cpu_shares(cpu_before, cpu_sample(procs.pids))
         finally:
             # A run that fails or is interrupted here restarts no broker later (a crash's restart_after).
@@ -457,12 +460,22 @@ def _tail(path: Path, lines: int = 5) -> str:
     return " / ".join(text[-lines:]) or "(no output)"
 
 
+# The share of the load over which each process's cores are counted (kafkasim.real.process_cpu): the driver exits
+# soon after the load's end.
+PROCESS_CPU_UNTIL = 0.95
+
+
 def _wait_for_driver(driver: Proc, duration: float, t0: int, stop: threading.Event, info: RealRun,
-                     cluster: RealCluster, procs: Processes) -> float | None:
-    """Wait for the load to end; sample the JVMs' memory meanwhile. The time of a stop request, if any."""
+                     cluster: RealCluster, procs: Processes, threads: tuple[process_cpu.Sample, float]) -> float | None:
+    """Wait for the load to end; sample the JVMs' memory meanwhile, and near the load's end the cores each
+    process used since ``threads`` (its threads' times and the monotonic clock at the load's start), while the
+    driver, which exits once the load is over, is still there. The time of a stop request, if any."""
     deadline = t0 / 1000.0 + duration / 1000.0 + DRAIN_MS / 1000.0 + 120.0
     sampled = False
     while driver.running():
+        if info.process_cpu is None and time.time() * 1000.0 - t0 > PROCESS_CPU_UNTIL * duration:
+            info.process_cpu = process_cpu.cores_used(threads[0], process_cpu.sample(procs.running_by_name),
+                                                      time.monotonic() - threads[1])
         if stop.wait(0.1):
             at = time.time() * 1000.0 - t0
             driver.signal(signal.SIGTERM)  # its shutdown hook writes what it recorded
@@ -565,6 +578,7 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
         "rss_bytes": info.rss_bytes,
         "load_average": info.load_average,
         "machine_cpu": info.machine_cpu,
+        "process_cpu": info.process_cpu,
         "cpus": os.cpu_count(),
         "faults": info.faults,
         "pids": info.pids,

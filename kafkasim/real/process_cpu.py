@@ -1,0 +1,118 @@
+"""Where a real run's CPU went: each of the run's processes (the controller, each broker, the load driver) and,
+within one, each kind of thread, as cores used over the load.
+
+kafkasim.real.machine_cpu says how much of the machine the run took; this says which JVM and which of its threads
+took it, the measurement a model of the brokers' costs is held to. A thread's kind is its name as Linux keeps it
+(``/proc/<pid>/task/<tid>/comm``, at most 15 characters: HotSpot cuts a longer Java name there) without the
+numbers it ends in: ``GC Thread#0`` and ``GC Thread#1`` are one kind, ``GC Thread``. Kafka's
+request handlers and network threads both begin ``data-plane-kafka-``, so on a JVM that cuts their names they
+count as one kind (``data-plane-kafk``); a replica fetcher is ``ReplicaFetcherT``.
+
+Only processes alive at both samples are counted (a broker that crashed or was started during the load is left
+out: its threads' times before the crash are gone with it); a thread that ended between the samples is missing
+from its kind, one that started counts from zero. Linux only (``/proc``); elsewhere nothing is sampled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# Kinds of thread under this share of one core over the load are summed into "other threads".
+SMALL_CORES = 0.005
+_NUMBERING = re.compile(r"([-_ #]*\d+)+$")
+
+ThreadTimes = dict[int, tuple[str, float]]
+"""A process's threads: thread id -> (kind, CPU seconds so far)."""
+
+
+def thread_kind(comm: str) -> str:
+    """The kind of a thread named ``comm``: its name without the numbers it ends in and their separators
+    (``GC Thread#3`` -> ``GC Thread``, ``kafka-scheduler-7`` -> ``kafka-scheduler``, ``C2 CompilerThre`` stays)."""
+    return _NUMBERING.sub("", comm) or "(numbered)"
+
+
+def _seconds(stat: str) -> float | None:
+    try:
+        fields = stat.rsplit(")", 1)[1].split()
+        # Fields after the command's closing parenthesis start at the state (field 3): utime is 14, stime 15.
+        return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+    except (IndexError, ValueError):
+        return None
+
+
+def thread_times(pid: int) -> ThreadTimes | None:
+    """Every thread of the live process ``pid`` with its kind and CPU seconds; None if it is gone."""
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        tids = [int(t.name) for t in tasks.iterdir() if t.name.isdigit()]
+    except OSError:
+        return None
+    times: ThreadTimes = {}
+    for tid in tids:
+        try:
+            comm = (tasks / str(tid) / "comm").read_text().strip()
+            seconds = _seconds((tasks / str(tid) / "stat").read_text())
+        except OSError:
+            continue  # the thread ended while being read
+        if seconds is not None:
+            times[tid] = (thread_kind(comm), seconds)
+    return times
+
+
+Sample = dict[str, tuple[int, ThreadTimes]]
+"""Each process's name -> (its pid, its threads)."""
+
+
+def sample(named: Mapping[str, int]) -> Sample:
+    """``named``: process name -> pid. Each live one's threads now."""
+    taken: Sample = {}
+    for name, pid in named.items():
+        if (times := thread_times(pid)) is not None:
+            taken[name] = (pid, times)
+    return taken
+
+
+def cores_used(before: Sample, after: Sample, seconds: float) -> dict[str, dict[str, float]] | None:
+    """Cores each process used between two samples ``seconds`` apart: ``{name: {"total": cores, kind: cores,
+    ..., "other threads": cores}}``, the kinds largest first, each under `SMALL_CORES` summed into "other
+    threads". Only a process in both samples under the same pid (a restarted broker is another process); None
+    without time between the samples or without a process in both."""
+    if seconds <= 0:
+        return None
+    used: dict[str, dict[str, float]] = {}
+    for name, (pid, then) in before.items():
+        later = after.get(name)
+        if later is None or later[0] != pid:
+            continue
+        now = later[1]
+        kinds: dict[str, float] = {}
+        for tid, (kind, spent) in now.items():
+            earlier = then.get(tid)
+            grown = spent - (earlier[1] if earlier is not None and earlier[0] == kind else 0.0)
+            kinds[kind] = kinds.get(kind, 0.0) + max(0.0, grown)
+        total = sum(kinds.values())
+        shown: dict[str, float] = {"total": round(total / seconds, 4)}
+        small = 0.0
+        for kind, spent in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
+            if spent / seconds < SMALL_CORES:
+                small += spent
+            else:
+                shown[kind] = round(spent / seconds, 4)
+        if small > 0:
+            shown["other threads"] = round(small / seconds, 4)
+        used[name] = shown
+    return used or None
+
+
+def describe(used: Mapping[str, Mapping[str, float]], largest: int = 3) -> str:
+    """One line: each process's cores and its ``largest`` kinds of thread, e.g. "cores used over the load:
+    broker-0 0.41 (data-plane-kafk 0.22, GC Thread 0.05, C2 CompilerThre 0.04), driver 0.3 (...)"."""
+    parts = []
+    for name, kinds in used.items():
+        top = [f"{kind} {cores:.2g}" for kind, cores in kinds.items() if kind not in ("total", "other threads")]
+        parts.append(f"{name} {kinds.get('total', 0.0):.2g}" + (f" ({', '.join(top[:largest])})" if top else ""))
+    return "cores used over the load: " + ", ".join(parts)
