@@ -133,6 +133,7 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'brokers_with_requests(summary)',
         'client_errors_table(summary)',
         'client_latency_table(summary)',
+        'cores_line(summary)',
         'counters_table(counters)',
         'delivery_table(summary)',
         'delivery_table:producers',

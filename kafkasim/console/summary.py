@@ -241,6 +241,28 @@ def per_broker_tables(summary: Mapping[str, Any]) -> list[Table]:
     return [latency, load]
 
 
+def cores_line(summary: Mapping[str, Any]) -> Text | None:
+    """A simulated run's brokers' modelled CPU after the warm-up (summary per_broker cores, kafkasim.run.cores),
+    e.g. "cores the brokers' threads worked after the warm-up: broker-0 0.54 (request handlers 0.21, network
+    threads 0.33), broker-1 0.05 (replica fetchers)". None for a real run (it prints its JVMs' own,
+    kafkasim.real.process_cpu) or one without them."""
+    if summary.get("engine") == "kafka":
+        return None
+    parts = []
+    for name, data in (summary.get("per_broker") or {}).items():
+        cores = data.get("cores")
+        if not cores:
+            continue
+        kinds = [(kind, float(cores.get(kind, 0.0))) for kind in ("request handlers", "network threads",
+                                                                   "replica fetchers")]
+        total = sum(value for _, value in kinds)
+        shown = [f"{kind} {value:.2g}" for kind, value in kinds if value > 0]
+        parts.append(f"{name} {total:.2g}" + (f" ({', '.join(shown)})" if shown else ""))
+    if not parts:
+        return None
+    return Text("cores the brokers' threads worked after the warm-up: " + ", ".join(parts) + "\n")
+
+
 def client_errors_table(summary: Mapping[str, Any]) -> Table | None:
     """The clients whose requests failed, with the count of each Kafka error (summary per_client)."""
     per_client = summary.get("per_client") or {}
@@ -385,6 +407,9 @@ def summary_renderable(summary: Mapping[str, Any], name: str, planned_ms: float 
         items.append(latency)
     items.extend(per_client_tables(summary))
     items.extend(per_broker_tables(summary))
+    cores = cores_line(summary)
+    if cores is not None:
+        items.append(cores)
     errors = client_errors_table(summary)
     if errors is not None:
         items.extend((errors, Text("")))

@@ -50,6 +50,7 @@ from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.cpu_meter import CpuMeter
 from kafkasim.sim.distributions import constant_value
 from kafkasim.sim.host_cpu import HostCpu, hold
 from kafkasim.sim.machine_load import MachineLoad
@@ -107,7 +108,7 @@ class Processor:
 
     __slots__ = (
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
-        "busy_ms", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
+        "busy_ms", "meter", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
         "woken_for", "woken_yields", "yielded", "held", "ready", "_preemption", "_complete", "phase", "writes", "written", "to_read",
     )
 
@@ -154,6 +155,7 @@ class Processor:
         self.responses: deque[RequestEnvelope] = deque()
         self.readable: deque[KafkaChannel] = deque()
         self.busy_ms = 0.0
+        self.meter = CpuMeter()  # the broker's (BrokerServer), kept across its restarts
         # Where the thread is in Processor.run's loop (run): IDLE in Selector.poll, else the step under way.
         self.phase = IDLE
         # The responses this iteration took and has still to write, and those written and still to complete.
@@ -325,6 +327,7 @@ class Processor:
         preemption = self._preemption
         wait = 0.0 if preemption is None else preemption.waits(cost)
         self.busy_ms += cost + wait
+        self.meter.network_ms += cost
         hold(self.env, self.cpu, cost, wait, then, self._on_core)
 
     def _on_core(self, asked: float, cost: float, then: Callable[[object], None], event: object) -> None:

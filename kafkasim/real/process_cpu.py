@@ -6,7 +6,10 @@ took it, the measurement a model of the brokers' costs is held to. A thread's ki
 (``/proc/<pid>/task/<tid>/comm``, at most 15 characters: HotSpot cuts a longer Java name there) without the
 numbers it ends in: ``GC Thread#0`` and ``GC Thread#1`` are one kind, ``GC Thread``. Kafka's
 request handlers and network threads both begin ``data-plane-kafka-``, so on a JVM that cuts their names they
-count as one kind (``data-plane-kafk``); a replica fetcher is ``ReplicaFetcherT``.
+count as one kind (``data-plane-kafk``) -- unless the JVM's own names are known: after the load, ``jcmd <pid>
+Thread.print`` lists every Java thread's full name with its Linux thread id (``nid``), and Kafka's request
+handlers (``data-plane-kafka-request-handler-*``), network threads (``data-plane-kafka-network-thread-*``) and
+replica fetchers (``ReplicaFetcherThread-*``) are then each a kind of their own (`KAFKA_THREADS`).
 
 Only processes alive at both samples are counted (a broker that crashed or was started during the load is left
 out: its threads' times before the crash are gone with it); a thread that ended between the samples is missing
@@ -20,9 +23,29 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from kafkasim.record.summary import (
+    BROKER_PREFIX,
+    CORES_DATA_PLANE,
+    CORES_NETWORK_THREADS,
+    CORES_REPLICA_FETCHERS,
+    CORES_REQUEST_HANDLERS,
+)
+
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Kinds of thread under this share of one core over the load are summed into "other threads".
 SMALL_CORES = 0.005
+# Kafka's thread names as a JVM on Linux keeps them (15 characters).
+DATA_PLANE_THREADS = "data-plane-kafk"
+FETCHER_THREADS = "ReplicaFetcherT"
+REQUEST_HANDLERS = CORES_REQUEST_HANDLERS
+NETWORK_THREADS = CORES_NETWORK_THREADS
+REPLICA_FETCHERS = CORES_REPLICA_FETCHERS
+KAFKA_THREADS = (("data-plane-kafka-request-handler-", REQUEST_HANDLERS),
+                 ("data-plane-kafka-network-thread-", NETWORK_THREADS),
+                 ("ReplicaFetcherThread-", REPLICA_FETCHERS))
+"""A Java thread name's beginning -> its kind (KafkaRequestHandler, SocketServer's Processor,
+ReplicaFetcherThread's names)."""
+_THREAD_LINE = re.compile(r'^"(.*)" .*\bnid=(0x[0-9a-fA-F]+)', re.MULTILINE)
 _NUMBERING = re.compile(r"([-_ #]*\d+)+$")
 
 ThreadTimes = dict[int, tuple[str, float]]
@@ -76,11 +99,28 @@ def sample(named: Mapping[str, int]) -> Sample:
     return taken
 
 
-def cores_used(before: Sample, after: Sample, seconds: float) -> dict[str, dict[str, float]] | None:
+def java_thread_names(thread_print: str) -> dict[int, str]:
+    """Linux thread id -> Java thread name, from ``jcmd <pid> Thread.print``'s output (each thread's line:
+    ``"name" #12 daemon prio=5 ... nid=0x1f3e runnable``)."""
+    return {int(nid, 16): name for name, nid in _THREAD_LINE.findall(thread_print)}
+
+
+def _kind(tid: int, kind: str, names: Mapping[int, str] | None) -> str:
+    name = names.get(tid) if names is not None else None
+    if name is not None:
+        for prefix, known in KAFKA_THREADS:
+            if name.startswith(prefix):
+                return known
+    return kind
+
+
+def cores_used(before: Sample, after: Sample, seconds: float,
+               names: Mapping[str, Mapping[int, str]] | None = None) -> dict[str, dict[str, float]] | None:
     """Cores each process used between two samples ``seconds`` apart: ``{name: {"total": cores, kind: cores,
     ..., "other threads": cores}}``, the kinds largest first, each under `SMALL_CORES` summed into "other
-    threads". Only a process in both samples under the same pid (a restarted broker is another process); None
-    without time between the samples or without a process in both."""
+    threads". ``names``: a process's Java thread names by thread id (`java_thread_names`), which name Kafka's
+    threads' kinds (`KAFKA_THREADS`). Only a process in both samples under the same pid (a restarted broker is
+    another process); None without time between the samples or without a process in both."""
     if seconds <= 0:
         return None
     used: dict[str, dict[str, float]] = {}
@@ -90,9 +130,11 @@ def cores_used(before: Sample, after: Sample, seconds: float) -> dict[str, dict[
             continue
         now = later[1]
         kinds: dict[str, float] = {}
-        for tid, (kind, spent) in now.items():
+        known = names.get(name) if names is not None else None
+        for tid, (comm, spent) in now.items():
             earlier = then.get(tid)
-            grown = spent - (earlier[1] if earlier is not None and earlier[0] == kind else 0.0)
+            grown = spent - (earlier[1] if earlier is not None and earlier[0] == comm else 0.0)
+            kind = _kind(tid, comm, known)
             kinds[kind] = kinds.get(kind, 0.0) + max(0.0, grown)
         total = sum(kinds.values())
         shown: dict[str, float] = {"total": round(total / seconds, 4)}
@@ -116,3 +158,31 @@ def describe(used: Mapping[str, Mapping[str, float]], largest: int = 3) -> str:
         top = [f"{kind} {cores:.2g}" for kind, cores in kinds.items() if kind not in ("total", "other threads")]
         parts.append(f"{name} {kinds.get('total', 0.0):.2g}" + (f" ({', '.join(top[:largest])})" if top else ""))
     return "cores used over the load: " + ", ".join(parts)
+
+
+def broker_cores(used: Mapping[str, Mapping[str, float]] | None) -> dict[str, dict[str, float]] | None:
+    """The summary's ``per_broker`` ``cores`` of a real run, as kafkasim.run.cores has them for a simulated one:
+    each broker's data-plane threads (request handlers and network threads; each apart too when the JVM's
+    thread names were read) and replica fetchers; a kind too small to be shown counts 0."""
+    if not used:
+        return None
+    cores: dict[str, dict[str, float]] = {}
+    # The JVMs' thread names were read if any broker's request handlers or network threads are named.
+    named = any(REQUEST_HANDLERS in kinds or NETWORK_THREADS in kinds for kinds in used.values())
+    for name, kinds in used.items():
+        if not name.startswith(BROKER_PREFIX):
+            continue
+        if named:
+            handlers, network = float(kinds.get(REQUEST_HANDLERS, 0.0)), float(kinds.get(NETWORK_THREADS, 0.0))
+            cores[name] = {REQUEST_HANDLERS: handlers, NETWORK_THREADS: network,
+                           CORES_DATA_PLANE: round(handlers + network, 4)}
+        else:
+            cores[name] = {CORES_DATA_PLANE: float(kinds.get(DATA_PLANE_THREADS, 0.0))}
+        cores[name][CORES_REPLICA_FETCHERS] = float(kinds.get(REPLICA_FETCHERS, kinds.get(FETCHER_THREADS, 0.0)))
+    return cores or None
+
+
+def jcmd_binary(java: str) -> str | None:
+    """``jcmd`` beside the run's ``java`` (the same JDK), or None."""
+    beside = Path(java).resolve().with_name("jcmd")
+    return str(beside) if beside.is_file() else None

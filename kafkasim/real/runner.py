@@ -60,6 +60,7 @@ from kafkasim.real.kafka_libs import KafkaLibs, compiled_jar, locate
 from kafkasim.real.link_proxies import LinkProxies, proxied_targets
 from kafkasim.real.machine_cpu import cpu_sample, cpu_shares
 from kafkasim.real.netns import HostNetwork
+from kafkasim.real.process_cpu import Sample as ThreadsSample
 from kafkasim.real.processes import Proc, Processes, rss_bytes
 from kafkasim.real.request_log import parse_lines
 from kafkasim.real.schedule import MIN_RECORD_BYTES, planned_records, write_schedule
@@ -134,6 +135,8 @@ class RealRun:
     """The machine's CPU over the load: this run's share, other work's, steal's, idle's (kafkasim.real.machine_cpu)."""
     process_cpu: dict[str, dict[str, float]] | None = None
     """Cores each process used over the load, in all and by kind of thread (kafkasim.real.process_cpu)."""
+    thread_samples: tuple[ThreadsSample, ThreadsSample, float] | None = None
+    """The processes' threads at the warm-up's end and near the load's end, and the seconds between."""
     pids: list[int] = field(default_factory=list)
     """Every process the run started (all stopped when it returns)."""
     network: dict[str, str] | None = None
@@ -399,8 +402,8 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
             say(f"running {scenario.name} on Kafka {libs.version} for {duration / 1000:g} s (seed {seed})")
             stop.wait(max(0.0, t0 / 1000.0 - time.time()))  # the machine's CPU from the load's start
             cpu_before = cpu_sample(procs.pids)
-            threads = (process_cpu.sample(procs.running_by_name), time.monotonic())
-            interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs, threads)
+            interrupted_at = _wait_for_driver(driver, duration, t0, stop, info, cluster, procs,
+                                              float(scenario.warmup))
             info.machine_cpu = cpu_shares(cpu_before, cpu_sample(procs.pids))
         finally:
             # A run that fails or is interrupted here restarts no broker later (a crash's restart_after).
@@ -420,9 +423,12 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
                 say(f"starting broker-{b} again to read its log")
                 cluster.restart(b)
                 cluster.wait_ready(node)
+        jcmds = _thread_prints(libs, cluster, procs, workdir / "threads")
         audit = tool("audit", OBSERVER_HOST, "-Xmx256m", ["LoadDriver", "audit", str(spec_path)],
                      driver_dir / "audit.log")
         audit.popen.wait(timeout=120)
+        if info.thread_samples is not None:
+            info.process_cpu = process_cpu.cores_used(*info.thread_samples, names=_thread_names(jcmds, procs))
         cluster.stop()
         if proxies is not None:
             proxies.release()
@@ -437,6 +443,39 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
         result.run_info["fault_errors"] = schedule.errors
     _attach_logs(result, cluster, workdir / "driver")
     return result
+
+
+def _thread_prints(libs: KafkaLibs, cluster: RealCluster, procs: Processes, out: Path) -> dict[str, Proc]:
+    """``jcmd <pid> Thread.print`` on each running broker, started together after the load (the JVMs' thread
+    names for kafkasim.real.process_cpu; each output in ``out``). None started without a jcmd."""
+    jcmd = process_cpu.jcmd_binary(libs.java)
+    if jcmd is None:
+        return {}
+    started = {}
+    for b, node in cluster.brokers.items():
+        if node.proc is not None and node.proc.running():
+            name = f"broker-{b}"
+            started[name] = procs.start(f"jcmd-{name}", [jcmd, str(node.proc.pid), "Thread.print"],
+                                        out / f"{name}.txt")
+    return started
+
+
+def _thread_names(jcmds: dict[str, Proc], procs: Processes) -> dict[str, dict[int, str]]:
+    """Each broker's Java thread names by thread id, from its ``jcmd`` (waited for, stopped if it hangs)."""
+    names = {}
+    for name, proc in jcmds.items():
+        try:
+            proc.popen.wait(timeout=JCMD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            procs.stop(proc, kill_first=True)
+            continue
+        if proc.popen.returncode == 0:
+            names[name] = process_cpu.java_thread_names(proc.output.read_text(errors="replace"))
+    return names
+
+
+# How long a broker's jcmd Thread.print may take (a JVM's attach listener starts on the first attach).
+JCMD_TIMEOUT_S = 30.0
 
 
 def _wait_for_file(path: Path, proc: Proc, timeout_s: float, stop: threading.Event) -> None:
@@ -460,22 +499,26 @@ def _tail(path: Path, lines: int = 5) -> str:
     return " / ".join(text[-lines:]) or "(no output)"
 
 
-# The share of the load over which each process's cores are counted (kafkasim.real.process_cpu): the driver exits
-# soon after the load's end.
+# Where in the load each process's cores stop being counted, from the warm-up's end (kafkasim.real.process_cpu):
+# the driver exits soon after the load's end.
 PROCESS_CPU_UNTIL = 0.95
 
 
 def _wait_for_driver(driver: Proc, duration: float, t0: int, stop: threading.Event, info: RealRun,
-                     cluster: RealCluster, procs: Processes, threads: tuple[process_cpu.Sample, float]) -> float | None:
-    """Wait for the load to end; sample the JVMs' memory meanwhile, and near the load's end the cores each
-    process used since ``threads`` (its threads' times and the monotonic clock at the load's start), while the
-    driver, which exits once the load is over, is still there. The time of a stop request, if any."""
+                     cluster: RealCluster, procs: Processes, warmup: float) -> float | None:
+    """Wait for the load to end; sample the JVMs' memory meanwhile, and the cores each process used from the
+    end of the ``warmup`` to near the load's end, while the driver, which exits once the load is over, is still
+    there (kafkasim.real.process_cpu). The time of a stop request, if any."""
     deadline = t0 / 1000.0 + duration / 1000.0 + DRAIN_MS / 1000.0 + 120.0
     sampled = False
+    threads: tuple[process_cpu.Sample, float] | None = None
     while driver.running():
-        if info.process_cpu is None and time.time() * 1000.0 - t0 > PROCESS_CPU_UNTIL * duration:
-            info.process_cpu = process_cpu.cores_used(threads[0], process_cpu.sample(procs.running_by_name),
-                                                      time.monotonic() - threads[1])
+        elapsed = time.time() * 1000.0 - t0
+        if threads is None and elapsed >= warmup:
+            threads = (process_cpu.sample(procs.running_by_name), time.monotonic())
+        elif threads is not None and info.thread_samples is None and elapsed > PROCESS_CPU_UNTIL * duration:
+            info.thread_samples = (threads[0], process_cpu.sample(procs.running_by_name),
+                                   time.monotonic() - threads[1])
         if stop.wait(0.1):
             at = time.time() * 1000.0 - t0
             driver.signal(signal.SIGTERM)  # its shutdown hook writes what it recorded
@@ -551,7 +594,8 @@ def _assemble(scenario: Scenario, seed: int, layout: ClusterLayout, configs: Any
                         consumers=[c.name for c in scenario.consumers], timeseries=timeseries,
                         # Cut at the scenario's fault times and the real controller's fences (its server.log).
                         phases=cut_phases(fault_spans(scenario.faults, list(events.unfenced)), list(events.fenced),
-                                          float(scenario.warmup), end))
+                                          float(scenario.warmup), end),
+                        cores=process_cpu.broker_cores(info.process_cpu))
     summary["engine"] = ENGINE
     # Every leadership change, phase by phase, as a simulated run's summary has it (only when there was one).
     starts = [s for b, node in cluster.brokers.items() for s in leader_starts(node.server_log, b, float(t0))]

@@ -9,7 +9,9 @@ ends are left out (by `client_send_ms` / `send_ms`).
 requests table's `broker`), their errors by Kafka's name, and per API count, errors, client timeouts and
 TotalTimeMs -- and, from the
 gauges sampled after the warm-up, its request queue (mean, max) and the idle ratios of its request
-handlers and network threads (mean, min).
+handlers and network threads (mean, min) -- and, given them, the cores its threads used after the warm-up
+(``cores``: a simulated broker's modelled CPU, kafkasim.run.cores; a real one's JVM threads,
+kafkasim.real.process_cpu).
 """
 
 from __future__ import annotations
@@ -449,6 +451,12 @@ def _per_client(
 BROKER_GAUGES = (("RequestQueueSize", "max"), ("RequestHandlerAvgIdlePercent", "min"),
                  ("NetworkProcessorAvgIdlePercent", "min"))
 BROKER_PREFIX = "broker-"
+CORES_DATA_PLANE = "data plane"
+"""A broker's request handlers and network threads together, in ``per_broker`` ``cores``: Kafka names both
+``data-plane-kafka-*``, and a real JVM's 15-character thread names do not tell them apart."""
+CORES_REPLICA_FETCHERS = "replica fetchers"
+CORES_REQUEST_HANDLERS = "request handlers"
+CORES_NETWORK_THREADS = "network threads"
 
 
 def _broker_id(entity: str) -> int | None:
@@ -456,9 +464,11 @@ def _broker_id(entity: str) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
-def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) -> dict[str, Any]:
+def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float,
+                cores: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
     """Per broker: the requests it handled per API (count, errors, client timeouts, TotalTimeMs), and its
-    queue and idle gauges after the warm-up. Brokers named by a request row or by a broker gauge."""
+    queue and idle gauges after the warm-up, and its ``cores``. Brokers named by a request row, by a broker
+    gauge or by ``cores``."""
     requests = kept.frame
     broker_column = requests.column("broker") if "broker" in requests.columns else np.full(len(requests), -1)
     brokers = {int(b) for b in np.unique(broker_column if kept.mask is None else broker_column[kept.mask]) if b >= 0}
@@ -471,6 +481,7 @@ def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) 
             rows = timeseries[after & (metric_column == name)]
             gauges[name] = rows
             brokers |= {b for e in set(rows["entity"].astype(str)) if (b := _broker_id(e)) is not None}
+    brokers |= {b for e in (cores or {}) if (b := _broker_id(e)) is not None}
     api_column = requests.strings("api")
     out: dict[str, Any] = {}
     for broker in sorted(brokers):
@@ -496,6 +507,8 @@ def _per_broker(kept: _Rows, timeseries: pd.DataFrame | None, warmup_ms: float) 
             if values.size:
                 entry[name] = {"mean": float(values.mean()),
                                extreme: float(values.max() if extreme == "max" else values.min())}
+        if cores and entity in cores:
+            entry["cores"] = dict(cores[entity])
         out[entity] = entry
     return out
 
@@ -524,13 +537,15 @@ def summarize(
     consumers: Sequence[str] | None = None,
     timeseries: pd.DataFrame | None = None,
     phases: Sequence[Phase] = (),
+    cores: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """A JSON-able summary of a run: a function of the run's rows alone, so a replay writes the same bytes
     (wall-clock facts go to the result's run-info, never here). `counters` (ISR shrinks/expands, expirations per purgatory, dropped
     messages, ...) are copied as given. `producers` and `consumers` name the clients of `per_client`, in
     the order it lists them (the scenario's); by default, every client the tables name. `timeseries` (the
     sampled gauges) adds each broker's queue and idle figures to `per_broker`. `phases` (a run with faults,
-    kafkasim.record.phases) adds each phase's latency, outcomes and errors under `phases`."""
+    kafkasim.record.phases) adds each phase's latency, outcomes and errors under `phases`. `cores` (per
+    ``broker-<id>``: cores its threads used after the warm-up, by kind) goes to each broker's `per_broker`."""
     columns = _Columns(requests)
     kept = _Rows(columns, columns.floats("client_send_ms") >= warmup_ms if warmup_ms > 0 else None)
     batches = records[_floats(records, "send_ms") >= warmup_ms] if warmup_ms > 0 else records
@@ -544,7 +559,7 @@ def summarize(
         "produce_latency": _produce_latency(batches),
         "e2e_latency": percentiles(_floats(batches, "e2e_latency_ms")),
         "per_client": _per_client(columns, kept, records, batches, producers, consumers),
-        "per_broker": _per_broker(kept, timeseries, warmup_ms),
+        "per_broker": _per_broker(kept, timeseries, warmup_ms, cores),
         "counters": dict(counters or {}),
     }
     api_column = columns.strings("api")

@@ -338,7 +338,8 @@ def summary_tables(summary: Mapping[str, Any]) -> str:
 
 def per_broker_tables(per_broker: Mapping[str, Any]) -> list[str]:
     """summary.json's per_broker as two tables: TotalTimeMs per broker and API, and each broker's load
-    (requests, errors, idle ratios of its request handlers and network threads, request queue)."""
+    (requests, errors, idle ratios of its request handlers and network threads, request queue, and the cores its
+    data-plane threads and replica fetchers used)."""
     if not per_broker:
         return []
     head = "".join(f"<th>{s}</th>" for s in ("broker", "api", "n", "errors", *STATS))
@@ -358,14 +359,17 @@ def per_broker_tables(per_broker: Mapping[str, Any]) -> list[str]:
 
     load_head = "".join(f"<th>{escape(s)}</th>" for s in (
         "broker", "requests", "errors", "handlers idle % (mean)", "handlers idle % (min)",
-        "network idle % (mean)", "request queue (mean)", "request queue (max)"))
+        "network idle % (mean)", "request queue (mean)", "request queue (max)", "data-plane cores",
+        "fetcher cores"))
     load_rows = "".join(
         f"<tr><td>{escape(str(broker))}</td><td>{_number(data.get('requests'))}</td>"
         f"<td>{_number(sum((data.get('errors') or {}).values()))}</td>"
         f"<td>{gauge(data, 'RequestHandlerAvgIdlePercent', 'mean', 100.0)}</td>"
         f"<td>{gauge(data, 'RequestHandlerAvgIdlePercent', 'min', 100.0)}</td>"
         f"<td>{gauge(data, 'NetworkProcessorAvgIdlePercent', 'mean', 100.0)}</td>"
-        f"<td>{gauge(data, 'RequestQueueSize', 'mean')}</td><td>{gauge(data, 'RequestQueueSize', 'max')}</td></tr>"
+        f"<td>{gauge(data, 'RequestQueueSize', 'mean')}</td><td>{gauge(data, 'RequestQueueSize', 'max')}</td>"
+        f"<td>{_number((data.get('cores') or {}).get('data plane'))}</td>"
+        f"<td>{_number((data.get('cores') or {}).get('replica fetchers'))}</td></tr>"
         for broker, data in per_broker.items())
     load = (f"<table><caption>per_broker: load after the warm-up</caption><thead><tr>{load_head}</tr></thead>"
             f"<tbody>{load_rows}</tbody></table>")

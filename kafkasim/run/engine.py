@@ -50,6 +50,7 @@ from kafkasim.record.summary import summarize
 from kafkasim.run.build import build, client_deadlines
 from kafkasim.run.cluster import Cluster
 from kafkasim.run.cluster_layout import ClusterLayout, cluster_layout
+from kafkasim.run.cores import WarmupCores
 from kafkasim.run.failovers import failovers, fences, unfences
 from kafkasim.run.faults import PauseCount, schedule_faults
 from kafkasim.run.final_logs import final_leader, final_logs
@@ -144,6 +145,7 @@ class Engine:
         self._tables: RecordedTables | None = None
         # The hosts' stalls (kafkasim.run.stalls), or None when no host stalls.
         self._stall_rows: list[StallRow] | None = None
+        self._cores = WarmupCores()
         consumers_by_topic: dict[str, int] = {}
         for c in scenario.consumers:
             consumers_by_topic[c.topic] = consumers_by_topic.get(c.topic, 0) + 1
@@ -283,10 +285,15 @@ class Engine:
         # The order of first events is the order of ties at a simulated instant; the golden runs pin it.
         self.components.start()
         Call(self.env, 0.0, self._sample)
+        # The brokers' CPU meters at the warm-up's end: an event that changes nothing (the summary's cores).
+        Call(self.env, float(self.scenario.warmup), self._meters_at_warmup)
         # Pause faults and stalls nest on one count per component.
         pauses = PauseCount()
         schedule_faults(self.scenario, self.components, pauses)
         self._stall_rows = schedule_stalls(self.scenario, self.components, pauses)
+
+    def _meters_at_warmup(self, _event: object = None) -> None:
+        self._cores.at_warmup(self.components.brokers, self.env.now)
 
     def _run_until(self, duration: float) -> None:
         env = self.env
@@ -328,6 +335,7 @@ class Engine:
             # the failovers' other instants.
             metadata = self._metadata_batches()
             facts = self._failover_facts()
+            cores = (self._cores.cores(self.components.brokers, end),)
             # The simulation state (logs, the producers' backlog) is what filled the memory, and this run
             # is over: let it go so that the recorded rows can be tabulated and written.
             if self.invariants is not None:
@@ -335,7 +343,7 @@ class Engine:
             del self.components, self.gauges, self.observer, self.invariants, self.env, self.clock
             gc.collect()
             result = self._result(end, wall_seconds, open_work=False, counters=counters, metadata=metadata,
-                                  facts=facts)
+                                  facts=facts, cores=cores)
             result.summary["interrupted_at_ms"] = end
             result.summary["interrupted_by"] = "out of memory"
         except MemoryError:
@@ -348,7 +356,8 @@ class Engine:
 
     def _result(self, duration: float, wall_seconds: float, *, open_work: bool = True,
                 counters: dict[str, Any] | None = None, metadata: list[MetadataBatch] | None = None,
-                facts: FailoverFacts | None = None) -> RunResult:
+                facts: FailoverFacts | None = None,
+                cores: tuple[dict[str, dict[str, float]] | None] | None = None) -> RunResult:
         """The run's tables and summary; `open_work` adds rows for requests in flight and batches never
         acknowledged (left out after running out of memory: there may be millions of them)."""
         self.run_recorder.flush(self._record_open_work() if open_work else [])
@@ -374,6 +383,7 @@ class Engine:
             timeseries=tables.timeseries,
             phases=cut_phases(fault_spans(self.scenario.faults, unfences(metadata)), fences(metadata),
                               float(self.scenario.warmup), duration),
+            cores=self._cores.cores(self.components.brokers, duration) if cores is None else cores[0],
         )
         # Every leadership change, phase by phase (only in a run that had one: other summaries stay as they were).
         applied, heartbeats, learned = self._failover_facts() if facts is None else facts

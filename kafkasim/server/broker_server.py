@@ -77,6 +77,7 @@ from kafkasim.server.kafka_request_handler import KafkaRequestHandlerPool, Reque
 from kafkasim.server.replica_fetcher_manager import InitialFetchState, ReplicaFetcherManager
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherThread
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.cpu_meter import CpuMeter
 from kafkasim.sim.host_cpu import HostCpu
 from kafkasim.sim.machine_load import MachineLoad
 
@@ -178,6 +179,8 @@ class BrokerServer:
         self._on_request: Callable[[], None] | None = None
         # Told of every fetch response this broker's replica fetchers receive (count_fetches).
         self._on_fetch: Callable[[], None] | None = None
+        # The CPU its threads spend on modelled work, across its restarts (the summary's per_broker cores).
+        self.cpu_meter = CpuMeter()
         self._build_request_plane()
         if load is not None:
             load.add(self.running_threads, self.appending_fetchers)
@@ -191,6 +194,7 @@ class BrokerServer:
             thread.disk_factor = self.handlers.disk_factor
             thread.disk = self.disk
             thread.cpu = self.cpu
+            thread.meter = self.cpu_meter
             thread.on_response = self._on_fetch
             return thread
 
@@ -247,6 +251,9 @@ class BrokerServer:
         )
         self.handlers.disk = self.disk
         self.handlers.cpu = cpu
+        self.handlers.meter = self.cpu_meter
+        for processor in self.socket_server.processors:
+            processor.meter = self.cpu_meter
         if previous is not None:
             # The counters the gauges and the summary read go on across incarnations.
             old_handlers, old_processors = previous

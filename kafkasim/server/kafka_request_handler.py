@@ -66,6 +66,7 @@ from kafkasim.network.request_channel import RequestChannel
 from kafkasim.server.expiration_reaper import ExpirationReaper
 from kafkasim.server.kafka_apis import KafkaApis
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.cpu_meter import CpuMeter
 from kafkasim.sim.distributions import ConstantSampler, constant_value
 from kafkasim.sim.host_cpu import HostCpu, hold
 from kafkasim.sim.machine_load import MachineLoad
@@ -176,6 +177,7 @@ class KafkaRequestHandlerPool:
         self._checks = observer.checks
         self._reapers = tuple(reapers)
         self.handler_busy_ms = 0.0
+        self.meter = CpuMeter()  # the broker's (BrokerServer), kept across its restarts
         self.requests_handled = 0
         # Bound once: the handlers wait in RequestChannel.receive_request with it. A handler that waited runs
         # after the host's scheduling latency when the scenario sets one (costs.wakeup), as a real handler thread
@@ -426,6 +428,7 @@ class KafkaRequestHandlerPool:
         if preemption is not None:
             off_cpu += preemption.waits(cost)
         self.handler_busy_ms += cost + off_cpu
+        self.meter.handlers_ms += cost
         hold(self.env, self.cpu, cost, off_cpu, then, self._on_core)
 
     def _finish(self, envelope: RequestEnvelope) -> None:

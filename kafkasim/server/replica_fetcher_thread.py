@@ -88,6 +88,7 @@ from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.cpu_meter import CpuMeter
 from kafkasim.sim.distributions import constant_value
 from kafkasim.sim.host_cpu import HostCpu
 
@@ -245,6 +246,7 @@ class ReplicaFetcherThread(Pausable):
         self.crashed = False
         self.started = False
         self.disk_factor = 1.0
+        self.meter = CpuMeter()  # the broker's (BrokerServer)
         # The broker's disk when the run models flushes: a follower append's flush (flush.messages) holds the
         # thread before its next fetch, as UnifiedLog.append's flush holds Kafka's fetcher thread.
         self.disk: Disk | None = None
@@ -463,6 +465,7 @@ class ReplicaFetcherThread(Pausable):
                     cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
         cost *= self.disk_factor
         if cost > 0:
+            self.meter.fetchers_ms += cost
             generation = self._generation
             self.running = True
             cpu = self.cpu

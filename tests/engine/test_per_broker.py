@@ -10,7 +10,7 @@ import pytest
 
 from kafkasim.run.engine import run_scenario
 
-from .support import consumer, producer, scenario
+from .support import consumer, leader_crash, producer, scenario
 
 
 def test_every_request_row_names_its_broker_including_those_that_never_arrived() -> None:
@@ -100,3 +100,33 @@ def test_the_scenario_check_estimates_the_gauge_rows_a_run_writes(brokers: int |
     samples = rows["time_ms"].nunique()
     estimate = gauge_rows_per_sample(s) * samples
     assert len(rows) <= estimate <= 1.3 * len(rows)
+
+
+def test_each_broker_says_the_cores_its_threads_spent_on_modelled_work_after_the_warm_up() -> None:
+    """kafkasim.run.cores: a handler's service times, not its waits. One broker, acks=1 at 200/s, every
+    request 0.1 ms of handler work and nothing else: 0.1 ms x the produces taken after the warm-up."""
+    result = run_scenario(scenario(
+        duration="3s", warmup="1s",
+        topics=[{"name": "t", "partitions": 1, "replication.factor": 1, "min.insync.replicas": 1}],
+        producers=[producer("p1", acks=1, rate="200/s")],
+        broker={"costs": {"request": "0.1ms", "append_per_kib": "0ms", "read_per_kib": "0ms"}},
+    ))
+    rows = result.requests
+    taken = int(((rows["api"] == "Produce") & (rows["dequeue_ms"] >= 1000.0)).sum())
+    cores = result.summary["per_broker"]["broker-0"]["cores"]
+    assert taken > 350
+    assert cores["request handlers"] == pytest.approx(0.1 * taken / 2000.0, abs=1e-4)
+    assert cores["data plane"] == pytest.approx(cores["request handlers"] + cores["network threads"], abs=2e-4)
+    assert cores["replica fetchers"] == 0.0
+
+
+def test_followers_fetchers_and_a_restarted_brokers_threads_count_too() -> None:
+    """The meter is the broker process's, across its restarts; followers' appends are their fetchers' work."""
+    steady = run_scenario(scenario(duration="4s", producers=[producer("p1", rate="300/s")])).summary["per_broker"]
+    assert steady["broker-0"]["cores"]["data plane"] > 0
+    assert all(steady[f]["cores"]["replica fetchers"] > 0 for f in ("broker-1", "broker-2"))
+    assert all(steady[f]["cores"]["data plane"] == 0 for f in ("broker-1", "broker-2"))
+    # broker-1 leads t-0 until it crashes at 5 s, and fetches it as a follower once back at 20 s: its request
+    # plane's work before the crash and its new fetchers' after the restart both count.
+    crashed = run_scenario(leader_crash("25s")).summary["per_broker"]["broker-1"]["cores"]
+    assert crashed["data plane"] > 0 and crashed["replica fetchers"] > 0
