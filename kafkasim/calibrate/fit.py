@@ -31,7 +31,7 @@ from scipy.optimize import least_squares
 from kafkasim.calibrate.completion import consumer_completion_ms, follower_update_ms
 from kafkasim.calibrate.fetch_read import fetch_read_ms
 from kafkasim.calibrate.parameters import PARAMETERS, from_log, min_evaluations, overrides, to_log
-from kafkasim.calibrate.targets import Target, measured, residual, targets, with_request_log
+from kafkasim.calibrate.targets import CORES_GROUP, Target, measured, residual, targets, with_request_log
 from kafkasim.run.engine import Engine
 from kafkasim.scenario import Scenario, shortened, with_overrides
 from kafkasim.scenario.broker import HandlerCosts
@@ -101,10 +101,12 @@ def _simulate(job: tuple[Scenario, dict[str, float], int]) -> dict[str, Any]:
 def group_weights(wanted: list[Target]) -> np.ndarray:
     """Each statistic's weight: the broker's breakdown and the clients' latencies count the same in all,
     however many statistics each has (the breakdown has ~26, the clients ~4: unweighted, a fit would trade
-    the produce latency it is asked to predict for a better queue time)."""
+    the produce latency it is asked to predict for a better queue time). The cores (kafkasim.calibrate.targets)
+    each count as one statistic of the largest group: three of them hold the split of the latencies into work
+    and waits, not a third of what the fit answers to."""
     sizes = {group: sum(1 for t in wanted if t.group == group) for group in {t.group for t in wanted}}
     largest = max(sizes.values())
-    return np.array([math.sqrt(largest / sizes[t.group]) for t in wanted])
+    return np.array([1.0 if t.group == CORES_GROUP else math.sqrt(largest / sizes[t.group]) for t in wanted])
 
 
 def starting_point(measured: dict[str, tuple[str, float, int]],

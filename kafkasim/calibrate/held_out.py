@@ -138,8 +138,11 @@ def section(data: dict[str, Any]) -> str:
     within_fit = sum(fit_within(r["measured"], r["fitted"]) for r in data["fit"])
     criterion = counted(breakdown_rows(data["fit"]))
     within_criterion = sum(fit_within(r["measured"], r["fitted"]) for r in criterion)
-    out += ["", f"The fitted run beside {fitted_on} (the RequestChannel breakdown, the request log's gaps and the "
-            "clients' latency; "
+    cores = any(r["statistic"].endswith(" cores") for r in data["fit"])
+    out += ["", f"The fitted run beside {fitted_on} (the RequestChannel breakdown, the request log's gaps"
+            + (", the clients' latency and the CPU the brokers' threads used, in cores (kafkasim.run.cores, "
+               "kafkasim.real.process_cpu); " if cores else " and the clients' latency; ")
+            +
             f"{within_fit} of {len(data['fit'])} within {TOLERANCE:.0%}, and of the breakdown's p50s and p99s "
             f"{within_criterion} of {len(criterion)}{_either(criterion)}):", "",
             "| statistic (ms) | Kafka | Kafka: runs | kafkasim fitted | fitted/Kafka |", "|---|---|---|---|---|"]

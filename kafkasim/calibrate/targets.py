@@ -13,7 +13,11 @@ one (kafkasim.calibrate.turnaround), p50; and, from any request log, how much lo
 records takes than one that parked (kafkasim.calibrate.fetch_read). How long after an acks=1 produce's response its followers were answered (`completion_gaps`) is not fitted:
 on a real broker of two shared cores it holds the handler's wait for a core, which no cost of kafkasim's
 represents, and fitted it pulled every handler cost up to twice Kafka's (docs/calibration.md); docs/make_calibration.py
-reports the fitted run's beside the real runs'.
+reports the fitted run's beside the real runs'. Cores: the CPU the brokers' request handlers, network threads and
+replica fetchers used after the warm-up, all brokers together (summary per_broker ``cores``: a real run's JVM
+threads, kafkasim.real.process_cpu; a simulated run's modelled work, kafkasim.run.cores), in cores, not ms: the
+share of the latencies that is work rather than waiting, which no latency tells alone. A real run whose JVMs'
+thread names were not read has its request handlers and network threads together only (``data plane cores``).
 """
 
 from __future__ import annotations
@@ -91,7 +95,28 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
     for name, data in sorted((summary.get(REQUEST_LOG) or {}).items()):
         if isinstance(data, dict):
             _put(out, f"{name} p50", "request log", data.get("p50"), data.get("count"))
+    requests = summary.get("requests_after_warmup")
+    for kind, cores in _cluster_cores(summary).items():
+        _put(out, f"{kind} cores", CORES_GROUP, cores, requests)
     return out
+
+
+CORES_GROUP = "cores"
+CORE_KINDS = ("request handlers", "network threads", "replica fetchers")
+"""The kinds of a broker's threads whose cores the summary has (kafkasim.record.summary's ``per_broker``)."""
+
+
+def _cluster_cores(summary: dict[str, Any]) -> dict[str, float]:
+    """Each kind's cores over every broker: request handlers, network threads and replica fetchers, or, where the
+    first two are not apart (a real run whose thread names were not read), ``data plane`` and replica fetchers.
+    Empty without any broker's."""
+    each = [data["cores"] for data in (summary.get("per_broker") or {}).values()
+            if isinstance(data, dict) and isinstance(data.get("cores"), dict)]
+    if not each:
+        return {}
+    apart = all(kind in cores for cores in each for kind in CORE_KINDS[:2])
+    kinds = CORE_KINDS if apart else ("data plane", CORE_KINDS[2])
+    return {kind: float(sum(float(cores.get(kind, 0.0)) for cores in each)) for kind in kinds}
 
 
 REQUEST_LOG = "request_log"

@@ -152,6 +152,32 @@ def test_each_group_of_statistics_weighs_the_same() -> None:
     assert sum(x * x for x in w[:16]) == pytest.approx(sum(x * x for x in w[16:]))
 
 
+def test_each_brokers_cores_weigh_as_one_statistic_of_the_largest_group() -> None:
+    wanted = ([Target(f"b{i}", "broker", 1.0) for i in range(16)] + [Target(f"c{i}", "client", 1.0) for i in range(4)]
+              + [Target(f"{k} cores", "cores", 0.2) for k in ("request handlers", "network threads")])
+    w = group_weights(wanted)
+    assert list(w[-2:]) == [1.0, 1.0] and w[0] == 1.0 and w[16] == 2.0
+
+
+def test_the_cores_are_summed_over_the_brokers_by_kind_of_thread() -> None:
+    """A simulated run's (kafkasim.run.cores) or a real one whose JVMs' thread names were read; a real run without
+    them has its request handlers and network threads together."""
+    leader = {"request handlers": 0.2, "network threads": 0.3, "data plane": 0.5, "replica fetchers": 0.0}
+    follower = {"request handlers": 0.0, "network threads": 0.01, "data plane": 0.01, "replica fetchers": 0.06}
+    summary = {"requests_after_warmup": 1000,
+               "per_broker": {"broker-0": {"cores": leader}, "broker-1": {"cores": follower},
+                              "broker-2": {"requests": 0}}}
+    got = {k: v for k, v in statistics(summary).items() if v[0] == "cores"}
+    assert got == {"request handlers cores": ("cores", 0.2, 1000), "network threads cores": ("cores", 0.31, 1000),
+                   "replica fetchers cores": ("cores", 0.06, 1000)}
+    unnamed = {"requests_after_warmup": 1000,
+               "per_broker": {"broker-0": {"cores": {"data plane": 0.5, "replica fetchers": 0.0}},
+                              "broker-1": {"cores": {"data plane": 0.0, "replica fetchers": 0.06}}}}
+    assert {k: v[1] for k, v in statistics(unnamed).items() if v[0] == "cores"} == {
+        "data plane cores": 0.5, "replica fetchers cores": 0.06}
+    assert not any(v[0] == "cores" for v in statistics({"requests_after_warmup": 10}).values())
+
+
 def test_a_fit_of_the_tails_keeps_the_bodys_values_and_uncertainties() -> None:
     names = [p.name for p in PARAMETERS]
     n = len(names)
