@@ -66,6 +66,7 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         '_simulate->',
     ),
     *_each('calibrate/targets.py', SUMMARY,
+        '_cluster_cores(summary)',
         'measured(summaries)',
         'statistics(summary)',
         'targets(summary)',

@@ -32,13 +32,14 @@ FINDINGS_END = "<!-- calibration findings: end -->"
 CLIENT_STATISTICS = ("produce acks=1 p50", "end to end p50", "produce acks=1 p99", "end to end p99",
                      "produce acks=1 p99.9", "end to end p99.9")
 CLIENT_PREFIXES = ("produce ", "end to end ")
+CORES_SUFFIX = " cores"
 
 
 def breakdown_rows(fit: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of a fit's table that are the RequestChannel breakdown (not a client latency, not a request log's
-    gap)."""
+    gap, not the brokers' cores)."""
     return [r for r in fit if not r["statistic"].startswith(CLIENT_PREFIXES)
-            and r["statistic"] not in REQUEST_LOG_STATISTICS]
+            and r["statistic"] not in REQUEST_LOG_STATISTICS and not r["statistic"].endswith(CORES_SUFFIX)]
 
 
 def counted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -270,6 +271,7 @@ def findings(data: dict[str, Any]) -> str:
 
     clients = ratios(CLIENT_STATISTICS, lambda s: s.replace("produce acks=1", "produce"))
     gaps = ratios(REQUEST_LOG_STATISTICS, lambda s: s.removesuffix(" p50"))
+    cores = ratios(tuple(s for s in fit if s.endswith(CORES_SUFFIX)), lambda s: s.removesuffix(CORES_SUFFIX))
     everything = breakdown_rows(data["fit"])
     broker = counted(everything)
     off = sorted(f"{r['statistic']} {r['fitted'] / r['measured']:.2f}{_runs(r)}" for r in broker
@@ -284,6 +286,7 @@ def findings(data: dict[str, Any]) -> str:
             "fitted to "
             f"as fitted/real {', '.join(clients)}"
             + (f", the request log's p50 gaps (docs/calibration.md) {', '.join(gaps)}" if gaps else "")
+            + (f", the cores the brokers' threads used (kafkasim.real.process_cpu) {', '.join(cores)}" if cores else "")
             + f", and {within_broker} of the "
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}{_either(broker)}")
     if off:

@@ -172,7 +172,9 @@ def broker_cores(used: Mapping[str, Mapping[str, float]] | None) -> dict[str, di
     for name, kinds in used.items():
         if not name.startswith(BROKER_PREFIX):
             continue
-        if named:
+        # A broker whose own names were not read (its jcmd failed) shows its data-plane threads together: the
+        # split is unknown for it, and the summary says so by leaving it out.
+        if named and DATA_PLANE_THREADS not in kinds:
             handlers, network = float(kinds.get(REQUEST_HANDLERS, 0.0)), float(kinds.get(NETWORK_THREADS, 0.0))
             cores[name] = {REQUEST_HANDLERS: handlers, NETWORK_THREADS: network,
                            CORES_DATA_PLANE: round(handlers + network, 4)}

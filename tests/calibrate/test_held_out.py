@@ -231,3 +231,20 @@ def test_the_findings_say_which_real_runs_were_made_again_for_the_machines_other
     # The validation page says it beside the table, and that its runs are the kept ones.
     assert " Kept with more than 5%, the quietest of their attempts: base-2 (30%)." in section(data)
     assert "real runs (and any made again for other work on the machine) and the fit" in section(data)
+
+
+def test_the_brokers_cores_are_no_phase_of_the_breakdown_and_the_findings_name_them() -> None:
+    """A fit with the brokers' cores (kafkasim.calibrate.targets) counts them neither among the breakdown's p50s
+    and p99s nor among its p95s; the findings give each kind's fitted/real."""
+    data = json.loads((ROOT / JSON_FILE).read_text())
+    data["fit"] = [r for r in data["fit"] if not r["statistic"].endswith(" cores")]
+    without = findings(data)
+    assert "cores the brokers' threads used" not in without
+    data["fit"] += [{"statistic": "request handlers cores", "measured": 0.2, "fitted": 0.22},
+                    {"statistic": "network threads cores", "measured": 0.3, "fitted": 0.6}]
+    text = findings(data)
+    assert ("the cores the brokers' threads used (kafkasim.real.process_cpu) request handlers 1.10, network "
+            "threads 2.00") in text
+    # The same counts of the breakdown as without them: a cores row 2 times off is not a phase outside 20%.
+    assert text.replace(", the cores the brokers' threads used (kafkasim.real.process_cpu) request handlers 1.10, "
+                        "network threads 2.00", "") == without
