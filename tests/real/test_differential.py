@@ -128,9 +128,10 @@ def pair(kafka_libs: KafkaLibs, tmp_path_factory: pytest.TempPathFactory) -> Cal
             assert set(real.run_info["gc_pauses"]["jvms"]) == jvms, real.run_info["gc_pauses"]
             assert {f.split("/")[1] for f in real.extra_files if "/gc-" in f} == jvms
             # The cores each process used, by kind of thread (kafkasim.real.process_cpu); the controller and the
-            # driver run throughout, a broker crashed or restarted meanwhile is left out.
+            # driver run throughout, a broker crashed or restarted meanwhile is left out, and a run with link
+            # faults has its Toxiproxy's too.
             used = real.run_info["process_cpu"]
-            assert {"controller", "driver"} <= set(used) <= jvms, used
+            assert {"controller", "driver"} <= set(used) <= jvms | {"toxiproxy"}, used
             assert all(u["total"] > 0 for u in used.values()), used
             # And no network namespace of it (a run with a network partition makes one per host).
             assert netns.ours(os.getpid()) == []
