@@ -423,12 +423,14 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
                 say(f"starting broker-{b} again to read its log")
                 cluster.restart(b)
                 cluster.wait_ready(node)
-        jcmds = _thread_prints(libs, cluster, procs, workdir / "threads")
+        if info.thread_samples is not None:
+            # Before the audit, not beside it: the audit's reads of the final logs keep the machine to themselves.
+            measured = {pid for pid, _threads in info.thread_samples[1].values()}
+            names = _thread_names(_thread_prints(libs, cluster, procs, workdir / "threads", measured), procs)
+            info.process_cpu = process_cpu.cores_used(*info.thread_samples, names=names)
         audit = tool("audit", OBSERVER_HOST, "-Xmx256m", ["LoadDriver", "audit", str(spec_path)],
                      driver_dir / "audit.log")
         audit.popen.wait(timeout=120)
-        if info.thread_samples is not None:
-            info.process_cpu = process_cpu.cores_used(*info.thread_samples, names=_thread_names(jcmds, procs))
         cluster.stop()
         if proxies is not None:
             proxies.release()
@@ -445,15 +447,17 @@ def _run(scenario: Scenario, seed: int, libs: KafkaLibs, jars: tuple[Path, Path]
     return result
 
 
-def _thread_prints(libs: KafkaLibs, cluster: RealCluster, procs: Processes, out: Path) -> dict[str, Proc]:
-    """``jcmd <pid> Thread.print`` on each running broker, started together after the load (the JVMs' thread
-    names for kafkasim.real.process_cpu; each output in ``out``). None started without a jcmd."""
+def _thread_prints(libs: KafkaLibs, cluster: RealCluster, procs: Processes, out: Path,
+                   measured: set[int]) -> dict[str, Proc]:
+    """``jcmd <pid> Thread.print`` on each running broker whose threads were measured over the load (pid in
+    ``measured``: not one started again since), started together after the load (the JVMs' thread names for
+    kafkasim.real.process_cpu; each output in ``out``). None started without a jcmd."""
     jcmd = process_cpu.jcmd_binary(libs.java)
     if jcmd is None:
         return {}
     started = {}
     for b, node in cluster.brokers.items():
-        if node.proc is not None and node.proc.running():
+        if node.proc is not None and node.proc.running() and node.proc.pid in measured:
             name = f"broker-{b}"
             started[name] = procs.start(f"jcmd-{name}", [jcmd, str(node.proc.pid), "Thread.print"],
                                         out / f"{name}.txt")
