@@ -132,7 +132,8 @@ def pair(kafka_libs: KafkaLibs, tmp_path_factory: pytest.TempPathFactory) -> Cal
             # faults has its Toxiproxy's too.
             used = real.run_info["process_cpu"]
             assert {"controller", "driver"} <= set(used) <= jvms | {"toxiproxy"}, used
-            assert all(u["total"] > 0 for u in used.values()), used
+            # Every JVM works; an idle Toxiproxy may not use a clock tick.
+            assert all(u["total"] > 0 for name, u in used.items() if name in jvms), used
             # And no network namespace of it (a run with a network partition makes one per host).
             assert netns.ours(os.getpid()) == []
             keep = os.environ.get(RESULTS_ENV)
