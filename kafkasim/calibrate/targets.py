@@ -35,6 +35,12 @@ from kafkasim.calibrate.completion import consumer_completions, follower_updates
 from kafkasim.calibrate.fetch_read import fetch_reads
 from kafkasim.calibrate.pipelined import pipelined_reads
 from kafkasim.calibrate.turnaround import follower_turnarounds, produce_queues_in_turnarounds
+from kafkasim.record.summary import (
+    CORES_DATA_PLANE,
+    CORES_NETWORK_THREADS,
+    CORES_REPLICA_FETCHERS,
+    CORES_REQUEST_HANDLERS,
+)
 
 PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
 APIS = ("Produce", "FetchFollower", "FetchConsumer")
@@ -102,7 +108,7 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
 
 
 CORES_GROUP = "cores"
-CORE_KINDS = ("request handlers", "network threads", "replica fetchers")
+CORE_KINDS = (CORES_REQUEST_HANDLERS, CORES_NETWORK_THREADS, CORES_REPLICA_FETCHERS)
 """The kinds of a broker's threads whose cores the summary has (kafkasim.record.summary's ``per_broker``)."""
 
 
@@ -115,7 +121,7 @@ def _cluster_cores(summary: dict[str, Any]) -> dict[str, float]:
     if not each:
         return {}
     apart = all(kind in cores for cores in each for kind in CORE_KINDS[:2])
-    kinds = CORE_KINDS if apart else ("data plane", CORE_KINDS[2])
+    kinds = CORE_KINDS if apart else (CORES_DATA_PLANE, CORE_KINDS[2])
     return {kind: float(sum(float(cores.get(kind, 0.0)) for cores in each)) for kind in kinds}
 
 

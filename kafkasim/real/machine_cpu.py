@@ -41,14 +41,24 @@ class CpuSample:
     own_s: float
 
 
+def stat_seconds(stat: str) -> float | None:
+    """utime + stime, in seconds, of a ``/proc/<pid>/stat`` (a whole process: every thread) or
+    ``/proc/<pid>/task/<tid>/stat`` (one thread); None if the text is not one."""
+    try:
+        fields = stat.rsplit(")", 1)[1].split()
+        # Fields after the command's closing parenthesis start at the state (field 3): utime is 14, stime 15.
+        return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+    except (IndexError, ValueError):
+        return None
+
+
 def _process_seconds(pid: int) -> float:
     """utime + stime of a live (or not yet waited for) process, every thread; 0 if it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        seconds = stat_seconds(Path(f"/proc/{pid}/stat").read_text())
+    except OSError:
         return 0.0
-    # Fields after the command's closing parenthesis start at the state (field 3): utime is 14, stime 15.
-    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+    return 0.0 if seconds is None else seconds
 
 
 def cpu_sample(pids: Sequence[int]) -> CpuSample | None:

@@ -18,11 +18,11 @@ from its kind, one that started counts from zero. Linux only (``/proc``); elsewh
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from kafkasim.real.machine_cpu import stat_seconds
 from kafkasim.record.summary import (
     BROKER_PREFIX,
     CORES_DATA_PLANE,
@@ -31,18 +31,14 @@ from kafkasim.record.summary import (
     CORES_REQUEST_HANDLERS,
 )
 
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Kinds of thread under this share of one core over the load are summed into "other threads".
 SMALL_CORES = 0.005
 # Kafka's thread names as a JVM on Linux keeps them (15 characters).
 DATA_PLANE_THREADS = "data-plane-kafk"
 FETCHER_THREADS = "ReplicaFetcherT"
-REQUEST_HANDLERS = CORES_REQUEST_HANDLERS
-NETWORK_THREADS = CORES_NETWORK_THREADS
-REPLICA_FETCHERS = CORES_REPLICA_FETCHERS
-KAFKA_THREADS = (("data-plane-kafka-request-handler-", REQUEST_HANDLERS),
-                 ("data-plane-kafka-network-thread-", NETWORK_THREADS),
-                 ("ReplicaFetcherThread-", REPLICA_FETCHERS))
+KAFKA_THREADS = (("data-plane-kafka-request-handler-", CORES_REQUEST_HANDLERS),
+                 ("data-plane-kafka-network-thread-", CORES_NETWORK_THREADS),
+                 ("ReplicaFetcherThread-", CORES_REPLICA_FETCHERS))
 """A Java thread name's beginning -> its kind (KafkaRequestHandler, SocketServer's Processor,
 ReplicaFetcherThread's names)."""
 _THREAD_LINE = re.compile(r'^"(.*)" .*\bnid=(0x[0-9a-fA-F]+)', re.MULTILINE)
@@ -58,15 +54,6 @@ def thread_kind(comm: str) -> str:
     return _NUMBERING.sub("", comm) or "(numbered)"
 
 
-def _seconds(stat: str) -> float | None:
-    try:
-        fields = stat.rsplit(")", 1)[1].split()
-        # Fields after the command's closing parenthesis start at the state (field 3): utime is 14, stime 15.
-        return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
-    except (IndexError, ValueError):
-        return None
-
-
 def thread_times(pid: int) -> ThreadTimes | None:
     """Every thread of the live process ``pid`` with its kind and CPU seconds; None if it is gone."""
     tasks = Path(f"/proc/{pid}/task")
@@ -78,7 +65,7 @@ def thread_times(pid: int) -> ThreadTimes | None:
     for tid in tids:
         try:
             comm = (tasks / str(tid) / "comm").read_text().strip()
-            seconds = _seconds((tasks / str(tid) / "stat").read_text())
+            seconds = stat_seconds((tasks / str(tid) / "stat").read_text())
         except OSError:
             continue  # the thread ended while being read
         if seconds is not None:
@@ -168,19 +155,20 @@ def broker_cores(used: Mapping[str, Mapping[str, float]] | None) -> dict[str, di
         return None
     cores: dict[str, dict[str, float]] = {}
     # The JVMs' thread names were read if any broker's request handlers or network threads are named.
-    named = any(REQUEST_HANDLERS in kinds or NETWORK_THREADS in kinds for kinds in used.values())
+    named = any(CORES_REQUEST_HANDLERS in kinds or CORES_NETWORK_THREADS in kinds for kinds in used.values())
     for name, kinds in used.items():
         if not name.startswith(BROKER_PREFIX):
             continue
         # A broker whose own names were not read (its jcmd failed) shows its data-plane threads together: the
         # split is unknown for it, and the summary says so by leaving it out.
         if named and DATA_PLANE_THREADS not in kinds:
-            handlers, network = float(kinds.get(REQUEST_HANDLERS, 0.0)), float(kinds.get(NETWORK_THREADS, 0.0))
-            cores[name] = {REQUEST_HANDLERS: handlers, NETWORK_THREADS: network,
+            handlers = float(kinds.get(CORES_REQUEST_HANDLERS, 0.0))
+            network = float(kinds.get(CORES_NETWORK_THREADS, 0.0))
+            cores[name] = {CORES_REQUEST_HANDLERS: handlers, CORES_NETWORK_THREADS: network,
                            CORES_DATA_PLANE: round(handlers + network, 4)}
         else:
             cores[name] = {CORES_DATA_PLANE: float(kinds.get(DATA_PLANE_THREADS, 0.0))}
-        cores[name][CORES_REPLICA_FETCHERS] = float(kinds.get(REPLICA_FETCHERS, kinds.get(FETCHER_THREADS, 0.0)))
+        cores[name][CORES_REPLICA_FETCHERS] = float(kinds.get(CORES_REPLICA_FETCHERS, kinds.get(FETCHER_THREADS, 0.0)))
     return cores or None
 
 
