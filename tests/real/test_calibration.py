@@ -14,7 +14,8 @@ loading the machine as well, 12 times). A single loaded run cannot hold a p99 to
 the issue's 20%. So the prediction must be within 50% of the one real run at the median; at the p99 it must be
 nearer that run than kafkasim's defaults (no calibration), whose p99 of ~10 ms is 3 to 12 times too short, and
 within a factor of 8 of it (the quiet runs' lowest prediction against the loaded runs' highest, with room), unless
-the machine was too busy to time anything (more than two runnable threads per core: test_differential.contended),
+the machine was too busy to time anything (more than two runnable threads per core, or no idle CPU left with
+other work taking most of it: test_differential.contended),
 when a p99 outside is an expected failure that says so (117 ms at a load average of 7.3, against a prediction of
 13 ms and 17.7 ms on a quiet machine). The fit starts from the project's preset
 (presets/this-machine.yaml), which was fitted on runs of this same configuration, with the budget of one step on
