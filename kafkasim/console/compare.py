@@ -11,7 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kafkasim.console.format import count, ms
-from kafkasim.report.compare import STATS, CompareError, Group, Run, difference
+from kafkasim.record.summary import (
+    CORES_DATA_PLANE,
+    CORES_NETWORK_THREADS,
+    CORES_REPLICA_FETCHERS,
+    CORES_REQUEST_HANDLERS,
+)
+from kafkasim.report.compare import CORES_ALL, STATS, CompareError, Group, Run, difference
 
 _KIND_TITLES = {
     "api": "Broker TotalTimeMs per API (ms)",
@@ -77,6 +83,7 @@ def print_comparison(console: Console, runs: Sequence[Run], groups: Sequence[Gro
             console.print(Text(_KIND_TITLES[kind], style="bold underline"))
         console.print(group_table(runs, group))
     _print_pauses(console, runs)
+    _print_cores(console, runs)
     _print_bands(console, runs)
 
 
@@ -99,16 +106,68 @@ def pauses_table(runs: Sequence[Run]) -> Table | None:
     return table
 
 
-def _print_pauses(console: Console, runs: Sequence[Run]) -> None:
-    table = pauses_table(runs)
+def _print_section(console: Console, table: Table | None, title: str, caption: str) -> None:
+    """A table under its underlined title and a dim caption; nothing when there is no table."""
     if table is None:
         return
     console.print()
-    console.print(Text("Stop-the-world pauses per host, begun in the window (ms)", style="bold underline"))
-    console.print(Text("A simulated run's stalls (stalls.parquet; `machine` stops every broker at once); a real "
-                       "run's garbage collections from each JVM's GC log (kafka/<jvm>/gc-*.log; `driver` is "
-                       "every client's JVM).", style="dim"))
+    console.print(Text(title, style="bold underline"))
+    console.print(Text(caption, style="dim"))
     console.print(table)
+
+
+def _print_pauses(console: Console, runs: Sequence[Run]) -> None:
+    _print_section(console, pauses_table(runs), "Stop-the-world pauses per host, begun in the window (ms)",
+                   "A simulated run's stalls (stalls.parquet; `machine` stops every broker at once); a real run's "
+                   "garbage collections from each JVM's GC log (kafka/<jvm>/gc-*.log; `driver` is every client's "
+                   "JVM).")
+
+
+# The cores table's columns: a kind of broker thread (summary per_broker cores) and its heading.
+_CORE_COLUMNS = ((CORES_REQUEST_HANDLERS, "handlers"), (CORES_NETWORK_THREADS, "network"),
+                 (CORES_DATA_PLANE, "data plane"), (CORES_REPLICA_FETCHERS, "fetchers"), (CORES_ALL, "all"))
+
+
+def _cores(value: float) -> str:
+    return "0" if value == 0 else f"{value:.3f}"
+
+
+def cores_table(runs: Sequence[Run]) -> Table | None:
+    """Each run's cores per broker and kind of thread after the warm-up (Run.cores), and under each later run
+    its ratio to run A's, broker by broker. None when no run has any."""
+    found = [(run, run.cores) for run in runs]
+    if all(cores is None for _run, cores in found):
+        return None
+    used = [(kind, title) for kind, title in _CORE_COLUMNS
+            if any(kind in per for _r, cores in found for per in (cores or {}).values())]
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("run", no_wrap=True)
+    table.add_column("broker", no_wrap=True)
+    for _kind, title in used:
+        table.add_column(title, justify="right", no_wrap=True)
+    base = found[0][1] or {}
+    for index, (run, cores) in enumerate(found):
+        if cores is None:
+            table.add_row(run.letter, "none kept", *(["-"] * len(used)), style="dim")
+            continue
+        for broker, kinds in cores.items():
+            table.add_row(run.letter, broker, *(_cores(kinds[k]) if k in kinds else "-" for k, _t in used))
+        if index == 0:
+            continue
+        for broker, kinds in cores.items():
+            first = base.get(broker, {})
+            table.add_row(f"  {run.letter}/A", broker,
+                          *(_ratio(kinds[k] / first[k]) if first.get(k) and k in kinds else "-" for k, _t in used),
+                          style="cyan")
+    return table
+
+
+def _print_cores(console: Console, runs: Sequence[Run]) -> None:
+    _print_section(console, cores_table(runs), "Cores each broker's threads used after the warm-up, by kind",
+                   "A simulated run's modelled CPU (the service times of its handlers and network threads, its "
+                   "fetchers' appends); a real run's JVM threads (/proc, named by jcmd), counted to 95% of the load. "
+                   "Where two runs of one scenario differ here, the same work cost a different amount of CPU: a "
+                   "real run's machine slower or faster than the one a preset was fitted on.")
 
 
 def _print_bands(console: Console, runs: Sequence[Run]) -> None:

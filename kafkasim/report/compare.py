@@ -13,6 +13,10 @@ Groups compared, each one latency per row set:
 - per client: client send -> receive of that client's requests (what the client waited for one request);
 - per producer: latency from the intended send time to the ack (open-loop load, no coordinated omission);
 - per consumer: end to end, from the intended send time to the moment that consumer first saw the batch.
+
+Beside them, the cores each kind of broker thread used after the warm-up (summary ``per_broker`` ``cores``: a
+simulated broker's modelled CPU, a real one's JVM threads): a real run slower than its prediction whose threads
+also used more CPU for the same load ran on a slower machine than the one the preset was fitted on.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ from matplotlib.figure import Figure
 from kafkasim.record.host_pauses import HostPauses
 from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 from kafkasim.record.result import ResultDirectoryError, RunResult
-from kafkasim.record.summary import percentiles
+from kafkasim.record.summary import (
+    CORES_DATA_PLANE,
+    CORES_NETWORK_THREADS,
+    CORES_REPLICA_FETCHERS,
+    CORES_REQUEST_HANDLERS,
+    percentiles,
+)
 from kafkasim.report.canvas import new_figure
 from kafkasim.report.frames import after_warmup, finite, natural_key, warmup_ms
 from kafkasim.report.latency_scale import apply_latency_scale
@@ -45,6 +55,10 @@ TABLE_FILE = "compare.json"  # also the marker that tells a comparison directory
 RUN_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Distinct, colour-blind safe (Okabe-Ito) line colours, one per run, in argument order.
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+
+
+CORE_KINDS = (CORES_REQUEST_HANDLERS, CORES_NETWORK_THREADS, CORES_REPLICA_FETCHERS)
+CORES_ALL = "all"
 
 
 class CompareError(ValueError):
@@ -78,6 +92,26 @@ class Run:
         """Its hosts' stop-the-world pauses in its window (kafkasim.report.pauses), read once for the table and
         compare.json."""
         return run_pauses(self.result, self.path)
+
+    @property
+    def cores(self) -> dict[str, dict[str, float]] | None:
+        """Per broker that used any, the cores its threads used after the warm-up by kind (`CORE_KINDS`; a real
+        broker whose threads were not named has its request handlers and network threads only together, as
+        ``data plane``) and ``all`` of them; None when the run has none (an older run, a request log, a window)."""
+        found: dict[str, dict[str, float]] = {}
+        for broker, data in (self.result.summary.get("per_broker") or {}).items():
+            cores = data.get("cores") if isinstance(data, dict) else None
+            if not cores:
+                continue
+            kinds = {kind: float(cores.get(kind, 0.0)) for kind in CORE_KINDS}
+            plane = float(cores.get(CORES_DATA_PLANE, 0.0))
+            total = plane + kinds[CORES_REPLICA_FETCHERS]
+            if total <= 0:
+                continue
+            if plane > 0 and kinds[CORES_REQUEST_HANDLERS] + kinds[CORES_NETWORK_THREADS] == 0:
+                kinds = {CORES_DATA_PLANE: plane, CORES_REPLICA_FETCHERS: kinds[CORES_REPLICA_FETCHERS]}
+            found[broker] = {**kinds, CORES_ALL: total}
+        return found or None
 
     @property
     def cannot_show(self) -> str | None:
@@ -253,6 +287,8 @@ def comparison_json(runs: Sequence[Run], groups: Sequence[Group]) -> dict[str, A
         ],
         # Each run's stop-the-world pauses per host (kafkasim.report.pauses); None for a run that kept none.
         "pauses": {r.letter: None if r.pauses is None else [h.as_json() for h in r.pauses] for r in runs},
+        # Each run's cores per broker and kind of thread after the warm-up (Run.cores); None for a run without.
+        "cores": {r.letter: r.cores for r in runs},
     }
 
 

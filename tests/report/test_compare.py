@@ -137,3 +137,46 @@ def test_runs_with_several_brokers_handling_requests_are_compared_per_broker() -
     assert list(samples["broker", "broker-0 FetchFollower", "TotalTimeMs"]) == [3.0]
     one = latency_samples(RunResult(requests[requests["broker"] == 0], records, empty, {"warmup_ms": 0.0}, None))
     assert not [k for k in one if k[0] == "broker"]  # one broker: the per-API groups say it all
+
+
+def test_each_runs_cores_per_broker_and_kind_are_shown_with_their_ratio_to_the_first(
+        two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """summary per_broker cores (kafkasim.run.cores; a real run's from its JVM threads) side by side: the same
+    scenario's threads using more CPU for the same load say the machine was slower. A real broker whose threads
+    jcmd could not name has its handlers and network threads only together (data plane); a run without cores
+    (an older run, a request log) is said to keep none."""
+    unnamed, none_kept = tmp_path / "unnamed", tmp_path / "none"
+    for copy in (unnamed, none_kept):
+        shutil.copytree(two_runs[1], copy)
+    summary = json.loads((unnamed / "summary.json").read_text())
+    leader = summary["per_broker"]["broker-0"]["cores"]
+    leader["request handlers"] = leader["network threads"] = 0.0
+    (unnamed / "summary.json").write_text(json.dumps(summary))
+    summary = json.loads((none_kept / "summary.json").read_text())
+    for data in summary["per_broker"].values():
+        data.pop("cores", None)
+    (none_kept / "summary.json").write_text(json.dumps(summary))
+
+    runs = load_runs([two_runs[0], unnamed, none_kept])
+    first = RunResult.load(two_runs[0]).summary["per_broker"]
+    a, b, c = (run.cores for run in runs)
+    assert a is not None and b is not None and c is None
+    assert a["broker-0"]["request handlers"] == first["broker-0"]["cores"]["request handlers"] > 0
+    assert a["broker-0"]["all"] == pytest.approx(first["broker-0"]["cores"]["data plane"])
+    assert a["broker-1"]["replica fetchers"] > 0 and a["broker-1"]["all"] == a["broker-1"]["replica fetchers"]
+    assert set(b["broker-0"]) == {"data plane", "replica fetchers", "all"}
+
+    out = tmp_path / "cmp"
+    result = kafkasim("compare", two_runs[0], unnamed, none_kept, "--out", out)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "Cores each broker's threads used after the warm-up, by kind" in text
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in text.splitlines() if "broker-" in line}
+    assert rows[("A", "broker-0")][0] == f"{a['broker-0']['request handlers']:.3f}"
+    assert rows[("B", "broker-0")][:2] == ["-", "-"]  # handlers, network: not named
+    linger0 = RunResult.load(two_runs[1]).summary["per_broker"]["broker-1"]["cores"]["replica fetchers"]
+    assert rows[("B/A", "broker-1")][-1] == f"{linger0 / a['broker-1']['replica fetchers']:.2f}x"
+    assert any(line.split() == ["C", "none", "kept", "-", "-", "-", "-", "-"] for line in text.splitlines())
+    assert max(len(line) for line in text.splitlines()) <= 80
+    saved = json.loads((out / "compare.json").read_text())["cores"]
+    assert saved["A"] == a and saved["C"] is None
