@@ -56,6 +56,8 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     HELD_OUT,
     JSON_FILE,
     PREDICTED,
+    PREDICTED_CORES,
+    latency_rows,
     row_verdict,
     write_findings,
     write_section,
@@ -138,7 +140,7 @@ def held_out_rows(preset: Preset, real: dict[str, list[dict[str, float]]], predi
         held = shortened(with_overrides(load_scenario(BASE), overrides), predict_ms)
         print(f"predicting {label} ...", flush=True)
         prediction = predict(held, preset, draws=draws, runs=sim_runs)
-        for stat in PREDICTED:
+        for stat in (*PREDICTED, *PREDICTED_CORES):
             values = [m[stat] for m in real[key] if stat in m]
             if stat not in prediction.value or not values:
                 continue
@@ -158,6 +160,7 @@ def write_pages(data: dict[str, object]) -> None:
     write_findings(ROOT / "docs" / "calibration.md", data)
     rows = data["predictions"]
     assert isinstance(rows, list)
+    rows = latency_rows(rows)
     within = sum(r["verdict"] == "within" for r in rows)
     print(f"wrote {JSON_FILE}, the Calibration section of docs/validation.md and docs/calibration.md's findings: "
           f"{within} of {len(rows)} predictions within", flush=True)
@@ -225,6 +228,7 @@ def check(work: Path, runs: int, most: float, attempts: int) -> int:
                      "machine_cpu": [r.run_info.get("machine_cpu") for kept in made.values() for r in kept],
                      "quiet": quiet}
     write_pages(data)
+    rows = latency_rows(rows)
     within = sum(r["verdict"] == "within" for r in rows)
     print(f"the preset fitted {data['when']} on runs made {when}: {within} of {len(rows)} predictions within",
           flush=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkasim.calibrate.doc_section import write_between
-from kafkasim.calibrate.targets import CRITERION, REQUEST_LOG_STATISTICS
+from kafkasim.calibrate.targets import CORE_KINDS, CRITERION, REQUEST_LOG_STATISTICS
 
 HELD_OUT: dict[str, tuple[str, list[str]]] = {
     "acks_all_linger5": ("acks=all, linger.ms=5, 200 records/s",
@@ -33,6 +33,11 @@ CLIENT_STATISTICS = ("produce acks=1 p50", "end to end p50", "produce acks=1 p99
                      "produce acks=1 p99.9", "end to end p99.9")
 CLIENT_PREFIXES = ("produce ", "end to end ")
 CORES_SUFFIX = " cores"
+PREDICTED_CORES = tuple(f"{kind}{CORES_SUFFIX}" for kind in CORE_KINDS)
+"""The cores the brokers' threads used, predicted beside each held-out configuration's real runs: not counted
+among the predictions (`latency_rows`), they say whether the real runs' machine did the same work with the CPU
+the preset's runs did (a check's misses on a machine that had grown slower come with real cores above the
+predicted)."""
 
 
 def breakdown_rows(fit: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,20 +111,48 @@ def _collector(data: dict[str, Any]) -> str:
             "(kafkasim.calibrate.collector).")
 
 
+def latency_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The held-out predictions the check counts: the clients' latency (not the brokers' cores)."""
+    return [r for r in rows if not r["statistic"].endswith(CORES_SUFFIX)]
+
+
 def prediction_table(rows: list[dict[str, Any]]) -> list[str]:
-    """The lines of a table of held-out predictions beside their real runs."""
+    """The lines of a table of held-out predictions beside their real runs, and after it, when the rows have
+    them, the cores the brokers' threads used (`cores_lines`)."""
     out = ["| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
            "verdict |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in latency_rows(rows):
         runs = ", ".join(_ms(v) for v in r["real_runs"])
         out.append(f"| {r['configuration']} | {r['statistic']} | {_ms(r['predicted'])} | "
                    f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
+    return out + cores_lines(rows)
+
+
+def cores_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The cores the brokers' threads used over each configuration's load, predicted and real (the rows of
+    `PREDICTED_CORES`), with the span of real/predicted; nothing when the rows have none (a calibration before
+    2026-12-04 kept none)."""
+    cores = [r for r in rows if r["statistic"].endswith(CORES_SUFFIX) and r["predicted"] > 0]
+    if not cores:
+        return []
+    ratios = [r["real_median"] / r["predicted"] for r in cores]
+    out = ["", "The CPU the brokers' threads used over each configuration's load, in cores summed over the brokers "
+           "(kafkasim.run.cores beside kafkasim.real.process_cpu; not counted above). The preset's CPU was fitted "
+           f"to its own runs': real/predicted {min(ratios):.2f}-{max(ratios):.2f} here. Real threads using more "
+           "than predicted for the same load mean a machine doing the same work more slowly than when the "
+           "preset's runs were made, and every wait for a core longer.", "",
+           "| configuration | threads | kafkasim predicts (cores) | Kafka: median of runs | Kafka: runs | "
+           "Kafka/kafkasim |", "|---|---|---|---|---|---|"]
+    for r, ratio in zip(cores, ratios, strict=True):
+        runs = ", ".join(_ms(v) for v in r["real_runs"])
+        out.append(f"| {r['configuration']} | {r['statistic'].removesuffix(CORES_SUFFIX)} | {_ms(r['predicted'])} | "
+                   f"{_ms(r['real_median'])} | {runs} | {ratio:.2f} |")
     return out
 
 
 def section(data: dict[str, Any]) -> str:
     """The "Calibration" section of docs/validation.md."""
-    rows = data["predictions"]
+    rows = latency_rows(data["predictions"])
     within = sum(r["verdict"] == "within" for r in rows)
     base_runs = int(data.get("base_runs", 1))
     fitted_to = "one real run" if base_runs == 1 else f"the medians of {base_runs} real runs"
@@ -134,7 +167,7 @@ def section(data: dict[str, Any]) -> str:
            f"it is within {TOLERANCE:.0%} of that median, or inside the real runs' own range where that is wider; "
            f"its band is the spread of {data['draws']} draws of the fit's uncertainty. {within} of {len(rows)} "
            f"predictions are within.{quiet_sentence(data.get('quiet'))}{_collector(data)}{_again(data)} docs/calibration.md explains the fit and what it stands for.", "",
-           *prediction_table(rows)]
+           *prediction_table(data["predictions"])]
     fitted_on = "the run it was fitted to" if base_runs == 1 else f"the medians of the {base_runs} runs it was fitted to"
     within_fit = sum(fit_within(r["measured"], r["fitted"]) for r in data["fit"])
     criterion = counted(breakdown_rows(data["fit"]))
@@ -302,7 +335,7 @@ def findings(data: dict[str, Any]) -> str:
     text += _machine(data.get("machine_cpu"))
     text += quiet_sentence(data.get("quiet"))
     by_config: dict[str, list[dict[str, Any]]] = {}
-    for r in data["predictions"]:
+    for r in latency_rows(data["predictions"]):
         by_config.setdefault(r["configuration"], []).append(r)
     parts = []
     for configuration, rows in by_config.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkasim.calibrate.doc_section import write_between
-from kafkasim.calibrate.held_out import END, prediction_table, quiet_sentence
+from kafkasim.calibrate.held_out import END, latency_rows, prediction_table, quiet_sentence
 
 CHECK_BEGIN = "<!-- calibration check: written by docs/make_calibration.py --check from docs/calibration.json -->"
 CHECK_END = "<!-- calibration check: end -->"
@@ -27,7 +27,7 @@ def check_section(data: dict[str, Any]) -> str:
         body = ["No later check of this preset yet: `uv run python docs/make_calibration.py --check` makes one "
                 "(~10 minutes: three quiet real runs of each held-out configuration, and no fit)."]
     else:
-        rows = check["predictions"]
+        rows = latency_rows(check["predictions"])
         within = sum(r["verdict"] == "within" for r in rows)
         again = ("" if not check.get("predicted_again") else
                  f" (predicted again on {str(check['predicted_again'])[:10]}, `--predict-again`)")
@@ -35,7 +35,7 @@ def check_section(data: dict[str, Any]) -> str:
                 f"{check['runs']} new real runs of each, made {check['when']} (`docs/make_calibration.py --check`: "
                 f"no fit, the preset and its predictions as in the section above){again}. {within} of {len(rows)} "
                 f"predictions are within, by the same rule.{quiet_sentence(check.get('quiet'))}", "",
-                *prediction_table(rows)]
+                *prediction_table(check["predictions"])]
     return "\n".join([CHECK_BEGIN, TITLE, "", *body, CHECK_END])
 
 
