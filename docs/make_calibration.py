@@ -57,6 +57,7 @@ from kafkasim.calibrate.held_out import (  # noqa: E402
     JSON_FILE,
     PREDICTED,
     PREDICTED_CORES,
+    is_breakdown,
     latency_rows,
     row_verdict,
     write_findings,
@@ -140,7 +141,7 @@ def held_out_rows(preset: Preset, real: dict[str, list[dict[str, float]]], predi
         held = shortened(with_overrides(load_scenario(BASE), overrides), predict_ms)
         print(f"predicting {label} ...", flush=True)
         prediction = predict(held, preset, draws=draws, runs=sim_runs)
-        for stat in (*PREDICTED, *PREDICTED_CORES):
+        for stat in (*PREDICTED, *PREDICTED_CORES, *(k for k in prediction.value if is_breakdown(k))):
             values = [m[stat] for m in real[key] if stat in m]
             if stat not in prediction.value or not values:
                 continue

@@ -104,6 +104,8 @@ ALLOWED: dict[tuple[str, str], str] = dict([
         'latency_rows(rows)',
         'latency_rows->',
         'cores_lines(rows)',
+        'breakdown_lines(rows)',
+        'breakdown_lines:by_config',
         'breakdown_rows(fit)',
         'breakdown_rows->',
         'counted(rows)',

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkasim.calibrate.doc_section import write_between
-from kafkasim.calibrate.targets import CORE_KINDS, CRITERION, REQUEST_LOG_STATISTICS
+from kafkasim.calibrate.targets import APIS, CORE_KINDS, CRITERION, REQUEST_LOG_STATISTICS
 
 HELD_OUT: dict[str, tuple[str, list[str]]] = {
     "acks_all_linger5": ("acks=all, linger.ms=5, 200 records/s",
@@ -112,8 +112,16 @@ def _collector(data: dict[str, Any]) -> str:
 
 
 def latency_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The held-out predictions the check counts: the clients' latency (not the brokers' cores)."""
-    return [r for r in rows if not r["statistic"].endswith(CORES_SUFFIX)]
+    """The held-out predictions the check counts: the clients' latency (not the brokers' cores nor their
+    breakdown, `is_breakdown`)."""
+    return [r for r in rows if r["statistic"].startswith(CLIENT_PREFIXES)]
+
+
+def is_breakdown(statistic: str) -> bool:
+    """A p50 or p99 of a phase of the RequestChannel breakdown ("Produce LocalTimeMs p50"): predicted beside
+    each held-out configuration's real runs since 2026-12-04, and told apart from the counted predictions (the
+    issue's rule holds a preset to the breakdown of the runs it was fitted to, not of others)."""
+    return statistic.split(" ", 1)[0] in APIS and statistic.endswith(CRITERION)
 
 
 def prediction_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -125,7 +133,33 @@ def prediction_table(rows: list[dict[str, Any]]) -> list[str]:
         runs = ", ".join(_ms(v) for v in r["real_runs"])
         out.append(f"| {r['configuration']} | {r['statistic']} | {_ms(r['predicted'])} | "
                    f"{_ms(r['band'][0])}-{_ms(r['band'][1])} | {_ms(r['real_median'])} | {runs} | {r['verdict']} |")
-    return out + cores_lines(rows)
+    return out + cores_lines(rows) + breakdown_lines(rows)
+
+
+def breakdown_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each configuration's RequestChannel breakdown predicted beside its real runs (`is_breakdown` rows): how
+    many p50s and p99s are within by the check's rule, and those outside as predicted/real; nothing when the
+    rows have none."""
+    by_config: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if is_breakdown(r["statistic"]):
+            by_config.setdefault(r["configuration"], []).append(r)
+    if not by_config:
+        return []
+    out = ["", "Each configuration's RequestChannel breakdown (the p50 and p99 of each phase of Produce, "
+           "FetchFollower and FetchConsumer) predicted beside its real runs' medians, by the same rule; not "
+           "counted above. A phase the prediction misses is where kafkasim's model of that configuration departs "
+           "from Kafka's, whatever the clients' latency says.", "",
+           "| configuration | within | outside (predicted/real) |", "|---|---|---|"]
+    for configuration, found in by_config.items():
+        outside = [r for r in found if r["verdict"] != "within"]
+        misses = ", ".join(f"{r['statistic']} {_ratio(r['predicted'], r['real_median'])}" for r in outside) or "-"
+        out.append(f"| {configuration} | {len(found) - len(outside)} of {len(found)} | {misses} |")
+    return out
+
+
+def _ratio(predicted: float, real: float) -> str:
+    return f"{predicted / real:.2f}" if real else ("1.00" if predicted == 0 else "inf")
 
 
 def cores_lines(rows: list[dict[str, Any]]) -> list[str]:
