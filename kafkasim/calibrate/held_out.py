@@ -35,9 +35,10 @@ CLIENT_PREFIXES = ("produce ", "end to end ")
 CORES_SUFFIX = " cores"
 PREDICTED_CORES = tuple(f"{kind}{CORES_SUFFIX}" for kind in CORE_KINDS)
 """The cores the brokers' threads used, predicted beside each held-out configuration's real runs: not counted
-among the predictions (`latency_rows`), they say whether the real runs' machine did the same work with the CPU
-the preset's runs did (a check's misses on a machine that had grown slower come with real cores above the
-predicted)."""
+among the predictions (`latency_rows`). In the preset's own hour they say what work the model of a configuration
+leaves out (an acks=all run's followers' fetchers used 2.0 times the predicted cores on 2026-12-04 16:00); in a
+later check, beside those, whether the machine did the same work with the CPU the preset's runs did (E's check
+at 15:41 found the followers' fetchers at 1.6 times the prediction where E's own runs had used 1.16)."""
 
 
 def breakdown_rows(fit: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -173,8 +174,10 @@ def cores_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = ["", "The CPU the brokers' threads used over each configuration's load, in cores summed over the brokers "
            "(kafkasim.run.cores beside kafkasim.real.process_cpu; not counted above). The preset's CPU was fitted "
            f"to its own runs': real/predicted {min(ratios):.2f}-{max(ratios):.2f} here. Real threads using more "
-           "than predicted for the same load mean a machine doing the same work more slowly than when the "
-           "preset's runs were made, and every wait for a core longer.", "",
+           "than predicted mean work kafkasim's model of that configuration leaves out, or a machine doing the "
+           "same work more slowly than when the preset's runs were made (and every wait for a core longer): the "
+           "preset's own held-out runs, made in its hour, tell the first; a later check's, beside them, the "
+           "second.", "",
            "| configuration | threads | kafkasim predicts (cores) | Kafka: median of runs | Kafka: runs | "
            "Kafka/kafkasim |", "|---|---|---|---|---|---|"]
     for r, ratio in zip(cores, ratios, strict=True):
