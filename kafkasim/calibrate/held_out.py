@@ -127,7 +127,8 @@ def is_breakdown(statistic: str) -> bool:
 
 def prediction_table(rows: list[dict[str, Any]]) -> list[str]:
     """The lines of a table of held-out predictions beside their real runs, and after it, when the rows have
-    them, the cores the brokers' threads used (`cores_lines`)."""
+    them, the cores the brokers' threads used (`cores_lines`) and each configuration's breakdown
+    (`breakdown_lines`)."""
     out = ["| configuration | statistic (ms) | kafkasim predicts | band | Kafka: median of runs | Kafka: runs | "
            "verdict |", "|---|---|---|---|---|---|---|"]
     for r in latency_rows(rows):

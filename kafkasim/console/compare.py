@@ -167,7 +167,8 @@ def _print_cores(console: Console, runs: Sequence[Run]) -> None:
                    "A simulated run's modelled CPU (the service times of its handlers and network threads, its "
                    "fetchers' appends); a real run's JVM threads (/proc, named by jcmd), counted to 95% of the load. "
                    "Where two runs of one scenario differ here, the same work cost a different amount of CPU: a "
-                   "real run's machine slower or faster than the one a preset was fitted on.")
+                   "real run's machine slower or faster than the one a preset was fitted on, or work kafkasim's "
+                   "model of that scenario leaves out.")
 
 
 def _print_bands(console: Console, runs: Sequence[Run]) -> None:

@@ -15,8 +15,9 @@ Groups compared, each one latency per row set:
 - per consumer: end to end, from the intended send time to the moment that consumer first saw the batch.
 
 Beside them, the cores each kind of broker thread used after the warm-up (summary ``per_broker`` ``cores``: a
-simulated broker's modelled CPU, a real one's JVM threads): a real run slower than its prediction whose threads
-also used more CPU for the same load ran on a slower machine than the one the preset was fitted on.
+simulated broker's modelled CPU, a real one's JVM threads): a real run whose threads used more CPU than its
+prediction's for the same load ran on a slower machine than the one the preset was fitted on, or did work the
+model leaves out.
 """
 
 from __future__ import annotations
