@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kafkasim.calibrate.doc_section import write_between
-from kafkasim.calibrate.targets import APIS, CORE_KINDS, CRITERION, REQUEST_LOG_STATISTICS
+from kafkasim.calibrate.targets import APIS, CRITERION, REQUEST_LOG_STATISTICS
+from kafkasim.record.summary import CORE_KINDS
 
 HELD_OUT: dict[str, tuple[str, list[str]]] = {
     "acks_all_linger5": ("acks=all, linger.ms=5, 200 records/s",

@@ -35,12 +35,7 @@ from kafkasim.calibrate.completion import consumer_completions, follower_updates
 from kafkasim.calibrate.fetch_read import fetch_reads
 from kafkasim.calibrate.pipelined import pipelined_reads
 from kafkasim.calibrate.turnaround import follower_turnarounds, produce_queues_in_turnarounds
-from kafkasim.record.summary import (
-    CORES_DATA_PLANE,
-    CORES_NETWORK_THREADS,
-    CORES_REPLICA_FETCHERS,
-    CORES_REQUEST_HANDLERS,
-)
+from kafkasim.record.summary import CORE_KINDS, CORES_DATA_PLANE
 
 PHASES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs", "ResponseSendTimeMs")
 APIS = ("Produce", "FetchFollower", "FetchConsumer")
@@ -108,8 +103,6 @@ def statistics(summary: dict[str, Any]) -> dict[str, tuple[str, float, int]]:
 
 
 CORES_GROUP = "cores"
-CORE_KINDS = (CORES_REQUEST_HANDLERS, CORES_NETWORK_THREADS, CORES_REPLICA_FETCHERS)
-"""The kinds of a broker's threads whose cores the summary has (kafkasim.record.summary's ``per_broker``)."""
 
 
 def _cluster_cores(summary: dict[str, Any]) -> dict[str, float]:

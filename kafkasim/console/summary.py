@@ -15,13 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafkasim.console.format import count, ms, seconds
-from kafkasim.record.summary import (
-    CORES_NETWORK_THREADS,
-    CORES_REPLICA_FETCHERS,
-    CORES_REQUEST_HANDLERS,
-    OUTCOME_WORDS,
-    outcome_counts,
-)
+from kafkasim.record.summary import CORE_KINDS, OUTCOME_WORDS, outcome_counts
 
 STATS = ("p50", "p95", "p99", "p99.9", "max")
 # Kafka's RequestMetrics breakdown, in the order a request goes through the broker (``RequestMetrics``).
@@ -259,8 +253,7 @@ def cores_line(summary: Mapping[str, Any]) -> Text | None:
         cores = data.get("cores")
         if not cores:
             continue
-        kinds = [(kind, float(cores.get(kind, 0.0))) for kind in (CORES_REQUEST_HANDLERS, CORES_NETWORK_THREADS,
-                                                                   CORES_REPLICA_FETCHERS)]
+        kinds = [(kind, float(cores.get(kind, 0.0))) for kind in CORE_KINDS]
         total = sum(value for _, value in kinds)
         shown = [f"{kind} {value:.2g}" for kind, value in kinds if value > 0]
         parts.append(f"{name} {total:.2g}" + (f" ({', '.join(shown)})" if shown else ""))

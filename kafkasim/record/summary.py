@@ -457,6 +457,9 @@ CORES_DATA_PLANE = "data plane"
 CORES_REPLICA_FETCHERS = "replica fetchers"
 CORES_REQUEST_HANDLERS = "request handlers"
 CORES_NETWORK_THREADS = "network threads"
+CORE_KINDS = (CORES_REQUEST_HANDLERS, CORES_NETWORK_THREADS, CORES_REPLICA_FETCHERS)
+"""The kinds of a broker's threads whose cores ``per_broker`` ``cores`` holds apart (with ``data plane``, the
+first two together)."""
 
 
 def _broker_id(entity: str) -> int | None:

@@ -37,6 +37,7 @@ from kafkasim.record.host_pauses import HostPauses
 from kafkasim.record.output_dir import Layout, OutputDirError, check_output_dir, write_dir
 from kafkasim.record.result import ResultDirectoryError, RunResult
 from kafkasim.record.summary import (
+    CORE_KINDS,
     CORES_DATA_PLANE,
     CORES_NETWORK_THREADS,
     CORES_REPLICA_FETCHERS,
@@ -58,7 +59,6 @@ RUN_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 
 
-CORE_KINDS = (CORES_REQUEST_HANDLERS, CORES_NETWORK_THREADS, CORES_REPLICA_FETCHERS)
 CORES_ALL = "all"
 
 
@@ -94,11 +94,12 @@ class Run:
         compare.json."""
         return run_pauses(self.result, self.path)
 
-    @property
+    @cached_property
     def cores(self) -> dict[str, dict[str, float]] | None:
         """Per broker that used any, the cores its threads used after the warm-up by kind (`CORE_KINDS`; a real
         broker whose threads were not named has its request handlers and network threads only together, as
-        ``data plane``) and ``all`` of them; None when the run has none (an older run, a request log, a window)."""
+        ``data plane``) and ``all`` of them; None when the run has none (an older run, a request log, a window). Read once for the table and
+        compare.json."""
         found: dict[str, dict[str, float]] = {}
         for broker, data in (self.result.summary.get("per_broker") or {}).items():
             cores = data.get("cores") if isinstance(data, dict) else None
