@@ -167,6 +167,12 @@ def starting_point(measured: dict[str, tuple[str, float, int]],
     idle_p99 = stat("FetchConsumer RequestQueueTimeMs p99")
     if idle and idle_p99 and idle_p99 > idle:
         start["wakeup_spread"] = start["handler_wakeup_spread"] = idle_p99 / idle
+    # Work after idle (kafkasim.sim.cold_start): a produce taken 3 ms or more after the handlers' last work took this
+    # much longer than one taken at once, mostly after 3-6 ms, where the default grace and ramp have gone about 0.7 of
+    # the way.
+    after_idle = stat("Produce after idle p50")
+    if after_idle is not None and after_idle > 0:
+        start["cold_start_ms"] = after_idle / 0.7
     produce = [v for k, (_, v, _) in measured.items() if k.startswith("produce ") and k.endswith(" p50")]
     total = stat("Produce LocalTimeMs p50")
     if produce and total is not None:

@@ -363,10 +363,11 @@ def findings(data: dict[str, Any]) -> str:
             f"{len(broker)} statistics of its RequestChannel breakdown within {TOLERANCE:.0%}{_either(broker)}")
     if off:
         text += (f"; outside {TOLERANCE:.0%}: {', '.join(off)}, as a woken thread waits a fixed time per thread "
-                 "running on the machine, not for a core one of them holds, and its waker yields to it only when a "
-                 "produce's response woke it, before completing parked fetches, and a thread's waits for a core are "
-                 "drawn when its work starts, from the threads then at work, not from a pool of cores they share "
-                 "(docs/calibration.md, \"What is left out\")")
+                 "running on the machine, not for a core one of them holds, its waker yields to the first it woke "
+                 "in a request's handling and to no other, before completing parked fetches, a thread's waits for a "
+                 "core are drawn when its work starts, from the threads then at work, not from a pool of cores they "
+                 "share, and work after idle costs one extra for every kind of thread (docs/calibration.md, \"What "
+                 "is left out\")")
     if others:
         text += f"; of its {len(others)} p95s that are not 0, {within_others} within {TOLERANCE:.0%}"
     text += "."

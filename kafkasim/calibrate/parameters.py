@@ -20,6 +20,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | preempt_wait_ms, preempt_wait_spread | machine_preemption.wait (a lognormal: its median, p99/median) | the same p99s: how long a wait for a core lasts |
 | preempt_per_thread | machine_preemption.per_running_thread | the same p99s of each API: how much more often a thread's work waits for a core for each other thread of the machine at work (a consumer fetch is mostly handled when none is, a follower fetch while the other follower appends) |
 | follower_append_ms | followers.costs.append (a lognormal with the request's spread) | the request logs' follower turnaround beside the follower link, and the queue times of the requests that arrive while the followers append (a replica fetcher's work counts among the machine's running threads) |
+| cold_start_ms, cold_start_grace_ms, cold_start_ramp_ms | machine_cold_start (cost, grace, ramp) | the request logs' produce after idle (a produce's LocalTimeMs when the handlers had been idle 3 ms or more, beyond one's taken within 0.6 ms of their last work; kafkasim.calibrate.after_idle) and the cores the threads use: work a thread starts after being idle costs more (kafkasim.sim.cold_start) |
 | link_median_ms, link_spread | network.default_link.latency and every producer's link (lognormal median, p99 = median x spread) | produce latency beyond the broker's TotalTimeMs |
 | consumer_link_median_ms | every consumer's link (lognormal median, the same spread) | end-to-end latency beyond produce latency (a consumer's fetch round trip) |
 | follower_link_median_ms | followers.link.latency (lognormal median, the same spread) | the request logs' follower turnaround (kafkasim.calibrate.turnaround), end-to-end latency beyond produce latency (the followers' round trip that moves the high watermark) |
@@ -123,6 +124,16 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("follower_append_ms", 0.0001, 10.0, 0.05, "ms",
               "the request logs' follower turnaround beside the follower link, RequestQueueTimeMs p50 of each API "
               "(a replica fetcher appending is one of the machine's running threads)"),
+    Parameter("cold_start_ms", 0.0001, 10.0, 0.2, "ms",
+              "the request logs' produce after idle (a produce's LocalTimeMs when the handlers had been idle 3 ms "
+              "or more, beyond one's taken within 0.6 ms of their last work), the cores (work after idle costs "
+              "more)"),
+    Parameter("cold_start_grace_ms", 0.01, 100.0, 0.5, "ms",
+              "LocalTimeMs and ResponseSendTimeMs p50s beside the request logs' produce after idle (how long an idle "
+              "thread stays warm)"),
+    Parameter("cold_start_ramp_ms", 0.05, 1000.0, 3.5, "ms",
+              "the request logs' produce after idle beside the LocalTimeMs p50s (how soon an idle thread's caches "
+              "go cold after the grace)"),
     Parameter("link_median_ms", 0.005, 50.0, 0.25, "ms", "produce and end-to-end latency beyond TotalTimeMs"),
     Parameter("link_spread", 1.05, 200.0, 4.0, "x", "produce and end-to-end p99 beyond TotalTimeMs p99"),
     Parameter("consumer_link_median_ms", 0.005, 50.0, 0.1, "ms", "end-to-end latency beyond produce latency"),
@@ -218,6 +229,9 @@ def overrides(values: dict[str, float], scenario: Scenario, collector: Collector
         # A replica fetcher's append of what a fetch brought: its thread's work, counted among the machine's
         # running threads (kafkasim.sim.machine_load), where the follower link is the wire.
         f"followers.costs.append={_lognormal(v['follower_append_ms'], v['service_spread'])}",
+        # Work a thread starts after being idle costs more: its caches went cold (kafkasim.sim.cold_start).
+        f"machine_cold_start={{cost: {_ms(v['cold_start_ms'])}, grace: {_ms(v['cold_start_grace_ms'])}, "
+        f"ramp: {_ms(v['cold_start_ramp_ms'])}}}",
     ]
     for i in range(len(scenario.producers)):
         lines += [f"producers[{i}].link.latency={latency}",

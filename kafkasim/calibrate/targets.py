@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kafkasim.calibrate.after_idle import produces_after_idle
 from kafkasim.calibrate.completion import consumer_completions, follower_updates
 from kafkasim.calibrate.fetch_read import fetch_reads
 from kafkasim.calibrate.pipelined import pipelined_reads
@@ -123,7 +124,7 @@ REQUEST_LOG = "request_log"
 GAPS: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {
     "consumer completion": consumer_completions, "fetch read": fetch_reads, "follower update": follower_updates,
     "FetchFollower turnaround": follower_turnarounds, "Produce queue in a turnaround": produce_queues_in_turnarounds,
-    "Produce read after a response": pipelined_reads}
+    "Produce read after a response": pipelined_reads, "Produce after idle": produces_after_idle}
 """The request log's gaps, by name: each one's values in a requests table."""
 REQUEST_LOG_STATISTICS = tuple(f"{name} p50" for name in GAPS)
 

@@ -50,6 +50,7 @@ from kafkasim.network.messages import RequestEnvelope
 from kafkasim.network.observer import Observer
 from kafkasim.network.request_channel import RequestChannel
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.cold_start import PoolClock
 from kafkasim.sim.cpu_meter import CpuMeter
 from kafkasim.sim.distributions import constant_value
 from kafkasim.sim.host_cpu import HostCpu, hold
@@ -110,17 +111,23 @@ class Processor:
         "index", "env", "request_channel", "costs", "observer", "busy", "blocked", "responses", "readable",
         "busy_ms", "meter", "broker_id", "stw", "cpu", "_fixed_read", "_fixed_send", "_wakeup", "waking", "load",
         "woken_for", "woken_yields", "yielded", "held", "ready", "_preemption", "_complete", "phase", "writes", "written", "to_read",
+        "_cold", "_pool_clock",
     )
 
     def __init__(
         self, index: int, env: Environment, request_channel: RequestChannel, costs: ProcessorCosts, observer: Observer,
         broker_id: int = 0, stw: Pausable | None = None, cpu: HostCpu | None = None,
-        load: MachineLoad | None = None,
+        load: MachineLoad | None = None, pool_clock: PoolClock | None = None,
     ) -> None:
         self.index = index
         # The machine's running threads when the brokers share one (kafkasim.sim.machine_load): a woken network
         # thread waits longer for each.
         self.load = load
+        # A read or send started after the broker's network threads have been without work costs more
+        # (machine_cold_start, kafkasim.sim.cold_start): idle from when the last read or send of any of them was due
+        # to end (its wait for a core of `cpu` or within its work aside). The SocketServer shares one clock.
+        self._cold = load.cold if load is not None else None
+        self._pool_clock = pool_clock if pool_clock is not None else PoolClock()
         # The host's cores when the scenario sets `cores`: a read or a send waits for a core.
         self.cpu = cpu
         self.broker_id = broker_id
@@ -324,6 +331,9 @@ class Processor:
         On a machine whose cores other threads share (``machine_preemption``) it waits for a core now and then
         meanwhile (kafkasim.sim.preemption): busy all the same (not in ``Selector.poll``)."""
         self.busy = True
+        cold = self._cold
+        if cold is not None:
+            cost += self._pool_clock.start(cold, self.env.now, cost)
         preemption = self._preemption
         wait = 0.0 if preemption is None else preemption.waits(cost)
         self.busy_ms += cost + wait
@@ -476,7 +486,8 @@ class SocketServer:
         self.stw = stw if stw is not None else Pausable()
         self.request_channel = request_channel
         self._acceptor_rng = acceptor_rng
-        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu, load)
+        clock = PoolClock()  # the network threads' one idle time (machine_cold_start)
+        self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu, load, clock)
                            for i in range(num_network_threads)]
         for processor in self.processors:
             request_channel.add_processor(processor)

@@ -42,6 +42,7 @@ from kafkasim.server.kafka_request_handler import RequestHandlerCosts
 from kafkasim.server.node_to_controller_channel_manager import NodeToControllerChannelManager
 from kafkasim.server.replica_fetcher_manager import get_fetcher_id
 from kafkasim.server.replica_fetcher_thread import ReplicaFetcherConfig
+from kafkasim.sim.cold_start import ColdStart
 from kafkasim.sim.distributions import Constant, constant_value, sampler_from_spec, zero_arg_sampler
 from kafkasim.sim.machine_load import MachineLoad
 from kafkasim.sim.preemption import Preemption
@@ -460,9 +461,12 @@ def build(
     scale, weight = scenario.machine_wakeup_scale_per_thread, scenario.machine_fetcher_weight
     crowded = scenario.machine_preemption is not None and scenario.machine_preemption.per_running_thread > 0.0
     waits = float(scenario.machine_wakeup_waits)
+    cold_start = scenario.machine_cold_start
+    cold = (None if cold_start is None
+            else ColdStart(float(cold_start.cost), float(cold_start.ramp), float(cold_start.grace)))
     load = (MachineLoad(per_thread, preempts, scale, weight, scenario.machine_wakeup_preempts_from, waits,
-                        streams.stream("machine/wakeup_waits") if waits > 0.0 else None)
-            if per_thread > 0.0 or preempts or crowded or scale > 0.0 or waits > 0.0 else None)
+                        streams.stream("machine/wakeup_waits") if waits > 0.0 else None, cold)
+            if per_thread > 0.0 or preempts or crowded or scale > 0.0 or waits > 0.0 or cold is not None else None)
     for broker_id in layout.broker_ids:
         cluster.add_broker(broker_server_of(scenario, clock, broker_id, streams, controller_link, observer, fetchers,
                                             load))

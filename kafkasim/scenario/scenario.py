@@ -19,6 +19,7 @@ from kafkasim.scenario.clients import (
     ProducerCosts,
 )
 from kafkasim.scenario.cluster import ClusterConfig
+from kafkasim.scenario.cold_start import ColdStart
 from kafkasim.scenario.controller import ControllerConfig
 from kafkasim.scenario.distributions import typical_value
 from kafkasim.scenario.errors import Loc, allowed_list, fail_at, unknown_message
@@ -141,7 +142,8 @@ class Scenario(ScenarioModel):
     fetches its request completed (ReplicaManager.tryCompleteActions) only once the response is sent. On the
     project's machine (Kafka 4.3.1) the first follower fetch an acks=1 produce completed was answered 0.19-0.24
     ms after the produce's response, about a woken thread's wait and send; the second 0.04-0.06 ms after the
-    first, so it yields to the thread a produce's response woke, not to one a completed fetch's response woke.
+    first, while an acks=all produce (no response of its own there) answered the second 0.16-0.47 ms after the
+    first: it yields once in a request's handling, to the first idle network thread its responses wake.
     false (the default): the handler goes on at once (kafkasim.sim.machine_load)."""
     machine_wakeup_preempts_from: float = Field(default=0.0, ge=0.0, le=1000.0)
     """Simulator-only: with `machine_wakeup_preempts`, how many of the machine's threads (those
@@ -167,6 +169,13 @@ class Scenario(ScenarioModel):
     and the clients; Kafka 4.3.1) a produce's LocalTimeMs was above 0.4 ms one time in twenty, a consumer fetch's, a
     third as much work, one time in seventy (the medians of three runs). Absent (the default): none
     (`kafkasim calibrate` fits it)."""
+    machine_cold_start: ColdStart | None = None
+    """Simulator-only: for a cluster on one machine whose cores other processes share, the work a broker's request
+    handlers, its network threads or a replica fetcher starts after being idle costs more, `cost * (1 - exp(-(idle -
+    grace) / ramp))` once the idle time passes `grace` (kafkasim.sim.cold_start): its caches went cold meanwhile. On
+    the project's machine (Kafka 4.3.1) a produce's LocalTimeMs p50 was 0.14-0.19 ms when a handler had finished
+    work less than 0.6 ms before and 0.2 ms more after more than 6 ms without; at a third of the request rate each
+    request took 1.5 times the CPU. Absent (the default): none (`kafkasim calibrate` fits it)."""
     broker: BrokerConfig = Field(default_factory=lambda: BrokerConfig())
     """Kafka broker configs of every broker (`cluster.overrides` sets those that differ per broker)."""
     controller: ControllerConfig = Field(default_factory=lambda: ControllerConfig())

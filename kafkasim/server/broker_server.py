@@ -194,6 +194,7 @@ class BrokerServer:
             thread.disk_factor = self.handlers.disk_factor
             thread.disk = self.disk
             thread.cpu = self.cpu
+            thread.cold = load.cold if load is not None else None
             thread.meter = self.cpu_meter
             thread.on_response = self._on_fetch
             return thread

@@ -151,12 +151,20 @@ class KafkaRequestHandlerPool:
         # Handlers between taking a request (_handle) and going back for the next (_end): what this pool adds to
         # the machine's running threads.
         self.running = 0
+        # Work started after the pool has been idle costs more (machine_cold_start, kafkasim.sim.cold_start): the
+        # pool is idle from the moment its last handler at work goes back to the queue (_end) until one takes a
+        # request (_handle).
+        self._cold = load.cold if load is not None else None
+        self._idle_since = 0.0
         # A handler whose response woke an idle network thread lets it send first (MachineLoad.waker_yields).
         # Or lets it wait for the handler to go back to its queue (MachineLoad.waits_share): both are asked then.
         self._yields = load is not None and (load.waker_yields or load.waits_share > 0.0)
         # The network threads that wait for a handler to go back to its queue, with the request it handles
         # (MachineLoad.waits_share): released at that request's end (_end).
         self._holding: list[tuple[RequestEnvelope, Processor]] = []
+        # The requests (by id) whose handling has woken an idle network thread and yielded to it, or let it wait:
+        # no later response of the same handling makes the handler yield again (until its _end).
+        self._woke: set[int] = set()
         self.disk_factor = 1.0
         # The broker's disk when the run models flushes (BrokerServer): an append's flush holds the handler.
         self.disk: Disk | None = None
@@ -202,6 +210,10 @@ class KafkaRequestHandlerPool:
             return
         env = self.env
         envelope.dequeue_ms = env.now
+        warming = 0.0
+        cold = self._cold
+        if cold is not None and self.running == 0:
+            warming = cold.extra(env.now - self._idle_since)
         self.running += 1
         costs = self.costs
         if envelope.api == API_PRODUCE:
@@ -212,7 +224,7 @@ class KafkaRequestHandlerPool:
             else:
                 cost = (costs.request() + costs.append_per_kib() * (envelope.request_bytes / KIB) * self.disk_factor
                         + (costs.per_partition() + costs.append()) * envelope.partitions)
-            self._work(cost, partial(self._produce_done, envelope))
+            self._work(cost + warming, partial(self._produce_done, envelope))
             return
         responses = self.apis.handle_fetch(envelope)
         fixed = self._fixed_fetch
@@ -232,9 +244,9 @@ class KafkaRequestHandlerPool:
             follower = self._fixed_follower
             read += (follower if follower is not None else costs.follower_fetch()) * envelope.partitions
         disk = self.disk
-        cold = 0.0
+        cold_read = 0.0
         if disk is not None and disk.page_cache_bytes >= 0:
-            cold = self._cold_read(disk, envelope, responses)
+            cold_read = self._cold_read(disk, envelope, responses)
         mid = False
         for response in responses:
             if response is not envelope:
@@ -250,7 +262,7 @@ class KafkaRequestHandlerPool:
         else:
             cost = request + read
             done = partial(self._answer, envelope, responses, _FINISH, 0.0)
-        self._work(cost, done, cold)
+        self._work(cost + warming, done, cold_read)
 
     def _wake(self, _put: RequestEnvelope) -> None:
         """A waiting handler is signalled by a put (``_put``): it runs after its wake-up, and takes the oldest
@@ -342,13 +354,13 @@ class KafkaRequestHandlerPool:
             elif response.api != API_PRODUCE:
                 cost = self._completion_cost(response)
                 if cost > 0.0:
-                    if self._yields:
-                        # It yields to the thread that a produce's response woke (its own request's, or an acks=all
-                        # produce's it completed), not to one a parked fetch's response woke
-                        # (kafkasim.sim.machine_load has the request logs' figures).
+                    if self._yields and envelope.request_id not in self._woke:
+                        # It yields to the first idle network thread its handling's responses woke, a produce's or a
+                        # completed fetch's, and to no later one (kafkasim.sim.machine_load has the request logs'
+                        # figures: the second of two follower fetches an acks=1 produce completed came one
+                        # completion after the first, an acks=all produce's about a woken thread's wait and send).
                         sent = responses[i - 1] if i > 0 else envelope
-                        if sent.api == API_PRODUCE and self._yielded(
-                                envelope, sent, partial(self._send_all, envelope, responses, i, then, request)):
+                        if self._yielded(envelope, sent, partial(self._send_all, envelope, responses, i, then, request)):
                             return
                     self._work(cost, partial(self._completed, envelope, responses, i, then, request))
                     return
@@ -402,8 +414,12 @@ class KafkaRequestHandlerPool:
         processor = self.request_channel.processors[channel.processor]
         if processor.holds_waker(sent):
             self._holding.append((envelope, processor))
+            self._woke.add(envelope.request_id)
             return False
-        return processor.after_sent(sent, then)
+        if processor.after_sent(sent, then):
+            self._woke.add(envelope.request_id)
+            return True
+        return False
 
     def _release(self, envelope: RequestEnvelope) -> None:
         """The network threads that waited for the handler of ``envelope`` to go back to its queue run now."""
@@ -444,6 +460,10 @@ class KafkaRequestHandlerPool:
             envelope.local_complete_ms = self.env.now
         self.requests_handled += 1
         self.running -= 1
+        if self._woke:
+            self._woke.discard(envelope.request_id)
+        if self.running == 0:
+            self._idle_since = self.env.now
         if self._holding:
             self._release(envelope)
         if self._checks:

@@ -88,6 +88,7 @@ from kafkasim.network.messages import API_FETCH_FOLLOWER, RequestEnvelope
 from kafkasim.network.network_client import NetworkClient
 from kafkasim.network.observer import Observer
 from kafkasim.sim.calls import Call, Pausable
+from kafkasim.sim.cold_start import ColdStart
 from kafkasim.sim.cpu_meter import CpuMeter
 from kafkasim.sim.distributions import constant_value
 from kafkasim.sim.host_cpu import HostCpu
@@ -252,6 +253,10 @@ class ReplicaFetcherThread(Pausable):
         self.disk: Disk | None = None
         # The host's cores when the scenario sets `cores` (BrokerServer): the append's CPU waits for a core.
         self.cpu: HostCpu | None = None
+        # An append started after the thread has been without one costs more (BrokerServer: machine_cold_start,
+        # kafkasim.sim.cold_start); idle since its last append ended.
+        self.cold: ColdStart | None = None
+        self._idle_since = 0.0
         # Bumped by a crash: work scheduled before it (an append in progress) is abandoned.
         self._generation = 0
         # Truncations made on diverging epochs (truncateOnFetchResponse).
@@ -465,6 +470,10 @@ class ReplicaFetcherThread(Pausable):
                     cost += self._append_cost() * len(records) + self._append_cost_per_kib() * (size / KIB)
         cost *= self.disk_factor
         if cost > 0:
+            cold = self.cold
+            if cold is not None:
+                # An append started after the thread has been without one costs more (kafkasim.sim.cold_start).
+                cost += cold.extra(self.env.now - self._idle_since)
             self.meter.fetchers_ms += cost
             generation = self._generation
             self.running = True
@@ -482,6 +491,7 @@ class ReplicaFetcherThread(Pausable):
         if generation != self._generation:
             return  # crashed meanwhile: the append never happened
         self.running = False
+        self._idle_since = self.env.now
         if self.paused:
             self._deferred.append(lambda: self._process(response, generation))
             return

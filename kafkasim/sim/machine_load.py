@@ -36,10 +36,13 @@ cores are all busy; with ``yields_from``, ``machine_wakeup_preempts_from``, only
 machine's threads run, the handler among them: with fewer a core is free and the handler goes on): it goes on to the parked fetches its request completed (ReplicaManager.tryCompleteActions)
 only once that thread has sent the response. On the project's machine the first parked follower fetch an acks=1
 produce completed was answered 0.19-0.24 ms after the produce's response (the medians of three runs), about the
-woken thread's wait and send; a handler that goes on at once answers it 0.08 ms after. It yields to the thread a
-produce's response woke, not to one that a parked fetch's response woke: the second follower fetch an acks=1
-produce completed was queued 0.04-0.06 ms after the first (the medians of four runs of 2026-12-02), about one
-completion's work, where yielding again put 0.22 ms between them.
+woken thread's wait and send; a handler that goes on at once answers it 0.08 ms after. It yields once in a
+request's handling, to the first idle network thread its responses wake (a produce's or a completed fetch's): the
+second follower fetch an acks=1 produce completed was queued 0.04-0.06 ms after the first (the medians of four runs
+of 2026-12-02), about one completion's work, where yielding again put 0.22 ms between them; an acks=all produce,
+which sends no response of its own there, answered the second 0.16-0.47 ms after the first (the medians of nine
+runs of 2026-12-04, acks=all, linger.ms=5, 200 records/s), about the wait and send of the thread the first one's
+response woke, where a handler that yielded only to a produce's response answered it 0.12 ms after.
 
 With ``waits_share`` (``machine_wakeup_waits``), a share of a handler's wake-ups of an idle network thread by a
 produce's response go another way (the rest as ``waker_yields`` says): the woken network thread, put on the
@@ -67,17 +70,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from kafkasim.sim.cold_start import ColdStart
+
 
 class MachineLoad:
     """``per_thread_ms`` of wait per running thread, and a woken request handler's own wait ``1 + scale_per_thread``
     times longer for each; each process of the machine adds its count (``add``)."""
 
     __slots__ = ("per_thread_ms", "scale_per_thread", "fetcher_weight", "waker_yields", "yields_from", "waits_share",
-                 "_waits_rng", "_processes", "_appending")
+                 "_waits_rng", "_processes", "_appending", "cold")
 
     def __init__(self, per_thread_ms: float, waker_yields: bool = False, scale_per_thread: float = 0.0,
                  fetcher_weight: float = 1.0, yields_from: float = 0.0, waits_share: float = 0.0,
-                 waits_rng: random.Random | None = None) -> None:
+                 waits_rng: random.Random | None = None, cold: ColdStart | None = None) -> None:
         if not per_thread_ms >= 0.0:
             raise ValueError(f"per_thread_ms must be >= 0, got {per_thread_ms}")
         if not scale_per_thread >= 0.0:
@@ -104,6 +109,8 @@ class MachineLoad:
         # instead (machine_wakeup_waits), drawn from `waits_rng`.
         self.waits_share = waits_share
         self._waits_rng = waits_rng
+        # What work started after a thread's idle costs more (machine_cold_start; kafkasim.sim.cold_start).
+        self.cold = cold
         self._processes: list[Callable[[], int]] = []
         self._appending: list[Callable[[], int]] = []
 

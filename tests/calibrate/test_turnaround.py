@@ -53,7 +53,7 @@ def test_a_simulated_followers_turnaround_grows_by_two_trips_of_its_link() -> No
     whole = statistics(with_request_log(short.summary, _as_a_whole_millisecond_log(short.requests)))
     # Differences of two requests' times need fine line times; a phase of one request's breakdown does not.
     timed = {"consumer completion p50", "follower update p50", "FetchFollower turnaround p50",
-             "Produce queue in a turnaround p50", "Produce read after a response p50"}
+             "Produce queue in a turnaround p50", "Produce read after a response p50", "Produce after idle p50"}
     assert timed < set(REQUEST_LOG_STATISTICS) and not timed & set(whole)
     assert set(REQUEST_LOG_STATISTICS) - timed == {"fetch read p50"} <= set(whole)
     assert not set(REQUEST_LOG_STATISTICS) & set(statistics(short.summary))  # a summary.json has none
