@@ -59,7 +59,7 @@ def test_the_network_threads_and_the_fetchers_pay_it_as_cpu_work() -> None:
 
 def test_the_request_log_reads_the_extra_back() -> None:
     """kafkasim.calibrate.after_idle: produces taken 3 ms or more after the handlers' last work against those taken
-    within 0.6 ms. At 20/s none is taken that soon; at 1000/s arriving at random, both kinds come."""
+    within 0.6 ms: at 400/s arriving at random both kinds come, and without a cold start the two take the same."""
     at_random = ["producers[0].arrival=poisson"]
     none = produces_after_idle(run_scenario(_scenario(*at_random, rate="400/s")).requests)
     cold = produces_after_idle(run_scenario(_scenario(*at_random, "machine_cold_start={cost: 0.3ms, ramp: 2ms}",
