@@ -98,8 +98,8 @@ class Run:
     def cores(self) -> dict[str, dict[str, float]] | None:
         """Per broker that used any, the cores its threads used after the warm-up by kind (`CORE_KINDS`; a real
         broker whose threads were not named has its request handlers and network threads only together, as
-        ``data plane``) and ``all`` of them; None when the run has none (an older run, a request log, a window). Read once for the table and
-        compare.json."""
+        ``data plane``) and ``all`` of them; None when the run has none (an older run, a request log, a window).
+        Read once for the table and compare.json."""
         found: dict[str, dict[str, float]] = {}
         for broker, data in (self.result.summary.get("per_broker") or {}).items():
             cores = data.get("cores") if isinstance(data, dict) else None
