@@ -347,7 +347,7 @@ def _fit(scenario: Scenario, measured_summary: dict[str, Any] | Sequence[dict[st
         covariance=[[float(x) for x in row] for row in cov], sim_runs=sim_runs)
 
 
-TAILS: tuple[str, ...] = ("service_spread", "append_spread", "wakeup_spread", "handler_wakeup_spread",
+TAILS: tuple[str, ...] = ("service_spread", "network_spread", "append_spread", "wakeup_spread", "handler_wakeup_spread",
                           "wakeup_scale_per_thread",
                           "preempt_every_ms", "preempt_wait_ms",
                           "preempt_wait_spread", "preempt_per_thread", "link_spread",

@@ -436,7 +436,7 @@ def calibrate(
                                                      "of each run of the fit (default: the scenario's duration).",
                                                      show_default=False)] = None,
     max_evaluations: Annotated[int | None, typer.Option("--max-evaluations", metavar="N",
-                                                        help="Most simulated runs the fit makes (at least 70 "
+                                                        help="Most simulated runs the fit makes (at least 72 "
                                                         "times --sim-runs: the start's Jacobian and one step's; "
                                                         "default: 200 times --sim-runs).",
                                                         show_default=False)] = None,
