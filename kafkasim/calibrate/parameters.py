@@ -4,7 +4,7 @@ ms fitted on a log scale between bounds, and how a set of values becomes scenari
 | parameter | scenario values it sets | what in a run determines it |
 |---|---|---|
 | request_ms | broker.costs.request (a lognormal: its median, p99 = median x service_spread) | LocalTimeMs of every API (a request handler's work per request) |
-| service_spread | the p99/median of every handler cost and a replica fetcher's append | LocalTimeMs |
+| service_spread | the p99/median of a request handler's costs but the append's (append_spread), and of a replica fetcher's append | LocalTimeMs |
 | network_spread | the p99/median of a network thread's costs (network_send, network_complete) | ResponseSendTimeMs, and ResponseQueueTimeMs p99 (a response queued while its network thread works waits for that work) |
 | append_ms, append_spread | broker.costs.append (a lognormal: its median, p99/median) | Produce LocalTimeMs beyond a fetch's (each partition's append); its p95 and p99 (an append spreads less than the rest of a request's handling) |
 | follower_fetch_ms | broker.costs.follower_fetch (a lognormal with the request's spread) | the request logs' follower update (a parked follower fetch's LocalTimeMs beyond a parked consumer fetch's), FetchFollower LocalTimeMs |
@@ -200,7 +200,7 @@ def overrides(values: dict[str, float], scenario: Scenario, collector: Collector
         f"broker.costs.complete_fetch={_lognormal(v['complete_fetch_ms'], v['service_spread'])}",
         f"broker.costs.segment_read={_lognormal(v['segment_read_ms'], v['service_spread'])}",
         # A network thread's work spreads apart from a handler's (socket writes and the request log's line against
-        # an API's handling): with one spread for both, the fitted run's ResponseSendTimeMs p99s were 1.19-1.41
+        # an API's handling): with one spread for both, the fitted run's ResponseSendTimeMs p99s were 1.14-1.41
         # times Kafka's while the LocalTimeMs p99s were 0.69-0.85 (docs/calibration.md, "Two spreads").
         f"broker.costs.network_send={_lognormal(v['send_ms'], v['network_spread'])}",
         # What the real brokers' network threads do once a response is written: Kafka's request log, which these
