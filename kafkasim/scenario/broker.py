@@ -77,7 +77,9 @@ class HandlerCosts(ScenarioModel):
     """Handler-thread cost of each parked fetch a request completes, beyond its read (`read_per_kib`,
     `per_partition`): Kafka's DelayedFetch.onComplete and the response callback of KafkaApis, run on the thread
     of the request that completed it -- a produce's ReplicaManager.tryCompleteActions wakes its followers'
-    and consumers' fetches, a follower fetch's high-watermark advance its consumers'. The handler answers
+    and consumers' fetches, a follower fetch's high-watermark advance its consumers'. A parked acks=all produce
+    that a follower fetch completes costs that fetch's handler the same (DelayedProduce.onComplete runs the
+    produce's response callback there; one cost for both kinds, which acks=1 runs cannot tell apart). The handler answers
     them one after another before it takes its next request, and an acks=all produce's LocalTimeMs includes
     them. 0 by default. On a real broker of 2 shared cores (Kafka 4.3.1) the first parked follower was
     answered about 0.3 ms after an acks=1 produce's response and the second about 0.1 ms after the first: the

@@ -30,7 +30,11 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   ``complete_fetch + read_per_kib * KiB read + per_partition * partitions read + segment_read * partitions
   with records``), and its response goes out
   when that is done, one after another: an acks=all produce's LocalTimeMs includes completing its followers'
-  fetches, as on a real broker (an acks=1 produce's ended when its response was sent). The broker's
+  fetches, as on a real broker (an acks=1 produce's ended when its response was sent). A parked acks=all
+  produce that a follower fetch's HW advance completes holds that fetch's handler ``complete_fetch`` too
+  (``DelayedProduce.onComplete`` runs the produce's response callback, ``KafkaApis.handleProduceRequest``'s
+  ``sendResponseCallback``, on the completing thread). Simplification: one cost for completing either kind;
+  a fit on acks=1 runs, with no parked produce, cannot tell them apart. The broker's
   expiration reapers are poked (a parked operation may have a new earliest expiration), and the handler asks
   the ``RequestChannel`` for the next request.
 
@@ -106,7 +110,8 @@ class RequestHandlerCosts:
     # Per partition a follower's fetch names (its fetch offset moved), beyond a consumer's cost
     # (Partition.updateFollowerFetchState).
     follower_fetch: Sampler = _NO_COST
-    # Per parked fetch a request completes (DelayedFetch.onComplete), beyond its read (read_per_kib, per_partition).
+    # Per parked fetch a request completes (DelayedFetch.onComplete), beyond its read (read_per_kib, per_partition);
+    # per parked produce a follower fetch completes as well (DelayedProduce.onComplete: the response callback).
     complete_fetch: Sampler = _NO_COST
     # Per partition a fetch's answer holds records of (LocalLog.read from a segment; none at the log's end).
     segment_read: Sampler = _NO_COST
@@ -341,8 +346,8 @@ class KafkaRequestHandlerPool:
 
     def _send_all(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], start: int, then: int,
                   request: float) -> None:
-        """Send ``responses[start:]`` in order; a parked fetch that ``envelope``'s handling completed (another
-        request's DelayedFetch) holds the handler for its completion first (``_completion_cost``). When all are
+        """Send ``responses[start:]`` in order; a parked request that ``envelope``'s handling completed (another
+        request's DelayedFetch or DelayedProduce) holds the handler for its completion first (``_completion_cost``). When all are
         sent: the action queue (``then`` _FINISH), the request's end (_END: the queue ran), or (_RESPOND) the
         rest of a fetch's handling, ``request`` ms, and its own response (held back here) after it."""
         send_response = self.request_channel.send_response
@@ -351,7 +356,7 @@ class KafkaRequestHandlerPool:
             if response is envelope:
                 if then == _RESPOND:
                     continue
-            elif response.api != API_PRODUCE:
+            else:
                 cost = self._completion_cost(response)
                 if cost > 0.0:
                     if self._yields and envelope.request_id not in self._woke:
@@ -385,7 +390,11 @@ class KafkaRequestHandlerPool:
     def _completion_cost(self, response: RequestEnvelope) -> float:
         """The handler time of completing a parked fetch: ``DelayedFetch.onComplete`` reads its partitions
         (``ReplicaManager.readFromLog``, the same read as a fetch answered at once) and ``KafkaApis``' callback
-        builds and sends its response, on the thread of the request that completed it."""
+        builds and sends its response, on the thread of the request that completed it. A parked produce (no
+        read: ``read_bytes`` 0) costs ``complete_fetch`` alone: ``DelayedProduce.onComplete`` runs its response
+        callback (``KafkaApis.handleProduceRequest``'s ``sendResponseCallback``, ``RequestChannel.sendResponse``)
+        there too. It cost nothing until 2026-12-05; at acks=all the real cluster's follower fetches then took
+        longer than kafkasim's (LocalTimeMs p50 0.27 ms against 0.15; docs/calibration.md)."""
         fixed = self._fixed_complete
         if fixed is not None:
             cost = fixed[0] + fixed[1] * (response.read_bytes / KIB) + fixed[2] * response.read_partitions
