@@ -31,7 +31,8 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   with records``), and its response goes out
   when that is done, one after another: an acks=all produce's LocalTimeMs includes completing its followers'
   fetches, as on a real broker (an acks=1 produce's ended when its response was sent). A parked acks=all
-  produce that a follower fetch's HW advance completes holds that fetch's handler ``complete_fetch`` too
+  produce that another request completes (most often a follower fetch's HW advance) holds its handler
+  ``complete_fetch`` too
   (``DelayedProduce.onComplete`` runs the produce's response callback, ``KafkaApis.handleProduceRequest``'s
   ``sendResponseCallback``, on the completing thread). Simplification: one cost for completing either kind;
   a fit on acks=1 runs, with no parked produce, cannot tell them apart. The broker's
@@ -111,7 +112,7 @@ class RequestHandlerCosts:
     # (Partition.updateFollowerFetchState).
     follower_fetch: Sampler = _NO_COST
     # Per parked fetch a request completes (DelayedFetch.onComplete), beyond its read (read_per_kib, per_partition);
-    # per parked produce a follower fetch completes as well (DelayedProduce.onComplete: the response callback).
+    # per parked produce a request completes as well (DelayedProduce.onComplete: the response callback).
     complete_fetch: Sampler = _NO_COST
     # Per partition a fetch's answer holds records of (LocalLog.read from a segment; none at the log's end).
     segment_read: Sampler = _NO_COST
@@ -391,7 +392,7 @@ class KafkaRequestHandlerPool:
         """The handler time of completing a parked fetch: ``DelayedFetch.onComplete`` reads its partitions
         (``ReplicaManager.readFromLog``, the same read as a fetch answered at once) and ``KafkaApis``' callback
         builds and sends its response, on the thread of the request that completed it. A parked produce (no
-        read: ``read_bytes`` 0) costs ``complete_fetch`` alone: ``DelayedProduce.onComplete`` runs its response
+        read: ``read_bytes`` 0; most often completed by a follower fetch's HW advance) costs ``complete_fetch`` alone: ``DelayedProduce.onComplete`` runs its response
         callback (``KafkaApis.handleProduceRequest``'s ``sendResponseCallback``, ``RequestChannel.sendResponse``)
         there too. It cost nothing until 2026-12-05; at acks=all the real cluster's follower fetches then took
         longer than kafkasim's (LocalTimeMs p50 0.27 ms against 0.15; docs/calibration.md)."""
