@@ -32,12 +32,11 @@ event-driven state machines on the SimPy clock (one heap event per service time)
   when that is done, one after another: an acks=all produce's LocalTimeMs includes completing its followers'
   fetches, as on a real broker (an acks=1 produce's ended when its response was sent). A parked acks=all
   produce that another request completes (most often a follower fetch's HW advance) holds its handler
-  ``complete_fetch`` too
-  (``DelayedProduce.onComplete`` runs the produce's response callback, ``KafkaApis.handleProduceRequest``'s
-  ``sendResponseCallback``, on the completing thread). Simplification: one cost for completing either kind;
-  a fit on acks=1 runs, with no parked produce, cannot tell them apart. The broker's
-  expiration reapers are poked (a parked operation may have a new earliest expiration), and the handler asks
-  the ``RequestChannel`` for the next request.
+  ``complete_fetch`` too (``DelayedProduce.onComplete`` runs the produce's response callback,
+  ``KafkaApis.handleProduceRequest``'s ``sendResponseCallback``, on the completing thread). Simplification:
+  one cost for completing either kind; a fit on acks=1 runs, with no parked produce, cannot tell them apart.
+  The broker's expiration reapers are poked (a parked operation may have a new earliest expiration), and the
+  handler asks the ``RequestChannel`` for the next request.
 
 A stop-the-world pause of the broker (``stw``) stops the handlers: a request taken meanwhile starts, and a
 service time that ends meanwhile completes, only when the pause ends. ``disk_factor`` (a ``slow_disk``
@@ -348,9 +347,10 @@ class KafkaRequestHandlerPool:
     def _send_all(self, envelope: RequestEnvelope, responses: list[RequestEnvelope], start: int, then: int,
                   request: float) -> None:
         """Send ``responses[start:]`` in order; a parked request that ``envelope``'s handling completed (another
-        request's DelayedFetch or DelayedProduce) holds the handler for its completion first (``_completion_cost``). When all are
-        sent: the action queue (``then`` _FINISH), the request's end (_END: the queue ran), or (_RESPOND) the
-        rest of a fetch's handling, ``request`` ms, and its own response (held back here) after it."""
+        request's DelayedFetch or DelayedProduce) holds the handler for its completion first
+        (``_completion_cost``). When all are sent: the action queue (``then`` _FINISH), the request's end (_END:
+        the queue ran), or (_RESPOND) the rest of a fetch's handling, ``request`` ms, and its own response (held
+        back here) after it."""
         send_response = self.request_channel.send_response
         for i in range(start, len(responses)):
             response = responses[i]
@@ -392,10 +392,11 @@ class KafkaRequestHandlerPool:
         """The handler time of completing a parked fetch: ``DelayedFetch.onComplete`` reads its partitions
         (``ReplicaManager.readFromLog``, the same read as a fetch answered at once) and ``KafkaApis``' callback
         builds and sends its response, on the thread of the request that completed it. A parked produce (no
-        read: ``read_bytes`` 0; most often completed by a follower fetch's HW advance) costs ``complete_fetch`` alone: ``DelayedProduce.onComplete`` runs its response
-        callback (``KafkaApis.handleProduceRequest``'s ``sendResponseCallback``, ``RequestChannel.sendResponse``)
-        there too. It cost nothing until 2026-12-05; at acks=all the real cluster's follower fetches then took
-        longer than kafkasim's (LocalTimeMs p50 0.27 ms against 0.15; docs/calibration.md)."""
+        read: ``read_bytes`` 0; most often completed by a follower fetch's HW advance) costs ``complete_fetch``
+        alone: ``DelayedProduce.onComplete`` runs its response callback (``KafkaApis.handleProduceRequest``'s
+        ``sendResponseCallback``, ``RequestChannel.sendResponse``) there too. It cost nothing until 2026-12-05;
+        at acks=all the real cluster's follower fetches then took longer than kafkasim's (LocalTimeMs p50 0.27 ms
+        against 0.16; docs/calibration.md)."""
         fixed = self._fixed_complete
         if fixed is not None:
             cost = fixed[0] + fixed[1] * (response.read_bytes / KIB) + fixed[2] * response.read_partitions

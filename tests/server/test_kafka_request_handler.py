@@ -247,7 +247,7 @@ def test_a_follower_fetch_that_completes_a_parked_produce_pays_for_its_completio
     sendResponseCallback building the ProduceResponse, RequestChannel.sendResponse) on the thread that completed
     it, as DelayedFetch.onComplete does a fetch's: the follower's handler pays `complete_fetch` for it before the
     produce's answer goes. It used to cost nothing, and at acks=all the real cluster's follower fetches were
-    longer than kafkasim's (LocalTimeMs p50 0.27 ms against 0.15: docs/calibration.md)."""
+    longer than kafkasim's (LocalTimeMs p50 0.27 ms against 0.16: docs/calibration.md)."""
     complete = 0.6
     p = Plane(complete_fetch=complete)
     produce = p.produce(p.connect("producer"), acks=-1, size=0)
