@@ -233,6 +233,7 @@ def not_applied(scenario: Scenario) -> list[str]:
         notes.append("broker.startup (a restarted real broker takes its own time to register and be unfenced)")
     stalling = [f"{where}stalls" for where, stalls in (
         ("machine_", scenario.machine_stalls),
+        ("clients_", scenario.clients_stalls),
         ("broker.", scenario.broker.stalls),
         *((f"cluster.overrides[{o.broker}].", o.stalls) for o in (scenario.cluster.overrides if scenario.cluster else [])
           if "stalls" in o.model_fields_set),

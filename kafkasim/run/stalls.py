@@ -1,6 +1,7 @@
 """The hosts' stalls (the scenario's `broker.stalls` and each client's `stalls`): a renewal process per host that
 stops the whole host for a drawn time, by the same pause as a `pause` fault. The machine's (`machine_stalls`): one
-more such process, host ``machine``, whose every stall stops every broker at once. A broker's stalls with
+more such process, host ``machine``, whose every stall stops every broker at once. The clients' process's
+(`clients_stalls`): host ``clients``, whose every stall stops every producer and consumer at once. A broker's stalls with
 `every_requests` come by count instead of time: each time that many more requests have reached its request
 channel (``BrokerServer.count_requests``), a stall starts at once, or when the one in force ends. With
 `every_fetches`, each time that many more fetch responses have reached its replica fetchers
@@ -25,7 +26,7 @@ would leave it) and writes one row, host ``machine``; none when every broker is 
 
 Draws: each host's distributions have streams of their own, ``<host>/stalls/interval``, ``<host>/stalls/pause``,
 (a broker's `fetch_pause`) ``<host>/stalls/fetch_pause`` and (counted stalls) ``<host>/stalls/fill``, the young
-generation's fill at the run's start (``broker-<id>``, the client's name or ``machine``), so stalls change no
+generation's fill at the run's start (``broker-<id>``, the client's name, ``machine`` or ``clients``), so stalls change no
 other stream's draws, and a scenario without stalls schedules nothing.
 """
 
@@ -36,7 +37,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkasim.run.faults import FaultTarget, LifecyclePause, PauseCount
-from kafkasim.scenario.scenario import MACHINE_HOST
+from kafkasim.scenario.scenario import CLIENTS_HOST, MACHINE_HOST
 from kafkasim.server.broker_server import BrokerServer
 from kafkasim.sim.calls import Call
 from kafkasim.sim.distributions import zero_arg_sampler
@@ -180,6 +181,9 @@ def schedule_stalls(scenario: Scenario, c: Cluster, pauses: PauseCount) -> list[
         stalls = configs.get(client.name)
         if stalls is not None and stalls.enabled:
             processes.append(HostStalls(c, client.name, stalls, [(None, (client,))], pauses, rows))
+    shared = scenario.clients_stalls
+    if shared is not None and shared.enabled and clients:
+        processes.append(HostStalls(c, CLIENTS_HOST, shared, [(None, (client,)) for client in clients], pauses, rows))
     for process in processes:
         process.start()
     return rows if processes else None
@@ -191,12 +195,12 @@ def stalled_since_sent(rows: Sequence[StallRow], c: Cluster, requests: Sequence[
     since it sent it, when at all: a stalled client notices neither a response nor a timeout until its stall
     ends (``NetworkClient.poll`` runs on the stopped thread), so its deadline moves by that time, as
     ``client_deadlines`` (kafkasim.run.build) moves it by a pause fault's duration. A producer or consumer
-    stands in its own stalls; a replica fetcher in its broker's and the machine's."""
+    stands in its own stalls and the clients' process's; a replica fetcher in its broker's and the machine's."""
     spans: dict[str, list[tuple[float, float]]] = {}
     for host, start, duration in rows:
         spans.setdefault(host, []).append((start, start + duration))
     clients: list[Producer | Consumer] = [*c.producers, *c.consumers]
-    hosts: dict[str, tuple[str, ...]] = {client.name: (client.name,) for client in clients}
+    hosts: dict[str, tuple[str, ...]] = {client.name: (client.name, CLIENTS_HOST) for client in clients}
     for broker in c.brokers:
         for fetcher in broker.fetchers:
             hosts[fetcher.name] = (broker.name, MACHINE_HOST)
@@ -204,7 +208,7 @@ def stalled_since_sent(rows: Sequence[StallRow], c: Cluster, requests: Sequence[
     for envelope in requests:
         sent = envelope.client_send_ms
         total = 0.0
-        reached = sent  # the union of the spans after `sent`: a broker's stall and the machine's may overlap
+        reached = sent  # the union of the spans after `sent`: a host's own stall and its shared one's may overlap
         for start, stop in sorted(s for host in hosts.get(envelope.client, ()) for s in spans.get(host, ())):
             start, stop = max(start, reached), min(stop, end)
             if stop > start:

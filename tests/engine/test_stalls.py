@@ -160,6 +160,41 @@ def test_a_consumer_stall_holds_what_it_reads_until_the_stall_ends() -> None:
     assert ((before["consumed_ms:c1"] - before["ack_ms"]) < 5.0).all()
 
 
+CLIENTS_STALLS = {"clients_stalls": {"interval": "1s", "pause": "200ms"}}
+
+
+def test_the_clients_process_stall_stops_every_producer_and_consumer_at_once() -> None:
+    """`clients_stalls`: one process whose stalls hold every client (kafkasim's load driver runs them in one JVM),
+    one row each: a producer's records meant during it leave after it, its consumer reads nothing during it."""
+    # The consumer's link takes 15 ms each way: what was acknowledged just before the stall reaches it during it.
+    _, result = _run(cluster={"brokers": 3}, producer={"arrival": "constant"},
+                     consumers=[consumer("c1", link={"latency": "15ms"})], **CLIENTS_STALLS)
+    assert result.stalls is not None
+    assert list(result.stalls["host"]) == ["clients", "clients"]
+    assert list(result.stalls["start_ms"]) == [STALL_AT, STALL_AT + 1000.0]
+    end = STALL_AT + STALL_MS
+    records = result.records
+    meant = records[(records["first_intended_ms"] > STALL_AT) & (records["first_intended_ms"] < end)]
+    assert len(meant) >= 1 and (meant["created_ms"] >= end).all()
+    # Acknowledged just before the stall: the consumer, stalled with its producer, reads them only after it (not
+    # 15-30 ms after their acknowledgement, as it would on its own).
+    acked = records[(records["ack_ms"] > STALL_AT - 20.0) & (records["ack_ms"] < STALL_AT)]
+    assert len(acked) > 0 and (acked["consumed_ms:c1"] >= end).all()
+    fetches = result.requests[result.requests["client"] == "c1"]
+    sent = fetches["client_send_ms"].to_numpy(dtype=float)
+    assert len(sent) > 0 and not ((sent > STALL_AT) & (sent < end)).any()
+
+
+def test_the_clients_process_stalls_nest_with_a_clients_own_and_keep_their_draws() -> None:
+    """A client's own `stalls` beside `clients_stalls`: both rows, each process on its own streams."""
+    own = {"interval": {"type": "exponential", "mean": "300ms"}, "pause": "5ms"}
+    shared = {"interval": {"type": "exponential", "mean": "700ms"}, "pause": "30ms"}
+    both = _run(cluster={"brokers": 3}, producer={"stalls": own}, clients_stalls=shared)[1].stalls
+    alone = _run(cluster={"brokers": 3}, producer={"stalls": own})[1].stalls
+    assert both is not None and alone is not None and set(both["host"]) == {"p1", "clients"}
+    assert both[both["host"] == "p1"].reset_index(drop=True).equals(alone)
+
+
 def _stalling(seed: int, *, client_stalls: bool) -> RunResult:
     s = scenario(
         seed=seed, duration="3s",
@@ -204,6 +239,8 @@ def test_a_run_on_a_real_cluster_lists_the_stalls_among_what_it_does_not_apply()
     assert len(notes) == 1 and notes[0].startswith("cluster.overrides[0].stalls, producers[p1].stalls (")
     s = scenario(cluster={"brokers": 3}, **MACHINE_STALLS)
     assert [note for note in not_applied(s) if "stalls" in note][0].startswith("machine_stalls (")
+    s = scenario(cluster={"brokers": 3}, consumers=[consumer("c1")], **CLIENTS_STALLS)
+    assert [note for note in not_applied(s) if "stalls" in note][0].startswith("clients_stalls (")
 
 
 def test_kafkas_invariants_hold_with_every_host_stalling_through_crashes_pauses_and_a_shutdown() -> None:

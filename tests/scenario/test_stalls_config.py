@@ -114,6 +114,27 @@ def test_the_machines_stalls_take_the_same_block_and_reserve_its_name(tmp_path: 
     assert f"{path}:9: producers[0].name: name 'machine' is the machine's beside machine_stalls" in capsys.readouterr().err
 
 
+def test_the_clients_stalls_take_the_same_block_and_reserve_their_name(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    s = load_scenario(BASE + "clients_stalls: {preset: jvm-g1-young, pause: 5ms}\n")
+    assert s.clients_stalls is not None and s.clients_stalls.pause == DurationConstant(value=5.0)
+    assert s.producers[0].stalls is None and load_scenario(BASE).clients_stalls is None
+    assert load_scenario(dump_scenario(s)) == s
+    assert with_overrides(load_scenario(BASE), ["clients_stalls={interval: 2s, pause: 4ms}"]).clients_stalls == \
+        load_scenario(BASE + "clients_stalls: {interval: 2s, pause: 4ms}\n").clients_stalls
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(BASE + "clients_stalls: {interval: 1s}\n")
+    assert [(p.path, p.line) for p in info.value.problems] == [("clients_stalls.pause", 10)]
+    # A client named `clients` would share the clients' process's stall rows and random streams.
+    named = BASE.replace("{name: p,", "{name: clients,")
+    assert load_scenario(named).producers[0].name == "clients"  # free without clients_stalls
+    path = tmp_path / "s.yaml"
+    path.write_text(named + "clients_stalls: {interval: 1s, pause: 1ms}\n")
+    assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
+    assert f"{path}:9: producers[0].name: name 'clients' is the clients' process's beside clients_stalls" in \
+        capsys.readouterr().err
+
+
 def test_a_brokers_stalls_can_come_every_so_many_requests_and_dump_and_load_back() -> None:
     s = load_scenario(BASE + "broker:\n  stalls: {every_requests: 600, pause: {type: lognormal, median: 12ms, "
                              "p99: 25ms}}\n")
@@ -155,6 +176,10 @@ def test_a_brokers_stalls_can_come_every_so_many_requests_and_dump_and_load_back
     (BASE + "broker:\n  stalls: {interval: 1s, pause: 1ms, fetch_pause: 1ms}\n", "broker.stalls.fetch_pause",
      "is given without every_fetches"),
     (BASE + "machine_stalls: {every_fetches: 600, pause: 1ms}\n", "machine_stalls.every_fetches",
+     "is a broker's only"),
+    (BASE + "clients_stalls: {every_requests: 600, pause: 1ms}\n", "clients_stalls.every_requests",
+     "is a broker's only"),
+    (BASE + "clients_stalls: {every_fetches: 600, pause: 1ms}\n", "clients_stalls.every_fetches",
      "is a broker's only"),
     (BASE.replace("rate: 10/s}", "rate: 10/s, stalls: {every_fetches: 10, pause: 1ms}}"),
      "producers[0].stalls.every_fetches", "has no replica fetchers"),
