@@ -367,6 +367,14 @@ def scenario_data(seed: int, duration: str | None = None) -> dict[str, Any]:
         stalls["every_fetches"] = fetch_rng.choice([1, 10, 100, 1000])
         if fetch_rng.random() < 0.5:
             stalls["fetch_pause"] = {"type": "lognormal", "median": _ms(fetch_rng.choice([0.5, 4.0])), "p99": _ms(15.0)}
+    # The clients' one process (clients_stalls) and each group of connections round robin from a drawn network
+    # thread (connection_layout: groups), as the presets of 2026-12-05 have them: a stream of its own, drawn last,
+    # so a seed that draws none of it generates the scenario it did.
+    clients_rng = random.Random(f"{seed}/clients-process")
+    if clients_rng.random() < 0.3:
+        data["clients_stalls"] = _stalls(clients_rng)
+    if clients_rng.random() < 0.3:
+        data["broker"]["connection_layout"] = "groups"
     data["faults"] = _without_crashes_of_crashed_brokers(data["faults"])
     return data
 

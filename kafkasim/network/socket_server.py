@@ -7,6 +7,10 @@ no generator processes on the hot path).
   clients', the clients' bootstrap and metadata connections, in whatever order they and the followers' fetchers
   came), which a scenario does not model: with an ``acceptor_rng`` (the scenario's `connection_layout:
   random`) each connection's processor is drawn from it instead, as if any number of those came before it.
+  With a ``fetcher`` test too (`connection_layout: groups`), the followers' fetchers' connections and the
+  clients' each go round robin, from a processor drawn for each group's first: the fetchers connect one after
+  another as the brokers start, the clients once they have their metadata, and the connections nobody models
+  (an admin client's, the clients' bootstrap and metadata ones) come before or between the groups.
 * A processor is a serial server running Kafka's loop (``Processor.run``), one iteration at a time: it takes
   every queued response (``processNewResponses``), writes them and reads the connections with a request ready
   (``poll``: cost ``network_read`` + per KiB each), stamps each request's ``startTimeNanos`` and puts it into
@@ -480,12 +484,18 @@ class SocketServer:
         cpu: HostCpu | None = None,
         load: MachineLoad | None = None,
         acceptor_rng: random.Random | None = None,
+        fetcher: Callable[[str], bool] | None = None,
     ) -> None:
         self.env = env
         self.broker_id = broker_id
         self.stw = stw if stw is not None else Pausable()
         self.request_channel = request_channel
         self._acceptor_rng = acceptor_rng
+        # With `fetcher` (the scenario's `connection_layout: groups`), whether a connection is a follower's
+        # fetcher: the fetchers' connections and the clients' each go round robin from a thread drawn from
+        # `acceptor_rng` for the group's first one (-1: not drawn yet).
+        self._fetcher = fetcher
+        self._group_next = [-1, -1]
         clock = PoolClock()  # the network threads' one idle time (machine_cold_start)
         self.processors = [Processor(i, env, request_channel, costs, observer, broker_id, self.stw, cpu, load, clock)
                            for i in range(num_network_threads)]
@@ -508,9 +518,16 @@ class SocketServer:
     def connect(self, name: str, send_response: Callable[[RequestEnvelope], None]) -> KafkaChannel:
         """Accept a connection; ``send_response(envelope)`` puts a sent response on the link back."""
         rng = self._acceptor_rng
+        fetcher = self._fetcher
         if rng is None:
             index = self._next_processor
             self._next_processor = (index + 1) % len(self.processors)
+        elif fetcher is not None:
+            group = 0 if fetcher(name) else 1
+            index = self._group_next[group]
+            if index < 0:
+                index = rng.randrange(len(self.processors))
+            self._group_next[group] = (index + 1) % len(self.processors)
         else:
             index = rng.randrange(len(self.processors))
         channel = KafkaChannel(name, index, send_response)

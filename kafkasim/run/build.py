@@ -344,7 +344,9 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         disk=broker_disk(scenario, clock, broker_id, streams),
         load=load,
         acceptor_rng=(streams.stream(f"broker-{broker_id}/acceptor")
-                      if scenario.broker_for(broker_id).connection_layout == "random" else None),
+                      if scenario.broker_for(broker_id).connection_layout != "round_robin" else None),
+        acceptor_fetcher=(fetchers.network.is_fetcher
+                          if scenario.broker_for(broker_id).connection_layout == "groups" else None),
     )
 
 

@@ -126,6 +126,11 @@ class ClusterNetwork:
             connection.name == target or broker_host(broker_id) == target
             or self._hosts.get(connection.name) == target)]
 
+    def is_fetcher(self, name: str) -> bool:
+        """Whether the connection of client ``name`` is a follower's replica fetcher thread's (its path made by
+        ``fetcher_path``, before it connects)."""
+        return name in self._hosts
+
     def fetcher_path(self, name: str, broker_id: int, source: int, link: Link) -> NetworkPath:
         """A fetcher thread's path: replication leaves the leader's host (its NIC's outbound) and enters the
         follower's (inbound)."""

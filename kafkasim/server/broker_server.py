@@ -143,6 +143,7 @@ class BrokerServer:
         disk: Disk | None = None,
         load: MachineLoad | None = None,
         acceptor_rng: random.Random | None = None,
+        acceptor_fetcher: Callable[[str], bool] | None = None,
     ) -> None:
         self.env = env
         self.disk = disk
@@ -169,6 +170,9 @@ class BrokerServer:
         self._fetch_session_rng = fetch_session_rng
         # Each connection's network thread, drawn (the scenario's `connection_layout: random`); None: round robin.
         self._acceptor_rng = acceptor_rng
+        # With it, whether a connection is a follower's fetcher (`connection_layout: groups`: the fetchers' and
+        # the clients' connections each go round robin from a drawn thread).
+        self._acceptor_fetcher = acceptor_fetcher
         self._incarnation = 0  # bumped by each restart: tasks scheduled by an earlier process do not run
         # When this process started (KafkaScheduler's periodic tasks count from there): the run's start
         # unless the cluster says the broker was started earlier (set_started_ms), a restart's instant after.
@@ -228,7 +232,7 @@ class BrokerServer:
         self.socket_server = SocketServer(
             env, self.request_channel, costs.processor, num_network_threads=config.num_network_threads,
             observer=observer, broker_id=self.broker_id, stw=self.stw, cpu=cpu, load=self.load,
-            acceptor_rng=self._acceptor_rng,
+            acceptor_rng=self._acceptor_rng, fetcher=self._acceptor_fetcher,
         )
         # Kafka's BrokerServer.startup: one FetchManager over a FetchSessionCache of 8 shards; session ids
         # come from the broker's own stream.

@@ -48,3 +48,25 @@ def test_random_gives_seeds_layouts_of_their_own_and_a_seed_always_the_same_one(
     assert len(set(layouts)) >= 3
     assert _layout("random", 3) == layouts[3]
     assert all(len(layout) == 4 for layout in layouts)
+
+
+
+def test_groups_put_the_two_followers_apart_and_the_producer_apart_from_the_consumer() -> None:
+    """`groups`: the followers' fetchers go round robin from a drawn thread, the clients from another. In fourteen
+    real runs of 2026-12-04 (Kafka 4.3.1's request log names each connection's network thread) the leader's two
+    followers never shared a thread, nor its producer and consumer; drawn one by one (`random`), they do in a third
+    of the runs."""
+    layouts = [_threads(_layout("groups", seed)) for seed in range(12)]
+    for fetchers, producer_thread, consumer_thread in layouts:
+        assert fetchers[0] != fetchers[1] and producer_thread != consumer_thread, layouts
+    # Each group's start is drawn: several layouts over the seeds, one per seed.
+    assert len(set(layouts)) >= 3
+    assert _threads(_layout("groups", 5)) == layouts[5]
+    drawn = [_threads(_layout("random", seed)) for seed in range(12)]
+    assert any(fetchers[0] == fetchers[1] or p == c for fetchers, p, c in drawn)
+
+
+def _threads(layout: tuple[tuple[str, int], ...]) -> tuple[tuple[int, ...], int, int]:
+    """The fetchers' threads, the producer's and the consumer's."""
+    threads = dict((name, thread) for name, thread in layout if name != "fetcher")
+    return tuple(thread for name, thread in layout if name == "fetcher"), threads["p1"], threads["c1"]

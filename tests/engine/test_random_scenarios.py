@@ -116,6 +116,8 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         seen["network-complete"] += "network_complete" in broker.get("costs", {})
         seen["handler-wakeup"] += "handler_wakeup" in broker.get("costs", {})
         seen["connection-layout-random"] += broker.get("connection_layout") == "random"
+        seen["connection-layout-groups"] += broker.get("connection_layout") == "groups"
+        seen["clients-stalls"] += "clients_stalls" in data
         seen["machine-wakeup-waits"] += data.get("machine_wakeup_waits", 0) > 0
     wanted = [
         "pause", "slow_disk", "crash", "link_delay", "link_drop", "crash+restart", "crash-forever",
@@ -130,7 +132,7 @@ def test_the_fixed_set_covers_what_it_claims() -> None:
         "network-complete",
         "machine-fetcher-weight", "handler-wakeup", "broker-stalls-every-requests",
         "broker-stalls-every-fetches", "broker-stalls-fetch-pause", "connection-layout-random",
-        "machine-wakeup-waits",
+        "machine-wakeup-waits", "connection-layout-groups", "clients-stalls",
     ]
     assert [w for w in wanted if not seen[w]] == []
 
