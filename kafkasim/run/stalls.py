@@ -1,9 +1,9 @@
 """The hosts' stalls (the scenario's `broker.stalls` and each client's `stalls`): a renewal process per host that
 stops the whole host for a drawn time, by the same pause as a `pause` fault. The machine's (`machine_stalls`): one
 more such process, host ``machine``, whose every stall stops every broker at once. The clients' process's
-(`clients_stalls`): host ``clients``, whose every stall stops every producer and consumer at once. A broker's stalls with
-`every_requests` come by count instead of time: each time that many more requests have reached its request
-channel (``BrokerServer.count_requests``), a stall starts at once, or when the one in force ends. With
+(`clients_stalls`): host ``clients``, whose every stall stops every producer and consumer at once. A broker's
+stalls with `every_requests` come by count instead of time: each time that many more requests have reached its
+request channel (``BrokerServer.count_requests``), a stall starts at once, or when the one in force ends. With
 `every_fetches`, each time that many more fetch responses have reached its replica fetchers
 (``BrokerServer.count_fetches``); with both, when the requests' and the responses' shares of the young
 generation (1/every_requests and 1/every_fetches each) have filled it.
@@ -26,8 +26,8 @@ would leave it) and writes one row, host ``machine``; none when every broker is 
 
 Draws: each host's distributions have streams of their own, ``<host>/stalls/interval``, ``<host>/stalls/pause``,
 (a broker's `fetch_pause`) ``<host>/stalls/fetch_pause`` and (counted stalls) ``<host>/stalls/fill``, the young
-generation's fill at the run's start (``broker-<id>``, the client's name, ``machine`` or ``clients``), so stalls change no
-other stream's draws, and a scenario without stalls schedules nothing.
+generation's fill at the run's start (``broker-<id>``, the client's name, ``machine`` or ``clients``), so stalls
+change no other stream's draws, and a scenario without stalls schedules nothing.
 """
 
 from __future__ import annotations
