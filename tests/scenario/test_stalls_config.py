@@ -94,45 +94,31 @@ def test_a_bad_stalls_block_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"{path}:9: producers[0].stalls.pause: is required beside interval" in err
 
 
-def test_the_machines_stalls_take_the_same_block_and_reserve_its_name(tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    s = load_scenario(BASE + "machine_stalls: {preset: jvm-g1-young, pause: 5ms}\n")
-    assert s.machine_stalls is not None and s.machine_stalls.pause == DurationConstant(value=5.0)
-    assert s.broker.stalls is None and load_scenario(BASE).machine_stalls is None
-    assert with_overrides(load_scenario(BASE), ["machine_stalls={interval: 2s, pause: 4ms}"]).machine_stalls == \
-        load_scenario(BASE + "machine_stalls: {interval: 2s, pause: 4ms}\n").machine_stalls
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(BASE + "machine_stalls: {interval: 1s}\n")
-    assert [(p.path, p.line) for p in info.value.problems] == [("machine_stalls.pause", 10)]
-    # A client named `machine` would share the machine's stall rows and random streams.
-    named = BASE.replace("{name: p,", "{name: machine,")
-    assert load_scenario(named).producers[0].name == "machine"  # free without machine_stalls
-    assert load_scenario(named + "machine_stalls: {}\n").producers[0].name == "machine"  # or with none on
-    path = tmp_path / "s.yaml"
-    path.write_text(named + "machine_stalls: {interval: 1s, pause: 1ms}\n")
-    assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
-    assert f"{path}:9: producers[0].name: name 'machine' is the machine's beside machine_stalls" in capsys.readouterr().err
-
-
-def test_the_clients_stalls_take_the_same_block_and_reserve_their_name(tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    s = load_scenario(BASE + "clients_stalls: {preset: jvm-g1-young, pause: 5ms}\n")
-    assert s.clients_stalls is not None and s.clients_stalls.pause == DurationConstant(value=5.0)
-    assert s.producers[0].stalls is None and load_scenario(BASE).clients_stalls is None
+@pytest.mark.parametrize(("key", "host", "words"), [
+    ("machine_stalls", "machine", "is the machine's beside machine_stalls"),
+    # The one process every client runs in (kafkasim's load driver: every client in one JVM).
+    ("clients_stalls", "clients", "is the clients' process's beside clients_stalls"),
+])
+def test_a_shared_processs_stalls_take_the_same_block_and_reserve_its_name(
+        key: str, host: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = load_scenario(BASE + f"{key}: {{preset: jvm-g1-young, pause: 5ms}}\n")
+    stalls = getattr(s, key)
+    assert stalls is not None and stalls.pause == DurationConstant(value=5.0)
+    assert s.broker.stalls is None and s.producers[0].stalls is None and getattr(load_scenario(BASE), key) is None
     assert load_scenario(dump_scenario(s)) == s
-    assert with_overrides(load_scenario(BASE), ["clients_stalls={interval: 2s, pause: 4ms}"]).clients_stalls == \
-        load_scenario(BASE + "clients_stalls: {interval: 2s, pause: 4ms}\n").clients_stalls
+    assert getattr(with_overrides(load_scenario(BASE), [f"{key}={{interval: 2s, pause: 4ms}}"]), key) == \
+        getattr(load_scenario(BASE + f"{key}: {{interval: 2s, pause: 4ms}}\n"), key)
     with pytest.raises(ScenarioError) as info:
-        load_scenario(BASE + "clients_stalls: {interval: 1s}\n")
-    assert [(p.path, p.line) for p in info.value.problems] == [("clients_stalls.pause", 10)]
-    # A client named `clients` would share the clients' process's stall rows and random streams.
-    named = BASE.replace("{name: p,", "{name: clients,")
-    assert load_scenario(named).producers[0].name == "clients"  # free without clients_stalls
+        load_scenario(BASE + f"{key}: {{interval: 1s}}\n")
+    assert [(p.path, p.line) for p in info.value.problems] == [(f"{key}.pause", 10)]
+    # A client named after the process would share its stall rows and random streams.
+    named = BASE.replace("{name: p,", f"{{name: {host},")
+    assert load_scenario(named).producers[0].name == host  # free without the process's stalls
+    assert load_scenario(named + f"{key}: {{}}\n").producers[0].name == host  # or with none on
     path = tmp_path / "s.yaml"
-    path.write_text(named + "clients_stalls: {interval: 1s, pause: 1ms}\n")
+    path.write_text(named + f"{key}: {{interval: 1s, pause: 1ms}}\n")
     assert call("run", path, "--out", tmp_path / "out", "--no-figures", "--no-progress") == 2
-    assert f"{path}:9: producers[0].name: name 'clients' is the clients' process's beside clients_stalls" in \
-        capsys.readouterr().err
+    assert f"{path}:9: producers[0].name: name '{host}' {words}" in capsys.readouterr().err
 
 
 def test_a_brokers_stalls_can_come_every_so_many_requests_and_dump_and_load_back() -> None:
