@@ -1,12 +1,13 @@
 """The stop-the-world pauses of a run's hosts, for `kafkasim compare`: a simulated run's stalls (its
 stalls.parquet: the scenario's `broker.stalls`, `machine_stalls`, `clients_stalls` and the clients' `stalls`,
-kafkasim.run.stalls)
-and a real run's garbage collections (each JVM's GC log, kept in ``kafka/<jvm>/``: kafkasim.real.gc_log).
+kafkasim.run.stalls) and a real run's garbage collections (each JVM's GC log, kept in ``kafka/<jvm>/``:
+kafkasim.real.gc_log).
 
 The stalls stand for the collections, so the two are read alike: the pauses that began inside the run's window
 (the compared window, else from the warm-up's end to the run's end), per host, with how often they came and
 what share of the window they took. A simulated host is a broker, a client, ``machine`` (every broker at
-once) or ``clients`` (every client at once); a real one is a JVM: ``controller``, ``broker-<id>``, or ``driver`` (every client of the run).
+once) or ``clients`` (every client at once); a real one is a JVM: ``controller``, ``broker-<id>``, or ``driver``
+(every client of the run: a simulated ``clients`` stands for it).
 """
 
 from __future__ import annotations
