@@ -330,6 +330,7 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
                      fetchers: ReplicaFetcherFactory, load: MachineLoad | None = None) -> BrokerServer:
     """Broker ``broker_id`` with its configs and costs, its own random streams; ``load``: the machine it shares
     with the other brokers (``machine_wakeup_per_thread``)."""
+    layout = scenario.broker_for(broker_id).connection_layout
     return BrokerServer(
         clock.env,
         clock.time,
@@ -343,10 +344,8 @@ def broker_server_of(scenario: Scenario, clock: SimClock, broker_id: int, stream
         fetcher_factory=fetchers,
         disk=broker_disk(scenario, clock, broker_id, streams),
         load=load,
-        acceptor_rng=(streams.stream(f"broker-{broker_id}/acceptor")
-                      if scenario.broker_for(broker_id).connection_layout != "round_robin" else None),
-        acceptor_fetcher=(fetchers.network.is_fetcher
-                          if scenario.broker_for(broker_id).connection_layout == "groups" else None),
+        acceptor_rng=streams.stream(f"broker-{broker_id}/acceptor") if layout != "round_robin" else None,
+        acceptor_fetcher=fetchers.network.is_fetcher if layout == "groups" else None,
     )
 
 

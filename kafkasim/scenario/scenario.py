@@ -347,12 +347,11 @@ def _cross_checks(s: Scenario) -> list[tuple[Loc, str]]:
                 f"must be <= replica.lag.time.max.ms ({b.replica_lag_time_max_ms}), as Kafka requires",
             )
 
-    for key in s.machine_stalls.counts if s.machine_stalls is not None else {}:
-        add(("machine_stalls", key), "is a broker's only: the machine handles no requests and fetches nothing of "
-                                         f"its own (allowed: interval here, or broker.stalls.{key})")
-    for key in s.clients_stalls.counts if s.clients_stalls is not None else {}:
-        add(("clients_stalls", key), "is a broker's only: the clients' process handles no requests and has no "
-                                         f"replica fetchers (allowed: interval here, or broker.stalls.{key})")
+    for where, shared, why in (
+            ("machine_stalls", s.machine_stalls, "the machine handles no requests and fetches nothing of its own"),
+            ("clients_stalls", s.clients_stalls, "the clients' process handles no requests and has no replica fetchers")):
+        for key in shared.counts if shared is not None else {}:
+            add((where, key), f"is a broker's only: {why} (allowed: interval here, or broker.stalls.{key})")
     _cluster_checks(s, add)
 
     _busy_fetch_checks(s, add)
